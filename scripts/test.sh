@@ -1,0 +1,23 @@
+#!/usr/bin/env bash
+# Sets up and runs every test: all of them on a Release build, the unit tests again under
+# AddressSanitizer + UndefinedBehaviorSanitizer, the threaded tests under ThreadSanitizer.
+source "$(dirname "${BASH_SOURCE[0]}")/setup.sh"
+ensure_packages "${RATELIMIT_BUILD_PACKAGES[@]}" tmux
+
+run_ctest() {
+  local dir=$1
+  shift
+  ctest --test-dir "$RATELIMIT_ROOT/build/$dir" --output-on-failure -j "$(nproc)" "$@"
+}
+
+echo "== Release: every test"
+build_tree release -DCMAKE_BUILD_TYPE=Release -DRATELIMIT_BUILD_TESTS=ON
+run_ctest release
+
+echo "== AddressSanitizer + UndefinedBehaviorSanitizer: unit tests"
+build_tree asan -DCMAKE_BUILD_TYPE=Debug -DRATELIMIT_SANITIZE=address,undefined
+run_ctest asan -L unit
+
+echo "== ThreadSanitizer: threaded tests"
+build_tree tsan -DCMAKE_BUILD_TYPE=Debug -DRATELIMIT_SANITIZE=thread
+run_ctest tsan -L threaded

@@ -1,0 +1,16 @@
+#pragma once
+
+#include <functional>
+
+#include <CLI/CLI.hpp>
+
+namespace ratelimit::cli {
+
+// One command of the binary: the CLI11 (sub)command it declared its options on, and what runs it
+// once the command line is parsed. Each lives in its own file, as CLI11's subcom_in_files example.
+struct Command {
+  CLI::App* app;
+  std::function<int()> run;
+};
+
+}  // namespace ratelimit::cli

@@ -1,0 +1,55 @@
+#include <fmt/core.h>
+
+#include <CLI/CLI.hpp>
+#include <exception>
+#include <system_error>
+#include <vector>
+
+#include "cli/commands.hpp"
+#include "cli/units.hpp"
+#include "exit_codes.hpp"
+
+namespace {
+
+std::string version_text() {
+  return fmt::format("ratelimit {} (fmt {}.{}.{}, CLI11 {})", RATELIMIT_VERSION,
+                     FMT_VERSION / 10000, FMT_VERSION / 100 % 100, FMT_VERSION % 100,
+                     CLI11_VERSION);
+}
+
+int report(const std::exception& error, int code) {
+  fmt::print(stderr, "ratelimit: {}\n", error.what());
+  return code;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  CLI::App app{"ratelimit: shape a stream or a shell loop to a rate, with a token bucket",
+               "ratelimit"};
+  app.set_version_flag("-V,--version", version_text());
+  const std::vector<ratelimit::cli::Command> commands = {};
+
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::CallForHelp& help) {
+    return app.exit(help);
+  } catch (const CLI::CallForAllHelp& help) {
+    return app.exit(help);
+  } catch (const CLI::CallForVersion& version) {
+    return app.exit(version);
+  } catch (const CLI::ParseError& error) {
+    return report(error, ratelimit::exit_usage);
+  }
+
+  try {
+    for (const auto& command : commands) {
+      if (command.app->parsed()) return command.run();
+    }
+    return ratelimit::exit_ok;
+  } catch (const ratelimit::cli::UsageError& error) {
+    return report(error, ratelimit::exit_usage);
+  } catch (const std::system_error& error) {
+    return report(error, ratelimit::exit_io_error);
+  }
+}

@@ -1,0 +1,48 @@
+#pragma once
+
+#include <chrono>
+#include <stdexcept>
+#include <string>
+#include <string_view>
+
+#include <CLI/CLI.hpp>
+
+namespace ratelimit::cli {
+
+// Bad user input; main() prints "ratelimit: <what>" and exits 64.
+class UsageError : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+// What a rate or size was written in: plain units, or an explicit data unit.
+enum class DataUnit { unspecified, bytes, bits };
+
+struct Rate {
+  double units_per_second;  // bits already converted to bytes
+  DataUnit unit;
+};
+
+// "5000", "1.5M", "10MiB/s", "8Mbit/s", "2/s", "100/m", "300/15s", "1k/500ms".
+Rate parse_rate(std::string_view text);
+// "64k", "1MiB", "4096", "0"; a count of units (bytes, lines or records).
+double parse_size(std::string_view text);
+// "500ms", "10s", "2m", "1h", "1d", "1.5s"; a bare number is seconds.
+std::chrono::nanoseconds parse_duration(std::string_view text);
+
+// A CLI11 check that reports the parser's own message, e.g. "invalid rate '1x': unknown unit 'x'".
+template <typename Parse>
+CLI::Validator syntax_check(Parse parse, std::string name) {
+  return CLI::Validator(
+      [parse](std::string& text) -> std::string {
+        try {
+          parse(text);
+          return {};
+        } catch (const UsageError& error) {
+          return error.what();
+        }
+      },
+      std::move(name));
+}
+
+}  // namespace ratelimit::cli

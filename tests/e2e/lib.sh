@@ -1,0 +1,40 @@
+# Sourced by every end-to-end test. $RATELIMIT is the binary under test.
+set -euo pipefail
+
+: "${RATELIMIT:?RATELIMIT must name the binary under test}"
+WORK=$(mktemp -d)
+trap 'rm -rf "$WORK"' EXIT
+
+fail() {
+  echo "FAIL: $*" >&2
+  exit 1
+}
+
+# expect_status CODE CMD...: runs CMD, fails unless it exits with CODE. Its stderr is kept in
+# $WORK/stderr for expect_stderr.
+expect_status() {
+  local expected=$1 status=0
+  shift
+  "$@" 2>"$WORK/stderr" || status=$?
+  [ "$status" -eq "$expected" ] || {
+    cat "$WORK/stderr" >&2
+    fail "'$*' exited $status, expected $expected"
+  }
+}
+
+# expect_stderr TEXT: the last expect_status's stderr is exactly TEXT.
+expect_stderr() {
+  local actual
+  actual=$(cat "$WORK/stderr")
+  [ "$actual" = "$1" ] || fail "stderr was '$actual', expected '$1'"
+}
+
+# random_file PATH BYTES: incompressible test data.
+random_file() {
+  head -c "$2" /dev/urandom >"$1"
+}
+
+# now_ns: the monotonic-enough wall clock, for the few loose timing checks.
+now_ns() {
+  date +%s%N
+}
