@@ -15,9 +15,9 @@ enum class BucketShape {
 struct BucketParams {
   BucketShape shape = BucketShape::bursty;
   double permits_per_second = 1.0;
-  double max_burst_seconds = 1.0;       // bursty only
-  std::chrono::nanoseconds warmup{0};   // warming_up only
-  double cold_factor = 3.0;             // warming_up only
+  double max_burst_seconds = 1.0;      // bursty only
+  std::chrono::nanoseconds warmup{0};  // warming_up only
+  double cold_factor = 3.0;            // warming_up only
 
   friend bool operator==(const BucketParams&, const BucketParams&) = default;
 };

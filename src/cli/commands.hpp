@@ -1,8 +1,7 @@
 #pragma once
 
-#include <functional>
-
 #include <CLI/CLI.hpp>
+#include <functional>
 
 namespace ratelimit::cli {
 

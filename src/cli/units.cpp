@@ -16,8 +16,8 @@ struct Prefix {
 
 // Longest symbols first so that "Ki" is not read as "K" followed by "i".
 constexpr Prefix kPrefixes[] = {
-    {"Ki"sv, 1024.0},    {"Mi"sv, 1048576.0}, {"Gi"sv, 1073741824.0}, {"Ti"sv, 1099511627776.0},
-    {"k"sv, 1e3},        {"K"sv, 1e3},        {"M"sv, 1e6},           {"G"sv, 1e9},
+    {"Ki"sv, 1024.0}, {"Mi"sv, 1048576.0}, {"Gi"sv, 1073741824.0}, {"Ti"sv, 1099511627776.0},
+    {"k"sv, 1e3},     {"K"sv, 1e3},        {"M"sv, 1e6},           {"G"sv, 1e9},
     {"T"sv, 1e12},
 };
 
@@ -27,20 +27,20 @@ struct TimeUnit {
 };
 
 constexpr TimeUnit kTimeUnits[] = {
-    {"ns"sv, 1e-9}, {"us"sv, 1e-6}, {"ms"sv, 1e-3}, {"s"sv, 1.0},
+    {"ns"sv, 1e-9}, {"us"sv, 1e-6},  {"ms"sv, 1e-3},   {"s"sv, 1.0},
     {"m"sv, 60.0},  {"h"sv, 3600.0}, {"d"sv, 86400.0},
 };
 
 [[noreturn]] void reject(std::string_view kind, std::string_view text, std::string_view why) {
-  throw UsageError("invalid " + std::string(kind) + " '" + std::string(text) + "': " +
-                   std::string(why));
+  throw UsageError("invalid " + std::string(kind) + " '" + std::string(text) +
+                   "': " + std::string(why));
 }
 
 // Splits a leading decimal number (fractions and exponents allowed) off `rest`.
 double take_number(std::string_view& rest, std::string_view kind, std::string_view text) {
   double value = 0.0;
-  const auto [end, error] = std::from_chars(rest.data(), rest.data() + rest.size(), value,
-                                            std::chars_format::general);
+  const auto [end, error] =
+      std::from_chars(rest.data(), rest.data() + rest.size(), value, std::chars_format::general);
   if (error != std::errc() || !std::isfinite(value)) reject(kind, text, "expected a number");
   rest.remove_prefix(static_cast<std::size_t>(end - rest.data()));
   if (value < 0.0) reject(kind, text, "must not be negative");

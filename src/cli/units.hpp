@@ -1,11 +1,10 @@
 #pragma once
 
+#include <CLI/CLI.hpp>
 #include <chrono>
 #include <stdexcept>
 #include <string>
 #include <string_view>
-
-#include <CLI/CLI.hpp>
 
 namespace ratelimit::cli {
 

@@ -4,8 +4,7 @@ namespace ratelimit {
 
 using std::chrono::nanoseconds;
 
-RateLimiter RateLimiter::bursty(double permits_per_second, Clock& clock,
-                                double max_burst_seconds) {
+RateLimiter RateLimiter::bursty(double permits_per_second, Clock& clock, double max_burst_seconds) {
   BucketParams params;
   params.shape = BucketShape::bursty;
   params.permits_per_second = permits_per_second;

@@ -120,7 +120,7 @@ TEST(Bursty, SetRateAppliesFromTheNextPermitOn) {
 TEST(Bursty, SetRateRescalesStoredPermits) {
   FakeClock clock;
   auto limiter = RateLimiter::bursty(4.0, clock);
-  clock.advance(500ms);  // 2 of at most 4 permits stored
+  clock.advance(500ms);   // 2 of at most 4 permits stored
   limiter.set_rate(8.0);  // the maximum doubles to 8, so the 2 stored become 4
   EXPECT_EQ(limiter.acquire(4), 0ns);
   EXPECT_EQ(limiter.acquire(1), 0ns);  // all four were stored: nothing to repay
@@ -208,9 +208,8 @@ TEST(WarmingUp, SetRateKeepsTheWarmUpTimeAndRescalesPermits) {
   // (0.25+2*0.0625 + 0.25+1*0.0625)/2 = 0.34375, then 0.28125, then the stable 0.25.
   EXPECT_EQ(acquire_each(limiter, 4), (Waits{343750us, 281250us, 250ms, 250ms}));
   clock.advance(4250ms);  // cold again: cool-down interval 4 s / 16 permits
-  EXPECT_EQ(acquire_each(limiter, 11),
-            (Waits{0ms, 718750us, 656250us, 593750us, 531250us, 468750us, 406250us, 343750us,
-                   281250us, 250ms, 250ms}));
+  EXPECT_EQ(acquire_each(limiter, 11), (Waits{0ms, 718750us, 656250us, 593750us, 531250us, 468750us,
+                                              406250us, 343750us, 281250us, 250ms, 250ms}));
 }
 
 // If a cold bucket is pushed max - threshold permits in any split, it takes exactly the warm-up
@@ -228,8 +227,7 @@ TEST(WarmingUp, WarmUpTimeIsHonouredWhateverTheWeights) {
         const nanoseconds start = clock.now();
         int permits = kWarmupPermits;
         while (permits > 0) {
-          const int chunk =
-              std::max(1, std::uniform_int_distribution<int>(0, permits - 1)(random));
+          const int chunk = std::max(1, std::uniform_int_distribution<int>(0, permits - 1)(random));
           permits -= chunk;
           limiter.acquire(chunk);
         }
@@ -371,8 +369,7 @@ TEST(Denormal, SmallestRateGrantsExactlyOnePermitEver) {
 
 TEST(Denormal, SmallestRateWarmingUp) {
   FakeClock clock;
-  auto limiter =
-      RateLimiter::warming_up(std::numeric_limits<double>::denorm_min(), 10s, clock);
+  auto limiter = RateLimiter::warming_up(std::numeric_limits<double>::denorm_min(), 10s, clock);
   EXPECT_TRUE(limiter.try_acquire());
   EXPECT_FALSE(limiter.try_acquire(1, 1000s));
 }

@@ -44,7 +44,8 @@ TEST(ParseRate, RejectsWhatIsNotARateNamingIt) {
   EXPECT_EQ(error_of(parse_rate, "5x"), "invalid rate '5x': unknown unit 'x'");
   EXPECT_EQ(error_of(parse_rate, "5/x"),
             "invalid rate '5/x': unknown time unit 'x' (use ns, us, ms, s, m, h, d)");
-  EXPECT_EQ(error_of(parse_rate, "5/0s"), "invalid rate '5/0s': the period must be longer than zero");
+  EXPECT_EQ(error_of(parse_rate, "5/0s"),
+            "invalid rate '5/0s': the period must be longer than zero");
   EXPECT_EQ(error_of(parse_rate, "5/15"),
             "invalid rate '5/15': expected a period such as /s, /m or /15s");
   EXPECT_EQ(error_of(parse_rate, "inf"), "invalid rate 'inf': expected a number");

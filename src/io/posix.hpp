@@ -1,0 +1,76 @@
+#pragma once
+
+// The POSIX layer's small RAII types. Every system call of the engines goes through here or
+// another *_posix.cpp file, so EINTR and errno handling live in one place.
+
+#include <poll.h>
+
+#include <cerrno>
+#include <chrono>
+#include <csignal>
+#include <string>
+#include <system_error>
+
+namespace ratelimit::io {
+
+// Retries `call` while it fails with EINTR; returns its last result.
+template <typename Call>
+auto retry_on_eintr(Call call) {
+  decltype(call()) result;
+  do {
+    result = call();
+  } while (result == -1 && errno == EINTR);
+  return result;
+}
+
+// Throws std::system_error for the current errno, e.g. "write standard output: Broken pipe".
+[[noreturn]] void throw_errno(const std::string& what);
+
+// A move-only owner of a file descriptor; -1 means none.
+class FileDescriptor {
+ public:
+  FileDescriptor() = default;
+  explicit FileDescriptor(int fd) noexcept : fd_(fd) {}
+  FileDescriptor(FileDescriptor&& other) noexcept : fd_(other.release()) {}
+  FileDescriptor& operator=(FileDescriptor&& other) noexcept;
+  FileDescriptor(const FileDescriptor&) = delete;
+  FileDescriptor& operator=(const FileDescriptor&) = delete;
+  ~FileDescriptor() { reset(); }
+
+  int get() const { return fd_; }
+  explicit operator bool() const { return fd_ >= 0; }
+  int release() noexcept;
+  void reset() noexcept;
+
+ private:
+  int fd_ = -1;
+};
+
+// The monotonic clock that deadlines are written on (CLOCK_MONOTONIC, as std::steady_clock and
+// ratelimit::system_clock()).
+std::chrono::nanoseconds monotonic_now();
+
+// While alive, SIGINT, SIGTERM and SIGHUP are blocked and their handlers only record the signal;
+// they are let through only inside wait_until(), so every interruption arrives at one known place.
+// The destructor restores the previous handlers and mask.
+class SignalGuard {
+ public:
+  SignalGuard();
+  ~SignalGuard();
+  SignalGuard(const SignalGuard&) = delete;
+  SignalGuard& operator=(const SignalGuard&) = delete;
+
+  // The first stop signal received, or 0.
+  int received() const;
+
+  // Waits until `deadline` (monotonic_now() timeline), until one of `fds` is ready, or until a
+  // stop signal arrives. Returns the number of ready descriptors (0 at the deadline or on a
+  // signal: check received()). A deadline of nanoseconds::max() waits without limit.
+  int wait_until(std::chrono::nanoseconds deadline, pollfd* fds = nullptr, nfds_t count = 0);
+
+ private:
+  sigset_t previous_mask_;
+  struct sigaction previous_actions_[3];
+};
+
+}  // namespace ratelimit::io

@@ -1,0 +1,94 @@
+#include <time.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <utility>
+
+#include "io/posix.hpp"
+
+namespace ratelimit::io {
+namespace {
+
+constexpr int kStopSignals[] = {SIGINT, SIGTERM, SIGHUP};
+
+// Written only by the handler; async-signal-safe by construction.
+volatile std::sig_atomic_t g_received_signal = 0;
+
+extern "C" void record_signal(int signal_number) {
+  if (g_received_signal == 0) g_received_signal = signal_number;
+}
+
+sigset_t stop_signal_set() {
+  sigset_t set;
+  sigemptyset(&set);
+  for (int signal_number : kStopSignals) sigaddset(&set, signal_number);
+  return set;
+}
+
+}  // namespace
+
+void throw_errno(const std::string& what) {
+  throw std::system_error(errno, std::generic_category(), what);
+}
+
+FileDescriptor& FileDescriptor::operator=(FileDescriptor&& other) noexcept {
+  if (this != &other) {
+    reset();
+    fd_ = other.release();
+  }
+  return *this;
+}
+
+int FileDescriptor::release() noexcept { return std::exchange(fd_, -1); }
+
+void FileDescriptor::reset() noexcept {
+  // close() is not retried on EINTR: on Linux the descriptor is released either way.
+  if (fd_ >= 0) ::close(fd_);
+  fd_ = -1;
+}
+
+std::chrono::nanoseconds monotonic_now() {
+  timespec now{};
+  ::clock_gettime(CLOCK_MONOTONIC, &now);
+  return std::chrono::seconds(now.tv_sec) + std::chrono::nanoseconds(now.tv_nsec);
+}
+
+SignalGuard::SignalGuard() {
+  g_received_signal = 0;
+  const sigset_t stop = stop_signal_set();
+  ::sigprocmask(SIG_BLOCK, &stop, &previous_mask_);
+  struct sigaction action {};
+  action.sa_handler = record_signal;
+  sigemptyset(&action.sa_mask);
+  for (std::size_t i = 0; i < std::size(kStopSignals); ++i)
+    ::sigaction(kStopSignals[i], &action, &previous_actions_[i]);
+}
+
+SignalGuard::~SignalGuard() {
+  for (std::size_t i = 0; i < std::size(kStopSignals); ++i)
+    ::sigaction(kStopSignals[i], &previous_actions_[i], nullptr);
+  ::sigprocmask(SIG_SETMASK, &previous_mask_, nullptr);
+}
+
+int SignalGuard::received() const { return g_received_signal; }
+
+int SignalGuard::wait_until(std::chrono::nanoseconds deadline, pollfd* fds, nfds_t count) {
+  sigset_t wait_mask = previous_mask_;
+  for (int signal_number : kStopSignals) sigdelset(&wait_mask, signal_number);
+  while (received() == 0) {
+    timespec timeout{};
+    timespec* timeout_pointer = nullptr;
+    if (deadline != std::chrono::nanoseconds::max()) {
+      const auto remaining = std::max(deadline - monotonic_now(), std::chrono::nanoseconds::zero());
+      timeout.tv_sec = static_cast<time_t>(remaining.count() / 1'000'000'000);
+      timeout.tv_nsec = static_cast<long>(remaining.count() % 1'000'000'000);
+      timeout_pointer = &timeout;
+    }
+    const int ready = ::ppoll(fds, count, timeout_pointer, &wait_mask);
+    if (ready >= 0) return ready;
+    if (errno != EINTR) throw_errno("poll");
+  }
+  return 0;
+}
+
+}  // namespace ratelimit::io
