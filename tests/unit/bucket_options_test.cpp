@@ -1,0 +1,55 @@
+#include "cli/bucket_options.hpp"
+
+#include <gtest/gtest.h>
+
+#include "cli/units.hpp"
+
+namespace ratelimit::cli {
+namespace {
+
+using namespace std::chrono_literals;
+
+BucketParams parse(std::vector<std::string> args, RateUnits units = RateUnits::data) {
+  CLI::App app;
+  BucketOptions options;
+  add_bucket_options(app, options);
+  std::reverse(args.begin(), args.end());
+  app.parse(args);
+  return to_bucket_params(options, units);
+}
+
+TEST(BucketOptions, DefaultIsGuavaOneSecondBursty) {
+  const BucketParams params = parse({"--rate", "10k"});
+  EXPECT_EQ(params.shape, BucketShape::bursty);
+  EXPECT_EQ(params.permits_per_second, 10000.0);
+  EXPECT_EQ(params.max_burst_seconds, 1.0);
+}
+
+TEST(BucketOptions, BurstAsTimeOrAsUnits) {
+  EXPECT_EQ(parse({"--rate", "10k", "--burst", "2s"}).max_burst_seconds, 2.0);
+  EXPECT_EQ(parse({"--rate", "10k", "--burst", "500ms"}).max_burst_seconds, 0.5);
+  EXPECT_EQ(parse({"--rate", "10k", "--burst", "64k"}).max_burst_seconds, 6.4);
+  EXPECT_EQ(parse({"--rate", "10k", "--burst", "0"}).max_burst_seconds, 0.0);
+}
+
+TEST(BucketOptions, WarmupSelectsWarmingUp) {
+  const BucketParams params = parse({"--rate", "1M", "--warmup", "4s", "--cold-factor", "10"});
+  EXPECT_EQ(params.shape, BucketShape::warming_up);
+  EXPECT_EQ(params.warmup, 4s);
+  EXPECT_EQ(params.cold_factor, 10.0);
+}
+
+TEST(BucketOptions, RejectsBadCombinationsAndValues) {
+  EXPECT_THROW(parse({"--rate", "1M", "--warmup", "4s", "--burst", "1s"}), CLI::ExcludesError);
+  EXPECT_THROW(parse({"--rate", "1M", "--cold-factor", "2"}), CLI::RequiresError);
+  EXPECT_THROW(parse({"--rate", "1M", "--warmup", "4s", "--cold-factor", "0.5"}),
+               CLI::ValidationError);
+  EXPECT_THROW(parse({"--rate", "1x"}), CLI::ValidationError);
+  EXPECT_THROW(parse({"--rate", "10k", "--burst", "2q"}), CLI::ValidationError);
+  EXPECT_THROW(parse({}), UsageError);
+  EXPECT_THROW(parse({"--rate", "10kB/s"}, RateUnits::plain), UsageError);
+  EXPECT_EQ(parse({"--rate", "2/s"}, RateUnits::plain).permits_per_second, 2.0);
+}
+
+}  // namespace
+}  // namespace ratelimit::cli
