@@ -2,7 +2,7 @@
 # Sets up and runs every test: all of them on a Release build, the unit tests again under
 # AddressSanitizer + UndefinedBehaviorSanitizer, the threaded tests under ThreadSanitizer.
 source "$(dirname "${BASH_SOURCE[0]}")/setup.sh"
-ensure_packages "${RATELIMIT_BUILD_PACKAGES[@]}" tmux
+ensure_packages "${RATELIMIT_BUILD_PACKAGES[@]}" libbenchmark-dev tmux
 
 run_ctest() {
   local dir=$1
@@ -11,7 +11,7 @@ run_ctest() {
 }
 
 echo "== Release: every test"
-build_tree release -DCMAKE_BUILD_TYPE=Release -DRATELIMIT_BUILD_TESTS=ON
+build_tree release -DCMAKE_BUILD_TYPE=Release -DRATELIMIT_BUILD_TESTS=ON -DRATELIMIT_BUILD_BENCH=ON
 run_ctest release
 
 echo "== AddressSanitizer + UndefinedBehaviorSanitizer: unit tests"
