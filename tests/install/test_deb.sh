@@ -1,0 +1,25 @@
+#!/usr/bin/env bash
+# cpack -G DEB builds a package with the binary, its shared-library dependencies and the files a
+# user expects.
+set -euo pipefail
+build_dir=$1
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+fail() {
+  echo "FAIL: $*" >&2
+  exit 1
+}
+
+(cd "$work" && cpack -G DEB --config "$build_dir/CPackConfig.cmake" >"$work/log" 2>&1) ||
+  { cat "$work/log"; fail "cpack failed"; }
+deb=$(ls "$work"/ratelimit_*.deb)
+dpkg-deb --field "$deb" Package | grep -qx ratelimit || fail "wrong package name"
+depends=$(dpkg-deb --field "$deb" Depends)
+for library in libc6 libstdc++6 libfmt9; do
+  grep -q "$library" <<<"$depends" || fail "Depends lacks $library: $depends"
+done
+contents=$(dpkg-deb --contents "$deb")
+for file in ./usr/bin/ratelimit ./usr/include/ratelimit/rate_limiter.hpp \
+  ./usr/lib/cmake/ratelimit/ratelimitConfig.cmake; do
+  grep -q " $file\$" <<<"$contents" || fail "the package lacks $file"
+done
