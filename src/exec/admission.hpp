@@ -1,0 +1,30 @@
+#pragma once
+
+#include "backends/state_file_backend.hpp"
+#include "io/posix.hpp"
+
+// The exec engine: admits one command (or one `acquire`) through a shared bucket, optionally
+// within a limit of commands of the key running at once.
+namespace ratelimit::exec {
+
+struct AdmissionRequest {
+  backends::PermitRequest permits;
+  int max_inflight = 0;  // 0: no limit
+};
+
+enum class AdmissionResult { admitted, refused, interrupted };
+
+struct Admission {
+  AdmissionResult result = AdmissionResult::refused;
+  int signal = 0;  // interrupted: the stop signal received
+  // With --max-inflight: the slot's lock, held as long as this descriptor (or the command that
+  // inherits it) lives.
+  io::FileDescriptor slot;
+};
+
+// Takes a slot (waiting for one), then books the permits and waits until they are due, all
+// within the request's timeout. SIGINT, SIGTERM and SIGHUP end the wait; the previous signal
+// dispositions and mask are back in place on return.
+Admission admit(backends::StateFileBackend& backend, const AdmissionRequest& request);
+
+}  // namespace ratelimit::exec
