@@ -10,7 +10,7 @@ namespace {
 int run_acquire(const PermitOptions& options) {
   const exec::AdmissionRequest request{.permits = to_permit_request(options), .max_inflight = 0};
   backends::StateFileBackend backend = open_backend(options.store);
-  const exec::Admission admission = exec::admit(backend, request);
+  const exec::Admission admission = exec::admit(backend, backend.directory(), request);
   if (admission.result != exec::AdmissionResult::admitted) return exit_status_of_refusal(admission);
   return exit_ok;
 }

@@ -28,7 +28,8 @@ io::FileDescriptor try_any_slot(const backends::StateDirectory& directory, const
 
 }  // namespace
 
-Admission admit(backends::StateFileBackend& backend, const AdmissionRequest& request) {
+Admission admit(backends::BucketBackend& backend, const backends::StateDirectory& slots,
+                const AdmissionRequest& request) {
   io::SignalGuard guard;
   const nanoseconds deadline = deadline_after(io::monotonic_now(), request.permits.timeout);
   Admission admission;
@@ -41,7 +42,7 @@ Admission admit(backends::StateFileBackend& backend, const AdmissionRequest& req
 
   if (request.max_inflight > 0) {
     for (;;) {
-      admission.slot = try_any_slot(backend.directory(), request.permits.key, request.max_inflight);
+      admission.slot = try_any_slot(slots, request.permits.key, request.max_inflight);
       if (admission.slot) break;
       const nanoseconds now = io::monotonic_now();
       if (now >= deadline) return stop(AdmissionResult::refused);

@@ -1,6 +1,7 @@
 #pragma once
 
-#include "backends/state_file_backend.hpp"
+#include "backends/bucket_backend.hpp"
+#include "backends/state_directory.hpp"
 #include "io/posix.hpp"
 
 // The exec engine: admits one command (or one `acquire`) through a shared bucket, optionally
@@ -22,9 +23,12 @@ struct Admission {
   io::FileDescriptor slot;
 };
 
-// Takes a slot (waiting for one), then books the permits and waits until they are due, all
-// within the request's timeout. SIGINT, SIGTERM and SIGHUP end the wait; the previous signal
-// dispositions and mask are back in place on return.
-Admission admit(backends::StateFileBackend& backend, const AdmissionRequest& request);
+// Takes a --max-inflight slot among the lock files of `slots` (waiting for one), then books the
+// permits from `backend` and waits until they are due, all within the request's timeout. Slots
+// are per machine whatever the backend: their locks die with the processes holding them.
+// SIGINT, SIGTERM and SIGHUP end the wait; the previous signal dispositions and mask are back in
+// place on return.
+Admission admit(backends::BucketBackend& backend, const backends::StateDirectory& slots,
+                const AdmissionRequest& request);
 
 }  // namespace ratelimit::exec

@@ -22,6 +22,20 @@ wait_interrupted INT 130
 wait_interrupted TERM 143
 wait_interrupted HUP 129
 
+# Stop signals the caller ignores (nohup, a non-interactive shell's background job) stay ignored.
+"$RATELIMIT" acquire --rate 2/s --key i
+(
+  trap '' INT HUP
+  exec "$RATELIMIT" exec --rate 2/s --key i -- touch "$WORK/ignored"
+) &
+waiter=$!
+sleep 0.2
+kill -INT "$waiter"
+kill -HUP "$waiter"
+status=0
+wait "$waiter" || status=$?
+[ "$status" -eq 0 ] && [ -e "$WORK/ignored" ] || fail "an ignored SIGINT or SIGHUP stopped the wait (exit $status)"
+
 # SIGKILL while waiting: no lock is left behind, the bucket goes on.
 "$RATELIMIT" acquire --rate 2/s --key k
 "$RATELIMIT" exec --rate 2/s --key k -- touch "$WORK/ran" &
