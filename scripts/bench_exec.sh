@@ -71,6 +71,14 @@ done
 wait
 hot_seconds=$(seconds_since "$start")
 permits_per_second=$(awk -v n=$((8 * calls_per_process)) -v s="$hot_seconds" 'BEGIN { printf "%.0f", n / s }')
+# The same loops starting ratelimit without touching a bucket: what process creation allows.
+start=$(now_ns)
+for _ in $(seq 8); do
+  for _ in $(seq $calls_per_process); do "$RATELIMIT" --version >/dev/null; done &
+done
+wait
+spawn_seconds=$(seconds_since "$start")
+starts_per_second=$(awk -v n=$((8 * calls_per_process)) -v s="$spawn_seconds" 'BEGIN { printf "%.0f", n / s }')
 
 mkdir -p "$(dirname "$RESULTS")"
 {
@@ -91,6 +99,7 @@ mkdir -p "$(dirname "$RESULTS")"
   done
   echo "| most starts in any 1 s window (4 loops, 3 runs) | <= 21 | $window | $(within "$window" 0 21) |"
   echo "| 8 processes x $calls_per_process \`acquire --rate 1e9\` on one key | | $permits_per_second permits/s ($hot_seconds s) | |"
+  echo "| the same loops running \`ratelimit --version\` (no bucket) | | $starts_per_second starts/s ($spawn_seconds s) | |"
 } >"$RESULTS"
 cat "$RESULTS"
 # The pacing targets hold on any machine; the overhead depends on what an execve costs there.
