@@ -32,35 +32,29 @@ Admission admit(backends::BucketBackend& backend, const backends::StateDirectory
                 const AdmissionRequest& request) {
   io::SignalGuard guard;
   const nanoseconds deadline = deadline_after(io::monotonic_now(), request.permits.timeout);
-  Admission admission;
-  auto stop = [&](AdmissionResult result) {
-    admission.result = result;
-    admission.signal = guard.received();
-    admission.slot.reset();
-    return std::move(admission);
+  // Returning drops the slot taken so far, if any.
+  auto not_admitted = [&guard](AdmissionResult result) {
+    return Admission{.result = result, .signal = guard.received(), .slot = {}};
   };
 
+  io::FileDescriptor slot;
   if (request.max_inflight > 0) {
-    for (;;) {
-      admission.slot = try_any_slot(slots, request.permits.key, request.max_inflight);
-      if (admission.slot) break;
+    while (!(slot = try_any_slot(slots, request.permits.key, request.max_inflight))) {
       const nanoseconds now = io::monotonic_now();
-      if (now >= deadline) return stop(AdmissionResult::refused);
+      if (now >= deadline) return not_admitted(AdmissionResult::refused);
       guard.wait_until(std::min(deadline, now + kSlotPollInterval));
-      if (guard.received() != 0) return stop(AdmissionResult::interrupted);
+      if (guard.received() != 0) return not_admitted(AdmissionResult::interrupted);
     }
   }
 
   backends::PermitRequest permits = request.permits;
-  const nanoseconds now = io::monotonic_now();
   if (deadline != nanoseconds::max())
-    permits.timeout = std::max(deadline - now, nanoseconds::zero());
+    permits.timeout = std::max(deadline - io::monotonic_now(), nanoseconds::zero());
   const backends::Reservation reservation = backend.reserve(permits);
-  if (!reservation.granted) return stop(AdmissionResult::refused);
+  if (!reservation.granted) return not_admitted(AdmissionResult::refused);
   guard.wait_until(deadline_after(io::monotonic_now(), reservation.wait));
-  if (guard.received() != 0) return stop(AdmissionResult::interrupted);
-  admission.result = AdmissionResult::admitted;
-  return admission;
+  if (guard.received() != 0) return not_admitted(AdmissionResult::interrupted);
+  return Admission{.result = AdmissionResult::admitted, .signal = 0, .slot = std::move(slot)};
 }
 
 }  // namespace ratelimit::exec
