@@ -25,3 +25,11 @@ expect_status 0 "$RATELIMIT" exec --rate 1/s --key t --timeout 3s -- touch "$WOR
 ms=$(elapsed_ms "$start")
 [ -e "$WORK/fourth" ] || fail "exec --timeout 3s did not run its command"
 [ "$ms" -ge 300 ] && [ "$ms" -lt 2500 ] || fail "exec --timeout 3s waited ${ms} ms, expected under 1 s"
+
+# 12 callers at once on a fresh bucket of 1/min: the lock lets exactly one through.
+for i in $(seq 12); do
+  ("$RATELIMIT" acquire --rate 1/m --key race --try && touch "$WORK/granted.$i") &
+done
+wait
+granted=$(find "$WORK" -name 'granted.*' | wc -l)
+[ "$granted" -eq 1 ] || fail "$granted of 12 simultaneous --try callers were granted, expected 1"
