@@ -31,10 +31,16 @@ max_starts_per_second() {
 }
 
 echo "== overhead per call (hyperfine)" >&2
-# `env true` is the least any command that execs another pays: a second execve.
-hyperfine -N --warmup 50 --runs 500 --export-csv "$WORK/overhead.csv" \
-  "$RATELIMIT exec --rate 1e9 --key k -- true" "env true" "true" >&2
-read -r exec_ms env_ms true_ms < <(awk -F, 'NR > 1 { printf "%.3f ", $2 * 1000 } END { print "" }' "$WORK/overhead.csv")
+# `env true` is the least any command that execs another pays: a second execve. Three rounds, and
+# per command the lowest of their medians, so that a burst of load on a shared machine during one
+# command's runs does not count against it.
+for round in 1 2 3; do
+  hyperfine -N --warmup 50 --runs 300 --export-csv "$WORK/overhead.$round.csv" \
+    "$RATELIMIT exec --rate 1e9 --key k -- true" "env true" "true" >&2
+done
+read -r exec_ms env_ms true_ms < <(awk -F, 'FNR > 1 {
+    median = $4 * 1000; if (!((FNR - 1) in best) || median < best[FNR - 1]) best[FNR - 1] = median }
+  END { printf "%.3f %.3f %.3f\n", best[1], best[2], best[3] }' "$WORK"/overhead.*.csv)
 overhead_ms=$(awk -v a="$exec_ms" -v b="$true_ms" 'BEGIN { printf "%.3f", a - b }')
 own_ms=$(awk -v a="$exec_ms" -v b="$env_ms" 'BEGIN { printf "%.3f", a - b }')
 
@@ -88,7 +94,7 @@ mkdir -p "$(dirname "$RESULTS")"
   echo
   echo "| measure | target | measured | met |"
   echo "| --- | --- | --- | --- |"
-  echo "| overhead per call: \`exec --rate 1e9 --key k -- true\` ($exec_ms ms) minus \`true\` ($true_ms ms), hyperfine means of 500 | <= 1 ms | $overhead_ms ms | $(within "$overhead_ms" 0 1) |"
+  echo "| overhead per call: \`exec --rate 1e9 --key k -- true\` ($exec_ms ms) minus \`true\` ($true_ms ms), lowest median of 3 hyperfine rounds of 300 | <= 1 ms | $overhead_ms ms | $(within "$overhead_ms" 0 1) |"
   echo "| floor of any exec wrapper: \`env true\` ($env_ms ms) minus \`true\` | | $(awk -v a="$env_ms" -v b="$true_ms" 'BEGIN { printf "%.3f", a - b }') ms | |"
   echo "| ratelimit's own cost: \`exec ... -- true\` minus \`env true\` | | $own_ms ms | |"
   for s in "${sequential[@]}"; do
