@@ -38,3 +38,8 @@ random_file() {
 now_ns() {
   date +%s%N
 }
+
+# ms_since START_NS: milliseconds since START_NS, a value of now_ns.
+ms_since() {
+  echo $((($(now_ns) - $1) / 1000000))
+}

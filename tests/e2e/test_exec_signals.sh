@@ -46,6 +46,6 @@ wait "$waiter" || true
 [ ! -e "$WORK/ran" ] || fail "the command of a killed waiter ran"
 start=$(now_ns)
 expect_status 0 "$RATELIMIT" exec --rate 2/s --key k --timeout 3s -- true
-ms=$((($(now_ns) - start) / 1000000))
+ms=$(ms_since "$start")
 [ "$ms" -lt 2500 ] || fail "after a killed waiter the next caller waited ${ms} ms"
 expect_status 0 "$RATELIMIT" status --key k

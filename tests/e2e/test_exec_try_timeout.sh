@@ -3,13 +3,11 @@
 source "$E2E_LIB"
 export RATELIMIT_STATE_DIR=$WORK/state
 
-elapsed_ms() { echo $((($(now_ns) - $1) / 1000000)); }
-
 expect_status 0 "$RATELIMIT" exec --rate 1/s --key t --try -- touch "$WORK/first"
 [ -e "$WORK/first" ] || fail "the first --try did not run its command"
 start=$(now_ns)
 expect_status 75 "$RATELIMIT" exec --rate 1/s --key t --try -- touch "$WORK/second"
-ms=$(elapsed_ms "$start")
+ms=$(ms_since "$start")
 [ ! -e "$WORK/second" ] || fail "a refused --try ran its command"
 [ "$ms" -lt 500 ] || fail "--try waited ${ms} ms"
 expect_status 75 "$RATELIMIT" acquire --rate 1/s --key t --try
@@ -17,12 +15,12 @@ expect_status 75 "$RATELIMIT" acquire --rate 1/s --key t --try
 # The permit is due in under a second: a 100 ms timeout refuses at once, 3 s waits for it.
 start=$(now_ns)
 expect_status 75 "$RATELIMIT" exec --rate 1/s --key t --timeout 100ms -- touch "$WORK/third"
-ms=$(elapsed_ms "$start")
+ms=$(ms_since "$start")
 [ ! -e "$WORK/third" ] || fail "a timed-out exec ran its command"
 [ "$ms" -lt 500 ] || fail "a refused --timeout waited ${ms} ms"
 start=$(now_ns)
 expect_status 0 "$RATELIMIT" exec --rate 1/s --key t --timeout 3s -- touch "$WORK/fourth"
-ms=$(elapsed_ms "$start")
+ms=$(ms_since "$start")
 [ -e "$WORK/fourth" ] || fail "exec --timeout 3s did not run its command"
 [ "$ms" -ge 300 ] && [ "$ms" -lt 2500 ] || fail "exec --timeout 3s waited ${ms} ms, expected under 1 s"
 

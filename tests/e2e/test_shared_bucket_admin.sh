@@ -23,6 +23,6 @@ expect_status 0 "$RATELIMIT" reset --key never-used
 "$RATELIMIT" acquire --rate 0.5/s --key p
 start=$(now_ns)
 for _ in $(seq 5); do "$RATELIMIT" acquire --rate 20/s --burst 0 --key p; done
-ms=$((($(now_ns) - start) / 1000000))
+ms=$(ms_since "$start")
 [ "$ms" -ge 1800 ] && [ "$ms" -lt 4000 ] || fail "after a rate change 5 acquires took ${ms} ms, expected about 2200"
 "$RATELIMIT" status --key p | grep -Eq '^p +20 +burst 0s ' || fail "status does not show the new rate"
