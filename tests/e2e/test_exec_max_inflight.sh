@@ -15,9 +15,9 @@ peak=$(awk '/\+/ { n++ } /-/ { n-- } { if (n > max) max = n } END { print max }'
 [ "$peak" -eq 2 ] || fail "$peak commands ran at once with --max-inflight 2"
 
 # A slot held by a running command refuses --try, and is freed when the command is killed.
-"$RATELIMIT" exec --rate 1000/s --key k --max-inflight 1 -- sleep 30 &
+"$RATELIMIT" exec --rate 1000/s --key k --max-inflight 1 -- sh -c ': >"$0"; exec sleep 30' "$WORK/holding" &
 holder=$!
-sleep 0.3
+wait_for_file "$WORK/holding"
 expect_status 75 "$RATELIMIT" exec --rate 1000/s --key k --max-inflight 1 --try -- touch "$WORK/ran"
 expect_status 75 "$RATELIMIT" exec --rate 1000/s --key k --max-inflight 1 --timeout 200ms -- touch "$WORK/ran"
 [ ! -e "$WORK/ran" ] || fail "a command ran without a free slot"

@@ -28,10 +28,11 @@ ms=$(ms_since "$start")
 [ "$ms" -ge 900 ] && [ "$ms" -lt 3500 ] || fail "4 loops x 5 at 20/s took ${ms} ms, expected about 950"
 sort -n "$WORK"/starts.* >"$WORK/starts"
 [ "$(wc -l <"$WORK/starts")" -eq 20 ] || fail "expected 20 starts"
-# At 20/s no 500 ms window holds more than 11 starts (plus 2 for scheduling jitter).
+# At 20/s no 500 ms window holds more than 11 starts (plus 4 for scheduling delays); unshared,
+# the loops would start all 20 within about 250 ms.
 awk '{ t[NR] = $1 } END {
   for (i = 1; i <= NR; i++) { n = 0; for (j = i; j <= NR && t[j] - t[i] < 500000000; j++) n++
-    if (n > 13) { print "window at start " i " holds " n " starts"; exit 1 } } }' "$WORK/starts" ||
+    if (n > 15) { print "window at start " i " holds " n " starts"; exit 1 } } }' "$WORK/starts" ||
   fail "starts were not spread out"
 
 # --permits 5 at 10/s: the next caller waits half a second.
@@ -42,9 +43,9 @@ ms=$(ms_since "$start")
 [ "$ms" -ge 400 ] && [ "$ms" -lt 2000 ] || fail "after --permits 5 at 10/s the next waited ${ms} ms"
 
 # A command that runs for 3 s does not block the next caller of its key.
-"$RATELIMIT" exec --rate 100/s --key long -- sleep 3 &
+"$RATELIMIT" exec --rate 100/s --key long -- sh -c ': >"$0"; exec sleep 3' "$WORK/sleeping" &
 sleeper=$!
-sleep 0.2
+wait_for_file "$WORK/sleeping"
 start=$(now_ns)
 expect_status 0 "$RATELIMIT" exec --rate 100/s --key long -- true
 ms=$(ms_since "$start")
