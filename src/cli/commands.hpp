@@ -12,4 +12,10 @@ struct Command {
   std::function<int()> run;
 };
 
+// Shared buckets (exec_command.cpp, acquire_command.cpp, status_command.cpp, reset_command.cpp).
+Command setup_exec(CLI::App& app);
+Command setup_acquire(CLI::App& app);
+Command setup_status(CLI::App& app);
+Command setup_reset(CLI::App& app);
+
 }  // namespace ratelimit::cli

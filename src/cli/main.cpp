@@ -5,6 +5,7 @@
 #include <system_error>
 #include <vector>
 
+#include "backends/state_directory.hpp"
 #include "cli/commands.hpp"
 #include "cli/units.hpp"
 #include "exit_codes.hpp"
@@ -28,7 +29,9 @@ int main(int argc, char** argv) {
   CLI::App app{"ratelimit: shape a stream or a shell loop to a rate, with a token bucket",
                "ratelimit"};
   app.set_version_flag("-V,--version", version_text());
-  const std::vector<ratelimit::cli::Command> commands = {};
+  const std::vector<ratelimit::cli::Command> commands = {
+      ratelimit::cli::setup_exec(app), ratelimit::cli::setup_acquire(app),
+      ratelimit::cli::setup_status(app), ratelimit::cli::setup_reset(app)};
 
   try {
     app.parse(argc, argv);
@@ -49,6 +52,8 @@ int main(int argc, char** argv) {
     return ratelimit::exit_ok;
   } catch (const ratelimit::cli::UsageError& error) {
     return report(error, ratelimit::exit_usage);
+  } catch (const ratelimit::backends::UnsafeStateError& error) {
+    return report(error, ratelimit::exit_no_permission);
   } catch (const std::system_error& error) {
     return report(error, ratelimit::exit_io_error);
   }

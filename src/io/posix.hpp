@@ -52,7 +52,7 @@ std::chrono::nanoseconds monotonic_now();
 
 // While alive, SIGINT, SIGTERM and SIGHUP are blocked and their handlers only record the signal;
 // they are let through only inside wait_until(), so every interruption arrives at one known place.
-// The destructor restores the previous handlers and mask.
+// Those that were ignored stay ignored. The destructor restores the previous handlers and mask.
 class SignalGuard {
  public:
   SignalGuard();

@@ -60,8 +60,11 @@ SignalGuard::SignalGuard() {
   struct sigaction action {};
   action.sa_handler = record_signal;
   sigemptyset(&action.sa_mask);
-  for (std::size_t i = 0; i < std::size(kStopSignals); ++i)
-    ::sigaction(kStopSignals[i], &action, &previous_actions_[i]);
+  for (std::size_t i = 0; i < std::size(kStopSignals); ++i) {
+    ::sigaction(kStopSignals[i], nullptr, &previous_actions_[i]);
+    // A signal the caller chose to ignore (nohup, a shell's background job) stays ignored.
+    if (previous_actions_[i].sa_handler != SIG_IGN) ::sigaction(kStopSignals[i], &action, nullptr);
+  }
 }
 
 SignalGuard::~SignalGuard() {

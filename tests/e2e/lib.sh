@@ -38,3 +38,17 @@ random_file() {
 now_ns() {
   date +%s%N
 }
+
+# ms_since START_NS: milliseconds since START_NS, a value of now_ns.
+ms_since() {
+  echo $((($(now_ns) - $1) / 1000000))
+}
+
+# wait_for_file PATH: waits up to 10 s for PATH to exist (a background command says it started).
+wait_for_file() {
+  local tries=0
+  until [ -e "$1" ]; do
+    [ $((tries += 1)) -le 1000 ] || fail "$1 did not appear within 10 s"
+    sleep 0.01
+  done
+}

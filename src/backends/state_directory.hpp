@@ -1,0 +1,73 @@
+#pragma once
+
+#include <optional>
+#include <stdexcept>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "io/posix.hpp"
+
+// The state-file backend's POSIX side (state_directory_posix.cpp): a checked directory, its files
+// opened without following links, and flock.
+namespace ratelimit::backends {
+
+// The state directory or one of its files could let another user tamper with the buckets
+// (exit 77, EX_NOPERM).
+class UnsafeStateError : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+// A state file held open under flock; closing it (the destructor) releases the lock.
+class LockedFile {
+ public:
+  std::string read() const;
+  void overwrite(std::string_view bytes);
+
+ private:
+  friend class StateDirectory;
+  explicit LockedFile(io::FileDescriptor fd) : fd_(std::move(fd)) {}
+  io::FileDescriptor fd_;
+};
+
+enum class LockKind { shared, exclusive };
+
+// The state directory, held by a descriptor so that files are opened relative to the directory
+// that was checked, whatever happens to its path afterwards.
+class StateDirectory {
+ public:
+  // Opens `path`, creating it 0700 if missing. Throws UnsafeStateError unless it is a directory
+  // owned by this user and not writable by group or others.
+  static StateDirectory open(const std::string& path);
+
+  // Opens `name` (creating it 0600) and waits for the lock.
+  LockedFile lock(const std::string& name, LockKind kind) const;
+  // The same for a file that may not exist: none if it does not.
+  std::optional<LockedFile> lock_existing(const std::string& name, LockKind kind) const;
+  // Opens `name` (creating it 0600) and takes its exclusive lock if free now; an empty descriptor
+  // if another holds it. The lock lasts as long as the returned descriptor or a copy of it.
+  io::FileDescriptor try_lock(const std::string& name) const;
+
+  std::vector<std::string> file_names() const;
+  // Removes `name`; false if it did not exist.
+  bool remove(const std::string& name) const;
+  const std::string& path() const { return path_; }
+
+ private:
+  StateDirectory(io::FileDescriptor fd, std::string path)
+      : fd_(std::move(fd)), path_(std::move(path)) {}
+  io::FileDescriptor open_file(const std::string& name, bool create) const;
+  std::optional<LockedFile> lock_file(const std::string& name, LockKind kind, bool create) const;
+
+  io::FileDescriptor fd_;
+  std::string path_;
+};
+
+// The state directory of this user: see choose_state_dir().
+std::string state_dir_from_environment(std::string_view option);
+
+// This boot's id (/proc/sys/kernel/random/boot_id); empty if the kernel does not tell.
+std::string read_boot_id();
+
+}  // namespace ratelimit::backends

@@ -1,0 +1,159 @@
+#include <dirent.h>
+#include <fcntl.h>
+#include <fmt/core.h>
+#include <sys/file.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstdlib>
+
+#include "backends/state_directory.hpp"
+#include "backends/state_file_format.hpp"
+
+namespace ratelimit::backends {
+namespace {
+
+struct stat stat_of(int fd, const std::string& path) {
+  struct stat status {};
+  if (::fstat(fd, &status) != 0) io::throw_errno("stat " + path);
+  return status;
+}
+
+// Owned by this user and writable by no one else: nobody else can replace or edit what it holds.
+void check_ownership(const struct stat& status, const std::string& path, const char* what) {
+  if (status.st_uid != ::geteuid())
+    throw UnsafeStateError(fmt::format("{} '{}' belongs to uid {}, not to you (uid {})", what, path,
+                                       status.st_uid, ::geteuid()));
+  if ((status.st_mode & (S_IWGRP | S_IWOTH)) != 0)
+    throw UnsafeStateError(fmt::format(
+        "{} '{}' is writable by group or others (mode {:04o}): make it 0700 or use --state-dir",
+        what, path, status.st_mode & 07777));
+}
+
+const char* getenv_or_empty(const char* name) {
+  const char* value = std::getenv(name);
+  return value != nullptr ? value : "";
+}
+
+}  // namespace
+
+std::string LockedFile::read() const {
+  // A record is small and fixed-size; anything longer is corrupt, and reading one byte more than
+  // the largest record tells so.
+  std::string bytes(4096, '\0');
+  const ssize_t count =
+      io::retry_on_eintr([&] { return ::pread(fd_.get(), bytes.data(), bytes.size(), 0); });
+  if (count < 0) io::throw_errno("read state file");
+  bytes.resize(static_cast<std::size_t>(count));
+  return bytes;
+}
+
+void LockedFile::overwrite(std::string_view bytes) {
+  const ssize_t count =
+      io::retry_on_eintr([&] { return ::pwrite(fd_.get(), bytes.data(), bytes.size(), 0); });
+  if (count < 0) io::throw_errno("write state file");
+  if (static_cast<std::size_t>(count) != bytes.size())
+    throw std::system_error(ENOSPC, std::generic_category(), "write state file");
+  if (io::retry_on_eintr([&] { return ::ftruncate(fd_.get(), static_cast<off_t>(count)); }) != 0)
+    io::throw_errno("truncate state file");
+}
+
+StateDirectory StateDirectory::open(const std::string& path) {
+  if (::mkdir(path.c_str(), 0700) != 0 && errno != EEXIST)
+    io::throw_errno("create state directory '" + path + "'");
+  io::FileDescriptor fd(::open(path.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+  if (!fd) io::throw_errno("open state directory '" + path + "'");
+  check_ownership(stat_of(fd.get(), path), path, "state directory");
+  return StateDirectory(std::move(fd), path);
+}
+
+io::FileDescriptor StateDirectory::open_file(const std::string& name, bool create) const {
+  const std::string path = path_ + "/" + name;
+  // O_NONBLOCK: a FIFO or device planted at the path must not hang us before fstat rejects it.
+  io::FileDescriptor fd(io::retry_on_eintr([&] {
+    return ::openat(fd_.get(), name.c_str(),
+                    O_RDWR | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK | (create ? O_CREAT : 0), 0600);
+  }));
+  if (!fd) {
+    if (errno == ENOENT && !create) return fd;
+    if (errno == ELOOP)
+      throw UnsafeStateError(
+          fmt::format("state file '{}' is a symbolic link: refusing to follow it", path));
+    io::throw_errno("open state file '" + path + "'");
+  }
+  const struct stat status = stat_of(fd.get(), path);
+  if (!S_ISREG(status.st_mode))
+    throw UnsafeStateError(fmt::format("state file '{}' is not a regular file", path));
+  check_ownership(status, path, "state file");
+  return fd;
+}
+
+std::optional<LockedFile> StateDirectory::lock_file(const std::string& name, LockKind kind,
+                                                    bool create) const {
+  for (;;) {
+    io::FileDescriptor fd = open_file(name, create);
+    if (!fd) return std::nullopt;
+    const int operation = kind == LockKind::shared ? LOCK_SH : LOCK_EX;
+    if (io::retry_on_eintr([&] { return ::flock(fd.get(), operation); }) != 0)
+      io::throw_errno("lock state file '" + path_ + "/" + name + "'");
+    // A reset may have removed the file between open and lock: its state would be lost.
+    if (stat_of(fd.get(), path_ + "/" + name).st_nlink > 0) return LockedFile(std::move(fd));
+  }
+}
+
+LockedFile StateDirectory::lock(const std::string& name, LockKind kind) const {
+  return *lock_file(name, kind, true);
+}
+
+std::optional<LockedFile> StateDirectory::lock_existing(const std::string& name,
+                                                        LockKind kind) const {
+  return lock_file(name, kind, false);
+}
+
+io::FileDescriptor StateDirectory::try_lock(const std::string& name) const {
+  io::FileDescriptor fd = open_file(name, true);
+  if (io::retry_on_eintr([&] { return ::flock(fd.get(), LOCK_EX | LOCK_NB); }) == 0) return fd;
+  if (errno != EWOULDBLOCK) io::throw_errno("lock '" + path_ + "/" + name + "'");
+  return {};
+}
+
+std::vector<std::string> StateDirectory::file_names() const {
+  // fdopendir takes ownership of its descriptor: give it a copy.
+  const int copy = ::openat(fd_.get(), ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (copy < 0) io::throw_errno("open state directory '" + path_ + "'");
+  DIR* directory = ::fdopendir(copy);
+  if (directory == nullptr) {
+    ::close(copy);
+    io::throw_errno("list state directory '" + path_ + "'");
+  }
+  std::vector<std::string> names;
+  while (const dirent* entry = ::readdir(directory)) names.emplace_back(entry->d_name);
+  ::closedir(directory);
+  std::sort(names.begin(), names.end());
+  return names;
+}
+
+bool StateDirectory::remove(const std::string& name) const {
+  if (::unlinkat(fd_.get(), name.c_str(), 0) == 0) return true;
+  if (errno == ENOENT) return false;
+  io::throw_errno("remove '" + path_ + "/" + name + "'");
+}
+
+std::string state_dir_from_environment(std::string_view option) {
+  return choose_state_dir(option, getenv_or_empty("RATELIMIT_STATE_DIR"),
+                          getenv_or_empty("XDG_RUNTIME_DIR"), ::geteuid());
+}
+
+std::string read_boot_id() {
+  io::FileDescriptor fd(::open("/proc/sys/kernel/random/boot_id", O_RDONLY | O_CLOEXEC));
+  if (!fd) return {};
+  char bytes[64];
+  const ssize_t count = io::retry_on_eintr([&] { return ::read(fd.get(), bytes, sizeof bytes); });
+  if (count <= 0) return {};
+  std::string boot_id(bytes, static_cast<std::size_t>(count));
+  while (!boot_id.empty() && boot_id.back() == '\n') boot_id.pop_back();
+  return boot_id;
+}
+
+}  // namespace ratelimit::backends

@@ -1,0 +1,66 @@
+#include "backends/state_file_backend.hpp"
+
+#include <fmt/core.h>
+
+#include "backends/state_file_format.hpp"
+
+namespace ratelimit::backends {
+
+StateFileBackend::StateFileBackend(StateDirectory directory, Clock& clock, std::string boot_id,
+                                   Notify notify)
+    : directory_(std::move(directory)),
+      clock_(clock),
+      boot_id_(std::move(boot_id)),
+      notify_(std::move(notify)) {}
+
+DecodedRecord StateFileBackend::load(const LockedFile& file) const {
+  const std::string bytes = file.read();
+  if (bytes.empty()) return {.record = {}, .problem = {}};
+  DecodedRecord decoded = decode_record(bytes);
+  if (decoded.record && decoded.record->boot_id != boot_id_)
+    return {.record = {}, .problem = "state from a previous boot"};
+  return decoded;
+}
+
+Reservation StateFileBackend::reserve(const PermitRequest& request) {
+  LockedFile file = directory_.lock(bucket_file_name(request.key), LockKind::exclusive);
+  // Read under the lock, so that the order of the times is the order of the bookings.
+  const auto now = clock_.now();
+  const DecodedRecord loaded = load(file);
+  if (!loaded.problem.empty())
+    notify_(fmt::format("key '{}': {}; starting a fresh bucket", request.key, loaded.problem));
+  TokenBucket bucket = loaded.record ? TokenBucket(loaded.record->params, loaded.record->state)
+                                     : TokenBucket(request.params, now);
+  const Reservation reservation = decide(bucket, request, now);
+  file.overwrite(
+      encode_record({.params = bucket.params(), .state = bucket.state(), .boot_id = boot_id_}));
+  return reservation;
+}
+
+std::vector<BucketStatus> StateFileBackend::status(const std::optional<std::string>& key) {
+  std::vector<BucketStatus> buckets;
+  for (const std::string& name : directory_.file_names()) {
+    const std::optional<std::string> file_key = key_of_bucket_file(name);
+    if (!file_key || (key && *key != *file_key)) continue;
+    const std::optional<LockedFile> file = directory_.lock_existing(name, LockKind::shared);
+    if (!file) continue;  // reset meanwhile
+    const auto now = clock_.now();
+    const DecodedRecord loaded = load(*file);
+    if (loaded.record) {
+      buckets.push_back(
+          describe(*file_key, TokenBucket(loaded.record->params, loaded.record->state), now));
+    } else {
+      BucketStatus unusable;
+      unusable.key = *file_key;
+      unusable.problem = loaded.problem.empty() ? "empty record" : loaded.problem;
+      buckets.push_back(std::move(unusable));
+    }
+  }
+  return buckets;
+}
+
+bool StateFileBackend::reset(const std::string& key) {
+  return directory_.remove(bucket_file_name(key));
+}
+
+}  // namespace ratelimit::backends

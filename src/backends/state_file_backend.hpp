@@ -1,0 +1,42 @@
+#pragma once
+
+#include <functional>
+#include <string>
+
+#include "backends/bucket_backend.hpp"
+#include "backends/state_directory.hpp"
+#include "backends/state_file_format.hpp"
+#include "ratelimit/clock.hpp"
+
+namespace ratelimit::backends {
+
+// Buckets kept in one state file per key, shared by every process of this user on this machine.
+// Each call opens its own descriptor and holds flock only for the read-modify-write, so waiters
+// book their turns in the order they take the lock and sleep without holding it.
+class StateFileBackend final : public BucketBackend {
+ public:
+  // Told why a record was discarded (for --verbose).
+  using Notify = std::function<void(const std::string&)>;
+
+  // `clock` must be CLOCK_MONOTONIC's timeline (system_clock()) of the boot `boot_id` names.
+  StateFileBackend(
+      StateDirectory directory, Clock& clock, std::string boot_id,
+      Notify notify = [](const std::string&) {});
+
+  Reservation reserve(const PermitRequest& request) override;
+  std::vector<BucketStatus> status(const std::optional<std::string>& key) override;
+  bool reset(const std::string& key) override;
+
+  const StateDirectory& directory() const { return directory_; }
+
+ private:
+  // The bucket a file holds, or why it cannot be used.
+  DecodedRecord load(const LockedFile& file) const;
+
+  StateDirectory directory_;
+  Clock& clock_;
+  std::string boot_id_;
+  Notify notify_;
+};
+
+}  // namespace ratelimit::backends

@@ -1,0 +1,184 @@
+#include "backends/state_file_format.hpp"
+
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+#include <stdexcept>
+#include <string>
+
+namespace ratelimit::backends {
+namespace {
+
+constexpr std::string_view kMagic = "RLBUCKET";
+constexpr std::uint32_t kVersion = 1;
+constexpr std::size_t kBootIdBytes = 36;  // a UUID as the kernel prints it
+constexpr std::string_view kBucketSuffix = ".bucket";
+
+std::uint64_t fnv1a(std::string_view bytes) {
+  std::uint64_t hash = 0xcbf29ce484222325ULL;
+  for (unsigned char byte : bytes) {
+    hash ^= byte;
+    hash *= 0x100000001b3ULL;
+  }
+  return hash;
+}
+
+template <typename Value>
+void append(std::string& out, Value value) {
+  char bytes[sizeof value];
+  std::memcpy(bytes, &value, sizeof value);
+  out.append(bytes, sizeof value);
+}
+
+// Reads fixed-size fields in order; the caller has checked the total size.
+class FieldReader {
+ public:
+  explicit FieldReader(std::string_view bytes) : bytes_(bytes) {}
+  template <typename Value>
+  Value next() {
+    Value value;
+    std::memcpy(&value, bytes_.data() + offset_, sizeof value);
+    offset_ += sizeof value;
+    return value;
+  }
+  std::string_view next_bytes(std::size_t count) {
+    const std::string_view field = bytes_.substr(offset_, count);
+    offset_ += count;
+    return field;
+  }
+
+ private:
+  std::string_view bytes_;
+  std::size_t offset_ = 0;
+};
+
+constexpr std::size_t kRecordBytes = kMagic.size() + 2 * sizeof(std::uint32_t) +
+                                     4 * sizeof(double) + 2 * sizeof(std::int64_t) + kBootIdBytes +
+                                     sizeof(std::uint64_t);
+
+bool is_plain_key_byte(char c) {
+  return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '-' ||
+         c == '_';
+}
+
+int hex_value(char c) {
+  if (c >= '0' && c <= '9') return c - '0';
+  if (c >= 'A' && c <= 'F') return c - 'A' + 10;
+  return -1;
+}
+
+std::string encode_key(std::string_view key) {
+  static constexpr char kHex[] = "0123456789ABCDEF";
+  std::string encoded;
+  for (char c : key) {
+    if (is_plain_key_byte(c)) {
+      encoded += c;
+    } else {
+      const auto byte = static_cast<unsigned char>(c);
+      encoded += '%';
+      encoded += kHex[byte >> 4];
+      encoded += kHex[byte & 0xF];
+    }
+  }
+  return encoded;
+}
+
+}  // namespace
+
+std::string encode_record(const StateRecord& record) {
+  std::string out(kMagic);
+  append(out, kVersion);
+  append(out, static_cast<std::uint32_t>(record.params.shape));
+  append(out, record.params.permits_per_second);
+  append(out, record.params.max_burst_seconds);
+  append(out, static_cast<std::int64_t>(record.params.warmup.count()));
+  append(out, record.params.cold_factor);
+  append(out, record.state.stored_permits);
+  append(out, static_cast<std::int64_t>(record.state.next_free.count()));
+  std::string boot_id = record.boot_id;
+  boot_id.resize(kBootIdBytes, ' ');
+  out += boot_id;
+  append(out, fnv1a(out));
+  return out;
+}
+
+DecodedRecord decode_record(std::string_view bytes) {
+  if (bytes.size() != kRecordBytes)
+    return {.record = {},
+            .problem = "record of " + std::to_string(bytes.size()) + " bytes, expected " +
+                       std::to_string(kRecordBytes)};
+  FieldReader reader(bytes);
+  if (reader.next_bytes(kMagic.size()) != kMagic) return {.record = {}, .problem = "bad magic"};
+  if (const auto version = reader.next<std::uint32_t>(); version != kVersion)
+    return {.record = {}, .problem = "unknown version " + std::to_string(version)};
+  const auto payload = bytes.substr(0, kRecordBytes - sizeof(std::uint64_t));
+  std::uint64_t checksum;
+  std::memcpy(&checksum, bytes.data() + payload.size(), sizeof checksum);
+  if (checksum != fnv1a(payload)) return {.record = {}, .problem = "bad checksum"};
+
+  StateRecord record;
+  const auto shape = reader.next<std::uint32_t>();
+  if (shape > static_cast<std::uint32_t>(BucketShape::warming_up))
+    return {.record = {}, .problem = "unknown bucket shape " + std::to_string(shape)};
+  record.params.shape = static_cast<BucketShape>(shape);
+  record.params.permits_per_second = reader.next<double>();
+  record.params.max_burst_seconds = reader.next<double>();
+  record.params.warmup = std::chrono::nanoseconds(reader.next<std::int64_t>());
+  record.params.cold_factor = reader.next<double>();
+  record.state.stored_permits = reader.next<double>();
+  record.state.next_free = std::chrono::nanoseconds(reader.next<std::int64_t>());
+  const std::string_view boot_id = reader.next_bytes(kBootIdBytes);
+  record.boot_id = boot_id.substr(0, boot_id.find_last_not_of(' ') + 1);
+  try {
+    TokenBucket{record.params, record.state};  // validates parameters and state
+  } catch (const std::invalid_argument& error) {
+    return {.record = {}, .problem = std::string("invalid bucket: ") + error.what()};
+  }
+  return {.record = std::move(record), .problem = {}};
+}
+
+void validate_key(std::string_view key) {
+  if (key.empty() || key.size() > kMaxKeyBytes)
+    throw std::invalid_argument("key '" + std::string(key) + "' must be 1 to " +
+                                std::to_string(kMaxKeyBytes) + " bytes long");
+}
+
+std::string bucket_file_name(std::string_view key) {
+  validate_key(key);
+  return encode_key(key) + std::string(kBucketSuffix);
+}
+
+std::optional<std::string> key_of_bucket_file(std::string_view file_name) {
+  if (!file_name.ends_with(kBucketSuffix)) return std::nullopt;
+  const std::string_view encoded = file_name.substr(0, file_name.size() - kBucketSuffix.size());
+  std::string key;
+  for (std::size_t i = 0; i < encoded.size(); ++i) {
+    if (is_plain_key_byte(encoded[i])) {
+      key += encoded[i];
+      continue;
+    }
+    if (encoded[i] != '%' || i + 2 >= encoded.size() || hex_value(encoded[i + 1]) < 0 ||
+        hex_value(encoded[i + 2]) < 0)
+      return std::nullopt;
+    key += static_cast<char>(hex_value(encoded[i + 1]) * 16 + hex_value(encoded[i + 2]));
+    i += 2;
+  }
+  if (key.empty() || key.size() > kMaxKeyBytes || bucket_file_name(key) != file_name)
+    return std::nullopt;
+  return key;
+}
+
+std::string slot_file_name(std::string_view key, int index) {
+  validate_key(key);
+  return encode_key(key) + ".slot-" + std::to_string(index);
+}
+
+std::string choose_state_dir(std::string_view option, std::string_view ratelimit_state_dir,
+                             std::string_view xdg_runtime_dir, unsigned uid) {
+  if (!option.empty()) return std::string(option);
+  if (!ratelimit_state_dir.empty()) return std::string(ratelimit_state_dir);
+  if (!xdg_runtime_dir.empty()) return std::string(xdg_runtime_dir) + "/ratelimit";
+  return "/tmp/ratelimit-" + std::to_string(uid);
+}
+
+}  // namespace ratelimit::backends

@@ -1,0 +1,48 @@
+#pragma once
+
+#include <optional>
+#include <string>
+#include <string_view>
+
+#include "ratelimit/token_bucket.hpp"
+
+// The state-file backend's on-disk format, without I/O: file names and the bucket record.
+namespace ratelimit::backends {
+
+// What one state file keeps: the core's parameters and state, and the boot they belong to (the
+// state's times are on CLOCK_MONOTONIC, which restarts at every boot).
+struct StateRecord {
+  BucketParams params;
+  BucketState state;
+  std::string boot_id;
+};
+
+// The record's bytes: magic, version, parameters, state, boot id and an FNV-1a checksum of all
+// that, in this machine's byte order (a state file never leaves the machine it was written on).
+std::string encode_record(const StateRecord& record);
+
+struct DecodedRecord {
+  std::optional<StateRecord> record;
+  std::string problem;  // why there is no record, e.g. "bad checksum"
+};
+DecodedRecord decode_record(std::string_view bytes);
+
+// Keys are at most this many bytes, so that every file name stays under NAME_MAX.
+inline constexpr std::size_t kMaxKeyBytes = 80;
+// Throws std::invalid_argument naming the key if it is empty or too long.
+void validate_key(std::string_view key);
+
+// The bucket file of `key`: bytes other than ASCII letters, digits, '-' and '_' are written %XX,
+// so that no key reaches another path ('/', '.', "..") or another key's name.
+std::string bucket_file_name(std::string_view key);
+// The key of a bucket file name, or none if `file_name` is not one.
+std::optional<std::string> key_of_bucket_file(std::string_view file_name);
+// The lock file of slot `index` of `key`'s --max-inflight.
+std::string slot_file_name(std::string_view key, int index);
+
+// The state directory: `option` (--state-dir) if given, else $RATELIMIT_STATE_DIR, else
+// $XDG_RUNTIME_DIR/ratelimit, else /tmp/ratelimit-UID. Unset or empty variables are passed as "".
+std::string choose_state_dir(std::string_view option, std::string_view ratelimit_state_dir,
+                             std::string_view xdg_runtime_dir, unsigned uid);
+
+}  // namespace ratelimit::backends

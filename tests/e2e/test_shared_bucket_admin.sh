@@ -1,0 +1,28 @@
+#!/usr/bin/env bash
+# status lists the buckets, reset forgets one, and new parameters apply from the next call on.
+source "$E2E_LIB"
+export RATELIMIT_STATE_DIR=$WORK/state
+
+"$RATELIMIT" acquire --rate 2/s --key api
+"$RATELIMIT" acquire --rate 100/m --key mail --warmup 10s
+expect_status 0 "$RATELIMIT" status
+status=$("$RATELIMIT" status)
+grep -Eq '^api +2 +burst 1s +0\.00 +in 0\.[0-9]{3}s$' <<<"$status" || fail "status: $status"
+grep -Eq '^mail +1\.66667 +warmup 10s x3 ' <<<"$status" || fail "status: $status"
+[ "$("$RATELIMIT" status --key api | wc -l)" -eq 2 ] || fail "status --key shows other buckets"
+expect_status 66 "$RATELIMIT" status --key nosuch
+grep -q "no bucket 'nosuch'" "$WORK/stderr" || fail "status of a missing key: $(cat "$WORK/stderr")"
+
+expect_status 75 "$RATELIMIT" acquire --rate 2/s --key api --try
+expect_status 0 "$RATELIMIT" reset --key api
+expect_status 66 "$RATELIMIT" status --key api
+expect_status 0 "$RATELIMIT" acquire --rate 2/s --key api --try
+expect_status 0 "$RATELIMIT" reset --key never-used
+
+# Parameters changed between calls: what was booked at 0.5/s stands (2 s), then 20/s applies.
+"$RATELIMIT" acquire --rate 0.5/s --key p
+start=$(now_ns)
+for _ in $(seq 5); do "$RATELIMIT" acquire --rate 20/s --burst 0 --key p; done
+ms=$(ms_since "$start")
+[ "$ms" -ge 1800 ] && [ "$ms" -lt 4000 ] || fail "after a rate change 5 acquires took ${ms} ms, expected about 2200"
+"$RATELIMIT" status --key p | grep -Eq '^p +20 +burst 0s ' || fail "status does not show the new rate"

@@ -1,0 +1,214 @@
+#include "backends/state_file_backend.hpp"
+
+#include <gtest/gtest.h>
+#include <sys/stat.h>
+
+#include <filesystem>
+#include <fstream>
+#include <vector>
+
+#include "backends/state_file_format.hpp"
+#include "fake_clock.hpp"
+#include "temp_dir.hpp"
+
+namespace ratelimit::backends {
+namespace {
+
+using namespace std::chrono_literals;
+using testing::FakeClock;
+using testing::TempDir;
+
+constexpr const char* kBoot = "11111111-2222-3333-4444-555555555555";
+
+BucketParams bursty(double rate) {
+  BucketParams params;
+  params.permits_per_second = rate;
+  return params;
+}
+
+PermitRequest request(BucketParams params,
+                      std::chrono::nanoseconds timeout = std::chrono::nanoseconds::max()) {
+  return {.key = "api", .params = params, .permits = 1, .timeout = timeout};
+}
+
+class StateFileBackendTest : public ::testing::Test {
+ protected:
+  // Another process on the same state directory: its own descriptors, the same clock.
+  StateFileBackend process(std::string boot_id = kBoot) {
+    return StateFileBackend(StateDirectory::open(dir_.string()), clock_, std::move(boot_id),
+                            [this](const std::string& note) { notes_.push_back(note); });
+  }
+  void write_file(const std::string& name, const std::string& bytes) {
+    std::ofstream(dir_.path() / name, std::ios::binary) << bytes;
+  }
+  std::string read_file(const std::string& name) {
+    std::ifstream in(dir_.path() / name, std::ios::binary);
+    return {std::istreambuf_iterator<char>(in), {}};
+  }
+
+  TempDir dir_;
+  FakeClock clock_;
+  std::vector<std::string> notes_;
+};
+
+TEST_F(StateFileBackendTest, ProcessesShareOneBucketInArrivalOrder) {
+  auto first = process();
+  auto second = process();
+  EXPECT_EQ(first.reserve(request(bursty(10))).wait, 0ms);
+  EXPECT_EQ(second.reserve(request(bursty(10))).wait, 100ms);
+  EXPECT_EQ(first.reserve(request(bursty(10))).wait, 200ms);
+  clock_.advance(50ms);
+  EXPECT_EQ(second.reserve(request(bursty(10))).wait, 250ms);
+  EXPECT_TRUE(notes_.empty());
+}
+
+TEST_F(StateFileBackendTest, MatchesTheCoreDecisionForDecision) {
+  auto backend = process();
+  BucketParams params;
+  params.shape = BucketShape::warming_up;
+  params.permits_per_second = 4;
+  params.warmup = 2s;
+  TokenBucket reference(params, clock_.now());
+  for (int i = 0; i < 20; ++i) {
+    clock_.advance(std::chrono::milliseconds(37 * (i % 5)));
+    PermitRequest permits = request(params);
+    permits.permits = 1 + i % 3;
+    EXPECT_EQ(backend.reserve(permits).wait, reference.reserve(permits.permits, clock_.now()));
+  }
+}
+
+TEST_F(StateFileBackendTest, TryRefusesWithoutBooking) {
+  auto backend = process();
+  ASSERT_TRUE(backend.reserve(request(bursty(10), 0ns)).granted);
+  const Reservation refused = backend.reserve(request(bursty(10), 0ns));
+  EXPECT_FALSE(refused.granted);
+  EXPECT_EQ(refused.wait, 100ms);
+  clock_.advance(100ms);
+  EXPECT_TRUE(backend.reserve(request(bursty(10), 0ns)).granted);
+}
+
+TEST_F(StateFileBackendTest, TimeoutGrantsWhatIsDueInTime) {
+  auto backend = process();
+  backend.reserve(request(bursty(10)));
+  EXPECT_FALSE(backend.reserve(request(bursty(10), 99ms)).granted);
+  const Reservation granted = backend.reserve(request(bursty(10), 100ms));
+  EXPECT_TRUE(granted.granted);
+  EXPECT_EQ(granted.wait, 100ms);
+}
+
+TEST_F(StateFileBackendTest, NewParametersApplyFromNowOn) {
+  auto backend = process();
+  backend.reserve(request(bursty(1)));
+  EXPECT_EQ(backend.reserve(request(bursty(1))).wait, 1s);
+  // The booking at 1 permit/s is kept; after it, permits come at the new rate.
+  EXPECT_EQ(backend.reserve(request(bursty(10))).wait, 2s);
+  EXPECT_EQ(backend.reserve(request(bursty(10))).wait, 2100ms);
+  EXPECT_EQ(backend.status("api").front().params, bursty(10));
+}
+
+TEST_F(StateFileBackendTest, IdleBucketStoresABurst) {
+  auto backend = process();
+  backend.reserve(request(bursty(10)));
+  clock_.advance(5s);
+  const auto status = backend.status("api");
+  ASSERT_EQ(status.size(), 1u);
+  EXPECT_DOUBLE_EQ(status.front().stored_permits, 10.0);
+  EXPECT_EQ(status.front().next_free_in, 0ns);
+  for (int i = 0; i < 11; ++i) EXPECT_EQ(backend.reserve(request(bursty(10))).wait, 0ns) << i;
+  EXPECT_EQ(backend.reserve(request(bursty(10))).wait, 100ms);
+}
+
+TEST_F(StateFileBackendTest, CorruptRecordIsAFreshBucket) {
+  auto backend = process();
+  backend.reserve(request(bursty(1)));
+  std::string bytes = read_file("api.bucket");
+  bytes[20] = static_cast<char>(bytes[20] ^ 0x40);
+  write_file("api.bucket", bytes);
+  EXPECT_NE(backend.status(std::nullopt).front().problem, "");
+  EXPECT_EQ(backend.reserve(request(bursty(1))).wait, 0ns);
+  ASSERT_EQ(notes_.size(), 1u);
+  EXPECT_EQ(notes_.front(), "key 'api': bad checksum; starting a fresh bucket");
+  EXPECT_EQ(backend.reserve(request(bursty(1))).wait, 1s);
+}
+
+TEST_F(StateFileBackendTest, TruncatedAndGarbageRecordsAreFreshBuckets) {
+  auto backend = process();
+  backend.reserve(request(bursty(1)));
+  write_file("api.bucket", read_file("api.bucket").substr(0, 50));
+  EXPECT_EQ(backend.reserve(request(bursty(1))).wait, 0ns);
+  write_file("api.bucket", std::string(5000, 'x'));
+  EXPECT_EQ(backend.reserve(request(bursty(1))).wait, 0ns);
+  EXPECT_EQ(notes_.size(), 2u);
+}
+
+TEST_F(StateFileBackendTest, RecordOfAPreviousBootIsAFreshBucket) {
+  process("00000000-0000-0000-0000-000000000000").reserve(request(bursty(1)));
+  auto backend = process();
+  EXPECT_EQ(backend.reserve(request(bursty(1))).wait, 0ns);
+  ASSERT_EQ(notes_.size(), 1u);
+  EXPECT_EQ(notes_.front(), "key 'api': state from a previous boot; starting a fresh bucket");
+}
+
+TEST_F(StateFileBackendTest, StatusListsBucketsByKeyAndResetForgetsOne) {
+  auto backend = process();
+  for (const char* key : {"b", "a/x", "c"})
+    backend.reserve({.key = key, .params = bursty(2), .permits = 1, .timeout = 0ns});
+  write_file("unrelated.txt", "");
+  std::vector<std::string> keys;
+  for (const auto& bucket : backend.status(std::nullopt)) keys.push_back(bucket.key);
+  EXPECT_EQ(keys, (std::vector<std::string>{"a/x", "b", "c"}));
+  const auto only_b = backend.status("b");
+  ASSERT_EQ(only_b.size(), 1u);
+  EXPECT_EQ(only_b.front().next_free_in, 500ms);
+  EXPECT_TRUE(backend.reset("b"));
+  EXPECT_FALSE(backend.reset("b"));
+  EXPECT_TRUE(backend.status("b").empty());
+  EXPECT_TRUE(std::filesystem::exists(dir_.path() / "a%2Fx.bucket"));
+}
+
+TEST_F(StateFileBackendTest, SymlinkAtTheStateFileIsNotFollowed) {
+  TempDir elsewhere;
+  const auto target = elsewhere.path() / "target";
+  std::ofstream(target) << "precious";
+  std::filesystem::create_symlink(target, dir_.path() / "api.bucket");
+  auto backend = process();
+  EXPECT_THROW(backend.reserve(request(bursty(1))), UnsafeStateError);
+  std::ifstream in(target);
+  EXPECT_EQ(std::string(std::istreambuf_iterator<char>(in), {}), "precious");
+}
+
+TEST_F(StateFileBackendTest, DirectoryWritableByOthersIsRefused) {
+  ::chmod(dir_.string().c_str(), 0777);
+  EXPECT_THROW(StateDirectory::open(dir_.string()), UnsafeStateError);
+  ::chmod(dir_.string().c_str(), 0720);
+  EXPECT_THROW(StateDirectory::open(dir_.string()), UnsafeStateError);
+  ::chmod(dir_.string().c_str(), 0755);
+  EXPECT_NO_THROW(StateDirectory::open(dir_.string()));
+}
+
+TEST_F(StateFileBackendTest, MissingDirectoryIsCreatedPrivate) {
+  const std::string path = dir_.string() + "/state";
+  StateDirectory::open(path);
+  struct stat status {};
+  ASSERT_EQ(::stat(path.c_str(), &status), 0);
+  EXPECT_EQ(status.st_mode & 07777, 0700u);
+}
+
+TEST_F(StateFileBackendTest, StateFilesArePrivate) {
+  process().reserve(request(bursty(1)));
+  struct stat status {};
+  ASSERT_EQ(::stat((dir_.path() / "api.bucket").c_str(), &status), 0);
+  EXPECT_EQ(status.st_mode & 07777, 0600u);
+}
+
+TEST_F(StateFileBackendTest, SlotLockIsExclusiveUntilClosed) {
+  const StateDirectory directory = StateDirectory::open(dir_.string());
+  io::FileDescriptor held = directory.try_lock("api.slot-0");
+  ASSERT_TRUE(held);
+  EXPECT_FALSE(directory.try_lock("api.slot-0"));
+  held.reset();
+  EXPECT_TRUE(directory.try_lock("api.slot-0"));
+}
+
+}  // namespace
+}  // namespace ratelimit::backends

@@ -1,0 +1,103 @@
+#include "backends/state_file_format.hpp"
+
+#include <gtest/gtest.h>
+
+#include <stdexcept>
+
+namespace ratelimit::backends {
+namespace {
+
+using namespace std::chrono_literals;
+
+StateRecord sample_record() {
+  StateRecord record;
+  record.params.shape = BucketShape::warming_up;
+  record.params.permits_per_second = 2.5;
+  record.params.warmup = 10s;
+  record.params.cold_factor = 4.0;
+  record.state.stored_permits = 3.25;
+  record.state.next_free = 123'456'789'012ns;
+  record.boot_id = "0f1e2d3c-4b5a-6978-8796-a5b4c3d2e1f0";
+  return record;
+}
+
+TEST(StateRecord, RoundTrips) {
+  const StateRecord record = sample_record();
+  const DecodedRecord decoded = decode_record(encode_record(record));
+  ASSERT_TRUE(decoded.record) << decoded.problem;
+  EXPECT_EQ(decoded.record->params, record.params);
+  EXPECT_EQ(decoded.record->state, record.state);
+  EXPECT_EQ(decoded.record->boot_id, record.boot_id);
+}
+
+TEST(StateRecord, AnyFlippedBitIsDetected) {
+  const std::string bytes = encode_record(sample_record());
+  for (std::size_t i = 0; i < bytes.size(); ++i) {
+    for (int bit = 0; bit < 8; ++bit) {
+      std::string damaged = bytes;
+      damaged[i] = static_cast<char>(damaged[i] ^ (1 << bit));
+      EXPECT_FALSE(decode_record(damaged).record) << "byte " << i << " bit " << bit;
+    }
+  }
+}
+
+TEST(StateRecord, TruncatedOrExtendedIsRejected) {
+  const std::string bytes = encode_record(sample_record());
+  for (std::size_t size = 0; size < bytes.size(); ++size)
+    EXPECT_FALSE(decode_record(bytes.substr(0, size)).record) << size;
+  const DecodedRecord extended = decode_record(bytes + "x");
+  EXPECT_FALSE(extended.record);
+  EXPECT_NE(extended.problem.find("bytes"), std::string::npos) << extended.problem;
+}
+
+TEST(StateRecord, InvalidBucketWithGoodChecksumIsRejected) {
+  StateRecord record = sample_record();
+  record.params.permits_per_second = -1.0;
+  const DecodedRecord decoded = decode_record(encode_record(record));
+  EXPECT_FALSE(decoded.record);
+  EXPECT_NE(decoded.problem.find("rate must be positive"), std::string::npos) << decoded.problem;
+}
+
+TEST(KeyNames, StayInsideTheDirectory) {
+  EXPECT_EQ(bucket_file_name("api"), "api.bucket");
+  EXPECT_EQ(bucket_file_name("../etc/passwd"), "%2E%2E%2Fetc%2Fpasswd.bucket");
+  EXPECT_EQ(bucket_file_name("."), "%2E.bucket");
+  EXPECT_EQ(bucket_file_name("a.slot-0"), "a%2Eslot-0.bucket");
+  EXPECT_EQ(slot_file_name("a/b", 3), "a%2Fb.slot-3");
+}
+
+TEST(KeyNames, EveryByteRoundTrips) {
+  for (int byte = 0; byte < 256; ++byte) {
+    const std::string key = std::string("k") + static_cast<char>(byte);
+    const std::string name = bucket_file_name(key);
+    EXPECT_EQ(name.find('/'), std::string::npos);
+    EXPECT_EQ(key_of_bucket_file(name), key) << byte;
+  }
+}
+
+TEST(KeyNames, OtherFilesAreNotBuckets) {
+  EXPECT_EQ(key_of_bucket_file("api.slot-0"), std::nullopt);
+  EXPECT_EQ(key_of_bucket_file(".bucket"), std::nullopt);
+  EXPECT_EQ(key_of_bucket_file("a%2.bucket"), std::nullopt);
+  EXPECT_EQ(key_of_bucket_file("a%2f.bucket"), std::nullopt);  // not the canonical spelling
+  EXPECT_EQ(key_of_bucket_file("a%41.bucket"), std::nullopt);  // 'A' needs no escape
+  EXPECT_EQ(key_of_bucket_file("."), std::nullopt);
+}
+
+TEST(KeyNames, LengthIsBounded) {
+  EXPECT_THROW(validate_key(""), std::invalid_argument);
+  EXPECT_THROW(validate_key(std::string(kMaxKeyBytes + 1, 'k')), std::invalid_argument);
+  EXPECT_NO_THROW(validate_key(std::string(kMaxKeyBytes, 'k')));
+  // The longest name, every byte escaped, still fits in NAME_MAX (255).
+  EXPECT_LE(slot_file_name(std::string(kMaxKeyBytes, '/'), 255).size(), 255u);
+}
+
+TEST(StateDir, FirstOfOptionEnvironmentAndTmp) {
+  EXPECT_EQ(choose_state_dir("/opt", "/env", "/run/user/7", 7), "/opt");
+  EXPECT_EQ(choose_state_dir("", "/env", "/run/user/7", 7), "/env");
+  EXPECT_EQ(choose_state_dir("", "", "/run/user/7", 7), "/run/user/7/ratelimit");
+  EXPECT_EQ(choose_state_dir("", "", "", 7), "/tmp/ratelimit-7");
+}
+
+}  // namespace
+}  // namespace ratelimit::backends
