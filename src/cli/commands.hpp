@@ -12,4 +12,10 @@ struct Command {
   std::function<int()> run;
 };
 
+// The default command, on the top-level app: `ratelimit --rate RATE [FILE...]`. Declared last, as
+// the top-level app counts as parsed whatever subcommand was given.
+Command setup_pipe(CLI::App& app);
+// `ratelimit set PID --rate RATE`: a new rate for a running pipe.
+Command setup_set(CLI::App& app);
+
 }  // namespace ratelimit::cli
