@@ -1,0 +1,67 @@
+#include <gtest/gtest.h>
+
+#include "pipe/control.hpp"
+#include "pipe/progress.hpp"
+
+namespace ratelimit::pipe {
+namespace {
+
+using namespace std::chrono_literals;
+
+Totals totals_at(std::chrono::nanoseconds elapsed, std::uint64_t bytes) {
+  Totals totals;
+  totals.started = 10s;
+  totals.now = 10s + elapsed;
+  totals.bytes = totals.units = bytes;
+  totals.rate = 1000;
+  return totals;
+}
+
+TEST(Progress, SiNumbersHaveThreeSignificantDigits) {
+  EXPECT_EQ(si_number(0), "0 ");
+  EXPECT_EQ(si_number(999), "999 ");
+  EXPECT_EQ(si_number(1234), "1.23 k");
+  EXPECT_EQ(si_number(20000), "20.0 k");
+  EXPECT_EQ(si_number(1.5e9), "1.50 G");
+  EXPECT_EQ(clock_time(3725s), "1:02:05");
+}
+
+TEST(Progress, LineShowsAmountTimeRatesAndWithATotalTheEta) {
+  ProgressMeter meter(Unit{}, 4000);
+  meter.line(totals_at(0s, 0));
+  EXPECT_EQ(meter.line(totals_at(1s, 1000)),
+            "1.00 kB 0:00:01 [1.00 kB/s] [avg 1.00 kB/s] [=====>              ]  25% ETA 0:00:03");
+}
+
+TEST(Progress, CurrentRateIsOverTheLastSecond) {
+  ProgressMeter meter(Unit{'\n'}, std::nullopt);
+  meter.line(totals_at(0s, 0));
+  meter.line(totals_at(1s, 100));
+  meter.line(totals_at(2s, 100));
+  EXPECT_EQ(meter.line(totals_at(2500ms, 100)), "100 lines 0:00:02 [0 lines/s] [avg 40 lines/s]");
+}
+
+TEST(Summary, TextAndJson) {
+  Result result{Ending::end_of_input, 0, totals_at(2s, 4000)};
+  EXPECT_EQ(summary_text(result, Unit{}),
+            "ratelimit: 4000 bytes in 2.000 s, 2.00 kB/s (rate 1.00 kB/s)");
+  EXPECT_EQ(summary_json(result, Unit{}),
+            R"({"unit":"bytes","units":4000,"bytes":4000,"seconds":2.000000,)"
+            R"("average_rate":2000.000,"rate":1000,"ending":"end_of_input"})");
+}
+
+TEST(ControlMessage, RoundTrips) {
+  const auto message = decode_rate_message("2500000 bytes");
+  ASSERT_TRUE(message);
+  EXPECT_EQ(message->units_per_second, 2.5e6);
+  EXPECT_TRUE(message->in_bytes);
+  const auto back = decode_rate_message(encode(RateMessage{0.5, false}).substr(0, 9));
+  ASSERT_TRUE(back);
+  EXPECT_EQ(back->units_per_second, 0.5);
+  EXPECT_FALSE(back->in_bytes);
+  EXPECT_FALSE(decode_rate_message("-1 bytes"));
+  EXPECT_FALSE(decode_rate_message("5 parsecs"));
+}
+
+}  // namespace
+}  // namespace ratelimit::pipe
