@@ -2,7 +2,7 @@
 # Sets up and runs every test: all of them on a Release build, the unit tests again under
 # AddressSanitizer + UndefinedBehaviorSanitizer, the threaded tests under ThreadSanitizer.
 source "$(dirname "${BASH_SOURCE[0]}")/setup.sh"
-ensure_packages "${RATELIMIT_BUILD_PACKAGES[@]}" tmux
+ensure_packages "${RATELIMIT_BUILD_PACKAGES[@]}" tmux strace
 
 run_ctest() {
   local dir=$1
