@@ -1,0 +1,66 @@
+#!/usr/bin/env bash
+# Loose timing checks that hold on a loaded 2-core machine: the rate is kept, nothing waits after
+# the end of the input, and `ratelimit set` changes the rate of a running transfer.
+source "$E2E_LIB"
+
+# elapsed_ms CMD...: runs CMD, prints its wall time in milliseconds.
+elapsed_ms() {
+  local start
+  start=$(now_ns)
+  "$@"
+  echo $((($(now_ns) - start) / 1000000))
+}
+
+# within NAME VALUE LOW HIGH
+within() {
+  [ "$2" -ge "$3" ] && [ "$2" -le "$4" ] || fail "$1: $2 ms, expected $3..$4 ms"
+}
+
+random_file "$WORK/in" 30000
+
+# 30000 bytes at 20 kB/s: the last chunk goes out at 1.49 s.
+ms=$(elapsed_ms "$RATELIMIT" --rate 20k "$WORK/in" -o "$WORK/out")
+within "bytes at 20 kB/s" "$ms" 1400 2500
+cmp "$WORK/in" "$WORK/out"
+
+# 21 lines at 20 lines/s: the last at 1.0 s.
+seq 21 >"$WORK/lines"
+ms=$(elapsed_ms "$RATELIMIT" -l --rate 20/s "$WORK/lines" -o "$WORK/out")
+within "lines at 20/s" "$ms" 900 2000
+
+# Periods: 120/m is 2 per second; 3 lines take 1 s.
+seq 3 >"$WORK/three"
+ms=$(elapsed_ms "$RATELIMIT" -l --rate 120/m "$WORK/three" -o "$WORK/out")
+within "lines at 120/m" "$ms" 900 2000
+
+# One unit, or a whole input that fits in one chunk, goes out at once: no sleep after the end.
+ms=$(elapsed_ms "$RATELIMIT" --rate 1 --chunk 100 "$WORK/three" -o "$WORK/out")
+within "no wait after the end" "$ms" 0 400
+printf x >"$WORK/x"
+ms=$(elapsed_ms "$RATELIMIT" -l --rate 0.1 "$WORK/x" -o "$WORK/out")
+within "no wait after one unit" "$ms" 0 400
+
+# A rate change mid-stream: 60000 bytes at 10 kB/s would take 6 s; raised to 100 kB/s after
+# about 1 s, the rest takes half a second.
+random_file "$WORK/big" 60000
+start=$(now_ns)
+"$RATELIMIT" --rate 10k "$WORK/big" -o "$WORK/out" &
+pid=$!
+sleep 1
+"$RATELIMIT" set "$pid" --rate 100kB/s
+wait "$pid"
+ms=$((($(now_ns) - start) / 1000000))
+within "rate raised mid-stream" "$ms" 1200 3500
+cmp "$WORK/big" "$WORK/out" || fail "rate change lost data"
+
+# Lowered mid-stream, in line mode: 40 lines at 100/s, then 10/s after 0.2 s.
+seq 40 >"$WORK/forty"
+start=$(now_ns)
+"$RATELIMIT" -l --rate 100 "$WORK/forty" -o "$WORK/out" &
+pid=$!
+sleep 0.2
+"$RATELIMIT" set "$pid" --rate 10
+wait "$pid"
+ms=$((($(now_ns) - start) / 1000000))
+within "rate lowered mid-stream" "$ms" 1800 4500
+cmp "$WORK/forty" "$WORK/out"
