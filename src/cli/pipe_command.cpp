@@ -19,6 +19,8 @@ namespace {
 // Records per write in record modes when --chunk is not given: beyond this, smoothness gains
 // nothing and the buffer fills first anyway.
 constexpr std::int64_t kMaxRecordsPerChunk = 4096;
+// Bytes per write at the highest rates: Linux's default limit for an unprivileged pipe's size.
+constexpr std::int64_t kMaxBytesPerChunk = 1 << 20;
 
 struct PipeOptions {
   BucketOptions bucket;
@@ -50,10 +52,13 @@ pipe::Unit unit_of(const PipeOptions& options) {
 }
 
 std::int64_t chunk_units(const PipeOptions& options, double rate, const pipe::Unit& unit,
-                         std::size_t pipe_capacity) {
-  if (options.chunk.empty())
+                         pipe::FileIo& io) {
+  if (options.chunk.empty()) {
+    if (!unit.counts_bytes()) return pipe::default_chunk_units(rate, kMaxRecordsPerChunk);
+    const std::int64_t wanted = pipe::default_chunk_units(rate, kMaxBytesPerChunk);
     return pipe::default_chunk_units(
-        rate, unit.counts_bytes() ? static_cast<std::int64_t>(pipe_capacity) : kMaxRecordsPerChunk);
+        rate, static_cast<std::int64_t>(io.fit_pipes_to(static_cast<std::size_t>(wanted))));
+  }
   const double chunk = parse_size(options.chunk);
   if (chunk < 1.0 || chunk > 1e9)
     throw UsageError("invalid chunk '" + options.chunk + "': must be from 1 to 1G units");
@@ -82,8 +87,8 @@ int run_pipe(const PipeOptions& options) {
   io::SignalGuard signals;
   const std::unique_ptr<pipe::ControlChannel> control = pipe::ControlChannel::create();
   pipe::FileIo io(options.files, options.output, signals, control.get(), unit.counts_bytes());
-  engine_options.chunk_units = chunk_units(options, engine_options.bucket.permits_per_second, unit,
-                                           io.output_pipe_capacity());
+  engine_options.chunk_units =
+      chunk_units(options, engine_options.bucket.permits_per_second, unit, io);
 
   const bool show_progress =
       options.progress == "force" || (options.progress == "auto" && ::isatty(STDERR_FILENO));

@@ -27,8 +27,10 @@ class FileIo final : public Io {
 
   // The sum of the inputs' sizes when every input is a regular file.
   std::optional<std::uint64_t> total_bytes() const { return total_bytes_; }
-  // What one write can put into the output without blocking when it is an empty pipe.
-  std::size_t output_pipe_capacity() const;
+  // Grows the pipes at either end toward `wanted_bytes`, as far as the system allows (fewer
+  // system calls at high rates), and returns what one write can move without blocking: the
+  // output pipe's capacity, or 64 KiB when the output is no pipe.
+  std::size_t fit_pipes_to(std::size_t wanted_bytes);
 
   std::chrono::nanoseconds now() override;
   Wake wait(std::chrono::nanoseconds deadline, bool for_input) override;

@@ -71,8 +71,18 @@ FileIo::FileIo(const std::vector<std::string>& inputs, const std::string& output
 
 FileIo::~FileIo() { ::sigaction(SIGPIPE, &previous_sigpipe_, nullptr); }
 
-std::size_t FileIo::output_pipe_capacity() const {
-  const int capacity = output_is_pipe_ ? ::fcntl(output_.get(), F_GETPIPE_SZ) : -1;
+std::size_t FileIo::fit_pipes_to(std::size_t wanted_bytes) {
+  const auto grow = [wanted_bytes](int fd) {
+    const int capacity = ::fcntl(fd, F_GETPIPE_SZ);
+    if (capacity > 0 && static_cast<std::size_t>(capacity) < wanted_bytes)
+      ::fcntl(fd, F_SETPIPE_SZ, static_cast<int>(std::min<std::size_t>(wanted_bytes, 1 << 30)));
+  };
+  for (const Input& input : inputs_) {
+    if (input.is_pipe) grow(input.fd.get());
+  }
+  if (!output_is_pipe_) return kDefaultPipeCapacity;
+  grow(output_.get());
+  const int capacity = ::fcntl(output_.get(), F_GETPIPE_SZ);
   return capacity > 0 ? static_cast<std::size_t>(capacity) : kDefaultPipeCapacity;
 }
 
