@@ -139,7 +139,7 @@ EOF
   echo "# Pipe mode benchmark"
   echo
   echo "Produced by \`scripts/bench_pipe.sh\` on $(date -u +%Y-%m-%d), $(nproc) cores" \
-    "($(uname -r)); $(pv --version | head -1), cstream $(dpkg-query -W -f='${Version}' cstream)."
+    "($(uname -r)); $(pv --version | head -1 | cut -d' ' -f1-2), cstream $(dpkg-query -W -f='${Version}' cstream)."
   echo "Fast producer (\`head -c\` of /dev/zero, or \`yes | head -n\` for lines); the consumer timestamps every read."
   echo
   echo "Steady rate: units after the first read over first-to-last read (target: within ±0.5 %)."

@@ -29,7 +29,7 @@ Engine::Engine(const EngineOptions& options, Io& io, ProgressCallback on_progres
 }
 
 Result Engine::run() {
-  if (options_.unit.counts_bytes() && options_.use_splice) {
+  if (options_.unit.counts_bytes()) {
     if (std::optional<Result> result = run_spliced()) return *result;
   }
   return run_buffered();

@@ -28,7 +28,6 @@ struct EngineOptions {
   std::size_t buffer_bytes = 64 * 1024;
   // How often `on_progress` is called while data flows or waits.
   std::chrono::nanoseconds progress_interval = std::chrono::milliseconds(100);
-  bool use_splice = true;
 };
 
 // What has been moved so far.

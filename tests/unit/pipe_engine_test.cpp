@@ -65,9 +65,7 @@ TEST(PipeEngine, SplicesOnTheSameScheduleWhenPossible) {
 TEST(PipeEngine, FallsBackToReadAndWriteWhenSpliceIsImpossible) {
   FakePipeIo io;
   io.arrive(0s, "abc");
-  EngineOptions options = bytes_per_second(1, 10);
-  options.use_splice = true;
-  Engine(options, io).run();
+  Engine(bytes_per_second(1, 10), io).run();
   EXPECT_EQ(io.writes(), (std::vector<Write>{{0ms, "abc"}}));
 }
 
