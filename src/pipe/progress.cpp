@@ -69,8 +69,8 @@ std::string ProgressMeter::line(const Totals& totals) {
     last_second_.pop_front();
   const Sample& oldest = last_second_.front();
   const double window = seconds(totals.now - oldest.time);
-  const double current =
-      window > 0.0 ? static_cast<double>(totals.units - oldest.units) / window : 0.0;
+  const double current = window > 0.0 ? static_cast<double>(totals.units - oldest.units) / window
+                                      : average_rate(totals);
 
   std::string line =
       fmt::format("{}{} {} [{}{}/s] [avg {}{}/s]", si_number(static_cast<double>(totals.units)),
