@@ -2,7 +2,9 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
+#include <utility>
 
 #include "io/errors.hpp"
 #include "pipe/files.hpp"
@@ -31,6 +33,7 @@ FileIo::FileIo(const std::vector<std::string>& inputs, const std::string& output
     : signals_(signals), control_(control), counts_bytes_(counts_bytes) {
   std::uint64_t regular_bytes = 0;
   bool all_regular = true;
+  std::vector<std::pair<dev_t, ino_t>> regular_inputs;
   for (const std::string& name : inputs.empty() ? std::vector<std::string>{"-"} : inputs) {
     const bool standard = is_standard_stream(name);
     const std::string shown = standard ? "standard input" : name;
@@ -45,6 +48,7 @@ FileIo::FileIo(const std::vector<std::string>& inputs, const std::string& output
     }
     all_regular = all_regular && S_ISREG(status.st_mode);
     if (S_ISREG(status.st_mode)) {
+      regular_inputs.emplace_back(status.st_dev, status.st_ino);
       const off_t position = ::lseek(fd.get(), 0, SEEK_CUR);
       regular_bytes += static_cast<std::uint64_t>(status.st_size - std::max<off_t>(position, 0));
     }
@@ -54,14 +58,23 @@ FileIo::FileIo(const std::vector<std::string>& inputs, const std::string& output
 
   const bool standard = is_standard_stream(output);
   output_name_ = standard ? "standard output" : output;
+  // Truncated only once it is known not to be an input, as cat refuses to eat its own input.
   output_ = io::FileDescriptor(
       standard ? ::fcntl(STDOUT_FILENO, F_DUPFD_CLOEXEC, 0) : io::retry_on_eintr([&] {
-        return ::open(output.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0666);
+        return ::open(output.c_str(), O_WRONLY | O_CREAT | O_CLOEXEC, 0666);
       }));
   if (!output_) io::throw_errno(output_name_);
   struct stat output_status {};
   if (::fstat(output_.get(), &output_status) != 0) io::throw_errno(output_name_);
   output_is_pipe_ = S_ISFIFO(output_status.st_mode);
+  if (S_ISREG(output_status.st_mode)) {
+    const std::pair identity(output_status.st_dev, output_status.st_ino);
+    if (std::find(regular_inputs.begin(), regular_inputs.end(), identity) != regular_inputs.end()) {
+      errno = EINVAL;
+      throw_input_error(output_name_ + ": input file is output file");
+    }
+    if (!standard && ::ftruncate(output_.get(), 0) != 0) io::throw_errno(output_name_);
+  }
 
   struct sigaction ignore {};
   ignore.sa_handler = SIG_IGN;

@@ -24,6 +24,20 @@ expect_stderr "ratelimit: $WORK/missing: No such file or directory"
 expect_status 66 "$RATELIMIT" --rate 1M "$WORK"
 expect_stderr "ratelimit: $WORK: Is a directory"
 
+# 66: an input that is also the output is refused before it is truncated, as cat does.
+cp "$WORK/in" "$WORK/same"
+expect_status 66 "$RATELIMIT" --rate 1M "$WORK/same" -o "$WORK/same"
+expect_stderr "ratelimit: $WORK/same: input file is output file: Invalid argument"
+cmp "$WORK/in" "$WORK/same" || fail "the input was truncated"
+expect_status 66 "$RATELIMIT" --rate 1M "$WORK/same" >>"$WORK/same"
+cmp "$WORK/in" "$WORK/same" || fail "the input was appended to itself"
+# An output that is no input is truncated as usual.
+"$RATELIMIT" --rate 1M "$WORK/in" -o "$WORK/same"
+cmp "$WORK/in" "$WORK/same" || fail "-o did not replace the file"
+seq 1000 >"$WORK/long"
+"$RATELIMIT" --rate 1M "$WORK/in" -o "$WORK/long"
+cmp "$WORK/in" "$WORK/long" || fail "-o did not truncate a longer file"
+
 # 74: the output cannot be written, with the reason.
 expect_status 74 "$RATELIMIT" --rate 1M "$WORK/in" -o /dev/full
 expect_stderr "ratelimit: write /dev/full: No space left on device"
