@@ -18,7 +18,7 @@ namespace {
 
 // Records per write in record modes when --chunk is not given: beyond this, smoothness gains
 // nothing and the buffer fills first anyway.
-constexpr std::int64_t kMaxRecordsPerChunk = 4096;
+constexpr std::int64_t kMaxRecordsPerChunk = 65536;
 // Bytes per write at the highest rates: Linux's default limit for an unprivileged pipe's size.
 constexpr std::int64_t kMaxBytesPerChunk = 1 << 20;
 

@@ -25,7 +25,7 @@ struct EngineOptions {
   // Units per write: small enough that the output looks smooth, large enough to be cheap.
   std::int64_t chunk_units = 1;
   // Room for records in record modes and the largest write in byte mode.
-  std::size_t buffer_bytes = 64 * 1024;
+  std::size_t buffer_bytes = 256 * 1024;
   // How often `on_progress` is called while data flows or waits.
   std::chrono::nanoseconds progress_interval = std::chrono::milliseconds(100);
 };

@@ -18,8 +18,7 @@ within() {
 
 # set_rate PID RATE: `ratelimit set`, retried while the process has not made its FIFO yet.
 set_rate() {
-  local tries
-  for tries in $(seq 40); do
+  for _ in $(seq 40); do
     "$RATELIMIT" set "$1" --rate "$2" 2>/dev/null && return 0
     sleep 0.05
   done
