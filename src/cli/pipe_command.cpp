@@ -84,9 +84,8 @@ int run_pipe(const PipeOptions& options) {
   engine_options.bucket =
       to_bucket_params(options.bucket, unit.counts_bytes() ? RateUnits::data : RateUnits::plain);
 
-  io::SignalGuard signals;
   const std::unique_ptr<pipe::ControlChannel> control = pipe::ControlChannel::create();
-  pipe::FileIo io(options.files, options.output, signals, control.get(), unit.counts_bytes());
+  pipe::FileIo io(options.files, options.output, control.get(), unit.counts_bytes());
   engine_options.chunk_units =
       chunk_units(options, engine_options.bucket.permits_per_second, unit, io);
 

@@ -13,14 +13,15 @@
 namespace ratelimit::pipe {
 
 // The engine's Io on file descriptors: the inputs in order ("-" is standard input), the output
-// ("-" is standard output), waits through a SignalGuard, and an optional control channel.
+// ("-" is standard output), waits through its own SignalGuard, and an optional control channel.
 class FileIo final : public Io {
  public:
   // Opens every input now, so that a missing or unreadable one (a directory too) stops the run
-  // before anything is written: throws io::InputError naming it. SIGPIPE is ignored while alive,
-  // so a closed downstream is seen as EPIPE.
-  FileIo(const std::vector<std::string>& inputs, const std::string& output,
-         io::SignalGuard& signals, ControlChannel* control, bool counts_bytes);
+  // before anything is written: throws io::InputError naming it. Stop signals are caught only
+  // once every file is open (opening a FIFO may wait for its writer, and Ctrl-C must still work
+  // there). SIGPIPE is ignored while alive, so a closed downstream is seen as EPIPE.
+  FileIo(const std::vector<std::string>& inputs, const std::string& output, ControlChannel* control,
+         bool counts_bytes);
   ~FileIo() override;
   FileIo(const FileIo&) = delete;
   FileIo& operator=(const FileIo&) = delete;
@@ -56,7 +57,7 @@ class FileIo final : public Io {
   std::string output_name_;
   io::FileDescriptor output_;
   bool output_is_pipe_;
-  io::SignalGuard& signals_;
+  std::optional<io::SignalGuard> signals_;
   ControlChannel* control_;
   bool counts_bytes_;
   std::optional<std::uint64_t> total_bytes_;

@@ -29,8 +29,8 @@ struct stat status_of(int fd, const std::string& name) {
 }  // namespace
 
 FileIo::FileIo(const std::vector<std::string>& inputs, const std::string& output,
-               io::SignalGuard& signals, ControlChannel* control, bool counts_bytes)
-    : signals_(signals), control_(control), counts_bytes_(counts_bytes) {
+               ControlChannel* control, bool counts_bytes)
+    : control_(control), counts_bytes_(counts_bytes) {
   std::uint64_t regular_bytes = 0;
   bool all_regular = true;
   std::vector<std::pair<dev_t, ino_t>> regular_inputs;
@@ -80,6 +80,7 @@ FileIo::FileIo(const std::vector<std::string>& inputs, const std::string& output
   ignore.sa_handler = SIG_IGN;
   sigemptyset(&ignore.sa_mask);
   ::sigaction(SIGPIPE, &ignore, &previous_sigpipe_);
+  signals_.emplace();
 }
 
 FileIo::~FileIo() { ::sigaction(SIGPIPE, &previous_sigpipe_, nullptr); }
@@ -109,8 +110,8 @@ Wake FileIo::wait(std::chrono::nanoseconds deadline, bool for_input) {
   const nfds_t control_index = count;
   if (control_) fds[count++] = pollfd{control_->fd(), POLLIN, 0};
   if (for_input && !watch_input) deadline = now();  // the end of input is always ready
-  const int ready = signals_.wait_until(deadline, fds, count);
-  if (signals_.received() != 0) return Wake::stop;
+  const int ready = signals_->wait_until(deadline, fds, count);
+  if (signals_->received() != 0) return Wake::stop;
   if (ready > 0 && control_ && fds[control_index].revents != 0) return Wake::control;
   if (for_input && (!watch_input || fds[0].revents != 0)) return Wake::ready;
   return Wake::timeout;
@@ -169,6 +170,6 @@ std::optional<double> FileIo::take_new_rate() {
   return rate;
 }
 
-int FileIo::stop_signal() const { return signals_.received(); }
+int FileIo::stop_signal() const { return signals_->received(); }
 
 }  // namespace ratelimit::pipe

@@ -37,6 +37,16 @@ printf 'first\nsecond\nthird\n' >"$WORK/lines"
 stop_with INT 130 "$WORK/lines" -l --rate 1 --chunk 1
 cmp "$WORK/lines" "$WORK/out" || fail "line mode SIGINT did not write what it had read"
 
+# Opening a FIFO that has no writer yet can still be interrupted.
+mkfifo "$WORK/no_writer"
+"$RATELIMIT" --rate 1k "$WORK/no_writer" >/dev/null &
+pid=$!
+sleep 0.3
+kill -TERM "$pid"
+status=0
+wait "$pid" || status=$?
+[ "$status" -eq 143 ] || fail "SIGTERM while opening a FIFO: exit $status"
+
 # SIGSTOP/SIGCONT of ratelimit itself.
 "$RATELIMIT" --rate 400k "$WORK/in" >"$WORK/out" &
 pid=$!
