@@ -20,6 +20,15 @@ bool is_standard_stream(const std::string& name) { return name.empty() || name =
   throw io::InputError(errno, std::generic_category(), name);
 }
 
+// A descriptor someone else made non-blocking (they are shared with the parent) reports EAGAIN.
+bool would_block() { return errno == EAGAIN || errno == EWOULDBLOCK; }
+
+// Blocks as a blocking write would, until `fd` accepts data.
+void wait_until_writable(int fd) {
+  pollfd output{fd, POLLOUT, 0};
+  io::retry_on_eintr([&] { return ::poll(&output, 1, -1); });
+}
+
 struct stat status_of(int fd, const std::string& name) {
   struct stat status {};
   if (::fstat(fd, &status) != 0) throw_input_error(name);
@@ -128,19 +137,21 @@ Moved FileIo::read(std::span<char> buffer) {
   Input& input = inputs_[current_];
   const ssize_t got =
       io::retry_on_eintr([&] { return ::read(input.fd.get(), buffer.data(), buffer.size()); });
+  if (got < 0 && would_block()) return Moved{0, false, false};
   if (got < 0) io::throw_errno("read " + input.name);
   if (got == 0) return Moved{0, next_input(), false};
   return Moved{static_cast<std::size_t>(got), false, false};
 }
 
 std::optional<std::size_t> FileIo::write(std::span<const char> data) {
-  const ssize_t written =
-      io::retry_on_eintr([&] { return ::write(output_.get(), data.data(), data.size()); });
-  if (written < 0) {
+  while (true) {
+    const ssize_t written =
+        io::retry_on_eintr([&] { return ::write(output_.get(), data.data(), data.size()); });
+    if (written >= 0) return static_cast<std::size_t>(written);
     if (errno == EPIPE) return std::nullopt;
-    io::throw_errno("write " + output_name_);
+    if (!would_block()) io::throw_errno("write " + output_name_);
+    wait_until_writable(output_.get());
   }
-  return static_cast<std::size_t>(written);
 }
 
 std::optional<Moved> FileIo::splice(std::size_t max_bytes) {
@@ -152,6 +163,12 @@ std::optional<Moved> FileIo::splice(std::size_t max_bytes) {
   });
   if (moved < 0) {
     if (errno == EPIPE) return Moved{0, false, true};
+    if (would_block()) {
+      // The input is empty or the output full: after waiting for the output, the engine waits
+      // for input again.
+      wait_until_writable(output_.get());
+      return Moved{0, false, false};
+    }
     // Descriptors splice cannot join (a terminal, an O_APPEND file): read and write instead.
     if (errno == EINVAL || errno == ENOSYS) return std::nullopt;
     io::throw_errno("splice " + input.name + " to " + output_name_);
