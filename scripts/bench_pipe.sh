@@ -81,8 +81,8 @@ done
 echo "== cost at full speed (2 GiB of zeros, best of 3)" >&2
 # cost SHAPER...: "cpu_seconds_per_gib throughput_MB_per_s" of the shaper alone.
 cost() {
-  local bytes=$((2 * 1024 * 1024 * 1024)) best_cpu=999 best_wall=999 run
-  for run in 1 2 3; do
+  local bytes=$((2 * 1024 * 1024 * 1024)) best_cpu=999 best_wall=999
+  for _ in 1 2 3; do
     head -c "$bytes" /dev/zero | { TIMEFORMAT='%R %U %S' && time "$@"; } 2>"$TMP/time" | cat >/dev/null
     read -r wall user system <"$TMP/time"
     best_cpu=$(awk -v a="$best_cpu" -v b="$(awk -v u="$user" -v s="$system" 'BEGIN {print u + s}')" \

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Pipe mode moves every byte unchanged: random binary data in byte, line and NUL modes, several
 # files, -o, and both the splice and the read/write path.
+# shellcheck disable=SC2002 # cat into ratelimit: its input must be a pipe
 source "$E2E_LIB"
 
 random_file "$WORK/a" 300000
