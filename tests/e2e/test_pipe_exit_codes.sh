@@ -8,6 +8,7 @@ echo data >"$WORK/in"
 for args in "--rate 5x" "--rate abc" "--rate 10 --chunk 1q" "--rate 10 --burst 2x" \
   "--rate 10 --warmup soon" "-l --rate 5MB/s" "-0 --rate 8kbit" "--rate 10 --delimiter ab" \
   "--rate 10 --progress=sometimes" "--rate 10 -l -0"; do
+  # shellcheck disable=SC2086 # $args is several words
   expect_status 64 "$RATELIMIT" $args "$WORK/in"
   [ "$(wc -l <"$WORK/stderr")" -eq 1 ] || fail "'$args': not one line: $(cat "$WORK/stderr")"
   grep -q '^ratelimit: ' "$WORK/stderr" || fail "'$args': no 'ratelimit: ' prefix"
@@ -29,6 +30,7 @@ cp "$WORK/in" "$WORK/same"
 expect_status 66 "$RATELIMIT" --rate 1M "$WORK/same" -o "$WORK/same"
 expect_stderr "ratelimit: $WORK/same: input file is output file: Invalid argument"
 cmp "$WORK/in" "$WORK/same" || fail "the input was truncated"
+# shellcheck disable=SC2094 # reading and writing the same file is the point
 expect_status 66 "$RATELIMIT" --rate 1M "$WORK/same" >>"$WORK/same"
 cmp "$WORK/in" "$WORK/same" || fail "the input was appended to itself"
 # An output that is no input is truncated as usual.

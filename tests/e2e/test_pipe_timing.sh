@@ -13,7 +13,7 @@ elapsed_ms() {
 
 # within NAME VALUE LOW HIGH
 within() {
-  [ "$2" -ge "$3" ] && [ "$2" -le "$4" ] || fail "$1: $2 ms, expected $3..$4 ms"
+  if [ "$2" -lt "$3" ] || [ "$2" -gt "$4" ]; then fail "$1: $2 ms, expected $3..$4 ms"; fi
 }
 
 # set_rate PID RATE: `ratelimit set`, retried while the process has not made its FIFO yet.
