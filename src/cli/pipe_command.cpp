@@ -84,8 +84,9 @@ int run_pipe(const PipeOptions& options) {
   engine_options.bucket =
       to_bucket_params(options.bucket, unit.counts_bytes() ? RateUnits::data : RateUnits::plain);
 
-  const std::unique_ptr<pipe::ControlChannel> control = pipe::ControlChannel::create();
-  pipe::FileIo io(options.files, options.output, control.get(), unit.counts_bytes());
+  const std::unique_ptr<pipe::ControlChannel> control =
+      pipe::ControlChannel::create(unit.counts_bytes());
+  pipe::FileIo io(options.files, options.output, control.get());
   engine_options.chunk_units =
       chunk_units(options, engine_options.bucket.permits_per_second, unit, io);
 

@@ -10,23 +10,18 @@
 
 namespace ratelimit::pipe {
 
-// A new rate for a running pipe, as `ratelimit set` sends it.
-struct RateMessage {
-  double units_per_second;
-  bool in_bytes;  // written with B or bit: only byte mode can take it
-};
+// A new rate as one line of text, e.g. "2000000\n", and back; nullopt unless a positive number.
+std::string encode_rate(double units_per_second);
+std::optional<double> decode_rate(std::string_view line);
 
-// One line of text, e.g. "2000000 bytes\n" or "20 units\n".
-std::string encode(const RateMessage& message);
-std::optional<RateMessage> decode_rate_message(std::string_view line);
-
-// Live control of a running pipe. Each pipe process makes a FIFO named after its process id in a
-// private directory ($XDG_RUNTIME_DIR/ratelimit, or /tmp/ratelimit-UID; mode 0700, owned by the
-// user) and watches it in every wait; `ratelimit set PID --rate R` writes one line into it.
+// Live control of a running pipe. Each pipe process makes a FIFO named after its process id and
+// what it counts ("pipe-PID.bytes" or "pipe-PID.records") in a private directory
+// ($XDG_RUNTIME_DIR/ratelimit, or /tmp/ratelimit-UID; mode 0700, owned by the user) and watches
+// it in every wait; `ratelimit set PID --rate R` writes one line into it.
 class ControlChannel {
  public:
   // This process's channel; nullptr when the directory is not safe to use (no live control then).
-  static std::unique_ptr<ControlChannel> create();
+  static std::unique_ptr<ControlChannel> create(bool counts_bytes);
   ~ControlChannel();
   ControlChannel(const ControlChannel&) = delete;
   ControlChannel& operator=(const ControlChannel&) = delete;
@@ -43,8 +38,14 @@ class ControlChannel {
   std::string partial_line_;
 };
 
-// Sends `message` to the pipe running as process `pid`. Throws std::system_error; ENOENT and ENXIO
-// mean that no ratelimit pipe runs as that process.
-void send_rate_message(long pid, const RateMessage& message);
+// The channel of the pipe running as process `pid`, to send to.
+struct RunningPipe {
+  std::string fifo_path;
+  bool counts_bytes;
+};
+std::optional<RunningPipe> find_running_pipe(long pid);
+
+// Sends a new rate. Throws std::system_error; ENXIO means that the pipe has gone.
+void send_rate(const RunningPipe& pipe, double units_per_second);
 
 }  // namespace ratelimit::pipe

@@ -23,26 +23,27 @@ std::optional<std::string> control_directory() {
   return directory;
 }
 
-std::optional<std::string> fifo_path(long pid) {
-  const std::optional<std::string> directory = control_directory();
-  if (!directory) return std::nullopt;
-  return *directory + "/pipe-" + std::to_string(pid);
+std::string fifo_path(const std::string& directory, long pid, bool counts_bytes) {
+  return directory + "/pipe-" + std::to_string(pid) + (counts_bytes ? ".bytes" : ".records");
 }
 
 }  // namespace
 
-std::unique_ptr<ControlChannel> ControlChannel::create() {
-  const std::optional<std::string> path = fifo_path(::getpid());
-  if (!path) return nullptr;
-  ::unlink(path->c_str());  // left by an earlier process with this id that was killed
-  if (::mkfifo(path->c_str(), 0600) != 0) return nullptr;
+std::unique_ptr<ControlChannel> ControlChannel::create(bool counts_bytes) {
+  const std::optional<std::string> directory = control_directory();
+  if (!directory) return nullptr;
+  const std::string path = fifo_path(*directory, ::getpid(), counts_bytes);
+  // Left by earlier processes with this id that were killed.
+  ::unlink(fifo_path(*directory, ::getpid(), !counts_bytes).c_str());
+  ::unlink(path.c_str());
+  if (::mkfifo(path.c_str(), 0600) != 0) return nullptr;
   // Opened for reading and writing so that it never reports end-of-file between senders.
-  io::FileDescriptor fifo(::open(path->c_str(), O_RDWR | O_NONBLOCK | O_CLOEXEC));
+  io::FileDescriptor fifo(::open(path.c_str(), O_RDWR | O_NONBLOCK | O_CLOEXEC));
   if (!fifo) {
-    ::unlink(path->c_str());
+    ::unlink(path.c_str());
     return nullptr;
   }
-  return std::unique_ptr<ControlChannel>(new ControlChannel(*path, std::move(fifo)));
+  return std::unique_ptr<ControlChannel>(new ControlChannel(path, std::move(fifo)));
 }
 
 ControlChannel::ControlChannel(std::string path, io::FileDescriptor fifo)
@@ -64,20 +65,27 @@ std::vector<std::string> ControlChannel::take_lines() {
   return lines;
 }
 
-void send_rate_message(long pid, const RateMessage& message) {
-  const std::optional<std::string> path = fifo_path(pid);
-  if (!path) {
-    errno = EACCES;
-    io::throw_errno("control directory");
+std::optional<RunningPipe> find_running_pipe(long pid) {
+  const std::optional<std::string> directory = control_directory();
+  if (!directory) return std::nullopt;
+  for (const bool counts_bytes : {true, false}) {
+    std::string path = fifo_path(*directory, pid, counts_bytes);
+    struct stat status {};
+    if (::lstat(path.c_str(), &status) == 0 && S_ISFIFO(status.st_mode))
+      return RunningPipe{std::move(path), counts_bytes};
   }
+  return std::nullopt;
+}
+
+void send_rate(const RunningPipe& pipe, double units_per_second) {
   // Non-blocking: a FIFO nobody reads (a process that was killed) fails with ENXIO at once.
-  io::FileDescriptor fifo(
-      io::retry_on_eintr([&] { return ::open(path->c_str(), O_WRONLY | O_NONBLOCK | O_CLOEXEC); }));
-  if (!fifo) io::throw_errno("no ratelimit pipe runs as process " + std::to_string(pid));
-  const std::string line = encode(message);
+  io::FileDescriptor fifo(io::retry_on_eintr(
+      [&] { return ::open(pipe.fifo_path.c_str(), O_WRONLY | O_NONBLOCK | O_CLOEXEC); }));
+  if (!fifo) io::throw_errno(pipe.fifo_path);
+  const std::string line = encode_rate(units_per_second);
   // Shorter than PIPE_BUF, so written whole or not at all.
   if (io::retry_on_eintr([&] { return ::write(fifo.get(), line.data(), line.size()); }) < 0)
-    io::throw_errno("send to process " + std::to_string(pid));
+    io::throw_errno(pipe.fifo_path);
 }
 
 }  // namespace ratelimit::pipe

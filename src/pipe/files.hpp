@@ -20,8 +20,8 @@ class FileIo final : public Io {
   // before anything is written: throws io::InputError naming it. Stop signals are caught only
   // once every file is open (opening a FIFO may wait for its writer, and Ctrl-C must still work
   // there). SIGPIPE is ignored while alive, so a closed downstream is seen as EPIPE.
-  FileIo(const std::vector<std::string>& inputs, const std::string& output, ControlChannel* control,
-         bool counts_bytes);
+  FileIo(const std::vector<std::string>& inputs, const std::string& output,
+         ControlChannel* control);
   ~FileIo() override;
   FileIo(const FileIo&) = delete;
   FileIo& operator=(const FileIo&) = delete;
@@ -59,7 +59,6 @@ class FileIo final : public Io {
   bool output_is_pipe_;
   std::optional<io::SignalGuard> signals_;
   ControlChannel* control_;
-  bool counts_bytes_;
   std::optional<std::uint64_t> total_bytes_;
   struct sigaction previous_sigpipe_ {};
 };

@@ -38,8 +38,8 @@ struct stat status_of(int fd, const std::string& name) {
 }  // namespace
 
 FileIo::FileIo(const std::vector<std::string>& inputs, const std::string& output,
-               ControlChannel* control, bool counts_bytes)
-    : control_(control), counts_bytes_(counts_bytes) {
+               ControlChannel* control)
+    : control_(control) {
   std::uint64_t regular_bytes = 0;
   bool all_regular = true;
   std::vector<std::pair<dev_t, ino_t>> regular_inputs;
@@ -181,8 +181,7 @@ std::optional<double> FileIo::take_new_rate() {
   std::optional<double> rate;
   if (!control_) return rate;
   for (const std::string& line : control_->take_lines()) {
-    const std::optional<RateMessage> message = decode_rate_message(line);
-    if (message && (counts_bytes_ || !message->in_bytes)) rate = message->units_per_second;
+    if (const std::optional<double> sent = decode_rate(line)) rate = sent;
   }
   return rate;
 }

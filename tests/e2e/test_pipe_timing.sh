@@ -74,3 +74,12 @@ wait "$pid"
 ms=$((($(now_ns) - start) / 1000000))
 within "rate lowered mid-stream" "$ms" 2800 8000
 cmp "$WORK/sixty" "$WORK/out"
+
+# A rate in bytes is refused for a pipe that counts lines, as its own --rate would be.
+"$RATELIMIT" -l --rate 1 "$WORK/sixty" -o /dev/null &
+pid=$!
+set_rate "$pid" 2
+expect_status 64 "$RATELIMIT" set "$pid" --rate 2kB/s
+grep -q "'2kB/s' is in bytes or bits" "$WORK/stderr" || fail "set: $(cat "$WORK/stderr")"
+kill "$pid"
+wait "$pid" || true

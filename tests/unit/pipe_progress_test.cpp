@@ -50,17 +50,14 @@ TEST(Summary, TextAndJson) {
             R"("average_rate":2000.000,"rate":1000,"ending":"end_of_input"})");
 }
 
-TEST(ControlMessage, RoundTrips) {
-  const auto message = decode_rate_message("2500000 bytes");
-  ASSERT_TRUE(message);
-  EXPECT_EQ(message->units_per_second, 2.5e6);
-  EXPECT_TRUE(message->in_bytes);
-  const auto back = decode_rate_message(encode(RateMessage{0.5, false}).substr(0, 9));
-  ASSERT_TRUE(back);
-  EXPECT_EQ(back->units_per_second, 0.5);
-  EXPECT_FALSE(back->in_bytes);
-  EXPECT_FALSE(decode_rate_message("-1 bytes"));
-  EXPECT_FALSE(decode_rate_message("5 parsecs"));
+TEST(ControlMessage, RoundTripsAPositiveRate) {
+  EXPECT_EQ(decode_rate("2500000"), 2.5e6);
+  const std::string line = encode_rate(0.5);
+  EXPECT_EQ(line, "0.5\n");
+  EXPECT_EQ(decode_rate(line.substr(0, line.size() - 1)), 0.5);
+  EXPECT_EQ(decode_rate("-1"), std::nullopt);
+  EXPECT_EQ(decode_rate("0"), std::nullopt);
+  EXPECT_EQ(decode_rate("5 parsecs"), std::nullopt);
 }
 
 }  // namespace
