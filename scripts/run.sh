@@ -4,4 +4,4 @@
 source "$(dirname "${BASH_SOURCE[0]}")/setup.sh"
 ensure_packages "${RATELIMIT_BUILD_PACKAGES[@]}"
 build_tree release -DCMAKE_BUILD_TYPE=Release -DRATELIMIT_BUILD_TESTS=OFF
-exec "$RATELIMIT_ROOT/build/release/ratelimit" "$@"
+exec "$RATELIMIT_ROOT/build/release/src/ratelimit" "$@"

@@ -17,5 +17,10 @@ Command setup_exec(CLI::App& app);
 Command setup_acquire(CLI::App& app);
 Command setup_status(CLI::App& app);
 Command setup_reset(CLI::App& app);
+// The default command, on the top-level app: `ratelimit --rate RATE [FILE...]`. Declared last, as
+// the top-level app counts as parsed whatever subcommand was given.
+Command setup_pipe(CLI::App& app);
+// `ratelimit set PID --rate RATE`: a new rate for a running pipe.
+Command setup_set(CLI::App& app);
 
 }  // namespace ratelimit::cli

@@ -9,6 +9,7 @@
 #include "cli/commands.hpp"
 #include "cli/units.hpp"
 #include "exit_codes.hpp"
+#include "io/errors.hpp"
 
 namespace {
 
@@ -29,9 +30,12 @@ int main(int argc, char** argv) {
   CLI::App app{"ratelimit: shape a stream or a shell loop to a rate, with a token bucket",
                "ratelimit"};
   app.set_version_flag("-V,--version", version_text());
+  // Subcommands first: the top-level app (pipe mode) is parsed whatever was given.
   const std::vector<ratelimit::cli::Command> commands = {
-      ratelimit::cli::setup_exec(app), ratelimit::cli::setup_acquire(app),
-      ratelimit::cli::setup_status(app), ratelimit::cli::setup_reset(app)};
+      ratelimit::cli::setup_exec(app),   ratelimit::cli::setup_acquire(app),
+      ratelimit::cli::setup_status(app), ratelimit::cli::setup_reset(app),
+      ratelimit::cli::setup_set(app),    ratelimit::cli::setup_pipe(app),
+  };
 
   try {
     app.parse(argc, argv);
@@ -54,6 +58,8 @@ int main(int argc, char** argv) {
     return report(error, ratelimit::exit_usage);
   } catch (const ratelimit::backends::UnsafeStateError& error) {
     return report(error, ratelimit::exit_no_permission);
+  } catch (const ratelimit::io::InputError& error) {
+    return report(error, ratelimit::exit_no_input);
   } catch (const std::system_error& error) {
     return report(error, ratelimit::exit_io_error);
   }

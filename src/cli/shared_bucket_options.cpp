@@ -48,7 +48,7 @@ void add_permit_options(CLI::App& app, PermitOptions& options) {
   add_bucket_options(app, options.bucket);
   add_store_options(app, options.store);
   add_key_option(app, options.key);
-  app.add_option("-p,--permits", options.permits, "Permits to take")
+  app.add_option("--permits", options.permits, "Permits to take")
       ->check(CLI::Range(std::int64_t{1}, std::numeric_limits<std::int64_t>::max()))
       ->capture_default_str()
       ->group("Shared bucket");

@@ -1,0 +1,101 @@
+// pipe_probe [--lines] [--window SECONDS] [--trace FILE]
+//
+// Reads standard input to its end and records the time and size of every read, as a consumer
+// sees the stream. Prints one line:
+//   units=N seconds=S steady_rate=R max_window=W
+// where S is the time from the first to the last read, R the units after the first read divided
+// by S (the rate a shaper holds once it runs), and W the most units in any window of --window
+// seconds (default 0.1). With --trace, writes "seconds_since_first_read units_so_far" per read.
+#include <fmt/core.h>
+#include <fmt/os.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdint>
+#include <cstring>
+#include <string>
+#include <vector>
+
+namespace {
+
+struct Read {
+  std::chrono::steady_clock::time_point time;
+  std::uint64_t units;
+};
+
+double seconds_between(std::chrono::steady_clock::time_point from,
+                       std::chrono::steady_clock::time_point to) {
+  return std::chrono::duration<double>(to - from).count();
+}
+
+// The most units delivered within any `window` seconds, reads counted whole.
+std::uint64_t max_in_window(const std::vector<Read>& reads, double window) {
+  std::uint64_t best = 0;
+  std::uint64_t sum = 0;
+  std::size_t first = 0;
+  for (const Read& read : reads) {
+    sum += read.units;
+    while (seconds_between(reads[first].time, read.time) >= window) sum -= reads[first++].units;
+    best = std::max(best, sum);
+  }
+  return best;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  bool lines = false;
+  double window = 0.1;
+  std::string trace_path;
+  for (int i = 1; i < argc; ++i) {
+    const std::string argument = argv[i];
+    if (argument == "--lines") {
+      lines = true;
+    } else if (argument == "--window" && i + 1 < argc) {
+      window = std::stod(argv[++i]);
+    } else if (argument == "--trace" && i + 1 < argc) {
+      trace_path = argv[++i];
+    } else {
+      fmt::print(stderr, "usage: pipe_probe [--lines] [--window SECONDS] [--trace FILE]\n");
+      return 64;
+    }
+  }
+
+  std::vector<char> buffer(1 << 20);
+  std::vector<Read> reads;
+  reads.reserve(1 << 20);
+  while (true) {
+    const ssize_t got = ::read(STDIN_FILENO, buffer.data(), buffer.size());
+    if (got < 0 && errno == EINTR) continue;
+    if (got < 0) {
+      fmt::print(stderr, "pipe_probe: read: {}\n", std::strerror(errno));
+      return 74;
+    }
+    if (got == 0) break;
+    const auto now = std::chrono::steady_clock::now();
+    const auto units =
+        lines ? static_cast<std::uint64_t>(std::count(buffer.data(), buffer.data() + got, '\n'))
+              : static_cast<std::uint64_t>(got);
+    reads.push_back({now, units});
+  }
+
+  std::uint64_t total = 0;
+  for (const Read& read : reads) total += read.units;
+  const double seconds =
+      reads.size() > 1 ? seconds_between(reads.front().time, reads.back().time) : 0.0;
+  const double steady_rate =
+      seconds > 0.0 ? static_cast<double>(total - reads.front().units) / seconds : 0.0;
+  fmt::print("units={} seconds={:.4f} steady_rate={:.3f} max_window={}\n", total, seconds,
+             steady_rate, max_in_window(reads, window));
+
+  if (!trace_path.empty()) {
+    auto trace = fmt::output_file(trace_path);
+    std::uint64_t so_far = 0;
+    for (const Read& read : reads) {
+      so_far += read.units;
+      trace.print("{:.6f} {}\n", seconds_between(reads.front().time, read.time), so_far);
+    }
+  }
+  return 0;
+}

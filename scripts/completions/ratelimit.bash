@@ -1,0 +1,44 @@
+# bash completion for ratelimit
+_ratelimit() {
+  local cur prev words cword
+  _init_completion || return
+
+  local command="" word
+  for word in "${words[@]:1:cword-1}"; do
+    case $word in
+      --) return ;;  # after --, exec's command: let bash complete it
+      set | exec | acquire | status | reset) command=$word; break ;;
+    esac
+  done
+
+  local rate_options="--rate -r --burst --warmup --cold-factor"
+  local shared_options="--key -k --state-dir --verbose -v"
+  local options
+  case $command in
+    "") options="$rate_options --output -o --lines -l --null -0 --delimiter --chunk --progress -p
+                 --stats --help -h --version -V" ;;
+    set) options="--rate -r --help -h" ;;
+    exec) options="$rate_options $shared_options --permits --try --timeout --max-inflight --help -h" ;;
+    acquire) options="$rate_options $shared_options --permits --try --timeout --help -h" ;;
+    status) options="--key -k --state-dir --verbose -v --help -h" ;;
+    reset) options="--key -k --state-dir --verbose -v --help -h" ;;
+  esac
+
+  case $prev in
+    --output | -o) _filedir; return ;;
+    --state-dir) _filedir -d; return ;;
+    --rate | -r | --burst | --warmup | --cold-factor | --delimiter | --chunk | --key | -k | \
+      --permits | --timeout | --max-inflight) return ;;
+  esac
+
+  if [[ $cur == -* ]]; then
+    COMPREPLY=($(compgen -W "$options" -- "$cur"))
+    [[ $command == "" ]] && COMPREPLY+=($(compgen -W "--progress=force --stats=json" -- "$cur"))
+  elif [[ $command == "" ]]; then
+    COMPREPLY=($(compgen -W "set exec acquire status reset" -- "$cur"))
+    _filedir
+  elif [[ $command == set ]]; then
+    COMPREPLY=($(compgen -W "$(pgrep -x ratelimit 2>/dev/null)" -- "$cur"))
+  fi
+}
+complete -F _ratelimit ratelimit

@@ -1,0 +1,37 @@
+# fish completion for ratelimit
+set -l commands set exec acquire status reset
+complete -c ratelimit -f -n "not __fish_seen_subcommand_from $commands" -a "$commands"
+complete -c ratelimit -n "not __fish_seen_subcommand_from $commands" -F
+
+# Every command
+complete -c ratelimit -s h -l help -d 'Print help and exit'
+complete -c ratelimit -n "not __fish_seen_subcommand_from $commands" -s V -l version -d 'Print the version and exit'
+
+# Rate options: pipe mode, exec and acquire
+set -l with_rate "not __fish_seen_subcommand_from set status reset"
+complete -c ratelimit -n "$with_rate; or __fish_seen_subcommand_from set" -s r -l rate -x -d 'Rate: units per period, e.g. 5000, 10MiB/s, 2/s'
+complete -c ratelimit -n "$with_rate" -l burst -x -d 'Unused capacity stored for a burst (2s or 64k)'
+complete -c ratelimit -n "$with_rate" -l warmup -x -d 'Start cold and ramp up over this duration'
+complete -c ratelimit -n "$with_rate" -l cold-factor -x -d 'With --warmup: how much slower a cold start is'
+
+# Pipe mode
+set -l pipe "not __fish_seen_subcommand_from $commands"
+complete -c ratelimit -n "$pipe" -s o -l output -r -d 'Write here instead of standard output'
+complete -c ratelimit -n "$pipe" -s l -l lines -d 'Count lines'
+complete -c ratelimit -n "$pipe" -s 0 -l null -d 'Count NUL-terminated records'
+complete -c ratelimit -n "$pipe" -l delimiter -x -d 'Count records ended by this character'
+complete -c ratelimit -n "$pipe" -l chunk -x -d 'Units per write'
+complete -c ratelimit -n "$pipe" -s p -l progress -d 'Draw a progress line (=force: always)'
+complete -c ratelimit -n "$pipe" -l stats -d 'Print a summary at the end (=json: as JSON)'
+
+# Shared buckets
+set -l shared "__fish_seen_subcommand_from exec acquire status reset"
+complete -c ratelimit -n "$shared" -s k -l key -x -d 'Name of the shared bucket'
+complete -c ratelimit -n "$shared" -l state-dir -x -a '(__fish_complete_directories)' -d 'Directory of the bucket files'
+complete -c ratelimit -n "$shared" -s v -l verbose -d 'Say why a bucket record was discarded'
+set -l taking "__fish_seen_subcommand_from exec acquire"
+complete -c ratelimit -n "$taking" -l permits -x -d 'Permits to take'
+complete -c ratelimit -n "$taking" -l try -d 'Never wait: exit 75 if no permit is free'
+complete -c ratelimit -n "$taking" -l timeout -x -d 'Wait at most this long'
+complete -c ratelimit -n "__fish_seen_subcommand_from exec" -l max-inflight -x -d 'At most this many commands of the key at once'
+complete -c ratelimit -n "__fish_seen_subcommand_from set" -x -a '(__fish_complete_pids)'

@@ -1,0 +1,152 @@
+#include <fmt/core.h>
+#include <unistd.h>
+
+#include <string>
+#include <vector>
+
+#include "cli/bucket_options.hpp"
+#include "cli/commands.hpp"
+#include "cli/units.hpp"
+#include "exit_codes.hpp"
+#include "pipe/control.hpp"
+#include "pipe/engine.hpp"
+#include "pipe/files.hpp"
+#include "pipe/progress.hpp"
+
+namespace ratelimit::cli {
+namespace {
+
+// Records per write in record modes when --chunk is not given: beyond this, smoothness gains
+// nothing and the buffer fills first anyway.
+constexpr std::int64_t kMaxRecordsPerChunk = 65536;
+// Bytes per write at the highest rates: Linux's default limit for an unprivileged pipe's size.
+constexpr std::int64_t kMaxBytesPerChunk = 1 << 20;
+
+struct PipeOptions {
+  BucketOptions bucket;
+  std::vector<std::string> files;
+  std::string output = "-";
+  bool lines = false;
+  bool null = false;
+  std::string delimiter;
+  std::string chunk;
+  std::string progress;  // empty: none; "auto": on a terminal; "force": always
+  std::string stats;     // empty: none; "text" or "json"
+};
+
+// "\n", "\t", "\0" and "\\" as escapes, or one character.
+std::optional<char> parse_delimiter(const std::string& text) {
+  if (text.size() == 1) return text[0];
+  if (text == "\\n") return '\n';
+  if (text == "\\t") return '\t';
+  if (text == "\\0") return '\0';
+  if (text == "\\\\") return '\\';
+  return std::nullopt;
+}
+
+pipe::Unit unit_of(const PipeOptions& options) {
+  if (options.lines) return pipe::Unit{'\n'};
+  if (options.null) return pipe::Unit{'\0'};
+  if (!options.delimiter.empty()) return pipe::Unit{parse_delimiter(options.delimiter)};
+  return pipe::Unit{};
+}
+
+std::int64_t chunk_units(const PipeOptions& options, double rate, const pipe::Unit& unit,
+                         pipe::FileIo& io) {
+  if (options.chunk.empty()) {
+    if (!unit.counts_bytes()) return pipe::default_chunk_units(rate, kMaxRecordsPerChunk);
+    const std::int64_t wanted = pipe::default_chunk_units(rate, kMaxBytesPerChunk);
+    return pipe::default_chunk_units(
+        rate, static_cast<std::int64_t>(io.fit_pipes_to(static_cast<std::size_t>(wanted))));
+  }
+  const double chunk = parse_size(options.chunk);
+  if (chunk < 1.0 || chunk > 1e9)
+    throw UsageError("invalid chunk '" + options.chunk + "': must be from 1 to 1G units");
+  return static_cast<std::int64_t>(chunk);
+}
+
+int exit_code(const pipe::Result& result) {
+  switch (result.ending) {
+    case pipe::Ending::end_of_input:
+      return exit_ok;
+    case pipe::Ending::downstream_closed:
+      return exit_broken_pipe;
+    case pipe::Ending::stopped:
+      return 128 + result.signal;
+  }
+  return exit_ok;
+}
+
+int run_pipe(const PipeOptions& options) {
+  const pipe::Unit unit = unit_of(options);
+  pipe::EngineOptions engine_options;
+  engine_options.unit = unit;
+  engine_options.bucket =
+      to_bucket_params(options.bucket, unit.counts_bytes() ? RateUnits::data : RateUnits::plain);
+
+  const std::unique_ptr<pipe::ControlChannel> control =
+      pipe::ControlChannel::create(unit.counts_bytes());
+  pipe::FileIo io(options.files, options.output, control.get());
+  engine_options.chunk_units =
+      chunk_units(options, engine_options.bucket.permits_per_second, unit, io);
+
+  const bool show_progress =
+      options.progress == "force" || (options.progress == "auto" && ::isatty(STDERR_FILENO));
+  pipe::ProgressMeter meter(unit, io.total_bytes());
+  pipe::Engine::ProgressCallback draw;
+  if (show_progress) {
+    draw = [&meter](const pipe::Totals& totals) {
+      fmt::print(stderr, "\r{}\033[K", meter.line(totals));
+      std::fflush(stderr);
+    };
+  }
+  const pipe::Result result = pipe::Engine(engine_options, io, draw).run();
+  if (show_progress) fmt::print(stderr, "\n");
+  if (options.stats == "text") fmt::print(stderr, "{}\n", pipe::summary_text(result, unit));
+  if (options.stats == "json") fmt::print(stderr, "{}\n", pipe::summary_json(result, unit));
+  return exit_code(result);
+}
+
+}  // namespace
+
+Command setup_pipe(CLI::App& app) {
+  auto options = std::make_shared<PipeOptions>();
+  add_bucket_options(app, options->bucket);
+  app.add_option("FILE", options->files, "Files to read in order, as cat does; - is standard input")
+      ->group("Pipe");
+  app.add_option("-o,--output", options->output, "Write here instead of standard output")
+      ->group("Pipe");
+  auto* lines = app.add_flag("-l,--lines", options->lines,
+                             "Count lines: the rate is in lines, a line is never split")
+                    ->group("Pipe");
+  auto* null = app.add_flag("-0,--null", options->null, "Count NUL-terminated records")
+                   ->group("Pipe")
+                   ->excludes(lines);
+  app.add_option("--delimiter", options->delimiter,
+                 "Count records ended by this character (or \\n, \\t, \\0)")
+      ->check(CLI::Validator(
+          [](std::string& text) {
+            return parse_delimiter(text) ? std::string()
+                                         : "invalid delimiter '" + text +
+                                               "': expected one character or \\n, \\t, \\0";
+          },
+          "CHAR"))
+      ->excludes(lines)
+      ->excludes(null)
+      ->group("Pipe");
+  app.add_option("--chunk", options->chunk,
+                 "Units per write [default: 1/50 s of the rate, at most a pipe's capacity]")
+      ->check(syntax_check(parse_size, "SIZE"))
+      ->group("Pipe");
+  app.add_flag("-p,--progress{auto}", options->progress,
+               "Draw a progress line on standard error when it is a terminal (=force: always)")
+      ->check(CLI::IsMember({"auto", "force"}))
+      ->group("Output");
+  app.add_flag("--stats{text}", options->stats,
+               "Print a summary line on standard error at the end (=json: as JSON)")
+      ->check(CLI::IsMember({"text", "json"}))
+      ->group("Output");
+  return Command{&app, [options] { return run_pipe(*options); }};
+}
+
+}  // namespace ratelimit::cli

@@ -1,0 +1,51 @@
+#include <optional>
+#include <string>
+#include <system_error>
+
+#include "cli/bucket_options.hpp"
+#include "cli/commands.hpp"
+#include "cli/units.hpp"
+#include "exit_codes.hpp"
+#include "pipe/control.hpp"
+
+namespace ratelimit::cli {
+namespace {
+
+struct SetOptions {
+  long pid = 0;
+  BucketOptions bucket;  // only the rate
+};
+
+int run_set(const SetOptions& options) {
+  const std::string no_pipe = "no ratelimit pipe runs as process " + std::to_string(options.pid);
+  const std::optional<pipe::RunningPipe> running = pipe::find_running_pipe(options.pid);
+  if (!running) throw UsageError(no_pipe);
+  // Checked against what the pipe counts, as its own --rate was.
+  const BucketParams params =
+      to_bucket_params(options.bucket, running->counts_bytes ? RateUnits::data : RateUnits::plain);
+  try {
+    pipe::send_rate(*running, params.permits_per_second);
+  } catch (const std::system_error& error) {
+    // The FIFO of a process killed before it could remove it.
+    if (error.code() == std::errc::no_such_device_or_address) throw UsageError(no_pipe);
+    throw;
+  }
+  return exit_ok;
+}
+
+}  // namespace
+
+Command setup_set(CLI::App& app) {
+  auto options = std::make_shared<SetOptions>();
+  CLI::App* set = app.add_subcommand("set", "Change the rate of a running ratelimit pipe");
+  set->add_option("PID", options->pid, "Process id of the running pipe")
+      ->required()
+      ->check(CLI::PositiveNumber);
+  set->add_option("-r,--rate", options->bucket.rate,
+                  "The new rate, in the pipe's units (B or bit only in byte mode)")
+      ->required()
+      ->check(syntax_check(parse_rate, "RATE"));
+  return Command{set, [options] { return run_set(*options); }};
+}
+
+}  // namespace ratelimit::cli

@@ -1,0 +1,51 @@
+#pragma once
+
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "io/posix.hpp"
+
+namespace ratelimit::pipe {
+
+// A new rate as one line of text, e.g. "2000000\n", and back; nullopt unless a positive number.
+std::string encode_rate(double units_per_second);
+std::optional<double> decode_rate(std::string_view line);
+
+// Live control of a running pipe. Each pipe process makes a FIFO named after its process id and
+// what it counts ("pipe-PID.bytes" or "pipe-PID.records") in a private directory
+// ($XDG_RUNTIME_DIR/ratelimit, or /tmp/ratelimit-UID; mode 0700, owned by the user) and watches
+// it in every wait; `ratelimit set PID --rate R` writes one line into it.
+class ControlChannel {
+ public:
+  // This process's channel; nullptr when the directory is not safe to use (no live control then).
+  static std::unique_ptr<ControlChannel> create(bool counts_bytes);
+  ~ControlChannel();
+  ControlChannel(const ControlChannel&) = delete;
+  ControlChannel& operator=(const ControlChannel&) = delete;
+
+  int fd() const { return fifo_.get(); }
+  // The complete lines received since the last call.
+  std::vector<std::string> take_lines();
+
+ private:
+  ControlChannel(std::string path, io::FileDescriptor fifo);
+
+  std::string path_;
+  io::FileDescriptor fifo_;
+  std::string partial_line_;
+};
+
+// The channel of the pipe running as process `pid`, to send to.
+struct RunningPipe {
+  std::string fifo_path;
+  bool counts_bytes;
+};
+std::optional<RunningPipe> find_running_pipe(long pid);
+
+// Sends a new rate. Throws std::system_error; ENXIO means that the pipe has gone.
+void send_rate(const RunningPipe& pipe, double units_per_second);
+
+}  // namespace ratelimit::pipe

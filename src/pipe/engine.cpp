@@ -1,0 +1,181 @@
+#include "pipe/engine.hpp"
+
+#include <algorithm>
+
+namespace ratelimit::pipe {
+
+using std::chrono::nanoseconds;
+
+namespace {
+
+constexpr nanoseconds kForever = nanoseconds::max();
+
+}  // namespace
+
+std::int64_t default_chunk_units(double units_per_second, std::int64_t max_units) {
+  const double fiftieth = units_per_second / 50.0;
+  if (!(fiftieth < static_cast<double>(max_units))) return max_units;  // also +inf
+  return std::max<std::int64_t>(1, static_cast<std::int64_t>(fiftieth));
+}
+
+Engine::Engine(const EngineOptions& options, Io& io, ProgressCallback on_progress)
+    : options_(options),
+      io_(io),
+      on_progress_(std::move(on_progress)),
+      bucket_(options.bucket, io.now()) {
+  totals_.started = totals_.now = io.now();
+  totals_.rate = options.bucket.permits_per_second;
+  if (on_progress_) next_progress_ = totals_.started + options_.progress_interval;
+}
+
+Result Engine::run() {
+  if (options_.unit.counts_bytes()) {
+    if (std::optional<Result> result = run_spliced()) return *result;
+  }
+  return run_buffered();
+}
+
+std::optional<Result> Engine::run_spliced() {
+  const auto chunk_bytes = static_cast<std::size_t>(options_.chunk_units);
+  while (true) {
+    if (wait(kForever, true) == Wake::stop) return finish(Ending::stopped, io_.stop_signal());
+    const nanoseconds requested_at = io_.now();
+    // Nothing has been read yet, so a stop here leaves nothing behind.
+    if (wait(bucket_.state().next_free, false) == Wake::stop)
+      return finish(Ending::stopped, io_.stop_signal());
+    const std::optional<Moved> moved = io_.splice(chunk_bytes);
+    if (!moved) return std::nullopt;
+    if (moved->bytes > 0) {
+      const auto bytes = static_cast<std::int64_t>(moved->bytes);
+      charge(moved->bytes, bytes, requested_at);
+    }
+    if (moved->output_closed) return finish(Ending::downstream_closed);
+    if (moved->end_of_input) return finish(Ending::end_of_input);
+  }
+}
+
+Result Engine::run_buffered() {
+  buffer_.resize(
+      options_.unit.counts_bytes()
+          ? std::max(options_.buffer_bytes, static_cast<std::size_t>(options_.chunk_units))
+          : options_.buffer_bytes);
+  bool end_of_input = false;
+  while (true) {
+    const Span span = next_span(end_of_input);
+    if (span.bytes == 0) {
+      if (end_of_input) return finish(Ending::end_of_input);
+      if (wait(kForever, true) == Wake::stop) return stop_after_writing_buffer();
+      std::copy(buffer_.begin() + static_cast<std::ptrdiff_t>(begin_),
+                buffer_.begin() + static_cast<std::ptrdiff_t>(end_), buffer_.begin());
+      end_ -= begin_;
+      begin_ = 0;
+      const std::size_t room = options_.unit.counts_bytes()
+                                   ? static_cast<std::size_t>(options_.chunk_units)
+                                   : buffer_.size() - end_;
+      const Moved got = io_.read(std::span(buffer_.data() + end_, room));
+      end_ += got.bytes;
+      end_of_input = got.end_of_input;
+      continue;
+    }
+    const nanoseconds requested_at = io_.now();
+    if (span.units > 0 && wait(bucket_.state().next_free, false) == Wake::stop)
+      return stop_after_writing_buffer();
+    if (!write_buffered(span.bytes, requested_at)) return finish(Ending::downstream_closed);
+  }
+}
+
+Engine::Span Engine::next_span(bool end_of_input) const {
+  const std::size_t pending = end_ - begin_;
+  if (pending == 0) return {0, 0};
+  if (options_.unit.counts_bytes()) {
+    const std::size_t bytes = std::min(pending, static_cast<std::size_t>(options_.chunk_units));
+    return {bytes, static_cast<std::int64_t>(bytes)};
+  }
+  const char delimiter = *options_.unit.delimiter;
+  const char* const first = buffer_.data() + begin_;
+  const char* const last = buffer_.data() + end_;
+  if (inside_record_) {
+    // The rest of a record already charged: out at once, so no wait falls inside it.
+    const char* record_end = std::find(first, last, delimiter);
+    return {static_cast<std::size_t>(std::min(record_end + 1, last) - first), 0};
+  }
+  const char* span_end = first;
+  std::int64_t records = 0;
+  while (records < options_.chunk_units) {
+    const char* record_end = std::find(span_end, last, delimiter);
+    if (record_end == last) break;
+    span_end = record_end + 1;
+    ++records;
+  }
+  if (records > 0) return {static_cast<std::size_t>(span_end - first), records};
+  // An unfinished record goes out only when no more of it can come or fit.
+  if (end_of_input || pending == buffer_.size()) return {pending, 1};
+  return {0, 0};
+}
+
+bool Engine::write_buffered(std::size_t bytes, nanoseconds requested_at) {
+  while (bytes > 0) {
+    const std::optional<std::size_t> written =
+        io_.write(std::span<const char>(buffer_.data() + begin_, bytes));
+    if (!written) return false;
+    const char* const first = buffer_.data() + begin_;
+    const char* const last = first + *written;
+    std::int64_t units = static_cast<std::int64_t>(*written);
+    if (!options_.unit.counts_bytes() && *written > 0) {
+      // Records started here = records ended here + one left open - one continued.
+      const bool was_inside = inside_record_;
+      inside_record_ = last[-1] != *options_.unit.delimiter;
+      units = std::count(first, last, *options_.unit.delimiter) + (inside_record_ ? 1 : 0) -
+              (was_inside ? 1 : 0);
+    }
+    charge(*written, units, requested_at);
+    begin_ += *written;
+    bytes -= *written;
+  }
+  return true;
+}
+
+void Engine::charge(std::size_t bytes, std::int64_t units, nanoseconds requested_at) {
+  // Booked at the time of the request, as Guava's acquire() does before it sleeps, so that the
+  // time spent writing is not added to the schedule.
+  if (units > 0) bucket_.reserve(units, requested_at);
+  totals_.bytes += bytes;
+  totals_.units += static_cast<std::uint64_t>(units);
+}
+
+Wake Engine::wait(nanoseconds deadline, bool for_input) {
+  while (true) {
+    const nanoseconds now = io_.now();
+    if (now >= next_progress_) report_progress(now);
+    if (!for_input && now >= deadline) return Wake::timeout;
+    const Wake wake = io_.wait(std::min(deadline, next_progress_), for_input);
+    if (wake == Wake::control) {
+      if (const std::optional<double> rate = io_.take_new_rate()) {
+        bucket_.set_rate(*rate, io_.now());
+        totals_.rate = *rate;
+      }
+      continue;
+    }
+    if (wake != Wake::timeout) return wake;
+  }
+}
+
+void Engine::report_progress(nanoseconds now) {
+  totals_.now = now;
+  on_progress_(totals_);
+  while (next_progress_ <= now) next_progress_ += options_.progress_interval;
+}
+
+Result Engine::stop_after_writing_buffer() {
+  const int signal = io_.stop_signal();
+  const bool written = write_buffered(end_ - begin_, io_.now());
+  return finish(written ? Ending::stopped : Ending::downstream_closed, signal);
+}
+
+Result Engine::finish(Ending ending, int signal) {
+  totals_.now = io_.now();
+  if (on_progress_) on_progress_(totals_);
+  return Result{ending, signal, totals_};
+}
+
+}  // namespace ratelimit::pipe

@@ -1,0 +1,104 @@
+#pragma once
+
+#include <chrono>
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <optional>
+#include <vector>
+
+#include "pipe/io.hpp"
+#include "ratelimit/token_bucket.hpp"
+
+namespace ratelimit::pipe {
+
+// What the rate counts: bytes, or records ended by a delimiter ('\n' for lines, '\0' for -0).
+struct Unit {
+  std::optional<char> delimiter;  // none: bytes
+
+  bool counts_bytes() const { return !delimiter.has_value(); }
+};
+
+struct EngineOptions {
+  BucketParams bucket;
+  Unit unit;
+  // Units per write: small enough that the output looks smooth, large enough to be cheap.
+  std::int64_t chunk_units = 1;
+  // Room for records in record modes and the largest write in byte mode.
+  std::size_t buffer_bytes = 256 * 1024;
+  // How often `on_progress` is called while data flows or waits.
+  std::chrono::nanoseconds progress_interval = std::chrono::milliseconds(100);
+};
+
+// What has been moved so far.
+struct Totals {
+  std::uint64_t bytes = 0;
+  std::uint64_t units = 0;
+  std::chrono::nanoseconds started{0};
+  std::chrono::nanoseconds now{0};
+  double rate = 0.0;  // the rate in force, units per second
+};
+
+enum class Ending {
+  end_of_input,
+  stopped,            // a stop signal: see Result::signal
+  downstream_closed,  // the reader went away (EPIPE)
+};
+
+struct Result {
+  Ending ending = Ending::end_of_input;
+  int signal = 0;
+  Totals totals;
+};
+
+// The units per write for a rate: about 1/50 s of it, at least one, at most `max_units`.
+std::int64_t default_chunk_units(double units_per_second, std::int64_t max_units);
+
+// Moves the input to the output at the bucket's rate: waits until the bucket's next free time,
+// writes at most a chunk, then books the units actually written (Guava's packet example, with
+// the booking after the write so that only what moved is charged; the wait is the same). In
+// record modes a wait never falls inside a record. Everything read is written, even when a stop
+// signal arrives; nothing is waited for after the end of the input.
+class Engine {
+ public:
+  using ProgressCallback = std::function<void(const Totals&)>;
+
+  Engine(const EngineOptions& options, Io& io, ProgressCallback on_progress = {});
+
+  Result run();
+
+ private:
+  struct Span {
+    std::size_t bytes;
+    std::int64_t units;  // records that start in it (bytes in byte mode)
+  };
+
+  // nullopt: splicing is impossible for these descriptors, nothing was moved by the last try.
+  std::optional<Result> run_spliced();
+  Result run_buffered();
+  // Waits for the deadline (and input, if asked), serving control messages and progress ticks.
+  Wake wait(std::chrono::nanoseconds deadline, bool for_input);
+  // The next piece of the buffer to write; empty when more input is needed first.
+  Span next_span(bool end_of_input) const;
+  // Writes the first `bytes` of the buffer, charging the units that go out as booked at
+  // `requested_at`; false when downstream has closed.
+  bool write_buffered(std::size_t bytes, std::chrono::nanoseconds requested_at);
+  void charge(std::size_t bytes, std::int64_t units, std::chrono::nanoseconds requested_at);
+  void report_progress(std::chrono::nanoseconds now);
+  Result stop_after_writing_buffer();
+  Result finish(Ending ending, int signal = 0);
+
+  EngineOptions options_;
+  Io& io_;
+  ProgressCallback on_progress_;
+  TokenBucket bucket_;
+  Totals totals_;
+  std::chrono::nanoseconds next_progress_ = std::chrono::nanoseconds::max();
+
+  std::vector<char> buffer_;
+  std::size_t begin_ = 0;  // unwritten data is buffer_[begin_, end_)
+  std::size_t end_ = 0;
+  bool inside_record_ = false;  // the last byte written did not end a record
+};
+
+}  // namespace ratelimit::pipe

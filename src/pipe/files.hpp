@@ -1,0 +1,66 @@
+#pragma once
+
+#include <csignal>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "io/posix.hpp"
+#include "pipe/control.hpp"
+#include "pipe/io.hpp"
+
+namespace ratelimit::pipe {
+
+// The engine's Io on file descriptors: the inputs in order ("-" is standard input), the output
+// ("-" is standard output), waits through its own SignalGuard, and an optional control channel.
+class FileIo final : public Io {
+ public:
+  // Opens every input now, so that a missing or unreadable one (a directory too) stops the run
+  // before anything is written: throws io::InputError naming it. Stop signals are caught only
+  // once every file is open (opening a FIFO may wait for its writer, and Ctrl-C must still work
+  // there). SIGPIPE is ignored while alive, so a closed downstream is seen as EPIPE.
+  FileIo(const std::vector<std::string>& inputs, const std::string& output,
+         ControlChannel* control);
+  ~FileIo() override;
+  FileIo(const FileIo&) = delete;
+  FileIo& operator=(const FileIo&) = delete;
+
+  // The sum of the inputs' sizes when every input is a regular file.
+  std::optional<std::uint64_t> total_bytes() const { return total_bytes_; }
+  // Grows the pipes at either end toward `wanted_bytes`, as far as the system allows (fewer
+  // system calls at high rates), and returns what one write can move without blocking: the
+  // output pipe's capacity, or 64 KiB when the output is no pipe.
+  std::size_t fit_pipes_to(std::size_t wanted_bytes);
+
+  std::chrono::nanoseconds now() override;
+  Wake wait(std::chrono::nanoseconds deadline, bool for_input) override;
+  Moved read(std::span<char> buffer) override;
+  std::optional<std::size_t> write(std::span<const char> data) override;
+  std::optional<Moved> splice(std::size_t max_bytes) override;
+  std::optional<double> take_new_rate() override;
+  int stop_signal() const override;
+
+ private:
+  struct Input {
+    std::string name;
+    io::FileDescriptor fd;
+    bool is_pipe;
+  };
+
+  bool at_end() const { return current_ == inputs_.size(); }
+  // Closes the input that ended; true when none is left.
+  bool next_input();
+
+  std::vector<Input> inputs_;
+  std::size_t current_ = 0;
+  std::string output_name_;
+  io::FileDescriptor output_;
+  bool output_is_pipe_;
+  std::optional<io::SignalGuard> signals_;
+  ControlChannel* control_;
+  std::optional<std::uint64_t> total_bytes_;
+  struct sigaction previous_sigpipe_ {};
+};
+
+}  // namespace ratelimit::pipe

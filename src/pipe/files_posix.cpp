@@ -1,0 +1,191 @@
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <utility>
+
+#include "io/errors.hpp"
+#include "pipe/files.hpp"
+
+namespace ratelimit::pipe {
+namespace {
+
+constexpr std::size_t kDefaultPipeCapacity = 64 * 1024;
+
+bool is_standard_stream(const std::string& name) { return name.empty() || name == "-"; }
+
+[[noreturn]] void throw_input_error(const std::string& name) {
+  throw io::InputError(errno, std::generic_category(), name);
+}
+
+// A descriptor someone else made non-blocking (they are shared with the parent) reports EAGAIN.
+bool would_block() { return errno == EAGAIN || errno == EWOULDBLOCK; }
+
+// Blocks as a blocking write would, until `fd` accepts data.
+void wait_until_writable(int fd) {
+  pollfd output{fd, POLLOUT, 0};
+  io::retry_on_eintr([&] { return ::poll(&output, 1, -1); });
+}
+
+struct stat status_of(int fd, const std::string& name) {
+  struct stat status {};
+  if (::fstat(fd, &status) != 0) throw_input_error(name);
+  return status;
+}
+
+}  // namespace
+
+FileIo::FileIo(const std::vector<std::string>& inputs, const std::string& output,
+               ControlChannel* control)
+    : control_(control) {
+  std::uint64_t regular_bytes = 0;
+  bool all_regular = true;
+  std::vector<std::pair<dev_t, ino_t>> regular_inputs;
+  for (const std::string& name : inputs.empty() ? std::vector<std::string>{"-"} : inputs) {
+    const bool standard = is_standard_stream(name);
+    const std::string shown = standard ? "standard input" : name;
+    io::FileDescriptor fd(
+        standard ? ::fcntl(STDIN_FILENO, F_DUPFD_CLOEXEC, 0)
+                 : io::retry_on_eintr([&] { return ::open(name.c_str(), O_RDONLY | O_CLOEXEC); }));
+    if (!fd) throw_input_error(shown);
+    const struct stat status = status_of(fd.get(), shown);
+    if (S_ISDIR(status.st_mode)) {
+      errno = EISDIR;
+      throw_input_error(shown);
+    }
+    all_regular = all_regular && S_ISREG(status.st_mode);
+    if (S_ISREG(status.st_mode)) {
+      regular_inputs.emplace_back(status.st_dev, status.st_ino);
+      const off_t position = ::lseek(fd.get(), 0, SEEK_CUR);
+      regular_bytes += static_cast<std::uint64_t>(status.st_size - std::max<off_t>(position, 0));
+    }
+    inputs_.push_back(Input{shown, std::move(fd), S_ISFIFO(status.st_mode)});
+  }
+  if (all_regular) total_bytes_ = regular_bytes;
+
+  const bool standard = is_standard_stream(output);
+  output_name_ = standard ? "standard output" : output;
+  // Truncated only once it is known not to be an input, as cat refuses to eat its own input.
+  output_ = io::FileDescriptor(
+      standard ? ::fcntl(STDOUT_FILENO, F_DUPFD_CLOEXEC, 0) : io::retry_on_eintr([&] {
+        return ::open(output.c_str(), O_WRONLY | O_CREAT | O_CLOEXEC, 0666);
+      }));
+  if (!output_) io::throw_errno(output_name_);
+  struct stat output_status {};
+  if (::fstat(output_.get(), &output_status) != 0) io::throw_errno(output_name_);
+  output_is_pipe_ = S_ISFIFO(output_status.st_mode);
+  if (S_ISREG(output_status.st_mode)) {
+    const std::pair identity(output_status.st_dev, output_status.st_ino);
+    if (std::find(regular_inputs.begin(), regular_inputs.end(), identity) != regular_inputs.end()) {
+      errno = EINVAL;
+      throw_input_error(output_name_ + ": input file is output file");
+    }
+    if (!standard && ::ftruncate(output_.get(), 0) != 0) io::throw_errno(output_name_);
+  }
+
+  struct sigaction ignore {};
+  ignore.sa_handler = SIG_IGN;
+  sigemptyset(&ignore.sa_mask);
+  ::sigaction(SIGPIPE, &ignore, &previous_sigpipe_);
+  signals_.emplace();
+}
+
+FileIo::~FileIo() { ::sigaction(SIGPIPE, &previous_sigpipe_, nullptr); }
+
+std::size_t FileIo::fit_pipes_to(std::size_t wanted_bytes) {
+  const auto grow = [wanted_bytes](int fd) {
+    const int capacity = ::fcntl(fd, F_GETPIPE_SZ);
+    if (capacity > 0 && static_cast<std::size_t>(capacity) < wanted_bytes)
+      ::fcntl(fd, F_SETPIPE_SZ, static_cast<int>(std::min<std::size_t>(wanted_bytes, 1 << 30)));
+  };
+  for (const Input& input : inputs_) {
+    if (input.is_pipe) grow(input.fd.get());
+  }
+  if (!output_is_pipe_) return kDefaultPipeCapacity;
+  grow(output_.get());
+  const int capacity = ::fcntl(output_.get(), F_GETPIPE_SZ);
+  return capacity > 0 ? static_cast<std::size_t>(capacity) : kDefaultPipeCapacity;
+}
+
+std::chrono::nanoseconds FileIo::now() { return io::monotonic_now(); }
+
+Wake FileIo::wait(std::chrono::nanoseconds deadline, bool for_input) {
+  pollfd fds[2];
+  nfds_t count = 0;
+  const bool watch_input = for_input && !at_end();
+  if (watch_input) fds[count++] = pollfd{inputs_[current_].fd.get(), POLLIN, 0};
+  const nfds_t control_index = count;
+  if (control_) fds[count++] = pollfd{control_->fd(), POLLIN, 0};
+  if (for_input && !watch_input) deadline = now();  // the end of input is always ready
+  const int ready = signals_->wait_until(deadline, fds, count);
+  if (signals_->received() != 0) return Wake::stop;
+  if (ready > 0 && control_ && fds[control_index].revents != 0) return Wake::control;
+  if (for_input && (!watch_input || fds[0].revents != 0)) return Wake::ready;
+  return Wake::timeout;
+}
+
+bool FileIo::next_input() {
+  inputs_[current_].fd.reset();
+  ++current_;
+  return at_end();
+}
+
+Moved FileIo::read(std::span<char> buffer) {
+  if (at_end()) return Moved{0, true, false};
+  Input& input = inputs_[current_];
+  const ssize_t got =
+      io::retry_on_eintr([&] { return ::read(input.fd.get(), buffer.data(), buffer.size()); });
+  if (got < 0 && would_block()) return Moved{0, false, false};
+  if (got < 0) io::throw_errno("read " + input.name);
+  if (got == 0) return Moved{0, next_input(), false};
+  return Moved{static_cast<std::size_t>(got), false, false};
+}
+
+std::optional<std::size_t> FileIo::write(std::span<const char> data) {
+  while (true) {
+    const ssize_t written =
+        io::retry_on_eintr([&] { return ::write(output_.get(), data.data(), data.size()); });
+    if (written >= 0) return static_cast<std::size_t>(written);
+    if (errno == EPIPE) return std::nullopt;
+    if (!would_block()) io::throw_errno("write " + output_name_);
+    wait_until_writable(output_.get());
+  }
+}
+
+std::optional<Moved> FileIo::splice(std::size_t max_bytes) {
+  if (at_end()) return Moved{0, true, false};
+  Input& input = inputs_[current_];
+  if (!input.is_pipe && !output_is_pipe_) return std::nullopt;
+  const ssize_t moved = io::retry_on_eintr([&] {
+    return ::splice(input.fd.get(), nullptr, output_.get(), nullptr, max_bytes, SPLICE_F_MOVE);
+  });
+  if (moved < 0) {
+    if (errno == EPIPE) return Moved{0, false, true};
+    if (would_block()) {
+      // The input is empty or the output full: after waiting for the output, the engine waits
+      // for input again.
+      wait_until_writable(output_.get());
+      return Moved{0, false, false};
+    }
+    // Descriptors splice cannot join (a terminal, an O_APPEND file): read and write instead.
+    if (errno == EINVAL || errno == ENOSYS) return std::nullopt;
+    io::throw_errno("splice " + input.name + " to " + output_name_);
+  }
+  if (moved == 0) return Moved{0, next_input(), false};
+  return Moved{static_cast<std::size_t>(moved), false, false};
+}
+
+std::optional<double> FileIo::take_new_rate() {
+  std::optional<double> rate;
+  if (!control_) return rate;
+  for (const std::string& line : control_->take_lines()) {
+    if (const std::optional<double> sent = decode_rate(line)) rate = sent;
+  }
+  return rate;
+}
+
+int FileIo::stop_signal() const { return signals_->received(); }
+
+}  // namespace ratelimit::pipe

@@ -1,0 +1,53 @@
+#pragma once
+
+#include <chrono>
+#include <cstddef>
+#include <optional>
+#include <span>
+
+namespace ratelimit::pipe {
+
+// Why a wait ended.
+enum class Wake {
+  ready,    // the input can be read (or is at its end) without blocking
+  timeout,  // the deadline passed
+  control,  // a new rate arrived: take it with take_new_rate()
+  stop,     // a stop signal arrived: take it with stop_signal()
+};
+
+// What one read or splice moved.
+struct Moved {
+  std::size_t bytes = 0;
+  bool end_of_input = false;
+  bool output_closed = false;
+};
+
+// The engine's whole view of the outside world: the input (the FILEs in order), the output, the
+// monotonic clock with waits that a signal or a control message can cut short. The real one is
+// file descriptors and ppoll (files_posix.cpp); the engine's unit tests use memory and a fake
+// clock, so they can assert the exact time of every write.
+class Io {
+ public:
+  virtual ~Io() = default;
+
+  virtual std::chrono::nanoseconds now() = 0;
+  // Waits until `deadline` (nanoseconds::max(): no limit) or, when `for_input`, until the input
+  // can be read; a stop signal or a control message ends any wait.
+  virtual Wake wait(std::chrono::nanoseconds deadline, bool for_input) = 0;
+  // Reads up to buffer.size() bytes after wait() said ready. Zero bytes without end_of_input: one
+  // input ended and the next is not ready yet, wait again.
+  virtual Moved read(std::span<char> buffer) = 0;
+  // Writes some of `data` (at least one byte, blocking while the output is full); nullopt when
+  // downstream has closed.
+  virtual std::optional<std::size_t> write(std::span<const char> data) = 0;
+  // Moves up to `max_bytes` from input to output without copying them through user space, after
+  // wait() said ready (zero bytes as for read()); nullopt when that is impossible for these
+  // descriptors, and then nothing moved.
+  virtual std::optional<Moved> splice(std::size_t max_bytes) = 0;
+  // The rate (units per second) sent by `ratelimit set`, once per message.
+  virtual std::optional<double> take_new_rate() = 0;
+  // The stop signal that ended a wait, e.g. SIGINT.
+  virtual int stop_signal() const = 0;
+};
+
+}  // namespace ratelimit::pipe

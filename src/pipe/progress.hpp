@@ -1,0 +1,47 @@
+#pragma once
+
+#include <cstdint>
+#include <deque>
+#include <optional>
+#include <string>
+
+#include "pipe/engine.hpp"
+
+namespace ratelimit::pipe {
+
+// The words for a unit: "B"/"bytes", "lines", "records".
+struct UnitNames {
+  std::string short_name;  // after si_number(): "1.50 MB", "20 lines"
+  std::string long_name;   // in the summary: "bytes", "lines"
+};
+UnitNames unit_names(const Unit& unit);
+
+// "1.23 M" style: three significant digits with an SI prefix (k, M, G, T; powers of 1000, as
+// the rates are written).
+std::string si_number(double value);
+// "0:01:05" (hours unbounded).
+std::string clock_time(std::chrono::nanoseconds duration);
+
+// The pv-like progress line: amount so far, elapsed time, current rate (over the last second),
+// average rate, and with a known total size a bar, the percentage and the ETA.
+class ProgressMeter {
+ public:
+  ProgressMeter(const Unit& unit, std::optional<std::uint64_t> total_bytes);
+  std::string line(const Totals& totals);
+
+ private:
+  struct Sample {
+    std::chrono::nanoseconds time;
+    std::uint64_t units;
+  };
+  UnitNames names_;
+  std::optional<std::uint64_t> total_bytes_;
+  std::deque<Sample> last_second_;
+};
+
+// One line for --stats: "ratelimit: 1048576 bytes in 5.003 s, 209.6 k/s (rate 209.7 k/s)".
+std::string summary_text(const Result& result, const Unit& unit);
+// The same as a JSON object on one line.
+std::string summary_json(const Result& result, const Unit& unit);
+
+}  // namespace ratelimit::pipe

@@ -1,0 +1,52 @@
+#!/usr/bin/env bash
+# The progress line in a real terminal (tmux), its absence when standard error is not a terminal,
+# and the --stats summary.
+source "$E2E_LIB"
+
+random_file "$WORK/in" 60000
+
+session="ratelimit-e2e-$$"
+trap 'tmux kill-session -t "$session" 2>/dev/null || true; rm -rf "$WORK"' EXIT
+tmux new-session -d -s "$session" -x 160 -y 10 \
+  "'$RATELIMIT' --rate 20k --progress '$WORK/in' >'$WORK/out'; echo status=\$?; sleep 30"
+
+# While it runs: amount, elapsed time, current and average rate, bar, percentage and ETA.
+line_pattern='^[0-9.]+ [kM]?B 0:00:0[0-9] \[[0-9. ]+[kM]?B/s\] \[avg [0-9. ]+[kM]?B/s\] \[=*>? *\] +[0-9]+% ETA 0:00:0[0-9]'
+seen=""
+for _ in $(seq 40); do
+  sleep 0.1
+  screen=$(tmux capture-pane -p -t "$session")
+  if grep -Eq "$line_pattern" <<<"$screen"; then
+    seen=$(grep -E "$line_pattern" <<<"$screen")
+    break
+  fi
+done
+[ -n "$seen" ] || fail "no progress line on the terminal; screen was: $screen"
+# One line, redrawn in place: never more than one progress line on the screen.
+[ "$(grep -c 'avg' <<<"$screen")" -eq 1 ] || fail "progress drew several lines: $screen"
+
+for _ in $(seq 60); do
+  screen=$(tmux capture-pane -p -t "$session")
+  grep -q 'status=' <<<"$screen" && break
+  sleep 0.1
+done
+grep -q 'status=0' <<<"$screen" || fail "no clean exit; screen was: $screen"
+grep -Eq '^60\.0 kB 0:00:0[23] .*\[=+\] 100%' <<<"$screen" || fail "final line wrong: $screen"
+cmp "$WORK/in" "$WORK/out"
+
+# Not a terminal: no progress unless forced; forced output is redrawn with carriage returns.
+"$RATELIMIT" --rate 1M --progress "$WORK/in" >/dev/null 2>"$WORK/stderr"
+[ ! -s "$WORK/stderr" ] || fail "progress drawn on a non-terminal: $(cat "$WORK/stderr")"
+"$RATELIMIT" --rate 200k --progress=force "$WORK/in" >/dev/null 2>"$WORK/stderr"
+grep -q $'\r' "$WORK/stderr" || fail "--progress=force drew nothing"
+# At most 10 redraws per second: 0.3 s of transfer gives at most a handful.
+redraws=$(tr '\r' '\n' <"$WORK/stderr" | grep -c avg)
+[ "$redraws" -le 6 ] || fail "$redraws redraws in 0.3 s"
+
+# --stats: one line; --stats=json: one JSON object.
+"$RATELIMIT" --rate 1M --stats "$WORK/in" >/dev/null 2>"$WORK/stderr"
+grep -Eq '^ratelimit: 60000 bytes in 0\.[0-9]{3} s, [0-9.]+ MB/s \(rate 1\.00 MB/s\)$' "$WORK/stderr" ||
+  fail "--stats: $(cat "$WORK/stderr")"
+seq 100 | "$RATELIMIT" -l --rate 1000 --stats=json >/dev/null 2>"$WORK/stderr"
+grep -Eq '^\{"unit":"lines","units":100,"bytes":292,"seconds":0\.[0-9]+,"average_rate":[0-9.]+,"rate":1000,"ending":"end_of_input"\}$' \
+  "$WORK/stderr" || fail "--stats=json: $(cat "$WORK/stderr")"

@@ -1,0 +1,75 @@
+#!/usr/bin/env bash
+# SIGINT and SIGTERM stop after writing what was read (130, 143); SIGSTOP/SIGCONT of ratelimit or
+# of its consumer lose nothing.
+source "$E2E_LIB"
+# Job control, so that background jobs keep SIGINT as a terminal's foreground job would (a
+# non-interactive shell starts them with SIGINT ignored, and ratelimit keeps ignored signals ignored).
+set -m
+
+random_file "$WORK/in" 200000
+
+# stop_with SIGNAL STATUS INPUT ARGS...: ratelimit reading INPUT from a producer that then stays
+# open, stopped after a moment; its output must be a prefix of the input.
+stop_with() {
+  local signal=$1 expected=$2 input=$3 status=0
+  shift 3
+  mkfifo "$WORK/fifo"
+  { cat "$input"; exec sleep 30; } >"$WORK/fifo" &
+  local producer=$!
+  "$RATELIMIT" "$@" <"$WORK/fifo" >"$WORK/out" 2>"$WORK/stderr" &
+  local pid=$!
+  sleep 0.4
+  kill "-$signal" "$pid"
+  wait "$pid" || status=$?
+  kill "$producer" 2>/dev/null || true
+  wait "$producer" 2>/dev/null || true
+  rm -f "$WORK/fifo"
+  [ "$status" -eq "$expected" ] || fail "$signal with $*: exit $status, expected $expected"
+  [ -s "$WORK/out" ] || fail "$signal with $*: nothing written"
+  cmp -n "$(stat -c %s "$WORK/out")" "$input" "$WORK/out" || fail "$signal with $*: not a prefix"
+}
+
+stop_with INT 130 "$WORK/in" --rate 100k
+stop_with TERM 143 "$WORK/in" --rate 100k
+# Waiting for input (all of it already sent) when the signal arrives.
+stop_with TERM 143 "$WORK/in" --rate 1G
+cmp "$WORK/in" "$WORK/out" || fail "SIGTERM while waiting for input: output incomplete"
+# Line mode at one line per second: the signal comes during a long wait, and what was read is
+# still written at once.
+printf 'first\nsecond\nthird\n' >"$WORK/lines"
+stop_with INT 130 "$WORK/lines" -l --rate 1 --chunk 1
+cmp "$WORK/lines" "$WORK/out" || fail "line mode SIGINT did not write what it had read"
+
+# Opening a FIFO that has no writer yet can still be interrupted.
+mkfifo "$WORK/no_writer"
+"$RATELIMIT" --rate 1k "$WORK/no_writer" >/dev/null &
+pid=$!
+sleep 0.3
+kill -TERM "$pid"
+status=0
+wait "$pid" || status=$?
+[ "$status" -eq 143 ] || fail "SIGTERM while opening a FIFO: exit $status"
+
+# SIGSTOP/SIGCONT of ratelimit itself.
+"$RATELIMIT" --rate 400k "$WORK/in" >"$WORK/out" &
+pid=$!
+sleep 0.2
+kill -STOP "$pid"
+sleep 0.5
+kill -CONT "$pid"
+wait "$pid" || fail "SIGSTOP/SIGCONT: exit $?"
+cmp "$WORK/in" "$WORK/out" || fail "SIGSTOP/SIGCONT of ratelimit lost data"
+
+# SIGSTOP/SIGCONT of the consumer: ratelimit blocks on the full pipe and goes on afterwards.
+mkfifo "$WORK/to_consumer"
+"$RATELIMIT" --rate 2M "$WORK/in" >"$WORK/to_consumer" &
+pid=$!
+cat "$WORK/to_consumer" >"$WORK/out" &
+consumer=$!
+sleep 0.02
+kill -STOP "$consumer"
+sleep 0.5
+kill -CONT "$consumer"
+wait "$pid" || fail "consumer stopped: exit $?"
+wait "$consumer"
+cmp "$WORK/in" "$WORK/out" || fail "SIGSTOP/SIGCONT of the consumer lost data"

@@ -1,0 +1,146 @@
+#pragma once
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <chrono>
+#include <csignal>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "pipe/io.hpp"
+
+namespace ratelimit::testing {
+
+using namespace std::chrono_literals;
+
+// The pipe engine's outside world in memory, on a clock that moves only when the engine waits:
+// input arrives on a schedule, every write is recorded with its time, and a stop signal or a new
+// rate can be scheduled.
+class FakePipeIo final : public pipe::Io {
+ public:
+  struct Write {
+    std::chrono::nanoseconds time;  // since start()
+    std::string data;
+    friend bool operator==(const Write&, const Write&) = default;
+  };
+
+  std::chrono::nanoseconds start() const { return kStart; }
+  // `data` becomes readable `after` start; the input ends after the last piece.
+  void arrive(std::chrono::nanoseconds after, std::string data) {
+    arrivals_.push_back({kStart + after, std::move(data)});
+  }
+  void stop_at(std::chrono::nanoseconds after, int signal) {
+    stop_time_ = kStart + after;
+    stop_signal_ = signal;
+  }
+  void new_rate_at(std::chrono::nanoseconds after, double rate) {
+    rate_changes_.push_back({kStart + after, rate});
+  }
+  void allow_splice() { splice_allowed_ = true; }
+  void limit_writes_to(std::size_t bytes) { max_write_ = bytes; }
+  void close_output_after(std::size_t bytes) { close_after_ = bytes; }
+
+  const std::vector<Write>& writes() const { return writes_; }
+  std::string output() const {
+    std::string all;
+    for (const Write& write : writes_) all += write.data;
+    return all;
+  }
+  std::chrono::nanoseconds elapsed() const { return now_ - kStart; }
+  std::size_t splices() const { return splices_; }
+
+  std::chrono::nanoseconds now() override { return now_; }
+
+  pipe::Wake wait(std::chrono::nanoseconds deadline, bool for_input) override {
+    if (for_input && (readable() || at_end())) return pipe::Wake::ready;
+    std::chrono::nanoseconds until = deadline;
+    if (for_input) until = std::min(until, arrivals_[next_arrival_].time);
+    if (stop_time_ && *stop_time_ <= until) {
+      now_ = std::max(now_, *stop_time_);
+      return pipe::Wake::stop;
+    }
+    if (!rate_changes_.empty() && rate_changes_.front().time <= until) {
+      now_ = std::max(now_, rate_changes_.front().time);
+      return pipe::Wake::control;
+    }
+    EXPECT_NE(until, std::chrono::nanoseconds::max()) << "the engine would wait forever";
+    now_ = std::max(now_, until);
+    return for_input && readable() ? pipe::Wake::ready : pipe::Wake::timeout;
+  }
+
+  pipe::Moved read(std::span<char> buffer) override {
+    const std::string taken = take(buffer.size());
+    std::copy(taken.begin(), taken.end(), buffer.begin());
+    return pipe::Moved{taken.size(), taken.empty() && at_end(), false};
+  }
+
+  std::optional<std::size_t> write(std::span<const char> data) override {
+    std::size_t size = std::min(data.size(), max_write_);
+    if (close_after_) {
+      if (written_ >= *close_after_) return std::nullopt;
+      size = std::min(size, *close_after_ - written_);
+    }
+    writes_.push_back({now_ - kStart, std::string(data.data(), size)});
+    written_ += size;
+    return size;
+  }
+
+  std::optional<pipe::Moved> splice(std::size_t max_bytes) override {
+    if (!splice_allowed_) return std::nullopt;
+    ++splices_;
+    const std::string taken = take(max_bytes);
+    if (!taken.empty()) writes_.push_back({now_ - kStart, taken});
+    return pipe::Moved{taken.size(), taken.empty() && at_end(), false};
+  }
+
+  std::optional<double> take_new_rate() override {
+    if (rate_changes_.empty() || rate_changes_.front().time > now_) return std::nullopt;
+    const double rate = rate_changes_.front().rate;
+    rate_changes_.erase(rate_changes_.begin());
+    return rate;
+  }
+
+  int stop_signal() const override { return stop_signal_; }
+
+ private:
+  static constexpr std::chrono::nanoseconds kStart = 1s;  // not zero: no origin assumed
+
+  struct Arrival {
+    std::chrono::nanoseconds time;
+    std::string data;
+  };
+  struct RateChange {
+    std::chrono::nanoseconds time;
+    double rate;
+  };
+
+  bool readable() const {
+    return next_arrival_ < arrivals_.size() && arrivals_[next_arrival_].time <= now_;
+  }
+  bool at_end() const { return next_arrival_ == arrivals_.size(); }
+  std::string take(std::size_t max_bytes) {
+    if (!readable()) return {};
+    Arrival& arrival = arrivals_[next_arrival_];
+    const std::string taken = arrival.data.substr(0, max_bytes);
+    arrival.data.erase(0, taken.size());
+    if (arrival.data.empty()) ++next_arrival_;
+    return taken;
+  }
+
+  std::chrono::nanoseconds now_ = kStart;
+  std::vector<Arrival> arrivals_;
+  std::size_t next_arrival_ = 0;
+  std::optional<std::chrono::nanoseconds> stop_time_;
+  int stop_signal_ = 0;
+  std::vector<RateChange> rate_changes_;
+  bool splice_allowed_ = false;
+  std::size_t max_write_ = std::string::npos;
+  std::optional<std::size_t> close_after_;
+  std::size_t written_ = 0;
+  std::size_t splices_ = 0;
+  std::vector<Write> writes_;
+};
+
+}  // namespace ratelimit::testing

@@ -1,0 +1,215 @@
+#include <gtest/gtest.h>
+
+#include <csignal>
+
+#include "fake_pipe_io.hpp"
+#include "pipe/engine.hpp"
+
+namespace ratelimit::pipe {
+namespace {
+
+using namespace std::chrono_literals;
+using testing::FakePipeIo;
+using Write = FakePipeIo::Write;
+
+EngineOptions bytes_per_second(double rate, std::int64_t chunk) {
+  EngineOptions options;
+  options.bucket.permits_per_second = rate;
+  options.chunk_units = chunk;
+  return options;
+}
+
+EngineOptions lines_per_second(double rate, std::int64_t chunk, std::size_t buffer = 64 * 1024) {
+  EngineOptions options = bytes_per_second(rate, chunk);
+  options.unit = Unit{'\n'};
+  options.buffer_bytes = buffer;
+  return options;
+}
+
+TEST(DefaultChunk, IsAFiftiethOfTheRateWithinBounds) {
+  EXPECT_EQ(default_chunk_units(5000, 65536), 100);
+  EXPECT_EQ(default_chunk_units(1000, 65536), 20);
+  EXPECT_EQ(default_chunk_units(20, 4096), 1);
+  EXPECT_EQ(default_chunk_units(0.5, 4096), 1);
+  EXPECT_EQ(default_chunk_units(100e6, 65536), 65536);
+  EXPECT_EQ(default_chunk_units(std::numeric_limits<double>::infinity(), 65536), 65536);
+}
+
+TEST(PipeEngine, WritesChunksAtExactlyTheRate) {
+  FakePipeIo io;
+  io.arrive(0s, std::string(100, 'x'));
+  const Result result = Engine(bytes_per_second(1000, 20), io).run();
+
+  const std::string chunk(20, 'x');
+  EXPECT_EQ(io.writes(),
+            (std::vector<Write>{
+                {0ms, chunk}, {20ms, chunk}, {40ms, chunk}, {60ms, chunk}, {80ms, chunk}}));
+  EXPECT_EQ(result.ending, Ending::end_of_input);
+  EXPECT_EQ(result.totals.bytes, 100u);
+  EXPECT_EQ(result.totals.units, 100u);
+  // The cost of the last chunk is left unpaid: no wait after the end of the input.
+  EXPECT_EQ(io.elapsed(), 80ms);
+}
+
+TEST(PipeEngine, SplicesOnTheSameScheduleWhenPossible) {
+  FakePipeIo io;
+  io.allow_splice();
+  io.arrive(0s, std::string(60, 's'));
+  Engine(bytes_per_second(1000, 20), io).run();
+
+  const std::string chunk(20, 's');
+  EXPECT_EQ(io.writes(), (std::vector<Write>{{0ms, chunk}, {20ms, chunk}, {40ms, chunk}}));
+  EXPECT_GE(io.splices(), 3u);
+}
+
+TEST(PipeEngine, FallsBackToReadAndWriteWhenSpliceIsImpossible) {
+  FakePipeIo io;
+  io.arrive(0s, "abc");
+  Engine(bytes_per_second(1, 10), io).run();
+  EXPECT_EQ(io.writes(), (std::vector<Write>{{0ms, "abc"}}));
+}
+
+TEST(PipeEngine, ASlowProducerIsNotDelayedFurther) {
+  FakePipeIo io;
+  io.arrive(0ms, "aa");
+  io.arrive(500ms, "bb");
+  io.arrive(1200ms, "cc");
+  Engine(bytes_per_second(10, 2), io).run();
+  EXPECT_EQ(io.writes(), (std::vector<Write>{{0ms, "aa"}, {500ms, "bb"}, {1200ms, "cc"}}));
+}
+
+TEST(PipeEngine, StoredPermitsAllowABurstAfterAPause) {
+  FakePipeIo io;
+  io.arrive(0ms, "a");
+  io.arrive(2s, "bcd");
+  // One second of permits (10) is stored during the pause: the three bytes go at once.
+  Engine(bytes_per_second(10, 1), io).run();
+  EXPECT_EQ(io.writes(),
+            (std::vector<Write>{{0ms, "a"}, {2000ms, "b"}, {2000ms, "c"}, {2000ms, "d"}}));
+}
+
+TEST(PipeEngine, ChargesOnlyWhatAPartialWriteMoved) {
+  FakePipeIo io;
+  io.limit_writes_to(3);
+  io.arrive(0s, "0123456789");
+  // A chunk of 5 goes out as 3 + 2 without a wait inside; the next chunk waits for all 5.
+  Engine(bytes_per_second(100, 5), io).run();
+  EXPECT_EQ(io.writes(),
+            (std::vector<Write>{{0ms, "012"}, {0ms, "34"}, {50ms, "567"}, {50ms, "89"}}));
+}
+
+TEST(PipeEngine, LinesAreNeverSplitAndTheLastLineCountsWithoutNewline) {
+  FakePipeIo io;
+  io.arrive(0s, "a\nbb\nccc\nd");
+  const Result result = Engine(lines_per_second(10, 2), io).run();
+  EXPECT_EQ(io.writes(), (std::vector<Write>{{0ms, "a\nbb\n"}, {200ms, "ccc\n"}, {300ms, "d"}}));
+  EXPECT_EQ(result.totals.units, 4u);
+  EXPECT_EQ(result.totals.bytes, 10u);
+}
+
+TEST(PipeEngine, ALineArrivingInPiecesIsWrittenWhole) {
+  FakePipeIo io;
+  io.arrive(0ms, "hel");
+  io.arrive(30ms, "lo\nwor");
+  io.arrive(60ms, "ld\n");
+  Engine(lines_per_second(10, 1), io).run();
+  // The 30 ms spent waiting for the first line stored 0.3 permits: the second costs 70 ms.
+  EXPECT_EQ(io.writes(), (std::vector<Write>{{30ms, "hello\n"}, {100ms, "world\n"}}));
+}
+
+TEST(PipeEngine, ALineLongerThanTheBufferGoesOutWithoutAWaitInside) {
+  FakePipeIo io;
+  io.arrive(0s, "x\n0123456789abcdefghij\ny\n");
+  const Result result = Engine(lines_per_second(10, 1, 8), io).run();
+  EXPECT_EQ(io.writes(), (std::vector<Write>{{0ms, "x\n"},
+                                             {100ms, "01234567"},
+                                             {100ms, "89abcdef"},
+                                             {100ms, "ghij\n"},
+                                             {200ms, "y\n"}}));
+  EXPECT_EQ(result.totals.units, 3u);
+}
+
+TEST(PipeEngine, NullRecords) {
+  FakePipeIo io;
+  io.arrive(0s, std::string("a\0b\0c", 5));
+  EngineOptions options = bytes_per_second(4, 1);
+  options.unit = Unit{'\0'};
+  Engine(options, io).run();
+  EXPECT_EQ(io.writes(),
+            (std::vector<Write>{
+                {0ms, std::string("a\0", 2)}, {250ms, std::string("b\0", 2)}, {500ms, "c"}}));
+}
+
+TEST(PipeEngine, AStopSignalWritesWhatWasReadAndStopsAtOnce) {
+  FakePipeIo io;
+  io.arrive(0s, "a\nb\nc\n");
+  io.stop_at(150ms, SIGTERM);
+  // 1 line/s and chunk 1: "a" at 0; the read "b\nc\n" goes out at the signal, not a second later.
+  const Result result = Engine(lines_per_second(1, 1), io).run();
+  EXPECT_EQ(io.writes(), (std::vector<Write>{{0ms, "a\n"}, {150ms, "b\nc\n"}}));
+  EXPECT_EQ(result.ending, Ending::stopped);
+  EXPECT_EQ(result.signal, SIGTERM);
+  EXPECT_EQ(io.elapsed(), 150ms);
+}
+
+TEST(PipeEngine, AStopWhileSplicingLeavesTheRestUnread) {
+  FakePipeIo io;
+  io.allow_splice();
+  io.arrive(0s, "abcd");
+  io.stop_at(1500ms, SIGINT);
+  const Result result = Engine(bytes_per_second(1, 1), io).run();
+  EXPECT_EQ(io.output(), "ab");
+  EXPECT_EQ(result.ending, Ending::stopped);
+  EXPECT_EQ(result.signal, SIGINT);
+}
+
+TEST(PipeEngine, DownstreamClosingEndsTheTransfer) {
+  FakePipeIo io;
+  io.close_output_after(30);
+  io.arrive(0s, std::string(100, 'z'));
+  const Result result = Engine(bytes_per_second(1000, 20), io).run();
+  EXPECT_EQ(result.ending, Ending::downstream_closed);
+  EXPECT_EQ(io.output(), std::string(30, 'z'));
+}
+
+TEST(PipeEngine, ANewRateAppliesFromTheNextChunk) {
+  FakePipeIo io;
+  io.arrive(0s, std::string(80, 'r'));
+  io.new_rate_at(30ms, 2000);
+  const Result result = Engine(bytes_per_second(1000, 20), io).run();
+  // Guava's setRate keeps the wait already booked (until 40 ms); later chunks cost 10 ms.
+  const std::string chunk(20, 'r');
+  EXPECT_EQ(io.writes(),
+            (std::vector<Write>{{0ms, chunk}, {20ms, chunk}, {40ms, chunk}, {50ms, chunk}}));
+  EXPECT_EQ(result.totals.rate, 2000);
+}
+
+TEST(PipeEngine, WarmingUpStartsSlowAndReachesTheRate) {
+  FakePipeIo io;
+  io.arrive(0s, std::string(40, 'w'));
+  EngineOptions options = bytes_per_second(10, 1);
+  options.bucket.shape = BucketShape::warming_up;
+  options.bucket.warmup = 2s;
+  options.bucket.cold_factor = 3.0;
+  Engine(options, io).run();
+  const std::vector<Write>& writes = io.writes();
+  ASSERT_EQ(writes.size(), 40u);
+  // Cold: the first gap is close to cold_factor / rate; once warm, exactly 1 / rate.
+  EXPECT_NEAR(std::chrono::duration<double>(writes[1].time - writes[0].time).count(), 0.3, 0.02);
+  EXPECT_EQ(writes[39].time - writes[38].time, 100ms);
+}
+
+TEST(PipeEngine, ReportsProgressEveryIntervalAndAtTheEnd) {
+  FakePipeIo io;
+  io.arrive(0s, std::string(50, 'p'));
+  std::vector<std::pair<std::chrono::nanoseconds, std::uint64_t>> reports;
+  Engine(bytes_per_second(100, 10), io, [&](const Totals& totals) {
+    reports.emplace_back(totals.now - io.start(), totals.bytes);
+  }).run();
+  // Writes at 0, 100, 200, 300, 400 ms; ticks at 100, 200, 300, 400 ms come before their write.
+  EXPECT_EQ(reports, (std::vector<std::pair<std::chrono::nanoseconds, std::uint64_t>>{
+                         {100ms, 10}, {200ms, 20}, {300ms, 30}, {400ms, 40}, {400ms, 50}}));
+}
+
+}  // namespace
+}  // namespace ratelimit::pipe
