@@ -2,7 +2,8 @@
 # Sets up and runs every test: all of them on a Release build, the unit tests again under
 # AddressSanitizer + UndefinedBehaviorSanitizer, the threaded tests under ThreadSanitizer.
 source "$(dirname "${BASH_SOURCE[0]}")/setup.sh"
-ensure_packages "${RATELIMIT_BUILD_PACKAGES[@]}" libbenchmark-dev tmux strace dpkg-dev
+ensure_packages "${RATELIMIT_BUILD_PACKAGES[@]}" libbenchmark-dev tmux strace dpkg-dev \
+  bash-completion groff-base mandoc
 
 run_ctest() {
   local dir=$1

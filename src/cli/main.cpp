@@ -30,6 +30,13 @@ int main(int argc, char** argv) {
   CLI::App app{"ratelimit: shape a stream or a shell loop to a rate, with a token bucket",
                "ratelimit"};
   app.set_version_flag("-V,--version", version_text());
+  app.footer(R"(Examples:
+  producer | ratelimit --rate 5000 | consumer        5000 bytes a second
+  ratelimit -l --rate 20 urls.txt | xargs -n1 curl   20 lines a second, never split
+  ratelimit --rate 10MiB/s --progress big.iso -o /backup/big.iso
+  ratelimit exec --rate 2/s --key api -- curl -s "$url"   2 starts a second, shared by a loop
+
+'ratelimit COMMAND --help' shows a command's options; 'man ratelimit' tells the whole story.)");
   // Subcommands first: the top-level app (pipe mode) is parsed whatever was given.
   const std::vector<ratelimit::cli::Command> commands = {
       ratelimit::cli::setup_exec(app),   ratelimit::cli::setup_acquire(app),

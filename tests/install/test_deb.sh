@@ -20,6 +20,7 @@ depends=$(dpkg-deb --field "$deb" Depends)
 [[ $depends == "libc6 (>= "*")" ]] || fail "Depends is '$depends', expected libc6 alone"
 contents=$(dpkg-deb --contents "$deb")
 for file in ./usr/bin/ratelimit ./usr/include/ratelimit/rate_limiter.hpp \
-  ./usr/lib/cmake/ratelimit/ratelimitConfig.cmake; do
+  ./usr/lib/cmake/ratelimit/ratelimitConfig.cmake ./usr/share/man/man1/ratelimit.1 \
+  ./usr/share/bash-completion/completions/ratelimit; do
   grep -q " $file\$" <<<"$contents" || fail "the package lacks $file"
 done

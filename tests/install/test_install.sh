@@ -14,7 +14,9 @@ fail() {
 cmake --install "$build_dir" --prefix "$work/prefix" >/dev/null
 for file in bin/ratelimit include/ratelimit/rate_limiter.hpp include/ratelimit/token_bucket.hpp \
   include/ratelimit/clock.hpp lib/libratelimit_core.a lib/cmake/ratelimit/ratelimitConfig.cmake \
-  lib/cmake/ratelimit/ratelimitConfigVersion.cmake lib/cmake/ratelimit/ratelimitTargets.cmake; do
+  lib/cmake/ratelimit/ratelimitConfigVersion.cmake lib/cmake/ratelimit/ratelimitTargets.cmake \
+  share/man/man1/ratelimit.1 share/bash-completion/completions/ratelimit \
+  share/zsh/vendor-completions/_ratelimit share/fish/vendor_completions.d/ratelimit.fish; do
   [ -e "$work/prefix/$file" ] || fail "cmake --install did not install $file"
 done
 "$work/prefix/bin/ratelimit" --version >/dev/null || fail "the installed binary does not run"

@@ -1,0 +1,67 @@
+#!/usr/bin/env bash
+# --help, the man page and the completions name the same options; the man page is lint-clean.
+source "$E2E_LIB"
+root=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
+man_page=$root/man/ratelimit.1
+completions=$root/scripts/completions
+commands=("" set exec acquire status reset)
+
+# The options a command's --help declares: the first field of each option line.
+help_options() {
+  "$RATELIMIT" $1 --help | grep -E '^  +-' | awk '{print $1}' | sed 's/{[^}]*}//' | tr ',' '\n' |
+    sort -u
+}
+
+# The options the man page describes: the tag lines of its OPTIONS section.
+man_options() {
+  sed -n '/^\.SH OPTIONS/,/^\.SH /p' "$man_page" | grep -A1 '^\.TP' | grep -v -e '^\.TP' -e '^--' |
+    sed 's/\\-/-/g' | grep -oE '(^|[ "])--?[a-zA-Z0-9][a-z0-9-]*' | tr -d ' "' | sort -u
+}
+
+# What the bash completion offers after `ratelimit [COMMAND] -`.
+bash_completion_options() {
+  bash -c '
+    source /usr/share/bash-completion/bash_completion
+    source "$1"
+    shift
+    COMP_WORDS=(ratelimit "$@" -)
+    COMP_CWORD=$((${#COMP_WORDS[@]} - 1))
+    COMP_LINE="${COMP_WORDS[*]}"
+    COMP_POINT=${#COMP_LINE}
+    _ratelimit
+    printf "%s\n" "${COMPREPLY[@]}"' _ "$completions/ratelimit.bash" $1 | grep -v = | sort -u
+}
+
+all_help=$(for command in "${commands[@]}"; do help_options "$command"; done | sort -u)
+diff <(echo "$all_help") <(man_options) >"$WORK/diff" ||
+  fail "--help (<) and the man page's OPTIONS (>) differ: $(cat "$WORK/diff")"
+
+for command in "${commands[@]}"; do
+  diff <(help_options "$command") <(bash_completion_options "$command") >"$WORK/diff" ||
+    fail "'ratelimit $command --help' (<) and the bash completion (>) differ: $(cat "$WORK/diff")"
+done
+
+mkdir "$WORK/empty"
+subcommands=$(cd "$WORK/empty" && bash -c '
+  source /usr/share/bash-completion/bash_completion
+  source "$1"
+  COMP_WORDS=(ratelimit "")
+  COMP_CWORD=1
+  _ratelimit
+  printf "%s\n" "${COMPREPLY[@]}"' _ "$completions/ratelimit.bash" | sort | tr '\n' ' ')
+[ "$subcommands" = "acquire exec reset set status " ] ||
+  fail "the bash completion offers '$subcommands' as subcommands"
+
+for option in $all_help; do
+  long=${option#--}
+  if [[ $option == --* ]]; then
+    grep -qE -- "(^|[^a-z-])$option([^a-z-]|\$)" "$completions/_ratelimit" ||
+      fail "the zsh completion lacks $option"
+    grep -qE -- "-l $long( |\$)" "$completions/ratelimit.fish" ||
+      fail "the fish completion lacks $option"
+  fi
+done
+
+groff -man -ww -z "$man_page" 2>"$WORK/groff" && [ ! -s "$WORK/groff" ] ||
+  fail "groff -ww: $(cat "$WORK/groff")"
+mandoc -Tlint "$man_page" >"$WORK/mandoc" 2>&1 || fail "mandoc -Tlint: $(cat "$WORK/mandoc")"
