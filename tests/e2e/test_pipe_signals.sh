@@ -2,9 +2,6 @@
 # SIGINT and SIGTERM stop after writing what was read (130, 143); SIGSTOP/SIGCONT of ratelimit or
 # of its consumer lose nothing.
 source "$E2E_LIB"
-# Job control, so that background jobs keep SIGINT as a terminal's foreground job would (a
-# non-interactive shell starts them with SIGINT ignored, and ratelimit keeps ignored signals ignored).
-set -m
 
 random_file "$WORK/in" 200000
 
@@ -16,7 +13,9 @@ stop_with() {
   mkfifo "$WORK/fifo"
   { cat "$input"; exec sleep 30; } >"$WORK/fifo" &
   local producer=$!
-  "$RATELIMIT" "$@" <"$WORK/fifo" >"$WORK/out" 2>"$WORK/stderr" &
+  # A non-interactive shell starts background jobs with SIGINT ignored, and ratelimit keeps ignored
+  # signals ignored: give it the default, as a terminal's foreground job has.
+  env --default-signal=INT "$RATELIMIT" "$@" <"$WORK/fifo" >"$WORK/out" 2>"$WORK/stderr" &
   local pid=$!
   sleep 0.4
   kill "-$signal" "$pid"
