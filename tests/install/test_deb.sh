@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# cpack -G DEB builds a package with the binary, its shared-library dependency and the files a
+# cpack -G DEB builds a package with the binary, its dependencies and the files a
 # user expects.
 set -euo pipefail
 build_dir=$1
@@ -14,10 +14,14 @@ fail() {
   { cat "$work/log"; fail "cpack failed"; }
 deb=$(ls "$work"/ratelimit_*.deb)
 dpkg-deb --field "$deb" Package | grep -qx ratelimit || fail "wrong package name"
-# libstdc++ and fmt are linked in (process start-up cost, see src/CMakeLists.txt): libc is the
-# one shared library, and dpkg-shlibdeps must have found it.
+# The binary is static (process start-up cost, see src/CMakeLists.txt), so dpkg-shlibdeps finds no
+# shared library to depend on.
 depends=$(dpkg-deb --field "$deb" Depends)
-[[ $depends == "libc6 (>= "*")" ]] || fail "Depends is '$depends', expected libc6 alone"
+[ -z "$depends" ] || fail "Depends is '$depends', expected none for a static binary"
+dpkg-deb --fsys-tarfile "$deb" | tar -xO ./usr/bin/ratelimit >"$work/ratelimit"
+chmod +x "$work/ratelimit"
+if readelf --program-headers "$work/ratelimit" | grep -q INTERP; then fail "the packaged binary is not static"; fi
+"$work/ratelimit" --version >/dev/null || fail "the packaged binary does not run"
 contents=$(dpkg-deb --contents "$deb")
 for file in ./usr/bin/ratelimit ./usr/include/ratelimit/rate_limiter.hpp \
   ./usr/lib/cmake/ratelimit/ratelimitConfig.cmake ./usr/share/man/man1/ratelimit.1 \
