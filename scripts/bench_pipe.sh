@@ -7,8 +7,8 @@
 # A consumer (bench/pipe_probe) timestamps every read. Writes bench/results/pipe.md, the plot
 # bench/results/pipe_5kBps.png (bytes delivered over time at 5 kB/s) and pipe_warmup.png.
 source "$(dirname "${BASH_SOURCE[0]}")/setup.sh"
-ensure_packages "${RATELIMIT_BUILD_PACKAGES[@]}" pv cstream gnuplot-nox
-build_tree bench -DCMAKE_BUILD_TYPE=Release -DRATELIMIT_BUILD_TESTS=OFF -DRATELIMIT_BUILD_BENCH=ON
+ensure_packages pv cstream gnuplot-nox
+build_bench_tree
 
 RATELIMIT="$RATELIMIT_ROOT/build/bench/src/ratelimit"
 PROBE="$RATELIMIT_ROOT/build/bench/bench/pipe_probe"

@@ -35,3 +35,11 @@ build_tree() {
     return 1
   fi
 }
+
+# The Release tree the benchmark scripts share: the binary, the core micro-benchmark and the
+# measuring tools.
+build_bench_tree() {
+  ensure_packages "${RATELIMIT_BUILD_PACKAGES[@]}" libbenchmark-dev
+  build_tree bench -DCMAKE_BUILD_TYPE=Release -DRATELIMIT_BUILD_TESTS=OFF -DRATELIMIT_BUILD_CLI=ON \
+    -DRATELIMIT_BUILD_BENCH=ON
+}
