@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Pipe mode side by side with `pv -L` and `cstream -t` (Debian's), in one run of a few minutes:
+# Pipe mode side by side with `pv -L`, `cstream -t` and `mbuffer -r` (Debian's), in one run of a few minutes:
 #   accuracy    steady rate (units after the first read, over first-to-last read) vs the target;
 #   smoothness  the most units in any 100 ms window, as a multiple of rate x 0.1 s;
 #   cost        CPU seconds per GiB and throughput at a rate above what the machine can move;
@@ -7,7 +7,7 @@
 # A consumer (bench/pipe_probe) timestamps every read. Writes bench/results/pipe.md, the plot
 # bench/results/pipe_5kBps.png (bytes delivered over time at 5 kB/s) and pipe_warmup.png.
 source "$(dirname "${BASH_SOURCE[0]}")/setup.sh"
-ensure_packages pv cstream gnuplot-nox
+ensure_packages pv cstream mbuffer gnuplot-nox
 build_bench_tree
 
 RATELIMIT="$RATELIMIT_ROOT/build/bench/src/ratelimit"
@@ -42,6 +42,7 @@ cell() {
   window=$(field max_window "$1")
   awk -v rate="$rate" -v window="$window" -v target="$2" 'BEGIN {
     if (rate == 0) { print "n/a (one burst) | " sprintf("%.2f", window / (target * 0.1)); exit }
+    if (rate > 2 * target) { print "not limited | " sprintf("%.2f", window / (target * 0.1)); exit }
     printf "%.6g (%+.2f%%) | %.2f\n", rate, (rate / target - 1) * 100, window / (target * 0.1)
   }'
 }
@@ -71,10 +72,13 @@ for spec in "1 kB/s:1000:4:bytes" "5 kB/s:5000:4:bytes" "100 kB/s:100000:4:bytes
   if [ "$unit" = bytes ]; then
     cstream_line=$(shaped "$TMP/cstream_$slug" "$probe_args" "$producer" cstream -t "$target")
     cstream_cell=$(cell "$cstream_line" "$target")
+    mbuffer_line=$(shaped "$TMP/mbuffer_$slug" "$probe_args" "$producer" mbuffer -q -r "$target")
+    mbuffer_cell=$(cell "$mbuffer_line" "$target")
   else
     cstream_cell="no line mode | -"
+    mbuffer_cell="no line mode | -"
   fi
-  rows+=("| $name | $(cell "$ratelimit_line" "$target") | $(cell "$pv_line" "$target") | $cstream_cell |")
+  rows+=("| $name | $(cell "$ratelimit_line" "$target") | $(cell "$pv_line" "$target") | $cstream_cell | $mbuffer_cell |")
   echo "  $name done" >&2
 done
 
@@ -95,6 +99,8 @@ cost() {
 read -r ratelimit_cpu ratelimit_speed < <(cost "$RATELIMIT" --rate 100G)
 read -r pv_cpu pv_speed < <(cost pv -q -L 100000000000)
 read -r cstream_cpu cstream_speed < <(cost cstream -t 100000000000)
+read -r mbuffer_cpu mbuffer_speed < <(cost mbuffer -q -r 100G)
+vs_pv() { awk -v a="$1" -v b="$pv_cpu" 'BEGIN {printf "%.2fx", a / b}'; }
 
 echo "== warm-up" >&2
 shaped "$TMP/warmup" "" "head -c 7000000 /dev/zero" "$RATELIMIT" --rate 1M --warmup 4s >/dev/null
@@ -133,7 +139,9 @@ set grid
 plot 5000*x + 100 with lines dashtype 2 linecolor "gray" title "exact 5000 B/s", \
      "$TMP/ratelimit_5000bytes" using 1:2 with steps linewidth 2 title "ratelimit --rate 5000", \
      "$TMP/pv_5000bytes" using 1:2 with steps linewidth 2 title "pv -L 5000", \
-     "$TMP/cstream_5000bytes" using 1:2 with steps linewidth 2 title "cstream -t 5000"
+     "$TMP/cstream_5000bytes" using 1:2 with steps linewidth 2 title "cstream -t 5000", \
+     "$TMP/mbuffer_5000bytes" using 1:2 with linespoints pointtype 7 pointsize 1.5 linewidth 2 \
+       title "mbuffer -r 5000"
 set output "$RESULTS/pipe_warmup.png"
 set title "--rate 1M --warmup 4s: delivered bytes vs Guava's SmoothWarmingUp"
 set ylabel "bytes delivered"
@@ -145,23 +153,24 @@ EOF
   echo "# Pipe mode benchmark"
   echo
   echo "Produced by \`scripts/bench_pipe.sh\` on $(date -u +%Y-%m-%d), $(nproc) cores" \
-    "($(uname -r)); $(pv --version | head -1 | cut -d' ' -f1-2), cstream $(dpkg-query -W -f='${Version}' cstream)."
+    "($(uname -r)); $(pv --version | head -1 | cut -d' ' -f1-2), cstream $(dpkg-query -W -f='${Version}' cstream)," \
+    "mbuffer $(dpkg-query -W -f='${Version}' mbuffer)."
   echo "Fast producer (\`head -c\` of /dev/zero, or \`yes | head -n\` for lines); the consumer timestamps every read."
   echo
   echo "Steady rate: units after the first read over first-to-last read (target: within ±0.5 %)."
   echo "Window: the most units in any 100 ms window / (rate × 0.1 s) (target: ≤ 1.25)."
   echo
-  echo "| target | ratelimit rate | window | pv -L rate | window | cstream -t rate | window |"
-  echo "| --- | --- | --- | --- | --- | --- | --- |"
+  echo "| target | ratelimit rate | window | pv -L rate | window | cstream -t rate | window | mbuffer -r rate | window |"
+  echo "| --- | --- | --- | --- | --- | --- | --- | --- | --- |"
   printf '%s\n' "${rows[@]}"
   echo
   echo "Cost at \`--rate 100G\` (above what the machine moves), 2 GiB through pipes, best of 3:"
   echo
-  echo "| | ratelimit | pv -L | cstream -t |"
-  echo "| --- | --- | --- | --- |"
-  echo "| CPU s per GiB | $ratelimit_cpu | $pv_cpu | $cstream_cpu |"
-  echo "| throughput MB/s | $ratelimit_speed | $pv_speed | $cstream_speed |"
-  echo "| CPU vs pv | $(awk -v a="$ratelimit_cpu" -v b="$pv_cpu" 'BEGIN {printf "%.2fx", a / b}') | 1.00x | $(awk -v a="$cstream_cpu" -v b="$pv_cpu" 'BEGIN {printf "%.2fx", a / b}') |"
+  echo "| | ratelimit | pv -L | cstream -t | mbuffer -r |"
+  echo "| --- | --- | --- | --- | --- |"
+  echo "| CPU s per GiB | $ratelimit_cpu | $pv_cpu | $cstream_cpu | $mbuffer_cpu |"
+  echo "| throughput MB/s | $ratelimit_speed | $pv_speed | $cstream_speed | $mbuffer_speed |"
+  echo "| CPU vs pv | $(vs_pv "$ratelimit_cpu") | 1.00x | $(vs_pv "$cstream_cpu") | $(vs_pv "$mbuffer_cpu") |"
   echo
   echo "Warm-up (\`--rate 1M --warmup 4s\`, 7 MB): largest deviation from Guava's SmoothWarmingUp" \
     "ramp, every 0.5 s from 1 s on: **${warmup_error} %** (target: within 10 %)."
