@@ -15,9 +15,9 @@ std::string encode_rate(double units_per_second);
 std::optional<double> decode_rate(std::string_view line);
 
 // Live control of a running pipe. Each pipe process makes a FIFO named after its process id and
-// what it counts ("pipe-PID.bytes" or "pipe-PID.records") in a private directory
-// ($XDG_RUNTIME_DIR/ratelimit, or /tmp/ratelimit-UID; mode 0700, owned by the user) and watches
-// it in every wait; `ratelimit set PID --rate R` writes one line into it.
+// what it counts ("pipe-PID.bytes" or "pipe-PID.records") in the user's state directory (the one of
+// the shared buckets: private to the user, see backends::StateDirectory) and watches it in every
+// wait; `ratelimit set PID --rate R` writes one line into it.
 class ControlChannel {
  public:
   // This process's channel; nullptr when the directory is not safe to use (no live control then).

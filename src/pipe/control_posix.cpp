@@ -2,25 +2,22 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include <cstdlib>
+#include <exception>
 
+#include "backends/state_directory.hpp"
 #include "pipe/control.hpp"
 
 namespace ratelimit::pipe {
 namespace {
 
-// Private to the user: made 0700 if missing; refused when owned by someone else or open to others.
+// The FIFOs live in the user's private state directory, the one of the shared buckets. Without a
+// safe one the pipe runs without live control.
 std::optional<std::string> control_directory() {
-  const char* runtime = std::getenv("XDG_RUNTIME_DIR");
-  const std::string directory = runtime && *runtime
-                                    ? std::string(runtime) + "/ratelimit"
-                                    : "/tmp/ratelimit-" + std::to_string(::getuid());
-  if (::mkdir(directory.c_str(), 0700) != 0 && errno != EEXIST) return std::nullopt;
-  struct stat status {};
-  if (::lstat(directory.c_str(), &status) != 0 || !S_ISDIR(status.st_mode) ||
-      status.st_uid != ::getuid() || (status.st_mode & 077) != 0)
+  try {
+    return backends::StateDirectory::open(backends::state_dir_from_environment("")).path();
+  } catch (const std::exception&) {
     return std::nullopt;
-  return directory;
+  }
 }
 
 std::string fifo_path(const std::string& directory, long pid, bool counts_bytes) {
