@@ -24,6 +24,16 @@ expect_stderr "ratelimit: $WORK/missing: No such file or directory"
 [ ! -s "$WORK/out" ] || fail "wrote before checking every input"
 expect_status 66 "$RATELIMIT" --rate 1M "$WORK"
 expect_stderr "ratelimit: $WORK: Is a directory"
+# 66: a file this user may not read. Root reads anything, so as root the check runs as nobody.
+printf 'secret\n' >"$WORK/unreadable"
+chmod 000 "$WORK/unreadable"
+as_user=()
+if [ "$(id -u)" -eq 0 ]; then
+  chmod 755 "$WORK"
+  as_user=(setpriv --reuid=nobody --regid=nogroup --clear-groups)
+fi
+expect_status 66 "${as_user[@]}" "$RATELIMIT" --rate 1M "$WORK/unreadable"
+expect_stderr "ratelimit: $WORK/unreadable: Permission denied"
 
 # 66: an input that is also the output is refused before it is truncated, as cat does.
 cp "$WORK/in" "$WORK/same"
