@@ -9,52 +9,59 @@ namespace {
 
 using std::chrono::nanoseconds;
 
-// How often a caller waiting for a --max-inflight slot looks again: flock cannot wait for any one
-// of several locks.
-constexpr nanoseconds kSlotPollInterval = std::chrono::milliseconds(10);
-
 nanoseconds deadline_after(nanoseconds now, nanoseconds timeout) {
   return timeout > nanoseconds::max() - now ? nanoseconds::max() : now + timeout;
 }
 
-io::FileDescriptor try_any_slot(const backends::StateDirectory& directory, const std::string& key,
-                                int max_inflight) {
+}  // namespace
+
+nanoseconds SystemWaitingRoom::now() { return io::monotonic_now(); }
+
+int SystemWaitingRoom::wait_until(nanoseconds deadline) {
+  guard_.wait_until(deadline);
+  return guard_.received();
+}
+
+io::FileDescriptor SystemWaitingRoom::try_take_slot(const std::string& key, int max_inflight) {
   for (int index = 0; index < max_inflight; ++index) {
-    io::FileDescriptor slot = directory.try_lock(backends::slot_file_name(key, index));
+    io::FileDescriptor slot = slots_.try_lock(backends::slot_file_name(key, index));
     if (slot) return slot;
   }
   return {};
 }
 
-}  // namespace
-
-Admission admit(backends::BucketBackend& backend, const backends::StateDirectory& slots,
+Admission admit(backends::BucketBackend& backend, WaitingRoom& room,
                 const AdmissionRequest& request) {
-  io::SignalGuard guard;
-  const nanoseconds deadline = deadline_after(io::monotonic_now(), request.permits.timeout);
+  const nanoseconds deadline = deadline_after(room.now(), request.permits.timeout);
   // Returning drops the slot taken so far, if any.
-  auto not_admitted = [&guard](AdmissionResult result) {
-    return Admission{.result = result, .signal = guard.received(), .slot = {}};
+  auto not_admitted = [](AdmissionResult result, int signal) {
+    return Admission{.result = result, .signal = signal, .slot = {}};
   };
 
   io::FileDescriptor slot;
   if (request.max_inflight > 0) {
-    while (!(slot = try_any_slot(slots, request.permits.key, request.max_inflight))) {
-      const nanoseconds now = io::monotonic_now();
-      if (now >= deadline) return not_admitted(AdmissionResult::refused);
-      guard.wait_until(std::min(deadline, now + kSlotPollInterval));
-      if (guard.received() != 0) return not_admitted(AdmissionResult::interrupted);
+    while (!(slot = room.try_take_slot(request.permits.key, request.max_inflight))) {
+      const nanoseconds now = room.now();
+      if (now >= deadline) return not_admitted(AdmissionResult::refused, 0);
+      if (const int signal = room.wait_until(std::min(deadline, now + kSlotPollInterval)))
+        return not_admitted(AdmissionResult::interrupted, signal);
     }
   }
 
   backends::PermitRequest permits = request.permits;
   if (deadline != nanoseconds::max())
-    permits.timeout = std::max(deadline - io::monotonic_now(), nanoseconds::zero());
+    permits.timeout = std::max(deadline - room.now(), nanoseconds::zero());
   const backends::Reservation reservation = backend.reserve(permits);
-  if (!reservation.granted) return not_admitted(AdmissionResult::refused);
-  guard.wait_until(deadline_after(io::monotonic_now(), reservation.wait));
-  if (guard.received() != 0) return not_admitted(AdmissionResult::interrupted);
+  if (!reservation.granted) return not_admitted(AdmissionResult::refused, 0);
+  if (const int signal = room.wait_until(deadline_after(room.now(), reservation.wait)))
+    return not_admitted(AdmissionResult::interrupted, signal);
   return Admission{.result = AdmissionResult::admitted, .signal = 0, .slot = std::move(slot)};
+}
+
+Admission admit(backends::BucketBackend& backend, const backends::StateDirectory& slots,
+                const AdmissionRequest& request) {
+  SystemWaitingRoom room(slots);
+  return admit(backend, room, request);
 }
 
 }  // namespace ratelimit::exec
