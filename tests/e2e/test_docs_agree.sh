@@ -36,6 +36,14 @@ all_help=$(for command in "${commands[@]}"; do help_options "$command"; done | s
 diff <(echo "$all_help") <(man_options) >"$WORK/diff" ||
   fail "--help (<) and the man page's OPTIONS (>) differ: $(cat "$WORK/diff")"
 
+# Every subcommand --help lists has a SYNOPSIS line in the man page, and no other does.
+help_subcommands=$("$RATELIMIT" --help | sed -n '/^Subcommands:/,/^$/p' | awk 'NF > 1 {print $1}' |
+  sort)
+man_subcommands=$(sed -n '/^\.SH SYNOPSIS/,/^\.SH /p' "$man_page" | sed -n 's/^\.B ratelimit \([a-z]*\)$/\1/p' |
+  sort)
+[ "$help_subcommands" = "$man_subcommands" ] ||
+  fail "subcommands in --help ($(echo $help_subcommands)) and in SYNOPSIS ($(echo $man_subcommands)) differ"
+
 for command in "${commands[@]}"; do
   diff <(help_options "$command") <(bash_completion_options "$command") >"$WORK/diff" ||
     fail "'ratelimit $command --help' (<) and the bash completion (>) differ: $(cat "$WORK/diff")"
