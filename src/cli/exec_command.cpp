@@ -47,8 +47,11 @@ Command setup_exec(CLI::App& app) {
                    "At most this many commands of the key run at once")
       ->check(CLI::Range(1, 256))
       ->group("Shared bucket");
-  exec->add_option("command", options->command, "The command to run and its arguments (after --)")
+  exec->add_option("command", options->command,
+                   "The command to run and its arguments (-- before it is optional)")
       ->required();
+  // As nice(1) or timeout(1): everything from the command on is the command's, its options too.
+  exec->positionals_at_end();
   return {exec, [options] { return run_exec(*options); }};
 }
 

@@ -7,6 +7,12 @@ run() { "$RATELIMIT" exec --rate 1000 --key cmd -- "$@"; }
 
 expect_status 0 run true
 expect_status 3 run sh -c 'exit 3'
+# Without --, as with nice or timeout: from the command on, every argument is the command's, its
+# options and a -- of its own included.
+[ "$("$RATELIMIT" exec --rate 1000 --key cmd printf '%s,' --rate -k -- x)" = "--rate,-k,--,x," ] ||
+  fail "the arguments after the command were not all passed to it"
+expect_status 64 "$RATELIMIT" exec --rate 1000 --bogus printf x
+grep -q -- '--bogus' "$WORK/stderr" || fail "an unknown option before the command is not named"
 [ "$(echo hello | run tr a-z A-Z)" = HELLO ] || fail "stdin/stdout do not reach the command"
 [ "$(run sh -c 'echo oops >&2' 2>&1 >/dev/null)" = oops ] || fail "stderr does not reach the command"
 
