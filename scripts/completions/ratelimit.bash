@@ -3,13 +3,30 @@ _ratelimit() {
   local cur prev words cword
   _init_completion || return
 
-  local command="" word
-  for word in "${words[@]:1:cword-1}"; do
-    case $word in
-      --) return ;;  # after --, exec's command: let bash complete it
-      set | exec | acquire | status | reset) command=$word; break ;;
+  local command="" command_index=0 i
+  for ((i = 1; i < cword; i++)); do
+    case ${words[i]} in
+      set | exec | acquire | status | reset) command=${words[i]} command_index=$i; break ;;
     esac
   done
+
+  local value_options=" --rate -r --burst --warmup --cold-factor --delimiter --chunk --key -k --permits \
+--timeout --max-inflight --output -o --state-dir "
+  # exec: from the command on (after -- or at its first word), complete as that command.
+  if [[ $command == exec ]]; then
+    for ((i = command_index + 1; i < cword; i++)); do
+      case ${words[i]} in
+        --) _command_offset $((i + 1)); return ;;
+        -*) [[ $value_options == *" ${words[i]} "* ]] && ((i++)) ;;
+        *) _command_offset "$i"; return ;;
+      esac
+    done
+    # The word being typed is the command itself.
+    if [[ $cur != -* && $value_options != *" $prev "* ]]; then
+      _command_offset "$cword"
+      return
+    fi
+  fi
 
   local rate_options="--rate -r --burst --warmup --cold-factor"
   local shared_options="--key -k --state-dir --verbose -v"

@@ -60,6 +60,24 @@ subcommands=$(cd "$WORK/empty" && bash -c '
 [ "$subcommands" = "acquire exec reset set status " ] ||
   fail "the bash completion offers '$subcommands' as subcommands"
 
+# After exec's command word (with or without --), bash completes that command, not ratelimit.
+complete_line() {
+  bash -c '
+    source /usr/share/bash-completion/bash_completion
+    source "$1"
+    shift
+    COMP_WORDS=(ratelimit "$@")
+    COMP_CWORD=$((${#COMP_WORDS[@]} - 1))
+    COMP_LINE="${COMP_WORDS[*]}"
+    COMP_POINT=${#COMP_LINE}
+    _ratelimit
+    printf "%s\n" "${COMPREPLY[@]}"' _ "$completions/ratelimit.bash" "$@" 2>/dev/null
+}
+complete_line exec --rate 2 ech | grep -qx echo || fail "no command completed after 'exec --rate 2'"
+complete_line exec --key api -- ech | grep -qx echo || fail "no command completed after 'exec --'"
+complete_line exec --rate 2 ls --al | grep -qx -- --all || fail "ls's options not completed after exec"
+complete_line exec --rate 2 --ke | grep -qx -- --key || fail "exec's options not completed"
+
 for option in $all_help; do
   long=${option#--}
   if [[ $option == --* ]]; then
