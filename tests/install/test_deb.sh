@@ -20,7 +20,8 @@ depends=$(dpkg-deb --field "$deb" Depends)
 [ -z "$depends" ] || fail "Depends is '$depends', expected none for a static binary"
 dpkg-deb --fsys-tarfile "$deb" | tar -xO ./usr/bin/ratelimit >"$work/ratelimit"
 chmod +x "$work/ratelimit"
-if readelf --program-headers "$work/ratelimit" | grep -q INTERP; then fail "the packaged binary is not static"; fi
+program_headers=$(readelf --program-headers "$work/ratelimit")
+if grep -q INTERP <<<"$program_headers"; then fail "the packaged binary is not static"; fi
 "$work/ratelimit" --version >/dev/null || fail "the packaged binary does not run"
 contents=$(dpkg-deb --contents "$deb")
 for file in ./usr/bin/ratelimit ./usr/include/ratelimit/rate_limiter.hpp \
