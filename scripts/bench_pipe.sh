@@ -108,7 +108,7 @@ shaped "$TMP/warmup" "" "head -c 7000000 /dev/zero" "$RATELIMIT" --rate 1M --war
 # s*x + slope*(D^2 - (D-x)^2)/2 over the D = max - threshold cold permits, then x/rate; its
 # inverse is the units delivered by time t. The first chunk is free (its cost is paid by the
 # next), so the model is shifted by the first read. Compared every 0.5 s from 1 s on, with what
-# had arrived by then (one chunk, 1/50 s of the rate, is 5 % of the model at 1 s).
+# had arrived by then (one chunk, 1/200 s of the rate, is 1 % of the model at 1 s).
 awk -v rate=1e6 -v warmup=4 -v cold=3 -v out="$TMP/warmup_model" '
   function model(t) {
     return first + ((t <= warmup) ? (b - sqrt(b * b - 2 * slope * t)) / slope \

@@ -135,7 +135,7 @@ Command setup_pipe(CLI::App& app) {
       ->excludes(null)
       ->group("Pipe");
   app.add_option("--chunk", options->chunk,
-                 "Units per write [default: 1/50 s of the rate, at most a pipe's capacity]")
+                 "Units per write [default: 1/200 s of the rate, at most a pipe's capacity]")
       ->check(syntax_check(parse_size, "SIZE"))
       ->group("Pipe");
   app.add_flag("-p,--progress{auto}", options->progress,

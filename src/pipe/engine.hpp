@@ -51,7 +51,11 @@ struct Result {
   Totals totals;
 };
 
-// The units per write for a rate: about 1/50 s of it, at least one, at most `max_units`.
+// Writes per second at the default chunk size. Any 100 ms window then holds at most 21 writes
+// worth, 1.05 times the rate; the cost is a wake-up every 5 ms, far below a core's 1 %.
+inline constexpr double kWritesPerSecond = 200.0;
+
+// The units per write for a rate: 1/kWritesPerSecond of it, at least one, at most `max_units`.
 std::int64_t default_chunk_units(double units_per_second, std::int64_t max_units);
 
 // Moves the input to the output at the bucket's rate: waits until the bucket's next free time,

@@ -26,9 +26,9 @@ EngineOptions lines_per_second(double rate, std::int64_t chunk, std::size_t buff
   return options;
 }
 
-TEST(DefaultChunk, IsAFiftiethOfTheRateWithinBounds) {
-  EXPECT_EQ(default_chunk_units(5000, 65536), 100);
-  EXPECT_EQ(default_chunk_units(1000, 65536), 20);
+TEST(DefaultChunk, IsATwoHundredthOfTheRateWithinBounds) {
+  EXPECT_EQ(default_chunk_units(5000, 65536), 25);
+  EXPECT_EQ(default_chunk_units(1000, 65536), 5);
   EXPECT_EQ(default_chunk_units(20, 4096), 1);
   EXPECT_EQ(default_chunk_units(0.5, 4096), 1);
   EXPECT_EQ(default_chunk_units(100e6, 65536), 65536);
