@@ -102,6 +102,24 @@ read -r cstream_cpu cstream_speed < <(cost cstream -t 100000000000)
 read -r mbuffer_cpu mbuffer_speed < <(cost mbuffer -q -r 100G)
 vs_pv() { awk -v a="$1" -v b="$pv_cpu" 'BEGIN {printf "%.2fx", a / b}'; }
 
+echo "== cost while shaping (5 s at a rate)" >&2
+# shaping_cost RATE SHAPER...: the shaper's CPU, in % of one core, moving 5 s worth of zeros at
+# RATE bytes/s. Smoother output means more wake-ups; this is their price.
+shaping_cost() {
+  local rate=$1
+  shift
+  head -c $((rate * 5)) /dev/zero | { TIMEFORMAT='%R %U %S' && time "$@"; } 2>"$TMP/time" |
+    cat >/dev/null
+  read -r wall user system <"$TMP/time"
+  awk -v u="$user" -v s="$system" -v wall="$wall" 'BEGIN {printf "%.2f %%\n", (u + s) / wall * 100}'
+}
+shaping_rows=()
+for rate in 1000 10000000; do
+  shaping_rows+=("| $rate B/s | $(shaping_cost "$rate" "$RATELIMIT" --rate "$rate") |\
+ $(shaping_cost "$rate" pv -q -L "$rate") | $(shaping_cost "$rate" cstream -t "$rate") |\
+ $(shaping_cost "$rate" mbuffer -q -r "$rate") |")
+done
+
 echo "== warm-up" >&2
 shaped "$TMP/warmup" "" "head -c 7000000 /dev/zero" "$RATELIMIT" --rate 1M --warmup 4s >/dev/null
 # Guava's SmoothWarmingUp from cold, cold factor 3: the time to take x permits is
@@ -171,6 +189,13 @@ EOF
   echo "| CPU s per GiB | $ratelimit_cpu | $pv_cpu | $cstream_cpu | $mbuffer_cpu |"
   echo "| throughput MB/s | $ratelimit_speed | $pv_speed | $cstream_speed | $mbuffer_speed |"
   echo "| CPU vs pv | $(vs_pv "$ratelimit_cpu") | 1.00x | $(vs_pv "$cstream_cpu") | $(vs_pv "$mbuffer_cpu") |"
+  echo
+  echo "Cost while shaping: CPU of one core over a 5 s transfer at the rate (ratelimit writes 200"
+  echo "times a second, pv 10; the price of the smaller window):"
+  echo
+  echo "| rate | ratelimit | pv -L | cstream -t | mbuffer -r |"
+  echo "| --- | --- | --- | --- | --- |"
+  printf '%s\n' "${shaping_rows[@]}"
   echo
   echo "Warm-up (\`--rate 1M --warmup 4s\`, 7 MB): largest deviation from Guava's SmoothWarmingUp" \
     "ramp, every 0.5 s from 1 s on: **${warmup_error} %** (target: within 10 %)."

@@ -37,20 +37,27 @@ Result Engine::run() {
 
 std::optional<Result> Engine::run_spliced() {
   const auto chunk_bytes = static_cast<std::size_t>(options_.chunk_units);
+  // The bucket's turn comes first and the input is only waited for when a splice finds it empty:
+  // one wake-up per chunk while the producer is ahead. Booking the chunk at its turn rather than
+  // at its arrival books the same: a reservation made before the bucket's next free time changes
+  // only that time, and one made after it finds the lateness stored as permits. The turn is not
+  // waited for once the input is known to hold nothing more, so the end comes without a wait.
   while (true) {
-    if (wait(kForever, true) == Wake::stop) return finish(Ending::stopped, io_.stop_signal());
-    const nanoseconds requested_at = io_.now();
     // Nothing has been read yet, so a stop here leaves nothing behind.
-    if (wait(bucket_.state().next_free, false) == Wake::stop)
+    if (wait(bucket_.state().next_free, WaitFor::input_end) == Wake::stop)
       return finish(Ending::stopped, io_.stop_signal());
+    const nanoseconds requested_at = io_.now();
     const std::optional<Moved> moved = io_.splice(chunk_bytes);
     if (!moved) return std::nullopt;
+    if (moved->output_closed) return finish(Ending::downstream_closed);
     if (moved->bytes > 0) {
       const auto bytes = static_cast<std::int64_t>(moved->bytes);
       charge(moved->bytes, bytes, requested_at);
+    } else if (moved->end_of_input) {
+      return finish(Ending::end_of_input);
+    } else if (wait(kForever, WaitFor::input) == Wake::stop) {
+      return finish(Ending::stopped, io_.stop_signal());
     }
-    if (moved->output_closed) return finish(Ending::downstream_closed);
-    if (moved->end_of_input) return finish(Ending::end_of_input);
   }
 }
 
@@ -64,7 +71,7 @@ Result Engine::run_buffered() {
     const Span span = next_span(end_of_input);
     if (span.bytes == 0) {
       if (end_of_input) return finish(Ending::end_of_input);
-      if (wait(kForever, true) == Wake::stop) return stop_after_writing_buffer();
+      if (wait(kForever, WaitFor::input) == Wake::stop) return stop_after_writing_buffer();
       std::copy(buffer_.begin() + static_cast<std::ptrdiff_t>(begin_),
                 buffer_.begin() + static_cast<std::ptrdiff_t>(end_), buffer_.begin());
       end_ -= begin_;
@@ -78,7 +85,7 @@ Result Engine::run_buffered() {
       continue;
     }
     const nanoseconds requested_at = io_.now();
-    if (span.units > 0 && wait(bucket_.state().next_free, false) == Wake::stop)
+    if (span.units > 0 && wait(bucket_.state().next_free, WaitFor::deadline) == Wake::stop)
       return stop_after_writing_buffer();
     if (!write_buffered(span.bytes, requested_at)) return finish(Ending::downstream_closed);
   }
@@ -143,12 +150,13 @@ void Engine::charge(std::size_t bytes, std::int64_t units, nanoseconds requested
   totals_.units += static_cast<std::uint64_t>(units);
 }
 
-Wake Engine::wait(nanoseconds deadline, bool for_input) {
+Wake Engine::wait(nanoseconds deadline, WaitFor what) {
   while (true) {
     const nanoseconds now = io_.now();
     if (now >= next_progress_) report_progress(now);
-    if (!for_input && now >= deadline) return Wake::timeout;
-    const Wake wake = io_.wait(std::min(deadline, next_progress_), for_input);
+    if (what == WaitFor::input_end && io_.input_exhausted()) return Wake::ready;
+    if (what != WaitFor::input && now >= deadline) return Wake::timeout;
+    const Wake wake = io_.wait(std::min(deadline, next_progress_), what);
     if (wake == Wake::control) {
       if (const std::optional<double> rate = io_.take_new_rate()) {
         bucket_.set_rate(*rate, io_.now());
@@ -156,7 +164,8 @@ Wake Engine::wait(nanoseconds deadline, bool for_input) {
       }
       continue;
     }
-    if (wake != Wake::timeout) return wake;
+    // A ready for input_end is news to check at the top: the input may still hold bytes.
+    if (wake == Wake::stop || (wake == Wake::ready && what == WaitFor::input)) return wake;
   }
 }
 

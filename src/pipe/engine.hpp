@@ -81,7 +81,7 @@ class Engine {
   std::optional<Result> run_spliced();
   Result run_buffered();
   // Waits for the deadline (and input, if asked), serving control messages and progress ticks.
-  Wake wait(std::chrono::nanoseconds deadline, bool for_input);
+  Wake wait(std::chrono::nanoseconds deadline, WaitFor what);
   // The next piece of the buffer to write; empty when more input is needed first.
   Span next_span(bool end_of_input) const;
   // Writes the first `bytes` of the buffer, charging the units that go out as booked at

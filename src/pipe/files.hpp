@@ -34,7 +34,8 @@ class FileIo final : public Io {
   std::size_t fit_pipes_to(std::size_t wanted_bytes);
 
   std::chrono::nanoseconds now() override;
-  Wake wait(std::chrono::nanoseconds deadline, bool for_input) override;
+  Wake wait(std::chrono::nanoseconds deadline, WaitFor what) override;
+  bool input_exhausted() const override;
   Moved read(std::span<char> buffer) override;
   std::optional<std::size_t> write(std::span<const char> data) override;
   std::optional<Moved> splice(std::size_t max_bytes) override;
@@ -46,9 +47,14 @@ class FileIo final : public Io {
     std::string name;
     io::FileDescriptor fd;
     bool is_pipe;
+    // What the input will still give, when known: the rest of a regular file, and what a pipe
+    // holds once its last writer has closed.
+    std::optional<std::size_t> bytes_left;
   };
 
   bool at_end() const { return current_ == inputs_.size(); }
+  static void note_writers_gone(Input& input);
+  static void note_moved(Input& input, std::size_t bytes);
   // Closes the input that ended; true when none is left.
   bool next_input();
 

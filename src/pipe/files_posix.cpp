@@ -1,9 +1,11 @@
 #include <fcntl.h>
+#include <sys/ioctl.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <cerrno>
+#include <limits>
 #include <utility>
 
 #include "io/errors.hpp"
@@ -56,12 +58,14 @@ FileIo::FileIo(const std::vector<std::string>& inputs, const std::string& output
       throw_input_error(shown);
     }
     all_regular = all_regular && S_ISREG(status.st_mode);
+    std::optional<std::size_t> bytes_left;
     if (S_ISREG(status.st_mode)) {
       regular_inputs.emplace_back(status.st_dev, status.st_ino);
-      const off_t position = ::lseek(fd.get(), 0, SEEK_CUR);
-      regular_bytes += static_cast<std::uint64_t>(status.st_size - std::max<off_t>(position, 0));
+      const off_t position = std::max<off_t>(::lseek(fd.get(), 0, SEEK_CUR), 0);
+      bytes_left = static_cast<std::size_t>(std::max<off_t>(status.st_size - position, 0));
+      regular_bytes += *bytes_left;
     }
-    inputs_.push_back(Input{shown, std::move(fd), S_ISFIFO(status.st_mode)});
+    inputs_.push_back(Input{shown, std::move(fd), S_ISFIFO(status.st_mode), bytes_left});
   }
   if (all_regular) total_bytes_ = regular_bytes;
 
@@ -111,11 +115,16 @@ std::size_t FileIo::fit_pipes_to(std::size_t wanted_bytes) {
 
 std::chrono::nanoseconds FileIo::now() { return io::monotonic_now(); }
 
-Wake FileIo::wait(std::chrono::nanoseconds deadline, bool for_input) {
+Wake FileIo::wait(std::chrono::nanoseconds deadline, WaitFor what) {
   pollfd fds[2];
   nfds_t count = 0;
+  const bool for_input = what == WaitFor::input;
   const bool watch_input = for_input && !at_end();
-  if (watch_input) fds[count++] = pollfd{inputs_[current_].fd.get(), POLLIN, 0};
+  // Asking for no events still reports POLLHUP: the pipe's last writer has closed.
+  const bool watch_writers = what == WaitFor::input_end && !at_end() && inputs_[current_].is_pipe &&
+                             !inputs_[current_].bytes_left;
+  if (watch_input || watch_writers)
+    fds[count++] = pollfd{inputs_[current_].fd.get(), watch_input ? short{POLLIN} : short{0}, 0};
   const nfds_t control_index = count;
   if (control_) fds[count++] = pollfd{control_->fd(), POLLIN, 0};
   if (for_input && !watch_input) deadline = now();  // the end of input is always ready
@@ -123,8 +132,32 @@ Wake FileIo::wait(std::chrono::nanoseconds deadline, bool for_input) {
   if (signals_->received() != 0) return Wake::stop;
   if (ready > 0 && control_ && fds[control_index].revents != 0) return Wake::control;
   if (for_input && (!watch_input || fds[0].revents != 0)) return Wake::ready;
+  if (watch_writers && fds[0].revents != 0) {
+    note_writers_gone(inputs_[current_]);
+    return Wake::ready;
+  }
   return Wake::timeout;
 }
+
+void FileIo::note_writers_gone(Input& input) {
+  int bytes = 0;
+  // If the pipe will not say, as much as never runs out: the end is found by reading it.
+  input.bytes_left = ::ioctl(input.fd.get(), FIONREAD, &bytes) == 0
+                         ? static_cast<std::size_t>(bytes)
+                         : std::numeric_limits<std::size_t>::max();
+}
+
+void FileIo::note_moved(Input& input, std::size_t bytes) {
+  if (!input.bytes_left) return;
+  // More than was known: the file grew, or a new writer opened the FIFO. Unknown again.
+  if (bytes > *input.bytes_left) {
+    input.bytes_left.reset();
+    return;
+  }
+  *input.bytes_left -= bytes;
+}
+
+bool FileIo::input_exhausted() const { return at_end() || inputs_[current_].bytes_left == 0; }
 
 bool FileIo::next_input() {
   inputs_[current_].fd.reset();
@@ -140,6 +173,7 @@ Moved FileIo::read(std::span<char> buffer) {
   if (got < 0 && would_block()) return Moved{0, false, false};
   if (got < 0) io::throw_errno("read " + input.name);
   if (got == 0) return Moved{0, next_input(), false};
+  note_moved(input, static_cast<std::size_t>(got));
   return Moved{static_cast<std::size_t>(got), false, false};
 }
 
@@ -159,7 +193,8 @@ std::optional<Moved> FileIo::splice(std::size_t max_bytes) {
   Input& input = inputs_[current_];
   if (!input.is_pipe && !output_is_pipe_) return std::nullopt;
   const ssize_t moved = io::retry_on_eintr([&] {
-    return ::splice(input.fd.get(), nullptr, output_.get(), nullptr, max_bytes, SPLICE_F_MOVE);
+    return ::splice(input.fd.get(), nullptr, output_.get(), nullptr, max_bytes,
+                    SPLICE_F_MOVE | SPLICE_F_NONBLOCK);
   });
   if (moved < 0) {
     if (errno == EPIPE) return Moved{0, false, true};
@@ -174,6 +209,7 @@ std::optional<Moved> FileIo::splice(std::size_t max_bytes) {
     io::throw_errno("splice " + input.name + " to " + output_name_);
   }
   if (moved == 0) return Moved{0, next_input(), false};
+  note_moved(input, static_cast<std::size_t>(moved));
   return Moved{static_cast<std::size_t>(moved), false, false};
 }
 

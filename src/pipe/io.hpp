@@ -9,10 +9,17 @@ namespace ratelimit::pipe {
 
 // Why a wait ended.
 enum class Wake {
-  ready,    // the input can be read (or is at its end) without blocking
+  ready,    // what the wait was for besides the deadline happened
   timeout,  // the deadline passed
   control,  // a new rate arrived: take it with take_new_rate()
   stop,     // a stop signal arrived: take it with stop_signal()
+};
+
+// What besides its deadline a wait is for.
+enum class WaitFor {
+  deadline,   // nothing
+  input,      // the input can be read (or is at its end) without blocking
+  input_end,  // the input turns out to hold nothing more: input_exhausted()
 };
 
 // What one read or splice moved.
@@ -31,18 +38,21 @@ class Io {
   virtual ~Io() = default;
 
   virtual std::chrono::nanoseconds now() = 0;
-  // Waits until `deadline` (nanoseconds::max(): no limit) or, when `for_input`, until the input
-  // can be read; a stop signal or a control message ends any wait.
-  virtual Wake wait(std::chrono::nanoseconds deadline, bool for_input) = 0;
+  // Waits until `deadline` (nanoseconds::max(): no limit) or what `what` names; a stop signal or
+  // a control message ends any wait.
+  virtual Wake wait(std::chrono::nanoseconds deadline, WaitFor what) = 0;
+  // True when the input is known to hold nothing more: its writer has gone and what it left has
+  // been moved, so the next splice finds the end without blocking.
+  virtual bool input_exhausted() const = 0;
   // Reads up to buffer.size() bytes after wait() said ready. Zero bytes without end_of_input: one
   // input ended and the next is not ready yet, wait again.
   virtual Moved read(std::span<char> buffer) = 0;
   // Writes some of `data` (at least one byte, blocking while the output is full); nullopt when
   // downstream has closed.
   virtual std::optional<std::size_t> write(std::span<const char> data) = 0;
-  // Moves up to `max_bytes` from input to output without copying them through user space, after
-  // wait() said ready (zero bytes as for read()); nullopt when that is impossible for these
-  // descriptors, and then nothing moved.
+  // Moves up to `max_bytes` from input to output without copying them through user space. Never
+  // blocks on an empty input: zero bytes without end_of_input then, and the caller waits for
+  // input. nullopt when splicing is impossible for these descriptors, and then nothing moved.
   virtual std::optional<Moved> splice(std::size_t max_bytes) = 0;
   // The rate (units per second) sent by `ratelimit set`, once per message.
   virtual std::optional<double> take_new_rate() = 0;

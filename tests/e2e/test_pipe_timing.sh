@@ -49,6 +49,18 @@ printf x >"$WORK/x"
 ms=$(elapsed_ms "$RATELIMIT" -l --rate 0.1 "$WORK/x" -o "$WORK/out")
 within "no wait after one unit" "$ms" 0 1500
 
+# The same on the zero-copy path, where the end is only seen by the splice after the last chunk:
+# 200 bytes at 100 B/s in chunks of 100 go out at 0 and 1 s, and the end follows at once (waiting
+# for the next turn first would end at 2 s). From a pipe whose writer has gone, and from a file.
+head -c 200 "$WORK/in" >"$WORK/two_chunks"
+# shellcheck disable=SC2002 # cat into ratelimit: its input must be a pipe
+ms=$(elapsed_ms bash -c 'cat "$2" | "$1" --rate 100 --chunk 100 | cat >/dev/null' _ "$RATELIMIT" \
+  "$WORK/two_chunks")
+within "no wait after the end of a spliced pipe" "$ms" 900 1700
+ms=$(elapsed_ms bash -c '"$1" --rate 100 --chunk 100 "$2" | cat >/dev/null' _ "$RATELIMIT" \
+  "$WORK/two_chunks")
+within "no wait after the end of a spliced file" "$ms" 900 1700
+
 # A rate change mid-stream: 60000 bytes at 10 kB/s would take 6 s; raised to 100 kB/s after
 # about 1 s, the rest takes half a second.
 random_file "$WORK/big" 60000

@@ -53,7 +53,10 @@ class FakePipeIo final : public pipe::Io {
 
   std::chrono::nanoseconds now() override { return now_; }
 
-  pipe::Wake wait(std::chrono::nanoseconds deadline, bool for_input) override {
+  // The last arrival's end is the writer closing: known at once, so a wait for input_end
+  // never needs to be cut short.
+  pipe::Wake wait(std::chrono::nanoseconds deadline, pipe::WaitFor what) override {
+    const bool for_input = what == pipe::WaitFor::input;
     if (for_input && (readable() || at_end())) return pipe::Wake::ready;
     std::chrono::nanoseconds until = deadline;
     if (for_input) until = std::min(until, arrivals_[next_arrival_].time);
@@ -69,6 +72,8 @@ class FakePipeIo final : public pipe::Io {
     now_ = std::max(now_, until);
     return for_input && readable() ? pipe::Wake::ready : pipe::Wake::timeout;
   }
+
+  bool input_exhausted() const override { return at_end(); }
 
   pipe::Moved read(std::span<char> buffer) override {
     const std::string taken = take(buffer.size());

@@ -60,6 +60,8 @@ TEST(PipeEngine, SplicesOnTheSameScheduleWhenPossible) {
   const std::string chunk(20, 's');
   EXPECT_EQ(io.writes(), (std::vector<Write>{{0ms, chunk}, {20ms, chunk}, {40ms, chunk}}));
   EXPECT_GE(io.splices(), 3u);
+  // The writer gone and its bytes moved: the end is found without waiting for the next turn.
+  EXPECT_EQ(io.elapsed(), 40ms);
 }
 
 TEST(PipeEngine, FallsBackToReadAndWriteWhenSpliceIsImpossible) {
