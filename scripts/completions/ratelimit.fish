@@ -1,14 +1,44 @@
 # fish completion for ratelimit
 set -l commands set exec acquire status reset
+
+# exec's command so far, a word a line, when the word being completed belongs to it: the command
+# is the first word after exec's options, or the word after --.
+function __ratelimit_exec_command
+    set -l words (commandline -opc)
+    test (count $words) -ge 2; and test $words[2] = exec; or return 1
+    set -l value_options --rate -r --burst --warmup --cold-factor --key -k --state-dir --permits \
+        --timeout --max-inflight
+    set -l i 3
+    while test $i -le (count $words)
+        switch $words[$i]
+            case --
+                test $i -lt (count $words); and printf '%s\n' $words[(math $i + 1)..-1]
+                return 0
+            case '-*'
+                contains -- $words[$i] $value_options; and set i (math $i + 1)
+            case '*'
+                printf '%s\n' $words[$i..-1]
+                return 0
+        end
+        set i (math $i + 1)
+    end
+    # No command yet: the word being completed is the command, unless it is an option or a value.
+    string match -q -- '-*' (commandline -ct); and return 1
+    contains -- $words[-1] $value_options; and return 1
+    return 0
+end
+complete -c ratelimit -n '__ratelimit_exec_command >/dev/null' -x \
+    -a '(complete -C (string join -- " " (__ratelimit_exec_command | string escape) (commandline -ct)))'
+set -l own "not __ratelimit_exec_command >/dev/null"
 complete -c ratelimit -f -n "not __fish_seen_subcommand_from $commands" -a "$commands"
 complete -c ratelimit -n "not __fish_seen_subcommand_from $commands" -F
 
 # Every command
-complete -c ratelimit -s h -l help -d 'Print help and exit'
+complete -c ratelimit -n "$own" -s h -l help -d 'Print help and exit'
 complete -c ratelimit -n "not __fish_seen_subcommand_from $commands" -s V -l version -d 'Print the version and exit'
 
 # Rate options: pipe mode, exec and acquire
-set -l with_rate "not __fish_seen_subcommand_from set status reset"
+set -l with_rate "not __fish_seen_subcommand_from set status reset; and $own"
 complete -c ratelimit -n "$with_rate; or __fish_seen_subcommand_from set" -s r -l rate -x -d 'Rate: units per period, e.g. 5000, 10MiB/s, 2/s'
 complete -c ratelimit -n "$with_rate" -l burst -x -d 'Unused capacity stored for a burst (2s or 64k)'
 complete -c ratelimit -n "$with_rate" -l warmup -x -d 'Start cold and ramp up over this duration'
@@ -25,13 +55,13 @@ complete -c ratelimit -n "$pipe" -s p -l progress -d 'Draw a progress line (=for
 complete -c ratelimit -n "$pipe" -l stats -d 'Print a summary at the end (=json: as JSON)'
 
 # Shared buckets
-set -l shared "__fish_seen_subcommand_from exec acquire status reset"
+set -l shared "__fish_seen_subcommand_from exec acquire status reset; and $own"
 complete -c ratelimit -n "$shared" -s k -l key -x -d 'Name of the shared bucket'
 complete -c ratelimit -n "$shared" -l state-dir -x -a '(__fish_complete_directories)' -d 'Directory of the bucket files'
 complete -c ratelimit -n "$shared" -s v -l verbose -d 'Say why a bucket record was discarded'
-set -l taking "__fish_seen_subcommand_from exec acquire"
+set -l taking "__fish_seen_subcommand_from exec acquire; and $own"
 complete -c ratelimit -n "$taking" -l permits -x -d 'Permits to take'
 complete -c ratelimit -n "$taking" -l try -d 'Never wait: exit 75 if no permit is free'
 complete -c ratelimit -n "$taking" -l timeout -x -d 'Wait at most this long'
-complete -c ratelimit -n "__fish_seen_subcommand_from exec" -l max-inflight -x -d 'At most this many commands of the key at once'
+complete -c ratelimit -n "__fish_seen_subcommand_from exec; and $own" -l max-inflight -x -d 'At most this many commands of the key at once'
 complete -c ratelimit -n "__fish_seen_subcommand_from set" -x -a '(__fish_complete_pids)'

@@ -38,15 +38,17 @@ Result Engine::run() {
 std::optional<Result> Engine::run_spliced() {
   const auto chunk_bytes = static_cast<std::size_t>(options_.chunk_units);
   // The bucket's turn comes first and the input is only waited for when a splice finds it empty:
-  // one wake-up per chunk while the producer is ahead. Booking the chunk at its turn rather than
-  // at its arrival books the same: a reservation made before the bucket's next free time changes
-  // only that time, and one made after it finds the lateness stored as permits. The turn is not
-  // waited for once the input is known to hold nothing more, so the end comes without a wait.
+  // one wake-up per chunk while the producer is ahead. The chunk is booked when it was both due
+  // and there, as if it had been read at its arrival: a wake-up late by the timer's slack would
+  // otherwise count as idle time, which a warming-up bucket pays for by cooling down. The turn is
+  // not waited for once the input is known to hold nothing more, so the end comes without a wait.
+  nanoseconds input_seen_at = nanoseconds::min();
   while (true) {
+    const nanoseconds turn = bucket_.state().next_free;
     // Nothing has been read yet, so a stop here leaves nothing behind.
-    if (wait(bucket_.state().next_free, WaitFor::input_end) == Wake::stop)
+    if (wait(turn, WaitFor::input_end) == Wake::stop)
       return finish(Ending::stopped, io_.stop_signal());
-    const nanoseconds requested_at = io_.now();
+    const nanoseconds requested_at = std::min(io_.now(), std::max(turn, input_seen_at));
     const std::optional<Moved> moved = io_.splice(chunk_bytes);
     if (!moved) return std::nullopt;
     if (moved->output_closed) return finish(Ending::downstream_closed);
@@ -57,6 +59,8 @@ std::optional<Result> Engine::run_spliced() {
       return finish(Ending::end_of_input);
     } else if (wait(kForever, WaitFor::input) == Wake::stop) {
       return finish(Ending::stopped, io_.stop_signal());
+    } else {
+      input_seen_at = io_.now();
     }
   }
 }

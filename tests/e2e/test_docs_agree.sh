@@ -90,6 +90,35 @@ expect_completion probe:--al exec --rate 2 probe --al
 expect_completion probe:x exec --burst 3 -- probe a x
 expect_completion --key exec --rate 2 --ke
 
+# The same in fish, which runs the completion for real. "probe" has options and arguments of
+# its own; none of ratelimit's may be offered for it.
+fish_completes() {
+  fish --no-config -c '
+    source $argv[1]
+    complete -c probe -l alpha
+    complete -c probe -x -a "first second"
+    complete -C $argv[2] | string replace -r "\t.*" ""
+    true' "$completions/ratelimit.fish" "$1"
+}
+# expect_fish LINE EXPECTED: completing LINE offers EXPECTED (with "!": does not offer it).
+expect_fish() {
+  local offered
+  offered=$(fish_completes "$1")
+  if [[ $2 == !* ]]; then
+    ! grep -qx -- "${2#!}" <<<"$offered" || fail "fish offers '${2#!}' for '$1'"
+  else
+    grep -qx -- "$2" <<<"$offered" || fail "fish offers '$offered' for '$1', not '$2'"
+  fi
+}
+expect_fish "ratelimit exec --rate 2 ech" echo
+expect_fish "ratelimit exec --key api -- ech" echo
+expect_fish "ratelimit exec --rate 2 probe --al" --alpha
+expect_fish "ratelimit exec --rate 2 probe --ra" '!--rate'
+expect_fish "ratelimit exec --burst 3 -- probe a fi" first
+expect_fish "ratelimit exec --rate 2 --ke" --key
+expect_fish "ratelimit --ra" --rate
+expect_fish "ratelimit ac" acquire
+
 for option in $all_help; do
   long=${option#--}
   if [[ $option == --* ]]; then
