@@ -200,8 +200,10 @@ std::optional<Moved> FileIo::splice(std::size_t max_bytes) {
     if (errno == EPIPE) return Moved{0, false, true};
     if (would_block()) {
       // The input is empty or the output full: after waiting for the output, the engine waits
-      // for input again.
-      wait_until_writable(output_.get());
+      // for input again. A stop signal ends this wait too: nothing has been read that could be
+      // lost, so a stuck consumer cannot hold ratelimit.
+      pollfd output{output_.get(), POLLOUT, 0};
+      signals_->wait_until(std::chrono::nanoseconds::max(), &output, 1);
       return Moved{0, false, false};
     }
     // Descriptors splice cannot join (a terminal, an O_APPEND file): read and write instead.

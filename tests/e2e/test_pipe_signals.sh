@@ -49,6 +49,26 @@ status=0
 wait "$pid" || status=$?
 [ "$status" -eq 143 ] || fail "SIGTERM while opening a FIFO: exit $status"
 
+# SIGTERM while the output is full and nobody reads it: on the zero-copy path nothing has been
+# read that could be lost, so ratelimit ends at once with 143 instead of waiting for the reader.
+mkfifo "$WORK/stuck"
+sleep 30 <"$WORK/stuck" &
+reader=$!
+# shellcheck disable=SC2002 # cat into ratelimit: its input must be a pipe
+cat "$WORK/in" | "$RATELIMIT" --rate 10M >"$WORK/stuck" &
+pid=$!
+sleep 0.5
+kill -TERM "$pid"
+sleep 1
+if kill -0 "$pid" 2>/dev/null; then
+  kill -KILL "$pid"
+  fail "SIGTERM with a full output and no reader: still running after 1 s"
+fi
+status=0
+wait "$pid" || status=$?
+kill "$reader"
+[ "$status" -eq 143 ] || fail "SIGTERM with a full output and no reader: exit $status"
+
 # SIGSTOP/SIGCONT of ratelimit itself.
 "$RATELIMIT" --rate 400k "$WORK/in" >"$WORK/out" &
 pid=$!
