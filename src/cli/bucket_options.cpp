@@ -1,5 +1,7 @@
 #include "cli/bucket_options.hpp"
 
+#include <cmath>
+
 #include "cli/units.hpp"
 
 namespace ratelimit::cli {
@@ -35,7 +37,7 @@ void add_bucket_options(CLI::App& app, BucketOptions& options) {
       ->group("Rate");
   app.add_option("--cold-factor", options.cold_factor,
                  "With --warmup: how many times slower than the rate a cold start is")
-      ->check(CLI::Range(1.0, 1e6))
+      ->check(number_in(1.0, 1e6))
       ->needs(warmup)
       ->group("Rate");
 }
@@ -57,6 +59,9 @@ BucketParams to_bucket_params(const BucketOptions& options, RateUnits units) {
         is_duration(options.burst)
             ? std::chrono::duration<double>(parse_duration(options.burst)).count()
             : parse_size(options.burst) / rate.units_per_second;
+    if (!std::isfinite(params.max_burst_seconds))
+      throw UsageError("invalid burst '" + options.burst + "': longer than any duration at rate '" +
+                       options.rate + "'");
   }
   return params;
 }

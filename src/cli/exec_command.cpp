@@ -8,6 +8,7 @@
 
 #include "cli/commands.hpp"
 #include "cli/shared_bucket_options.hpp"
+#include "cli/units.hpp"
 #include "exit_codes.hpp"
 #include "io/exec.hpp"
 
@@ -45,7 +46,7 @@ Command setup_exec(CLI::App& app) {
   add_permit_options(*exec, options->permits);
   exec->add_option("--max-inflight", options->max_inflight,
                    "At most this many commands of the key run at once")
-      ->check(CLI::Range(1, 256))
+      ->check(whole_number_in(1, 256))
       ->group("Shared bucket");
   exec->add_option("command", options->command,
                    "The command to run and its arguments (-- before it is optional)")

@@ -86,6 +86,9 @@ int main(int argc, char** argv) {
     return ratelimit::exit_ok;
   } catch (const ratelimit::cli::UsageError& error) {
     return report(error, ratelimit::exit_usage);
+  } catch (const std::invalid_argument& error) {
+    // A value the options' checks let through, refused by the core with the value named.
+    return report(error, ratelimit::exit_usage);
   } catch (const ratelimit::backends::UnsafeStateError& error) {
     return report(error, ratelimit::exit_no_permission);
   } catch (const ratelimit::io::InputError& error) {

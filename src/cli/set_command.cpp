@@ -1,3 +1,6 @@
+#include <sys/types.h>
+
+#include <limits>
 #include <optional>
 #include <string>
 #include <system_error>
@@ -40,7 +43,7 @@ Command setup_set(CLI::App& app) {
   CLI::App* set = app.add_subcommand("set", "Change the rate of a running ratelimit pipe");
   set->add_option("PID", options->pid, "Process id of the running pipe")
       ->required()
-      ->check(CLI::PositiveNumber);
+      ->check(whole_number_in(1, std::numeric_limits<pid_t>::max()));
   set->add_option("-r,--rate", options->bucket.rate,
                   "The new rate, in the pipe's units (B or bit only in byte mode)")
       ->required()

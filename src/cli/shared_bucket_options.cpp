@@ -49,7 +49,7 @@ void add_permit_options(CLI::App& app, PermitOptions& options) {
   add_store_options(app, options.store);
   add_key_option(app, options.key);
   app.add_option("--permits", options.permits, "Permits to take")
-      ->check(CLI::Range(std::int64_t{1}, std::numeric_limits<std::int64_t>::max()))
+      ->check(whole_number_in(1, std::numeric_limits<std::int64_t>::max()))
       ->capture_default_str()
       ->group("Shared bucket");
   auto* try_only = app.add_flag("--try", options.try_only,

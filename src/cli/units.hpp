@@ -2,6 +2,7 @@
 
 #include <CLI/CLI.hpp>
 #include <chrono>
+#include <cstdint>
 #include <stdexcept>
 #include <string>
 #include <string_view>
@@ -28,6 +29,11 @@ Rate parse_rate(std::string_view text);
 double parse_size(std::string_view text);
 // "500ms", "10s", "2m", "1h", "1d", "1.5s"; a bare number is seconds.
 std::chrono::nanoseconds parse_duration(std::string_view text);
+
+// CLI11 checks for a number from `low` to `high` whose message names the value as written, e.g.
+// "'abc' is not a whole number from 1 to 256" (CLI11's own Range prints 1.000000 and the like).
+CLI::Validator whole_number_in(std::int64_t low, std::int64_t high);
+CLI::Validator number_in(double low, double high);
 
 // A CLI11 check that reports the parser's own message, e.g. "invalid rate '1x': unknown unit 'x'".
 template <typename Parse>

@@ -46,9 +46,33 @@ TEST(BucketOptions, RejectsBadCombinationsAndValues) {
                CLI::ValidationError);
   EXPECT_THROW(parse({"--rate", "1x"}), CLI::ValidationError);
   EXPECT_THROW(parse({"--rate", "10k", "--burst", "2q"}), CLI::ValidationError);
+  // Values that would reach the core as NaN or infinity are refused here, with the value named.
+  EXPECT_THROW(parse({"--rate", "1M", "--warmup", "4s", "--cold-factor", "nan"}),
+               CLI::ValidationError);
+  EXPECT_THROW(parse({"--rate", "1M", "--warmup", "4s", "--cold-factor", "inf"}),
+               CLI::ValidationError);
+  EXPECT_THROW(parse({"--rate", "1e-300", "--burst", "1e308"}), UsageError);
   EXPECT_THROW(parse({}), UsageError);
   EXPECT_THROW(parse({"--rate", "10kB/s"}, RateUnits::plain), UsageError);
   EXPECT_EQ(parse({"--rate", "2/s"}, RateUnits::plain).permits_per_second, 2.0);
+}
+
+TEST(NumberChecks, NameTheValueAndTheRange) {
+  std::string text = "0.5";
+  EXPECT_EQ(number_in(1, 1e6)(text), "'0.5' is not a number from 1 to 1000000");
+  text = "nan";
+  EXPECT_EQ(number_in(1, 1e6)(text), "'nan' is not a number from 1 to 1000000");
+  text = "2.5";
+  EXPECT_EQ(number_in(1, 1e6)(text), "");
+  text = "1.5";
+  EXPECT_EQ(whole_number_in(1, 256)(text), "'1.5' is not a whole number from 1 to 256");
+  text = "257";
+  EXPECT_EQ(whole_number_in(1, 256)(text), "'257' is not a whole number from 1 to 256");
+  text = "99999999999999999999";
+  EXPECT_EQ(whole_number_in(1, 256)(text),
+            "'99999999999999999999' is not a whole number from 1 to 256");
+  text = "256";
+  EXPECT_EQ(whole_number_in(1, 256)(text), "");
 }
 
 }  // namespace
