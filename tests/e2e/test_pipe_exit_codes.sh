@@ -7,7 +7,8 @@ echo data >"$WORK/in"
 # 64: one line naming the bad value.
 for args in "--rate 5x" "--rate abc" "--rate 10 --chunk 1q" "--rate 10 --burst 2x" \
   "--rate 10 --warmup soon" "-l --rate 5MB/s" "-0 --rate 8kbit" "--rate 10 --delimiter ab" \
-  "--rate 10 --progress=sometimes" "--rate 10 -l -0"; do
+  "--rate 10 --progress=sometimes" "--rate 10 -l -0" "--rate 10 --warmup 1s --cold-factor nan" \
+  "--rate 1e-300 --burst 1e308" "--rate 10 --chunk 0"; do
   # shellcheck disable=SC2086 # $args is several words
   expect_status 64 "$RATELIMIT" $args "$WORK/in"
   [ "$(wc -l <"$WORK/stderr")" -eq 1 ] || fail "'$args': not one line: $(cat "$WORK/stderr")"
@@ -15,6 +16,10 @@ for args in "--rate 5x" "--rate abc" "--rate 10 --chunk 1q" "--rate 10 --burst 2
 done
 expect_status 64 "$RATELIMIT" --rate 5x "$WORK/in"
 grep -q "'5x'" "$WORK/stderr" || fail "the bad rate is not named"
+expect_status 64 "$RATELIMIT" --rate 10 --warmup 1s --cold-factor 0.5 "$WORK/in"
+expect_stderr "ratelimit: --cold-factor: '0.5' is not a number from 1 to 1000000"
+expect_status 64 "$RATELIMIT" set abc --rate 5
+expect_stderr "ratelimit: PID: 'abc' is not a whole number from 1 to 2147483647"
 expect_status 64 "$RATELIMIT" "$WORK/in"
 grep -q -- '--rate is required' "$WORK/stderr" || fail "missing --rate not reported"
 
