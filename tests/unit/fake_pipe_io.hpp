@@ -39,6 +39,8 @@ class FakePipeIo final : public pipe::Io {
     rate_changes_.push_back({kStart + after, rate});
   }
   void allow_splice() { splice_allowed_ = true; }
+  // A wait that ends at its deadline ends this much later, as a real timer's slack does.
+  void oversleep_by(std::chrono::nanoseconds slack) { slack_ = slack; }
   void limit_writes_to(std::size_t bytes) { max_write_ = bytes; }
   void close_output_after(std::size_t bytes) { close_after_ = bytes; }
 
@@ -69,7 +71,11 @@ class FakePipeIo final : public pipe::Io {
       return pipe::Wake::control;
     }
     EXPECT_NE(until, std::chrono::nanoseconds::max()) << "the engine would wait forever";
-    now_ = std::max(now_, until);
+    if (for_input && readable_at(until)) {
+      now_ = std::max(now_, until);
+      return pipe::Wake::ready;
+    }
+    now_ = std::max(now_, until + slack_);
     return for_input && readable() ? pipe::Wake::ready : pipe::Wake::timeout;
   }
 
@@ -121,9 +127,10 @@ class FakePipeIo final : public pipe::Io {
     double rate;
   };
 
-  bool readable() const {
-    return next_arrival_ < arrivals_.size() && arrivals_[next_arrival_].time <= now_;
+  bool readable_at(std::chrono::nanoseconds time) const {
+    return next_arrival_ < arrivals_.size() && arrivals_[next_arrival_].time <= time;
   }
+  bool readable() const { return readable_at(now_); }
   bool at_end() const { return next_arrival_ == arrivals_.size(); }
   std::string take(std::size_t max_bytes) {
     if (!readable()) return {};
@@ -141,6 +148,7 @@ class FakePipeIo final : public pipe::Io {
   int stop_signal_ = 0;
   std::vector<RateChange> rate_changes_;
   bool splice_allowed_ = false;
+  std::chrono::nanoseconds slack_{0};
   std::size_t max_write_ = std::string::npos;
   std::optional<std::size_t> close_after_;
   std::size_t written_ = 0;

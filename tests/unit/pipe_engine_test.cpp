@@ -71,8 +71,19 @@ TEST(PipeEngine, FallsBackToReadAndWriteWhenSpliceIsImpossible) {
   EXPECT_EQ(io.writes(), (std::vector<Write>{{0ms, "abc"}}));
 }
 
-TEST(PipeEngine, ASlowProducerIsNotDelayedFurther) {
+// The zero-copy path waits in another order (the bucket first, then the input); both keep the
+// same schedule.
+class BothPaths : public ::testing::TestWithParam<bool> {
+ protected:
+  BothPaths() {
+    if (GetParam()) io.allow_splice();
+  }
   FakePipeIo io;
+};
+INSTANTIATE_TEST_SUITE_P(PipeEngine, BothPaths, ::testing::Values(false, true),
+                         [](const auto& info) { return info.param ? "Spliced" : "Buffered"; });
+
+TEST_P(BothPaths, ASlowProducerIsNotDelayedFurther) {
   io.arrive(0ms, "aa");
   io.arrive(500ms, "bb");
   io.arrive(1200ms, "cc");
@@ -80,14 +91,32 @@ TEST(PipeEngine, ASlowProducerIsNotDelayedFurther) {
   EXPECT_EQ(io.writes(), (std::vector<Write>{{0ms, "aa"}, {500ms, "bb"}, {1200ms, "cc"}}));
 }
 
-TEST(PipeEngine, StoredPermitsAllowABurstAfterAPause) {
-  FakePipeIo io;
+TEST_P(BothPaths, StoredPermitsAllowABurstAfterAPause) {
   io.arrive(0ms, "a");
   io.arrive(2s, "bcd");
   // One second of permits (10) is stored during the pause: the three bytes go at once.
   Engine(bytes_per_second(10, 1), io).run();
   EXPECT_EQ(io.writes(),
             (std::vector<Write>{{0ms, "a"}, {2000ms, "b"}, {2000ms, "c"}, {2000ms, "d"}}));
+}
+
+TEST_P(BothPaths, TimerSlackDoesNotAddUpWhileWarmingUp) {
+  EngineOptions options = bytes_per_second(10, 1);
+  options.bucket.shape = BucketShape::warming_up;
+  options.bucket.warmup = 2s;
+  FakePipeIo punctual;
+  if (GetParam()) punctual.allow_splice();
+  punctual.arrive(0s, std::string(30, 'w'));
+  Engine(options, punctual).run();
+  // Every wait ends 1 ms late; every write is then 1 ms late, never more: the schedule stays on
+  // its absolute times, and the lateness is not taken for idle time that cools the bucket.
+  io.oversleep_by(1ms);
+  io.arrive(0s, std::string(30, 'w'));
+  Engine(options, io).run();
+  ASSERT_EQ(io.writes().size(), punctual.writes().size());
+  EXPECT_EQ(io.writes()[0].time, punctual.writes()[0].time);
+  for (std::size_t i = 1; i < io.writes().size(); ++i)
+    EXPECT_EQ(io.writes()[i].time, punctual.writes()[i].time + 1ms) << "write " << i;
 }
 
 TEST(PipeEngine, ChargesOnlyWhatAPartialWriteMoved) {
