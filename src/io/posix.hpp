@@ -62,13 +62,25 @@ class SignalGuard {
 
   // The first stop signal received, or 0.
   int received() const;
+  // How many stop signals have arrived: a caller notes it, then asks for a newer one.
+  int count() const;
 
   // Waits until `deadline` (monotonic_now() timeline), until one of `fds` is ready, or until a
   // stop signal arrives. Returns the number of ready descriptors (0 at the deadline or on a
   // signal: check received()). A deadline of nanoseconds::max() waits without limit.
   int wait_until(std::chrono::nanoseconds deadline, pollfd* fds = nullptr, nfds_t count = 0);
 
+  // write(2) with the stop signals let in, so that one arriving while it blocks on a full pipe
+  // cuts it short. -1 with EINTR when a stop signal newer than `seen` (a count()) came before
+  // any byte was written; otherwise what write(2) returns.
+  ssize_t write_unless_stopped(int fd, const void* data, std::size_t size, int seen);
+  // Waits until `fd` accepts data (true) or a stop signal newer than `seen` arrives (false).
+  bool wait_writable_unless_stopped(int fd, int seen);
+
  private:
+  // The caller's mask without the stop signals: the mask while waiting.
+  sigset_t waiting_mask() const;
+
   sigset_t previous_mask_;
   struct sigaction previous_actions_[3];
 };

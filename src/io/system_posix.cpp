@@ -11,11 +11,14 @@ namespace {
 
 constexpr int kStopSignals[] = {SIGINT, SIGTERM, SIGHUP};
 
-// Written only by the handler; async-signal-safe by construction.
+// Written only by the handler, which the other stop signals cannot interrupt; async-signal-safe
+// by construction.
 volatile std::sig_atomic_t g_received_signal = 0;
+volatile std::sig_atomic_t g_stop_count = 0;
 
 extern "C" void record_signal(int signal_number) {
   if (g_received_signal == 0) g_received_signal = signal_number;
+  g_stop_count = g_stop_count + 1;
 }
 
 sigset_t stop_signal_set() {
@@ -55,11 +58,12 @@ std::chrono::nanoseconds monotonic_now() {
 
 SignalGuard::SignalGuard() {
   g_received_signal = 0;
+  g_stop_count = 0;
   const sigset_t stop = stop_signal_set();
   ::sigprocmask(SIG_BLOCK, &stop, &previous_mask_);
   struct sigaction action {};
   action.sa_handler = record_signal;
-  sigemptyset(&action.sa_mask);
+  action.sa_mask = stop;
   for (std::size_t i = 0; i < std::size(kStopSignals); ++i) {
     ::sigaction(kStopSignals[i], nullptr, &previous_actions_[i]);
     // A signal the caller chose to ignore (nohup, a shell's background job) stays ignored.
@@ -75,9 +79,16 @@ SignalGuard::~SignalGuard() {
 
 int SignalGuard::received() const { return g_received_signal; }
 
+int SignalGuard::count() const { return g_stop_count; }
+
+sigset_t SignalGuard::waiting_mask() const {
+  sigset_t mask = previous_mask_;
+  for (int signal_number : kStopSignals) sigdelset(&mask, signal_number);
+  return mask;
+}
+
 int SignalGuard::wait_until(std::chrono::nanoseconds deadline, pollfd* fds, nfds_t count) {
-  sigset_t wait_mask = previous_mask_;
-  for (int signal_number : kStopSignals) sigdelset(&wait_mask, signal_number);
+  const sigset_t wait_mask = waiting_mask();
   while (received() == 0) {
     timespec timeout{};
     timespec* timeout_pointer = nullptr;
@@ -92,6 +103,30 @@ int SignalGuard::wait_until(std::chrono::nanoseconds deadline, pollfd* fds, nfds
     if (errno != EINTR) throw_errno("poll");
   }
   return 0;
+}
+
+ssize_t SignalGuard::write_unless_stopped(int fd, const void* data, std::size_t size, int seen) {
+  const sigset_t let_in = waiting_mask();
+  sigset_t blocked;
+  // Stop signals pending since `seen` are handled here, before the write can block.
+  ::sigprocmask(SIG_SETMASK, &let_in, &blocked);
+  ssize_t written = -1;
+  errno = EINTR;
+  if (count() == seen) written = ::write(fd, data, size);
+  const int write_errno = errno;
+  ::sigprocmask(SIG_SETMASK, &blocked, nullptr);
+  errno = write_errno;
+  return written;
+}
+
+bool SignalGuard::wait_writable_unless_stopped(int fd, int seen) {
+  const sigset_t wait_mask = waiting_mask();
+  pollfd output{fd, POLLOUT, 0};
+  while (count() == seen) {
+    if (::ppoll(&output, 1, nullptr, &wait_mask) >= 0) return true;
+    if (errno != EINTR) throw_errno("poll");
+  }
+  return false;
 }
 
 }  // namespace ratelimit::io

@@ -91,7 +91,14 @@ Result Engine::run_buffered() {
     const nanoseconds requested_at = io_.now();
     if (span.units > 0 && wait(bucket_.state().next_free, WaitFor::deadline) == Wake::stop)
       return stop_after_writing_buffer();
-    if (!write_buffered(span.bytes, requested_at)) return finish(Ending::downstream_closed);
+    switch (write_buffered(span.bytes, requested_at)) {
+      case Written::all:
+        break;
+      case Written::downstream_closed:
+        return finish(Ending::downstream_closed);
+      case Written::stopped:
+        return stop_after_writing_buffer();
+    }
   }
 }
 
@@ -124,11 +131,12 @@ Engine::Span Engine::next_span(bool end_of_input) const {
   return {0, 0};
 }
 
-bool Engine::write_buffered(std::size_t bytes, nanoseconds requested_at) {
+Engine::Written Engine::write_buffered(std::size_t bytes, nanoseconds requested_at) {
   while (bytes > 0) {
     const std::optional<std::size_t> written =
         io_.write(std::span<const char>(buffer_.data() + begin_, bytes));
-    if (!written) return false;
+    if (!written) return Written::downstream_closed;
+    if (*written == 0) return Written::stopped;
     const char* const first = buffer_.data() + begin_;
     const char* const last = first + *written;
     std::int64_t units = static_cast<std::int64_t>(*written);
@@ -142,8 +150,10 @@ bool Engine::write_buffered(std::size_t bytes, nanoseconds requested_at) {
     charge(*written, units, requested_at);
     begin_ += *written;
     bytes -= *written;
+    // A stop signal that cut a write short after some bytes: the rest is the stop's business.
+    if (bytes > 0 && !stopping_ && io_.stop_signal() != 0) return Written::stopped;
   }
-  return true;
+  return Written::all;
 }
 
 void Engine::charge(std::size_t bytes, std::int64_t units, nanoseconds requested_at) {
@@ -181,8 +191,11 @@ void Engine::report_progress(nanoseconds now) {
 
 Result Engine::stop_after_writing_buffer() {
   const int signal = io_.stop_signal();
-  const bool written = write_buffered(end_ - begin_, io_.now());
-  return finish(written ? Ending::stopped : Ending::downstream_closed, signal);
+  stopping_ = true;
+  // What was read still goes out, unless another stop signal cuts the wait for the output short.
+  const Written written = write_buffered(end_ - begin_, io_.now());
+  return finish(written == Written::downstream_closed ? Ending::downstream_closed : Ending::stopped,
+                signal);
 }
 
 Result Engine::finish(Ending ending, int signal) {

@@ -84,9 +84,10 @@ class Engine {
   Wake wait(std::chrono::nanoseconds deadline, WaitFor what);
   // The next piece of the buffer to write; empty when more input is needed first.
   Span next_span(bool end_of_input) const;
+  enum class Written { all, downstream_closed, stopped };
   // Writes the first `bytes` of the buffer, charging the units that go out as booked at
-  // `requested_at`; false when downstream has closed.
-  bool write_buffered(std::size_t bytes, std::chrono::nanoseconds requested_at);
+  // `requested_at`; stops early when downstream closes or a stop signal cuts a blocked write short.
+  Written write_buffered(std::size_t bytes, std::chrono::nanoseconds requested_at);
   void charge(std::size_t bytes, std::int64_t units, std::chrono::nanoseconds requested_at);
   void report_progress(std::chrono::nanoseconds now);
   Result stop_after_writing_buffer();
@@ -103,6 +104,7 @@ class Engine {
   std::size_t begin_ = 0;  // unwritten data is buffer_[begin_, end_)
   std::size_t end_ = 0;
   bool inside_record_ = false;  // the last byte written did not end a record
+  bool stopping_ = false;       // a stop signal came: writing what was read, then done
 };
 
 }  // namespace ratelimit::pipe

@@ -25,12 +25,6 @@ bool is_standard_stream(const std::string& name) { return name.empty() || name =
 // A descriptor someone else made non-blocking (they are shared with the parent) reports EAGAIN.
 bool would_block() { return errno == EAGAIN || errno == EWOULDBLOCK; }
 
-// Blocks as a blocking write would, until `fd` accepts data.
-void wait_until_writable(int fd) {
-  pollfd output{fd, POLLOUT, 0};
-  io::retry_on_eintr([&] { return ::poll(&output, 1, -1); });
-}
-
 struct stat status_of(int fd, const std::string& name) {
   struct stat status {};
   if (::fstat(fd, &status) != 0) throw_input_error(name);
@@ -178,13 +172,20 @@ Moved FileIo::read(std::span<char> buffer) {
 }
 
 std::optional<std::size_t> FileIo::write(std::span<const char> data) {
+  // The first stop signal cuts a blocked write short. After it the engine writes what it has read,
+  // and only a further signal ends that.
+  const int seen = std::min(signals_->count(), 1);
   while (true) {
     const ssize_t written =
-        io::retry_on_eintr([&] { return ::write(output_.get(), data.data(), data.size()); });
+        signals_->write_unless_stopped(output_.get(), data.data(), data.size(), seen);
     if (written >= 0) return static_cast<std::size_t>(written);
+    if (errno == EINTR) {
+      if (signals_->count() != seen) return 0;
+      continue;
+    }
     if (errno == EPIPE) return std::nullopt;
     if (!would_block()) io::throw_errno("write " + output_name_);
-    wait_until_writable(output_.get());
+    if (!signals_->wait_writable_unless_stopped(output_.get(), seen)) return 0;
   }
 }
 
@@ -202,8 +203,7 @@ std::optional<Moved> FileIo::splice(std::size_t max_bytes) {
       // The input is empty or the output full: after waiting for the output, the engine waits
       // for input again. A stop signal ends this wait too: nothing has been read that could be
       // lost, so a stuck consumer cannot hold ratelimit.
-      pollfd output{output_.get(), POLLOUT, 0};
-      signals_->wait_until(std::chrono::nanoseconds::max(), &output, 1);
+      signals_->wait_writable_unless_stopped(output_.get(), signals_->count());
       return Moved{0, false, false};
     }
     // Descriptors splice cannot join (a terminal, an O_APPEND file): read and write instead.

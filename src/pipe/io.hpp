@@ -47,8 +47,8 @@ class Io {
   // Reads up to buffer.size() bytes after wait() said ready. Zero bytes without end_of_input: one
   // input ended and the next is not ready yet, wait again.
   virtual Moved read(std::span<char> buffer) = 0;
-  // Writes some of `data` (at least one byte, blocking while the output is full); nullopt when
-  // downstream has closed.
+  // Writes some of `data` (at least one byte, blocking while the output is full); 0 when a stop
+  // signal arrived while it blocked, before any byte went; nullopt when downstream has closed.
   virtual std::optional<std::size_t> write(std::span<const char> data) = 0;
   // Moves up to `max_bytes` from input to output without copying them through user space. Never
   // blocks on an empty input: zero bytes without end_of_input then, and the caller waits for

@@ -69,6 +69,28 @@ wait "$pid" || status=$?
 kill "$reader"
 [ "$status" -eq 143 ] || fail "SIGTERM with a full output and no reader: exit $status"
 
+# The same in line mode, where lines already read are held: the first SIGTERM waits to write them
+# (nothing read is dropped while the reader may still read), a second one gives them up.
+mkfifo "$WORK/stuck_lines"
+sleep 30 <"$WORK/stuck_lines" &
+reader=$!
+seq 1000000 | "$RATELIMIT" -l --rate 10M >"$WORK/stuck_lines" &
+pid=$!
+sleep 0.5
+kill -TERM "$pid"
+sleep 0.5
+kill -0 "$pid" 2>/dev/null || fail "line mode: the first SIGTERM dropped the lines already read"
+kill -TERM "$pid"
+sleep 1
+if kill -0 "$pid" 2>/dev/null; then
+  kill -KILL "$pid"
+  fail "line mode: a second SIGTERM with a full output and no reader did not stop it"
+fi
+status=0
+wait "$pid" || status=$?
+kill "$reader"
+[ "$status" -eq 143 ] || fail "line mode, two SIGTERMs with no reader: exit $status"
+
 # SIGSTOP/SIGCONT of ratelimit itself.
 "$RATELIMIT" --rate 400k "$WORK/in" >"$WORK/out" &
 pid=$!

@@ -42,6 +42,14 @@ class FakePipeIo final : public pipe::Io {
   // A wait that ends at its deadline ends this much later, as a real timer's slack does.
   void oversleep_by(std::chrono::nanoseconds slack) { slack_ = slack; }
   void limit_writes_to(std::size_t bytes) { max_write_ = bytes; }
+  // Once `bytes` are written the output is full: the next `times` writes are cut short by the
+  // stop signal `signal` (after what still fitted), as a reader that stopped reading and a `kill`
+  // would do.
+  void stop_blocked_writes_after(std::size_t bytes, int signal, int times) {
+    blocked_after_ = bytes;
+    stop_signal_ = signal;
+    blocked_writes_ = times;
+  }
   void close_output_after(std::size_t bytes) { close_after_ = bytes; }
 
   const std::vector<Write>& writes() const { return writes_; }
@@ -64,6 +72,7 @@ class FakePipeIo final : public pipe::Io {
     if (for_input) until = std::min(until, arrivals_[next_arrival_].time);
     if (stop_time_ && *stop_time_ <= until) {
       now_ = std::max(now_, *stop_time_);
+      stopped_ = true;
       return pipe::Wake::stop;
     }
     if (!rate_changes_.empty() && rate_changes_.front().time <= until) {
@@ -89,6 +98,13 @@ class FakePipeIo final : public pipe::Io {
 
   std::optional<std::size_t> write(std::span<const char> data) override {
     std::size_t size = std::min(data.size(), max_write_);
+    if (blocked_writes_ > 0 && written_ + size > blocked_after_) {
+      // The bytes that fitted go out, then the signal ends the wait for room.
+      --blocked_writes_;
+      stopped_ = true;
+      size = blocked_after_ - std::min(written_, blocked_after_);
+      if (size == 0) return 0;
+    }
     if (close_after_) {
       if (written_ >= *close_after_) return std::nullopt;
       size = std::min(size, *close_after_ - written_);
@@ -113,7 +129,7 @@ class FakePipeIo final : public pipe::Io {
     return rate;
   }
 
-  int stop_signal() const override { return stop_signal_; }
+  int stop_signal() const override { return stopped_ ? stop_signal_ : 0; }
 
  private:
   static constexpr std::chrono::nanoseconds kStart = 1s;  // not zero: no origin assumed
@@ -152,6 +168,9 @@ class FakePipeIo final : public pipe::Io {
   std::size_t max_write_ = std::string::npos;
   std::optional<std::size_t> close_after_;
   std::size_t written_ = 0;
+  std::size_t blocked_after_ = 0;
+  int blocked_writes_ = 0;
+  bool stopped_ = false;
   std::size_t splices_ = 0;
   std::vector<Write> writes_;
 };

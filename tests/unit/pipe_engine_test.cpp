@@ -183,6 +183,39 @@ TEST(PipeEngine, AStopSignalWritesWhatWasReadAndStopsAtOnce) {
   EXPECT_EQ(io.elapsed(), 150ms);
 }
 
+TEST(PipeEngine, AStopDuringABlockedWriteStillWritesWhatWasRead) {
+  FakePipeIo io;
+  io.arrive(0s, "abcdef");
+  io.stop_blocked_writes_after(2, SIGTERM, 1);
+  // "cd" was read when the write blocked and the signal came: it still goes out; "ef" is never
+  // read.
+  const Result result = Engine(bytes_per_second(1000, 2), io).run();
+  EXPECT_EQ(io.output(), "abcd");
+  EXPECT_EQ(result.ending, Ending::stopped);
+  EXPECT_EQ(result.signal, SIGTERM);
+}
+
+TEST(PipeEngine, ASecondStopSignalGivesUpWhatCouldNotBeWritten) {
+  FakePipeIo io;
+  io.arrive(0s, "abcdef");
+  io.stop_blocked_writes_after(2, SIGTERM, 2);
+  const Result result = Engine(bytes_per_second(1000, 2), io).run();
+  EXPECT_EQ(io.output(), "ab");
+  EXPECT_EQ(result.ending, Ending::stopped);
+  EXPECT_EQ(result.signal, SIGTERM);
+  EXPECT_EQ(result.totals.bytes, 2u);
+}
+
+TEST(PipeEngine, AStopCuttingAWriteShortStillWritesTheRestOfIt) {
+  FakePipeIo io;
+  io.arrive(0s, "abcdef");
+  io.stop_blocked_writes_after(3, SIGINT, 1);
+  // The chunk "abcd" is cut after "abc" by the signal: "d" was read, so it still goes out.
+  const Result result = Engine(bytes_per_second(1000, 4), io).run();
+  EXPECT_EQ(io.output(), "abcd");
+  EXPECT_EQ(result.signal, SIGINT);
+}
+
 TEST(PipeEngine, AStopWhileSplicingLeavesTheRestUnread) {
   FakePipeIo io;
   io.allow_splice();
