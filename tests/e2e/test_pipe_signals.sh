@@ -54,20 +54,24 @@ wait "$pid" || status=$?
 mkfifo "$WORK/stuck"
 sleep 30 <"$WORK/stuck" &
 reader=$!
+# terminated_at_once PID WHAT: SIGTERM to PID ends it within a second, with 143.
+terminated_at_once() {
+  local status=0
+  kill -TERM "$1"
+  sleep 1
+  if kill -0 "$1" 2>/dev/null; then
+    kill -KILL "$1"
+    fail "$2: still running a second after SIGTERM"
+  fi
+  wait "$1" || status=$?
+  [ "$status" -eq 143 ] || fail "$2: exit $status after SIGTERM, expected 143"
+}
 # shellcheck disable=SC2002 # cat into ratelimit: its input must be a pipe
 cat "$WORK/in" | "$RATELIMIT" --rate 10M >"$WORK/stuck" &
 pid=$!
 sleep 0.5
-kill -TERM "$pid"
-sleep 1
-if kill -0 "$pid" 2>/dev/null; then
-  kill -KILL "$pid"
-  fail "SIGTERM with a full output and no reader: still running after 1 s"
-fi
-status=0
-wait "$pid" || status=$?
+terminated_at_once "$pid" "full output and no reader"
 kill "$reader"
-[ "$status" -eq 143 ] || fail "SIGTERM with a full output and no reader: exit $status"
 
 # The same in line mode, where lines already read are held: the first SIGTERM waits to write them
 # (nothing read is dropped while the reader may still read), a second one gives them up.
@@ -80,16 +84,8 @@ sleep 0.5
 kill -TERM "$pid"
 sleep 0.5
 kill -0 "$pid" 2>/dev/null || fail "line mode: the first SIGTERM dropped the lines already read"
-kill -TERM "$pid"
-sleep 1
-if kill -0 "$pid" 2>/dev/null; then
-  kill -KILL "$pid"
-  fail "line mode: a second SIGTERM with a full output and no reader did not stop it"
-fi
-status=0
-wait "$pid" || status=$?
+terminated_at_once "$pid" "line mode, a second SIGTERM with a full output and no reader"
 kill "$reader"
-[ "$status" -eq 143 ] || fail "line mode, two SIGTERMs with no reader: exit $status"
 
 # SIGSTOP/SIGCONT of ratelimit itself.
 "$RATELIMIT" --rate 400k "$WORK/in" >"$WORK/out" &

@@ -183,37 +183,27 @@ TEST(PipeEngine, AStopSignalWritesWhatWasReadAndStopsAtOnce) {
   EXPECT_EQ(io.elapsed(), 150ms);
 }
 
-TEST(PipeEngine, AStopDuringABlockedWriteStillWritesWhatWasRead) {
-  FakePipeIo io;
-  io.arrive(0s, "abcdef");
-  io.stop_blocked_writes_after(2, SIGTERM, 1);
-  // "cd" was read when the write blocked and the signal came: it still goes out; "ef" is never
-  // read.
-  const Result result = Engine(bytes_per_second(1000, 2), io).run();
-  EXPECT_EQ(io.output(), "abcd");
-  EXPECT_EQ(result.ending, Ending::stopped);
-  EXPECT_EQ(result.signal, SIGTERM);
-}
-
-TEST(PipeEngine, ASecondStopSignalGivesUpWhatCouldNotBeWritten) {
-  FakePipeIo io;
-  io.arrive(0s, "abcdef");
-  io.stop_blocked_writes_after(2, SIGTERM, 2);
-  const Result result = Engine(bytes_per_second(1000, 2), io).run();
-  EXPECT_EQ(io.output(), "ab");
-  EXPECT_EQ(result.ending, Ending::stopped);
-  EXPECT_EQ(result.signal, SIGTERM);
-  EXPECT_EQ(result.totals.bytes, 2u);
-}
-
-TEST(PipeEngine, AStopCuttingAWriteShortStillWritesTheRestOfIt) {
-  FakePipeIo io;
-  io.arrive(0s, "abcdef");
-  io.stop_blocked_writes_after(3, SIGINT, 1);
-  // The chunk "abcd" is cut after "abc" by the signal: "d" was read, so it still goes out.
-  const Result result = Engine(bytes_per_second(1000, 4), io).run();
-  EXPECT_EQ(io.output(), "abcd");
-  EXPECT_EQ(result.signal, SIGINT);
+TEST(PipeEngine, AStopDuringABlockedWriteStillWritesWhatWasReadUnlessStoppedAgain) {
+  struct Case {
+    std::int64_t chunk;
+    std::size_t fits;  // bytes the output takes before it is full
+    int signals;       // stop signals that cut the waits for room short
+    std::string output;
+  };
+  // "ef" is never read. The chunk read when the first signal came still goes out, whether the
+  // signal found the write blocked ("cd") or cut it short after "abc" ("d"); a second signal
+  // gives it up.
+  for (const Case& c : {Case{2, 2, 1, "abcd"}, Case{4, 3, 1, "abcd"}, Case{2, 2, 2, "ab"}}) {
+    SCOPED_TRACE(c.output);
+    FakePipeIo io;
+    io.arrive(0s, "abcdef");
+    io.stop_blocked_writes_after(c.fits, SIGTERM, c.signals);
+    const Result result = Engine(bytes_per_second(1000, c.chunk), io).run();
+    EXPECT_EQ(io.output(), c.output);
+    EXPECT_EQ(result.ending, Ending::stopped);
+    EXPECT_EQ(result.signal, SIGTERM);
+    EXPECT_EQ(result.totals.bytes, c.output.size());
+  }
 }
 
 TEST(PipeEngine, AStopWhileSplicingLeavesTheRestUnread) {
