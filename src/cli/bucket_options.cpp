@@ -30,7 +30,8 @@ void add_bucket_options(CLI::App& app, BucketOptions& options) {
                  "smooth [default: 1s]")
       ->check(syntax_check(
           [](const std::string& text) {
-            return is_duration(text) ? parse_duration(text).count() : parse_size(text);
+            return is_duration(text) ? static_cast<double>(parse_duration(text).count())
+                                     : parse_size(text);
           },
           "BURST"))
       ->excludes(warmup)

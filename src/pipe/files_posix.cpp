@@ -14,7 +14,7 @@
 namespace ratelimit::pipe {
 namespace {
 
-constexpr std::size_t kDefaultPipeCapacity = 64 * 1024;
+constexpr std::size_t kDefaultPipeCapacity = std::size_t{64} * 1024;
 
 bool is_standard_stream(const std::string& name) { return name.empty() || name == "-"; }
 
