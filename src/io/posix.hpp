@@ -51,7 +51,8 @@ class FileDescriptor {
 std::chrono::nanoseconds monotonic_now();
 
 // While alive, SIGINT, SIGTERM and SIGHUP are blocked and their handlers only record the signal;
-// they are let through only inside wait_until(), so every interruption arrives at one known place.
+// they are let through only inside wait_until() and write_unless_stopped(), so every interruption
+// arrives at a known place.
 // Those that were ignored stay ignored. The destructor restores the previous handlers and mask.
 class SignalGuard {
  public:
@@ -66,16 +67,15 @@ class SignalGuard {
   int count() const;
 
   // Waits until `deadline` (monotonic_now() timeline), until one of `fds` is ready, or until a
-  // stop signal arrives. Returns the number of ready descriptors (0 at the deadline or on a
-  // signal: check received()). A deadline of nanoseconds::max() waits without limit.
-  int wait_until(std::chrono::nanoseconds deadline, pollfd* fds = nullptr, nfds_t count = 0);
+  // stop signal newer than `seen` (a count()) arrives. Returns the number of ready descriptors (0
+  // at the deadline or on a signal). A deadline of nanoseconds::max() waits without limit.
+  int wait_until(std::chrono::nanoseconds deadline, pollfd* fds = nullptr, nfds_t count = 0,
+                 int seen = 0);
 
   // write(2) with the stop signals let in, so that one arriving while it blocks on a full pipe
   // cuts it short. -1 with EINTR when a stop signal newer than `seen` (a count()) came before
   // any byte was written; otherwise what write(2) returns.
   ssize_t write_unless_stopped(int fd, const void* data, std::size_t size, int seen);
-  // Waits until `fd` accepts data (true) or a stop signal newer than `seen` arrives (false).
-  bool wait_writable_unless_stopped(int fd, int seen);
 
  private:
   // The caller's mask without the stop signals: the mask while waiting.

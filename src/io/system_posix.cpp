@@ -87,9 +87,10 @@ sigset_t SignalGuard::waiting_mask() const {
   return mask;
 }
 
-int SignalGuard::wait_until(std::chrono::nanoseconds deadline, pollfd* fds, nfds_t count) {
+int SignalGuard::wait_until(std::chrono::nanoseconds deadline, pollfd* fds, nfds_t count,
+                            int seen) {
   const sigset_t wait_mask = waiting_mask();
-  while (received() == 0) {
+  while (this->count() == seen) {
     timespec timeout{};
     timespec* timeout_pointer = nullptr;
     if (deadline != std::chrono::nanoseconds::max()) {
@@ -117,16 +118,6 @@ ssize_t SignalGuard::write_unless_stopped(int fd, const void* data, std::size_t 
   ::sigprocmask(SIG_SETMASK, &blocked, nullptr);
   errno = write_errno;
   return written;
-}
-
-bool SignalGuard::wait_writable_unless_stopped(int fd, int seen) {
-  const sigset_t wait_mask = waiting_mask();
-  pollfd output{fd, POLLOUT, 0};
-  while (count() == seen) {
-    if (::ppoll(&output, 1, nullptr, &wait_mask) >= 0) return true;
-    if (errno != EINTR) throw_errno("poll");
-  }
-  return false;
 }
 
 }  // namespace ratelimit::io

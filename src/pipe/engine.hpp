@@ -52,7 +52,8 @@ struct Result {
 };
 
 // Writes per second at the default chunk size. Any 100 ms window then holds at most 21 writes
-// worth, 1.05 times the rate; the cost is a wake-up every 5 ms, far below a core's 1 %.
+// worth, 1.05 times the rate; the cost is a wake-up every 5 ms, about 1 % of a core on the 2-core
+// CI machine (bench/results/pipe.md, "cost while shaping").
 inline constexpr double kWritesPerSecond = 200.0;
 
 // The units per write for a rate: 1/kWritesPerSecond of it, at least one, at most `max_units`.

@@ -57,6 +57,9 @@ class FileIo final : public Io {
   static void note_moved(Input& input, std::size_t bytes);
   // Closes the input that ended; true when none is left.
   bool next_input();
+  // Waits until the output accepts data (true) or a stop signal newer than `seen` (a count of
+  // them) arrives (false).
+  bool wait_for_output(int seen);
 
   std::vector<Input> inputs_;
   std::size_t current_ = 0;

@@ -185,7 +185,7 @@ std::optional<std::size_t> FileIo::write(std::span<const char> data) {
     }
     if (errno == EPIPE) return std::nullopt;
     if (!would_block()) io::throw_errno("write " + output_name_);
-    if (!signals_->wait_writable_unless_stopped(output_.get(), seen)) return 0;
+    if (!wait_for_output(seen)) return 0;
   }
 }
 
@@ -203,7 +203,7 @@ std::optional<Moved> FileIo::splice(std::size_t max_bytes) {
       // The input is empty or the output full: after waiting for the output, the engine waits
       // for input again. A stop signal ends this wait too: nothing has been read that could be
       // lost, so a stuck consumer cannot hold ratelimit.
-      signals_->wait_writable_unless_stopped(output_.get(), signals_->count());
+      wait_for_output(0);
       return Moved{0, false, false};
     }
     // Descriptors splice cannot join (a terminal, an O_APPEND file): read and write instead.
@@ -225,5 +225,10 @@ std::optional<double> FileIo::take_new_rate() {
 }
 
 int FileIo::stop_signal() const { return signals_->received(); }
+
+bool FileIo::wait_for_output(int seen) {
+  pollfd output{output_.get(), POLLOUT, 0};
+  return signals_->wait_until(std::chrono::nanoseconds::max(), &output, 1, seen) > 0;
+}
 
 }  // namespace ratelimit::pipe
