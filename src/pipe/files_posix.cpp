@@ -18,6 +18,15 @@ constexpr std::size_t kDefaultPipeCapacity = std::size_t{64} * 1024;
 
 bool is_standard_stream(const std::string& name) { return name.empty() || name == "-"; }
 
+// A copy of standard input or output for the engine; -1 with EBADF when it was closed.
+int duplicate_standard_stream(int fd) {
+  if (io::standard_stream_was_closed(fd)) {
+    errno = EBADF;
+    return -1;
+  }
+  return ::fcntl(fd, F_DUPFD_CLOEXEC, 0);
+}
+
 [[noreturn]] void throw_input_error(const std::string& name) {
   throw io::InputError(errno, std::generic_category(), name);
 }
@@ -43,7 +52,7 @@ FileIo::FileIo(const std::vector<std::string>& inputs, const std::string& output
     const bool standard = is_standard_stream(name);
     const std::string shown = standard ? "standard input" : name;
     io::FileDescriptor fd(
-        standard ? ::fcntl(STDIN_FILENO, F_DUPFD_CLOEXEC, 0)
+        standard ? duplicate_standard_stream(STDIN_FILENO)
                  : io::retry_on_eintr([&] { return ::open(name.c_str(), O_RDONLY | O_CLOEXEC); }));
     if (!fd) throw_input_error(shown);
     const struct stat status = status_of(fd.get(), shown);
@@ -67,7 +76,7 @@ FileIo::FileIo(const std::vector<std::string>& inputs, const std::string& output
   output_name_ = standard ? "standard output" : output;
   // Truncated only once it is known not to be an input, as cat refuses to eat its own input.
   output_ = io::FileDescriptor(
-      standard ? ::fcntl(STDOUT_FILENO, F_DUPFD_CLOEXEC, 0) : io::retry_on_eintr([&] {
+      standard ? duplicate_standard_stream(STDOUT_FILENO) : io::retry_on_eintr([&] {
         return ::open(output.c_str(), O_WRONLY | O_CREAT | O_CLOEXEC, 0666);
       }));
   if (!output_) io::throw_errno(output_name_);
