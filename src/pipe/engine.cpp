@@ -23,6 +23,9 @@ Engine::Engine(const EngineOptions& options, Io& io, ProgressCallback on_progres
       io_(io),
       on_progress_(std::move(on_progress)),
       bucket_(options.bucket, io.now()) {
+  if (options_.default_chunk_limit)
+    options_.chunk_units =
+        default_chunk_units(options.bucket.permits_per_second, *options_.default_chunk_limit);
   totals_.started = totals_.now = io.now();
   totals_.rate = options.bucket.permits_per_second;
   if (on_progress_) next_progress_ = totals_.started + options_.progress_interval;
@@ -36,7 +39,6 @@ Result Engine::run() {
 }
 
 std::optional<Result> Engine::run_spliced() {
-  const auto chunk_bytes = static_cast<std::size_t>(options_.chunk_units);
   // The bucket's turn comes first and the input is only waited for when a splice finds it empty:
   // one wake-up per chunk while the producer is ahead. The chunk is booked when it was both due
   // and there, as if it had been read at its arrival: a wake-up late by the timer's slack would
@@ -49,7 +51,7 @@ std::optional<Result> Engine::run_spliced() {
     if (wait(turn, WaitFor::input_end) == Wake::stop)
       return finish(Ending::stopped, io_.stop_signal());
     const nanoseconds requested_at = std::min(io_.now(), std::max(turn, input_seen_at));
-    const std::optional<Moved> moved = io_.splice(chunk_bytes);
+    const std::optional<Moved> moved = io_.splice(static_cast<std::size_t>(options_.chunk_units));
     if (!moved) return std::nullopt;
     if (moved->output_closed) return finish(Ending::downstream_closed);
     if (moved->bytes > 0) {
@@ -66,31 +68,37 @@ std::optional<Result> Engine::run_spliced() {
 }
 
 Result Engine::run_buffered() {
+  // Byte mode grows the buffer toward the chunk only as reads fill it: a --chunk of 900M costs
+  // no more than the input holds, and what memory refuses is a smaller write, not an abort.
   buffer_.resize(
       options_.unit.counts_bytes()
-          ? std::max(options_.buffer_bytes, static_cast<std::size_t>(options_.chunk_units))
+          ? std::min(options_.buffer_bytes, static_cast<std::size_t>(options_.chunk_units))
           : options_.buffer_bytes);
   bool end_of_input = false;
   while (true) {
-    const Span span = next_span(end_of_input);
-    if (span.bytes == 0) {
+    Span span = next_span(end_of_input);
+    // Record modes read little at a time: a chunk that is short after a read that took all it
+    // asked for is completed first if the input has more now, as one large read would have.
+    const bool short_chunk = !options_.unit.counts_bytes() && span.bytes > 0 &&
+                             span.units < options_.chunk_units && last_read_filled_ &&
+                             !end_of_input && !inside_record_ && end_ < buffer_.size();
+    if (span.bytes == 0 || short_chunk) {
       if (end_of_input) return finish(Ending::end_of_input);
-      if (wait(kForever, WaitFor::input) == Wake::stop) return stop_after_writing_buffer();
-      std::copy(buffer_.begin() + static_cast<std::ptrdiff_t>(begin_),
-                buffer_.begin() + static_cast<std::ptrdiff_t>(end_), buffer_.begin());
-      end_ -= begin_;
-      begin_ = 0;
-      const std::size_t room = options_.unit.counts_bytes()
-                                   ? static_cast<std::size_t>(options_.chunk_units)
-                                   : buffer_.size() - end_;
-      const Moved got = io_.read(std::span(buffer_.data() + end_, room));
-      end_ += got.bytes;
-      end_of_input = got.end_of_input;
-      continue;
+      const Wake wake =
+          span.bytes == 0 ? wait(kForever, WaitFor::input) : io_.wait(io_.now(), WaitFor::input);
+      if (wake == Wake::stop) return stop_after_writing_buffer();
+      if (wake == Wake::ready) {
+        end_of_input = read_more();
+        continue;
+      }
+      span = next_span(end_of_input);  // nothing more now: the short chunk goes
     }
     const nanoseconds requested_at = io_.now();
-    if (span.units > 0 && wait(bucket_.state().next_free, WaitFor::deadline) == Wake::stop)
-      return stop_after_writing_buffer();
+    if (span.units > 0) {
+      if (wait(bucket_.state().next_free, WaitFor::deadline) == Wake::stop)
+        return stop_after_writing_buffer();
+      span = next_span(end_of_input);  // a new rate during the wait may have changed the chunk
+    }
     switch (write_buffered(span.bytes, requested_at)) {
       case Written::all:
         break;
@@ -99,6 +107,84 @@ Result Engine::run_buffered() {
       case Written::stopped:
         return stop_after_writing_buffer();
     }
+  }
+}
+
+bool Engine::read_more() {
+  std::copy(buffer_.begin() + static_cast<std::ptrdiff_t>(begin_),
+            buffer_.begin() + static_cast<std::ptrdiff_t>(end_), buffer_.begin());
+  end_ -= begin_;
+  begin_ = 0;
+  const std::size_t room =
+      options_.unit.counts_bytes()
+          ? std::min(buffer_.size(), static_cast<std::size_t>(options_.chunk_units))
+          : read_ahead_bytes();
+  const Moved got = io_.read(std::span(buffer_.data() + end_, room));
+  last_read_filled_ = got.bytes == room;
+  if (options_.unit.counts_bytes() && last_read_filled_) grow_buffer();
+  if (!options_.unit.counts_bytes()) note_record_lengths(end_, got.bytes);
+  end_ += got.bytes;
+  return got.end_of_input;
+}
+
+void Engine::complete_last_record() {
+  if (options_.unit.counts_bytes()) return;
+  const char delimiter = *options_.unit.delimiter;
+  // Byte by byte, so that nothing past the record's end is taken from the input: a record cut
+  // by a read is finished from what the input holds now, never waited for.
+  while (end_ > begin_ && buffer_[end_ - 1] != delimiter && end_ < buffer_.size() &&
+         io_.input_ready_now()) {
+    const Moved got = io_.read(std::span(buffer_.data() + end_, 1));
+    if (got.bytes == 0) return;
+    end_ += got.bytes;
+  }
+}
+
+void Engine::grow_buffer() {
+  const auto chunk = static_cast<std::size_t>(options_.chunk_units);
+  if (buffer_.size() >= chunk) return;
+  try {
+    buffer_.resize(std::min(chunk, 2 * buffer_.size()));
+  } catch (const std::bad_alloc&) {
+    buffer_.shrink_to_fit();  // writes stay this size
+  }
+}
+
+std::size_t Engine::read_ahead_bytes() const {
+  const std::size_t room = buffer_.size() - end_;
+  // The rest of a record longer than the buffer: its end is not known, only that it comes.
+  if (inside_record_) return room;
+  // Records are at least the shortest seen so far: the records the chunk still lacks need at
+  // least this much, so a read of it seldom takes records past the chunk, which a stop signal
+  // would still have to write. A record in progress longer than that doubles the read, keeping
+  // long records to a few reads.
+  const char delimiter = *options_.unit.delimiter;
+  const auto first = std::make_reverse_iterator(buffer_.data() + end_);
+  const auto last = std::make_reverse_iterator(buffer_.data() + begin_);
+  const auto partial = static_cast<std::size_t>(std::find(first, last, delimiter) - first);
+  const auto complete = static_cast<std::int64_t>(std::count(first, last, delimiter));
+  const auto later_records =
+      static_cast<std::size_t>(std::max<std::int64_t>(options_.chunk_units - complete, 1) - 1);
+  const std::size_t shortest = shortest_record_.value_or(1);
+  const std::size_t for_partial =
+      std::max({std::size_t{1}, partial, shortest - std::min(shortest, partial)});
+  if (later_records > (room - std::min(room, for_partial)) / shortest) return room;
+  return std::min(room, for_partial + later_records * shortest);
+}
+
+void Engine::note_record_lengths(std::size_t from, std::size_t bytes) {
+  const char delimiter = *options_.unit.delimiter;
+  const char* const first = buffer_.data() + begin_;
+  const char* record_start = first;
+  const char* const last = first + (from - begin_) + bytes;
+  for (const char* at = std::find(first + (from - begin_), last, delimiter); at != last;
+       at = std::find(at + 1, last, delimiter)) {
+    // The first record may have begun before the buffer (written in part): its length is unknown.
+    if (!(inside_record_ && record_start == first)) {
+      const auto length = static_cast<std::size_t>(at + 1 - record_start);
+      shortest_record_ = std::min(shortest_record_.value_or(length), length);
+    }
+    record_start = at + 1;
   }
 }
 
@@ -175,6 +261,8 @@ Wake Engine::wait(nanoseconds deadline, WaitFor what) {
       if (const std::optional<double> rate = io_.take_new_rate()) {
         bucket_.set_rate(*rate, io_.now());
         totals_.rate = *rate;
+        if (options_.default_chunk_limit)
+          options_.chunk_units = default_chunk_units(*rate, *options_.default_chunk_limit);
       }
       continue;
     }
@@ -192,6 +280,7 @@ void Engine::report_progress(nanoseconds now) {
 Result Engine::stop_after_writing_buffer() {
   const int signal = io_.stop_signal();
   stopping_ = true;
+  complete_last_record();
   // What was read still goes out, unless another stop signal cuts the wait for the output short.
   const Written written = write_buffered(end_ - begin_, io_.now());
   return finish(written == Written::downstream_closed ? Ending::downstream_closed : Ending::stopped,

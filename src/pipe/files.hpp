@@ -36,6 +36,7 @@ class FileIo final : public Io {
   std::chrono::nanoseconds now() override;
   Wake wait(std::chrono::nanoseconds deadline, WaitFor what) override;
   bool input_exhausted() const override;
+  bool input_ready_now() override;
   Moved read(std::span<char> buffer) override;
   std::optional<std::size_t> write(std::span<const char> data) override;
   std::optional<Moved> splice(std::size_t max_bytes) override;

@@ -168,6 +168,12 @@ bool FileIo::next_input() {
   return at_end();
 }
 
+bool FileIo::input_ready_now() {
+  if (at_end()) return true;
+  pollfd input{inputs_[current_].fd.get(), POLLIN, 0};
+  return io::retry_on_eintr([&] { return ::poll(&input, 1, 0); }) > 0;
+}
+
 Moved FileIo::read(std::span<char> buffer) {
   if (at_end()) return Moved{0, true, false};
   Input& input = inputs_[current_];

@@ -175,12 +175,72 @@ TEST(PipeEngine, AStopSignalWritesWhatWasReadAndStopsAtOnce) {
   FakePipeIo io;
   io.arrive(0s, "a\nb\nc\n");
   io.stop_at(150ms, SIGTERM);
-  // 1 line/s and chunk 1: "a" at 0; the read "b\nc\n" goes out at the signal, not a second later.
+  // 1 line/s and chunk 1: "a" at 0; "b", read for the next chunk, goes out at the signal, not a
+  // second later; "c" was never read.
   const Result result = Engine(lines_per_second(1, 1), io).run();
-  EXPECT_EQ(io.writes(), (std::vector<Write>{{0ms, "a\n"}, {150ms, "b\nc\n"}}));
+  EXPECT_EQ(io.writes(), (std::vector<Write>{{0ms, "a\n"}, {150ms, "b\n"}}));
   EXPECT_EQ(result.ending, Ending::stopped);
   EXPECT_EQ(result.signal, SIGTERM);
   EXPECT_EQ(io.elapsed(), 150ms);
+}
+
+TEST(PipeEngine, AStopInRecordModesWritesNoMoreThanTheNextChunk) {
+  std::string lines;
+  for (int i = 1; i <= 300000; ++i) lines += std::to_string(i) + "\n";
+  // 5 lines/s: the chunks due by 0.5 s (at 0, 0.2 and 0.4 s; or at 0 for 3 lines), then the
+  // next chunk at most.
+  for (const auto& [chunk, most] : {std::pair{1, 4}, std::pair{3, 6}}) {
+    SCOPED_TRACE(chunk);
+    FakePipeIo io;
+    io.arrive(0s, lines);
+    io.stop_at(500ms, SIGTERM);
+    const Result result = Engine(lines_per_second(5, chunk), io).run();
+    EXPECT_EQ(result.ending, Ending::stopped);
+    EXPECT_LE(result.totals.units, static_cast<std::uint64_t>(most));
+    EXPECT_EQ(io.output(), lines.substr(0, io.output().size()));
+    EXPECT_EQ(io.output().back(), '\n');
+  }
+}
+
+TEST(PipeEngine, AStopFinishesARecordAReadCutButWaitsForNoMore) {
+  // Reads sized by the shortest line so far (2 bytes) cut "ccc" after its first byte.
+  FakePipeIo io;
+  io.arrive(0s, "a\nbb\nccc\ndddd\n");
+  io.stop_at(500ms, SIGTERM);
+  Engine(lines_per_second(1, 1), io).run();
+  EXPECT_EQ(io.output(), "a\nbb\nccc\n");
+
+  FakePipeIo slow;
+  slow.arrive(0s, "a\nbb\nc");
+  slow.arrive(10s, "cc\n");
+  slow.stop_at(500ms, SIGTERM);
+  Engine(lines_per_second(1, 1), slow).run();
+  EXPECT_EQ(slow.output(), "a\nbb\nc");
+  EXPECT_EQ(slow.elapsed(), 500ms);
+}
+
+TEST(PipeEngine, RecordsOfEveryLengthArriveWholeWhateverTheReadSizes) {
+  std::string records;
+  for (int i = 0; i < 2000; ++i)
+    records += std::string(static_cast<std::size_t>(i * 7919 % 300), 'r') + "\n";
+  FakePipeIo io;
+  io.arrive(0s, records);
+  const Result result = Engine(lines_per_second(1e6, 7, 1024), io).run();
+  EXPECT_EQ(io.output(), records);
+  EXPECT_EQ(result.totals.units, 2000u);
+}
+
+TEST(PipeEngine, AChunkLargerThanTheBufferGrowsItOnlyAsReadsFillIt) {
+  FakePipeIo io;
+  const std::string data(100000, 'g');
+  io.arrive(0s, data);
+  EngineOptions options = bytes_per_second(1e9, 900'000'000);
+  options.buffer_bytes = 4096;
+  Engine(options, io).run();
+  EXPECT_EQ(io.output(), data);
+  // 4 KiB, 8 KiB, 16 KiB ...: no write took more than was there to read.
+  EXPECT_EQ(io.writes().front().data.size(), 4096u);
+  EXPECT_EQ(io.writes().size(), 5u);
 }
 
 TEST(PipeEngine, AStopDuringABlockedWriteStillWritesWhatWasReadUnlessStoppedAgain) {
@@ -236,6 +296,19 @@ TEST(PipeEngine, ANewRateAppliesFromTheNextChunk) {
   EXPECT_EQ(io.writes(),
             (std::vector<Write>{{0ms, chunk}, {20ms, chunk}, {40ms, chunk}, {50ms, chunk}}));
   EXPECT_EQ(result.totals.rate, 2000);
+}
+
+TEST_P(BothPaths, ANewRateResizesTheDefaultChunk) {
+  io.arrive(0s, std::string(400, 'c'));
+  io.new_rate_at(1ms, 200);
+  EngineOptions options = bytes_per_second(20000, 0);
+  options.default_chunk_limit = 65536;
+  Engine(options, io).run();
+  // 100 bytes a chunk at 20 kB/s; at 200 B/s 1 byte every 5 ms, not 100 bytes every 0.5 s.
+  ASSERT_GE(io.writes().size(), 3u);
+  EXPECT_EQ(io.writes()[0], (Write{0ms, std::string(100, 'c')}));
+  EXPECT_EQ(io.writes()[1], (Write{5ms, "c"}));
+  EXPECT_EQ(io.writes()[2], (Write{10ms, "c"}));
 }
 
 TEST(PipeEngine, WarmingUpStartsSlowAndReachesTheRate) {
