@@ -67,6 +67,7 @@ class FileIo final : public Io {
   std::string output_name_;
   io::FileDescriptor output_;
   bool output_is_pipe_;
+  bool output_never_blocks_ = false;  // our own non-blocking description of the output pipe
   std::optional<io::SignalGuard> signals_;
   ControlChannel* control_;
   std::optional<std::uint64_t> total_bytes_;

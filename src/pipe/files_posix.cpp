@@ -1,4 +1,5 @@
 #include <fcntl.h>
+#include <fmt/core.h>
 #include <sys/ioctl.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -83,6 +84,19 @@ FileIo::FileIo(const std::vector<std::string>& inputs, const std::string& output
   struct stat output_status {};
   if (::fstat(output_.get(), &output_status) != 0) io::throw_errno(output_name_);
   output_is_pipe_ = S_ISFIFO(output_status.st_mode);
+  if (output_is_pipe_) {
+    // A description of our own, non-blocking, for the same pipe: a write then never blocks, and
+    // the wait for room is the signal-aware poll, so that no stop signal can slip in between a
+    // check and a blocking write. The caller's description keeps its flags.
+    io::FileDescriptor own(::open(fmt::format("/proc/self/fd/{}", output_.get()).c_str(),
+                                  O_WRONLY | O_NONBLOCK | O_CLOEXEC));
+    struct stat own_status {};
+    if (own && ::fstat(own.get(), &own_status) == 0 && own_status.st_dev == output_status.st_dev &&
+        own_status.st_ino == output_status.st_ino) {
+      output_ = std::move(own);
+      output_never_blocks_ = true;
+    }
+  }
   if (S_ISREG(output_status.st_mode)) {
     const std::pair identity(output_status.st_dev, output_status.st_ino);
     if (std::find(regular_inputs.begin(), regular_inputs.end(), identity) != regular_inputs.end()) {
@@ -190,6 +204,16 @@ std::optional<std::size_t> FileIo::write(std::span<const char> data) {
   // The first stop signal cuts a blocked write short. After it the engine writes what it has read,
   // and only a further signal ends that.
   const int seen = std::min(signals_->count(), 1);
+  while (output_never_blocks_) {
+    if (signals_->count() != seen) return 0;
+    const ssize_t written =
+        io::retry_on_eintr([&] { return ::write(output_.get(), data.data(), data.size()); });
+    if (written >= 0) return static_cast<std::size_t>(written);
+    if (errno == EPIPE) return std::nullopt;
+    if (!would_block()) io::throw_errno("write " + output_name_);
+    if (!wait_for_output(seen)) return 0;
+  }
+  // Terminals and other descriptors that cannot be reopened: write(2) with the signals let in.
   while (true) {
     const ssize_t written =
         signals_->write_unless_stopped(output_.get(), data.data(), data.size(), seen);
