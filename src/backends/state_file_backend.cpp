@@ -32,7 +32,7 @@ Reservation StateFileBackend::reserve(const PermitRequest& request) {
   TokenBucket bucket = loaded.record ? TokenBucket(loaded.record->params, loaded.record->state)
                                      : TokenBucket(request.params, now);
   const Reservation reservation = decide(bucket, request, now);
-  file.overwrite(
+  file.replace(
       encode_record({.params = bucket.params(), .state = bucket.state(), .boot_id = boot_id_}));
   return reservation;
 }
