@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # SIGINT and SIGTERM stop after writing what was read (130, 143); SIGSTOP/SIGCONT of ratelimit or
 # of its consumer lose nothing.
+# Timing: loose bounds, run alone (RESOURCE_LOCK timing).
 source "$E2E_LIB"
 
 random_file "$WORK/in" 200000
