@@ -88,16 +88,18 @@ Result Engine::run_buffered() {
           span.bytes == 0 ? wait(kForever, WaitFor::input) : io_.wait(io_.now(), WaitFor::input);
       if (wake == Wake::stop) return stop_after_writing_buffer();
       if (wake == Wake::ready) {
-        end_of_input = read_more();
+        end_of_input = read_more(span);
         continue;
       }
       span = next_span(end_of_input);  // nothing more now: the short chunk goes
     }
     const nanoseconds requested_at = io_.now();
     if (span.units > 0) {
+      const std::int64_t chunk = options_.chunk_units;
       if (wait(bucket_.state().next_free, WaitFor::deadline) == Wake::stop)
         return stop_after_writing_buffer();
-      span = next_span(end_of_input);  // a new rate during the wait may have changed the chunk
+      // A new rate during the wait changed the chunk.
+      if (options_.chunk_units != chunk) span = next_span(end_of_input);
     }
     switch (write_buffered(span.bytes, requested_at)) {
       case Written::all:
@@ -110,19 +112,21 @@ Result Engine::run_buffered() {
   }
 }
 
-bool Engine::read_more() {
-  std::copy(buffer_.begin() + static_cast<std::ptrdiff_t>(begin_),
-            buffer_.begin() + static_cast<std::ptrdiff_t>(end_), buffer_.begin());
-  end_ -= begin_;
-  begin_ = 0;
+bool Engine::read_more(const Span& complete) {
+  if (begin_ > 0) {
+    std::copy(buffer_.begin() + static_cast<std::ptrdiff_t>(begin_),
+              buffer_.begin() + static_cast<std::ptrdiff_t>(end_), buffer_.begin());
+    end_ -= begin_;
+    begin_ = 0;
+  }
   const std::size_t room =
       options_.unit.counts_bytes()
           ? std::min(buffer_.size(), static_cast<std::size_t>(options_.chunk_units))
-          : read_ahead_bytes();
+          : read_ahead_bytes(complete);
   const Moved got = io_.read(std::span(buffer_.data() + end_, room));
   last_read_filled_ = got.bytes == room;
   if (options_.unit.counts_bytes() && last_read_filled_) grow_buffer();
-  if (!options_.unit.counts_bytes()) note_record_lengths(end_, got.bytes);
+  if (!options_.unit.counts_bytes()) note_record_lengths(complete.bytes, end_, got.bytes);
   end_ += got.bytes;
   return got.end_of_input;
 }
@@ -150,7 +154,7 @@ void Engine::grow_buffer() {
   }
 }
 
-std::size_t Engine::read_ahead_bytes() const {
+std::size_t Engine::read_ahead_bytes(const Span& complete) const {
   const std::size_t room = buffer_.size() - end_;
   // The rest of a record longer than the buffer: its end is not known, only that it comes.
   if (inside_record_) return room;
@@ -158,13 +162,9 @@ std::size_t Engine::read_ahead_bytes() const {
   // least this much, so a read of it seldom takes records past the chunk, which a stop signal
   // would still have to write. A record in progress longer than that doubles the read, keeping
   // long records to a few reads.
-  const char delimiter = *options_.unit.delimiter;
-  const auto first = std::make_reverse_iterator(buffer_.data() + end_);
-  const auto last = std::make_reverse_iterator(buffer_.data() + begin_);
-  const auto partial = static_cast<std::size_t>(std::find(first, last, delimiter) - first);
-  const auto complete = static_cast<std::int64_t>(std::count(first, last, delimiter));
-  const auto later_records =
-      static_cast<std::size_t>(std::max<std::int64_t>(options_.chunk_units - complete, 1) - 1);
+  const std::size_t partial = end_ - begin_ - complete.bytes;
+  const auto later_records = static_cast<std::size_t>(
+      std::max<std::int64_t>(options_.chunk_units - complete.units, 1) - 1);
   const std::size_t shortest = shortest_record_.value_or(1);
   const std::size_t for_partial =
       std::max({std::size_t{1}, partial, shortest - std::min(shortest, partial)});
@@ -172,20 +172,25 @@ std::size_t Engine::read_ahead_bytes() const {
   return std::min(room, for_partial + later_records * shortest);
 }
 
-void Engine::note_record_lengths(std::size_t from, std::size_t bytes) {
+void Engine::note_record_lengths(std::size_t partial_start, std::size_t from, std::size_t bytes) {
   const char delimiter = *options_.unit.delimiter;
-  const char* const first = buffer_.data() + begin_;
-  const char* record_start = first;
-  const char* const last = first + (from - begin_) + bytes;
-  for (const char* at = std::find(first + (from - begin_), last, delimiter); at != last;
+  const char* const partial = buffer_.data() + partial_start;
+  const char* record_start = partial;
+  const char* const first_new = buffer_.data() + from;
+  const char* const last = first_new + bytes;
+  std::optional<std::size_t> shortest;
+  for (const char* at = std::find(first_new, last, delimiter); at != last;
        at = std::find(at + 1, last, delimiter)) {
     // The first record may have begun before the buffer (written in part): its length is unknown.
-    if (!(inside_record_ && record_start == first)) {
+    if (!(inside_record_ && record_start == partial)) {
       const auto length = static_cast<std::size_t>(at + 1 - record_start);
-      shortest_record_ = std::min(shortest_record_.value_or(length), length);
+      shortest = std::min(shortest.value_or(length), length);
     }
     record_start = at + 1;
   }
+  // The shortest of the latest records, so that one short record early on does not make every
+  // later read small.
+  if (shortest) shortest_record_ = shortest;
 }
 
 Engine::Span Engine::next_span(bool end_of_input) const {

@@ -88,17 +88,19 @@ class Engine {
   Wake wait(std::chrono::nanoseconds deadline, WaitFor what);
   // The next piece of the buffer to write; empty when more input is needed first.
   Span next_span(bool end_of_input) const;
-  // Reads after the pending data; true at the end of the input.
-  bool read_more();
+  // Reads after the pending data, of which `complete` is the complete records (a short chunk, or
+  // none); true at the end of the input.
+  bool read_more(const Span& complete);
   // Record modes, at a stop: reads the rest of a record that a read cut, as far as the input
   // holds it now.
   void complete_last_record();
   // Byte mode: doubles the buffer toward the chunk after a read that filled it.
   void grow_buffer();
   // Record modes: how much the next read may take.
-  std::size_t read_ahead_bytes() const;
-  // Record modes: notes the lengths of the records that `bytes` read at `from` completed.
-  void note_record_lengths(std::size_t from, std::size_t bytes);
+  std::size_t read_ahead_bytes(const Span& complete) const;
+  // Record modes: notes the lengths of the records that `bytes` read at `from` completed, the
+  // first of them begun at `partial_start`.
+  void note_record_lengths(std::size_t partial_start, std::size_t from, std::size_t bytes);
   enum class Written { all, downstream_closed, stopped };
   // Writes the first `bytes` of the buffer, charging the units that go out as booked at
   // `requested_at`; stops early when downstream closes or a stop signal cuts a blocked write short.
@@ -118,7 +120,8 @@ class Engine {
   std::vector<char> buffer_;
   std::size_t begin_ = 0;  // unwritten data is buffer_[begin_, end_)
   std::size_t end_ = 0;
-  std::optional<std::size_t> shortest_record_;  // bytes with its delimiter, in record modes
+  // Record modes: the shortest record (bytes with its delimiter) of the latest read that ended one.
+  std::optional<std::size_t> shortest_record_;
   bool last_read_filled_ = false;  // the last read took all it asked for: more may be there now
   bool inside_record_ = false;     // the last byte written did not end a record
   bool stopping_ = false;          // a stop signal came: writing what was read, then done
