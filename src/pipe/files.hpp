@@ -17,7 +17,7 @@ namespace ratelimit::pipe {
 class FileIo final : public Io {
  public:
   // Opens every input now, so that a missing or unreadable one (a directory too) stops the run
-  // before anything is written: throws io::InputError naming it. Stop signals are caught only
+  // before anything is written: throws InputError naming it. Stop signals are caught only
   // once every file is open (opening a FIFO may wait for its writer, and Ctrl-C must still work
   // there). SIGPIPE is ignored while alive, so a closed downstream is seen as EPIPE.
   FileIo(const std::vector<std::string>& inputs, const std::string& output,
