@@ -88,6 +88,7 @@ FileIo::FileIo(const std::vector<std::string>& inputs, const std::string& output
   sigemptyset(&ignore.sa_mask);
   ::sigaction(SIGPIPE, &ignore, &previous_sigpipe_);
   signals_.emplace();
+  waiter_.emplace(*signals_);
 }
 
 FileIo::~FileIo() { ::sigaction(SIGPIPE, &previous_sigpipe_, nullptr); }

@@ -42,6 +42,19 @@ signal_ends_lock_wait() {
 signal_ends_lock_wait INT 130
 signal_ends_lock_wait TERM 143
 
+# A pipe on the key: Ctrl-C while it waits for the lock ends it at once, nothing written.
+printf 'data\n' | "$RATELIMIT" --rate 1000 --key held >"$WORK/pipe.out" &
+waiter=$!
+sleep 0.5
+start=$(now_ns)
+kill -INT "$waiter"
+status=0
+wait "$waiter" || status=$?
+ms=$(ms_since "$start")
+[ "$status" -eq 130 ] || fail "SIGINT to a pipe waiting for the lock: exit $status, expected 130"
+[ "$ms" -lt 1000 ] || fail "SIGINT to a pipe waiting for the lock took ${ms} ms to end it"
+[ ! -s "$WORK/pipe.out" ] || fail "a pipe without its turn wrote '$(cat "$WORK/pipe.out")'"
+
 # Once the holder lets go, the waiters' bucket goes on.
 kill -- "-$holder"
 wait "$holder" || true
