@@ -7,8 +7,9 @@ namespace ratelimit::backends {
 Reservation decide(TokenBucket& bucket, const PermitRequest& request,
                    std::chrono::nanoseconds now) {
   if (bucket.params() != request.params) bucket.reconfigure(request.params, now);
-  if (!bucket.can_acquire(now, request.timeout))
-    return {.granted = false, .wait = bucket.state().next_free - now};
+  const std::chrono::nanoseconds wait = bucket.wait_for(request.permits, now);
+  if (wait > std::max(request.timeout, std::chrono::nanoseconds::zero()))
+    return {.granted = false, .wait = wait};
   return {.granted = true, .wait = bucket.reserve(request.permits, now)};
 }
 

@@ -23,7 +23,7 @@ struct PermitRequest {
 
 struct Reservation {
   bool granted = false;
-  // Granted: how long until the permits may be used. Refused: how long until the bucket is free.
+  // How long until the permits may be used; when refused, how long that would have been.
   std::chrono::nanoseconds wait{0};
 };
 
