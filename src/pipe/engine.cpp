@@ -38,17 +38,20 @@ Result Engine::run() {
 std::optional<Result> Engine::run_spliced() {
   const auto chunk_bytes = static_cast<std::size_t>(options_.chunk_units);
   // The bucket's turn comes first and the input is only waited for when a splice finds it empty:
-  // one wake-up per chunk while the producer is ahead. The chunk is booked when it was both due
-  // and there, as if it had been read at its arrival: a wake-up late by the timer's slack would
-  // otherwise count as idle time, which a warming-up bucket pays for by cooling down. The turn is
-  // not waited for once the input is known to hold nothing more, so the end comes without a wait.
+  // one wake-up per chunk while the producer is ahead. The chunk is asked for when it was both due
+  // (the bucket's next free time) and there, as if it had been read at its arrival: a wake-up late
+  // by the timer's slack would otherwise count as idle time, which a warming-up bucket pays for by
+  // cooling down. Its turn is then the bucket's answer for a whole chunk; what a short splice
+  // leaves unused is stored again by the next request. The turn is not waited for once the input
+  // is known to hold nothing more, so the end comes without a wait.
   nanoseconds input_seen_at = nanoseconds::min();
   while (true) {
-    const nanoseconds turn = bucket_.state().next_free;
+    const nanoseconds requested_at =
+        std::min(io_.now(), std::max(bucket_.state().next_free, input_seen_at));
+    const nanoseconds turn = requested_at + bucket_.wait_for(options_.chunk_units, requested_at);
     // Nothing has been read yet, so a stop here leaves nothing behind.
     if (wait(turn, WaitFor::input_end) == Wake::stop)
       return finish(Ending::stopped, io_.stop_signal());
-    const nanoseconds requested_at = std::min(io_.now(), std::max(turn, input_seen_at));
     const std::optional<Moved> moved = io_.splice(chunk_bytes);
     if (!moved) return std::nullopt;
     if (moved->output_closed) return finish(Ending::downstream_closed);
@@ -89,7 +92,8 @@ Result Engine::run_buffered() {
       continue;
     }
     const nanoseconds requested_at = io_.now();
-    if (span.units > 0 && wait(bucket_.state().next_free, WaitFor::deadline) == Wake::stop)
+    if (span.units > 0 && wait(requested_at + bucket_.wait_for(span.units, requested_at),
+                               WaitFor::deadline) == Wake::stop)
       return stop_after_writing_buffer();
     switch (write_buffered(span.bytes, requested_at)) {
       case Written::all:

@@ -59,9 +59,10 @@ inline constexpr double kWritesPerSecond = 200.0;
 // The units per write for a rate: 1/kWritesPerSecond of it, at least one, at most `max_units`.
 std::int64_t default_chunk_units(double units_per_second, std::int64_t max_units);
 
-// Moves the input to the output at the bucket's rate: waits until the bucket's next free time,
-// writes at most a chunk, then books the units actually written (Guava's packet example, with
-// the booking after the write so that only what moved is charged; the wait is the same). In
+// Moves the input to the output at the bucket's rate: waits until the bucket's next free time
+// (with pay_first, until the chunk's units exist), writes at most a chunk, then books the units
+// actually written, as of when they were asked for (Guava's packet example, with the booking after
+// the write so that only what moved is charged; the wait is the same). In
 // record modes a wait never falls inside a record. Everything read is written, even when a stop
 // signal arrives; nothing is waited for after the end of the input.
 class Engine {
