@@ -6,7 +6,8 @@ namespace ratelimit::backends {
 
 Reservation decide(TokenBucket& bucket, const PermitRequest& request,
                    std::chrono::nanoseconds now) {
-  if (bucket.params() != request.params) bucket.reconfigure(request.params, now);
+  if (request.apply_params && bucket.params() != request.params)
+    bucket.reconfigure(request.params, now);
   const std::chrono::nanoseconds wait = bucket.wait_for(request.permits, now);
   if (wait > std::max(request.timeout, std::chrono::nanoseconds::zero()))
     return {.granted = false, .wait = wait};
