@@ -43,12 +43,12 @@ TEST(StateRecord, KeepsStartFullAndPayFirst) {
 }
 
 // A version 1 record (before the flags): magic, version, shape, four doubles, two 64-bit
-// integers, the boot id and a checksum, 104 bytes. It counts as a fresh bucket, with the reason.
+// integers, the boot id and a checksum, 108 bytes. It counts as a fresh bucket, with the reason.
 TEST(StateRecord, AnOlderVersionIsNamed) {
   std::string version_1 = "RLBUCKET";
   const std::uint32_t version = 1;
   version_1.append(reinterpret_cast<const char*>(&version), sizeof version);
-  version_1.resize(104, '\0');
+  version_1.resize(108, '\0');
   const DecodedRecord decoded = decode_record(version_1);
   EXPECT_FALSE(decoded.record);
   EXPECT_EQ(decoded.problem, "record version 1, expected 2");
