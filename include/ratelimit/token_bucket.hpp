@@ -61,7 +61,8 @@ struct BucketState {
 // leave the same S and F either way.
 class TokenBucket {
  public:
-  // A new bucket at time `now`: bursty starts empty, warming_up starts cold (full).
+  // A new bucket at time `now`: bursty starts empty (full with start_full), warming_up starts cold
+  // (full).
   // Throws std::invalid_argument naming the bad value.
   TokenBucket(const BucketParams& params, std::chrono::nanoseconds now);
   // A bucket restored from saved parameters and state.
