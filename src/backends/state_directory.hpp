@@ -14,6 +14,8 @@
 // opened without following links, and flock.
 namespace ratelimit::backends {
 
+class StateDirectory;
+
 // A state file held open under flock; closing it (the destructor) releases the lock.
 class LockedFile {
  public:

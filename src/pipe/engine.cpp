@@ -51,10 +51,12 @@ Result Engine::run() {
 
 std::optional<Result> Engine::run_spliced() {
   // The bucket's turn comes first and the input is only waited for when a splice finds it empty:
-  // one wake-up per chunk while the producer is ahead. The chunk is booked when it was both due
-  // and there, as if it had been read at its arrival: a wake-up late by the timer's slack would
-  // otherwise count as idle time, which a warming-up bucket pays for by cooling down. The turn is
-  // not waited for once the input is known to hold nothing more, so the end comes without a wait.
+  // one wake-up per chunk while the producer is ahead. The chunk is asked for when it was both due
+  // (the bucket's next free time) and there, as if it had been read at its arrival: a wake-up late
+  // by the timer's slack would otherwise count as idle time, which a warming-up bucket pays for by
+  // cooling down. Its turn is then the bucket's answer for a whole chunk; what a short splice
+  // leaves unused is stored again by the next request. The turn is not waited for once the input
+  // is known to hold nothing more, so the end comes without a wait.
   nanoseconds input_seen_at = nanoseconds::min();
   while (true) {
     // A splice now finds the end of this input without moving anything: no turn is booked for it.

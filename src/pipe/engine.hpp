@@ -63,10 +63,11 @@ inline constexpr double kWritesPerSecond = 200.0;
 // The units per write for a rate: 1/kWritesPerSecond of it, at least one, at most `max_units`.
 std::int64_t default_chunk_units(double units_per_second, std::int64_t max_units);
 
-// Moves the input to the output at the rate of a permit source: asks it when a chunk may go,
-// waits until then, writes at most a chunk, then tells it what was written (Guava's packet
-// example). In record modes a wait never falls inside a record. Everything read is written, even
-// when a stop signal arrives; nothing is waited for after the end of the input.
+// Moves the input to the output at the rate of a permit source: asks it when a chunk may go
+// (with pay_first, not before the chunk's units exist), waits until then, writes at most a chunk,
+// then tells it what was written (Guava's packet example). In record modes a wait never falls
+// inside a record. Everything read is written, even when a stop signal arrives; nothing is waited
+// for after the end of the input.
 class Engine {
  public:
   using ProgressCallback = std::function<void(const Totals&)>;

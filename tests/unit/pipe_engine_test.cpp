@@ -119,6 +119,55 @@ TEST_P(BothPaths, TimerSlackDoesNotAddUpWhileWarmingUp) {
     EXPECT_EQ(io.writes()[i].time, punctual.writes()[i].time + 1ms) << "write " << i;
 }
 
+// --pay-first: each chunk waits until its own bytes exist, so the first one too, and nothing is
+// owed at the end.
+TEST_P(BothPaths, PayFirstWaitsForEachChunkBeforeWritingIt) {
+  EngineOptions options = bytes_per_second(1000, 20);
+  options.bucket.pay_first = true;
+  io.arrive(0s, std::string(60, 'f'));
+  Engine(options, io).run();
+  const std::string chunk(20, 'f');
+  EXPECT_EQ(io.writes(), (std::vector<Write>{{20ms, chunk}, {40ms, chunk}, {60ms, chunk}}));
+}
+
+// --start-full --pay-first: the burst (50 bytes) goes at once, then each chunk waits for what the
+// stored bytes lack: chunk 3 finds 10 and waits 10 ms for the rest.
+TEST_P(BothPaths, StartFullSendsTheBurstAtOnce) {
+  EngineOptions options = bytes_per_second(1000, 20);
+  options.bucket.max_burst_seconds = 0.05;
+  options.bucket.start_full = true;
+  options.bucket.pay_first = true;
+  io.arrive(0s, std::string(100, 'b'));
+  Engine(options, io).run();
+  const std::string chunk(20, 'b');
+  EXPECT_EQ(io.writes(),
+            (std::vector<Write>{
+                {0ms, chunk}, {0ms, chunk}, {10ms, chunk}, {30ms, chunk}, {50ms, chunk}}));
+}
+
+// On the zero-copy path a chunk found at its turn is asked for at the turn, so late wake-ups do
+// not cool a warming-up bucket that pays first. (The read-and-write path reads each chunk after
+// the previous write and asks for it then: a late wake-up there counts as idle time, which a
+// bursty bucket refills exactly and a warming-up one pays for by a warm-up longer by the slack.)
+TEST(PipeEngine, PayFirstTimerSlackDoesNotAddUpWhileWarmingUpWhenSpliced) {
+  EngineOptions options = bytes_per_second(10, 1);
+  options.bucket.shape = BucketShape::warming_up;
+  options.bucket.warmup = 2s;
+  options.bucket.pay_first = true;
+  FakePipeIo punctual;
+  punctual.allow_splice();
+  punctual.arrive(0s, std::string(30, 'w'));
+  Engine(options, punctual).run();
+  FakePipeIo io;
+  io.allow_splice();
+  io.oversleep_by(1ms);
+  io.arrive(0s, std::string(30, 'w'));
+  Engine(options, io).run();
+  ASSERT_EQ(io.writes().size(), punctual.writes().size());
+  for (std::size_t i = 0; i < io.writes().size(); ++i)
+    EXPECT_EQ(io.writes()[i].time, punctual.writes()[i].time + 1ms) << "write " << i;
+}
+
 TEST(PipeEngine, ChargesOnlyWhatAPartialWriteMoved) {
   FakePipeIo io;
   io.limit_writes_to(3);
