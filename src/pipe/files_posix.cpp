@@ -18,9 +18,7 @@ constexpr std::size_t kDefaultPipeCapacity = std::size_t{64} * 1024;
 
 bool is_standard_stream(const std::string& name) { return name.empty() || name == "-"; }
 
-[[noreturn]] void throw_input_error(const std::string& name) {
-  throw io::InputError(errno, std::generic_category(), name);
-}
+[[noreturn]] void throw_input_error(const std::string& name) { throw io::InputError(errno, name); }
 
 // A descriptor someone else made non-blocking (they are shared with the parent) reports EAGAIN.
 bool would_block() { return errno == EAGAIN || errno == EWOULDBLOCK; }
@@ -77,8 +75,7 @@ FileIo::FileIo(const std::vector<std::string>& inputs, const std::string& output
   if (S_ISREG(output_status.st_mode)) {
     const std::pair identity(output_status.st_dev, output_status.st_ino);
     if (std::find(regular_inputs.begin(), regular_inputs.end(), identity) != regular_inputs.end()) {
-      errno = EINVAL;
-      throw_input_error(output_name_ + ": input file is output file");
+      throw io::InputError(output_name_ + ": input file is output file");
     }
     if (!standard && ::ftruncate(output_.get(), 0) != 0) io::throw_errno(output_name_);
   }
