@@ -1,7 +1,9 @@
 #include <fmt/core.h>
 #include <unistd.h>
 
+#include <filesystem>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "cli/bucket_options.hpp"
@@ -77,7 +79,29 @@ int exit_code(const pipe::Result& result) {
   return exit_ok;
 }
 
+// `--stats json` reads "json" as a file: the value of a flag needs "=". Said before the missing
+// file is, as a usage error naming what was meant.
+void check_flag_values_in_files(const PipeOptions& options) {
+  const struct {
+    const std::string& given;
+    std::string_view flag;
+    std::string_view value;
+  } kMisplaced[] = {{options.stats, "--stats", "json"},
+                    {options.stats, "--stats", "text"},
+                    {options.progress, "--progress", "force"},
+                    {options.progress, "--progress", "auto"}};
+  for (const auto& misplaced : kMisplaced) {
+    if (misplaced.given.empty()) continue;
+    for (const std::string& file : options.files) {
+      if (file == misplaced.value && !std::filesystem::exists(file))
+        throw UsageError(fmt::format("no file '{}': to give {} a value, write {}={}", file,
+                                     misplaced.flag, misplaced.flag, misplaced.value));
+    }
+  }
+}
+
 int run_pipe(const PipeOptions& options) {
+  check_flag_values_in_files(options);
   const pipe::Unit unit = unit_of(options);
   pipe::EngineOptions engine_options;
   engine_options.unit = unit;
@@ -138,7 +162,7 @@ Command setup_pipe(CLI::App& app) {
                  "Units per write [default: 1/200 s of the rate, at most a pipe's capacity]")
       ->check(syntax_check(parse_size, "SIZE"))
       ->group("Pipe");
-  app.add_flag("-p,--progress{auto}", options->progress,
+  app.add_flag("-p{auto},--progress{auto}", options->progress,
                "Draw a progress line on standard error when it is a terminal (=force: always)")
       ->check(CLI::IsMember({"auto", "force"}))
       ->group("Output");
