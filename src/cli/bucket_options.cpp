@@ -1,5 +1,8 @@
 #include "cli/bucket_options.hpp"
 
+#include <fmt/core.h>
+
+#include <chrono>
 #include <cmath>
 
 #include "cli/units.hpp"
@@ -7,11 +10,20 @@
 namespace ratelimit::cli {
 namespace {
 
-bool is_duration(const std::string& text) {
-  // A burst ends in a time unit ("2s", "500ms", "1m") or is a size ("64k", "1MiB", "0").
-  return !text.empty() &&
-         (text.back() == 's' || text.back() == 'm' || text.back() == 'h' || text.back() == 'd');
+// A burst is time ("2s", "500ms", "1m") or an amount ("64k", "1MiB", "0").
+bool is_duration(const std::string& text) { return ends_in_time_unit(text); }
+
+// One rule for --rate and --burst: bytes and bits only where bytes are counted.
+void check_data_unit(const std::string& option, const std::string& text, DataUnit unit,
+                     RateUnits units) {
+  if (units == RateUnits::plain && unit != DataUnit::unspecified)
+    throw UsageError(fmt::format(
+        "{} '{}' is in bytes or bits, but this command counts units: write it without B/bit",
+        option, text));
 }
+
+// Rates slower than this look like a hang: the pipe or the command waits in silence.
+constexpr double kSlowestQuietSeconds = 3600.0;
 
 }  // namespace
 
@@ -31,7 +43,7 @@ void add_bucket_options(CLI::App& app, BucketOptions& options) {
       ->check(syntax_check(
           [](const std::string& text) {
             return is_duration(text) ? static_cast<double>(parse_duration(text).count())
-                                     : parse_size(text);
+                                     : parse_size(text).units;
           },
           "BURST"))
       ->excludes(warmup)
@@ -46,9 +58,10 @@ void add_bucket_options(CLI::App& app, BucketOptions& options) {
 BucketParams to_bucket_params(const BucketOptions& options, RateUnits units) {
   if (options.rate.empty()) throw UsageError("--rate is required (e.g. --rate 5000 or --rate 2/s)");
   const Rate rate = parse_rate(options.rate);
-  if (units == RateUnits::plain && rate.unit != DataUnit::unspecified)
-    throw UsageError("rate '" + options.rate +
-                     "' is in bytes or bits, but this mode counts units: write it without B/bit");
+  check_data_unit("rate", options.rate, rate.unit, units);
+  if (1.0 / rate.units_per_second > kSlowestQuietSeconds)
+    fmt::print(stderr, "ratelimit: warning: at rate '{}' one unit takes {}\n", options.rate,
+               human_duration(std::chrono::duration<double>(1.0 / rate.units_per_second)));
   BucketParams params;
   params.permits_per_second = rate.units_per_second;
   if (!options.warmup.empty()) {
@@ -56,10 +69,14 @@ BucketParams to_bucket_params(const BucketOptions& options, RateUnits units) {
     params.warmup = parse_duration(options.warmup);
     params.cold_factor = options.cold_factor;
   } else if (!options.burst.empty()) {
-    params.max_burst_seconds =
-        is_duration(options.burst)
-            ? std::chrono::duration<double>(parse_duration(options.burst)).count()
-            : parse_size(options.burst) / rate.units_per_second;
+    if (is_duration(options.burst)) {
+      params.max_burst_seconds =
+          std::chrono::duration<double>(parse_duration(options.burst)).count();
+    } else {
+      const Amount burst = parse_size(options.burst);
+      check_data_unit("burst", options.burst, burst.unit, units);
+      params.max_burst_seconds = burst.units / rate.units_per_second;
+    }
     if (!std::isfinite(params.max_burst_seconds))
       throw UsageError("invalid burst '" + options.burst + "': longer than any duration at rate '" +
                        options.rate + "'");

@@ -61,7 +61,7 @@ std::int64_t chunk_units(const PipeOptions& options, double rate, const pipe::Un
     return pipe::default_chunk_units(
         rate, static_cast<std::int64_t>(io.fit_pipes_to(static_cast<std::size_t>(wanted))));
   }
-  const double chunk = parse_size(options.chunk);
+  const double chunk = parse_size(options.chunk).units;
   if (chunk < 1.0 || chunk > 1e9)
     throw UsageError("invalid chunk '" + options.chunk + "': must be from 1 to 1G units");
   return static_cast<std::int64_t>(chunk);
