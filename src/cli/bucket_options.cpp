@@ -27,30 +27,40 @@ constexpr double kSlowestQuietSeconds = 3600.0;
 
 }  // namespace
 
-void add_bucket_options(CLI::App& app, BucketOptions& options) {
-  app.add_option("-r,--rate", options.rate,
-                 "Rate: units per period, e.g. 5000, 1.5M, 10MiB/s, 8Mbit/s, 2/s, 100/m, 30/15s")
+void add_bucket_options(CLI::App& app, BucketOptions& options, RateUnits units) {
+  app.add_option(
+         "-r,--rate", options.rate,
+         units == RateUnits::data
+             ? "Rate: units per period, e.g. 5000, 1.5M, 10MiB/s, 8Mbit/s, 2/s, 100/m, 30/15s"
+             : "Rate: permits per period, e.g. 2/s, 100/m, 1/h, 30/15s, 1.5k")
       ->check(syntax_check(parse_rate, "RATE"))
+      ->option_text("RATE")
       ->group("Rate");
   auto* warmup = app.add_option("--warmup", options.warmup,
                                 "Start cold and speed up to the rate over this duration "
                                 "(Guava SmoothWarmingUp), e.g. 10s")
                      ->check(syntax_check(parse_duration, "DURATION"))
+                     ->option_text("DURATION")
                      ->group("Rate");
   app.add_option("--burst", options.burst,
-                 "Unused capacity stored for a burst, as time (2s) or units (64k); 0 is strictly "
-                 "smooth [default: 1s]")
+                 units == RateUnits::data
+                     ? "Unused capacity stored for a burst, as time (2s) or units (64k); 0 is "
+                       "strictly smooth [default: 1s]"
+                     : "Unused capacity stored for a burst, as time (2s) or permits (10); 0 is "
+                       "strictly smooth [default: 1s]")
       ->check(syntax_check(
           [](const std::string& text) {
             return is_duration(text) ? static_cast<double>(parse_duration(text).count())
                                      : parse_size(text).units;
           },
           "BURST"))
+      ->option_text("BURST")
       ->excludes(warmup)
       ->group("Rate");
   app.add_option("--cold-factor", options.cold_factor,
                  "With --warmup: how many times slower than the rate a cold start is")
       ->check(number_in(1.0, 1e6))
+      ->option_text("F")
       ->needs(warmup)
       ->group("Rate");
 }
@@ -59,9 +69,6 @@ BucketParams to_bucket_params(const BucketOptions& options, RateUnits units) {
   if (options.rate.empty()) throw UsageError("--rate is required (e.g. --rate 5000 or --rate 2/s)");
   const Rate rate = parse_rate(options.rate);
   check_data_unit("rate", options.rate, rate.unit, units);
-  if (1.0 / rate.units_per_second > kSlowestQuietSeconds)
-    fmt::print(stderr, "ratelimit: warning: at rate '{}' one unit takes {}\n", options.rate,
-               human_duration(std::chrono::duration<double>(1.0 / rate.units_per_second)));
   BucketParams params;
   params.permits_per_second = rate.units_per_second;
   if (!options.warmup.empty()) {
@@ -81,6 +88,10 @@ BucketParams to_bucket_params(const BucketOptions& options, RateUnits units) {
       throw UsageError("invalid burst '" + options.burst + "': longer than any duration at rate '" +
                        options.rate + "'");
   }
+  // Once the options are known to be good: a warning before an error would be noise.
+  if (1.0 / rate.units_per_second > kSlowestQuietSeconds)
+    fmt::print(stderr, "ratelimit: warning: at rate '{}' one unit takes {}\n", options.rate,
+               human_duration(std::chrono::duration<double>(1.0 / rate.units_per_second)));
   return params;
 }
 

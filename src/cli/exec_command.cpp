@@ -54,12 +54,20 @@ Command setup_exec(CLI::App& app) {
   exec->add_option("--max-inflight", options->max_inflight,
                    "At most this many commands of the key run at once")
       ->check(whole_number_in(1, 256))
+      ->option_text("N")
       ->group("Shared bucket");
   exec->add_option("command", options->command,
                    "The command to run and its arguments (-- before it is optional)")
+      ->option_text("...")
       ->required();
   // As nice(1) or timeout(1): everything from the command on is the command's, its options too.
   exec->positionals_at_end();
+  exec->footer(R"(Examples:
+  ratelimit exec --rate 2/s --key api -- curl -s "$url"    2 starts a second, shared by a loop
+  ratelimit exec --rate 100/m --max-inflight 4 -- make     100 a minute, 4 at once at most
+  ratelimit exec --rate 1/s --try -- notify-send hi        exit 75 at once if no permit now
+
+Rates count commands: 2/s, 100/m, 1/h (no B or bit).)");
   return {exec, [options] { return run_exec(*options); }};
 }
 

@@ -135,10 +135,12 @@ int run_pipe(const PipeOptions& options) {
 
 Command setup_pipe(CLI::App& app) {
   auto options = std::make_shared<PipeOptions>();
-  add_bucket_options(app, options->bucket);
+  add_bucket_options(app, options->bucket, RateUnits::data);
   app.add_option("FILE", options->files, "Files to read in order, as cat does; - is standard input")
+      ->option_text("...")
       ->group("Pipe");
   app.add_option("-o,--output", options->output, "Write here instead of standard output")
+      ->option_text("FILE")
       ->group("Pipe");
   auto* lines = app.add_flag("-l,--lines", options->lines,
                              "Count lines: the rate is in lines, a line is never split")
@@ -155,20 +157,24 @@ Command setup_pipe(CLI::App& app) {
                                                "': expected one character or \\n, \\t, \\0";
           },
           "CHAR"))
+      ->option_text("CHAR")
       ->excludes(lines)
       ->excludes(null)
       ->group("Pipe");
   app.add_option("--chunk", options->chunk,
                  "Units per write [default: 1/200 s of the rate, at most a pipe's capacity]")
       ->check(syntax_check(parse_size, "SIZE"))
+      ->option_text("SIZE")
       ->group("Pipe");
   app.add_flag("-p{auto},--progress{auto}", options->progress,
                "Draw a progress line on standard error when it is a terminal (=force: always)")
       ->check(CLI::IsMember({"auto", "force"}))
+      ->option_text("[=force]")
       ->group("Output");
   app.add_flag("--stats{text}", options->stats,
                "Print a summary line on standard error at the end (=json: as JSON)")
       ->check(CLI::IsMember({"text", "json"}))
+      ->option_text("[=json]")
       ->group("Output");
   return Command{&app, [options] { return run_pipe(*options); }};
 }

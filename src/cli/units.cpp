@@ -196,6 +196,7 @@ std::string human_duration(std::chrono::duration<double> duration) {
     if (text.back() == '.') text.pop_back();
     return text + "s";
   }
+  if (seconds >= 1000 * kYear) return "over 1000 years";
   if (seconds >= kYear) return fmt::format("{:.1f} years", seconds / kYear);
   const std::int64_t total = std::llround(seconds);
   const std::pair<std::int64_t, char> parts[] = {

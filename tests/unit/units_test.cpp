@@ -111,6 +111,7 @@ TEST(HumanDuration, AsPeopleSayIt) {
   EXPECT_EQ(human_duration(2h), "2h");
   EXPECT_EQ(human_duration(76h), "3d4h");
   EXPECT_EQ(human_duration(std::chrono::duration<double>(1e9)), "31.7 years");
+  EXPECT_EQ(human_duration(std::chrono::duration<double>(1e300)), "over 1000 years");
 }
 
 TEST(HumanRate, AsUsersWriteThem) {
