@@ -34,11 +34,11 @@ _ratelimit() {
   case $command in
     "") options="$rate_options $shared_options --output -o --lines -l --null -0 --delimiter --chunk
                  --progress -p --stats --help -h --version -V" ;;
-    set) options="--rate -r $shared_options --help -h" ;;
-    exec) options="$rate_options $shared_options --permits --try --timeout --max-inflight --help -h" ;;
-    acquire) options="$rate_options $shared_options --permits --try --timeout --help -h" ;;
-    status) options="--key -k --state-dir --verbose -v --help -h" ;;
-    reset) options="--key -k --state-dir --verbose -v --help -h" ;;
+    set) options="--rate -r $shared_options --help -h --version -V" ;;
+    exec) options="$rate_options $shared_options --permits --try --timeout --max-inflight --help -h --version -V" ;;
+    acquire) options="$rate_options $shared_options --permits --try --timeout --help -h --version -V" ;;
+    status) options="--key -k --state-dir --verbose -v --help -h --version -V" ;;
+    reset) options="--key -k --state-dir --verbose -v --help -h --version -V" ;;
   esac
 
   case $prev in

@@ -35,7 +35,7 @@ complete -c ratelimit -n "not __fish_seen_subcommand_from $commands" -F
 
 # Every command
 complete -c ratelimit -n "$own" -s h -l help -d 'Print help and exit'
-complete -c ratelimit -n "not __fish_seen_subcommand_from $commands" -s V -l version -d 'Print the version and exit'
+complete -c ratelimit -n "$own" -s V -l version -d 'Print the version and exit'
 
 # Rate options: pipe mode, exec and acquire
 set -l with_rate "not __fish_seen_subcommand_from set status reset; and $own"

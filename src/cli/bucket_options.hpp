@@ -17,13 +17,13 @@ struct BucketOptions {
   bool pay_first = false;   // a request waits for its own permits instead of the next one paying
 };
 
-// Declares --rate, --burst, --warmup, --cold-factor, --start-full and --pay-first on `app`, with
-// their syntax checks.
-void add_bucket_options(CLI::App& app, BucketOptions& options);
-
 // What a rate may be written in: `data` allows bytes and bits (byte mode), otherwise only plain
 // units (lines, records, permits).
 enum class RateUnits { data, plain };
+
+// Declares --rate, --burst, --warmup, --cold-factor, --start-full and --pay-first on `app`, with
+// their syntax checks; the help's examples are in `units`.
+void add_bucket_options(CLI::App& app, BucketOptions& options, RateUnits units);
 
 // The core's parameters for the options given. Throws UsageError naming the bad value (a missing
 // --rate, or a rate in bytes where units are counted).

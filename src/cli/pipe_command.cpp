@@ -1,7 +1,9 @@
 #include <fmt/core.h>
 #include <unistd.h>
 
+#include <filesystem>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "cli/bucket_options.hpp"
@@ -68,7 +70,7 @@ void choose_chunk(const PipeOptions& options, pipe::EngineOptions& engine_option
         static_cast<std::int64_t>(io.fit_pipes_to(static_cast<std::size_t>(wanted)));
     return;
   }
-  const double chunk = parse_size(options.chunk);
+  const double chunk = parse_size(options.chunk).units;
   if (chunk < 1.0 || chunk > 1e9)
     throw UsageError("invalid chunk '" + options.chunk + "': must be from 1 to 1G units");
   engine_options.chunk_units = static_cast<std::int64_t>(chunk);
@@ -98,7 +100,29 @@ pipe::Result run_engine(const PipeOptions& options, const pipe::EngineOptions& e
   return pipe::Engine(engine_options, io, source, draw).run();
 }
 
+// `--stats json` reads "json" as a file: the value of a flag needs "=". Said before the missing
+// file is, as a usage error naming what was meant.
+void check_flag_values_in_files(const PipeOptions& options) {
+  const struct {
+    const std::string& given;
+    std::string_view flag;
+    std::string_view value;
+  } kMisplaced[] = {{options.stats, "--stats", "json"},
+                    {options.stats, "--stats", "text"},
+                    {options.progress, "--progress", "force"},
+                    {options.progress, "--progress", "auto"}};
+  for (const auto& misplaced : kMisplaced) {
+    if (misplaced.given.empty()) continue;
+    for (const std::string& file : options.files) {
+      if (file == misplaced.value && !std::filesystem::exists(file))
+        throw UsageError(fmt::format("no file '{}': to give {} a value, write {}={}", file,
+                                     misplaced.flag, misplaced.flag, misplaced.value));
+    }
+  }
+}
+
 int run_pipe(const PipeOptions& options) {
+  check_flag_values_in_files(options);
   const pipe::Unit unit = unit_of(options);
   pipe::EngineOptions engine_options;
   engine_options.unit = unit;
@@ -131,13 +155,15 @@ int run_pipe(const PipeOptions& options) {
 
 Command setup_pipe(CLI::App& app) {
   auto options = std::make_shared<PipeOptions>();
-  add_bucket_options(app, options->bucket);
+  add_bucket_options(app, options->bucket, RateUnits::data);
   add_key_option(app, options->key)
       ->description("Share the bucket NAME with every pipe, exec and acquire that names it");
   add_store_options(app, options->store);
   app.add_option("FILE", options->files, "Files to read in order, as cat does; - is standard input")
+      ->option_text("...")
       ->group("Pipe");
   app.add_option("-o,--output", options->output, "Write here instead of standard output")
+      ->option_text("FILE")
       ->group("Pipe");
   auto* lines = app.add_flag("-l,--lines", options->lines,
                              "Count lines: the rate is in lines, a line is never split")
@@ -154,20 +180,24 @@ Command setup_pipe(CLI::App& app) {
                                                "': expected one character or \\n, \\t, \\0";
           },
           "CHAR"))
+      ->option_text("CHAR")
       ->excludes(lines)
       ->excludes(null)
       ->group("Pipe");
   app.add_option("--chunk", options->chunk,
                  "Units per write [default: 1/200 s of the rate, at most a pipe's capacity]")
       ->check(syntax_check(parse_size, "SIZE"))
+      ->option_text("SIZE")
       ->group("Pipe");
-  app.add_flag("-p,--progress{auto}", options->progress,
+  app.add_flag("-p{auto},--progress{auto}", options->progress,
                "Draw a progress line on standard error when it is a terminal (=force: always)")
       ->check(CLI::IsMember({"auto", "force"}))
+      ->option_text("[=force]")
       ->group("Output");
   app.add_flag("--stats{text}", options->stats,
                "Print a summary line on standard error at the end (=json: as JSON)")
       ->check(CLI::IsMember({"text", "json"}))
+      ->option_text("[=json]")
       ->group("Output");
   return Command{&app, [options] { return run_pipe(*options); }};
 }

@@ -27,6 +27,8 @@ Command setup_reset(CLI::App& app) {
       app.add_subcommand("reset", "Forget a shared bucket: its next use starts fresh");
   add_store_options(*reset, options->store);
   add_key_option(*reset, options->key)->required();
+  reset->footer(R"(Example:
+  ratelimit reset --key api         the next 'exec --key api' starts a fresh bucket)");
   return {reset, [options] { return run_reset(*options); }};
 }
 

@@ -69,7 +69,13 @@ Command setup_set(CLI::App& app) {
   set->add_option("-r,--rate", options->bucket.rate,
                   "The new rate, in the pipe's units (B or bit only in byte mode)")
       ->required()
-      ->check(syntax_check(parse_rate, "RATE"));
+      ->check(syntax_check(parse_rate, "RATE"))
+      ->option_text("RATE");
+  set->footer(R"(Examples:
+  ratelimit set 4242 --rate 50MiB/s      a byte pipe: B, bit and prefixes as its --rate
+  ratelimit set 4243 --rate 20/s         a pipe counting lines (-l) or records
+
+'ratelimit status' lists the running pipes and their process ids.)");
   return Command{set, [options] { return run_set(*options); }};
 }
 

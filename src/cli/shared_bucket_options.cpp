@@ -34,7 +34,7 @@ CLI::Option* add_key_option(CLI::App& app, std::string& key) {
             }
           },
           "NAME"))
-      ->capture_default_str()
+      ->option_text("NAME")
       ->group("Shared bucket");
 }
 
@@ -42,6 +42,7 @@ void add_store_options(CLI::App& app, StoreOptions& options) {
   app.add_option("--state-dir", options.state_dir,
                  "Directory of the bucket files [default: $RATELIMIT_STATE_DIR, "
                  "$XDG_RUNTIME_DIR/ratelimit, /tmp/ratelimit-$UID]")
+      ->option_text("DIR")
       ->group("Shared bucket");
   app.add_flag("-v,--verbose", options.verbose, "Say why a bucket's record was discarded");
 }
@@ -62,12 +63,12 @@ std::string state_dir_of(const StoreOptions& options) {
 }
 
 void add_permit_options(CLI::App& app, PermitOptions& options) {
-  add_bucket_options(app, options.bucket);
+  add_bucket_options(app, options.bucket, RateUnits::plain);
   add_store_options(app, options.store);
-  add_key_option(app, options.key);
-  app.add_option("--permits", options.permits, "Permits to take")
+  add_key_option(app, options.key)->description("Name of the shared bucket [default: default]");
+  app.add_option("--permits", options.permits, "Permits to take [default: 1]")
       ->check(whole_number_in(1, std::numeric_limits<std::int64_t>::max()))
-      ->capture_default_str()
+      ->option_text("N")
       ->group("Shared bucket");
   auto* try_only = app.add_flag("--try", options.try_only,
                                 "Never wait: exit 75 at once if no permit is free now")
@@ -75,6 +76,7 @@ void add_permit_options(CLI::App& app, PermitOptions& options) {
   app.add_option("--timeout", options.timeout,
                  "Wait at most this long, else exit 75 without waiting (e.g. 500ms, 10s)")
       ->check(syntax_check(parse_duration, "DURATION"))
+      ->option_text("DURATION")
       ->excludes(try_only)
       ->group("Shared bucket");
 }

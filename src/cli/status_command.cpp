@@ -68,6 +68,9 @@ Command setup_status(CLI::App& app) {
   CLI::App* status = app.add_subcommand("status", "List the shared buckets");
   add_store_options(*status, options->store);
   add_key_option(*status, options->key)->description("Show only this bucket");
+  status->footer(R"(Examples:
+  ratelimit status                  every shared bucket, and the running pipes
+  ratelimit status --key api        one bucket)");
   return {status, [options] { return run_status(*options); }};
 }
 
