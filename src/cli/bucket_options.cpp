@@ -1,8 +1,12 @@
 #include "cli/bucket_options.hpp"
 
+#include <chrono>
 #include <cmath>
+#include <stdexcept>
 
+#include "cli/timetable_option.hpp"
 #include "cli/units.hpp"
+#include "io/local_time_posix.hpp"
 
 namespace ratelimit::cli {
 namespace {
@@ -13,12 +17,40 @@ bool is_duration(const std::string& text) {
          (text.back() == 's' || text.back() == 'm' || text.back() == 'h' || text.back() == 'd');
 }
 
+// Units per second of one rate as written, checked against what the command counts.
+double units_per_second(std::string_view text, RateUnits units) {
+  const Rate rate = parse_rate(text);
+  if (units == RateUnits::plain && rate.unit != DataUnit::unspecified)
+    throw UsageError("rate '" + std::string(text) +
+                     "' is in bytes or bits, but this mode counts units: write it without B/bit");
+  return rate.units_per_second;
+}
+
+Timetable timetable_of(std::string_view text, RateUnits units) {
+  try {
+    return Timetable(parse_timetable(
+        text, [units](std::string_view rate) { return units_per_second(rate, units); }));
+  } catch (const std::invalid_argument& error) {
+    throw UsageError("invalid timetable '" + std::string(text) + "': " + error.what());
+  }
+}
+
+// The syntax of --rate, whatever the command counts: one rate, or a timetable.
+void check_rate_syntax(const std::string& text) {
+  if (is_timetable(text)) {
+    timetable_of(text, RateUnits::data);
+  } else {
+    parse_rate(text);
+  }
+}
+
 }  // namespace
 
 void add_bucket_options(CLI::App& app, BucketOptions& options) {
   app.add_option("-r,--rate", options.rate,
-                 "Rate: units per period, e.g. 5000, 1.5M, 10MiB/s, 8Mbit/s, 2/s, 100/m, 30/15s")
-      ->check(syntax_check(parse_rate, "RATE"))
+                 "Rate: units per period, e.g. 5000, 1.5M, 10MiB/s, 8Mbit/s, 2/s, 100/m, 30/15s; "
+                 "or a timetable, e.g. \"Mon-08:00,512k 18:00,10M Sat-00:00,off\"")
+      ->check(syntax_check(check_rate_syntax, "RATE"))
       ->group("Rate");
   auto* warmup = app.add_option("--warmup", options.warmup,
                                 "Start cold and speed up to the rate over this duration "
@@ -45,12 +77,20 @@ void add_bucket_options(CLI::App& app, BucketOptions& options) {
 
 BucketParams to_bucket_params(const BucketOptions& options, RateUnits units) {
   if (options.rate.empty()) throw UsageError("--rate is required (e.g. --rate 5000 or --rate 2/s)");
-  const Rate rate = parse_rate(options.rate);
-  if (units == RateUnits::plain && rate.unit != DataUnit::unspecified)
-    throw UsageError("rate '" + options.rate +
-                     "' is in bytes or bits, but this mode counts units: write it without B/bit");
   BucketParams params;
-  params.permits_per_second = rate.units_per_second;
+  if (const std::optional<Timetable> timetable = to_timetable(options, units)) {
+    if (!options.burst.empty() && !is_duration(options.burst))
+      throw UsageError(
+          "invalid burst '" + options.burst +
+          "': with a timetable, give the burst as a time (e.g. 2s), as the rate changes");
+    const io::LocalTimeZone zone;
+    params.permits_per_second =
+        timetable
+            ->at(std::chrono::floor<std::chrono::seconds>(std::chrono::system_clock::now()), zone)
+            .permits_per_second;
+  } else {
+    params.permits_per_second = units_per_second(options.rate, units);
+  }
   if (!options.warmup.empty()) {
     params.shape = BucketShape::warming_up;
     params.warmup = parse_duration(options.warmup);
@@ -59,12 +99,17 @@ BucketParams to_bucket_params(const BucketOptions& options, RateUnits units) {
     params.max_burst_seconds =
         is_duration(options.burst)
             ? std::chrono::duration<double>(parse_duration(options.burst)).count()
-            : parse_size(options.burst) / rate.units_per_second;
+            : parse_size(options.burst) / params.permits_per_second;
     if (!std::isfinite(params.max_burst_seconds))
       throw UsageError("invalid burst '" + options.burst + "': longer than any duration at rate '" +
                        options.rate + "'");
   }
   return params;
+}
+
+std::optional<Timetable> to_timetable(const BucketOptions& options, RateUnits units) {
+  if (!is_timetable(options.rate)) return std::nullopt;
+  return timetable_of(options.rate, units);
 }
 
 }  // namespace ratelimit::cli

@@ -1,6 +1,8 @@
 #include <fmt/core.h>
 #include <unistd.h>
 
+#include <chrono>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -8,10 +10,12 @@
 #include "cli/commands.hpp"
 #include "cli/units.hpp"
 #include "exit_codes.hpp"
+#include "io/local_time_posix.hpp"
 #include "pipe/control.hpp"
 #include "pipe/engine.hpp"
 #include "pipe/files.hpp"
 #include "pipe/progress.hpp"
+#include "pipe/rate_schedule.hpp"
 
 namespace ratelimit::cli {
 namespace {
@@ -81,8 +85,15 @@ int run_pipe(const PipeOptions& options) {
   const pipe::Unit unit = unit_of(options);
   pipe::EngineOptions engine_options;
   engine_options.unit = unit;
-  engine_options.bucket =
-      to_bucket_params(options.bucket, unit.counts_bytes() ? RateUnits::data : RateUnits::plain);
+  const RateUnits rate_units = unit.counts_bytes() ? RateUnits::data : RateUnits::plain;
+  engine_options.bucket = to_bucket_params(options.bucket, rate_units);
+  std::optional<pipe::TimetableSchedule> schedule;
+  const io::LocalTimeZone local_time;
+  if (std::optional<Timetable> timetable = to_timetable(options.bucket, rate_units)) {
+    schedule.emplace(std::move(*timetable), local_time,
+                     [] { return std::chrono::system_clock::now(); });
+    engine_options.schedule = &*schedule;
+  }
 
   const std::unique_ptr<pipe::ControlChannel> control =
       pipe::ControlChannel::create(unit.counts_bytes());
@@ -103,7 +114,11 @@ int run_pipe(const PipeOptions& options) {
   const pipe::Result result = pipe::Engine(engine_options, io, draw).run();
   if (show_progress) fmt::print(stderr, "\n");
   if (options.stats == "text") fmt::print(stderr, "{}\n", pipe::summary_text(result, unit));
-  if (options.stats == "json") fmt::print(stderr, "{}\n", pipe::summary_json(result, unit));
+  if (options.stats == "json") {
+    const auto unix_time_at_clock_zero =
+        std::chrono::system_clock::now().time_since_epoch() - io.now();
+    fmt::print(stderr, "{}\n", pipe::summary_json(result, unit, unix_time_at_clock_zero));
+  }
   return exit_code(result);
 }
 

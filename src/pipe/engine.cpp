@@ -1,6 +1,7 @@
 #include "pipe/engine.hpp"
 
 #include <algorithm>
+#include <cmath>
 
 namespace ratelimit::pipe {
 
@@ -26,6 +27,11 @@ Engine::Engine(const EngineOptions& options, Io& io, ProgressCallback on_progres
   totals_.started = totals_.now = io.now();
   totals_.rate = options.bucket.permits_per_second;
   if (on_progress_) next_progress_ = totals_.started + options_.progress_interval;
+  if (options_.schedule) {
+    scheduled_ = options_.schedule->at(totals_.started);
+    change_rate(scheduled_.units_per_second, totals_.started);
+    rate_changes_.clear();  // the starting rate is no change
+  }
 }
 
 Result Engine::run() {
@@ -167,15 +173,13 @@ void Engine::charge(std::size_t bytes, std::int64_t units, nanoseconds requested
 Wake Engine::wait(nanoseconds deadline, WaitFor what) {
   while (true) {
     const nanoseconds now = io_.now();
+    if (options_.schedule) follow_schedule(now);
     if (now >= next_progress_) report_progress(now);
     if (what == WaitFor::input_end && io_.input_exhausted()) return Wake::ready;
     if (what != WaitFor::input && now >= deadline) return Wake::timeout;
-    const Wake wake = io_.wait(std::min(deadline, next_progress_), what);
+    const Wake wake = io_.wait(std::min({deadline, next_progress_, scheduled_.until}), what);
     if (wake == Wake::control) {
-      if (const std::optional<double> rate = io_.take_new_rate()) {
-        bucket_.set_rate(*rate, io_.now());
-        totals_.rate = *rate;
-      }
+      if (const std::optional<double> rate = io_.take_new_rate()) change_rate(*rate, io_.now());
       continue;
     }
     // A ready for input_end is news to check at the top: the input may still hold bytes.
@@ -187,6 +191,27 @@ void Engine::report_progress(nanoseconds now) {
   totals_.now = now;
   on_progress_(totals_);
   while (next_progress_ <= now) next_progress_ += options_.progress_interval;
+}
+
+void Engine::follow_schedule(nanoseconds now) {
+  const RatePeriod period = options_.schedule->at(now);
+  const bool moved_on = period.units_per_second != scheduled_.units_per_second;
+  scheduled_ = period;
+  if (moved_on) change_rate(period.units_per_second, now);
+}
+
+void Engine::change_rate(double units_per_second, nanoseconds now) {
+  if (units_per_second == totals_.rate) return;
+  if (std::isinf(totals_.rate)) {
+    // Leaving "no limit": a fresh bucket. Guava's setRate would fill it, a burst nobody saved up.
+    BucketParams params = bucket_.params();
+    params.permits_per_second = units_per_second;
+    bucket_ = TokenBucket(params, now);
+  } else {
+    bucket_.set_rate(units_per_second, now);
+  }
+  totals_.rate = units_per_second;
+  rate_changes_.push_back({now, units_per_second});
 }
 
 Result Engine::stop_after_writing_buffer() {
@@ -201,7 +226,7 @@ Result Engine::stop_after_writing_buffer() {
 Result Engine::finish(Ending ending, int signal) {
   totals_.now = io_.now();
   if (on_progress_) on_progress_(totals_);
-  return Result{ending, signal, totals_};
+  return Result{ending, signal, totals_, rate_changes_};
 }
 
 }  // namespace ratelimit::pipe
