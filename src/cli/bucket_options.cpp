@@ -35,7 +35,8 @@ Timetable timetable_of(std::string_view text, RateUnits units) {
   }
 }
 
-// The syntax of --rate, whatever the command counts: one rate, or a timetable.
+}  // namespace
+
 void check_rate_syntax(const std::string& text) {
   if (is_timetable(text)) {
     timetable_of(text, RateUnits::data);
@@ -43,8 +44,6 @@ void check_rate_syntax(const std::string& text) {
     parse_rate(text);
   }
 }
-
-}  // namespace
 
 void add_bucket_options(CLI::App& app, BucketOptions& options) {
   app.add_option("-r,--rate", options.rate,

@@ -17,6 +17,9 @@ struct BucketOptions {
   double cold_factor = 3.0;
 };
 
+// The syntax of --rate, whatever the command counts: one rate, or a timetable. Throws UsageError.
+void check_rate_syntax(const std::string& text);
+
 // Declares --rate, --burst, --warmup and --cold-factor on `app`, with their syntax checks.
 void add_bucket_options(CLI::App& app, BucketOptions& options);
 

@@ -7,6 +7,7 @@
 
 #include "cli/bucket_options.hpp"
 #include "cli/commands.hpp"
+#include "cli/timetable_option.hpp"
 #include "cli/units.hpp"
 #include "exit_codes.hpp"
 #include "pipe/control.hpp"
@@ -20,6 +21,9 @@ struct SetOptions {
 };
 
 int run_set(const SetOptions& options) {
+  if (is_timetable(options.bucket.rate))
+    throw UsageError("set PID takes one rate, not a timetable ('" + options.bucket.rate +
+                     "'): a pipe's timetable is given when it starts");
   const std::string no_pipe = "no ratelimit pipe runs as process " + std::to_string(options.pid);
   const std::optional<pipe::RunningPipe> running = pipe::find_running_pipe(options.pid);
   if (!running) throw UsageError(no_pipe);
@@ -47,7 +51,7 @@ Command setup_set(CLI::App& app) {
   set->add_option("-r,--rate", options->bucket.rate,
                   "The new rate, in the pipe's units (B or bit only in byte mode)")
       ->required()
-      ->check(syntax_check(parse_rate, "RATE"));
+      ->check(syntax_check(check_rate_syntax, "RATE"));
   return Command{set, [options] { return run_set(*options); }};
 }
 

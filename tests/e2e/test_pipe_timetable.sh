@@ -29,3 +29,7 @@ expect_status 64 "$RATELIMIT" -l --rate "$before,20 25:00,off" "$WORK/in"
 expect_stderr "ratelimit: --rate: invalid timetable entry '25:00,off': the hour must be from 0 to 23"
 expect_status 64 "$RATELIMIT" -l --rate "$before,20kB" "$WORK/in"
 expect_stderr "ratelimit: invalid timetable entry '$before,20kB': rate '20kB' is in bytes or bits, but this mode counts units: write it without B/bit"
+
+# A running pipe takes one new rate, not a timetable.
+expect_status 64 "$RATELIMIT" set $$ --rate "$before,20 $at,off"
+expect_stderr "ratelimit: set PID takes one rate, not a timetable ('$before,20 $at,off'): a pipe's timetable is given when it starts"
