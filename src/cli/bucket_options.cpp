@@ -4,8 +4,11 @@
 
 #include <chrono>
 #include <cmath>
+#include <stdexcept>
 
+#include "cli/timetable_option.hpp"
 #include "cli/units.hpp"
+#include "io/local_time_posix.hpp"
 
 namespace ratelimit::cli {
 namespace {
@@ -25,15 +28,41 @@ void check_data_unit(const std::string& option, const std::string& text, DataUni
 // Rates slower than this look like a hang: the pipe or the command waits in silence.
 constexpr double kSlowestQuietSeconds = 3600.0;
 
+// Units per second of one rate as written, checked against what the command counts.
+double units_per_second(std::string_view text, RateUnits units) {
+  const Rate rate = parse_rate(text);
+  check_data_unit("rate", std::string(text), rate.unit, units);
+  return rate.units_per_second;
+}
+
+Timetable timetable_of(std::string_view text, RateUnits units) {
+  try {
+    return Timetable(parse_timetable(
+        text, [units](std::string_view rate) { return units_per_second(rate, units); }));
+  } catch (const std::invalid_argument& error) {
+    throw UsageError("invalid timetable '" + std::string(text) + "': " + error.what());
+  }
+}
+
 }  // namespace
+
+void check_rate_syntax(const std::string& text) {
+  if (is_timetable(text)) {
+    timetable_of(text, RateUnits::data);
+  } else {
+    parse_rate(text);
+  }
+}
 
 void add_bucket_options(CLI::App& app, BucketOptions& options, RateUnits units) {
   app.add_option(
          "-r,--rate", options.rate,
          units == RateUnits::data
-             ? "Rate: units per period, e.g. 5000, 1.5M, 10MiB/s, 8Mbit/s, 2/s, 100/m, 30/15s"
-             : "Rate: permits per period, e.g. 2/s, 100/m, 1/h, 30/15s, 1.5k")
-      ->check(syntax_check(parse_rate, "RATE"))
+             ? "Rate: units per period, e.g. 5000, 1.5M, 10MiB/s, 8Mbit/s, 2/s, 100/m, 30/15s; or "
+               "a timetable, e.g. \"Mon-08:00,512k 18:00,10M Sat-00:00,off\""
+             : "Rate: permits per period, e.g. 2/s, 100/m, 1/h, 30/15s, 1.5k; or a timetable, "
+               "e.g. \"08:00,5/s 20:00,50/s\"")
+      ->check(syntax_check(check_rate_syntax, "RATE"))
       ->option_text("RATE")
       ->group("Rate");
   auto* warmup = app.add_option("--warmup", options.warmup,
@@ -76,10 +105,21 @@ void add_bucket_options(CLI::App& app, BucketOptions& options, RateUnits units) 
 
 BucketParams to_bucket_params(const BucketOptions& options, RateUnits units) {
   if (options.rate.empty()) throw UsageError("--rate is required (e.g. --rate 5000 or --rate 2/s)");
-  const Rate rate = parse_rate(options.rate);
-  check_data_unit("rate", options.rate, rate.unit, units);
   BucketParams params;
-  params.permits_per_second = rate.units_per_second;
+  const std::optional<Timetable> timetable = to_timetable(options, units);
+  if (timetable) {
+    if (!options.burst.empty() && !is_duration(options.burst))
+      throw UsageError(
+          "invalid burst '" + options.burst +
+          "': with a timetable, give the burst as a time (e.g. 2s), as the rate changes");
+    const io::LocalTimeZone zone;
+    params.permits_per_second =
+        timetable
+            ->at(std::chrono::floor<std::chrono::seconds>(std::chrono::system_clock::now()), zone)
+            .permits_per_second;
+  } else {
+    params.permits_per_second = units_per_second(options.rate, units);
+  }
   params.start_full = options.start_full;
   params.pay_first = options.pay_first;
   if (!options.warmup.empty()) {
@@ -93,17 +133,22 @@ BucketParams to_bucket_params(const BucketOptions& options, RateUnits units) {
     } else {
       const Amount burst = parse_size(options.burst);
       check_data_unit("burst", options.burst, burst.unit, units);
-      params.max_burst_seconds = burst.units / rate.units_per_second;
+      params.max_burst_seconds = burst.units / params.permits_per_second;
     }
     if (!std::isfinite(params.max_burst_seconds))
       throw UsageError("invalid burst '" + options.burst + "': longer than any duration at rate '" +
                        options.rate + "'");
   }
   // Once the options are known to be good: a warning before an error would be noise.
-  if (1.0 / rate.units_per_second > kSlowestQuietSeconds)
+  if (!timetable && 1.0 / params.permits_per_second > kSlowestQuietSeconds)
     fmt::print(stderr, "ratelimit: warning: at rate '{}' one unit takes {}\n", options.rate,
-               human_duration(std::chrono::duration<double>(1.0 / rate.units_per_second)));
+               human_duration(std::chrono::duration<double>(1.0 / params.permits_per_second)));
   return params;
+}
+
+std::optional<Timetable> to_timetable(const BucketOptions& options, RateUnits units) {
+  if (!is_timetable(options.rate)) return std::nullopt;
+  return timetable_of(options.rate, units);
 }
 
 }  // namespace ratelimit::cli

@@ -1,7 +1,9 @@
 #include <fmt/core.h>
 #include <unistd.h>
 
+#include <chrono>
 #include <filesystem>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -11,10 +13,12 @@
 #include "cli/shared_bucket_options.hpp"
 #include "cli/units.hpp"
 #include "exit_codes.hpp"
+#include "io/local_time_posix.hpp"
 #include "pipe/control.hpp"
 #include "pipe/engine.hpp"
 #include "pipe/files.hpp"
 #include "pipe/progress.hpp"
+#include "pipe/rate_schedule.hpp"
 
 namespace ratelimit::cli {
 namespace {
@@ -126,8 +130,15 @@ int run_pipe(const PipeOptions& options) {
   const pipe::Unit unit = unit_of(options);
   pipe::EngineOptions engine_options;
   engine_options.unit = unit;
-  engine_options.bucket =
-      to_bucket_params(options.bucket, unit.counts_bytes() ? RateUnits::data : RateUnits::plain);
+  const RateUnits rate_units = unit.counts_bytes() ? RateUnits::data : RateUnits::plain;
+  engine_options.bucket = to_bucket_params(options.bucket, rate_units);
+  std::optional<pipe::TimetableSchedule> schedule;
+  const io::LocalTimeZone local_time;
+  if (std::optional<Timetable> timetable = to_timetable(options.bucket, rate_units)) {
+    schedule.emplace(std::move(*timetable), local_time,
+                     [] { return std::chrono::system_clock::now(); });
+    engine_options.schedule = &*schedule;
+  }
 
   const std::unique_ptr<pipe::ControlChannel> control =
       pipe::ControlChannel::create(unit.counts_bytes());
@@ -147,7 +158,11 @@ int run_pipe(const PipeOptions& options) {
   const pipe::Result result = run_engine(options, engine_options, io, draw);
   if (show_progress) fmt::print(stderr, "\n");
   if (options.stats == "text") fmt::print(stderr, "{}\n", pipe::summary_text(result, unit));
-  if (options.stats == "json") fmt::print(stderr, "{}\n", pipe::summary_json(result, unit));
+  if (options.stats == "json") {
+    const auto unix_time_at_clock_zero =
+        std::chrono::system_clock::now().time_since_epoch() - io.now();
+    fmt::print(stderr, "{}\n", pipe::summary_json(result, unit, unix_time_at_clock_zero));
+  }
   return exit_code(result);
 }
 

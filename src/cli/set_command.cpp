@@ -9,6 +9,7 @@
 #include "cli/bucket_options.hpp"
 #include "cli/commands.hpp"
 #include "cli/shared_bucket_options.hpp"
+#include "cli/timetable_option.hpp"
 #include "cli/units.hpp"
 #include "exit_codes.hpp"
 #include "pipe/control.hpp"
@@ -35,6 +36,9 @@ int set_key_rate(const SetOptions& options) {
 }
 
 int run_set(const SetOptions& options) {
+  if (is_timetable(options.bucket.rate))
+    throw UsageError("set takes one rate, not a timetable ('" + options.bucket.rate +
+                     "'): a timetable is given to the pipe, exec or acquire that follows it");
   if (!options.key.empty()) return set_key_rate(options);
   if (options.pid == 0) throw UsageError("set needs a PID or --key NAME");
   const std::string no_pipe = "no ratelimit pipe runs as process " + std::to_string(options.pid);
@@ -69,7 +73,7 @@ Command setup_set(CLI::App& app) {
   set->add_option("-r,--rate", options->bucket.rate,
                   "The new rate, in the pipe's units (B or bit only in byte mode)")
       ->required()
-      ->check(syntax_check(parse_rate, "RATE"))
+      ->check(syntax_check(check_rate_syntax, "RATE"))
       ->option_text("RATE");
   set->footer(R"(Examples:
   ratelimit set 4242 --rate 50MiB/s      a byte pipe: B, bit and prefixes as its --rate

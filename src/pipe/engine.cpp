@@ -40,6 +40,11 @@ void Engine::start() {
   totals_.started = totals_.now = io_.now();
   totals_.rate = options_.bucket.permits_per_second;
   if (on_progress_) next_progress_ = totals_.started + options_.progress_interval;
+  if (options_.schedule) {
+    scheduled_ = options_.schedule->at(totals_.started);
+    change_rate(scheduled_.units_per_second, totals_.started);
+    rate_changes_.clear();  // the starting rate is no change
+  }
 }
 
 Result Engine::run() {
@@ -275,17 +280,13 @@ void Engine::charge(std::size_t bytes, std::int64_t units, nanoseconds requested
 Wake Engine::wait(nanoseconds deadline, WaitFor what) {
   while (true) {
     const nanoseconds now = io_.now();
+    if (options_.schedule) follow_schedule(now);
     if (now >= next_progress_) report_progress(now);
     if (what == WaitFor::input_end && io_.input_exhausted()) return Wake::ready;
     if (what != WaitFor::input && now >= deadline) return Wake::timeout;
-    const Wake wake = io_.wait(std::min(deadline, next_progress_), what);
+    const Wake wake = io_.wait(std::min({deadline, next_progress_, scheduled_.until}), what);
     if (wake == Wake::control) {
-      if (const std::optional<double> rate = io_.take_new_rate()) {
-        source_.set_rate(*rate, io_.now());
-        totals_.rate = *rate;
-        if (options_.default_chunk_limit)
-          options_.chunk_units = default_chunk_units(*rate, *options_.default_chunk_limit);
-      }
+      if (const std::optional<double> rate = io_.take_new_rate()) change_rate(*rate, io_.now());
       continue;
     }
     // A ready for input_end is news to check at the top: the input may still hold bytes.
@@ -297,6 +298,22 @@ void Engine::report_progress(nanoseconds now) {
   totals_.now = now;
   on_progress_(totals_);
   while (next_progress_ <= now) next_progress_ += options_.progress_interval;
+}
+
+void Engine::follow_schedule(nanoseconds now) {
+  const RatePeriod period = options_.schedule->at(now);
+  const bool moved_on = period.units_per_second != scheduled_.units_per_second;
+  scheduled_ = period;
+  if (moved_on) change_rate(period.units_per_second, now);
+}
+
+void Engine::change_rate(double units_per_second, nanoseconds now) {
+  if (units_per_second == totals_.rate) return;
+  source_.set_rate(units_per_second, now);
+  totals_.rate = units_per_second;
+  if (options_.default_chunk_limit)
+    options_.chunk_units = default_chunk_units(units_per_second, *options_.default_chunk_limit);
+  rate_changes_.push_back({now, units_per_second});
 }
 
 Result Engine::stop_after_writing_buffer() {
@@ -312,7 +329,7 @@ Result Engine::stop_after_writing_buffer() {
 Result Engine::finish(Ending ending, int signal) {
   totals_.now = io_.now();
   if (on_progress_) on_progress_(totals_);
-  return Result{ending, signal, totals_};
+  return Result{ending, signal, totals_, rate_changes_};
 }
 
 }  // namespace ratelimit::pipe

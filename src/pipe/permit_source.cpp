@@ -1,5 +1,7 @@
 #include "pipe/permit_source.hpp"
 
+#include <cmath>
+
 namespace ratelimit::pipe {
 
 using std::chrono::nanoseconds;
@@ -16,7 +18,14 @@ void LocalPermitSource::consume(std::int64_t units, nanoseconds requested_at) {
 }
 
 void LocalPermitSource::set_rate(double units_per_second, nanoseconds now) {
-  bucket_.set_rate(units_per_second, now);
+  if (std::isinf(bucket_.params().permits_per_second)) {
+    // Leaving "no limit": a fresh bucket. Guava's setRate would fill it, a burst nobody saved up.
+    BucketParams params = bucket_.params();
+    params.permits_per_second = units_per_second;
+    bucket_ = TokenBucket(params, now);
+  } else {
+    bucket_.set_rate(units_per_second, now);
+  }
 }
 
 SharedPermitSource::SharedPermitSource(backends::BucketBackend& backend,

@@ -108,13 +108,23 @@ std::string summary_text(const Result& result, const Unit& unit) {
   return line;
 }
 
-std::string summary_json(const Result& result, const Unit& unit) {
+std::string summary_json(const Result& result, const Unit& unit,
+                         std::chrono::nanoseconds unix_time_at_clock_zero) {
+  // JSON has no infinity: a rate of no limit is null.
+  auto json_rate = [](double rate) {
+    return std::isinf(rate) ? std::string("null") : fmt::format("{}", rate);
+  };
+  std::string changes;
+  for (const RateChange& change : result.rate_changes) {
+    changes += fmt::format(R"({}{{"unix_time":{:.3f},"rate":{}}})", changes.empty() ? "" : ",",
+                           seconds(change.at + unix_time_at_clock_zero), json_rate(change.rate));
+  }
   const Totals& totals = result.totals;
   return fmt::format(
       R"({{"unit":"{}","units":{},"bytes":{},"seconds":{:.6f},"average_rate":{:.3f},)"
-      R"("rate":{},"ending":"{}"}})",
+      R"("rate":{},"ending":"{}","rate_changes":[{}]}})",
       unit_names(unit).long_name, totals.units, totals.bytes, seconds(totals.now - totals.started),
-      average_rate(totals), totals.rate, ending_name(result.ending));
+      average_rate(totals), json_rate(totals.rate), ending_name(result.ending), changes);
 }
 
 }  // namespace ratelimit::pipe

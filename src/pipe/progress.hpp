@@ -41,7 +41,9 @@ class ProgressMeter {
 
 // One line for --stats: "ratelimit: 1048576 bytes in 5.003 s, 209.6 k/s (rate 209.7 k/s)".
 std::string summary_text(const Result& result, const Unit& unit);
-// The same as a JSON object on one line.
-std::string summary_json(const Result& result, const Unit& unit);
+// The same as a JSON object on one line, with the rate changes at their wall-clock times (the
+// engine's clock reads zero at `unix_time_at_clock_zero`); a rate of no limit is null.
+std::string summary_json(const Result& result, const Unit& unit,
+                         std::chrono::nanoseconds unix_time_at_clock_zero);
 
 }  // namespace ratelimit::pipe

@@ -1,5 +1,7 @@
 #include <gtest/gtest.h>
 
+#include <limits>
+
 #include "pipe/control.hpp"
 #include "pipe/progress.hpp"
 
@@ -50,12 +52,23 @@ TEST(Progress, CurrentRateIsOverTheLastSecond) {
 }
 
 TEST(Summary, TextAndJson) {
-  Result result{Ending::end_of_input, 0, totals_at(2s, 4000)};
+  Result result{Ending::end_of_input, 0, totals_at(2s, 4000), {}};
   EXPECT_EQ(summary_text(result, Unit{}),
             "ratelimit: 4000 bytes in 2.000 s, 2.00 kB/s (rate 1.00 kB/s)");
-  EXPECT_EQ(summary_json(result, Unit{}),
+  EXPECT_EQ(summary_json(result, Unit{}, 0s),
             R"({"unit":"bytes","units":4000,"bytes":4000,"seconds":2.000000,)"
-            R"("average_rate":2000.000,"rate":1000,"ending":"end_of_input"})");
+            R"("average_rate":2000.000,"rate":1000,"ending":"end_of_input","rate_changes":[]})");
+}
+
+TEST(Summary, JsonListsRateChangesAtTheirWallClockTimes) {
+  Result result{Ending::end_of_input,
+                0,
+                totals_at(2s, 4000),
+                {{1500ms, std::numeric_limits<double>::infinity()}, {1750ms, 20.0}}};
+  EXPECT_EQ(summary_json(result, Unit{}, 1'764'460'800s),
+            R"({"unit":"bytes","units":4000,"bytes":4000,"seconds":2.000000,)"
+            R"("average_rate":2000.000,"rate":1000,"ending":"end_of_input","rate_changes":[)"
+            R"({"unix_time":1764460801.500,"rate":null},{"unix_time":1764460801.750,"rate":20}]})");
 }
 
 TEST(ControlMessage, RoundTripsAPositiveRate) {
