@@ -72,8 +72,9 @@ std::optional<Result> Engine::run_spliced() {
       if (!due) return finish(Ending::stopped, io_.stop_signal());
       turn = *due;
     }
-    if (wait(turn, WaitFor::input_end) == Wake::stop)
-      return finish(Ending::stopped, io_.stop_signal());
+    const Wake wake = wait(turn, WaitFor::input_end);
+    if (wake == Wake::stop) return finish(Ending::stopped, io_.stop_signal());
+    if (wake == Wake::control) continue;
     const nanoseconds requested_at = std::min(io_.now(), std::max(turn, input_seen_at));
     const std::optional<Moved> moved = io_.splice(static_cast<std::size_t>(options_.chunk_units));
     if (!moved) return std::nullopt;
@@ -119,11 +120,12 @@ Result Engine::run_buffered() {
     }
     const nanoseconds requested_at = io_.now();
     if (span.units > 0) {
-      const std::int64_t chunk = options_.chunk_units;
       const std::optional<nanoseconds> turn = source_.turn(span.units, requested_at);
-      if (!turn || wait(*turn, WaitFor::deadline) == Wake::stop) return stop_after_writing_buffer();
-      // A new rate during the wait changed the chunk.
-      if (options_.chunk_units != chunk) span = next_span(end_of_input);
+      if (!turn) return stop_after_writing_buffer();
+      const Wake wake = wait(*turn, WaitFor::deadline);
+      if (wake == Wake::stop) return stop_after_writing_buffer();
+      // The chunk and the turn follow the new rate: the span and its turn are asked for again.
+      if (wake == Wake::control) continue;
     }
     switch (write_buffered(span.bytes, requested_at)) {
       case Written::all:
@@ -278,9 +280,11 @@ void Engine::charge(std::size_t bytes, std::int64_t units, nanoseconds requested
 }
 
 Wake Engine::wait(nanoseconds deadline, WaitFor what) {
+  rate_changed_ = false;
   while (true) {
     const nanoseconds now = io_.now();
     if (options_.schedule) follow_schedule(now);
+    if (rate_changed_ && what != WaitFor::input) return Wake::control;
     if (now >= next_progress_) report_progress(now);
     if (what == WaitFor::input_end && io_.input_exhausted()) return Wake::ready;
     if (what != WaitFor::input && now >= deadline) return Wake::timeout;
@@ -310,6 +314,7 @@ void Engine::follow_schedule(nanoseconds now) {
 void Engine::change_rate(double units_per_second, nanoseconds now) {
   if (units_per_second == totals_.rate) return;
   source_.set_rate(units_per_second, now);
+  rate_changed_ = true;
   totals_.rate = units_per_second;
   if (options_.default_chunk_limit)
     options_.chunk_units = default_chunk_units(units_per_second, *options_.default_chunk_limit);

@@ -103,6 +103,7 @@ class Engine {
   std::optional<Result> run_spliced();
   Result run_buffered();
   // Waits for the deadline (and input, if asked), serving control messages and progress ticks.
+  // A new rate ends a wait for a turn with Wake::control: the turn is to be asked for again.
   Wake wait(std::chrono::nanoseconds deadline, WaitFor what);
   // The next piece of the buffer to write; empty when more input is needed first.
   Span next_span(bool end_of_input) const;
@@ -141,6 +142,7 @@ class Engine {
   // What the schedule said last; a rate set by hand holds until the schedule moves on.
   RatePeriod scheduled_;
   std::vector<RateChange> rate_changes_;
+  bool rate_changed_ = false;  // since the current wait began
 
   std::vector<char> buffer_;
   std::size_t begin_ = 0;  // unwritten data is buffer_[begin_, end_)

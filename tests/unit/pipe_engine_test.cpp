@@ -416,6 +416,17 @@ TEST(PipeEngine, LeavingNoLimitStartsAnEmptyBucket) {
                                              {300ms, "f\n"}}));
 }
 
+TEST(PipeEngine, EnteringNoLimitDropsTheTurnBookedAtTheOldRate) {
+  FakePipeIo io;
+  io.arrive(0s, "a\nb\nc\n");
+  SteppedSchedule schedule(io, {{0s, 1.0 / 3600}, {10s, std::numeric_limits<double>::infinity()}});
+  EngineOptions options = lines_per_second(1.0 / 3600, 1);
+  options.schedule = &schedule;
+  Engine(options, io).run();
+  // Guava's setRate would keep b waiting until the hour booked for it at 1/h is over.
+  EXPECT_EQ(io.writes(), (std::vector<Write>{{0ms, "a\n"}, {10s, "b\n"}, {10s, "c\n"}}));
+}
+
 TEST(PipeEngine, ARateSetByHandHoldsUntilTheScheduleMovesOn) {
   FakePipeIo io;
   io.arrive(0s, std::string(200, 'h'));
