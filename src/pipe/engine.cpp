@@ -57,25 +57,27 @@ Result Engine::run() {
 std::optional<Result> Engine::run_spliced() {
   // The bucket's turn comes first and the input is only waited for when a splice finds it empty:
   // one wake-up per chunk while the producer is ahead. The chunk is asked for when it was both due
-  // (the bucket's next free time) and there, as if it had been read at its arrival: a wake-up late
+  // (the last turn) and there, as if it had been read at its arrival: a wake-up late
   // by the timer's slack would otherwise count as idle time, which a warming-up bucket pays for by
   // cooling down. Its turn is then the bucket's answer for a whole chunk; what a short splice
   // leaves unused is stored again by the next request. The turn is not waited for once the input
   // is known to hold nothing more, so the end comes without a wait.
   nanoseconds input_seen_at = nanoseconds::min();
+  nanoseconds last_turn = io_.now();
   while (true) {
+    // Asked for and booked as of that moment: a bucket that pays first counts its wait from it.
+    const nanoseconds requested_at = std::min(io_.now(), std::max(last_turn, input_seen_at));
     // A splice now finds the end of this input without moving anything: no turn is booked for it.
-    nanoseconds turn = io_.now();
+    nanoseconds turn = requested_at;
     if (!io_.input_exhausted()) {
-      const std::optional<nanoseconds> due = source_.turn(options_.chunk_units, turn);
+      const std::optional<nanoseconds> due = source_.turn(options_.chunk_units, requested_at);
       // Nothing has been read yet, so a stop here leaves nothing behind.
       if (!due) return finish(Ending::stopped, io_.stop_signal());
-      turn = *due;
+      turn = last_turn = *due;
     }
     const Wake wake = wait(turn, WaitFor::input_end);
     if (wake == Wake::stop) return finish(Ending::stopped, io_.stop_signal());
     if (wake == Wake::control) continue;
-    const nanoseconds requested_at = std::min(io_.now(), std::max(turn, input_seen_at));
     const std::optional<Moved> moved = io_.splice(static_cast<std::size_t>(options_.chunk_units));
     if (!moved) return std::nullopt;
     if (moved->output_closed) return finish(Ending::downstream_closed);

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# Timing checks: run alone (RESOURCE_LOCK timing).
 # --start-full and --pay-first on acquire, exec and pipes, in the state file, and on a key whose
 # callers disagree about them. Timing is only checked from below (a wait cannot be shorter on a
 # busy machine), with generous upper bounds.

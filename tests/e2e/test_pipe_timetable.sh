@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# Timing checks: run alone (RESOURCE_LOCK timing).
 # A timetable switches the rate at its wall-clock time (within 100 ms), in local time as TZ says.
 # Entries are whole minutes; a zone whose offset has seconds (POSIX TZ "RLT-0:00:SS") puts a minute
 # boundary a few seconds ahead, so the test takes seconds, not a minute.

@@ -131,6 +131,21 @@ TEST_P(BothPaths, PayFirstWaitsForEachChunkBeforeWritingIt) {
   EXPECT_EQ(io.writes(), (std::vector<Write>{{20ms, chunk}, {40ms, chunk}, {60ms, chunk}}));
 }
 
+// With no burst a chunk's units cannot be stored: each waits for its own, once. (Spliced only:
+// where splicing turns out impossible, the wait for the first turn is taken before the engine
+// falls back to read and write, which then waits for it again.)
+TEST(PipeEngine, PayFirstWithNoBurstWaitsOnceForEachChunkWhenSpliced) {
+  EngineOptions options = bytes_per_second(1000, 20);
+  options.bucket.max_burst_seconds = 0.0;
+  options.bucket.pay_first = true;
+  FakePipeIo io;
+  io.allow_splice();
+  io.arrive(0s, std::string(60, 'n'));
+  Engine(options, io).run();
+  const std::string chunk(20, 'n');
+  EXPECT_EQ(io.writes(), (std::vector<Write>{{20ms, chunk}, {40ms, chunk}, {60ms, chunk}}));
+}
+
 // --start-full --pay-first: the burst (50 bytes) goes at once, then each chunk waits for what the
 // stored bytes lack: chunk 3 finds 10 and waits 10 ms for the rest.
 TEST_P(BothPaths, StartFullSendsTheBurstAtOnce) {
