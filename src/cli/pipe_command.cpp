@@ -10,6 +10,7 @@
 #include "cli/commands.hpp"
 #include "cli/units.hpp"
 #include "exit_codes.hpp"
+#include "io/posix.hpp"
 #include "pipe/control.hpp"
 #include "pipe/engine.hpp"
 #include "pipe/files.hpp"
@@ -116,11 +117,16 @@ int run_pipe(const PipeOptions& options) {
 
   const bool show_progress =
       options.progress == "force" || (options.progress == "auto" && ::isatty(STDERR_FILENO));
-  pipe::ProgressMeter meter(unit, io.total_bytes());
+  const Rate written = parse_rate(options.bucket.rate);
+  pipe::ProgressMeter meter(
+      unit, io.total_bytes(),
+      {.binary_prefix = written.binary_prefix, .bits = written.unit == DataUnit::bits});
   pipe::Engine::ProgressCallback draw;
   if (show_progress) {
     draw = [&meter](const pipe::Totals& totals) {
-      fmt::print(stderr, "\r{}\033[K", meter.line(totals));
+      constexpr int kWidthOffTerminal = 80;  // --progress=force into a file or a pipe
+      const int width = io::terminal_width(STDERR_FILENO).value_or(kWidthOffTerminal);
+      fmt::print(stderr, "\r{}\033[K", meter.line(totals, width));
       std::fflush(stderr);
     };
   }
