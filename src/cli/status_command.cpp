@@ -65,6 +65,9 @@ std::string describe_shape(const BucketParams& params) {
 
 std::string describe_next_free(std::chrono::nanoseconds next_free_in) {
   if (next_free_in <= std::chrono::nanoseconds::zero()) return "now";
+  // A booking at a vanishing rate saturates near 292 years: no one waits for it.
+  constexpr std::chrono::nanoseconds kCentury = std::chrono::hours(24 * 36525);
+  if (next_free_in > kCentury) return "in over 100 years";
   return "in " + human_duration(next_free_in);
 }
 

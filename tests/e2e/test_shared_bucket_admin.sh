@@ -7,13 +7,13 @@ export RATELIMIT_STATE_DIR=$WORK/state
 "$RATELIMIT" acquire --rate 100/m --key mail --warmup 10s
 expect_status 0 "$RATELIMIT" status
 status=$("$RATELIMIT" status)
-grep -Eq '^api +2 +burst 1s +0\.00 +in 0\.[0-9]{3}s$' <<<"$status" || fail "status: $status"
+grep -Eq '^api +2 +burst 1s +0\.00 +in 0\.[0-9]{1,3}s$' <<<"$status" || fail "status: $status"
 grep -Eq '^mail +100/m +warmup 10s x3 ' <<<"$status" || fail "status: $status"
 [ "$("$RATELIMIT" status --key api | wc -l)" -eq 2 ] || fail "status --key shows other buckets"
 # A booking at a vanishing rate is shown as such, not as billions of seconds.
 "$RATELIMIT" acquire --rate 1e-300 --key glacial
 "$RATELIMIT" acquire --rate 1e-300 --key glacial --try || true
-"$RATELIMIT" status --key glacial | grep -Eq '^glacial .* in over 1000 years$' ||
+"$RATELIMIT" status --key glacial | grep -Eq '^glacial .* in over 100 years$' ||
   fail "status of a glacial bucket: $("$RATELIMIT" status --key glacial)"
 expect_status 66 "$RATELIMIT" status --key nosuch
 grep -q "no bucket 'nosuch'" "$WORK/stderr" || fail "status of a missing key: $(cat "$WORK/stderr")"
