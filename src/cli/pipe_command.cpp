@@ -6,6 +6,7 @@
 #include <string_view>
 #include <vector>
 
+#include "backends/state_directory.hpp"
 #include "cli/bucket_options.hpp"
 #include "cli/commands.hpp"
 #include "cli/units.hpp"
@@ -111,6 +112,11 @@ int run_pipe(const PipeOptions& options) {
 
   const std::unique_ptr<pipe::ControlChannel> control =
       pipe::ControlChannel::create(unit.counts_bytes());
+  if (!control)
+    fmt::print(stderr,
+               "ratelimit: warning: no control FIFO in {} (missing or unsafe): 'ratelimit set {}' "
+               "cannot change this pipe's rate\n",
+               backends::state_dir_from_environment(""), ::getpid());
   pipe::FileIo io(options.files, options.output, control.get());
   engine_options.chunk_units =
       chunk_units(options, engine_options.bucket.permits_per_second, unit, io);
