@@ -28,13 +28,13 @@ _ratelimit() {
     fi
   fi
 
-  local rate_options="--rate -r --burst --warmup --cold-factor"
+  local rate_options="--rate -r --burst --warmup --cold-factor --start-full --pay-first"
   local shared_options="--key -k --state-dir --verbose -v"
   local options
   case $command in
-    "") options="$rate_options --output -o --lines -l --null -0 --delimiter --chunk --progress -p
-                 --stats --help -h --version -V" ;;
-    set) options="--rate -r --help -h --version -V" ;;
+    "") options="$rate_options $shared_options --output -o --lines -l --null -0 --delimiter --chunk
+                 --progress -p --stats --help -h --version -V" ;;
+    set) options="--rate -r $shared_options --help -h --version -V" ;;
     exec) options="$rate_options $shared_options --permits --try --timeout --max-inflight --help -h --version -V" ;;
     acquire) options="$rate_options $shared_options --permits --try --timeout --help -h --version -V" ;;
     status) options="--key -k --state-dir --verbose -v --json --help -h --version -V" ;;

@@ -43,6 +43,8 @@ complete -c ratelimit -n "$with_rate; or __fish_seen_subcommand_from set" -s r -
 complete -c ratelimit -n "$with_rate" -l burst -x -d 'Unused capacity stored for a burst (2s or 64k)'
 complete -c ratelimit -n "$with_rate" -l warmup -x -d 'Start cold and ramp up over this duration'
 complete -c ratelimit -n "$with_rate" -l cold-factor -x -d 'With --warmup: how much slower a cold start is'
+complete -c ratelimit -n "$with_rate" -l start-full -d 'A new bucket holds its whole burst'
+complete -c ratelimit -n "$with_rate" -l pay-first -d 'A request waits until its permits exist'
 
 # Pipe mode
 set -l pipe "not __fish_seen_subcommand_from $commands"
@@ -55,7 +57,7 @@ complete -c ratelimit -n "$pipe" -s p -l progress -d 'Draw a progress line (=for
 complete -c ratelimit -n "$pipe" -l stats -d 'Print a summary at the end (=json: as JSON)'
 
 # Shared buckets
-set -l shared "__fish_seen_subcommand_from exec acquire status reset; and $own"
+set -l shared "$own"
 complete -c ratelimit -n "$shared" -s k -l key -x -d 'Name of the shared bucket'
 complete -c ratelimit -n "$shared" -l state-dir -x -a '(__fish_complete_directories)' -d 'Directory of the bucket files'
 complete -c ratelimit -n "$shared" -s v -l verbose -d 'Say why a bucket record was discarded'

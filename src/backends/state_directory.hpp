@@ -6,48 +6,73 @@
 #include <string_view>
 #include <vector>
 
+#include "errors.hpp"
 #include "io/posix.hpp"
+#include "io/waiter.hpp"
 
 // The state-file backend's POSIX side (state_directory_posix.cpp): a checked directory, its files
 // opened without following links, and flock.
 namespace ratelimit::backends {
 
-// The state directory or one of its files could let another user tamper with the buckets
-// (exit 77, EX_NOPERM).
-class UnsafeStateError : public std::runtime_error {
- public:
-  using std::runtime_error::runtime_error;
-};
+class StateDirectory;
 
 // A state file held open under flock; closing it (the destructor) releases the lock.
 class LockedFile {
  public:
   std::string read() const;
-  void overwrite(std::string_view bytes);
+  // Replaces the file's content whole: written to a new file beside it, locked, then renamed
+  // over it, so that a crash at any point leaves either the old record or the new one, never a
+  // torn one. Waiters on the old file find it unlinked and take the new one.
+  void replace(std::string_view bytes);
 
  private:
   friend class StateDirectory;
-  explicit LockedFile(io::FileDescriptor fd) : fd_(std::move(fd)) {}
+  LockedFile(io::FileDescriptor fd, const StateDirectory& directory, std::string name)
+      : fd_(std::move(fd)), directory_(&directory), name_(std::move(name)) {}
   io::FileDescriptor fd_;
+  const StateDirectory* directory_;
+  std::string name_;
 };
 
 enum class LockKind { shared, exclusive };
+
+// What waiting for a lock ended with: the locked file, or none because the deadline came first or
+// a stop signal (`signal`) ended the wait.
+struct LockWait {
+  std::optional<LockedFile> file;
+  int signal = 0;
+};
 
 // The state directory, held by a descriptor so that files are opened relative to the directory
 // that was checked, whatever happens to its path afterwards.
 class StateDirectory {
  public:
   // Opens `path`, creating it 0700 if missing. Throws UnsafeStateError unless it is a directory
-  // owned by this user and not writable by group or others.
+  // (not a symbolic link to one: another user may have planted it in /tmp) owned by this user
+  // and not writable by group or others.
   static StateDirectory open(const std::string& path);
 
   // Opens `name` (creating it 0600) and waits for the lock.
   LockedFile lock(const std::string& name, LockKind kind) const;
+  // The same for the exclusive lock, waiting through `waiter` until `deadline` at most (a
+  // deadline already past takes the lock only if it is free now). flock cannot wait with a
+  // timeout nor race-free with a signal, so the lock is tried anew after waits that grow from
+  // 0.1 to 10 ms.
+  LockWait lock_until(const std::string& name, io::Waiter& waiter,
+                      std::chrono::nanoseconds deadline) const;
   // The same for a file that may not exist: none if it does not.
   std::optional<LockedFile> lock_existing(const std::string& name, LockKind kind) const;
   // Opens `name` (creating it 0600) and takes its exclusive lock if free now; an empty descriptor
   // if another holds it. The lock lasts as long as the returned descriptor or a copy of it.
   io::FileDescriptor try_lock(const std::string& name) const;
+
+  // Makes the FIFO `name` (0600), replacing a leftover of that name, and opens it for reading
+  // and writing without blocking; an empty descriptor if it cannot.
+  io::FileDescriptor make_fifo(const std::string& name) const;
+  // Opens the FIFO `name` for writing without blocking. Throws std::system_error: ENXIO when
+  // nobody reads it, ENOENT when it is missing.
+  io::FileDescriptor open_fifo_for_writing(const std::string& name) const;
+  bool is_fifo(const std::string& name) const;
 
   std::vector<std::string> file_names() const;
   // Removes `name`; false if it did not exist.
@@ -55,6 +80,7 @@ class StateDirectory {
   const std::string& path() const { return path_; }
 
  private:
+  friend class LockedFile;
   StateDirectory(io::FileDescriptor fd, std::string path)
       : fd_(std::move(fd)), path_(std::move(path)) {}
   io::FileDescriptor open_file(const std::string& name, bool create) const;

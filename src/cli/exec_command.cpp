@@ -30,18 +30,15 @@ int command_failed(const std::string& name, int error) {
 }
 
 int run_exec(const ExecOptions& options) {
-  const exec::AdmissionRequest request{.permits = to_permit_request(options.permits),
-                                       .max_inflight = options.max_inflight};
   // Looked up before a permit is taken: a typo must not wait for, and use up, a permit.
   if (const int error = io::find_command(options.command.front()); error != 0)
     return command_failed(options.command.front(), error);
-  backends::StateFileBackend backend = open_backend(options.permits.store);
-  exec::Admission admission = exec::admit(backend, backend.directory(), request);
-  if (admission.result != exec::AdmissionResult::admitted) return exit_status_of_refusal(admission);
-  // The slot stays taken while the command (and whatever inherits the descriptor) runs; the
-  // bucket's file was closed when the permits were booked and never reaches the command.
-  if (admission.slot) io::keep_across_exec(admission.slot);
-  return command_failed(options.command.front(), io::replace_process(options.command));
+  return admit_then(options.permits, options.max_inflight, [&](exec::Admission& admission) {
+    // The slot stays taken while the command (and whatever inherits the descriptor) runs; the
+    // bucket's file was closed when the permits were booked and never reaches the command.
+    if (admission.slot) io::keep_across_exec(admission.slot);
+    return command_failed(options.command.front(), io::replace_process(options.command));
+  });
 }
 
 }  // namespace

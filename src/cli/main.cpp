@@ -2,16 +2,17 @@
 
 #include <CLI/CLI.hpp>
 #include <exception>
+#include <new>
 #include <string_view>
 #include <system_error>
 #include <vector>
 
-#include "backends/state_directory.hpp"
 #include "cli/commands.hpp"
 #include "cli/help.hpp"
 #include "cli/units.hpp"
+#include "errors.hpp"
 #include "exit_codes.hpp"
-#include "io/errors.hpp"
+#include "io/posix.hpp"
 
 namespace {
 
@@ -56,6 +57,7 @@ int report(const std::exception& error, int code) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  ratelimit::io::reserve_standard_streams();
   CLI::App app{"ratelimit: shape a stream or a shell loop to a rate, with a token bucket",
                "ratelimit"};
   app.formatter(ratelimit::cli::help_formatter());
@@ -71,7 +73,7 @@ int main(int argc, char** argv) {
   std::vector<char*> arguments(argv, argv + argc);
   try {
     arguments = ratelimit::cli::check_command_words(std::move(arguments));
-  } catch (const ratelimit::cli::UsageError& error) {
+  } catch (const ratelimit::UsageError& error) {
     return report(error, ratelimit::exit_usage);
   }
   argc = static_cast<int>(arguments.size());
@@ -90,7 +92,7 @@ int main(int argc, char** argv) {
   } catch (const CLI::CallForVersion& version) {
     return app.exit(version);
   } catch (const CLI::ExtrasError& error) {
-    return report(ratelimit::cli::UsageError(ratelimit::cli::with_suggestion(error.what(), app)),
+    return report(ratelimit::UsageError(ratelimit::cli::with_suggestion(error.what(), app)),
                   ratelimit::exit_usage);
   } catch (const CLI::ParseError& error) {
     return report(error, ratelimit::exit_usage);
@@ -101,16 +103,27 @@ int main(int argc, char** argv) {
       if (command.app->parsed()) return command.run();
     }
     return ratelimit::exit_ok;
-  } catch (const ratelimit::cli::UsageError& error) {
+  } catch (const ratelimit::UsageError& error) {
     return report(error, ratelimit::exit_usage);
   } catch (const std::invalid_argument& error) {
     // A value the options' checks let through, refused by the core with the value named.
     return report(error, ratelimit::exit_usage);
-  } catch (const ratelimit::backends::UnsafeStateError& error) {
-    return report(error, ratelimit::exit_no_permission);
-  } catch (const ratelimit::io::InputError& error) {
+  } catch (const ratelimit::InputError& error) {
     return report(error, ratelimit::exit_no_input);
+  } catch (const ratelimit::BackendUnavailable& error) {
+    return report(error, ratelimit::exit_unavailable);
+  } catch (const ratelimit::UnsafeStateError& error) {
+    return report(error, ratelimit::exit_no_permission);
   } catch (const std::system_error& error) {
     return report(error, ratelimit::exit_io_error);
+  } catch (const std::bad_alloc&) {
+    fmt::print(stderr, "ratelimit: out of memory\n");
+    return ratelimit::exit_software;
+  } catch (const std::exception& error) {
+    // Never std::terminate's abort and core dump: a bug still ends with one line.
+    return report(error, ratelimit::exit_software);
+  } catch (...) {
+    fmt::print(stderr, "ratelimit: unexpected failure\n");
+    return ratelimit::exit_software;
   }
 }

@@ -9,6 +9,7 @@
 #include "backends/state_directory.hpp"
 #include "cli/bucket_options.hpp"
 #include "cli/commands.hpp"
+#include "cli/shared_bucket_options.hpp"
 #include "cli/units.hpp"
 #include "exit_codes.hpp"
 #include "io/posix.hpp"
@@ -28,6 +29,8 @@ constexpr std::int64_t kMaxBytesPerChunk = 1 << 20;
 
 struct PipeOptions {
   BucketOptions bucket;
+  std::string key;  // empty: a bucket of the pipe's own
+  StoreOptions store;
   std::vector<std::string> files;
   std::string output = "-";
   bool lines = false;
@@ -55,18 +58,24 @@ pipe::Unit unit_of(const PipeOptions& options) {
   return pipe::Unit{};
 }
 
-std::int64_t chunk_units(const PipeOptions& options, double rate, const pipe::Unit& unit,
-                         pipe::FileIo& io) {
+// Sets the chunk: the user's, or the default for the rate (which follows a new rate).
+void choose_chunk(const PipeOptions& options, pipe::EngineOptions& engine_options,
+                  pipe::FileIo& io) {
+  const double rate = engine_options.bucket.permits_per_second;
   if (options.chunk.empty()) {
-    if (!unit.counts_bytes()) return pipe::default_chunk_units(rate, kMaxRecordsPerChunk);
+    if (!engine_options.unit.counts_bytes()) {
+      engine_options.default_chunk_limit = kMaxRecordsPerChunk;
+      return;
+    }
     const std::int64_t wanted = pipe::default_chunk_units(rate, kMaxBytesPerChunk);
-    return pipe::default_chunk_units(
-        rate, static_cast<std::int64_t>(io.fit_pipes_to(static_cast<std::size_t>(wanted))));
+    engine_options.default_chunk_limit =
+        static_cast<std::int64_t>(io.fit_pipes_to(static_cast<std::size_t>(wanted)));
+    return;
   }
   const double chunk = parse_size(options.chunk).units;
   if (chunk < 1.0 || chunk > 1e9)
     throw UsageError("invalid chunk '" + options.chunk + "': must be from 1 to 1G units");
-  return static_cast<std::int64_t>(chunk);
+  engine_options.chunk_units = static_cast<std::int64_t>(chunk);
 }
 
 int exit_code(const pipe::Result& result) {
@@ -79,6 +88,18 @@ int exit_code(const pipe::Result& result) {
       return 128 + result.signal;
   }
   return exit_ok;
+}
+
+pipe::Result run_engine(const PipeOptions& options, const pipe::EngineOptions& engine_options,
+                        pipe::FileIo& io, const pipe::Engine::ProgressCallback& draw) {
+  if (options.key.empty()) return pipe::Engine(engine_options, io, draw).run();
+  const std::unique_ptr<backends::BucketBackend> backend = open_backend(options.store);
+  const backends::PermitRequest request{.key = options.key, .params = engine_options.bucket};
+  pipe::SharedPermitSource source(
+      *backend, request, io.waiter(), [&](const BucketParams& replaced) {
+        announce_replaced_params(options.key, replaced, engine_options.bucket);
+      });
+  return pipe::Engine(engine_options, io, source, draw).run();
 }
 
 // `--stats json` reads "json" as a file: the value of a flag needs "=". Said before the missing
@@ -118,8 +139,7 @@ int run_pipe(const PipeOptions& options) {
                "cannot change this pipe's rate\n",
                backends::state_dir_from_environment(""), ::getpid());
   pipe::FileIo io(options.files, options.output, control.get());
-  engine_options.chunk_units =
-      chunk_units(options, engine_options.bucket.permits_per_second, unit, io);
+  choose_chunk(options, engine_options, io);
 
   const bool show_progress =
       options.progress == "force" || (options.progress == "auto" && ::isatty(STDERR_FILENO));
@@ -136,7 +156,7 @@ int run_pipe(const PipeOptions& options) {
       std::fflush(stderr);
     };
   }
-  const pipe::Result result = pipe::Engine(engine_options, io, draw).run();
+  const pipe::Result result = run_engine(options, engine_options, io, draw);
   if (show_progress) fmt::print(stderr, "\n");
   if (options.stats == "text") fmt::print(stderr, "{}\n", pipe::summary_text(result, unit));
   if (options.stats == "json") fmt::print(stderr, "{}\n", pipe::summary_json(result, unit));
@@ -148,6 +168,9 @@ int run_pipe(const PipeOptions& options) {
 Command setup_pipe(CLI::App& app) {
   auto options = std::make_shared<PipeOptions>();
   add_bucket_options(app, options->bucket, RateUnits::data);
+  add_key_option(app, options->key)
+      ->description("Share the bucket NAME with every pipe, exec and acquire that names it");
+  add_store_options(app, options->store);
   app.add_option("FILE", options->files, "Files to read in order, as cat does; - is standard input")
       ->option_text("...")
       ->group("Pipe");

@@ -18,9 +18,9 @@ struct ResetOptions {
 };
 
 int run_reset(const ResetOptions& options) {
-  const std::string path = backends::state_dir_from_environment(options.store.state_dir);
+  const std::string path = state_dir_of(options.store);
   // Nothing is created to find that nothing is there; an unknown key is said, as status says it.
-  if (!std::filesystem::exists(path) || !open_backend(options.store).reset(options.key)) {
+  if (!std::filesystem::exists(path) || !open_backend(options.store)->reset(options.key)) {
     fmt::print(stderr, "ratelimit: no bucket '{}' in {}\n", options.key, path);
     return exit_no_input;
   }

@@ -57,10 +57,14 @@ std::string json_string(const std::string& text) {
 }
 
 std::string describe_shape(const BucketParams& params) {
-  if (params.shape == BucketShape::warming_up)
-    return fmt::format("warmup {} x{:g}", human_duration(params.warmup), params.cold_factor);
-  return fmt::format("burst {}",
-                     human_duration(std::chrono::duration<double>(params.max_burst_seconds)));
+  std::string shape =
+      params.shape == BucketShape::warming_up
+          ? fmt::format("warmup {} x{:g}", human_duration(params.warmup), params.cold_factor)
+          : fmt::format("burst {}",
+                        human_duration(std::chrono::duration<double>(params.max_burst_seconds)));
+  if (params.start_full) shape += " start-full";
+  if (params.pay_first) shape += " pay-first";
+  return shape;
 }
 
 std::string describe_next_free(std::chrono::nanoseconds next_free_in) {
@@ -78,9 +82,11 @@ struct RunningPipe {
   std::string unit;
 };
 
-std::vector<RunningPipe> running_pipes(const std::vector<std::string>& file_names) {
+std::vector<RunningPipe> running_pipes(const std::string& directory) {
   std::vector<RunningPipe> pipes;
-  for (const std::string& name : file_names) {
+  std::error_code error_listing;
+  for (const auto& entry : std::filesystem::directory_iterator(directory, error_listing)) {
+    const std::string name = entry.path().filename().string();
     if (!name.starts_with("pipe-")) continue;
     const std::size_t dot = name.find('.');
     if (dot == std::string::npos) continue;
@@ -151,11 +157,13 @@ void print_json(const std::vector<backends::BucketStatus>& buckets,
             ? fmt::format(R"("shape":"warming_up","warmup_seconds":{},"cold_factor":{})",
                           seconds(params.warmup), params.cold_factor)
             : fmt::format(R"("shape":"bursty","burst_seconds":{})", params.max_burst_seconds);
+    const std::string terms =
+        fmt::format(R"("start_full":{},"pay_first":{})", params.start_full, params.pay_first);
     objects.push_back(
-        fmt::format(R"({{"key":{},"rate":{},"permits_per_second":{},{},"stored_permits":{},)"
+        fmt::format(R"({{"key":{},"rate":{},"permits_per_second":{},{},{},"stored_permits":{},)"
                     R"("next_free_in_seconds":{}}})",
                     json_string(bucket.key), json_string(human_rate(params.permits_per_second)),
-                    params.permits_per_second, shape, bucket.stored_permits,
+                    params.permits_per_second, shape, terms, bucket.stored_permits,
                     std::max(0.0, seconds(bucket.next_free_in))));
   }
   std::vector<std::string> pipe_objects;
@@ -166,14 +174,14 @@ void print_json(const std::vector<backends::BucketStatus>& buckets,
 }
 
 int run_status(const StatusOptions& options) {
-  const std::string path = backends::state_dir_from_environment(options.store.state_dir);
+  const std::string path = state_dir_of(options.store);
   // Looking does not create the directory: none means no buckets and no pipes.
   std::vector<backends::BucketStatus> buckets;
   std::vector<RunningPipe> pipes;
   if (std::filesystem::exists(path)) {
-    backends::StateFileBackend backend = open_backend(options.store);
-    buckets = backend.status(options.key.empty() ? std::nullopt : std::optional(options.key));
-    if (options.key.empty()) pipes = running_pipes(backend.directory().file_names());
+    buckets = open_backend(options.store)
+                  ->status(options.key.empty() ? std::nullopt : std::optional(options.key));
+    if (options.key.empty()) pipes = running_pipes(path);
   }
   if (buckets.empty() && !options.key.empty()) {
     fmt::print(stderr, "ratelimit: no bucket '{}' in {}\n", printable(options.key), path);

@@ -58,6 +58,13 @@ std::string si_number(double value, bool binary_prefix) {
   return fmt::format("{:.{}f} {}", value, decimals, prefixes[prefix]);
 }
 
+// Seconds as nanoseconds, nanoseconds::max() for what does not fit (about 292 years and more).
+nanoseconds saturating_nanoseconds(double seconds) {
+  constexpr double kMaxSeconds = static_cast<double>(nanoseconds::max().count()) / 1e9;
+  if (!(seconds < kMaxSeconds)) return nanoseconds::max();
+  return std::chrono::duration_cast<nanoseconds>(std::chrono::duration<double>(seconds));
+}
+
 std::string clock_time(nanoseconds duration) {
   const auto total =
       std::max<std::int64_t>(0, std::chrono::duration_cast<std::chrono::seconds>(duration).count());
@@ -98,8 +105,7 @@ std::string ProgressMeter::line(const Totals& totals, int width) {
     percent_text = fmt::format(" {:3.0f}%", done * 100.0);
     const double elapsed = seconds(totals.now - totals.started);
     if (done > 0.0 && done < 1.0 && elapsed > 0.0) {
-      const auto remaining = std::chrono::duration<double>(elapsed * (1.0 - done) / done);
-      eta_text = " ETA " + clock_time(std::chrono::duration_cast<nanoseconds>(remaining));
+      eta_text = " ETA " + clock_time(saturating_nanoseconds(elapsed * (1.0 - done) / done));
     }
   }
 

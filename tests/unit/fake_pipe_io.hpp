@@ -58,6 +58,8 @@ class FakePipeIo final : public pipe::Io {
     for (const Write& write : writes_) all += write.data;
     return all;
   }
+  // Time passing outside the engine's waits (a slow call to a store).
+  void pass(std::chrono::nanoseconds duration) { now_ += duration; }
   std::chrono::nanoseconds elapsed() const { return now_ - kStart; }
   std::size_t splices() const { return splices_; }
 
@@ -89,6 +91,8 @@ class FakePipeIo final : public pipe::Io {
   }
 
   bool input_exhausted() const override { return at_end(); }
+
+  bool input_ready_now() override { return readable() || at_end(); }
 
   pipe::Moved read(std::span<char> buffer) override {
     const std::string taken = take(buffer.size());

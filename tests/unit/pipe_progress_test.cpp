@@ -67,6 +67,14 @@ TEST(Progress, UnitsAsTheRateWasWritten) {
   EXPECT_EQ(lines.line(totals_at(1s, 20)), "20 lines 0:00:01 [20 lines/s] [avg 20 lines/s]");
 }
 
+TEST(Progress, AnEtaBeyondWhatNanosecondsHoldSaturates) {
+  ProgressMeter meter(Unit{}, 1'000'000'000'000'000'000);
+  meter.line(totals_at(0s, 0));
+  // About 3e13 years left: shown as the longest time there is, not as 0:00:00.
+  const std::string line = meter.line(totals_at(1000s, 1));
+  EXPECT_NE(line.find("ETA 2562047:47:16"), std::string::npos) << line;
+}
+
 TEST(Progress, CurrentRateIsOverTheLastSecond) {
   ProgressMeter meter(Unit{'\n'}, std::nullopt);
   meter.line(totals_at(0s, 0));
