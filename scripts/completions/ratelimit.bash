@@ -37,7 +37,7 @@ _ratelimit() {
     set) options="--rate -r $shared_options --help -h --version -V" ;;
     exec) options="$rate_options $shared_options --permits --try --timeout --max-inflight --help -h --version -V" ;;
     acquire) options="$rate_options $shared_options --permits --try --timeout --help -h --version -V" ;;
-    status) options="--key -k --state-dir --verbose -v --help -h --version -V" ;;
+    status) options="--key -k --state-dir --verbose -v --json --help -h --version -V" ;;
     reset) options="--key -k --state-dir --verbose -v --help -h --version -V" ;;
   esac
 

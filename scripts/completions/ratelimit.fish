@@ -67,3 +67,4 @@ complete -c ratelimit -n "$taking" -l try -d 'Never wait: exit 75 if no permit i
 complete -c ratelimit -n "$taking" -l timeout -x -d 'Wait at most this long'
 complete -c ratelimit -n "__fish_seen_subcommand_from exec; and $own" -l max-inflight -x -d 'At most this many commands of the key at once'
 complete -c ratelimit -n "__fish_seen_subcommand_from set" -x -a '(__fish_complete_pids)'
+complete -c ratelimit -n "__fish_seen_subcommand_from status" -l json -d 'Print one JSON object, for scripts'

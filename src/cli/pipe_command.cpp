@@ -8,12 +8,14 @@
 #include <string_view>
 #include <vector>
 
+#include "backends/state_directory.hpp"
 #include "cli/bucket_options.hpp"
 #include "cli/commands.hpp"
 #include "cli/shared_bucket_options.hpp"
 #include "cli/units.hpp"
 #include "exit_codes.hpp"
 #include "io/local_time_posix.hpp"
+#include "io/posix.hpp"
 #include "pipe/control.hpp"
 #include "pipe/engine.hpp"
 #include "pipe/files.hpp"
@@ -142,16 +144,26 @@ int run_pipe(const PipeOptions& options) {
 
   const std::unique_ptr<pipe::ControlChannel> control =
       pipe::ControlChannel::create(unit.counts_bytes());
+  if (!control)
+    fmt::print(stderr,
+               "ratelimit: warning: no control FIFO in {} (missing or unsafe): 'ratelimit set {}' "
+               "cannot change this pipe's rate\n",
+               backends::state_dir_from_environment(""), ::getpid());
   pipe::FileIo io(options.files, options.output, control.get());
   choose_chunk(options, engine_options, io);
 
   const bool show_progress =
       options.progress == "force" || (options.progress == "auto" && ::isatty(STDERR_FILENO));
-  pipe::ProgressMeter meter(unit, io.total_bytes());
+  const Rate written = parse_rate(options.bucket.rate);
+  pipe::ProgressMeter meter(
+      unit, io.total_bytes(),
+      {.binary_prefix = written.binary_prefix, .bits = written.unit == DataUnit::bits});
   pipe::Engine::ProgressCallback draw;
   if (show_progress) {
     draw = [&meter](const pipe::Totals& totals) {
-      fmt::print(stderr, "\r{}\033[K", meter.line(totals));
+      constexpr int kWidthOffTerminal = 80;  // --progress=force into a file or a pipe
+      const int width = io::terminal_width(STDERR_FILENO).value_or(kWidthOffTerminal);
+      fmt::print(stderr, "\r{}\033[K", meter.line(totals, width));
       std::fflush(stderr);
     };
   }

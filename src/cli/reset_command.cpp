@@ -1,6 +1,10 @@
+#include <fmt/core.h>
+
+#include <filesystem>
 #include <memory>
 #include <string>
 
+#include "backends/state_directory.hpp"
 #include "cli/commands.hpp"
 #include "cli/shared_bucket_options.hpp"
 #include "exit_codes.hpp"
@@ -14,8 +18,12 @@ struct ResetOptions {
 };
 
 int run_reset(const ResetOptions& options) {
-  // Removing a bucket that is not there is not an error, as with rm -f.
-  open_backend(options.store)->reset(options.key);
+  const std::string path = state_dir_of(options.store);
+  // Nothing is created to find that nothing is there; an unknown key is said, as status says it.
+  if (!std::filesystem::exists(path) || !open_backend(options.store)->reset(options.key)) {
+    fmt::print(stderr, "ratelimit: no bucket '{}' in {}\n", options.key, path);
+    return exit_no_input;
+  }
   return exit_ok;
 }
 

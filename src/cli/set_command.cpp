@@ -6,6 +6,7 @@
 #include <string>
 #include <system_error>
 
+#include "backends/state_directory.hpp"
 #include "cli/bucket_options.hpp"
 #include "cli/commands.hpp"
 #include "cli/shared_bucket_options.hpp"
@@ -41,7 +42,9 @@ int run_set(const SetOptions& options) {
                      "'): a timetable is given to the pipe, exec or acquire that follows it");
   if (!options.key.empty()) return set_key_rate(options);
   if (options.pid == 0) throw UsageError("set needs a PID or --key NAME");
-  const std::string no_pipe = "no ratelimit pipe runs as process " + std::to_string(options.pid);
+  const std::string no_pipe =
+      fmt::format("no ratelimit pipe runs as process {} (no pipe-{}.bytes or .records in {})",
+                  options.pid, options.pid, backends::state_dir_from_environment(""));
   const std::optional<pipe::RunningPipe> running = pipe::find_running_pipe(options.pid);
   if (!running) throw UsageError(no_pipe);
   // Checked against what the pipe counts, as its own --rate was.
@@ -54,6 +57,9 @@ int run_set(const SetOptions& options) {
     if (error.code() == std::errc::no_such_device_or_address) throw UsageError(no_pipe);
     throw;
   }
+  fmt::print(stderr, "ratelimit: process {}: rate set to {} ({} {}/s)\n", options.pid,
+             options.bucket.rate, params.permits_per_second,
+             running->counts_bytes ? "bytes" : "records");
   return exit_ok;
 }
 

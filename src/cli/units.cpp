@@ -198,7 +198,8 @@ std::string human_duration(std::chrono::duration<double> duration) {
   }
   if (seconds >= 1000 * kYear) return "over 1000 years";
   if (seconds >= kYear) return fmt::format("{:.1f} years", seconds / kYear);
-  const std::int64_t total = std::llround(seconds);
+  // Whole seconds not yet over: a wait of 3599.9 s is "59m59s", as a countdown shows it.
+  const auto total = static_cast<std::int64_t>(seconds);
   const std::pair<std::int64_t, char> parts[] = {
       {total / 86400, 'd'}, {total / 3600 % 24, 'h'}, {total / 60 % 60, 'm'}, {total % 60, 's'}};
   std::string text;
