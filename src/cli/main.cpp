@@ -1,17 +1,11 @@
 #include <fmt/core.h>
 
 #include <CLI/CLI.hpp>
-#include <exception>
-#include <new>
 #include <string_view>
-#include <system_error>
 #include <vector>
 
-#include "backends/state_directory.hpp"
 #include "cli/commands.hpp"
-#include "cli/units.hpp"
 #include "exit_codes.hpp"
-#include "io/errors.hpp"
 #include "io/posix.hpp"
 
 namespace {
@@ -49,7 +43,7 @@ std::vector<ratelimit::cli::Command> declare_commands(CLI::App& app, int argc, c
   return commands;
 }
 
-int report(const std::exception& error, int code) {
+int report(const CLI::ParseError& error, int code) {
   fmt::print(stderr, "ratelimit: {}\n", error.what());
   return code;
 }
@@ -82,30 +76,8 @@ int main(int argc, char** argv) {
     return report(error, ratelimit::exit_usage);
   }
 
-  try {
-    for (const auto& command : commands) {
-      if (command.app->parsed()) return command.run();
-    }
-    return ratelimit::exit_ok;
-  } catch (const ratelimit::cli::UsageError& error) {
-    return report(error, ratelimit::exit_usage);
-  } catch (const std::invalid_argument& error) {
-    // A value the options' checks let through, refused by the core with the value named.
-    return report(error, ratelimit::exit_usage);
-  } catch (const ratelimit::backends::UnsafeStateError& error) {
-    return report(error, ratelimit::exit_no_permission);
-  } catch (const ratelimit::io::InputError& error) {
-    return report(error, ratelimit::exit_no_input);
-  } catch (const std::system_error& error) {
-    return report(error, ratelimit::exit_io_error);
-  } catch (const std::bad_alloc&) {
-    fmt::print(stderr, "ratelimit: out of memory\n");
-    return ratelimit::exit_software;
-  } catch (const std::exception& error) {
-    // Never std::terminate's abort and core dump: a bug still ends with one line.
-    return report(error, ratelimit::exit_software);
-  } catch (...) {
-    fmt::print(stderr, "ratelimit: unexpected failure\n");
-    return ratelimit::exit_software;
+  for (const auto& command : commands) {
+    if (command.app->parsed()) return ratelimit::cli::run_command(command);
   }
+  return ratelimit::exit_ok;
 }
