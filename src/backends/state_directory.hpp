@@ -6,18 +6,13 @@
 #include <string_view>
 #include <vector>
 
+#include "errors.hpp"
 #include "io/posix.hpp"
+#include "io/waiter.hpp"
 
 // The state-file backend's POSIX side (state_directory_posix.cpp): a checked directory, its files
 // opened without following links, and flock.
 namespace ratelimit::backends {
-
-// The state directory or one of its files could let another user tamper with the buckets
-// (exit 77, EX_NOPERM).
-class UnsafeStateError : public std::runtime_error {
- public:
-  using std::runtime_error::runtime_error;
-};
 
 class StateDirectory;
 
@@ -41,6 +36,13 @@ class LockedFile {
 
 enum class LockKind { shared, exclusive };
 
+// What waiting for a lock ended with: the locked file, or none because the deadline came first or
+// a stop signal (`signal`) ended the wait.
+struct LockWait {
+  std::optional<LockedFile> file;
+  int signal = 0;
+};
+
 // The state directory, held by a descriptor so that files are opened relative to the directory
 // that was checked, whatever happens to its path afterwards.
 class StateDirectory {
@@ -52,6 +54,12 @@ class StateDirectory {
 
   // Opens `name` (creating it 0600) and waits for the lock.
   LockedFile lock(const std::string& name, LockKind kind) const;
+  // The same for the exclusive lock, waiting through `waiter` until `deadline` at most (a
+  // deadline already past takes the lock only if it is free now). flock cannot wait with a
+  // timeout nor race-free with a signal, so the lock is tried anew after waits that grow from
+  // 0.1 to 10 ms.
+  LockWait lock_until(const std::string& name, io::Waiter& waiter,
+                      std::chrono::nanoseconds deadline) const;
   // The same for a file that may not exist: none if it does not.
   std::optional<LockedFile> lock_existing(const std::string& name, LockKind kind) const;
   // Opens `name` (creating it 0600) and takes its exclusive lock if free now; an empty descriptor

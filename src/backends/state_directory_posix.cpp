@@ -131,6 +131,29 @@ std::optional<LockedFile> StateDirectory::lock_file(const std::string& name, Loc
   }
 }
 
+LockWait StateDirectory::lock_until(const std::string& name, io::Waiter& waiter,
+                                    std::chrono::nanoseconds deadline) const {
+  constexpr std::chrono::nanoseconds kFirstRetry = std::chrono::microseconds(100);
+  constexpr std::chrono::nanoseconds kLongestRetry = std::chrono::milliseconds(10);
+  std::chrono::nanoseconds retry = kFirstRetry;
+  io::FileDescriptor fd = open_file(name, true);
+  while (true) {
+    if (io::retry_on_eintr([&] { return ::flock(fd.get(), LOCK_EX | LOCK_NB); }) == 0) {
+      // A reset may have removed the file between open and lock: its state would be lost.
+      if (stat_of(fd.get(), path_ + "/" + name).st_nlink > 0)
+        return {.file = LockedFile(std::move(fd), *this, name), .signal = 0};
+      fd = open_file(name, true);
+      continue;
+    }
+    if (errno != EWOULDBLOCK) io::throw_errno("lock state file '" + path_ + "/" + name + "'");
+    const std::chrono::nanoseconds now = waiter.now();
+    if (now >= deadline) return {};
+    if (const int signal = waiter.wait_until(std::min(deadline, now + retry)))
+      return {.file = {}, .signal = signal};
+    retry = std::min(retry * 2, kLongestRetry);
+  }
+}
+
 LockedFile StateDirectory::lock(const std::string& name, LockKind kind) const {
   return *lock_file(name, kind, true);
 }

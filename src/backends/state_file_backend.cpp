@@ -22,19 +22,50 @@ DecodedRecord StateFileBackend::load(const LockedFile& file) const {
   return decoded;
 }
 
-Reservation StateFileBackend::reserve(const PermitRequest& request) {
-  LockedFile file = directory_.lock(bucket_file_name(request.key), LockKind::exclusive);
-  // Read under the lock, so that the order of the times is the order of the bookings.
-  const auto now = clock_.now();
+TokenBucket StateFileBackend::load_bucket(const LockedFile& file, const std::string& key,
+                                          const BucketParams& params,
+                                          std::chrono::nanoseconds now) const {
   const DecodedRecord loaded = load(file);
   if (!loaded.problem.empty())
-    notify_(fmt::format("key '{}': {}; starting a fresh bucket", request.key, loaded.problem));
-  TokenBucket bucket = loaded.record ? TokenBucket(loaded.record->params, loaded.record->state)
-                                     : TokenBucket(request.params, now);
-  const Reservation reservation = decide(bucket, request, now);
+    notify_(fmt::format("key '{}': {}; starting a fresh bucket", key, loaded.problem));
+  return loaded.record ? TokenBucket(loaded.record->params, loaded.record->state)
+                       : TokenBucket(params, now);
+}
+
+void StateFileBackend::save(LockedFile& file, const TokenBucket& bucket) const {
   file.replace(
       encode_record({.params = bucket.params(), .state = bucket.state(), .boot_id = boot_id_}));
-  return reservation;
+}
+
+Reservation StateFileBackend::reserve(const PermitRequest& request, io::Waiter& waiter) {
+  try {
+    LockWait locked =
+        directory_.lock_until(bucket_file_name(request.key), waiter, request.deadline);
+    if (!locked.file)
+      return {.granted = false, .wait = {}, .signal = locked.signal, .replaced_params = {}};
+    // Read under the lock, so that the order of the times is the order of the bookings.
+    const auto now = clock_.now();
+    TokenBucket bucket = load_bucket(*locked.file, request.key, request.params, now);
+    const Reservation reservation = decide(bucket, request, now);
+    save(*locked.file, bucket);
+    return reservation;
+  } catch (const std::system_error& error) {
+    throw BackendUnavailable(
+        fmt::format("state directory '{}': {}", directory_.path(), error.what()));
+  }
+}
+
+bool StateFileBackend::set_rate(const std::string& key, double permits_per_second) {
+  std::optional<LockedFile> file =
+      directory_.lock_existing(bucket_file_name(key), LockKind::exclusive);
+  if (!file) return false;
+  const auto now = clock_.now();
+  const DecodedRecord loaded = load(*file);
+  if (!loaded.record) return false;
+  TokenBucket bucket(loaded.record->params, loaded.record->state);
+  bucket.set_rate(permits_per_second, now);
+  save(*file, bucket);
+  return true;
 }
 
 std::vector<BucketStatus> StateFileBackend::status(const std::optional<std::string>& key) {

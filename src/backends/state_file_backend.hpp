@@ -18,12 +18,14 @@ class StateFileBackend final : public BucketBackend {
   // Told why a record was discarded (for --verbose).
   using Notify = std::function<void(const std::string&)>;
 
-  // `clock` must be CLOCK_MONOTONIC's timeline (system_clock()) of the boot `boot_id` names.
+  // `clock` must be CLOCK_MONOTONIC's timeline (system_clock()) of the boot `boot_id` names, the
+  // timeline of the waiters' deadlines.
   StateFileBackend(
       StateDirectory directory, Clock& clock, std::string boot_id,
       Notify notify = [](const std::string&) {});
 
-  Reservation reserve(const PermitRequest& request) override;
+  Reservation reserve(const PermitRequest& request, io::Waiter& waiter) override;
+  bool set_rate(const std::string& key, double permits_per_second) override;
   std::vector<BucketStatus> status(const std::optional<std::string>& key) override;
   bool reset(const std::string& key) override;
 
@@ -32,6 +34,10 @@ class StateFileBackend final : public BucketBackend {
  private:
   // The bucket a file holds, or why it cannot be used.
   DecodedRecord load(const LockedFile& file) const;
+  // The bucket of `file` at `now`: its record's, or a fresh one with `params`.
+  TokenBucket load_bucket(const LockedFile& file, const std::string& key,
+                          const BucketParams& params, std::chrono::nanoseconds now) const;
+  void save(LockedFile& file, const TokenBucket& bucket) const;
 
   StateDirectory directory_;
   Clock& clock_;

@@ -5,11 +5,9 @@
 #include <stdexcept>
 #include <system_error>
 
-#include "backends/state_directory.hpp"
 #include "cli/commands.hpp"
-#include "cli/units.hpp"
+#include "errors.hpp"
 #include "exit_codes.hpp"
-#include "io/errors.hpp"
 
 namespace ratelimit::cli {
 namespace {
@@ -29,10 +27,12 @@ int run_command(const Command& command) {
   } catch (const std::invalid_argument& error) {
     // A value the options' checks let through, refused by the core with the value named.
     return report(error, exit_usage);
-  } catch (const backends::UnsafeStateError& error) {
-    return report(error, exit_no_permission);
-  } catch (const io::InputError& error) {
+  } catch (const InputError& error) {
     return report(error, exit_no_input);
+  } catch (const BackendUnavailable& error) {
+    return report(error, exit_unavailable);
+  } catch (const UnsafeStateError& error) {
+    return report(error, exit_no_permission);
   } catch (const std::system_error& error) {
     return report(error, exit_io_error);
   } catch (const std::bad_alloc&) {

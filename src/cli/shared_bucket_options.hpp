@@ -1,10 +1,13 @@
 #pragma once
 
 #include <CLI/CLI.hpp>
+#include <chrono>
 #include <cstdint>
+#include <functional>
+#include <memory>
 #include <string>
 
-#include "backends/state_file_backend.hpp"
+#include "backends/open_backend.hpp"
 #include "cli/bucket_options.hpp"
 #include "exec/admission.hpp"
 
@@ -21,8 +24,11 @@ void add_store_options(CLI::App& app, StoreOptions& options);
 // --key, checked to be a name the backends can keep.
 CLI::Option* add_key_option(CLI::App& app, std::string& key);
 
-// Opens the state directory (exit 77 if unsafe) for the store options given.
-backends::StateFileBackend open_backend(const StoreOptions& options);
+backends::BackendOptions backend_options(const StoreOptions& options);
+// The store for the options given (exit 77 if unsafe, 69 if unavailable).
+std::unique_ptr<backends::BucketBackend> open_backend(const StoreOptions& options);
+// The state directory the options name, for messages.
+std::string state_dir_of(const StoreOptions& options);
 
 // The options of the commands that take permits from a shared bucket (exec and acquire).
 struct PermitOptions {
@@ -36,10 +42,19 @@ struct PermitOptions {
 
 void add_permit_options(CLI::App& app, PermitOptions& options);
 
+// The request of `options` made at `now` (its deadline is --try's or --timeout's from then on).
 // Throws UsageError naming the bad value.
-backends::PermitRequest to_permit_request(const PermitOptions& options);
+backends::PermitRequest to_permit_request(const PermitOptions& options,
+                                          std::chrono::nanoseconds now);
 
-// The exit status of an admission that was not granted: 75 refused, 128 + signal interrupted.
-int exit_status_of_refusal(const exec::Admission& admission);
+// The one sequence of exec and acquire: request -> store -> admission -> exit status. Runs
+// `admitted` once the permits are due (the stop signals' dispositions and mask are the caller's
+// again by then) and returns its status; else 75 refused, 128 + signal interrupted.
+int admit_then(const PermitOptions& options, int max_inflight,
+               const std::function<int(exec::Admission&)>& admitted);
+
+// The one line on stderr that says a request changed a shared key's parameters.
+void announce_replaced_params(const std::string& key, const BucketParams& replaced,
+                              const BucketParams& now_in_force);
 
 }  // namespace ratelimit::cli

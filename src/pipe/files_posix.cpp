@@ -9,7 +9,7 @@
 #include <limits>
 #include <utility>
 
-#include "io/errors.hpp"
+#include "errors.hpp"
 #include "pipe/files.hpp"
 
 namespace ratelimit::pipe {
@@ -29,7 +29,7 @@ int duplicate_standard_stream(int fd) {
 }
 
 [[noreturn]] void throw_input_error(const std::string& name) {
-  throw io::InputError(errno, std::generic_category(), name);
+  throw InputError(errno, std::generic_category(), name);
 }
 
 // A descriptor someone else made non-blocking (they are shared with the parent) reports EAGAIN.
@@ -111,6 +111,7 @@ FileIo::FileIo(const std::vector<std::string>& inputs, const std::string& output
   sigemptyset(&ignore.sa_mask);
   ::sigaction(SIGPIPE, &ignore, &previous_sigpipe_);
   signals_.emplace();
+  waiter_.emplace(*signals_);
 }
 
 FileIo::~FileIo() { ::sigaction(SIGPIPE, &previous_sigpipe_, nullptr); }

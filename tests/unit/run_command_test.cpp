@@ -4,10 +4,8 @@
 #include <stdexcept>
 #include <system_error>
 
-#include "backends/state_directory.hpp"
 #include "cli/commands.hpp"
-#include "cli/units.hpp"
-#include "io/errors.hpp"
+#include "errors.hpp"
 
 namespace ratelimit::cli {
 namespace {
@@ -26,9 +24,11 @@ TEST(RunCommand, EachFailureIsOneLineAndItsExitStatus) {
   using Result = std::pair<int, std::string>;
   EXPECT_EQ(run_throwing([] { throw UsageError("invalid rate 'x'"); }),
             (Result{64, "ratelimit: invalid rate 'x'\n"}));
-  EXPECT_EQ(run_throwing([] { throw backends::UnsafeStateError("unsafe"); }),
+  EXPECT_EQ(run_throwing([] { throw UnsafeStateError("unsafe"); }),
             (Result{77, "ratelimit: unsafe\n"}));
-  EXPECT_EQ(run_throwing([] { throw io::InputError(ENOENT, std::generic_category(), "in"); }),
+  EXPECT_EQ(run_throwing([] { throw BackendUnavailable("no store"); }),
+            (Result{69, "ratelimit: no store\n"}));
+  EXPECT_EQ(run_throwing([] { throw InputError(ENOENT, std::generic_category(), "in"); }),
             (Result{66, "ratelimit: in: No such file or directory\n"}));
   EXPECT_EQ(run_throwing([] { throw std::system_error(EIO, std::generic_category(), "write"); }),
             (Result{74, "ratelimit: write: Input/output error\n"}));

@@ -3,12 +3,15 @@
 #include <gtest/gtest.h>
 #include <sys/stat.h>
 
+#include <csignal>
 #include <filesystem>
 #include <fstream>
+#include <optional>
 #include <vector>
 
 #include "backends/state_file_format.hpp"
 #include "fake_clock.hpp"
+#include "fake_waiter.hpp"
 #include "temp_dir.hpp"
 
 namespace ratelimit::backends {
@@ -16,6 +19,7 @@ namespace {
 
 using namespace std::chrono_literals;
 using testing::FakeClock;
+using testing::FakeWaiter;
 using testing::TempDir;
 
 constexpr const char* kBoot = "11111111-2222-3333-4444-555555555555";
@@ -24,11 +28,6 @@ BucketParams bursty(double rate) {
   BucketParams params;
   params.permits_per_second = rate;
   return params;
-}
-
-PermitRequest request(BucketParams params,
-                      std::chrono::nanoseconds timeout = std::chrono::nanoseconds::max()) {
-  return {.key = "api", .params = params, .permits = 1, .timeout = timeout};
 }
 
 class StateFileBackendTest : public ::testing::Test {
@@ -46,19 +45,28 @@ class StateFileBackendTest : public ::testing::Test {
     return {std::istreambuf_iterator<char>(in), {}};
   }
 
+  // A request made now, due within `timeout`.
+  PermitRequest request(BucketParams params,
+                        std::chrono::nanoseconds timeout = std::chrono::nanoseconds::max()) {
+    PermitRequest permits{.key = "api", .params = params};
+    if (timeout != std::chrono::nanoseconds::max()) permits.deadline = clock_.now() + timeout;
+    return permits;
+  }
+
   TempDir dir_;
   FakeClock clock_;
+  FakeWaiter waiter_{clock_};
   std::vector<std::string> notes_;
 };
 
 TEST_F(StateFileBackendTest, ProcessesShareOneBucketInArrivalOrder) {
   auto first = process();
   auto second = process();
-  EXPECT_EQ(first.reserve(request(bursty(10))).wait, 0ms);
-  EXPECT_EQ(second.reserve(request(bursty(10))).wait, 100ms);
-  EXPECT_EQ(first.reserve(request(bursty(10))).wait, 200ms);
+  EXPECT_EQ(first.reserve(request(bursty(10)), waiter_).wait, 0ms);
+  EXPECT_EQ(second.reserve(request(bursty(10)), waiter_).wait, 100ms);
+  EXPECT_EQ(first.reserve(request(bursty(10)), waiter_).wait, 200ms);
   clock_.advance(50ms);
-  EXPECT_EQ(second.reserve(request(bursty(10))).wait, 250ms);
+  EXPECT_EQ(second.reserve(request(bursty(10)), waiter_).wait, 250ms);
   EXPECT_TRUE(notes_.empty());
 }
 
@@ -73,78 +81,80 @@ TEST_F(StateFileBackendTest, MatchesTheCoreDecisionForDecision) {
     clock_.advance(std::chrono::milliseconds(37 * (i % 5)));
     PermitRequest permits = request(params);
     permits.permits = 1 + i % 3;
-    EXPECT_EQ(backend.reserve(permits).wait, reference.reserve(permits.permits, clock_.now()));
+    EXPECT_EQ(backend.reserve(permits, waiter_).wait,
+              reference.reserve(permits.permits, clock_.now()));
   }
 }
 
 TEST_F(StateFileBackendTest, TryRefusesWithoutBooking) {
   auto backend = process();
-  ASSERT_TRUE(backend.reserve(request(bursty(10), 0ns)).granted);
-  const Reservation refused = backend.reserve(request(bursty(10), 0ns));
+  ASSERT_TRUE(backend.reserve(request(bursty(10), 0ns), waiter_).granted);
+  const Reservation refused = backend.reserve(request(bursty(10), 0ns), waiter_);
   EXPECT_FALSE(refused.granted);
   EXPECT_EQ(refused.wait, 100ms);
   clock_.advance(100ms);
-  EXPECT_TRUE(backend.reserve(request(bursty(10), 0ns)).granted);
+  EXPECT_TRUE(backend.reserve(request(bursty(10), 0ns), waiter_).granted);
 }
 
 TEST_F(StateFileBackendTest, TimeoutGrantsWhatIsDueInTime) {
   auto backend = process();
-  backend.reserve(request(bursty(10)));
-  EXPECT_FALSE(backend.reserve(request(bursty(10), 99ms)).granted);
-  const Reservation granted = backend.reserve(request(bursty(10), 100ms));
+  backend.reserve(request(bursty(10)), waiter_);
+  EXPECT_FALSE(backend.reserve(request(bursty(10), 99ms), waiter_).granted);
+  const Reservation granted = backend.reserve(request(bursty(10), 100ms), waiter_);
   EXPECT_TRUE(granted.granted);
   EXPECT_EQ(granted.wait, 100ms);
 }
 
 TEST_F(StateFileBackendTest, NewParametersApplyFromNowOn) {
   auto backend = process();
-  backend.reserve(request(bursty(1)));
-  EXPECT_EQ(backend.reserve(request(bursty(1))).wait, 1s);
+  backend.reserve(request(bursty(1)), waiter_);
+  EXPECT_EQ(backend.reserve(request(bursty(1)), waiter_).wait, 1s);
   // The booking at 1 permit/s is kept; after it, permits come at the new rate.
-  EXPECT_EQ(backend.reserve(request(bursty(10))).wait, 2s);
-  EXPECT_EQ(backend.reserve(request(bursty(10))).wait, 2100ms);
+  EXPECT_EQ(backend.reserve(request(bursty(10)), waiter_).wait, 2s);
+  EXPECT_EQ(backend.reserve(request(bursty(10)), waiter_).wait, 2100ms);
   EXPECT_EQ(backend.status("api").front().params, bursty(10));
 }
 
 TEST_F(StateFileBackendTest, IdleBucketStoresABurst) {
   auto backend = process();
-  backend.reserve(request(bursty(10)));
+  backend.reserve(request(bursty(10)), waiter_);
   clock_.advance(5s);
   const auto status = backend.status("api");
   ASSERT_EQ(status.size(), 1u);
   EXPECT_DOUBLE_EQ(status.front().stored_permits, 10.0);
   EXPECT_EQ(status.front().next_free_in, 0ns);
-  for (int i = 0; i < 11; ++i) EXPECT_EQ(backend.reserve(request(bursty(10))).wait, 0ns) << i;
-  EXPECT_EQ(backend.reserve(request(bursty(10))).wait, 100ms);
+  for (int i = 0; i < 11; ++i)
+    EXPECT_EQ(backend.reserve(request(bursty(10)), waiter_).wait, 0ns) << i;
+  EXPECT_EQ(backend.reserve(request(bursty(10)), waiter_).wait, 100ms);
 }
 
 TEST_F(StateFileBackendTest, CorruptRecordIsAFreshBucket) {
   auto backend = process();
-  backend.reserve(request(bursty(1)));
+  backend.reserve(request(bursty(1)), waiter_);
   std::string bytes = read_file("api.bucket");
   bytes[20] = static_cast<char>(bytes[20] ^ 0x40);
   write_file("api.bucket", bytes);
   EXPECT_NE(backend.status(std::nullopt).front().problem, "");
-  EXPECT_EQ(backend.reserve(request(bursty(1))).wait, 0ns);
+  EXPECT_EQ(backend.reserve(request(bursty(1)), waiter_).wait, 0ns);
   ASSERT_EQ(notes_.size(), 1u);
   EXPECT_EQ(notes_.front(), "key 'api': bad checksum; starting a fresh bucket");
-  EXPECT_EQ(backend.reserve(request(bursty(1))).wait, 1s);
+  EXPECT_EQ(backend.reserve(request(bursty(1)), waiter_).wait, 1s);
 }
 
 TEST_F(StateFileBackendTest, TruncatedAndGarbageRecordsAreFreshBuckets) {
   auto backend = process();
-  backend.reserve(request(bursty(1)));
+  backend.reserve(request(bursty(1)), waiter_);
   write_file("api.bucket", read_file("api.bucket").substr(0, 50));
-  EXPECT_EQ(backend.reserve(request(bursty(1))).wait, 0ns);
+  EXPECT_EQ(backend.reserve(request(bursty(1)), waiter_).wait, 0ns);
   write_file("api.bucket", std::string(5000, 'x'));
-  EXPECT_EQ(backend.reserve(request(bursty(1))).wait, 0ns);
+  EXPECT_EQ(backend.reserve(request(bursty(1)), waiter_).wait, 0ns);
   EXPECT_EQ(notes_.size(), 2u);
 }
 
 TEST_F(StateFileBackendTest, RecordOfAPreviousBootIsAFreshBucket) {
-  process("00000000-0000-0000-0000-000000000000").reserve(request(bursty(1)));
+  process("00000000-0000-0000-0000-000000000000").reserve(request(bursty(1)), waiter_);
   auto backend = process();
-  EXPECT_EQ(backend.reserve(request(bursty(1))).wait, 0ns);
+  EXPECT_EQ(backend.reserve(request(bursty(1)), waiter_).wait, 0ns);
   ASSERT_EQ(notes_.size(), 1u);
   EXPECT_EQ(notes_.front(), "key 'api': state from a previous boot; starting a fresh bucket");
 }
@@ -152,7 +162,8 @@ TEST_F(StateFileBackendTest, RecordOfAPreviousBootIsAFreshBucket) {
 TEST_F(StateFileBackendTest, StatusListsBucketsByKeyAndResetForgetsOne) {
   auto backend = process();
   for (const char* key : {"b", "a/x", "c"})
-    backend.reserve({.key = key, .params = bursty(2), .permits = 1, .timeout = 0ns});
+    backend.reserve({.key = key, .params = bursty(2), .permits = 1, .deadline = clock_.now()},
+                    waiter_);
   write_file("unrelated.txt", "");
   std::vector<std::string> keys;
   for (const auto& bucket : backend.status(std::nullopt)) keys.push_back(bucket.key);
@@ -172,7 +183,7 @@ TEST_F(StateFileBackendTest, SymlinkAtTheStateFileIsNotFollowed) {
   std::ofstream(target) << "precious";
   std::filesystem::create_symlink(target, dir_.path() / "api.bucket");
   auto backend = process();
-  EXPECT_THROW(backend.reserve(request(bursty(1))), UnsafeStateError);
+  EXPECT_THROW(backend.reserve(request(bursty(1)), waiter_), UnsafeStateError);
   std::ifstream in(target);
   EXPECT_EQ(std::string(std::istreambuf_iterator<char>(in), {}), "precious");
 }
@@ -195,7 +206,7 @@ TEST_F(StateFileBackendTest, MissingDirectoryIsCreatedPrivate) {
 }
 
 TEST_F(StateFileBackendTest, StateFilesArePrivate) {
-  process().reserve(request(bursty(1)));
+  process().reserve(request(bursty(1)), waiter_);
   struct stat status {};
   ASSERT_EQ(::stat((dir_.path() / "api.bucket").c_str(), &status), 0);
   EXPECT_EQ(status.st_mode & 07777, 0600u);
@@ -212,13 +223,13 @@ TEST_F(StateFileBackendTest, SlotLockIsExclusiveUntilClosed) {
 
 TEST_F(StateFileBackendTest, AnUpdateReplacesTheRecordWholeSoNoCrashCanTearIt) {
   auto backend = process();
-  backend.reserve(request(bursty(10)));
+  backend.reserve(request(bursty(10)), waiter_);
   const std::string before = read_file("api.bucket");
   // A reader (or a crash) in the middle of the next update sees the old file whole.
   std::ifstream old_file(dir_.path() / "api.bucket", std::ios::binary);
   struct stat old_status {};
   ASSERT_EQ(::stat((dir_.path() / "api.bucket").c_str(), &old_status), 0);
-  backend.reserve(request(bursty(10)));
+  backend.reserve(request(bursty(10)), waiter_);
   EXPECT_EQ(std::string(std::istreambuf_iterator<char>(old_file), {}), before);
   struct stat new_status {};
   ASSERT_EQ(::stat((dir_.path() / "api.bucket").c_str(), &new_status), 0);
@@ -229,12 +240,57 @@ TEST_F(StateFileBackendTest, AnUpdateReplacesTheRecordWholeSoNoCrashCanTearIt) {
 
 TEST_F(StateFileBackendTest, WhatACrashBeforeTheRenameLeftIsIgnored) {
   auto backend = process();
-  EXPECT_EQ(backend.reserve(request(bursty(10))).wait, 0ms);
+  EXPECT_EQ(backend.reserve(request(bursty(10)), waiter_).wait, 0ms);
   write_file("api.bucket.new", "half a rec");
   // The booked record holds: the next permit waits its turn, no fresh bucket's free one.
-  EXPECT_EQ(backend.reserve(request(bursty(10))).wait, 100ms);
+  EXPECT_EQ(backend.reserve(request(bursty(10)), waiter_).wait, 100ms);
   EXPECT_TRUE(notes_.empty());
   EXPECT_EQ(backend.status("api").size(), 1u);
+}
+
+// Another process holding the bucket's lock (stopped inside its update, say) for as long as the
+// test runs.
+class HeldLockTest : public StateFileBackendTest {
+ protected:
+  void SetUp() override {
+    process().reserve(request(bursty(1000)), waiter_);
+    held_ = StateDirectory::open(dir_.string()).lock("api.bucket", LockKind::exclusive);
+  }
+  std::optional<LockedFile> held_;
+};
+
+TEST_F(HeldLockTest, TryDoesNotWaitForTheLock) {
+  const Reservation reservation = process().reserve(request(bursty(1000), 0ns), waiter_);
+  EXPECT_FALSE(reservation.granted);
+  EXPECT_EQ(reservation.signal, 0);
+  EXPECT_TRUE(waiter_.waits.empty());
+}
+
+TEST_F(HeldLockTest, DeadlineBoundsTheWaitForTheLock) {
+  const auto start = clock_.now();
+  const Reservation reservation = process().reserve(request(bursty(1000), 30ms), waiter_);
+  EXPECT_FALSE(reservation.granted);
+  EXPECT_EQ(clock_.now() - start, 30ms);
+  // Tried again after 0.1, 0.2, 0.4 ... ms, at most 10 ms apart.
+  ASSERT_GE(waiter_.waits.size(), 3u);
+  EXPECT_EQ(waiter_.waits[0], 100us);
+  EXPECT_EQ(waiter_.waits[1], 200us);
+  for (const auto wait : waiter_.waits) EXPECT_LE(wait, 10ms);
+}
+
+TEST_F(HeldLockTest, StopSignalEndsTheWaitForTheLock) {
+  waiter_.signal_during_wait = 5;
+  const Reservation reservation = process().reserve(request(bursty(1000)), waiter_);
+  EXPECT_FALSE(reservation.granted);
+  EXPECT_EQ(reservation.signal, SIGINT);
+  EXPECT_EQ(waiter_.waits.size(), 5u);
+}
+
+TEST_F(HeldLockTest, LockLetGoIsTaken) {
+  auto backend = process();
+  held_.reset();
+  clock_.advance(1s);
+  EXPECT_TRUE(backend.reserve(request(bursty(1000), 0ns), waiter_).granted);
 }
 
 }  // namespace
