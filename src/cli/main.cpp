@@ -1,10 +1,7 @@
 #include <fmt/core.h>
 
 #include <CLI/CLI.hpp>
-#include <exception>
-#include <new>
 #include <string_view>
-#include <system_error>
 #include <vector>
 
 #include "cli/commands.hpp"
@@ -98,32 +95,8 @@ int main(int argc, char** argv) {
     return report(error, ratelimit::exit_usage);
   }
 
-  try {
-    for (const auto& command : commands) {
-      if (command.app->parsed()) return command.run();
-    }
-    return ratelimit::exit_ok;
-  } catch (const ratelimit::UsageError& error) {
-    return report(error, ratelimit::exit_usage);
-  } catch (const std::invalid_argument& error) {
-    // A value the options' checks let through, refused by the core with the value named.
-    return report(error, ratelimit::exit_usage);
-  } catch (const ratelimit::InputError& error) {
-    return report(error, ratelimit::exit_no_input);
-  } catch (const ratelimit::BackendUnavailable& error) {
-    return report(error, ratelimit::exit_unavailable);
-  } catch (const ratelimit::UnsafeStateError& error) {
-    return report(error, ratelimit::exit_no_permission);
-  } catch (const std::system_error& error) {
-    return report(error, ratelimit::exit_io_error);
-  } catch (const std::bad_alloc&) {
-    fmt::print(stderr, "ratelimit: out of memory\n");
-    return ratelimit::exit_software;
-  } catch (const std::exception& error) {
-    // Never std::terminate's abort and core dump: a bug still ends with one line.
-    return report(error, ratelimit::exit_software);
-  } catch (...) {
-    fmt::print(stderr, "ratelimit: unexpected failure\n");
-    return ratelimit::exit_software;
+  for (const auto& command : commands) {
+    if (command.app->parsed()) return ratelimit::cli::run_command(command);
   }
+  return ratelimit::exit_ok;
 }
