@@ -18,12 +18,16 @@ namespace ratelimit::backends {
 class LockedFile {
  public:
   std::string read() const;
+  // The file's name in its directory.
+  const std::string& name() const { return name_; }
   void overwrite(std::string_view bytes);
 
  private:
   friend class StateDirectory;
-  explicit LockedFile(io::FileDescriptor fd) : fd_(std::move(fd)) {}
+  LockedFile(io::FileDescriptor fd, std::string name)
+      : fd_(std::move(fd)), name_(std::move(name)) {}
   io::FileDescriptor fd_;
+  std::string name_;
 };
 
 enum class LockKind { shared, exclusive };
@@ -77,5 +81,7 @@ std::string state_dir_from_environment(std::string_view option);
 
 // This boot's id (/proc/sys/kernel/random/boot_id); empty if the kernel does not tell.
 std::string read_boot_id();
+// This machine's id (/etc/machine-id, else /var/lib/dbus/machine-id); empty if it has none.
+std::string read_machine_id();
 
 }  // namespace ratelimit::backends
