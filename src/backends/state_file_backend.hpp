@@ -4,9 +4,9 @@
 #include <string>
 
 #include "backends/bucket_backend.hpp"
-#include "backends/state_directory.hpp"
 #include "backends/state_file_format.hpp"
 #include "ratelimit/clock.hpp"
+#include "state/state_directory.hpp"
 
 namespace ratelimit::backends {
 

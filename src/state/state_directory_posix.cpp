@@ -8,8 +8,8 @@
 #include <algorithm>
 #include <cstdlib>
 
-#include "backends/state_directory.hpp"
 #include "backends/state_file_format.hpp"
+#include "state/state_directory.hpp"
 
 namespace ratelimit::backends {
 namespace {
