@@ -7,8 +7,9 @@ namespace ratelimit::pipe {
 
 using std::chrono::nanoseconds;
 
-std::optional<nanoseconds> LocalPermitSource::turn(std::int64_t, nanoseconds) {
-  return bucket_.state().next_free;
+std::optional<nanoseconds> LocalPermitSource::turn(std::int64_t units, nanoseconds now) {
+  const nanoseconds wait = bucket_.wait_for(units, now);
+  return wait > nanoseconds::max() - now ? nanoseconds::max() : now + wait;
 }
 
 void LocalPermitSource::consume(std::int64_t units, nanoseconds requested_at) {
