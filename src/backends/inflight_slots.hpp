@@ -2,8 +2,8 @@
 
 #include <string>
 
-#include "backends/state_directory.hpp"
 #include "io/posix.hpp"
+#include "state/state_directory.hpp"
 
 namespace ratelimit::backends {
 

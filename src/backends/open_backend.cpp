@@ -20,8 +20,9 @@ StateDirectory open_state_directory(const BackendOptions& options) {
 }  // namespace
 
 std::unique_ptr<BucketBackend> open_backend(const BackendOptions& options) {
-  return std::make_unique<StateFileBackend>(open_state_directory(options), system_clock(),
-                                            read_boot_id(), options.notify);
+  return std::make_unique<StateFileBackend>(
+      open_state_directory(options), system_clock(),
+      HostId{.machine_id = read_machine_id(), .boot_id = read_boot_id()}, options.notify);
 }
 
 std::unique_ptr<InflightSlots> open_inflight_slots(const BackendOptions& options) {

@@ -6,18 +6,30 @@
 
 namespace ratelimit::backends {
 
-StateFileBackend::StateFileBackend(StateDirectory directory, Clock& clock, std::string boot_id,
+StateFileBackend::StateFileBackend(StateDirectory directory, Clock& clock, HostId host,
                                    Notify notify)
     : directory_(std::move(directory)),
       clock_(clock),
-      boot_id_(std::move(boot_id)),
+      host_(std::move(host)),
       notify_(std::move(notify)) {}
 
 DecodedRecord StateFileBackend::load(const LockedFile& file) const {
   const std::string bytes = file.read();
   if (bytes.empty()) return {.record = {}, .problem = {}};
   DecodedRecord decoded = decode_record(bytes);
-  if (decoded.record && decoded.record->boot_id != boot_id_)
+  if (!decoded.record) return decoded;
+  const StateRecord& record = *decoded.record;
+  // Another machine's clock and bookings mean nothing here, and taking its record as a fresh
+  // bucket would let callers that alternate between two hosts through a shared directory (NFS,
+  // a shared home) go unlimited.
+  if (!record.machine_id.empty() && !host_.machine_id.empty() &&
+      record.machine_id != host_.machine_id)
+    throw UnsafeStateError(fmt::format(
+        "state file '{}/{}' was written on another machine (machine id {}, this is {}): a state "
+        "directory shared by hosts cannot keep one limit; use a directory of this host's "
+        "(--state-dir)",
+        directory_.path(), file.name(), record.machine_id, host_.machine_id));
+  if (record.boot_id != host_.boot_id)
     return {.record = {}, .problem = "state from a previous boot"};
   return decoded;
 }
@@ -33,8 +45,10 @@ TokenBucket StateFileBackend::load_bucket(const LockedFile& file, const std::str
 }
 
 void StateFileBackend::save(LockedFile& file, const TokenBucket& bucket) const {
-  file.replace(
-      encode_record({.params = bucket.params(), .state = bucket.state(), .boot_id = boot_id_}));
+  file.replace(encode_record({.params = bucket.params(),
+                              .state = bucket.state(),
+                              .machine_id = host_.machine_id,
+                              .boot_id = host_.boot_id}));
 }
 
 Reservation StateFileBackend::reserve(const PermitRequest& request, io::Waiter& waiter) {

@@ -4,11 +4,17 @@
 #include <string>
 
 #include "backends/bucket_backend.hpp"
-#include "backends/state_directory.hpp"
 #include "backends/state_file_format.hpp"
 #include "ratelimit/clock.hpp"
+#include "state/state_directory.hpp"
 
 namespace ratelimit::backends {
+
+// The machine and the boot whose monotonic clock the records' times are on.
+struct HostId {
+  std::string machine_id;  // empty: unknown, records of every machine are taken as this one's
+  std::string boot_id;
+};
 
 // Buckets kept in one state file per key, shared by every process of this user on this machine.
 // Each call opens its own descriptor and holds flock only for the read-modify-write, so waiters
@@ -18,10 +24,10 @@ class StateFileBackend final : public BucketBackend {
   // Told why a record was discarded (for --verbose).
   using Notify = std::function<void(const std::string&)>;
 
-  // `clock` must be CLOCK_MONOTONIC's timeline (system_clock()) of the boot `boot_id` names, the
+  // `clock` must be CLOCK_MONOTONIC's timeline (system_clock()) of the boot `host` names, the
   // timeline of the waiters' deadlines.
   StateFileBackend(
-      StateDirectory directory, Clock& clock, std::string boot_id,
+      StateDirectory directory, Clock& clock, HostId host,
       Notify notify = [](const std::string&) {});
 
   Reservation reserve(const PermitRequest& request, io::Waiter& waiter) override;
@@ -41,7 +47,7 @@ class StateFileBackend final : public BucketBackend {
 
   StateDirectory directory_;
   Clock& clock_;
-  std::string boot_id_;
+  HostId host_;
   Notify notify_;
 };
 

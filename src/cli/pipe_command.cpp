@@ -8,10 +8,11 @@
 #include <string_view>
 #include <vector>
 
-#include "backends/state_directory.hpp"
+#include "state/state_directory.hpp"
 #include "cli/bucket_options.hpp"
 #include "cli/commands.hpp"
 #include "cli/shared_bucket_options.hpp"
+#include "cli/timetable_option.hpp"
 #include "cli/units.hpp"
 #include "exit_codes.hpp"
 #include "io/local_time_posix.hpp"
@@ -154,10 +155,13 @@ int run_pipe(const PipeOptions& options) {
 
   const bool show_progress =
       options.progress == "force" || (options.progress == "auto" && ::isatty(STDERR_FILENO));
-  const Rate written = parse_rate(options.bucket.rate);
-  pipe::ProgressMeter meter(
-      unit, io.total_bytes(),
-      {.binary_prefix = written.binary_prefix, .bits = written.unit == DataUnit::bits});
+  // Amounts in the notation --rate was written in; a timetable's are plain SI bytes or units.
+  pipe::Notation notation;
+  if (!is_timetable(options.bucket.rate)) {
+    const Rate written = parse_rate(options.bucket.rate);
+    notation = {.binary_prefix = written.binary_prefix, .bits = written.unit == DataUnit::bits};
+  }
+  pipe::ProgressMeter meter(unit, io.total_bytes(), notation);
   pipe::Engine::ProgressCallback draw;
   if (show_progress) {
     draw = [&meter](const pipe::Totals& totals) {

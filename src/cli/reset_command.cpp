@@ -4,7 +4,7 @@
 #include <memory>
 #include <string>
 
-#include "backends/state_directory.hpp"
+#include "state/state_directory.hpp"
 #include "cli/commands.hpp"
 #include "cli/shared_bucket_options.hpp"
 #include "exit_codes.hpp"

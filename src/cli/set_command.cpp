@@ -6,7 +6,7 @@
 #include <string>
 #include <system_error>
 
-#include "backends/state_directory.hpp"
+#include "state/state_directory.hpp"
 #include "cli/bucket_options.hpp"
 #include "cli/commands.hpp"
 #include "cli/shared_bucket_options.hpp"

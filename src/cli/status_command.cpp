@@ -9,7 +9,7 @@
 #include <string>
 #include <vector>
 
-#include "backends/state_directory.hpp"
+#include "state/state_directory.hpp"
 #include "cli/commands.hpp"
 #include "cli/shared_bucket_options.hpp"
 #include "cli/units.hpp"

@@ -6,8 +6,8 @@
 #include <string_view>
 #include <vector>
 
-#include "backends/state_directory.hpp"
 #include "io/posix.hpp"
+#include "state/state_directory.hpp"
 
 namespace ratelimit::pipe {
 

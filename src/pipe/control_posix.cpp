@@ -6,8 +6,8 @@
 #include <charconv>
 #include <exception>
 
-#include "backends/state_directory.hpp"
 #include "pipe/control.hpp"
+#include "state/state_directory.hpp"
 
 namespace ratelimit::pipe {
 namespace {

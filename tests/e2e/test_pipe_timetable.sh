@@ -25,6 +25,10 @@ late_ms=$(awk -v changed="$changed" -v boundary="$boundary" \
 [ "$late_ms" -ge 0 ] && [ "$late_ms" -le 100 ] ||
   fail "the rate changed ${late_ms} ms after the boundary $at ($TZ), expected 0..100 ms"
 
+# The progress line and the text summary follow a timetable too.
+seq 100 | "$RATELIMIT" -l --rate "$before,1k $at,off" --progress=force --stats >/dev/null 2>"$WORK/stderr" ||
+  fail "--progress with a timetable: $(cat "$WORK/stderr")"
+
 # Entries in the wrong shape are refused with the entry named.
 expect_status 64 "$RATELIMIT" -l --rate "$before,20 25:00,off" "$WORK/in"
 expect_stderr "ratelimit: --rate: invalid timetable entry '25:00,off': the hour must be from 0 to 23"

@@ -65,8 +65,10 @@ class StateFileStore final : public GoldenStore {
   FakeClock clock_;
   FakeWaiter waiter_{clock_};
   const nanoseconds origin_ = clock_.now();
-  backends::StateFileBackend backend_{backends::StateDirectory::open(dir_.string()), clock_,
-                                      "11111111-2222-3333-4444-555555555555"};
+  backends::StateFileBackend backend_{
+      backends::StateDirectory::open(dir_.string()), clock_,
+      backends::HostId{.machine_id = "0123456789abcdef0123456789abcdef",
+                       .boot_id = "11111111-2222-3333-4444-555555555555"}};
 };
 
 std::vector<GoldenVector> golden_vectors() { return read_golden_vectors(RATELIMIT_GOLDEN_VECTORS); }

@@ -28,7 +28,7 @@ TEST(RunCommand, EachFailureIsOneLineAndItsExitStatus) {
             (Result{77, "ratelimit: unsafe\n"}));
   EXPECT_EQ(run_throwing([] { throw BackendUnavailable("no store"); }),
             (Result{69, "ratelimit: no store\n"}));
-  EXPECT_EQ(run_throwing([] { throw InputError(ENOENT, std::generic_category(), "in"); }),
+  EXPECT_EQ(run_throwing([] { throw InputError(ENOENT, "in"); }),
             (Result{66, "ratelimit: in: No such file or directory\n"}));
   EXPECT_EQ(run_throwing([] { throw std::system_error(EIO, std::generic_category(), "write"); }),
             (Result{74, "ratelimit: write: Input/output error\n"}));

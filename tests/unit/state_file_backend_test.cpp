@@ -23,6 +23,7 @@ using testing::FakeWaiter;
 using testing::TempDir;
 
 constexpr const char* kBoot = "11111111-2222-3333-4444-555555555555";
+constexpr const char* kMachine = "0123456789abcdef0123456789abcdef";
 
 BucketParams bursty(double rate) {
   BucketParams params;
@@ -33,9 +34,11 @@ BucketParams bursty(double rate) {
 class StateFileBackendTest : public ::testing::Test {
  protected:
   // Another process on the same state directory: its own descriptors, the same clock.
-  StateFileBackend process(std::string boot_id = kBoot) {
-    return StateFileBackend(StateDirectory::open(dir_.string()), clock_, std::move(boot_id),
-                            [this](const std::string& note) { notes_.push_back(note); });
+  StateFileBackend process(std::string boot_id = kBoot, std::string machine_id = kMachine) {
+    return StateFileBackend(
+        StateDirectory::open(dir_.string()), clock_,
+        HostId{.machine_id = std::move(machine_id), .boot_id = std::move(boot_id)},
+        [this](const std::string& note) { notes_.push_back(note); });
   }
   void write_file(const std::string& name, const std::string& bytes) {
     std::ofstream(dir_.path() / name, std::ios::binary) << bytes;
@@ -157,6 +160,33 @@ TEST_F(StateFileBackendTest, RecordOfAPreviousBootIsAFreshBucket) {
   EXPECT_EQ(backend.reserve(request(bursty(1)), waiter_).wait, 0ns);
   ASSERT_EQ(notes_.size(), 1u);
   EXPECT_EQ(notes_.front(), "key 'api': state from a previous boot; starting a fresh bucket");
+}
+
+TEST_F(StateFileBackendTest, RecordOfAnotherMachineIsRefused) {
+  process(kBoot, "ffffffffffffffffffffffffffffffff").reserve(request(bursty(1)), waiter_);
+  auto backend = process();
+  try {
+    backend.reserve(request(bursty(1)), waiter_);
+    ADD_FAILURE() << "another machine's record was used";
+  } catch (const UnsafeStateError& error) {
+    EXPECT_EQ(std::string(error.what()),
+              "state file '" + dir_.string() +
+                  "/api.bucket' was written on another machine (machine id "
+                  "ffffffffffffffffffffffffffffffff, this is 0123456789abcdef0123456789abcdef): a "
+                  "state directory shared by hosts cannot keep one limit; use a directory of this "
+                  "host's (--state-dir)");
+  }
+  // The other machine's record is left as it was, and reset clears it.
+  EXPECT_EQ(
+      process(kBoot, "ffffffffffffffffffffffffffffffff").reserve(request(bursty(1)), waiter_).wait,
+      1s);
+  EXPECT_TRUE(backend.reset("api"));
+  EXPECT_TRUE(backend.reserve(request(bursty(1)), waiter_).granted);
+}
+
+TEST_F(StateFileBackendTest, MachineWithoutAnIdTakesEveryRecordAsItsOwn) {
+  process(kBoot, "ffffffffffffffffffffffffffffffff").reserve(request(bursty(1)), waiter_);
+  EXPECT_EQ(process(kBoot, "").reserve(request(bursty(1)), waiter_).wait, 1s);
 }
 
 TEST_F(StateFileBackendTest, StatusListsBucketsByKeyAndResetForgetsOne) {

@@ -20,6 +20,8 @@ class StateDirectory;
 class LockedFile {
  public:
   std::string read() const;
+  // The file's name in its directory.
+  const std::string& name() const { return name_; }
   // Replaces the file's content whole: written to a new file beside it, locked, then renamed
   // over it, so that a crash at any point leaves either the old record or the new one, never a
   // torn one. Waiters on the old file find it unlinked and take the new one.
@@ -95,5 +97,7 @@ std::string state_dir_from_environment(std::string_view option);
 
 // This boot's id (/proc/sys/kernel/random/boot_id); empty if the kernel does not tell.
 std::string read_boot_id();
+// This machine's id (/etc/machine-id, else /var/lib/dbus/machine-id); empty if it has none.
+std::string read_machine_id();
 
 }  // namespace ratelimit::backends
