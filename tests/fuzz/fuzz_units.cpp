@@ -1,12 +1,29 @@
-// Rates, sizes and durations as a user may type them: every input is a value or a UsageError,
-// never another exception, a crash, NaN or a negative amount.
+// Rates, sizes, durations and timetables as a user may type them: every input is a value or a
+// UsageError (or the timetable's invalid_argument), never another exception, a crash, NaN or a
+// negative amount.
+#include <chrono>
 #include <cmath>
 #include <cstddef>
 #include <cstdint>
 #include <cstdlib>
+#include <stdexcept>
 #include <string_view>
 
+#include "cli/timetable_option.hpp"
 #include "cli/units.hpp"
+#include "ratelimit/timetable.hpp"
+
+namespace {
+
+class UtcZone final : public ratelimit::TimeZone {
+ public:
+  std::chrono::seconds utc_offset(std::chrono::sys_seconds) const override {
+    return std::chrono::seconds::zero();
+  }
+};
+const UtcZone kUtc;
+
+}  // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   const std::string_view text(reinterpret_cast<const char*>(data), size);
@@ -17,12 +34,22 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   } catch (const UsageError&) {
   }
   try {
-    if (!(ratelimit::cli::parse_size(text) >= 0.0)) std::abort();
+    if (!(ratelimit::cli::parse_size(text).units >= 0.0)) std::abort();
   } catch (const UsageError&) {
   }
   try {
     if (ratelimit::cli::parse_duration(text).count() < 0) std::abort();
   } catch (const UsageError&) {
+  }
+  try {
+    const ratelimit::Timetable timetable(ratelimit::cli::parse_timetable(
+        text,
+        [](std::string_view rate) { return ratelimit::cli::parse_rate(rate).units_per_second; }));
+    const auto period =
+        timetable.at(std::chrono::sys_seconds(std::chrono::seconds(1'796'000'000)), kUtc);
+    if (!(period.permits_per_second > 0.0)) std::abort();
+  } catch (const UsageError&) {
+  } catch (const std::invalid_argument&) {
   }
   return 0;
 }
