@@ -3,12 +3,20 @@
 #include <chrono>
 #include <cstdint>
 #include <optional>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
 #include "ratelimit/token_bucket.hpp"
 
 namespace ratelimit::backends {
+
+// The store of shared buckets cannot answer (exit 69, EX_UNAVAILABLE); the message names it and
+// the cause.
+class BackendUnavailable : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
 
 // Permits wanted from a named bucket that other processes share.
 struct PermitRequest {
