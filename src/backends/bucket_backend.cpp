@@ -6,7 +6,8 @@ namespace ratelimit::backends {
 
 Reservation decide(TokenBucket& bucket, const PermitRequest& request,
                    std::chrono::nanoseconds now) {
-  if (bucket.params() != request.params) bucket.reconfigure(request.params, now);
+  if (request.apply_params && bucket.params() != request.params)
+    bucket.reconfigure(request.params, now);
   if (!bucket.can_acquire(now, request.timeout))
     return {.granted = false, .wait = bucket.state().next_free - now};
   return {.granted = true, .wait = bucket.reserve(request.permits, now)};

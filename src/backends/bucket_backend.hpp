@@ -21,8 +21,11 @@ class BackendUnavailable : public std::runtime_error {
 // Permits wanted from a named bucket that other processes share.
 struct PermitRequest {
   std::string key;
-  // Applied from now on when the bucket was kept with other parameters, as set_rate does.
+  // The bucket is made with these parameters if it does not exist yet.
   BucketParams params;
+  // True: `params` replace the bucket's from now on when they differ, as set_rate does (stored
+  // permits rescaled). False: the bucket's parameters are kept.
+  bool apply_params = true;
   std::int64_t permits = 1;
   // Granted only if the permits are due within this long (Guava tryAcquire): zero never waits,
   // nanoseconds::max() waits as long as it takes.

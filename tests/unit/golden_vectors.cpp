@@ -1,0 +1,225 @@
+#include "golden_vectors.hpp"
+
+#include <charconv>
+#include <cstdlib>
+#include <fstream>
+#include <limits>
+#include <map>
+#include <sstream>
+#include <stdexcept>
+
+namespace ratelimit::testing {
+namespace {
+
+using std::chrono::microseconds;
+using std::chrono::nanoseconds;
+
+// Waits from here on are "forever": a store may saturate anywhere beyond (about 71 years).
+constexpr std::int64_t kForeverMicros = std::int64_t{1} << 51;
+
+class LineError : public std::runtime_error {
+ public:
+  LineError(const std::string& path, int line, const std::string& what)
+      : std::runtime_error(path + ":" + std::to_string(line) + ": " + what) {}
+};
+
+std::int64_t parse_integer(const std::string& text) {
+  std::int64_t value = 0;
+  const auto [end, error] = std::from_chars(text.data(), text.data() + text.size(), value);
+  if (error != std::errc() || end != text.data() + text.size())
+    throw std::invalid_argument("not an integer: '" + text + "'");
+  return value;
+}
+
+double parse_number(const std::string& text) {
+  // strtod, not stod: a denormal such as 4.9e-324 is a valid rate, not an error.
+  char* end = nullptr;
+  const double value = std::strtod(text.c_str(), &end);
+  if (text.empty() || end != text.c_str() + text.size())
+    throw std::invalid_argument("not a number: '" + text + "'");
+  return value;
+}
+
+nanoseconds micros_to_nanos(std::int64_t micros) {
+  if (micros > std::numeric_limits<std::int64_t>::max() / 1000 || micros < 0)
+    throw std::invalid_argument("time out of range: " + std::to_string(micros));
+  return microseconds(micros);
+}
+
+nanoseconds parse_duration(const std::string& text) {
+  if (text == "forever") return nanoseconds::max();
+  return micros_to_nanos(parse_integer(text));
+}
+
+bool parse_yes_no(const std::string& text) {
+  if (text == "yes") return true;
+  if (text == "no") return false;
+  throw std::invalid_argument("expected yes or no: '" + text + "'");
+}
+
+// NAME=VALUE fields after the first word; each NAME is taken out as it is used, so that what is
+// left over is unknown.
+std::map<std::string, std::string> fields_of(std::istringstream& words) {
+  std::map<std::string, std::string> fields;
+  std::string word;
+  while (words >> word) {
+    const auto equals = word.find('=');
+    if (equals == std::string::npos || equals == 0)
+      throw std::invalid_argument("expected NAME=VALUE: '" + word + "'");
+    if (!fields.emplace(word.substr(0, equals), word.substr(equals + 1)).second)
+      throw std::invalid_argument("field given twice: '" + word + "'");
+  }
+  return fields;
+}
+
+std::optional<std::string> take(std::map<std::string, std::string>& fields,
+                                const std::string& name) {
+  const auto found = fields.find(name);
+  if (found == fields.end()) return std::nullopt;
+  std::string value = found->second;
+  fields.erase(found);
+  return value;
+}
+
+std::string require(std::map<std::string, std::string>& fields, const std::string& name) {
+  std::optional<std::string> value = take(fields, name);
+  if (!value) throw std::invalid_argument("missing field " + name);
+  return *value;
+}
+
+void reject_unknown(const std::map<std::string, std::string>& fields) {
+  if (!fields.empty()) throw std::invalid_argument("unknown field " + fields.begin()->first);
+}
+
+BucketParams parse_params(std::map<std::string, std::string>& fields) {
+  BucketParams params;
+  if (const auto shape = take(fields, "shape")) {
+    if (*shape == "bursty") {
+      params.shape = BucketShape::bursty;
+    } else if (*shape == "warming_up") {
+      params.shape = BucketShape::warming_up;
+    } else {
+      throw std::invalid_argument("unknown shape '" + *shape + "'");
+    }
+  }
+  params.permits_per_second = parse_number(require(fields, "rate"));
+  if (const auto burst = take(fields, "burst_s")) params.max_burst_seconds = parse_number(*burst);
+  if (const auto warmup = take(fields, "warmup_us")) params.warmup = parse_duration(*warmup);
+  if (const auto cold = take(fields, "cold_factor")) params.cold_factor = parse_number(*cold);
+  reject_unknown(fields);
+  return params;
+}
+
+GoldenRequest parse_request(std::map<std::string, std::string>& fields,
+                            const BucketParams& params) {
+  GoldenRequest request;
+  request.params = params;
+  request.at = parse_duration(require(fields, "t"));
+  if (const auto permits = take(fields, "permits")) request.permits = parse_integer(*permits);
+  if (const auto timeout = take(fields, "timeout")) request.timeout = parse_duration(*timeout);
+  if (const auto apply = take(fields, "apply")) request.apply_params = parse_yes_no(*apply);
+  if (const auto granted = take(fields, "granted"); granted && *granted != "?")
+    request.granted = parse_yes_no(*granted);
+  if (const auto wait = take(fields, "wait"); wait && *wait != "?") {
+    request.wait = *wait == "forever" ? microseconds::max() : microseconds(parse_integer(*wait));
+  }
+  reject_unknown(fields);
+  return request;
+}
+
+std::string wait_text(nanoseconds wait) {
+  const std::int64_t micros = std::chrono::duration_cast<microseconds>(wait).count();
+  return micros >= kForeverMicros ? "forever" : std::to_string(micros);
+}
+
+bool wait_matches(microseconds expected, nanoseconds actual) {
+  const std::int64_t micros = std::chrono::duration_cast<microseconds>(actual).count();
+  if (expected == microseconds::max()) return micros >= kForeverMicros;
+  return micros == expected.count();
+}
+
+// `line` with its granted= and wait= fields as the store answered.
+std::string answered_line(const std::string& line, const GoldenAnswer& answer) {
+  std::istringstream words(line);
+  std::string word;
+  std::string out;
+  while (words >> word) {
+    if (word.starts_with("granted=") || word.starts_with("wait=")) continue;
+    out += word + " ";
+  }
+  return out + "granted=" + (answer.granted ? "yes" : "no") + " wait=" + wait_text(answer.wait);
+}
+
+}  // namespace
+
+std::vector<GoldenVector> read_golden_vectors(const std::string& path) {
+  std::ifstream in(path);
+  if (!in) throw std::runtime_error("cannot read " + path);
+  std::vector<GoldenVector> vectors;
+  std::optional<GoldenVector> open;
+  std::optional<BucketParams> params;
+  std::string text;
+  for (int line = 1; std::getline(in, text); ++line) {
+    std::istringstream words(text);
+    std::string word;
+    if (!(words >> word) || word.starts_with('#')) continue;
+    try {
+      if (word == "vector") {
+        if (open) throw std::invalid_argument("vector inside vector " + open->name);
+        open = GoldenVector{};
+        if (!(words >> open->name)) throw std::invalid_argument("vector without a name");
+        params.reset();
+        continue;
+      }
+      if (!open) throw std::invalid_argument("'" + word + "' outside a vector");
+      if (word == "end") {
+        vectors.push_back(std::move(*open));
+        open.reset();
+        continue;
+      }
+      std::map<std::string, std::string> fields = fields_of(words);
+      GoldenStep step{.line = line, .text = text, .request = {}, .set_rate = {}};
+      if (word == "params") {
+        params = parse_params(fields);
+        continue;
+      }
+      if (!params) throw std::invalid_argument("'" + word + "' before params");
+      if (word == "request") {
+        step.request = parse_request(fields, *params);
+      } else if (word == "set_rate") {
+        step.set_rate = GoldenSetRate{.at = parse_duration(require(fields, "t")),
+                                      .rate = parse_number(require(fields, "rate"))};
+        reject_unknown(fields);
+        params->permits_per_second = step.set_rate->rate;
+      } else {
+        throw std::invalid_argument("unknown line '" + word + "'");
+      }
+      open->steps.push_back(std::move(step));
+    } catch (const std::invalid_argument& error) {
+      throw LineError(path, line, error.what());
+    }
+  }
+  if (open) throw LineError(path, 0, "vector " + open->name + " has no end");
+  return vectors;
+}
+
+std::vector<std::string> replay(const GoldenVector& vector, GoldenStore& store) {
+  std::vector<std::string> mismatches;
+  for (const GoldenStep& step : vector.steps) {
+    if (step.set_rate) {
+      store.set_rate(*step.set_rate);
+      continue;
+    }
+    const GoldenRequest& request = *step.request;
+    const GoldenAnswer answer = store.request(request);
+    const bool same = request.granted == answer.granted && request.wait &&
+                      wait_matches(*request.wait, answer.wait);
+    if (!same) {
+      mismatches.push_back(vector.name + " line " + std::to_string(step.line) +
+                           ": the store answers\n" + answered_line(step.text, answer));
+    }
+  }
+  return mismatches;
+}
+
+}  // namespace ratelimit::testing

@@ -1,0 +1,64 @@
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "ratelimit/token_bucket.hpp"
+
+// The reader of tests/golden_vectors.txt (its header describes the format) and a replay of one
+// vector against any store.
+namespace ratelimit::testing {
+
+struct GoldenRequest {
+  std::chrono::nanoseconds at{0};
+  std::int64_t permits = 1;
+  std::chrono::nanoseconds timeout = std::chrono::nanoseconds::max();  // forever
+  bool apply_params = true;
+  BucketParams params;
+  // Expected; none where the file says '?' (a vector being written: the test prints the answer).
+  std::optional<bool> granted;
+  std::optional<std::chrono::microseconds> wait;  // microseconds::max(): forever
+};
+
+struct GoldenSetRate {
+  std::chrono::nanoseconds at{0};
+  double rate = 0.0;
+};
+
+struct GoldenStep {
+  int line = 0;
+  std::string text;  // the line as written
+  std::optional<GoldenRequest> request;
+  std::optional<GoldenSetRate> set_rate;
+};
+
+struct GoldenVector {
+  std::string name;
+  std::vector<GoldenStep> steps;
+};
+
+// Throws std::runtime_error naming the line of anything it does not understand.
+std::vector<GoldenVector> read_golden_vectors(const std::string& path);
+
+// What a store answers to a request.
+struct GoldenAnswer {
+  bool granted = false;
+  std::chrono::nanoseconds wait{0};
+};
+
+// A store as the vectors drive it: a fresh bucket per vector, made by the first request.
+class GoldenStore {
+ public:
+  virtual ~GoldenStore() = default;
+  virtual GoldenAnswer request(const GoldenRequest& request) = 0;
+  virtual void set_rate(const GoldenSetRate& change) = 0;
+};
+
+// Replays `vector` on `store`; returns one message per mismatch, each with the line as the store
+// would have it written.
+std::vector<std::string> replay(const GoldenVector& vector, GoldenStore& store);
+
+}  // namespace ratelimit::testing
