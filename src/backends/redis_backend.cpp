@@ -46,7 +46,8 @@ RedisBackend::RedisBackend(RedisAddress address, std::chrono::milliseconds timeo
     : address_(std::move(address)), timeout_(timeout), notify_(std::move(notify)) {}
 
 RedisConnection& RedisBackend::connection() {
-  if (!connection_) connection_.emplace(address_, timeout_);
+  // After a failure the next call connects again: a new request, never a retry of the lost one.
+  if (!connection_ || !connection_->open()) connection_.emplace(address_, timeout_);
   return *connection_;
 }
 
@@ -89,7 +90,8 @@ Reservation RedisBackend::reserve_at(const PermitRequest& request,
       request.key, {"reserve", now_argument(now_micros), shape_text(params.shape),
                     number_text(params.permits_per_second), number_text(params.max_burst_seconds),
                     std::to_string(params.warmup.count()), number_text(params.cold_factor),
-                    std::to_string(request.permits), std::to_string(request.timeout.count())});
+                    std::to_string(request.permits), std::to_string(request.timeout.count()),
+                    request.apply_params ? "1" : "0"});
   if (reply.type != RedisValue::Type::array || reply.elements.size() != 4) unexpected_reply(reply);
   const RedisValue& granted = reply.elements[0];
   const RedisValue& wait = reply.elements[1];
@@ -173,10 +175,16 @@ bool RedisBackend::reset(const std::string& key) {
 }
 
 bool RedisBackend::set_rate(const std::string& key, double permits_per_second) {
+  return set_rate_at(key, permits_per_second, std::nullopt);
+}
+
+bool RedisBackend::set_rate_at(const std::string& key, double permits_per_second,
+                               std::optional<std::int64_t> now_micros) {
   BucketParams checked;
   checked.permits_per_second = permits_per_second;
   validate(checked);
-  const RedisValue reply = run_script(key, {"set_rate", "", number_text(permits_per_second)});
+  const RedisValue reply =
+      run_script(key, {"set_rate", now_argument(now_micros), number_text(permits_per_second)});
   return reply.type == RedisValue::Type::integer;
 }
 

@@ -28,7 +28,7 @@ class RedisBackend final : public BucketBackend {
   Reservation reserve(const PermitRequest& request) override;
   std::vector<BucketStatus> status(const std::optional<std::string>& key) override;
   bool reset(const std::string& key) override;
-  // A new rate for a kept bucket; false if there is none.
+  // A new rate for a kept bucket (stored permits rescaled); false if there is none.
   bool set_rate(const std::string& key, double permits_per_second);
 
   // The same decisions at a time the caller gives, in Unix microseconds, instead of the server's
@@ -36,6 +36,8 @@ class RedisBackend final : public BucketBackend {
   Reservation reserve_at(const PermitRequest& request, std::optional<std::int64_t> now_micros);
   std::optional<BucketStatus> status_at(const std::string& key,
                                         std::optional<std::int64_t> now_micros);
+  bool set_rate_at(const std::string& key, double permits_per_second,
+                   std::optional<std::int64_t> now_micros);
 
   const std::string& shown_url() const { return address_.shown; }
 

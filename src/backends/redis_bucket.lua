@@ -11,7 +11,8 @@
 -- ARGV[1]  "reserve", "status" or "set_rate"
 -- ARGV[2]  the time in Unix microseconds for tests, or "" for the server's TIME
 -- reserve: ARGV[3..7] shape ("bursty" or "warming_up"), permits per second, max burst seconds,
---          warm-up nanoseconds, cold factor; ARGV[8] permits; ARGV[9] timeout nanoseconds.
+--          warm-up nanoseconds, cold factor; ARGV[8] permits; ARGV[9] timeout nanoseconds;
+--          ARGV[10] "1" to apply these parameters to a bucket kept with others, "0" to keep its.
 --          Returns {granted 0|1, wait ns, parameters changed 0|1, why the record was discarded}.
 -- status:  returns nil without a bucket, {"unusable", why} for a record that cannot be used,
 --          else {shape, rate, burst, warmup, cold, stored permits now, ns until the next free}.
@@ -233,7 +234,7 @@ if redis.replicate_commands then redis.replicate_commands() end
 
 if operation == "reserve" then
   local params = read_params(ARGV[3], ARGV[4], ARGV[5], ARGV[6], ARGV[7])
-  local permits, timeout = tonumber(ARGV[8]), tonumber(ARGV[9])
+  local permits, timeout, apply = tonumber(ARGV[8]), tonumber(ARGV[9]), ARGV[10] == "1"
   if not (params and permits and permits > 0 and timeout) then
     return redis.error_reply("ERR ratelimit: bad arguments")
   end
@@ -242,7 +243,7 @@ if operation == "reserve" then
   local changed = 0
   if bucket == nil then
     bucket = new_bucket(params)
-  elseif not same_params(bucket.params, params) then
+  elseif apply and not same_params(bucket.params, params) then
     reconfigure(bucket, params)
     changed = 1
   end

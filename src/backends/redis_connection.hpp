@@ -36,6 +36,8 @@ class RedisConnection {
   // BackendUnavailable if the server cannot be reached or does not answer in time; the connection
   // is then closed and the command's effect unknown, and every later command throws.
   RedisValue command(const std::vector<std::string>& arguments);
+  // False once a command failed.
+  bool open() const { return context_ != nullptr; }
 
  private:
   [[noreturn]] void fail(const std::string& cause);

@@ -9,8 +9,8 @@ namespace {
 
 int run_acquire(const PermitOptions& options) {
   const exec::AdmissionRequest request{.permits = to_permit_request(options), .max_inflight = 0};
-  backends::StateFileBackend backend = open_backend(options.store);
-  const exec::Admission admission = exec::admit(backend, backend.directory(), request);
+  SharedBuckets buckets(options.store);
+  const exec::Admission admission = exec::admit(buckets.backend(), buckets.directory(), request);
   if (admission.result != exec::AdmissionResult::admitted) return exit_status_of_refusal(admission);
   return exit_ok;
 }

@@ -24,8 +24,8 @@ struct ExecOptions {
 int run_exec(const ExecOptions& options) {
   const exec::AdmissionRequest request{.permits = to_permit_request(options.permits),
                                        .max_inflight = options.max_inflight};
-  backends::StateFileBackend backend = open_backend(options.permits.store);
-  exec::Admission admission = exec::admit(backend, backend.directory(), request);
+  SharedBuckets buckets(options.permits.store);
+  exec::Admission admission = exec::admit(buckets.backend(), buckets.directory(), request);
   if (admission.result != exec::AdmissionResult::admitted) return exit_status_of_refusal(admission);
   // The slot stays taken while the command (and whatever inherits the descriptor) runs; the
   // bucket's file was closed when the permits were booked and never reaches the command.

@@ -6,6 +6,7 @@
 #include <system_error>
 #include <vector>
 
+#include "backends/bucket_backend.hpp"
 #include "backends/state_directory.hpp"
 #include "cli/commands.hpp"
 #include "cli/units.hpp"
@@ -89,6 +90,8 @@ int main(int argc, char** argv) {
   } catch (const std::invalid_argument& error) {
     // A value the options' checks let through, refused by the core with the value named.
     return report(error, ratelimit::exit_usage);
+  } catch (const ratelimit::backends::BackendUnavailable& error) {
+    return report(error, ratelimit::exit_unavailable);
   } catch (const ratelimit::backends::UnsafeStateError& error) {
     return report(error, ratelimit::exit_no_permission);
   } catch (const ratelimit::io::InputError& error) {

@@ -3,13 +3,27 @@
 #include <fmt/core.h>
 
 #include <limits>
+#include <map>
 
+#include "backends/redis_backend.hpp"
+#include "backends/redis_url.hpp"
 #include "backends/state_file_format.hpp"
 #include "cli/units.hpp"
 #include "exit_codes.hpp"
 #include "ratelimit/clock.hpp"
 
 namespace ratelimit::cli {
+namespace {
+
+// A --redis-timeout: a duration above zero.
+std::chrono::nanoseconds parse_positive_duration(std::string_view text) {
+  const std::chrono::nanoseconds duration = parse_duration(text);
+  if (duration < std::chrono::milliseconds(1))
+    throw UsageError("invalid duration '" + std::string(text) + "': must be at least 1ms");
+  return duration;
+}
+
+}  // namespace
 
 CLI::Option* add_key_option(CLI::App& app, std::string& key) {
   return app.add_option("-k,--key", key, "Name of the shared bucket")
@@ -33,6 +47,29 @@ void add_store_options(CLI::App& app, StoreOptions& options) {
                  "$XDG_RUNTIME_DIR/ratelimit, /tmp/ratelimit-$UID]")
       ->group("Shared bucket");
   app.add_flag("-v,--verbose", options.verbose, "Say why a bucket's record was discarded");
+  app.add_option("--redis", options.redis,
+                 "Keep the buckets in Redis, shared by every host: redis://[[user]:password@]"
+                 "host[:port][/db] or unix:///path[?db=N] [default: $RATELIMIT_REDIS]")
+      ->envname("RATELIMIT_REDIS")
+      ->group("Shared bucket");
+  app.add_option("--redis-timeout", options.redis_timeout,
+                 "Give up on Redis if it does not connect or answer within this long")
+      ->check(syntax_check(parse_positive_duration, "DURATION"))
+      ->capture_default_str()
+      ->group("Shared bucket");
+}
+
+void add_redis_policy_option(CLI::App& app, StoreOptions& options) {
+  app.add_option("--on-redis-error", options.on_redis_error,
+                 "If Redis cannot answer: fail (exit 69), allow (run unthrottled) or local (use "
+                 "this host's bucket of the key)")
+      ->transform(CLI::CheckedTransformer(
+          std::map<std::string, backends::OnUnavailable>{{"fail", backends::OnUnavailable::fail},
+                                                         {"allow", backends::OnUnavailable::allow},
+                                                         {"local", backends::OnUnavailable::local}},
+          CLI::ignore_case))
+      ->option_text("fail|allow|local")
+      ->group("Shared bucket");
 }
 
 backends::StateFileBackend open_backend(const StoreOptions& options) {
@@ -44,9 +81,26 @@ backends::StateFileBackend open_backend(const StoreOptions& options) {
       system_clock(), backends::read_boot_id(), notify);
 }
 
+SharedBuckets::SharedBuckets(const StoreOptions& options)
+    : local_(open_backend(options)), where_(local_.directory().path()) {
+  if (options.redis.empty()) return;
+  const backends::RedisAddress address = backends::parse_redis_url(options.redis);
+  where_ = "Redis at " + address.shown;
+  const auto timeout =
+      std::chrono::ceil<std::chrono::milliseconds>(parse_positive_duration(options.redis_timeout));
+  auto notify = [verbose = options.verbose](const std::string& message) {
+    if (verbose) fmt::print(stderr, "ratelimit: {}\n", message);
+  };
+  auto warn = [](const std::string& message) { fmt::print(stderr, "ratelimit: {}\n", message); };
+  redis_ = std::make_unique<backends::FallbackBackend>(
+      std::make_unique<backends::RedisBackend>(address, timeout, notify), options.on_redis_error,
+      local_, warn);
+}
+
 void add_permit_options(CLI::App& app, PermitOptions& options) {
   add_bucket_options(app, options.bucket);
   add_store_options(app, options.store);
+  add_redis_policy_option(app, options.store);
   add_key_option(app, options.key);
   app.add_option("--permits", options.permits, "Permits to take")
       ->check(whole_number_in(1, std::numeric_limits<std::int64_t>::max()))

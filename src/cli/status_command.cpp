@@ -35,12 +35,11 @@ std::string describe_next_free(std::chrono::nanoseconds next_free_in) {
 }
 
 int run_status(const StatusOptions& options) {
-  backends::StateFileBackend backend = open_backend(options.store);
+  SharedBuckets store(options.store);
   const auto buckets =
-      backend.status(options.key.empty() ? std::nullopt : std::optional(options.key));
+      store.backend().status(options.key.empty() ? std::nullopt : std::optional(options.key));
   if (buckets.empty() && !options.key.empty()) {
-    fmt::print(stderr, "ratelimit: no bucket '{}' in {}\n", options.key,
-               backend.directory().path());
+    fmt::print(stderr, "ratelimit: no bucket '{}' in {}\n", options.key, store.where());
     return exit_no_input;
   }
   constexpr auto kRow = "{:<20} {:>12} {:<20} {:>12} {}\n";

@@ -1,9 +1,12 @@
 #pragma once
 
 #include <arpa/inet.h>
+#include <fcntl.h>
 #include <netinet/in.h>
 #include <signal.h>
+#include <sys/prctl.h>
 #include <sys/socket.h>
+#include <sys/un.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -79,6 +82,11 @@ class RedisServer {
     }
     pid_ = ::fork();
     if (pid_ == 0) {
+      // Dies with the test, even one that crashed, and never holds the test's output open.
+      ::prctl(PR_SET_PDEATHSIG, SIGKILL);
+      const int null = ::open("/dev/null", O_WRONLY);
+      ::dup2(null, STDOUT_FILENO);
+      ::dup2(null, STDERR_FILENO);
       std::vector<char*> argv;
       for (auto& argument : arguments) argv.push_back(argument.data());
       argv.push_back(nullptr);
@@ -87,10 +95,21 @@ class RedisServer {
     }
     // Ready once it listens on both.
     for (int tries = 0; tries < 500; ++tries) {
-      if (std::filesystem::exists(socket_path()) && tcp_listening()) return;
+      if (unix_listening() && tcp_listening()) return;
       std::this_thread::sleep_for(std::chrono::milliseconds(10));
     }
     throw std::runtime_error("redis-server did not start within 5 s");
+  }
+
+  bool unix_listening() const {
+    const int fd = ::socket(AF_UNIX, SOCK_STREAM, 0);
+    sockaddr_un address{};
+    address.sun_family = AF_UNIX;
+    socket_path().copy(address.sun_path, sizeof address.sun_path - 1);
+    const bool connected =
+        ::connect(fd, reinterpret_cast<sockaddr*>(&address), sizeof address) == 0;
+    ::close(fd);
+    return connected;
   }
 
   bool tcp_listening() const {
