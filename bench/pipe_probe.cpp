@@ -5,7 +5,8 @@
 //   units=N seconds=S steady_rate=R max_window=W
 // where S is the time from the first to the last read, R the units after the first read divided
 // by S (the rate a shaper holds once it runs), and W the most units in any window of --window
-// seconds (default 0.1). With --trace, writes "seconds_since_first_read units_so_far" per read.
+// seconds (default 0.1). With --trace, writes "seconds_since_first_read units_so_far" per read;
+// with --absolute too, the times are the monotonic clock's, so traces of several probes merge.
 #include <fmt/core.h>
 #include <fmt/os.h>
 #include <unistd.h>
@@ -46,18 +47,21 @@ std::uint64_t max_in_window(const std::vector<Read>& reads, double window) {
 
 int main(int argc, char** argv) {
   bool lines = false;
+  bool absolute = false;
   double window = 0.1;
   std::string trace_path;
   for (int i = 1; i < argc; ++i) {
     const std::string argument = argv[i];
     if (argument == "--lines") {
       lines = true;
+    } else if (argument == "--absolute") {
+      absolute = true;
     } else if (argument == "--window" && i + 1 < argc) {
       window = std::stod(argv[++i]);
     } else if (argument == "--trace" && i + 1 < argc) {
       trace_path = argv[++i];
     } else {
-      fmt::print(stderr, "usage: pipe_probe [--lines] [--window SECONDS] [--trace FILE]\n");
+      fmt::print(stderr, "usage: pipe_probe [--lines] [--window SECONDS] [--trace FILE [--absolute]]\n");
       return 64;
     }
   }
@@ -91,10 +95,12 @@ int main(int argc, char** argv) {
 
   if (!trace_path.empty()) {
     auto trace = fmt::output_file(trace_path);
+    const std::chrono::steady_clock::time_point origin =
+        absolute ? std::chrono::steady_clock::time_point{} : reads.front().time;
     std::uint64_t so_far = 0;
     for (const Read& read : reads) {
       so_far += read.units;
-      trace.print("{:.6f} {}\n", seconds_between(reads.front().time, read.time), so_far);
+      trace.print("{:.6f} {}\n", seconds_between(origin, read.time), so_far);
     }
   }
   return 0;

@@ -32,9 +32,9 @@ _ratelimit() {
   local shared_options="--key -k --state-dir --verbose -v"
   local options
   case $command in
-    "") options="$rate_options --output -o --lines -l --null -0 --delimiter --chunk --progress -p
-                 --stats --help -h --version -V" ;;
-    set) options="--rate -r --help -h" ;;
+    "") options="$rate_options $shared_options --output -o --lines -l --null -0 --delimiter --chunk
+                 --progress -p --stats --help -h --version -V" ;;
+    set) options="--rate -r $shared_options --help -h" ;;
     exec) options="$rate_options $shared_options --permits --try --timeout --max-inflight --help -h" ;;
     acquire) options="$rate_options $shared_options --permits --try --timeout --help -h" ;;
     status) options="--key -k --state-dir --verbose -v --help -h" ;;

@@ -55,7 +55,7 @@ complete -c ratelimit -n "$pipe" -s p -l progress -d 'Draw a progress line (=for
 complete -c ratelimit -n "$pipe" -l stats -d 'Print a summary at the end (=json: as JSON)'
 
 # Shared buckets
-set -l shared "__fish_seen_subcommand_from exec acquire status reset; and $own"
+set -l shared "$own"
 complete -c ratelimit -n "$shared" -s k -l key -x -d 'Name of the shared bucket'
 complete -c ratelimit -n "$shared" -l state-dir -x -a '(__fish_complete_directories)' -d 'Directory of the bucket files'
 complete -c ratelimit -n "$shared" -s v -l verbose -d 'Say why a bucket record was discarded'

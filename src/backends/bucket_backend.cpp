@@ -4,24 +4,31 @@
 
 namespace ratelimit::backends {
 
-Reservation decide(TokenBucket& bucket, const PermitRequest& request,
-                   std::chrono::nanoseconds now) {
-  if (request.apply_params && bucket.params() != request.params)
+using std::chrono::nanoseconds;
+
+Reservation decide(TokenBucket& bucket, const PermitRequest& request, nanoseconds now) {
+  Reservation reservation;
+  if (request.apply_params && bucket.params() != request.params) {
+    reservation.replaced_params = bucket.params();
     bucket.reconfigure(request.params, now);
-  if (!bucket.can_acquire(now, request.timeout))
-    return {.granted = false, .wait = bucket.state().next_free - now};
-  return {.granted = true, .wait = bucket.reserve(request.permits, now)};
+  }
+  const nanoseconds timeout = request.deadline == nanoseconds::max()
+                                  ? nanoseconds::max()
+                                  : std::max(request.deadline - now, nanoseconds::zero());
+  reservation.granted = bucket.can_acquire(now, timeout);
+  reservation.wait =
+      reservation.granted ? bucket.reserve(request.permits, now) : bucket.state().next_free - now;
+  return reservation;
 }
 
-BucketStatus describe(const std::string& key, TokenBucket bucket, std::chrono::nanoseconds now) {
+BucketStatus describe(const std::string& key, TokenBucket bucket, nanoseconds now) {
   // Reconfiguring with the same parameters only brings the stored permits up to now.
   bucket.reconfigure(bucket.params(), now);
-  return {
-      .key = key,
-      .problem = {},
-      .params = bucket.params(),
-      .stored_permits = bucket.state().stored_permits,
-      .next_free_in = std::max(bucket.state().next_free - now, std::chrono::nanoseconds::zero())};
+  return {.key = key,
+          .problem = {},
+          .params = bucket.params(),
+          .stored_permits = bucket.state().stored_permits,
+          .next_free_in = std::max(bucket.state().next_free - now, nanoseconds::zero())};
 }
 
 }  // namespace ratelimit::backends

@@ -7,16 +7,13 @@
 #include <string>
 #include <vector>
 
+#include "io/waiter.hpp"
 #include "ratelimit/token_bucket.hpp"
 
+// The contract of a store of shared buckets (design.md §5): the state file on one host, Redis
+// across hosts. Every store reaches the same decisions on the same state, through decide(), and
+// passes tests/golden_vectors.txt.
 namespace ratelimit::backends {
-
-// The store of shared buckets cannot answer (exit 69, EX_UNAVAILABLE); the message names it and
-// the cause.
-class BackendUnavailable : public std::runtime_error {
- public:
-  using std::runtime_error::runtime_error;
-};
 
 // Permits wanted from a named bucket that other processes share.
 struct PermitRequest {
@@ -27,15 +24,22 @@ struct PermitRequest {
   // permits rescaled). False: the bucket's parameters are kept.
   bool apply_params = true;
   std::int64_t permits = 1;
-  // Granted only if the permits are due within this long (Guava tryAcquire): zero never waits,
-  // nanoseconds::max() waits as long as it takes.
-  std::chrono::nanoseconds timeout = std::chrono::nanoseconds::max();
+  // On the waiter's timeline (monotonic_now()): granted only if the permits are due by then
+  // (Guava tryAcquire); the store's own waits (a lock, a round trip) count against it, and a call
+  // that cannot get its answer by then is refused. A deadline already past never waits for the
+  // store. nanoseconds::max(): no limit.
+  std::chrono::nanoseconds deadline = std::chrono::nanoseconds::max();
 };
 
 struct Reservation {
   bool granted = false;
-  // Granted: how long until the permits may be used. Refused: how long until the bucket is free.
+  // Granted: how long until the permits may be used. Refused: how long until the bucket is free
+  // (zero when the store could not be asked in time).
   std::chrono::nanoseconds wait{0};
+  // Not granted because a stop signal (SIGINT, SIGTERM, SIGHUP) cut the call short: that signal.
+  int signal = 0;
+  // The bucket's parameters that this request replaced (apply_params, and they differed).
+  std::optional<BucketParams> replaced_params;
 };
 
 // One bucket as `ratelimit status` shows it, as of now.
@@ -48,20 +52,25 @@ struct BucketStatus {
   std::chrono::nanoseconds next_free_in{0};
 };
 
-// Where shared buckets are kept (a state file per key, later Redis). Every backend reaches the same
-// decisions on the same state, through decide().
+// Where shared buckets are kept. A store that cannot answer throws BackendUnavailable (exit 69);
+// a bucket that must not be used (another machine's record, an unsafe file) UnsafeStateError (77).
 class BucketBackend {
  public:
   virtual ~BucketBackend() = default;
-  // Atomically applies the request's parameters and books its permits if they are due in time.
-  virtual Reservation reserve(const PermitRequest& request) = 0;
+  // Atomically applies the request's parameters (if asked) and books its permits if they are
+  // due by its deadline. Waits only through `waiter`, so a stop signal ends the call at once.
+  virtual Reservation reserve(const PermitRequest& request, io::Waiter& waiter) = 0;
+  // A new rate for every user of `key` from now on, as Guava's setRate; false if there is no
+  // such bucket.
+  virtual bool set_rate(const std::string& key, double permits_per_second) = 0;
   // The buckets kept, sorted by key; only `key`'s when given.
   virtual std::vector<BucketStatus> status(const std::optional<std::string>& key) = 0;
   // Forgets a bucket; false if there was none.
   virtual bool reset(const std::string& key) = 0;
 };
 
-// The decision on a bucket loaded at `now`, shared by every backend.
+// The decision on a bucket loaded at `now` (on the request's deadline's timeline), shared by every
+// backend.
 Reservation decide(TokenBucket& bucket, const PermitRequest& request, std::chrono::nanoseconds now);
 
 // What status shows of a usable bucket at `now`.

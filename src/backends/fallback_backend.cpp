@@ -1,15 +1,20 @@
 #include "backends/fallback_backend.hpp"
 
+#include "errors.hpp"
+
 namespace ratelimit::backends {
 
 FallbackBackend::FallbackBackend(std::unique_ptr<BucketBackend> shared, OnUnavailable policy,
-                                 BucketBackend& local, Warn warn)
-    : shared_(std::move(shared)), policy_(policy), local_(local), warn_(std::move(warn)) {}
+                                 OpenLocal open_local, Warn warn)
+    : shared_(std::move(shared)),
+      policy_(policy),
+      open_local_(std::move(open_local)),
+      warn_(std::move(warn)) {}
 
-Reservation FallbackBackend::reserve(const PermitRequest& request) {
+Reservation FallbackBackend::reserve(const PermitRequest& request, io::Waiter& waiter) {
   if (!failed_) {
     try {
-      return shared_->reserve(request);
+      return shared_->reserve(request, waiter);
     } catch (const BackendUnavailable& error) {
       if (policy_ == OnUnavailable::fail) throw;
       failed_ = true;
@@ -18,11 +23,16 @@ Reservation FallbackBackend::reserve(const PermitRequest& request) {
       } else {
         warn_(std::string(error.what()) + "; using this host's bucket '" + request.key +
               "' (--on-redis-error=local)");
+        local_ = open_local_();
       }
     }
   }
-  if (policy_ == OnUnavailable::local) return local_.reserve(request);
+  if (local_) return local_->reserve(request, waiter);
   return {.granted = true, .wait = std::chrono::nanoseconds::zero()};
+}
+
+bool FallbackBackend::set_rate(const std::string& key, double permits_per_second) {
+  return shared_->set_rate(key, permits_per_second);
 }
 
 std::vector<BucketStatus> FallbackBackend::status(const std::optional<std::string>& key) {

@@ -20,23 +20,26 @@ enum class OnUnavailable {
 // and a pipe does not flip between two buckets chunk by chunk.
 class FallbackBackend final : public BucketBackend {
  public:
+  using OpenLocal = std::function<std::unique_ptr<BucketBackend>()>;
   using Warn = std::function<void(const std::string&)>;
 
-  // `local` (this host's state-file buckets) must outlive this.
-  FallbackBackend(std::unique_ptr<BucketBackend> shared, OnUnavailable policy, BucketBackend& local,
+  // `open_local` opens this host's state-file buckets, the first time they are needed.
+  FallbackBackend(std::unique_ptr<BucketBackend> shared, OnUnavailable policy, OpenLocal open_local,
                   Warn warn);
 
-  Reservation reserve(const PermitRequest& request) override;
-  // Status and reset are about the shared store: its failure is always an error.
+  Reservation reserve(const PermitRequest& request, io::Waiter& waiter) override;
+  // set_rate, status and reset are about the shared store: its failure is always an error.
+  bool set_rate(const std::string& key, double permits_per_second) override;
   std::vector<BucketStatus> status(const std::optional<std::string>& key) override;
   bool reset(const std::string& key) override;
 
  private:
   std::unique_ptr<BucketBackend> shared_;
   OnUnavailable policy_;
-  BucketBackend& local_;
+  OpenLocal open_local_;
   Warn warn_;
   bool failed_ = false;
+  std::unique_ptr<BucketBackend> local_;
 };
 
 }  // namespace ratelimit::backends

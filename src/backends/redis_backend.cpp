@@ -6,9 +6,12 @@
 #include <charconv>
 
 #include "backends/redis_script.hpp"
+#include "errors.hpp"
 
 namespace ratelimit::backends {
 namespace {
+
+using std::chrono::nanoseconds;
 
 constexpr std::string_view kKeyPrefix = "ratelimit:{";
 constexpr std::string_view kKeySuffix = "}";
@@ -77,11 +80,14 @@ RedisValue RedisBackend::run_script(const std::string& key, std::vector<std::str
   return reply;
 }
 
-Reservation RedisBackend::reserve(const PermitRequest& request) {
-  return reserve_at(request, std::nullopt);
+Reservation RedisBackend::reserve(const PermitRequest& request, io::Waiter& waiter) {
+  const nanoseconds timeout = request.deadline == nanoseconds::max()
+                                  ? nanoseconds::max()
+                                  : std::max(request.deadline - waiter.now(), nanoseconds::zero());
+  return reserve_at(request, timeout, std::nullopt);
 }
 
-Reservation RedisBackend::reserve_at(const PermitRequest& request,
+Reservation RedisBackend::reserve_at(const PermitRequest& request, nanoseconds timeout,
                                      std::optional<std::int64_t> now_micros) {
   validate(request.params);
   validate_permits(request.permits);
@@ -90,9 +96,9 @@ Reservation RedisBackend::reserve_at(const PermitRequest& request,
       request.key, {"reserve", now_argument(now_micros), shape_text(params.shape),
                     number_text(params.permits_per_second), number_text(params.max_burst_seconds),
                     std::to_string(params.warmup.count()), number_text(params.cold_factor),
-                    std::to_string(request.permits), std::to_string(request.timeout.count()),
+                    std::to_string(request.permits), std::to_string(timeout.count()),
                     request.apply_params ? "1" : "0"});
-  if (reply.type != RedisValue::Type::array || reply.elements.size() != 4) unexpected_reply(reply);
+  if (reply.type != RedisValue::Type::array || reply.elements.size() < 4) unexpected_reply(reply);
   const RedisValue& granted = reply.elements[0];
   const RedisValue& wait = reply.elements[1];
   const RedisValue& problem = reply.elements[3];
@@ -102,7 +108,29 @@ Reservation RedisBackend::reserve_at(const PermitRequest& request,
   if (!problem.text.empty())
     notify_(
         fmt::format("key '{}': {} in Redis; starting a fresh bucket", request.key, problem.text));
-  return {.granted = granted.integer == 1, .wait = std::chrono::nanoseconds(*wait_ns)};
+  Reservation reservation{.granted = granted.integer == 1, .wait = nanoseconds(*wait_ns)};
+  if (reply.elements[2].type == RedisValue::Type::integer && reply.elements[2].integer == 1) {
+    // The parameters this request replaced follow, as status gives them.
+    const std::vector<RedisValue> replaced(reply.elements.begin() + 4, reply.elements.end());
+    reservation.replaced_params = parse_params(replaced, reply);
+  }
+  return reservation;
+}
+
+BucketParams RedisBackend::parse_params(const std::vector<RedisValue>& fields,
+                                        const RedisValue& reply) const {
+  if (fields.size() < 5 || !std::all_of(fields.begin(), fields.begin() + 5, is_text))
+    unexpected_reply(reply);
+  const auto rate = parse_number<double>(fields[1].text);
+  const auto burst = parse_number<double>(fields[2].text);
+  const auto warmup = parse_number<std::int64_t>(fields[3].text);
+  const auto cold = parse_number<double>(fields[4].text);
+  if (!rate || !burst || !warmup || !cold) unexpected_reply(reply);
+  return {.shape = fields[0].text == "warming_up" ? BucketShape::warming_up : BucketShape::bursty,
+          .permits_per_second = *rate,
+          .max_burst_seconds = *burst,
+          .warmup = nanoseconds(*warmup),
+          .cold_factor = *cold};
 }
 
 std::optional<BucketStatus> RedisBackend::status_at(const std::string& key,
@@ -120,19 +148,10 @@ std::optional<BucketStatus> RedisBackend::status_at(const std::string& key,
     return status;
   }
   if (fields.size() != 7) unexpected_reply(reply);
-  const auto rate = parse_number<double>(fields[1].text);
-  const auto burst = parse_number<double>(fields[2].text);
-  const auto warmup = parse_number<std::int64_t>(fields[3].text);
-  const auto cold = parse_number<double>(fields[4].text);
+  status.params = parse_params(fields, reply);
   const auto stored = parse_number<double>(fields[5].text);
   const auto next_free_in = parse_number<std::int64_t>(fields[6].text);
-  if (!rate || !burst || !warmup || !cold || !stored || !next_free_in) unexpected_reply(reply);
-  status.params = {
-      .shape = fields[0].text == "warming_up" ? BucketShape::warming_up : BucketShape::bursty,
-      .permits_per_second = *rate,
-      .max_burst_seconds = *burst,
-      .warmup = std::chrono::nanoseconds(*warmup),
-      .cold_factor = *cold};
+  if (!stored || !next_free_in) unexpected_reply(reply);
   status.stored_permits = *stored;
   status.next_free_in = std::chrono::nanoseconds(*next_free_in);
   return status;

@@ -9,6 +9,7 @@
 #include "backends/bucket_backend.hpp"
 #include "backends/redis_connection.hpp"
 #include "backends/redis_url.hpp"
+#include "io/waiter.hpp"
 
 namespace ratelimit::backends {
 
@@ -25,15 +26,18 @@ class RedisBackend final : public BucketBackend {
       RedisAddress address, std::chrono::milliseconds timeout,
       Notify notify = [](const std::string&) {});
 
-  Reservation reserve(const PermitRequest& request) override;
+  // The round trip is bounded by the timeout, not by the request's deadline: a call that timed
+  // out may have booked, so it is never cut short and retried.
+  Reservation reserve(const PermitRequest& request, io::Waiter& waiter) override;
+  bool set_rate(const std::string& key, double permits_per_second) override;
   std::vector<BucketStatus> status(const std::optional<std::string>& key) override;
   bool reset(const std::string& key) override;
-  // A new rate for a kept bucket (stored permits rescaled); false if there is none.
-  bool set_rate(const std::string& key, double permits_per_second);
 
-  // The same decisions at a time the caller gives, in Unix microseconds, instead of the server's
-  // TIME: for the golden vectors only.
-  Reservation reserve_at(const PermitRequest& request, std::optional<std::int64_t> now_micros);
+  // The decision for permits due within `timeout` (Guava tryAcquire; nanoseconds::max(): no
+  // limit), at a time the caller gives in Unix microseconds instead of the server's TIME: for the
+  // golden vectors only.
+  Reservation reserve_at(const PermitRequest& request, std::chrono::nanoseconds timeout,
+                         std::optional<std::int64_t> now_micros);
   std::optional<BucketStatus> status_at(const std::string& key,
                                         std::optional<std::int64_t> now_micros);
   bool set_rate_at(const std::string& key, double permits_per_second,
@@ -46,6 +50,8 @@ class RedisBackend final : public BucketBackend {
   // Runs the script by its SHA-1, loading it once if the server does not have it (NOSCRIPT).
   RedisValue run_script(const std::string& key, std::vector<std::string> arguments);
   [[noreturn]] void unexpected_reply(const RedisValue& reply) const;
+  // shape, rate, burst, warm-up, cold factor as the script returns them; `reply` for errors.
+  BucketParams parse_params(const std::vector<RedisValue>& fields, const RedisValue& reply) const;
 
   RedisAddress address_;
   std::chrono::milliseconds timeout_;

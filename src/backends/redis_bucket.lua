@@ -13,7 +13,8 @@
 -- reserve: ARGV[3..7] shape ("bursty" or "warming_up"), permits per second, max burst seconds,
 --          warm-up nanoseconds, cold factor; ARGV[8] permits; ARGV[9] timeout nanoseconds;
 --          ARGV[10] "1" to apply these parameters to a bucket kept with others, "0" to keep its.
---          Returns {granted 0|1, wait ns, parameters changed 0|1, why the record was discarded}.
+--          Returns {granted 0|1, wait ns, parameters replaced 0|1, why the record was
+--          discarded}, followed when replaced by the replaced shape, rate, burst, warm-up, cold.
 -- status:  returns nil without a bucket, {"unusable", why} for a record that cannot be used,
 --          else {shape, rate, burst, warmup, cold, stored permits now, ns until the next free}.
 -- set_rate: ARGV[3] the new rate; returns nil without a bucket, else 1.
@@ -240,10 +241,11 @@ if operation == "reserve" then
   end
   local bucket, problem = load()
   if problem ~= "" then redis.call("DEL", key) end
-  local changed = 0
+  local changed, replaced = 0, nil
   if bucket == nil then
     bucket = new_bucket(params)
   elseif apply and not same_params(bucket.params, params) then
+    replaced = bucket.params.text
     reconfigure(bucket, params)
     changed = 1
   end
@@ -255,6 +257,10 @@ if operation == "reserve" then
     granted, wait = 0, bucket.next_free - now
   end
   save(bucket)
+  if replaced then
+    return {granted, integer_string(wait), changed, problem, replaced.shape, replaced.rate,
+            replaced.burst, replaced.warmup, replaced.cold}
+  end
   return {granted, integer_string(wait), changed, problem}
 end
 

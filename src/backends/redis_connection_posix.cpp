@@ -4,8 +4,8 @@
 #include <cerrno>
 #include <cstring>
 
-#include "backends/bucket_backend.hpp"
 #include "backends/redis_connection.hpp"
+#include "errors.hpp"
 #include "io/posix.hpp"
 
 namespace ratelimit::backends {

@@ -6,35 +6,80 @@
 
 namespace ratelimit::backends {
 
-StateFileBackend::StateFileBackend(StateDirectory directory, Clock& clock, std::string boot_id,
+StateFileBackend::StateFileBackend(StateDirectory directory, Clock& clock, HostId host,
                                    Notify notify)
     : directory_(std::move(directory)),
       clock_(clock),
-      boot_id_(std::move(boot_id)),
+      host_(std::move(host)),
       notify_(std::move(notify)) {}
 
 DecodedRecord StateFileBackend::load(const LockedFile& file) const {
   const std::string bytes = file.read();
   if (bytes.empty()) return {.record = {}, .problem = {}};
   DecodedRecord decoded = decode_record(bytes);
-  if (decoded.record && decoded.record->boot_id != boot_id_)
+  if (!decoded.record) return decoded;
+  const StateRecord& record = *decoded.record;
+  // Another machine's clock and bookings mean nothing here, and taking its record as a fresh
+  // bucket would let callers that alternate between two hosts through a shared directory (NFS,
+  // a shared home) go unlimited.
+  if (!record.machine_id.empty() && !host_.machine_id.empty() &&
+      record.machine_id != host_.machine_id)
+    throw UnsafeStateError(fmt::format(
+        "state file '{}/{}' was written on another machine (machine id {}, this is {}): a state "
+        "directory shared by hosts cannot keep one limit; use a directory of this host's "
+        "(--state-dir)",
+        directory_.path(), file.name(), record.machine_id, host_.machine_id));
+  if (record.boot_id != host_.boot_id)
     return {.record = {}, .problem = "state from a previous boot"};
   return decoded;
 }
 
-Reservation StateFileBackend::reserve(const PermitRequest& request) {
-  LockedFile file = directory_.lock(bucket_file_name(request.key), LockKind::exclusive);
-  // Read under the lock, so that the order of the times is the order of the bookings.
-  const auto now = clock_.now();
+TokenBucket StateFileBackend::load_bucket(const LockedFile& file, const std::string& key,
+                                          const BucketParams& params,
+                                          std::chrono::nanoseconds now) const {
   const DecodedRecord loaded = load(file);
   if (!loaded.problem.empty())
-    notify_(fmt::format("key '{}': {}; starting a fresh bucket", request.key, loaded.problem));
-  TokenBucket bucket = loaded.record ? TokenBucket(loaded.record->params, loaded.record->state)
-                                     : TokenBucket(request.params, now);
-  const Reservation reservation = decide(bucket, request, now);
-  file.overwrite(
-      encode_record({.params = bucket.params(), .state = bucket.state(), .boot_id = boot_id_}));
-  return reservation;
+    notify_(fmt::format("key '{}': {}; starting a fresh bucket", key, loaded.problem));
+  return loaded.record ? TokenBucket(loaded.record->params, loaded.record->state)
+                       : TokenBucket(params, now);
+}
+
+void StateFileBackend::save(LockedFile& file, const TokenBucket& bucket) const {
+  file.overwrite(encode_record({.params = bucket.params(),
+                                .state = bucket.state(),
+                                .machine_id = host_.machine_id,
+                                .boot_id = host_.boot_id}));
+}
+
+Reservation StateFileBackend::reserve(const PermitRequest& request, io::Waiter& waiter) {
+  try {
+    LockWait locked =
+        directory_.lock_until(bucket_file_name(request.key), waiter, request.deadline);
+    if (!locked.file)
+      return {.granted = false, .wait = {}, .signal = locked.signal, .replaced_params = {}};
+    // Read under the lock, so that the order of the times is the order of the bookings.
+    const auto now = clock_.now();
+    TokenBucket bucket = load_bucket(*locked.file, request.key, request.params, now);
+    const Reservation reservation = decide(bucket, request, now);
+    save(*locked.file, bucket);
+    return reservation;
+  } catch (const std::system_error& error) {
+    throw BackendUnavailable(
+        fmt::format("state directory '{}': {}", directory_.path(), error.what()));
+  }
+}
+
+bool StateFileBackend::set_rate(const std::string& key, double permits_per_second) {
+  std::optional<LockedFile> file =
+      directory_.lock_existing(bucket_file_name(key), LockKind::exclusive);
+  if (!file) return false;
+  const auto now = clock_.now();
+  const DecodedRecord loaded = load(*file);
+  if (!loaded.record) return false;
+  TokenBucket bucket(loaded.record->params, loaded.record->state);
+  bucket.set_rate(permits_per_second, now);
+  save(*file, bucket);
+  return true;
 }
 
 std::vector<BucketStatus> StateFileBackend::status(const std::optional<std::string>& key) {

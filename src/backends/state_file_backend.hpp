@@ -4,11 +4,17 @@
 #include <string>
 
 #include "backends/bucket_backend.hpp"
-#include "backends/state_directory.hpp"
 #include "backends/state_file_format.hpp"
 #include "ratelimit/clock.hpp"
+#include "state/state_directory.hpp"
 
 namespace ratelimit::backends {
+
+// The machine and the boot whose monotonic clock the records' times are on.
+struct HostId {
+  std::string machine_id;  // empty: unknown, records of every machine are taken as this one's
+  std::string boot_id;
+};
 
 // Buckets kept in one state file per key, shared by every process of this user on this machine.
 // Each call opens its own descriptor and holds flock only for the read-modify-write, so waiters
@@ -18,12 +24,14 @@ class StateFileBackend final : public BucketBackend {
   // Told why a record was discarded (for --verbose).
   using Notify = std::function<void(const std::string&)>;
 
-  // `clock` must be CLOCK_MONOTONIC's timeline (system_clock()) of the boot `boot_id` names.
+  // `clock` must be CLOCK_MONOTONIC's timeline (system_clock()) of the boot `host` names, the
+  // timeline of the waiters' deadlines.
   StateFileBackend(
-      StateDirectory directory, Clock& clock, std::string boot_id,
+      StateDirectory directory, Clock& clock, HostId host,
       Notify notify = [](const std::string&) {});
 
-  Reservation reserve(const PermitRequest& request) override;
+  Reservation reserve(const PermitRequest& request, io::Waiter& waiter) override;
+  bool set_rate(const std::string& key, double permits_per_second) override;
   std::vector<BucketStatus> status(const std::optional<std::string>& key) override;
   bool reset(const std::string& key) override;
 
@@ -32,10 +40,14 @@ class StateFileBackend final : public BucketBackend {
  private:
   // The bucket a file holds, or why it cannot be used.
   DecodedRecord load(const LockedFile& file) const;
+  // The bucket of `file` at `now`: its record's, or a fresh one with `params`.
+  TokenBucket load_bucket(const LockedFile& file, const std::string& key,
+                          const BucketParams& params, std::chrono::nanoseconds now) const;
+  void save(LockedFile& file, const TokenBucket& bucket) const;
 
   StateDirectory directory_;
   Clock& clock_;
-  std::string boot_id_;
+  HostId host_;
   Notify notify_;
 };
 

@@ -10,8 +10,9 @@ namespace ratelimit::backends {
 namespace {
 
 constexpr std::string_view kMagic = "RLBUCKET";
-constexpr std::uint32_t kVersion = 1;
-constexpr std::size_t kBootIdBytes = 36;  // a UUID as the kernel prints it
+constexpr std::uint32_t kVersion = 2;
+constexpr std::size_t kMachineIdBytes = 32;  // 128 bits in hex, as machine-id(5)
+constexpr std::size_t kBootIdBytes = 36;     // a UUID as the kernel prints it
 constexpr std::string_view kBucketSuffix = ".bucket";
 
 std::uint64_t fnv1a(std::string_view bytes) {
@@ -53,8 +54,8 @@ class FieldReader {
 };
 
 constexpr std::size_t kRecordBytes = kMagic.size() + 2 * sizeof(std::uint32_t) +
-                                     4 * sizeof(double) + 2 * sizeof(std::int64_t) + kBootIdBytes +
-                                     sizeof(std::uint64_t);
+                                     4 * sizeof(double) + 2 * sizeof(std::int64_t) +
+                                     kMachineIdBytes + kBootIdBytes + sizeof(std::uint64_t);
 
 bool is_plain_key_byte(char c) {
   return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '-' ||
@@ -83,6 +84,16 @@ std::string encode_key(std::string_view key) {
   return encoded;
 }
 
+// Text fields are fixed-size, padded with blanks.
+std::string padded(std::string text, std::size_t size) {
+  text.resize(size, ' ');
+  return text;
+}
+
+std::string unpadded(std::string_view field) {
+  return std::string(field.substr(0, field.find_last_not_of(' ') + 1));
+}
+
 }  // namespace
 
 std::string encode_record(const StateRecord& record) {
@@ -95,9 +106,8 @@ std::string encode_record(const StateRecord& record) {
   append(out, record.params.cold_factor);
   append(out, record.state.stored_permits);
   append(out, static_cast<std::int64_t>(record.state.next_free.count()));
-  std::string boot_id = record.boot_id;
-  boot_id.resize(kBootIdBytes, ' ');
-  out += boot_id;
+  out += padded(record.machine_id, kMachineIdBytes);
+  out += padded(record.boot_id, kBootIdBytes);
   append(out, fnv1a(out));
   return out;
 }
@@ -127,8 +137,8 @@ DecodedRecord decode_record(std::string_view bytes) {
   record.params.cold_factor = reader.next<double>();
   record.state.stored_permits = reader.next<double>();
   record.state.next_free = std::chrono::nanoseconds(reader.next<std::int64_t>());
-  const std::string_view boot_id = reader.next_bytes(kBootIdBytes);
-  record.boot_id = boot_id.substr(0, boot_id.find_last_not_of(' ') + 1);
+  record.machine_id = unpadded(reader.next_bytes(kMachineIdBytes));
+  record.boot_id = unpadded(reader.next_bytes(kBootIdBytes));
   try {
     TokenBucket{record.params, record.state};  // validates parameters and state
   } catch (const std::invalid_argument& error) {

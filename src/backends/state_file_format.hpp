@@ -9,16 +9,19 @@
 // The state-file backend's on-disk format, without I/O: file names and the bucket record.
 namespace ratelimit::backends {
 
-// What one state file keeps: the core's parameters and state, and the boot they belong to (the
-// state's times are on CLOCK_MONOTONIC, which restarts at every boot).
+// What one state file keeps: the core's parameters and state, and the machine and boot they
+// belong to (the state's times are on that machine's CLOCK_MONOTONIC, which restarts at every
+// boot).
 struct StateRecord {
   BucketParams params;
   BucketState state;
+  std::string machine_id;  // /etc/machine-id; empty if the machine has none
   std::string boot_id;
 };
 
-// The record's bytes: magic, version, parameters, state, boot id and an FNV-1a checksum of all
-// that, in this machine's byte order (a state file never leaves the machine it was written on).
+// The record's bytes: magic, version, parameters, state, machine id, boot id and an FNV-1a
+// checksum of all that, in this machine's byte order (a record of another machine is refused
+// before its numbers are used).
 std::string encode_record(const StateRecord& record);
 
 struct DecodedRecord {

@@ -8,11 +8,7 @@ namespace ratelimit::cli {
 namespace {
 
 int run_acquire(const PermitOptions& options) {
-  const exec::AdmissionRequest request{.permits = to_permit_request(options), .max_inflight = 0};
-  SharedBuckets buckets(options.store);
-  const exec::Admission admission = exec::admit(buckets.backend(), buckets.directory(), request);
-  if (admission.result != exec::AdmissionResult::admitted) return exit_status_of_refusal(admission);
-  return exit_ok;
+  return admit_then(options, 0, [](exec::Admission&) { return exit_ok; });
 }
 
 }  // namespace

@@ -22,19 +22,16 @@ struct ExecOptions {
 };
 
 int run_exec(const ExecOptions& options) {
-  const exec::AdmissionRequest request{.permits = to_permit_request(options.permits),
-                                       .max_inflight = options.max_inflight};
-  SharedBuckets buckets(options.permits.store);
-  exec::Admission admission = exec::admit(buckets.backend(), buckets.directory(), request);
-  if (admission.result != exec::AdmissionResult::admitted) return exit_status_of_refusal(admission);
-  // The slot stays taken while the command (and whatever inherits the descriptor) runs; the
-  // bucket's file was closed when the permits were booked and never reaches the command.
-  if (admission.slot) io::keep_across_exec(admission.slot);
-  const int error = io::replace_process(options.command);
-  const bool not_found = error == ENOENT;
-  fmt::print(stderr, "ratelimit: {}: {}\n", options.command.front(),
-             not_found ? "command not found" : std::strerror(error));
-  return not_found ? exit_command_not_found : exit_cannot_execute;
+  return admit_then(options.permits, options.max_inflight, [&](exec::Admission& admission) {
+    // The slot stays taken while the command (and whatever inherits the descriptor) runs; the
+    // bucket's file was closed when the permits were booked and never reaches the command.
+    if (admission.slot) io::keep_across_exec(admission.slot);
+    const int error = io::replace_process(options.command);
+    const bool not_found = error == ENOENT;
+    fmt::print(stderr, "ratelimit: {}: {}\n", options.command.front(),
+               not_found ? "command not found" : std::strerror(error));
+    return not_found ? exit_command_not_found : exit_cannot_execute;
+  });
 }
 
 }  // namespace

@@ -6,12 +6,10 @@
 #include <system_error>
 #include <vector>
 
-#include "backends/bucket_backend.hpp"
-#include "backends/state_directory.hpp"
 #include "cli/commands.hpp"
 #include "cli/units.hpp"
+#include "errors.hpp"
 #include "exit_codes.hpp"
-#include "io/errors.hpp"
 
 namespace {
 
@@ -85,17 +83,17 @@ int main(int argc, char** argv) {
       if (command.app->parsed()) return command.run();
     }
     return ratelimit::exit_ok;
-  } catch (const ratelimit::cli::UsageError& error) {
+  } catch (const ratelimit::UsageError& error) {
     return report(error, ratelimit::exit_usage);
   } catch (const std::invalid_argument& error) {
     // A value the options' checks let through, refused by the core with the value named.
     return report(error, ratelimit::exit_usage);
-  } catch (const ratelimit::backends::BackendUnavailable& error) {
-    return report(error, ratelimit::exit_unavailable);
-  } catch (const ratelimit::backends::UnsafeStateError& error) {
-    return report(error, ratelimit::exit_no_permission);
-  } catch (const ratelimit::io::InputError& error) {
+  } catch (const ratelimit::InputError& error) {
     return report(error, ratelimit::exit_no_input);
+  } catch (const ratelimit::BackendUnavailable& error) {
+    return report(error, ratelimit::exit_unavailable);
+  } catch (const ratelimit::UnsafeStateError& error) {
+    return report(error, ratelimit::exit_no_permission);
   } catch (const std::system_error& error) {
     return report(error, ratelimit::exit_io_error);
   }

@@ -6,6 +6,7 @@
 
 #include "cli/bucket_options.hpp"
 #include "cli/commands.hpp"
+#include "cli/shared_bucket_options.hpp"
 #include "cli/units.hpp"
 #include "exit_codes.hpp"
 #include "pipe/control.hpp"
@@ -24,6 +25,8 @@ constexpr std::int64_t kMaxBytesPerChunk = 1 << 20;
 
 struct PipeOptions {
   BucketOptions bucket;
+  std::string key;  // empty: a bucket of the pipe's own
+  StoreOptions store;
   std::vector<std::string> files;
   std::string output = "-";
   bool lines = false;
@@ -77,6 +80,18 @@ int exit_code(const pipe::Result& result) {
   return exit_ok;
 }
 
+pipe::Result run_engine(const PipeOptions& options, const pipe::EngineOptions& engine_options,
+                        pipe::FileIo& io, const pipe::Engine::ProgressCallback& draw) {
+  if (options.key.empty()) return pipe::Engine(engine_options, io, draw).run();
+  const std::unique_ptr<backends::BucketBackend> backend = open_backend(options.store);
+  const backends::PermitRequest request{.key = options.key, .params = engine_options.bucket};
+  pipe::SharedPermitSource source(
+      *backend, request, io.waiter(), [&](const BucketParams& replaced) {
+        announce_replaced_params(options.key, replaced, engine_options.bucket);
+      });
+  return pipe::Engine(engine_options, io, source, draw).run();
+}
+
 int run_pipe(const PipeOptions& options) {
   const pipe::Unit unit = unit_of(options);
   pipe::EngineOptions engine_options;
@@ -100,7 +115,7 @@ int run_pipe(const PipeOptions& options) {
       std::fflush(stderr);
     };
   }
-  const pipe::Result result = pipe::Engine(engine_options, io, draw).run();
+  const pipe::Result result = run_engine(options, engine_options, io, draw);
   if (show_progress) fmt::print(stderr, "\n");
   if (options.stats == "text") fmt::print(stderr, "{}\n", pipe::summary_text(result, unit));
   if (options.stats == "json") fmt::print(stderr, "{}\n", pipe::summary_json(result, unit));
@@ -112,6 +127,10 @@ int run_pipe(const PipeOptions& options) {
 Command setup_pipe(CLI::App& app) {
   auto options = std::make_shared<PipeOptions>();
   add_bucket_options(app, options->bucket);
+  add_key_option(app, options->key)
+      ->description("Share the bucket NAME with every pipe, exec and acquire that names it");
+  add_store_options(app, options->store);
+  add_redis_policy_option(app, options->store);
   app.add_option("FILE", options->files, "Files to read in order, as cat does; - is standard input")
       ->group("Pipe");
   app.add_option("-o,--output", options->output, "Write here instead of standard output")

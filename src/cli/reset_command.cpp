@@ -15,7 +15,7 @@ struct ResetOptions {
 
 int run_reset(const ResetOptions& options) {
   // Removing a bucket that is not there is not an error, as with rm -f.
-  SharedBuckets(options.store).backend().reset(options.key);
+  open_backend(options.store)->reset(options.key);
   return exit_ok;
 }
 

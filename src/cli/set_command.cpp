@@ -1,3 +1,4 @@
+#include <fmt/core.h>
 #include <sys/types.h>
 
 #include <limits>
@@ -7,6 +8,7 @@
 
 #include "cli/bucket_options.hpp"
 #include "cli/commands.hpp"
+#include "cli/shared_bucket_options.hpp"
 #include "cli/units.hpp"
 #include "exit_codes.hpp"
 #include "pipe/control.hpp"
@@ -15,11 +17,25 @@ namespace ratelimit::cli {
 namespace {
 
 struct SetOptions {
-  long pid = 0;
+  long pid = 0;     // 0: none given
+  std::string key;  // empty: none given
+  StoreOptions store;
   BucketOptions bucket;  // only the rate
 };
 
+int set_key_rate(const SetOptions& options) {
+  // A key may count bytes (its pipes') or permits: a rate in bytes is taken as written.
+  const BucketParams params = to_bucket_params(options.bucket, RateUnits::data);
+  if (!open_backend(options.store)->set_rate(options.key, params.permits_per_second)) {
+    fmt::print(stderr, "ratelimit: no bucket '{}' in {}\n", options.key, store_of(options.store));
+    return exit_no_input;
+  }
+  return exit_ok;
+}
+
 int run_set(const SetOptions& options) {
+  if (!options.key.empty()) return set_key_rate(options);
+  if (options.pid == 0) throw UsageError("set needs a PID or --key NAME");
   const std::string no_pipe = "no ratelimit pipe runs as process " + std::to_string(options.pid);
   const std::optional<pipe::RunningPipe> running = pipe::find_running_pipe(options.pid);
   if (!running) throw UsageError(no_pipe);
@@ -40,10 +56,15 @@ int run_set(const SetOptions& options) {
 
 Command setup_set(CLI::App& app) {
   auto options = std::make_shared<SetOptions>();
-  CLI::App* set = app.add_subcommand("set", "Change the rate of a running ratelimit pipe");
-  set->add_option("PID", options->pid, "Process id of the running pipe")
-      ->required()
-      ->check(whole_number_in(1, std::numeric_limits<pid_t>::max()));
+  CLI::App* set = app.add_subcommand(
+      "set",
+      "Change the rate of a running ratelimit pipe, or of a shared bucket for all its users");
+  auto* pid = set->add_option("PID", options->pid, "Process id of the running pipe")
+                  ->check(whole_number_in(1, std::numeric_limits<pid_t>::max()));
+  add_key_option(*set, options->key)
+      ->description("The shared bucket NAME instead, for every pipe, exec and acquire using it")
+      ->excludes(pid);
+  add_store_options(*set, options->store);
   set->add_option("-r,--rate", options->bucket.rate,
                   "The new rate, in the pipe's units (B or bit only in byte mode)")
       ->required()

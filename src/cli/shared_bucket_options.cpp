@@ -5,22 +5,29 @@
 #include <limits>
 #include <map>
 
-#include "backends/redis_backend.hpp"
 #include "backends/redis_url.hpp"
 #include "backends/state_file_format.hpp"
 #include "cli/units.hpp"
 #include "exit_codes.hpp"
-#include "ratelimit/clock.hpp"
+#include "io/waiter.hpp"
 
 namespace ratelimit::cli {
 namespace {
 
-// A --redis-timeout: a duration above zero.
-std::chrono::nanoseconds parse_positive_duration(std::string_view text) {
+// A --redis-timeout: a duration of at least a millisecond.
+std::chrono::nanoseconds parse_redis_timeout(std::string_view text) {
   const std::chrono::nanoseconds duration = parse_duration(text);
   if (duration < std::chrono::milliseconds(1))
     throw UsageError("invalid duration '" + std::string(text) + "': must be at least 1ms");
   return duration;
+}
+
+std::string describe_params(const BucketParams& params) {
+  if (params.shape == BucketShape::warming_up)
+    return fmt::format("rate {:g}/s, warm-up {:g}s, cold factor {:g}", params.permits_per_second,
+                       std::chrono::duration<double>(params.warmup).count(), params.cold_factor);
+  return fmt::format("rate {:g}/s, burst {:g}s", params.permits_per_second,
+                     params.max_burst_seconds);
 }
 
 }  // namespace
@@ -54,7 +61,7 @@ void add_store_options(CLI::App& app, StoreOptions& options) {
       ->group("Shared bucket");
   app.add_option("--redis-timeout", options.redis_timeout,
                  "Give up on Redis if it does not connect or answer within this long")
-      ->check(syntax_check(parse_positive_duration, "DURATION"))
+      ->check(syntax_check(parse_redis_timeout, "DURATION"))
       ->capture_default_str()
       ->group("Shared bucket");
 }
@@ -72,29 +79,27 @@ void add_redis_policy_option(CLI::App& app, StoreOptions& options) {
       ->group("Shared bucket");
 }
 
-backends::StateFileBackend open_backend(const StoreOptions& options) {
-  auto notify = [verbose = options.verbose](const std::string& message) {
-    if (verbose) fmt::print(stderr, "ratelimit: {}\n", message);
-  };
-  return backends::StateFileBackend(
-      backends::StateDirectory::open(backends::state_dir_from_environment(options.state_dir)),
-      system_clock(), backends::read_boot_id(), notify);
+backends::BackendOptions backend_options(const StoreOptions& options) {
+  return {
+      .state_dir = options.state_dir,
+      .notify =
+          [verbose = options.verbose](const std::string& message) {
+            if (verbose) fmt::print(stderr, "ratelimit: {}\n", message);
+          },
+      .redis_url = options.redis,
+      .redis_timeout =
+          std::chrono::ceil<std::chrono::milliseconds>(parse_redis_timeout(options.redis_timeout)),
+      .on_redis_error = options.on_redis_error,
+      .warn = [](const std::string& message) { fmt::print(stderr, "ratelimit: {}\n", message); }};
 }
 
-SharedBuckets::SharedBuckets(const StoreOptions& options)
-    : local_(open_backend(options)), where_(local_.directory().path()) {
-  if (options.redis.empty()) return;
-  const backends::RedisAddress address = backends::parse_redis_url(options.redis);
-  where_ = "Redis at " + address.shown;
-  const auto timeout =
-      std::chrono::ceil<std::chrono::milliseconds>(parse_positive_duration(options.redis_timeout));
-  auto notify = [verbose = options.verbose](const std::string& message) {
-    if (verbose) fmt::print(stderr, "ratelimit: {}\n", message);
-  };
-  auto warn = [](const std::string& message) { fmt::print(stderr, "ratelimit: {}\n", message); };
-  redis_ = std::make_unique<backends::FallbackBackend>(
-      std::make_unique<backends::RedisBackend>(address, timeout, notify), options.on_redis_error,
-      local_, warn);
+std::unique_ptr<backends::BucketBackend> open_backend(const StoreOptions& options) {
+  return backends::open_backend(backend_options(options));
+}
+
+std::string store_of(const StoreOptions& options) {
+  if (!options.redis.empty()) return "Redis at " + backends::hide_password(options.redis);
+  return backends::state_dir_from_environment(options.state_dir);
 }
 
 void add_permit_options(CLI::App& app, PermitOptions& options) {
@@ -116,19 +121,52 @@ void add_permit_options(CLI::App& app, PermitOptions& options) {
       ->group("Shared bucket");
 }
 
-backends::PermitRequest to_permit_request(const PermitOptions& options) {
+backends::PermitRequest to_permit_request(const PermitOptions& options,
+                                          std::chrono::nanoseconds now) {
   backends::PermitRequest request;
   request.key = options.key;
   request.params = to_bucket_params(options.bucket, RateUnits::plain);
   request.permits = options.permits;
-  if (options.try_only) request.timeout = std::chrono::nanoseconds::zero();
-  if (!options.timeout.empty()) request.timeout = parse_duration(options.timeout);
+  std::chrono::nanoseconds timeout = std::chrono::nanoseconds::max();
+  if (options.try_only) timeout = std::chrono::nanoseconds::zero();
+  if (!options.timeout.empty()) timeout = parse_duration(options.timeout);
+  if (timeout != std::chrono::nanoseconds::max())
+    request.deadline = timeout > std::chrono::nanoseconds::max() - now
+                           ? std::chrono::nanoseconds::max()
+                           : now + timeout;
   return request;
 }
 
-int exit_status_of_refusal(const exec::Admission& admission) {
-  return admission.result == exec::AdmissionResult::interrupted ? 128 + admission.signal
-                                                                : exit_temp_failure;
+int admit_then(const PermitOptions& options, int max_inflight,
+               const std::function<int(exec::Admission&)>& admitted) {
+  const std::unique_ptr<backends::BucketBackend> backend = open_backend(options.store);
+  std::unique_ptr<backends::InflightSlots> slots;
+  if (max_inflight > 0) slots = backends::open_inflight_slots(backend_options(options.store));
+  exec::Admission admission;
+  exec::AdmissionRequest request;
+  {
+    io::SignalGuard guard;
+    io::SignalWaiter waiter(guard);
+    request = {.permits = to_permit_request(options, waiter.now()), .max_inflight = max_inflight};
+    admission = exec::admit(*backend, slots.get(), waiter, request);
+  }
+  if (admission.replaced_params)
+    announce_replaced_params(options.key, *admission.replaced_params, request.permits.params);
+  switch (admission.result) {
+    case exec::AdmissionResult::admitted:
+      return admitted(admission);
+    case exec::AdmissionResult::interrupted:
+      return 128 + admission.signal;
+    case exec::AdmissionResult::refused:
+      break;
+  }
+  return exit_temp_failure;
+}
+
+void announce_replaced_params(const std::string& key, const BucketParams& replaced,
+                              const BucketParams& now_in_force) {
+  fmt::print(stderr, "ratelimit: key '{}' now has {} (was {})\n", key,
+             describe_params(now_in_force), describe_params(replaced));
 }
 
 }  // namespace ratelimit::cli

@@ -1,12 +1,13 @@
 #pragma once
 
 #include <CLI/CLI.hpp>
+#include <chrono>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 
-#include "backends/fallback_backend.hpp"
-#include "backends/state_file_backend.hpp"
+#include "backends/open_backend.hpp"
 #include "cli/bucket_options.hpp"
 #include "exec/admission.hpp"
 
@@ -17,38 +18,23 @@ struct StoreOptions {
   std::string
       state_dir;  // empty: $RATELIMIT_STATE_DIR, $XDG_RUNTIME_DIR/ratelimit, /tmp/ratelimit-UID
   bool verbose = false;
-  std::string redis;  // a Redis URL: buckets kept there instead of the state directory
+  std::string redis;  // a Redis URL: the buckets are kept there instead
   std::string redis_timeout = "1s";
   backends::OnUnavailable on_redis_error = backends::OnUnavailable::fail;
 };
 
 void add_store_options(CLI::App& app, StoreOptions& options);
-// --on-redis-error, for the commands that take permits.
+// --on-redis-error, for the commands that take permits (exec, acquire, pipe --key).
 void add_redis_policy_option(CLI::App& app, StoreOptions& options);
 // --key, checked to be a name the backends can keep.
 CLI::Option* add_key_option(CLI::App& app, std::string& key);
 
-// Opens the state directory (exit 77 if unsafe) for the store options given.
-backends::StateFileBackend open_backend(const StoreOptions& options);
-// The buckets the store options name: this host's state directory (exit 77 if unsafe), which
-// also keeps the --max-inflight slots, and with --redis (or $RATELIMIT_REDIS) Redis in front of
-// it under the --on-redis-error policy. Throws std::invalid_argument for a bad URL.
-class SharedBuckets {
- public:
-  explicit SharedBuckets(const StoreOptions& options);
-  SharedBuckets(const SharedBuckets&) = delete;
-  SharedBuckets& operator=(const SharedBuckets&) = delete;
-
-  backends::BucketBackend& backend() { return redis_ ? *redis_ : local_; }
-  const backends::StateDirectory& directory() const { return local_.directory(); }
-  // Where the buckets are, for messages: Redis's URL (password hidden) or the state directory.
-  const std::string& where() const { return where_; }
-
- private:
-  backends::StateFileBackend local_;
-  std::unique_ptr<backends::BucketBackend> redis_;  // uses local_ under --on-redis-error=local
-  std::string where_;
-};
+backends::BackendOptions backend_options(const StoreOptions& options);
+// The store for the options given (exit 77 if unsafe, 69 if unavailable).
+std::unique_ptr<backends::BucketBackend> open_backend(const StoreOptions& options);
+// Where the buckets are, for messages: the state directory, or Redis and its URL (password
+// hidden).
+std::string store_of(const StoreOptions& options);
 
 // The options of the commands that take permits from a shared bucket (exec and acquire).
 struct PermitOptions {
@@ -62,10 +48,19 @@ struct PermitOptions {
 
 void add_permit_options(CLI::App& app, PermitOptions& options);
 
+// The request of `options` made at `now` (its deadline is --try's or --timeout's from then on).
 // Throws UsageError naming the bad value.
-backends::PermitRequest to_permit_request(const PermitOptions& options);
+backends::PermitRequest to_permit_request(const PermitOptions& options,
+                                          std::chrono::nanoseconds now);
 
-// The exit status of an admission that was not granted: 75 refused, 128 + signal interrupted.
-int exit_status_of_refusal(const exec::Admission& admission);
+// The one sequence of exec and acquire: request -> store -> admission -> exit status. Runs
+// `admitted` once the permits are due (the stop signals' dispositions and mask are the caller's
+// again by then) and returns its status; else 75 refused, 128 + signal interrupted.
+int admit_then(const PermitOptions& options, int max_inflight,
+               const std::function<int(exec::Admission&)>& admitted);
+
+// The one line on stderr that says a request changed a shared key's parameters.
+void announce_replaced_params(const std::string& key, const BucketParams& replaced,
+                              const BucketParams& now_in_force);
 
 }  // namespace ratelimit::cli

@@ -35,11 +35,11 @@ std::string describe_next_free(std::chrono::nanoseconds next_free_in) {
 }
 
 int run_status(const StatusOptions& options) {
-  SharedBuckets store(options.store);
+  const auto backend = open_backend(options.store);
   const auto buckets =
-      store.backend().status(options.key.empty() ? std::nullopt : std::optional(options.key));
+      backend->status(options.key.empty() ? std::nullopt : std::optional(options.key));
   if (buckets.empty() && !options.key.empty()) {
-    fmt::print(stderr, "ratelimit: no bucket '{}' in {}\n", options.key, store.where());
+    fmt::print(stderr, "ratelimit: no bucket '{}' in {}\n", options.key, store_of(options.store));
     return exit_no_input;
   }
   constexpr auto kRow = "{:<20} {:>12} {:<20} {:>12} {}\n";

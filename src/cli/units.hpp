@@ -7,13 +7,9 @@
 #include <string>
 #include <string_view>
 
-namespace ratelimit::cli {
+#include "errors.hpp"
 
-// Bad user input; main() prints "ratelimit: <what>" and exits 64.
-class UsageError : public std::runtime_error {
- public:
-  using std::runtime_error::runtime_error;
-};
+namespace ratelimit::cli {
 
 // What a rate or size was written in: plain units, or an explicit data unit.
 enum class DataUnit { unspecified, bytes, bits };

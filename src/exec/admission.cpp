@@ -2,8 +2,6 @@
 
 #include <algorithm>
 
-#include "backends/state_file_format.hpp"
-
 namespace ratelimit::exec {
 namespace {
 
@@ -15,53 +13,34 @@ nanoseconds deadline_after(nanoseconds now, nanoseconds timeout) {
 
 }  // namespace
 
-nanoseconds SystemWaitingRoom::now() { return io::monotonic_now(); }
-
-int SystemWaitingRoom::wait_until(nanoseconds deadline) {
-  guard_.wait_until(deadline);
-  return guard_.received();
-}
-
-io::FileDescriptor SystemWaitingRoom::try_take_slot(const std::string& key, int max_inflight) {
-  for (int index = 0; index < max_inflight; ++index) {
-    io::FileDescriptor slot = slots_.try_lock(backends::slot_file_name(key, index));
-    if (slot) return slot;
-  }
-  return {};
-}
-
-Admission admit(backends::BucketBackend& backend, WaitingRoom& room,
-                const AdmissionRequest& request) {
-  const nanoseconds deadline = deadline_after(room.now(), request.permits.timeout);
+Admission admit(backends::BucketBackend& backend, backends::InflightSlots* slots,
+                io::Waiter& waiter, const AdmissionRequest& request) {
+  const nanoseconds deadline = request.permits.deadline;
   // Returning drops the slot taken so far, if any.
   auto not_admitted = [](AdmissionResult result, int signal) {
-    return Admission{.result = result, .signal = signal, .slot = {}};
+    return Admission{.result = result, .signal = signal, .slot = {}, .replaced_params = {}};
   };
 
   io::FileDescriptor slot;
   if (request.max_inflight > 0) {
-    while (!(slot = room.try_take_slot(request.permits.key, request.max_inflight))) {
-      const nanoseconds now = room.now();
+    while (!(slot = slots->try_take(request.permits.key, request.max_inflight))) {
+      const nanoseconds now = waiter.now();
       if (now >= deadline) return not_admitted(AdmissionResult::refused, 0);
-      if (const int signal = room.wait_until(std::min(deadline, now + kSlotPollInterval)))
+      if (const int signal = waiter.wait_until(std::min(deadline, now + kSlotPollInterval)))
         return not_admitted(AdmissionResult::interrupted, signal);
     }
   }
 
-  backends::PermitRequest permits = request.permits;
-  if (deadline != nanoseconds::max())
-    permits.timeout = std::max(deadline - room.now(), nanoseconds::zero());
-  const backends::Reservation reservation = backend.reserve(permits);
+  const backends::Reservation reservation = backend.reserve(request.permits, waiter);
+  if (reservation.signal != 0)
+    return not_admitted(AdmissionResult::interrupted, reservation.signal);
   if (!reservation.granted) return not_admitted(AdmissionResult::refused, 0);
-  if (const int signal = room.wait_until(deadline_after(room.now(), reservation.wait)))
+  if (const int signal = waiter.wait_until(deadline_after(waiter.now(), reservation.wait)))
     return not_admitted(AdmissionResult::interrupted, signal);
-  return Admission{.result = AdmissionResult::admitted, .signal = 0, .slot = std::move(slot)};
-}
-
-Admission admit(backends::BucketBackend& backend, const backends::StateDirectory& slots,
-                const AdmissionRequest& request) {
-  SystemWaitingRoom room(slots);
-  return admit(backend, room, request);
+  return Admission{.result = AdmissionResult::admitted,
+                   .signal = 0,
+                   .slot = std::move(slot),
+                   .replaced_params = reservation.replaced_params};
 }
 
 }  // namespace ratelimit::exec

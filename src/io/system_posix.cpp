@@ -5,6 +5,7 @@
 #include <utility>
 
 #include "io/posix.hpp"
+#include "io/waiter.hpp"
 
 namespace ratelimit::io {
 namespace {
@@ -118,6 +119,13 @@ ssize_t SignalGuard::write_unless_stopped(int fd, const void* data, std::size_t 
   ::sigprocmask(SIG_SETMASK, &blocked, nullptr);
   errno = write_errno;
   return written;
+}
+
+std::chrono::nanoseconds SignalWaiter::now() { return monotonic_now(); }
+
+int SignalWaiter::wait_until(std::chrono::nanoseconds deadline, std::span<pollfd> fds) {
+  guard_.wait_until(deadline, fds.data(), fds.size());
+  return guard_.received();
 }
 
 }  // namespace ratelimit::io

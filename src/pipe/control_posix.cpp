@@ -4,8 +4,8 @@
 
 #include <exception>
 
-#include "backends/state_directory.hpp"
 #include "pipe/control.hpp"
+#include "state/state_directory.hpp"
 
 namespace ratelimit::pipe {
 namespace {

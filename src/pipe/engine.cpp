@@ -22,9 +22,20 @@ Engine::Engine(const EngineOptions& options, Io& io, ProgressCallback on_progres
     : options_(options),
       io_(io),
       on_progress_(std::move(on_progress)),
-      bucket_(options.bucket, io.now()) {
-  totals_.started = totals_.now = io.now();
-  totals_.rate = options.bucket.permits_per_second;
+      own_source_(std::in_place, options.bucket, io.now()),
+      source_(*own_source_) {
+  start();
+}
+
+Engine::Engine(const EngineOptions& options, Io& io, PermitSource& source,
+               ProgressCallback on_progress)
+    : options_(options), io_(io), on_progress_(std::move(on_progress)), source_(source) {
+  start();
+}
+
+void Engine::start() {
+  totals_.started = totals_.now = io_.now();
+  totals_.rate = options_.bucket.permits_per_second;
   if (on_progress_) next_progress_ = totals_.started + options_.progress_interval;
 }
 
@@ -44,8 +55,14 @@ std::optional<Result> Engine::run_spliced() {
   // not waited for once the input is known to hold nothing more, so the end comes without a wait.
   nanoseconds input_seen_at = nanoseconds::min();
   while (true) {
-    const nanoseconds turn = bucket_.state().next_free;
-    // Nothing has been read yet, so a stop here leaves nothing behind.
+    // A splice now finds the end of this input without moving anything: no turn is booked for it.
+    nanoseconds turn = io_.now();
+    if (!io_.input_exhausted()) {
+      const std::optional<nanoseconds> due = source_.turn(options_.chunk_units, turn);
+      // Nothing has been read yet, so a stop here leaves nothing behind.
+      if (!due) return finish(Ending::stopped, io_.stop_signal());
+      turn = *due;
+    }
     if (wait(turn, WaitFor::input_end) == Wake::stop)
       return finish(Ending::stopped, io_.stop_signal());
     const nanoseconds requested_at = std::min(io_.now(), std::max(turn, input_seen_at));
@@ -89,8 +106,10 @@ Result Engine::run_buffered() {
       continue;
     }
     const nanoseconds requested_at = io_.now();
-    if (span.units > 0 && wait(bucket_.state().next_free, WaitFor::deadline) == Wake::stop)
-      return stop_after_writing_buffer();
+    if (span.units > 0) {
+      const std::optional<nanoseconds> turn = source_.turn(span.units, requested_at);
+      if (!turn || wait(*turn, WaitFor::deadline) == Wake::stop) return stop_after_writing_buffer();
+    }
     switch (write_buffered(span.bytes, requested_at)) {
       case Written::all:
         break;
@@ -157,9 +176,7 @@ Engine::Written Engine::write_buffered(std::size_t bytes, nanoseconds requested_
 }
 
 void Engine::charge(std::size_t bytes, std::int64_t units, nanoseconds requested_at) {
-  // Booked at the time of the request, as Guava's acquire() does before it sleeps, so that the
-  // time spent writing is not added to the schedule.
-  if (units > 0) bucket_.reserve(units, requested_at);
+  source_.consume(units, requested_at);
   totals_.bytes += bytes;
   totals_.units += static_cast<std::uint64_t>(units);
 }
@@ -173,7 +190,7 @@ Wake Engine::wait(nanoseconds deadline, WaitFor what) {
     const Wake wake = io_.wait(std::min(deadline, next_progress_), what);
     if (wake == Wake::control) {
       if (const std::optional<double> rate = io_.take_new_rate()) {
-        bucket_.set_rate(*rate, io_.now());
+        source_.set_rate(*rate, io_.now());
         totals_.rate = *rate;
       }
       continue;

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "pipe/io.hpp"
+#include "pipe/permit_source.hpp"
 #include "ratelimit/token_bucket.hpp"
 
 namespace ratelimit::pipe {
@@ -59,16 +60,19 @@ inline constexpr double kWritesPerSecond = 200.0;
 // The units per write for a rate: 1/kWritesPerSecond of it, at least one, at most `max_units`.
 std::int64_t default_chunk_units(double units_per_second, std::int64_t max_units);
 
-// Moves the input to the output at the bucket's rate: waits until the bucket's next free time,
-// writes at most a chunk, then books the units actually written (Guava's packet example, with
-// the booking after the write so that only what moved is charged; the wait is the same). In
-// record modes a wait never falls inside a record. Everything read is written, even when a stop
-// signal arrives; nothing is waited for after the end of the input.
+// Moves the input to the output at the rate of a permit source: asks it when a chunk may go,
+// waits until then, writes at most a chunk, then tells it what was written (Guava's packet
+// example). In record modes a wait never falls inside a record. Everything read is written, even
+// when a stop signal arrives; nothing is waited for after the end of the input.
 class Engine {
  public:
   using ProgressCallback = std::function<void(const Totals&)>;
 
+  // With a bucket of its own (options.bucket).
   Engine(const EngineOptions& options, Io& io, ProgressCallback on_progress = {});
+  // With permits from `source` (a shared bucket); options.bucket's rate is the one reported.
+  Engine(const EngineOptions& options, Io& io, PermitSource& source,
+         ProgressCallback on_progress = {});
 
   Result run();
 
@@ -78,6 +82,7 @@ class Engine {
     std::int64_t units;  // records that start in it (bytes in byte mode)
   };
 
+  void start();
   // nullopt: splicing is impossible for these descriptors, nothing was moved by the last try.
   std::optional<Result> run_spliced();
   Result run_buffered();
@@ -97,7 +102,8 @@ class Engine {
   EngineOptions options_;
   Io& io_;
   ProgressCallback on_progress_;
-  TokenBucket bucket_;
+  std::optional<LocalPermitSource> own_source_;
+  PermitSource& source_;
   Totals totals_;
   std::chrono::nanoseconds next_progress_ = std::chrono::nanoseconds::max();
 

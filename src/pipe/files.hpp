@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "io/posix.hpp"
+#include "io/waiter.hpp"
 #include "pipe/control.hpp"
 #include "pipe/io.hpp"
 
@@ -17,7 +18,7 @@ namespace ratelimit::pipe {
 class FileIo final : public Io {
  public:
   // Opens every input now, so that a missing or unreadable one (a directory too) stops the run
-  // before anything is written: throws io::InputError naming it. Stop signals are caught only
+  // before anything is written: throws InputError naming it. Stop signals are caught only
   // once every file is open (opening a FIFO may wait for its writer, and Ctrl-C must still work
   // there). SIGPIPE is ignored while alive, so a closed downstream is seen as EPIPE.
   FileIo(const std::vector<std::string>& inputs, const std::string& output,
@@ -32,6 +33,9 @@ class FileIo final : public Io {
   // system calls at high rates), and returns what one write can move without blocking: the
   // output pipe's capacity, or 64 KiB when the output is no pipe.
   std::size_t fit_pipes_to(std::size_t wanted_bytes);
+
+  // Waits on this Io's signals and clock, for a store of shared buckets.
+  io::Waiter& waiter() { return *waiter_; }
 
   std::chrono::nanoseconds now() override;
   Wake wait(std::chrono::nanoseconds deadline, WaitFor what) override;
@@ -67,6 +71,7 @@ class FileIo final : public Io {
   io::FileDescriptor output_;
   bool output_is_pipe_;
   std::optional<io::SignalGuard> signals_;
+  std::optional<io::SignalWaiter> waiter_;
   ControlChannel* control_;
   std::optional<std::uint64_t> total_bytes_;
   struct sigaction previous_sigpipe_ {};

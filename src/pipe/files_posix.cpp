@@ -8,7 +8,7 @@
 #include <limits>
 #include <utility>
 
-#include "io/errors.hpp"
+#include "errors.hpp"
 #include "pipe/files.hpp"
 
 namespace ratelimit::pipe {
@@ -19,7 +19,7 @@ constexpr std::size_t kDefaultPipeCapacity = std::size_t{64} * 1024;
 bool is_standard_stream(const std::string& name) { return name.empty() || name == "-"; }
 
 [[noreturn]] void throw_input_error(const std::string& name) {
-  throw io::InputError(errno, std::generic_category(), name);
+  throw InputError(errno, std::generic_category(), name);
 }
 
 // A descriptor someone else made non-blocking (they are shared with the parent) reports EAGAIN.
@@ -88,6 +88,7 @@ FileIo::FileIo(const std::vector<std::string>& inputs, const std::string& output
   sigemptyset(&ignore.sa_mask);
   ::sigaction(SIGPIPE, &ignore, &previous_sigpipe_);
   signals_.emplace();
+  waiter_.emplace(*signals_);
 }
 
 FileIo::~FileIo() { ::sigaction(SIGPIPE, &previous_sigpipe_, nullptr); }

@@ -9,6 +9,8 @@
 #include "../unit/golden_vectors.hpp"
 #include "backends/redis_connection.hpp"
 #include "backends/redis_url.hpp"
+#include "errors.hpp"
+#include "io/waiter.hpp"
 #include "redis_server.hpp"
 
 // Against real redis-servers, each test its own; no mock of Redis anywhere.
@@ -28,13 +30,20 @@ BucketParams bursty(double rate, double burst_seconds = 1.0) {
   return params;
 }
 
-PermitRequest request(const std::string& key, BucketParams params,
-                      nanoseconds timeout = nanoseconds::max()) {
+PermitRequest request(const std::string& key, BucketParams params) {
   PermitRequest permits;
   permits.key = key;
   permits.params = params;
-  permits.timeout = timeout;
   return permits;
+}
+
+constexpr nanoseconds kForever = nanoseconds::max();
+
+// The real clock and signal waits, as the commands use them.
+io::Waiter& real_waiter() {
+  static io::SignalGuard guard;
+  static io::SignalWaiter waiter(guard);
+  return waiter;
 }
 
 // Another client of the same server, for what the test does behind the backend's back.
@@ -60,7 +69,7 @@ class RedisStore final : public testing::GoldenStore {
   }
   testing::GoldenAnswer request(const testing::GoldenRequest& golden) override {
     PermitRequest permits = request_for(golden);
-    const Reservation reservation = backend_.reserve_at(permits, micros(golden.at));
+    const Reservation reservation = backend_.reserve_at(permits, golden.timeout, micros(golden.at));
     return {.granted = reservation.granted, .wait = reservation.wait};
   }
   void set_rate(const testing::GoldenSetRate& change) override {
@@ -72,7 +81,7 @@ class RedisStore final : public testing::GoldenStore {
     return std::chrono::duration_cast<std::chrono::microseconds>(at).count();
   }
   PermitRequest request_for(const testing::GoldenRequest& golden) const {
-    PermitRequest permits = backends::request(key_, golden.params, golden.timeout);
+    PermitRequest permits = backends::request(key_, golden.params);
     permits.apply_params = golden.apply_params;
     permits.permits = golden.permits;
     return permits;
@@ -122,11 +131,15 @@ TEST_F(RedisBackendTest, ScriptMatchesTheCoreOnRandomSequences) {
       PermitRequest permits = request(key, params);
       permits.permits = 1 + static_cast<std::int64_t>(random() % 20);
       permits.apply_params = random() % 4 != 0;
-      if (random() % 3 == 0) permits.timeout = std::chrono::milliseconds(random() % 500);
+      nanoseconds timeout = kForever;
+      if (random() % 3 == 0) timeout = std::chrono::milliseconds(random() % 500);
       const nanoseconds now = std::chrono::microseconds(now_micros);
+      if (timeout != kForever) permits.deadline = now + timeout;
       if (!core) core.emplace(params, now);
       const Reservation expected = decide(*core, permits, now);
-      const Reservation actual = redis.reserve_at(permits, now_micros);
+      const Reservation actual = redis.reserve_at(permits, timeout, now_micros);
+      ASSERT_EQ(actual.replaced_params, expected.replaced_params)
+          << "sequence " << sequence << " step " << step;
       ASSERT_EQ(actual.granted, expected.granted) << "sequence " << sequence << " step " << step;
       ASSERT_EQ(actual.wait.count(), expected.wait.count())
           << "sequence " << sequence << " step " << step;
@@ -139,26 +152,26 @@ TEST_F(RedisBackendTest, ScriptMatchesTheCoreOnRandomSequences) {
 TEST_F(RedisBackendTest, UnixAndTcpClientsShareOneBucket) {
   RedisBackend over_unix = backend(server_.unix_url());
   RedisBackend over_tcp = backend(server_.tcp_url());
-  EXPECT_EQ(over_unix.reserve_at(request("api", bursty(10)), 0).wait, 0ms);
-  EXPECT_EQ(over_tcp.reserve_at(request("api", bursty(10)), 0).wait, 100ms);
-  EXPECT_EQ(over_unix.reserve_at(request("api", bursty(10)), 50000).wait, 150ms);
+  EXPECT_EQ(over_unix.reserve_at(request("api", bursty(10)), kForever, 0).wait, 0ms);
+  EXPECT_EQ(over_tcp.reserve_at(request("api", bursty(10)), kForever, 0).wait, 100ms);
+  EXPECT_EQ(over_unix.reserve_at(request("api", bursty(10)), kForever, 50000).wait, 150ms);
 }
 
 TEST_F(RedisBackendTest, ServerClockDecides) {
   RedisBackend redis = backend(server_.unix_url());
-  EXPECT_EQ(redis.reserve(request("clock", bursty(2))).wait, 0ms);
-  const nanoseconds second = redis.reserve(request("clock", bursty(2))).wait;
+  EXPECT_EQ(redis.reserve(request("clock", bursty(2)), real_waiter()).wait, 0ms);
+  const nanoseconds second = redis.reserve(request("clock", bursty(2)), real_waiter()).wait;
   EXPECT_GT(second, 400ms);
   EXPECT_LE(second, 500ms);
 }
 
 TEST_F(RedisBackendTest, ScriptIsLoadedAgainAfterScriptFlush) {
   RedisBackend redis = backend(server_.unix_url());
-  EXPECT_EQ(redis.reserve_at(request("flushed", bursty(10)), 0).wait, 0ms);
+  EXPECT_EQ(redis.reserve_at(request("flushed", bursty(10)), kForever, 0).wait, 0ms);
   EXPECT_EQ(admin(server_, {"SCRIPT", "FLUSH"}).type, RedisValue::Type::status);
   // Booked once, not twice: the NOSCRIPT reply means the script did not run.
-  EXPECT_EQ(redis.reserve_at(request("flushed", bursty(10)), 0).wait, 100ms);
-  EXPECT_EQ(redis.reserve_at(request("flushed", bursty(10)), 0).wait, 200ms);
+  EXPECT_EQ(redis.reserve_at(request("flushed", bursty(10)), kForever, 0).wait, 100ms);
+  EXPECT_EQ(redis.reserve_at(request("flushed", bursty(10)), kForever, 0).wait, 200ms);
 }
 
 TEST_F(RedisBackendTest, KeyOfAnotherTypeOrDamagedIsAFreshBucket) {
@@ -168,10 +181,10 @@ TEST_F(RedisBackendTest, KeyOfAnotherTypeOrDamagedIsAFreshBucket) {
   admin(server_, {"HSET", "ratelimit:{damaged}", "v", "1", "rate", "fast"});
   admin(server_, {"HSET", "ratelimit:{future}", "v", "99"});
   for (const std::string key : {"text", "list", "damaged", "future"}) {
-    const Reservation first = redis.reserve_at(request(key, bursty(10)), 0);
+    const Reservation first = redis.reserve_at(request(key, bursty(10)), kForever, 0);
     EXPECT_TRUE(first.granted);
     EXPECT_EQ(first.wait, 0ms) << key;
-    EXPECT_EQ(redis.reserve_at(request(key, bursty(10)), 0).wait, 100ms) << key;
+    EXPECT_EQ(redis.reserve_at(request(key, bursty(10)), kForever, 0).wait, 100ms) << key;
   }
   EXPECT_EQ(notes_, (std::vector<std::string>{
                         "key 'text': a string, not a bucket in Redis; starting a fresh bucket",
@@ -187,24 +200,24 @@ TEST_F(RedisBackendTest, KeyOfAnotherTypeOrDamagedIsAFreshBucket) {
 
 TEST_F(RedisBackendTest, IdleKeyExpiresOnceFullAgain) {
   RedisBackend redis = backend(server_.unix_url());
-  redis.reserve(request("idle", bursty(10, 1.0)));
+  redis.reserve(request("idle", bursty(10, 1.0)), real_waiter());
   // Next free in 100 ms, then 10 permits at 100 ms each: full in 1.1 s, plus the 1 s margin.
   const RedisValue ttl = admin(server_, {"PTTL", "ratelimit:{idle}"});
   ASSERT_EQ(ttl.type, RedisValue::Type::integer);
   EXPECT_GT(ttl.integer, 1900);
   EXPECT_LE(ttl.integer, 2100);
   // At a rate this small the next permit is due when nanoseconds since 1970 overflow (2262).
-  redis.reserve(request("far", bursty(1e-12)));
+  redis.reserve(request("far", bursty(1e-12)), real_waiter());
   EXPECT_GT(admin(server_, {"PTTL", "ratelimit:{far}"}).integer, 200LL * 365 * 24 * 3600 * 1000);
   // At a denormal rate, never: kept without expiry.
-  redis.reserve(request("never", bursty(4.9e-324)));
+  redis.reserve(request("never", bursty(4.9e-324)), real_waiter());
   EXPECT_EQ(admin(server_, {"PTTL", "ratelimit:{never}"}).integer, -1);
 }
 
 TEST_F(RedisBackendTest, StatusResetAndSetRate) {
   RedisBackend redis = backend(server_.unix_url());
-  redis.reserve_at(request("a", bursty(10)), 0);
-  redis.reserve_at(request("b", bursty(4, 2.0)), 0);
+  redis.reserve_at(request("a", bursty(10)), kForever, 0);
+  redis.reserve_at(request("b", bursty(4, 2.0)), kForever, 0);
   auto buckets = redis.status(std::nullopt);
   ASSERT_EQ(buckets.size(), 2u);
   EXPECT_EQ(buckets[0].key, "a");
@@ -227,14 +240,14 @@ TEST_F(RedisBackendTest, StatusResetAndSetRate) {
 TEST(RedisPassword, RightPasswordWrongPasswordAndNone) {
   RedisServer server("s3cr3t");
   RedisBackend right(parse_redis_url(server.tcp_url()), kTimeout);
-  EXPECT_TRUE(right.reserve(request("p", bursty(1))).granted);
+  EXPECT_TRUE(right.reserve(request("p", bursty(1)), real_waiter()).granted);
   RedisBackend over_unix(parse_redis_url(server.unix_url()), kTimeout);
-  EXPECT_TRUE(over_unix.reserve(request("p", bursty(1), 10s)).granted);
+  EXPECT_TRUE(over_unix.reserve(request("p", bursty(1)), real_waiter()).granted);
 
   const std::string wrong_url = "redis://:wrong@127.0.0.1:" + std::to_string(server.port());
   RedisBackend wrong(parse_redis_url(wrong_url), kTimeout);
   try {
-    wrong.reserve(request("p", bursty(1)));
+    wrong.reserve(request("p", bursty(1)), real_waiter());
     FAIL() << "a wrong password was accepted";
   } catch (const BackendUnavailable& error) {
     const std::string message = error.what();
@@ -243,27 +256,27 @@ TEST(RedisPassword, RightPasswordWrongPasswordAndNone) {
     EXPECT_NE(message.find("WRONGPASS"), std::string::npos) << message;
   }
   RedisBackend none(parse_redis_url("unix://" + server.socket_path()), kTimeout);
-  EXPECT_THROW(none.reserve(request("p", bursty(1))), BackendUnavailable);
+  EXPECT_THROW(none.reserve(request("p", bursty(1)), real_waiter()), BackendUnavailable);
 }
 
 TEST(RedisFailures, ServerKilledMidRunIsUnavailableNotSigpipe) {
   RedisServer server;
   RedisBackend redis(parse_redis_url(server.tcp_url()), kTimeout);
-  EXPECT_TRUE(redis.reserve(request("k", bursty(100))).granted);
+  EXPECT_TRUE(redis.reserve(request("k", bursty(100)), real_waiter()).granted);
   server.stop(SIGKILL);
   // The first write to the dead connection may succeed; the ones after it would raise SIGPIPE.
   for (int attempt = 0; attempt < 3; ++attempt)
-    EXPECT_THROW(redis.reserve(request("k", bursty(100))), BackendUnavailable);
+    EXPECT_THROW(redis.reserve(request("k", bursty(100)), real_waiter()), BackendUnavailable);
   server.restart();
-  EXPECT_TRUE(redis.reserve(request("k", bursty(100))).granted);
+  EXPECT_TRUE(redis.reserve(request("k", bursty(100)), real_waiter()).granted);
 }
 
 TEST(RedisFailures, ConnectionDroppedByServerIsUnavailableNotSigpipe) {
   RedisServer server;
   RedisBackend redis(parse_redis_url(server.unix_url()), kTimeout);
-  EXPECT_TRUE(redis.reserve(request("k", bursty(100))).granted);
+  EXPECT_TRUE(redis.reserve(request("k", bursty(100)), real_waiter()).granted);
   admin(server, {"CLIENT", "KILL", "TYPE", "normal", "SKIPME", "yes"});
-  EXPECT_THROW(redis.reserve(request("k", bursty(100))), BackendUnavailable);
+  EXPECT_THROW(redis.reserve(request("k", bursty(100)), real_waiter()), BackendUnavailable);
   sigset_t pending;
   sigpending(&pending);
   EXPECT_EQ(sigismember(&pending, SIGPIPE), 0);
@@ -272,11 +285,11 @@ TEST(RedisFailures, ConnectionDroppedByServerIsUnavailableNotSigpipe) {
 TEST(RedisFailures, PausedServerTimesOut) {
   RedisServer server;
   RedisBackend redis(parse_redis_url(server.unix_url()), 200ms);
-  EXPECT_TRUE(redis.reserve(request("k", bursty(100))).granted);
+  EXPECT_TRUE(redis.reserve(request("k", bursty(100)), real_waiter()).granted);
   admin(server, {"CLIENT", "PAUSE", "3000", "ALL"});
   const auto start = std::chrono::steady_clock::now();
   try {
-    redis.reserve(request("k", bursty(100)));
+    redis.reserve(request("k", bursty(100)), real_waiter());
     FAIL() << "a paused server answered";
   } catch (const BackendUnavailable& error) {
     EXPECT_NE(std::string(error.what()).find("no reply within 200ms"), std::string::npos)
@@ -291,7 +304,7 @@ TEST(RedisFailures, NoServerIsUnavailable) {
   testing::TempDir dir;
   RedisBackend redis(parse_redis_url("unix://" + dir.string() + "/none.sock"), kTimeout);
   try {
-    redis.reserve(request("k", bursty(1)));
+    redis.reserve(request("k", bursty(1)), real_waiter());
     FAIL();
   } catch (const BackendUnavailable& error) {
     EXPECT_EQ(std::string(error.what()),

@@ -84,6 +84,9 @@ class RedisServer {
     if (pid_ == 0) {
       // Dies with the test, even one that crashed, and never holds the test's output open.
       ::prctl(PR_SET_PDEATHSIG, SIGKILL);
+      sigset_t none;
+      sigemptyset(&none);
+      ::sigprocmask(SIG_SETMASK, &none, nullptr);  // the test may block stop signals
       const int null = ::open("/dev/null", O_WRONLY);
       ::dup2(null, STDOUT_FILENO);
       ::dup2(null, STDERR_FILENO);

@@ -2,6 +2,10 @@
 
 #include <gtest/gtest.h>
 
+#include "errors.hpp"
+#include "fake_clock.hpp"
+#include "fake_waiter.hpp"
+
 namespace ratelimit::backends {
 namespace {
 
@@ -11,7 +15,7 @@ using namespace std::chrono_literals;
 class ScriptedBackend final : public BucketBackend {
  public:
   explicit ScriptedBackend(std::chrono::nanoseconds wait) : wait_(wait) {}
-  Reservation reserve(const PermitRequest&) override {
+  Reservation reserve(const PermitRequest&, io::Waiter&) override {
     ++calls;
     if (down) throw BackendUnavailable("Redis at redis://h: Connection refused");
     return {.granted = true, .wait = wait_};
@@ -21,6 +25,7 @@ class ScriptedBackend final : public BucketBackend {
     return {};
   }
   bool reset(const std::string&) override { return !down; }
+  bool set_rate(const std::string&, double) override { return !down; }
 
   bool down = false;
   int calls = 0;
@@ -34,17 +39,26 @@ struct Fixture {
     auto owned = std::make_unique<ScriptedBackend>(7ms);
     shared = owned.get();
     backend = std::make_unique<FallbackBackend>(
-        std::move(owned), policy, local,
+        std::move(owned), policy,
+        [this] {
+          ++locals_opened;
+          auto opened = std::make_unique<ScriptedBackend>(30ms);
+          local = opened.get();
+          return opened;
+        },
         [this](const std::string& warning) { warnings.push_back(warning); });
   }
   Reservation reserve() {
     PermitRequest request;
     request.key = "api";
-    return backend->reserve(request);
+    return backend->reserve(request, waiter);
   }
 
+  testing::FakeClock clock;
+  testing::FakeWaiter waiter{clock};
   ScriptedBackend* shared;
-  ScriptedBackend local{30ms};
+  ScriptedBackend* local = nullptr;
+  int locals_opened = 0;
   std::unique_ptr<FallbackBackend> backend;
   std::vector<std::string> warnings;
 };
@@ -77,7 +91,8 @@ TEST(FallbackBackend, LocalSwitchesToTheLocalBucketForTheRestOfTheRun) {
   fixture.shared->down = false;
   EXPECT_EQ(fixture.reserve().wait, 30ms);
   EXPECT_EQ(fixture.shared->calls, 1);
-  EXPECT_EQ(fixture.local.calls, 2);
+  EXPECT_EQ(fixture.local->calls, 2);
+  EXPECT_EQ(fixture.locals_opened, 1);
   EXPECT_EQ(fixture.warnings,
             std::vector<std::string>{"Redis at redis://h: Connection refused; using this host's "
                                      "bucket 'api' (--on-redis-error=local)"});
@@ -88,7 +103,8 @@ TEST(FallbackBackend, StatusAndResetFailWhateverThePolicy) {
   fixture.shared->down = true;
   EXPECT_THROW(fixture.backend->status(std::nullopt), BackendUnavailable);
   EXPECT_FALSE(fixture.backend->reset("api"));
-  EXPECT_EQ(fixture.local.calls, 0);
+  EXPECT_FALSE(fixture.backend->set_rate("api", 2));
+  EXPECT_EQ(fixture.locals_opened, 0);
 }
 
 }  // namespace

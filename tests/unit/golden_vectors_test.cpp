@@ -5,28 +5,70 @@
 #include <optional>
 
 #include "backends/bucket_backend.hpp"
+#include "backends/state_file_backend.hpp"
+#include "fake_clock.hpp"
+#include "fake_waiter.hpp"
+#include "temp_dir.hpp"
 
 namespace ratelimit::testing {
 namespace {
+
+using std::chrono::nanoseconds;
+
+// The request a vector's line makes of a store whose timeline is the vector's moved by `origin`.
+backends::PermitRequest permit_request(const GoldenRequest& request, nanoseconds origin) {
+  backends::PermitRequest permits;
+  permits.key = "golden";
+  permits.params = request.params;
+  permits.apply_params = request.apply_params;
+  permits.permits = request.permits;
+  const nanoseconds at = origin + request.at;
+  if (request.timeout != nanoseconds::max())
+    permits.deadline =
+        request.timeout > nanoseconds::max() - at ? nanoseconds::max() : at + request.timeout;
+  return permits;
+}
 
 // The core's arithmetic through backends::decide(), the step every store takes under its lock.
 class CoreStore final : public GoldenStore {
  public:
   GoldenAnswer request(const GoldenRequest& request) override {
     if (!bucket_) bucket_.emplace(request.params, request.at);
-    backends::PermitRequest permits;
-    permits.key = "golden";
-    permits.params = request.params;
-    permits.apply_params = request.apply_params;
-    permits.permits = request.permits;
-    permits.timeout = request.timeout;
-    const backends::Reservation reservation = backends::decide(*bucket_, permits, request.at);
+    const backends::Reservation reservation =
+        backends::decide(*bucket_, permit_request(request, nanoseconds::zero()), request.at);
     return {.granted = reservation.granted, .wait = reservation.wait};
   }
   void set_rate(const GoldenSetRate& change) override { bucket_->set_rate(change.rate, change.at); }
 
  private:
   std::optional<TokenBucket> bucket_;
+};
+
+// The state-file backend in a directory of its own, on a fake clock that the vector's times move.
+class StateFileStore final : public GoldenStore {
+ public:
+  GoldenAnswer request(const GoldenRequest& request) override {
+    move_to(request.at);
+    const backends::Reservation reservation =
+        backend_.reserve(permit_request(request, origin_), waiter_);
+    return {.granted = reservation.granted, .wait = reservation.wait};
+  }
+  void set_rate(const GoldenSetRate& change) override {
+    move_to(change.at);
+    EXPECT_TRUE(backend_.set_rate("golden", change.rate));
+  }
+
+ private:
+  void move_to(nanoseconds at) { clock_.advance(origin_ + at - clock_.now()); }
+
+  TempDir dir_;
+  FakeClock clock_;
+  FakeWaiter waiter_{clock_};
+  const nanoseconds origin_ = clock_.now();
+  backends::StateFileBackend backend_{
+      backends::StateDirectory::open(dir_.string()), clock_,
+      backends::HostId{.machine_id = "0123456789abcdef0123456789abcdef",
+                       .boot_id = "11111111-2222-3333-4444-555555555555"}};
 };
 
 std::vector<GoldenVector> golden_vectors() { return read_golden_vectors(RATELIMIT_GOLDEN_VECTORS); }
@@ -50,6 +92,13 @@ TEST(GoldenVectors, FileCoversEveryKindOfStep) {
 TEST(GoldenVectors, CoreReachesEveryExpectedDecision) {
   for (const GoldenVector& vector : golden_vectors()) {
     CoreStore store;
+    for (const std::string& mismatch : replay(vector, store)) ADD_FAILURE() << mismatch;
+  }
+}
+
+TEST(GoldenVectors, StateFileReachesEveryExpectedDecision) {
+  for (const GoldenVector& vector : golden_vectors()) {
+    StateFileStore store;
     for (const std::string& mismatch : replay(vector, store)) ADD_FAILURE() << mismatch;
   }
 }

@@ -3,12 +3,15 @@
 #include <gtest/gtest.h>
 #include <sys/stat.h>
 
+#include <csignal>
 #include <filesystem>
 #include <fstream>
+#include <optional>
 #include <vector>
 
 #include "backends/state_file_format.hpp"
 #include "fake_clock.hpp"
+#include "fake_waiter.hpp"
 #include "temp_dir.hpp"
 
 namespace ratelimit::backends {
@@ -16,9 +19,11 @@ namespace {
 
 using namespace std::chrono_literals;
 using testing::FakeClock;
+using testing::FakeWaiter;
 using testing::TempDir;
 
 constexpr const char* kBoot = "11111111-2222-3333-4444-555555555555";
+constexpr const char* kMachine = "0123456789abcdef0123456789abcdef";
 
 BucketParams bursty(double rate) {
   BucketParams params;
@@ -26,17 +31,14 @@ BucketParams bursty(double rate) {
   return params;
 }
 
-PermitRequest request(BucketParams params,
-                      std::chrono::nanoseconds timeout = std::chrono::nanoseconds::max()) {
-  return {.key = "api", .params = params, .permits = 1, .timeout = timeout};
-}
-
 class StateFileBackendTest : public ::testing::Test {
  protected:
   // Another process on the same state directory: its own descriptors, the same clock.
-  StateFileBackend process(std::string boot_id = kBoot) {
-    return StateFileBackend(StateDirectory::open(dir_.string()), clock_, std::move(boot_id),
-                            [this](const std::string& note) { notes_.push_back(note); });
+  StateFileBackend process(std::string boot_id = kBoot, std::string machine_id = kMachine) {
+    return StateFileBackend(
+        StateDirectory::open(dir_.string()), clock_,
+        HostId{.machine_id = std::move(machine_id), .boot_id = std::move(boot_id)},
+        [this](const std::string& note) { notes_.push_back(note); });
   }
   void write_file(const std::string& name, const std::string& bytes) {
     std::ofstream(dir_.path() / name, std::ios::binary) << bytes;
@@ -46,19 +48,28 @@ class StateFileBackendTest : public ::testing::Test {
     return {std::istreambuf_iterator<char>(in), {}};
   }
 
+  // A request made now, due within `timeout`.
+  PermitRequest request(BucketParams params,
+                        std::chrono::nanoseconds timeout = std::chrono::nanoseconds::max()) {
+    PermitRequest permits{.key = "api", .params = params};
+    if (timeout != std::chrono::nanoseconds::max()) permits.deadline = clock_.now() + timeout;
+    return permits;
+  }
+
   TempDir dir_;
   FakeClock clock_;
+  FakeWaiter waiter_{clock_};
   std::vector<std::string> notes_;
 };
 
 TEST_F(StateFileBackendTest, ProcessesShareOneBucketInArrivalOrder) {
   auto first = process();
   auto second = process();
-  EXPECT_EQ(first.reserve(request(bursty(10))).wait, 0ms);
-  EXPECT_EQ(second.reserve(request(bursty(10))).wait, 100ms);
-  EXPECT_EQ(first.reserve(request(bursty(10))).wait, 200ms);
+  EXPECT_EQ(first.reserve(request(bursty(10)), waiter_).wait, 0ms);
+  EXPECT_EQ(second.reserve(request(bursty(10)), waiter_).wait, 100ms);
+  EXPECT_EQ(first.reserve(request(bursty(10)), waiter_).wait, 200ms);
   clock_.advance(50ms);
-  EXPECT_EQ(second.reserve(request(bursty(10))).wait, 250ms);
+  EXPECT_EQ(second.reserve(request(bursty(10)), waiter_).wait, 250ms);
   EXPECT_TRUE(notes_.empty());
 }
 
@@ -73,86 +84,116 @@ TEST_F(StateFileBackendTest, MatchesTheCoreDecisionForDecision) {
     clock_.advance(std::chrono::milliseconds(37 * (i % 5)));
     PermitRequest permits = request(params);
     permits.permits = 1 + i % 3;
-    EXPECT_EQ(backend.reserve(permits).wait, reference.reserve(permits.permits, clock_.now()));
+    EXPECT_EQ(backend.reserve(permits, waiter_).wait,
+              reference.reserve(permits.permits, clock_.now()));
   }
 }
 
 TEST_F(StateFileBackendTest, TryRefusesWithoutBooking) {
   auto backend = process();
-  ASSERT_TRUE(backend.reserve(request(bursty(10), 0ns)).granted);
-  const Reservation refused = backend.reserve(request(bursty(10), 0ns));
+  ASSERT_TRUE(backend.reserve(request(bursty(10), 0ns), waiter_).granted);
+  const Reservation refused = backend.reserve(request(bursty(10), 0ns), waiter_);
   EXPECT_FALSE(refused.granted);
   EXPECT_EQ(refused.wait, 100ms);
   clock_.advance(100ms);
-  EXPECT_TRUE(backend.reserve(request(bursty(10), 0ns)).granted);
+  EXPECT_TRUE(backend.reserve(request(bursty(10), 0ns), waiter_).granted);
 }
 
 TEST_F(StateFileBackendTest, TimeoutGrantsWhatIsDueInTime) {
   auto backend = process();
-  backend.reserve(request(bursty(10)));
-  EXPECT_FALSE(backend.reserve(request(bursty(10), 99ms)).granted);
-  const Reservation granted = backend.reserve(request(bursty(10), 100ms));
+  backend.reserve(request(bursty(10)), waiter_);
+  EXPECT_FALSE(backend.reserve(request(bursty(10), 99ms), waiter_).granted);
+  const Reservation granted = backend.reserve(request(bursty(10), 100ms), waiter_);
   EXPECT_TRUE(granted.granted);
   EXPECT_EQ(granted.wait, 100ms);
 }
 
 TEST_F(StateFileBackendTest, NewParametersApplyFromNowOn) {
   auto backend = process();
-  backend.reserve(request(bursty(1)));
-  EXPECT_EQ(backend.reserve(request(bursty(1))).wait, 1s);
+  backend.reserve(request(bursty(1)), waiter_);
+  EXPECT_EQ(backend.reserve(request(bursty(1)), waiter_).wait, 1s);
   // The booking at 1 permit/s is kept; after it, permits come at the new rate.
-  EXPECT_EQ(backend.reserve(request(bursty(10))).wait, 2s);
-  EXPECT_EQ(backend.reserve(request(bursty(10))).wait, 2100ms);
+  EXPECT_EQ(backend.reserve(request(bursty(10)), waiter_).wait, 2s);
+  EXPECT_EQ(backend.reserve(request(bursty(10)), waiter_).wait, 2100ms);
   EXPECT_EQ(backend.status("api").front().params, bursty(10));
 }
 
 TEST_F(StateFileBackendTest, IdleBucketStoresABurst) {
   auto backend = process();
-  backend.reserve(request(bursty(10)));
+  backend.reserve(request(bursty(10)), waiter_);
   clock_.advance(5s);
   const auto status = backend.status("api");
   ASSERT_EQ(status.size(), 1u);
   EXPECT_DOUBLE_EQ(status.front().stored_permits, 10.0);
   EXPECT_EQ(status.front().next_free_in, 0ns);
-  for (int i = 0; i < 11; ++i) EXPECT_EQ(backend.reserve(request(bursty(10))).wait, 0ns) << i;
-  EXPECT_EQ(backend.reserve(request(bursty(10))).wait, 100ms);
+  for (int i = 0; i < 11; ++i)
+    EXPECT_EQ(backend.reserve(request(bursty(10)), waiter_).wait, 0ns) << i;
+  EXPECT_EQ(backend.reserve(request(bursty(10)), waiter_).wait, 100ms);
 }
 
 TEST_F(StateFileBackendTest, CorruptRecordIsAFreshBucket) {
   auto backend = process();
-  backend.reserve(request(bursty(1)));
+  backend.reserve(request(bursty(1)), waiter_);
   std::string bytes = read_file("api.bucket");
   bytes[20] = static_cast<char>(bytes[20] ^ 0x40);
   write_file("api.bucket", bytes);
   EXPECT_NE(backend.status(std::nullopt).front().problem, "");
-  EXPECT_EQ(backend.reserve(request(bursty(1))).wait, 0ns);
+  EXPECT_EQ(backend.reserve(request(bursty(1)), waiter_).wait, 0ns);
   ASSERT_EQ(notes_.size(), 1u);
   EXPECT_EQ(notes_.front(), "key 'api': bad checksum; starting a fresh bucket");
-  EXPECT_EQ(backend.reserve(request(bursty(1))).wait, 1s);
+  EXPECT_EQ(backend.reserve(request(bursty(1)), waiter_).wait, 1s);
 }
 
 TEST_F(StateFileBackendTest, TruncatedAndGarbageRecordsAreFreshBuckets) {
   auto backend = process();
-  backend.reserve(request(bursty(1)));
+  backend.reserve(request(bursty(1)), waiter_);
   write_file("api.bucket", read_file("api.bucket").substr(0, 50));
-  EXPECT_EQ(backend.reserve(request(bursty(1))).wait, 0ns);
+  EXPECT_EQ(backend.reserve(request(bursty(1)), waiter_).wait, 0ns);
   write_file("api.bucket", std::string(5000, 'x'));
-  EXPECT_EQ(backend.reserve(request(bursty(1))).wait, 0ns);
+  EXPECT_EQ(backend.reserve(request(bursty(1)), waiter_).wait, 0ns);
   EXPECT_EQ(notes_.size(), 2u);
 }
 
 TEST_F(StateFileBackendTest, RecordOfAPreviousBootIsAFreshBucket) {
-  process("00000000-0000-0000-0000-000000000000").reserve(request(bursty(1)));
+  process("00000000-0000-0000-0000-000000000000").reserve(request(bursty(1)), waiter_);
   auto backend = process();
-  EXPECT_EQ(backend.reserve(request(bursty(1))).wait, 0ns);
+  EXPECT_EQ(backend.reserve(request(bursty(1)), waiter_).wait, 0ns);
   ASSERT_EQ(notes_.size(), 1u);
   EXPECT_EQ(notes_.front(), "key 'api': state from a previous boot; starting a fresh bucket");
+}
+
+TEST_F(StateFileBackendTest, RecordOfAnotherMachineIsRefused) {
+  process(kBoot, "ffffffffffffffffffffffffffffffff").reserve(request(bursty(1)), waiter_);
+  auto backend = process();
+  try {
+    backend.reserve(request(bursty(1)), waiter_);
+    ADD_FAILURE() << "another machine's record was used";
+  } catch (const UnsafeStateError& error) {
+    EXPECT_EQ(std::string(error.what()),
+              "state file '" + dir_.string() +
+                  "/api.bucket' was written on another machine (machine id "
+                  "ffffffffffffffffffffffffffffffff, this is 0123456789abcdef0123456789abcdef): a "
+                  "state directory shared by hosts cannot keep one limit; use a directory of this "
+                  "host's (--state-dir)");
+  }
+  // The other machine's record is left as it was, and reset clears it.
+  EXPECT_EQ(
+      process(kBoot, "ffffffffffffffffffffffffffffffff").reserve(request(bursty(1)), waiter_).wait,
+      1s);
+  EXPECT_TRUE(backend.reset("api"));
+  EXPECT_TRUE(backend.reserve(request(bursty(1)), waiter_).granted);
+}
+
+TEST_F(StateFileBackendTest, MachineWithoutAnIdTakesEveryRecordAsItsOwn) {
+  process(kBoot, "ffffffffffffffffffffffffffffffff").reserve(request(bursty(1)), waiter_);
+  EXPECT_EQ(process(kBoot, "").reserve(request(bursty(1)), waiter_).wait, 1s);
 }
 
 TEST_F(StateFileBackendTest, StatusListsBucketsByKeyAndResetForgetsOne) {
   auto backend = process();
   for (const char* key : {"b", "a/x", "c"})
-    backend.reserve({.key = key, .params = bursty(2), .permits = 1, .timeout = 0ns});
+    backend.reserve({.key = key, .params = bursty(2), .permits = 1, .deadline = clock_.now()},
+                    waiter_);
   write_file("unrelated.txt", "");
   std::vector<std::string> keys;
   for (const auto& bucket : backend.status(std::nullopt)) keys.push_back(bucket.key);
@@ -172,7 +213,7 @@ TEST_F(StateFileBackendTest, SymlinkAtTheStateFileIsNotFollowed) {
   std::ofstream(target) << "precious";
   std::filesystem::create_symlink(target, dir_.path() / "api.bucket");
   auto backend = process();
-  EXPECT_THROW(backend.reserve(request(bursty(1))), UnsafeStateError);
+  EXPECT_THROW(backend.reserve(request(bursty(1)), waiter_), UnsafeStateError);
   std::ifstream in(target);
   EXPECT_EQ(std::string(std::istreambuf_iterator<char>(in), {}), "precious");
 }
@@ -195,7 +236,7 @@ TEST_F(StateFileBackendTest, MissingDirectoryIsCreatedPrivate) {
 }
 
 TEST_F(StateFileBackendTest, StateFilesArePrivate) {
-  process().reserve(request(bursty(1)));
+  process().reserve(request(bursty(1)), waiter_);
   struct stat status {};
   ASSERT_EQ(::stat((dir_.path() / "api.bucket").c_str(), &status), 0);
   EXPECT_EQ(status.st_mode & 07777, 0600u);
@@ -208,6 +249,51 @@ TEST_F(StateFileBackendTest, SlotLockIsExclusiveUntilClosed) {
   EXPECT_FALSE(directory.try_lock("api.slot-0"));
   held.reset();
   EXPECT_TRUE(directory.try_lock("api.slot-0"));
+}
+
+// Another process holding the bucket's lock (stopped inside its update, say) for as long as the
+// test runs.
+class HeldLockTest : public StateFileBackendTest {
+ protected:
+  void SetUp() override {
+    process().reserve(request(bursty(1000)), waiter_);
+    held_ = StateDirectory::open(dir_.string()).lock("api.bucket", LockKind::exclusive);
+  }
+  std::optional<LockedFile> held_;
+};
+
+TEST_F(HeldLockTest, TryDoesNotWaitForTheLock) {
+  const Reservation reservation = process().reserve(request(bursty(1000), 0ns), waiter_);
+  EXPECT_FALSE(reservation.granted);
+  EXPECT_EQ(reservation.signal, 0);
+  EXPECT_TRUE(waiter_.waits.empty());
+}
+
+TEST_F(HeldLockTest, DeadlineBoundsTheWaitForTheLock) {
+  const auto start = clock_.now();
+  const Reservation reservation = process().reserve(request(bursty(1000), 30ms), waiter_);
+  EXPECT_FALSE(reservation.granted);
+  EXPECT_EQ(clock_.now() - start, 30ms);
+  // Tried again after 0.1, 0.2, 0.4 ... ms, at most 10 ms apart.
+  ASSERT_GE(waiter_.waits.size(), 3u);
+  EXPECT_EQ(waiter_.waits[0], 100us);
+  EXPECT_EQ(waiter_.waits[1], 200us);
+  for (const auto wait : waiter_.waits) EXPECT_LE(wait, 10ms);
+}
+
+TEST_F(HeldLockTest, StopSignalEndsTheWaitForTheLock) {
+  waiter_.signal_during_wait = 5;
+  const Reservation reservation = process().reserve(request(bursty(1000)), waiter_);
+  EXPECT_FALSE(reservation.granted);
+  EXPECT_EQ(reservation.signal, SIGINT);
+  EXPECT_EQ(waiter_.waits.size(), 5u);
+}
+
+TEST_F(HeldLockTest, LockLetGoIsTaken) {
+  auto backend = process();
+  held_.reset();
+  clock_.advance(1s);
+  EXPECT_TRUE(backend.reserve(request(bursty(1000), 0ns), waiter_).granted);
 }
 
 }  // namespace

@@ -17,6 +17,7 @@ StateRecord sample_record() {
   record.params.cold_factor = 4.0;
   record.state.stored_permits = 3.25;
   record.state.next_free = 123'456'789'012ns;
+  record.machine_id = "3d1219c7c4c5404aaa1f6d2a48adfda4";
   record.boot_id = "0f1e2d3c-4b5a-6978-8796-a5b4c3d2e1f0";
   return record;
 }
@@ -27,6 +28,7 @@ TEST(StateRecord, RoundTrips) {
   ASSERT_TRUE(decoded.record) << decoded.problem;
   EXPECT_EQ(decoded.record->params, record.params);
   EXPECT_EQ(decoded.record->state, record.state);
+  EXPECT_EQ(decoded.record->machine_id, record.machine_id);
   EXPECT_EQ(decoded.record->boot_id, record.boot_id);
 }
 

@@ -8,8 +8,8 @@
 #include <algorithm>
 #include <cstdlib>
 
-#include "backends/state_directory.hpp"
 #include "backends/state_file_format.hpp"
+#include "state/state_directory.hpp"
 
 namespace ratelimit::backends {
 namespace {
@@ -98,7 +98,30 @@ std::optional<LockedFile> StateDirectory::lock_file(const std::string& name, Loc
     if (io::retry_on_eintr([&] { return ::flock(fd.get(), operation); }) != 0)
       io::throw_errno("lock state file '" + path_ + "/" + name + "'");
     // A reset may have removed the file between open and lock: its state would be lost.
-    if (stat_of(fd.get(), path_ + "/" + name).st_nlink > 0) return LockedFile(std::move(fd));
+    if (stat_of(fd.get(), path_ + "/" + name).st_nlink > 0) return LockedFile(std::move(fd), name);
+  }
+}
+
+LockWait StateDirectory::lock_until(const std::string& name, io::Waiter& waiter,
+                                    std::chrono::nanoseconds deadline) const {
+  constexpr std::chrono::nanoseconds kFirstRetry = std::chrono::microseconds(100);
+  constexpr std::chrono::nanoseconds kLongestRetry = std::chrono::milliseconds(10);
+  std::chrono::nanoseconds retry = kFirstRetry;
+  io::FileDescriptor fd = open_file(name, true);
+  while (true) {
+    if (io::retry_on_eintr([&] { return ::flock(fd.get(), LOCK_EX | LOCK_NB); }) == 0) {
+      // A reset may have removed the file between open and lock: its state would be lost.
+      if (stat_of(fd.get(), path_ + "/" + name).st_nlink > 0)
+        return {.file = LockedFile(std::move(fd), name), .signal = 0};
+      fd = open_file(name, true);
+      continue;
+    }
+    if (errno != EWOULDBLOCK) io::throw_errno("lock state file '" + path_ + "/" + name + "'");
+    const std::chrono::nanoseconds now = waiter.now();
+    if (now >= deadline) return {};
+    if (const int signal = waiter.wait_until(std::min(deadline, now + retry)))
+      return {.file = {}, .signal = signal};
+    retry = std::min(retry * 2, kLongestRetry);
   }
 }
 
@@ -145,15 +168,27 @@ std::string state_dir_from_environment(std::string_view option) {
                           getenv_or_empty("XDG_RUNTIME_DIR"), ::geteuid());
 }
 
-std::string read_boot_id() {
-  io::FileDescriptor fd(::open("/proc/sys/kernel/random/boot_id", O_RDONLY | O_CLOEXEC));
+namespace {
+
+// The first line of a small system file; empty if it cannot be read.
+std::string read_id_file(const char* path) {
+  io::FileDescriptor fd(::open(path, O_RDONLY | O_CLOEXEC));
   if (!fd) return {};
   char bytes[64];
   const ssize_t count = io::retry_on_eintr([&] { return ::read(fd.get(), bytes, sizeof bytes); });
   if (count <= 0) return {};
-  std::string boot_id(bytes, static_cast<std::size_t>(count));
-  while (!boot_id.empty() && boot_id.back() == '\n') boot_id.pop_back();
-  return boot_id;
+  std::string id(bytes, static_cast<std::size_t>(count));
+  id.resize(std::min(id.find('\n'), id.size()));
+  return id;
+}
+
+}  // namespace
+
+std::string read_boot_id() { return read_id_file("/proc/sys/kernel/random/boot_id"); }
+
+std::string read_machine_id() {
+  std::string id = read_id_file("/etc/machine-id");
+  return id.empty() ? read_id_file("/var/lib/dbus/machine-id") : id;
 }
 
 }  // namespace ratelimit::backends

@@ -6,32 +6,38 @@
 #include <string_view>
 #include <vector>
 
+#include "errors.hpp"
 #include "io/posix.hpp"
+#include "io/waiter.hpp"
 
 // The state-file backend's POSIX side (state_directory_posix.cpp): a checked directory, its files
 // opened without following links, and flock.
 namespace ratelimit::backends {
 
-// The state directory or one of its files could let another user tamper with the buckets
-// (exit 77, EX_NOPERM).
-class UnsafeStateError : public std::runtime_error {
- public:
-  using std::runtime_error::runtime_error;
-};
-
 // A state file held open under flock; closing it (the destructor) releases the lock.
 class LockedFile {
  public:
   std::string read() const;
+  // The file's name in its directory.
+  const std::string& name() const { return name_; }
   void overwrite(std::string_view bytes);
 
  private:
   friend class StateDirectory;
-  explicit LockedFile(io::FileDescriptor fd) : fd_(std::move(fd)) {}
+  LockedFile(io::FileDescriptor fd, std::string name)
+      : fd_(std::move(fd)), name_(std::move(name)) {}
   io::FileDescriptor fd_;
+  std::string name_;
 };
 
 enum class LockKind { shared, exclusive };
+
+// What waiting for a lock ended with: the locked file, or none because the deadline came first or
+// a stop signal (`signal`) ended the wait.
+struct LockWait {
+  std::optional<LockedFile> file;
+  int signal = 0;
+};
 
 // The state directory, held by a descriptor so that files are opened relative to the directory
 // that was checked, whatever happens to its path afterwards.
@@ -43,6 +49,12 @@ class StateDirectory {
 
   // Opens `name` (creating it 0600) and waits for the lock.
   LockedFile lock(const std::string& name, LockKind kind) const;
+  // The same for the exclusive lock, waiting through `waiter` until `deadline` at most (a
+  // deadline already past takes the lock only if it is free now). flock cannot wait with a
+  // timeout nor race-free with a signal, so the lock is tried anew after waits that grow from
+  // 0.1 to 10 ms.
+  LockWait lock_until(const std::string& name, io::Waiter& waiter,
+                      std::chrono::nanoseconds deadline) const;
   // The same for a file that may not exist: none if it does not.
   std::optional<LockedFile> lock_existing(const std::string& name, LockKind kind) const;
   // Opens `name` (creating it 0600) and takes its exclusive lock if free now; an empty descriptor
@@ -69,5 +81,7 @@ std::string state_dir_from_environment(std::string_view option);
 
 // This boot's id (/proc/sys/kernel/random/boot_id); empty if the kernel does not tell.
 std::string read_boot_id();
+// This machine's id (/etc/machine-id, else /var/lib/dbus/machine-id); empty if it has none.
+std::string read_machine_id();
 
 }  // namespace ratelimit::backends

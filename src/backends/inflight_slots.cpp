@@ -1,0 +1,15 @@
+#include "backends/inflight_slots.hpp"
+
+#include "backends/state_file_format.hpp"
+
+namespace ratelimit::backends {
+
+io::FileDescriptor StateDirectorySlots::try_take(const std::string& key, int max_inflight) {
+  for (int index = 0; index < max_inflight; ++index) {
+    io::FileDescriptor slot = directory_.try_lock(slot_file_name(key, index));
+    if (slot) return slot;
+  }
+  return {};
+}
+
+}  // namespace ratelimit::backends

@@ -1,0 +1,30 @@
+#pragma once
+
+#include <string>
+
+#include "io/posix.hpp"
+#include "state/state_directory.hpp"
+
+namespace ratelimit::backends {
+
+// --max-inflight: at most N holders of a key at once. Per host, whatever store keeps the bucket:
+// a slot is a lock that dies with the process holding it, which only a local lock can promise.
+class InflightSlots {
+ public:
+  virtual ~InflightSlots() = default;
+  // One of the key's `max_inflight` slots if one is free now; an empty descriptor otherwise. The
+  // slot is held as long as the descriptor (or a copy a command inherits) is open.
+  virtual io::FileDescriptor try_take(const std::string& key, int max_inflight) = 0;
+};
+
+// Slots as lock files KEY.slot-I in a state directory.
+class StateDirectorySlots final : public InflightSlots {
+ public:
+  explicit StateDirectorySlots(StateDirectory directory) : directory_(std::move(directory)) {}
+  io::FileDescriptor try_take(const std::string& key, int max_inflight) override;
+
+ private:
+  StateDirectory directory_;
+};
+
+}  // namespace ratelimit::backends

@@ -1,0 +1,37 @@
+#pragma once
+
+#include <stdexcept>
+#include <system_error>
+
+// Every error that ends the program with its own exit status: main() maps each type to its code
+// (exit_codes.hpp) and prints "ratelimit: <what>". Any other std::system_error exits 74; anything
+// unforeseen 70.
+namespace ratelimit {
+
+// Bad user input (64, EX_USAGE).
+class UsageError : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+// An input file that is missing or cannot be read (66, EX_NOINPUT).
+class InputError : public std::system_error {
+ public:
+  using std::system_error::system_error;
+};
+
+// The store of shared buckets cannot answer: a state directory that cannot be created or written,
+// a server that cannot be reached (69, EX_UNAVAILABLE).
+class BackendUnavailable : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+// The state directory or a file in it could let another user tamper with the buckets, or holds a
+// bucket written by another machine (77, EX_NOPERM).
+class UnsafeStateError : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+}  // namespace ratelimit

@@ -1,0 +1,79 @@
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <optional>
+
+#include "backends/bucket_backend.hpp"
+#include "io/waiter.hpp"
+#include "ratelimit/token_bucket.hpp"
+
+namespace ratelimit::pipe {
+
+// Where the pipe engine takes its permits: "N units now: when may they go?", and "the rate is
+// now R". The engine never looks at the bucket behind it.
+class PermitSource {
+ public:
+  virtual ~PermitSource() = default;
+  // When up to `units` may be moved, on the engine's clock; none when a stop signal ended the
+  // call to the store first.
+  virtual std::optional<std::chrono::nanoseconds> turn(std::int64_t units,
+                                                       std::chrono::nanoseconds now) = 0;
+  // `units` were moved, as requested at `requested_at`.
+  virtual void consume(std::int64_t units, std::chrono::nanoseconds requested_at) = 0;
+  virtual void set_rate(double units_per_second, std::chrono::nanoseconds now) = 0;
+};
+
+// The pipe's own bucket: the turn is the bucket's next free time and units are booked once
+// moved, at the time they were asked for (only what moved is charged; the wait is the same, as
+// Guava's cost is paid by the next request).
+class LocalPermitSource final : public PermitSource {
+ public:
+  LocalPermitSource(const BucketParams& params, std::chrono::nanoseconds now)
+      : bucket_(params, now) {}
+  std::optional<std::chrono::nanoseconds> turn(std::int64_t units,
+                                               std::chrono::nanoseconds now) override;
+  void consume(std::int64_t units, std::chrono::nanoseconds requested_at) override;
+  void set_rate(double units_per_second, std::chrono::nanoseconds now) override;
+
+ private:
+  TokenBucket bucket_;
+};
+
+// A bucket that other pipes and commands share through a store: one atomic booking per turn,
+// made before the units move, so two users never take the same turn. The booking for the next
+// chunk is made as soon as one has moved, so the store's lock or round trip hides behind the wait.
+// Units booked and not moved (a short read, the end of a slow producer's burst) are kept as
+// local credit for the next turn: never booked twice. The first booking applies the request's
+// parameters to the key (saying so through `on_replaced` if they differed); later ones keep the
+// key's, so that two users with other parameters do not flip the key back and forth.
+class SharedPermitSource final : public PermitSource {
+ public:
+  using OnReplaced = std::function<void(const BucketParams& replaced)>;
+
+  // `waiter` is on the engine's clock; `request` names the key and the parameters (its permits
+  // and deadline are the source's business).
+  SharedPermitSource(backends::BucketBackend& backend, backends::PermitRequest request,
+                     io::Waiter& waiter, OnReplaced on_replaced = {});
+  std::optional<std::chrono::nanoseconds> turn(std::int64_t units,
+                                               std::chrono::nanoseconds now) override;
+  void consume(std::int64_t units, std::chrono::nanoseconds requested_at) override;
+  void set_rate(double units_per_second, std::chrono::nanoseconds now) override;
+
+  // Units booked and not yet moved.
+  std::int64_t credit() const { return credit_; }
+
+ private:
+  // Books `units` more; false if a stop signal ended the call.
+  bool book(std::int64_t units);
+
+  backends::BucketBackend& backend_;
+  backends::PermitRequest request_;
+  io::Waiter& waiter_;
+  OnReplaced on_replaced_;
+  std::int64_t credit_ = 0;
+  std::chrono::nanoseconds credit_due_{0};
+};
+
+}  // namespace ratelimit::pipe

@@ -1,0 +1,64 @@
+#!/usr/bin/env bash
+# Pipes, exec and acquire naming one --key share one bucket: byte-exact outputs whose sum follows
+# the rate; the first booking of a pipe applies its parameters (one line on stderr when they
+# change the key's), later ones do not, so two pipes never flip the key back and forth.
+source "$E2E_LIB"
+export RATELIMIT_STATE_DIR=$WORK/state
+
+random_file "$WORK/a" 100000
+random_file "$WORK/b" 100000
+
+# Alone, 100 kB at 100 kB/s takes about a second; two at once on one key about two.
+start=$(now_ns)
+"$RATELIMIT" --rate 100k --key two <"$WORK/a" >"$WORK/a.out" &
+first=$!
+"$RATELIMIT" --rate 100k --key two "$WORK/b" -o "$WORK/b.out"
+wait "$first"
+ms=$(ms_since "$start")
+cmp -s "$WORK/a" "$WORK/a.out" || fail "the first pipe's output differs from its input"
+cmp -s "$WORK/b" "$WORK/b.out" || fail "the second pipe's output differs from its input"
+[ "$ms" -ge 1700 ] && [ "$ms" -lt 3500 ] || fail "two pipes of 100 kB on one 100 kB/s key took ${ms} ms, expected about 2000"
+
+# A pipe and an acquire loop on one key: 100 kB through the pipe and 10 x 10,000 permits.
+start=$(now_ns)
+"$RATELIMIT" --rate 100k --key mixed <"$WORK/a" >"$WORK/a.out" &
+pipe=$!
+for _ in $(seq 10); do "$RATELIMIT" acquire --rate 100k --key mixed --permits 10000; done
+wait "$pipe"
+ms=$(ms_since "$start")
+cmp -s "$WORK/a" "$WORK/a.out" || fail "the pipe beside an acquire loop changed its data"
+[ "$ms" -ge 1700 ] && [ "$ms" -lt 3500 ] || fail "a pipe and an acquire loop on one key took ${ms} ms, expected about 2000"
+
+# Parameters: a pipe with another rate applies it once and says so; a running pipe keeps what
+# the key has (50 kB in about 1 s at 50 kB/s: the slow pipe does not put 25 kB/s back).
+head -c 25000 "$WORK/a" | "$RATELIMIT" --rate 25k --key policy >/dev/null 2>"$WORK/slow.err" &
+slow=$!
+sleep 0.3
+start=$(now_ns)
+head -c 50000 "$WORK/b" | "$RATELIMIT" --rate 50k --key policy >/dev/null 2>"$WORK/fast.err"
+ms=$(ms_since "$start")
+wait "$slow"
+[ ! -s "$WORK/slow.err" ] || fail "the first pipe of a key said: $(cat "$WORK/slow.err")"
+[ "$(cat "$WORK/fast.err")" = "ratelimit: key 'policy' now has rate 50000/s, burst 1s (was rate 25000/s, burst 1s)" ] ||
+  fail "the pipe that changed the key's rate said: '$(cat "$WORK/fast.err")'"
+[ "$ms" -lt 2000 ] || fail "50 kB at 50 kB/s beside a 25 kB/s pipe of the key took ${ms} ms: the key flipped back"
+"$RATELIMIT" status --key policy | grep -q ' 50000 ' || fail "the key's rate is not 50000 after both pipes"
+
+# Without --key nothing is kept.
+"$RATELIMIT" --rate 1M "$WORK/a" >/dev/null
+[ "$(find "$WORK/state" -name '*.bucket' | wc -l)" -eq 3 ] || fail "a pipe without --key left a bucket"
+
+# set --key: a running pipe of the key slows down (100 kB at 200 kB/s would take half a second;
+# at 40 kB/s from 0.2 s on it takes about 1.7).
+start=$(now_ns)
+"$RATELIMIT" --rate 200k --key live <"$WORK/a" >"$WORK/a.out" &
+pipe=$!
+sleep 0.2
+expect_status 0 "$RATELIMIT" set --key live --rate 40k
+wait "$pipe"
+ms=$(ms_since "$start")
+cmp -s "$WORK/a" "$WORK/a.out" || fail "a pipe whose key changed rate changed its data"
+[ "$ms" -ge 1200 ] || fail "after set --key to 40 kB/s a pipe of the key finished in ${ms} ms"
+"$RATELIMIT" status --key live | grep -q ' 40000 ' || fail "set --key did not change the key's rate"
+expect_status 66 "$RATELIMIT" set --key nosuchkey --rate 1k
+expect_stderr "ratelimit: no bucket 'nosuchkey' in $WORK/state"

@@ -1,0 +1,158 @@
+// The pipe engine on a shared bucket (SharedPermitSource) against a fake store: the same schedule
+// as a bucket of its own, a late store hidden behind the waits, credit kept for units booked and
+// not moved, the parameter policy, and a store that fails or is interrupted.
+#include "pipe/permit_source.hpp"
+
+#include <gtest/gtest.h>
+
+#include <csignal>
+#include <optional>
+#include <vector>
+
+#include "errors.hpp"
+#include "fake_pipe_io.hpp"
+#include "pipe/engine.hpp"
+
+namespace ratelimit::pipe {
+namespace {
+
+using namespace std::chrono_literals;
+using std::chrono::nanoseconds;
+using testing::FakePipeIo;
+
+// The store's side on the fake I/O's clock: one bucket, deciding as every backend does.
+class FakeStore final : public backends::BucketBackend {
+ public:
+  explicit FakeStore(FakePipeIo& io) : io_(io) {}
+  backends::Reservation reserve(const backends::PermitRequest& request, io::Waiter&) override {
+    if (fail) throw BackendUnavailable("store gone");
+    if (interrupt_with != 0)
+      return {.granted = false, .wait = {}, .signal = interrupt_with, .replaced_params = {}};
+    if (!bucket) bucket.emplace(request.params, io_.now());
+    applied.push_back(request.apply_params);
+    booked += request.permits;
+    const backends::Reservation reservation = backends::decide(*bucket, request, io_.now());
+    io_.pass(latency);
+    return reservation;
+  }
+  bool set_rate(const std::string&, double rate) override {
+    bucket->set_rate(rate, io_.now());
+    return true;
+  }
+  std::vector<backends::BucketStatus> status(const std::optional<std::string>&) override {
+    return {};
+  }
+  bool reset(const std::string&) override { return false; }
+
+  std::optional<TokenBucket> bucket;
+  std::vector<bool> applied;
+  std::int64_t booked = 0;
+  nanoseconds latency{0};
+  bool fail = false;
+  int interrupt_with = 0;
+
+ private:
+  FakePipeIo& io_;
+};
+
+// The source's waits are the fake I/O's clock.
+class IoWaiter final : public io::Waiter {
+ public:
+  explicit IoWaiter(FakePipeIo& io) : io_(io) {}
+  nanoseconds now() override { return io_.now(); }
+  int wait_until(nanoseconds, std::span<pollfd>) override { return 0; }
+
+ private:
+  FakePipeIo& io_;
+};
+
+EngineOptions bytes_per_second(double rate, std::int64_t chunk) {
+  EngineOptions options;
+  options.bucket.permits_per_second = rate;
+  options.chunk_units = chunk;
+  return options;
+}
+
+class SharedEngine : public ::testing::TestWithParam<bool> {
+ protected:
+  void SetUp() override {
+    if (GetParam()) io.allow_splice();
+  }
+  Result run(const EngineOptions& options) {
+    SharedPermitSource source(store, {.key = "k", .params = options.bucket}, waiter,
+                              [this](const BucketParams&) { ++replaced; });
+    const Result result = Engine(options, io, source).run();
+    credit_left = source.credit();
+    return result;
+  }
+
+  FakePipeIo io;
+  FakeStore store{io};
+  IoWaiter waiter{io};
+  int replaced = 0;
+  std::int64_t credit_left = 0;
+};
+
+INSTANTIATE_TEST_SUITE_P(BothPaths, SharedEngine, ::testing::Bool(),
+                         [](const auto& info) { return info.param ? "spliced" : "buffered"; });
+
+TEST_P(SharedEngine, SameScheduleAsABucketOfItsOwn) {
+  FakePipeIo alone;
+  if (GetParam()) alone.allow_splice();
+  alone.arrive(0s, std::string(100, 'x'));
+  Engine(bytes_per_second(1000, 20), alone).run();
+  io.arrive(0s, std::string(100, 'x'));
+  run(bytes_per_second(1000, 20));
+  EXPECT_EQ(io.writes(), alone.writes());
+}
+
+TEST_P(SharedEngine, LateStoreHidesBehindTheWait) {
+  store.latency = 3ms;
+  io.arrive(0s, std::string(200, 'x'));
+  run(bytes_per_second(1000, 20));
+  ASSERT_EQ(io.writes().size(), 10u);
+  // Every answer comes 3 ms late, and the chunks still go 20 ms apart: nothing accumulates.
+  for (std::size_t i = 1; i < io.writes().size(); ++i)
+    EXPECT_EQ(io.writes()[i].time - io.writes()[i - 1].time, 20ms) << i;
+}
+
+TEST_P(SharedEngine, UnitsBookedAndNotMovedAreCreditNeverBookedTwice) {
+  // A slow producer: 7 bytes every 50 ms, chunks of 20.
+  std::string all;
+  for (int i = 0; i < 10; ++i) {
+    io.arrive(i * 50ms, std::string(7, static_cast<char>('a' + i)));
+    all += std::string(7, static_cast<char>('a' + i));
+  }
+  run(bytes_per_second(1000, 20));
+  EXPECT_EQ(io.output(), all);
+  EXPECT_EQ(store.booked, 70 + credit_left);
+  EXPECT_LT(credit_left, 20);
+}
+
+TEST_P(SharedEngine, FirstBookingAppliesTheParametersLaterOnesKeepTheKeys) {
+  io.arrive(0s, std::string(100, 'x'));
+  store.bucket.emplace(bytes_per_second(500, 20).bucket, io.now());
+  run(bytes_per_second(1000, 20));
+  ASSERT_GE(store.applied.size(), 2u);
+  EXPECT_TRUE(store.applied.front());
+  for (std::size_t i = 1; i < store.applied.size(); ++i) EXPECT_FALSE(store.applied[i]) << i;
+  EXPECT_EQ(replaced, 1);
+}
+
+TEST_P(SharedEngine, UnavailableStoreEndsTheRun) {
+  store.fail = true;
+  io.arrive(0s, "data");
+  EXPECT_THROW(run(bytes_per_second(1000, 20)), BackendUnavailable);
+  EXPECT_EQ(io.output(), "");
+}
+
+TEST_P(SharedEngine, StopSignalDuringTheCallToTheStore) {
+  store.interrupt_with = SIGTERM;
+  io.arrive(0s, "data");
+  const Result result = run(bytes_per_second(1000, 20));
+  EXPECT_EQ(result.ending, Ending::stopped);
+  EXPECT_EQ(io.output(), "");  // asked before anything is read
+}
+
+}  // namespace
+}  // namespace ratelimit::pipe
