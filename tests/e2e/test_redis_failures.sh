@@ -60,3 +60,31 @@ default=$(sigpipe_of_command)
 [ "$default" = "SigBlk:0 SigIgn:0 " ] || fail "default SIGPIPE became '$default'"
 ignored=$(trap '' PIPE; sigpipe_of_command)
 [ "$ignored" = "SigBlk:0 SigIgn:1 " ] || fail "ignored SIGPIPE became '$ignored'"
+
+# A pipe that loses Redis mid-stream follows the policy and never loses or repeats data.
+random_file "$WORK/in" 400000
+for policy in fail allow local; do
+  start_redis "pipe-$policy"
+  export RATELIMIT_REDIS=unix://$WORK/pipe-$policy/sock
+  status=0
+  "$RATELIMIT" --key "pipe-$policy" --rate 200k --on-redis-error=$policy <"$WORK/in" \
+    >"$WORK/out.$policy" 2>"$WORK/err.$policy" &
+  pipe=$!
+  sleep 0.7
+  stop_redis "pipe-$policy" KILL
+  wait $pipe || status=$?
+  size=$(stat -c %s "$WORK/out.$policy")
+  case $policy in
+    fail)
+      [ "$status" -eq 69 ] || fail "pipe with fail exited $status"
+      [ "$size" -gt 0 ] && [ "$size" -lt 400000 ] || fail "pipe with fail wrote $size bytes"
+      cmp -s -n "$size" "$WORK/in" "$WORK/out.fail" || fail "pipe with fail: output is not a prefix"
+      grep -q "^ratelimit: Redis at unix://$WORK/pipe-fail/sock: " "$WORK/err.fail" ||
+        fail "pipe with fail said: $(cat "$WORK/err.fail")" ;;
+    *)
+      [ "$status" -eq 0 ] || fail "pipe with $policy exited $status: $(cat "$WORK/err.$policy")"
+      cmp "$WORK/in" "$WORK/out.$policy" || fail "pipe with $policy: output differs"
+      [ "$(grep -c "on-redis-error=$policy" "$WORK/err.$policy")" -eq 1 ] ||
+        fail "pipe with $policy warned: $(cat "$WORK/err.$policy")" ;;
+  esac
+done
