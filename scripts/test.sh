@@ -22,3 +22,6 @@ run_ctest asan -L unit
 echo "== ThreadSanitizer: threaded tests"
 build_tree tsan -DCMAKE_BUILD_TYPE=Debug -DRATELIMIT_SANITIZE=thread
 run_ctest tsan -L threaded
+
+echo "== libFuzzer: parsers, state records and key names, the pipe engine (about a minute)"
+"$RATELIMIT_ROOT/scripts/fuzz.sh" 20

@@ -9,7 +9,8 @@
 
 namespace ratelimit {
 
-// Guava's RateLimiter (SmoothBursty and SmoothWarmingUp) over an injectable clock. Thread-safe.
+// Guava's RateLimiter (SmoothBursty and SmoothWarmingUp), and the classic token bucket, over an
+// injectable clock. Thread-safe.
 class RateLimiter {
  public:
   // SmoothBursty: up to max_burst_seconds * rate unused permits are stored; starts empty.
@@ -19,6 +20,12 @@ class RateLimiter {
   // `warmup`.
   static RateLimiter warming_up(double permits_per_second, std::chrono::nanoseconds warmup,
                                 Clock& clock = system_clock(), double cold_factor = 3.0);
+  // The classic token bucket (golang.org/x/time/rate, bucket4j): holds at most `capacity`
+  // permits, refilled continuously at the rate, starts full, and a request waits until its own
+  // permits exist (try_acquire refuses unless they exist within the timeout) instead of leaving a
+  // debt for the next one. acquire(n) with n above the capacity waits for the missing permits.
+  static RateLimiter classic(double permits_per_second, double capacity,
+                             Clock& clock = system_clock());
 
   RateLimiter(const BucketParams& params, Clock& clock);
   // Moves the bucket; the mutex is not state, each object has its own.

@@ -28,7 +28,7 @@ _ratelimit() {
     fi
   fi
 
-  local rate_options="--rate -r --burst --warmup --cold-factor"
+  local rate_options="--rate -r --burst --warmup --cold-factor --start-full --pay-first"
   local shared_options="--key -k --state-dir --verbose -v --redis --redis-timeout"
   local options
   case $command in

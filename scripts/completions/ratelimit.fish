@@ -43,6 +43,8 @@ complete -c ratelimit -n "$with_rate; or __fish_seen_subcommand_from set" -s r -
 complete -c ratelimit -n "$with_rate" -l burst -x -d 'Unused capacity stored for a burst (2s or 64k)'
 complete -c ratelimit -n "$with_rate" -l warmup -x -d 'Start cold and ramp up over this duration'
 complete -c ratelimit -n "$with_rate" -l cold-factor -x -d 'With --warmup: how much slower a cold start is'
+complete -c ratelimit -n "$with_rate" -l start-full -d 'A new bucket holds its whole burst'
+complete -c ratelimit -n "$with_rate" -l pay-first -d 'A request waits until its permits exist'
 
 # Pipe mode
 set -l pipe "not __fish_seen_subcommand_from $commands"

@@ -15,9 +15,9 @@ Reservation decide(TokenBucket& bucket, const PermitRequest& request, nanosecond
   const nanoseconds timeout = request.deadline == nanoseconds::max()
                                   ? nanoseconds::max()
                                   : std::max(request.deadline - now, nanoseconds::zero());
-  reservation.granted = bucket.can_acquire(now, timeout);
-  reservation.wait =
-      reservation.granted ? bucket.reserve(request.permits, now) : bucket.state().next_free - now;
+  const nanoseconds wait = bucket.wait_for(request.permits, now);
+  reservation.granted = wait <= timeout;
+  reservation.wait = reservation.granted ? bucket.reserve(request.permits, now) : wait;
   return reservation;
 }
 

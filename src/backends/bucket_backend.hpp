@@ -33,8 +33,8 @@ struct PermitRequest {
 
 struct Reservation {
   bool granted = false;
-  // Granted: how long until the permits may be used. Refused: how long until the bucket is free
-  // (zero when the store could not be asked in time).
+  // How long until the permits may be used; when refused, how long that would have been (zero
+  // when the store could not be asked in time).
   std::chrono::nanoseconds wait{0};
   // Not granted because a stop signal (SIGINT, SIGTERM, SIGHUP) cut the call short: that signal.
   int signal = 0;

@@ -97,7 +97,8 @@ Reservation RedisBackend::reserve_at(const PermitRequest& request, nanoseconds t
                     number_text(params.permits_per_second), number_text(params.max_burst_seconds),
                     std::to_string(params.warmup.count()), number_text(params.cold_factor),
                     std::to_string(request.permits), std::to_string(timeout.count()),
-                    request.apply_params ? "1" : "0"});
+                    request.apply_params ? "1" : "0", params.start_full ? "1" : "0",
+                    params.pay_first ? "1" : "0"});
   if (reply.type != RedisValue::Type::array || reply.elements.size() < 4) unexpected_reply(reply);
   const RedisValue& granted = reply.elements[0];
   const RedisValue& wait = reply.elements[1];
@@ -119,7 +120,7 @@ Reservation RedisBackend::reserve_at(const PermitRequest& request, nanoseconds t
 
 BucketParams RedisBackend::parse_params(const std::vector<RedisValue>& fields,
                                         const RedisValue& reply) const {
-  if (fields.size() < 5 || !std::all_of(fields.begin(), fields.begin() + 5, is_text))
+  if (fields.size() < 7 || !std::all_of(fields.begin(), fields.begin() + 7, is_text))
     unexpected_reply(reply);
   const auto rate = parse_number<double>(fields[1].text);
   const auto burst = parse_number<double>(fields[2].text);
@@ -130,7 +131,9 @@ BucketParams RedisBackend::parse_params(const std::vector<RedisValue>& fields,
           .permits_per_second = *rate,
           .max_burst_seconds = *burst,
           .warmup = nanoseconds(*warmup),
-          .cold_factor = *cold};
+          .cold_factor = *cold,
+          .start_full = fields[5].text == "1",
+          .pay_first = fields[6].text == "1"};
 }
 
 std::optional<BucketStatus> RedisBackend::status_at(const std::string& key,
@@ -147,10 +150,10 @@ std::optional<BucketStatus> RedisBackend::status_at(const std::string& key,
     status.problem = fields[1].text;
     return status;
   }
-  if (fields.size() != 7) unexpected_reply(reply);
+  if (fields.size() != 9) unexpected_reply(reply);
   status.params = parse_params(fields, reply);
-  const auto stored = parse_number<double>(fields[5].text);
-  const auto next_free_in = parse_number<std::int64_t>(fields[6].text);
+  const auto stored = parse_number<double>(fields[7].text);
+  const auto next_free_in = parse_number<std::int64_t>(fields[8].text);
   if (!stored || !next_free_in) unexpected_reply(reply);
   status.stored_permits = *stored;
   status.next_free_in = std::chrono::nanoseconds(*next_free_in);

@@ -6,17 +6,20 @@
 -- whole seconds plus nanoseconds, and computed in nanoseconds relative to the current second,
 -- where every integer below 2^53 (104 days) is exact.
 --
--- KEYS[1]  ratelimit:{NAME}, a hash: v, shape, rate, burst, warmup, cold (the parameters as the
---          client wrote them), stored, free_s, free_ns (the next free moment, Unix time).
+-- KEYS[1]  ratelimit:{NAME}, a hash: v, shape, rate, burst, warmup, cold, start_full, pay_first
+--          (the parameters as the client wrote them; the last two "0" when absent), stored,
+--          free_s, free_ns (the next free moment, Unix time).
 -- ARGV[1]  "reserve", "status" or "set_rate"
 -- ARGV[2]  the time in Unix microseconds for tests, or "" for the server's TIME
 -- reserve: ARGV[3..7] shape ("bursty" or "warming_up"), permits per second, max burst seconds,
 --          warm-up nanoseconds, cold factor; ARGV[8] permits; ARGV[9] timeout nanoseconds;
---          ARGV[10] "1" to apply these parameters to a bucket kept with others, "0" to keep its.
+--          ARGV[10] "1" to apply these parameters to a bucket kept with others, "0" to keep its;
+--          ARGV[11], ARGV[12] start full, pay first ("0" or "1").
 --          Returns {granted 0|1, wait ns, parameters replaced 0|1, why the record was
---          discarded}, followed when replaced by the replaced shape, rate, burst, warm-up, cold.
+--          discarded}, followed when replaced by the replaced parameters (as status gives them).
 -- status:  returns nil without a bucket, {"unusable", why} for a record that cannot be used,
---          else {shape, rate, burst, warmup, cold, stored permits now, ns until the next free}.
+--          else {shape, rate, burst, warmup, cold, start_full, pay_first, stored permits now, ns
+--          until the next free}.
 -- set_rate: ARGV[3] the new rate; returns nil without a bucket, else 1.
 -- Waits are strings of integer nanoseconds: a Lua number in a reply is truncated to an integer.
 
@@ -64,9 +67,19 @@ local function integer_string(value)
 end
 
 -- Parameters: the strings as the client sent them, and their values.
-local function read_params(shape, rate, burst, warmup, cold)
+local PARAM_NAMES = {"shape", "rate", "burst", "warmup", "cold", "start_full", "pay_first"}
+
+local function read_params(shape, rate, burst, warmup, cold, start_full, pay_first)
+  start_full = start_full or "0"
+  pay_first = pay_first or "0"
+  if (start_full ~= "0" and start_full ~= "1") or (pay_first ~= "0" and pay_first ~= "1") then
+    return nil
+  end
   local params = {
-    text = {shape = shape, rate = rate, burst = burst, warmup = warmup, cold = cold},
+    text = {shape = shape, rate = rate, burst = burst, warmup = warmup, cold = cold,
+            start_full = start_full, pay_first = pay_first},
+    start_full = start_full == "1",
+    pay_first = pay_first == "1",
     shape = shape,
     rate = tonumber(rate),
     burst = tonumber(burst),
@@ -77,15 +90,15 @@ local function read_params(shape, rate, burst, warmup, cold)
   if not (params.rate and params.burst and params.warmup and params.cold) then return nil end
   if not (params.rate > 0) then return nil end
   if shape == "bursty" and not (params.burst >= 0 and params.burst < math.huge) then return nil end
-  if shape == "warming_up" and
-      not (params.warmup >= 0 and params.cold >= 1 and params.cold < math.huge) then
+  if shape == "warming_up" and (params.start_full or
+      not (params.warmup >= 0 and params.cold >= 1 and params.cold < math.huge)) then
     return nil
   end
   return params
 end
 
 local function same_params(a, b)
-  for _, name in ipairs({"shape", "rate", "burst", "warmup", "cold"}) do
+  for _, name in ipairs(PARAM_NAMES) do
     if a.text[name] ~= b.text[name] then return false end
   end
   return true
@@ -149,10 +162,10 @@ local function rescale(bucket, old_max)
 end
 
 -- TokenBucket::stored_permits_wait_ns()
-local function stored_permits_wait(bucket, permits_to_take)
+local function stored_permits_wait(bucket, stored, permits_to_take)
   if bucket.params.shape == "bursty" then return 0 end
   local wait = 0
-  local above_threshold = bucket.stored - bucket.threshold
+  local above_threshold = stored - bucket.threshold
   if above_threshold > 0 then
     local taken_above = math.min(above_threshold, permits_to_take)
     local length = (bucket.stable + above_threshold * bucket.slope) +
@@ -163,17 +176,26 @@ local function stored_permits_wait(bucket, permits_to_take)
   return add_saturated(wait, truncate_saturated(bucket.stable * permits_to_take))
 end
 
--- TokenBucket::reserve()
-local function reserve(bucket, permits)
-  resync(bucket)
-  local moment_available = bucket.next_free
-  local stored_to_spend = math.min(permits, bucket.stored)
+-- TokenBucket::book(): the state after booking `permits` now, and the caller's wait; the bucket
+-- itself is not changed.
+local function book(bucket, permits)
+  local stored, next_free = bucket.stored, bucket.next_free
+  if now > next_free then
+    if bucket.max > 0 then
+      stored = math.min(bucket.max, stored + (now - next_free) / bucket.cool_down)
+    end
+    next_free = now
+  end
+  local stored_to_spend = math.min(permits, stored)
   local fresh_permits = permits - stored_to_spend
-  local wait = add_saturated(stored_permits_wait(bucket, stored_to_spend),
+  local cost = add_saturated(stored_permits_wait(bucket, stored, stored_to_spend),
                              truncate_saturated(fresh_permits * bucket.stable))
-  bucket.next_free = math.min(add_saturated(bucket.next_free, wait), max_time)
-  bucket.stored = bucket.stored - stored_to_spend
-  return math.max(moment_available - now, 0)
+  local previous_paid_at = next_free
+  next_free = math.min(add_saturated(next_free, cost), max_time)
+  stored = stored - stored_to_spend
+  local go_at = previous_paid_at
+  if bucket.params.pay_first then go_at = next_free end
+  return stored, next_free, math.max(go_at - now, 0)
 end
 
 -- TokenBucket::reconfigure()
@@ -188,7 +210,7 @@ end
 local function new_bucket(params)
   local bucket = {params = params, stored = 0, next_free = now}
   derive(bucket)
-  rescale(bucket, 0)
+  if params.start_full then bucket.stored = bucket.max else rescale(bucket, 0) end
   return bucket
 end
 
@@ -198,9 +220,9 @@ local function load()
   if kind == "none" then return nil, "" end
   if kind ~= "hash" then return nil, "a " .. kind .. ", not a bucket" end
   local f = redis.call("HMGET", key, "v", "shape", "rate", "burst", "warmup", "cold", "stored",
-                       "free_s", "free_ns")
+                       "free_s", "free_ns", "start_full", "pay_first")
   if f[1] ~= FORMAT_VERSION then return nil, "not a bucket of this version" end
-  local params = read_params(f[2], f[3], f[4], f[5], f[6])
+  local params = read_params(f[2], f[3], f[4], f[5], f[6], f[10] or nil, f[11] or nil)
   local stored, free_s, free_ns = tonumber(f[7]), tonumber(f[8]), tonumber(f[9])
   if not (params and stored and free_s and free_ns and stored >= 0) then
     return nil, "a damaged bucket"
@@ -217,7 +239,8 @@ local function save(bucket)
   local s = now_s + math.floor((t - ns) / NS_PER_S + 0.5)
   local text = bucket.params.text
   redis.call("HSET", key, "v", FORMAT_VERSION, "shape", text.shape, "rate", text.rate, "burst",
-             text.burst, "warmup", text.warmup, "cold", text.cold, "stored",
+             text.burst, "warmup", text.warmup, "cold", text.cold, "start_full", text.start_full,
+             "pay_first", text.pay_first, "stored",
              string.format("%.17g", bucket.stored), "free_s", string.format("%.0f", s), "free_ns",
              string.format("%.0f", ns))
   -- Full again once the next free moment has passed and the missing permits have refilled.
@@ -234,7 +257,7 @@ end
 if redis.replicate_commands then redis.replicate_commands() end
 
 if operation == "reserve" then
-  local params = read_params(ARGV[3], ARGV[4], ARGV[5], ARGV[6], ARGV[7])
+  local params = read_params(ARGV[3], ARGV[4], ARGV[5], ARGV[6], ARGV[7], ARGV[11], ARGV[12])
   local permits, timeout, apply = tonumber(ARGV[8]), tonumber(ARGV[9]), ARGV[10] == "1"
   if not (params and permits and permits > 0 and timeout) then
     return redis.error_reply("ERR ratelimit: bad arguments")
@@ -249,17 +272,17 @@ if operation == "reserve" then
     reconfigure(bucket, params)
     changed = 1
   end
-  -- decide(): TokenBucket::can_acquire(), then reserve().
-  local granted, wait = 1, 0
-  if bucket.next_free - math.max(timeout, 0) <= now then
-    wait = reserve(bucket, permits)
-  else
-    granted, wait = 0, bucket.next_free - now
+  -- decide(): granted iff the wait is within the timeout; a refusal changes nothing.
+  local stored, next_free, wait = book(bucket, permits)
+  local granted = 0
+  if wait <= math.max(timeout, 0) then
+    granted = 1
+    bucket.stored, bucket.next_free = stored, next_free
   end
   save(bucket)
   if replaced then
     return {granted, integer_string(wait), changed, problem, replaced.shape, replaced.rate,
-            replaced.burst, replaced.warmup, replaced.cold}
+            replaced.burst, replaced.warmup, replaced.cold, replaced.start_full, replaced.pay_first}
   end
   return {granted, integer_string(wait), changed, problem}
 end
@@ -270,8 +293,8 @@ if operation == "status" then
   if bucket == nil then return nil end
   resync(bucket)
   local text = bucket.params.text
-  return {text.shape, text.rate, text.burst, text.warmup, text.cold,
-          string.format("%.17g", bucket.stored),
+  return {text.shape, text.rate, text.burst, text.warmup, text.cold, text.start_full,
+          text.pay_first, string.format("%.17g", bucket.stored),
           integer_string(math.max(bucket.next_free - now, 0))}
 end
 
@@ -279,7 +302,8 @@ if operation == "set_rate" then
   local bucket = load()
   if bucket == nil then return nil end
   local text = bucket.params.text
-  local params = read_params(text.shape, ARGV[3], text.burst, text.warmup, text.cold)
+  local params = read_params(text.shape, ARGV[3], text.burst, text.warmup, text.cold,
+                             text.start_full, text.pay_first)
   if not params then return redis.error_reply("ERR ratelimit: bad rate") end
   reconfigure(bucket, params)
   save(bucket)

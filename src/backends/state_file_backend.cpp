@@ -45,10 +45,10 @@ TokenBucket StateFileBackend::load_bucket(const LockedFile& file, const std::str
 }
 
 void StateFileBackend::save(LockedFile& file, const TokenBucket& bucket) const {
-  file.overwrite(encode_record({.params = bucket.params(),
-                                .state = bucket.state(),
-                                .machine_id = host_.machine_id,
-                                .boot_id = host_.boot_id}));
+  file.replace(encode_record({.params = bucket.params(),
+                              .state = bucket.state(),
+                              .machine_id = host_.machine_id,
+                              .boot_id = host_.boot_id}));
 }
 
 Reservation StateFileBackend::reserve(const PermitRequest& request, io::Waiter& waiter) {

@@ -10,7 +10,11 @@ namespace ratelimit::backends {
 namespace {
 
 constexpr std::string_view kMagic = "RLBUCKET";
-constexpr std::uint32_t kVersion = 2;
+// 2 added the flags (start_full, pay_first), 3 the machine id. A record of another version
+// counts as a fresh bucket, as a corrupt one does.
+constexpr std::uint32_t kVersion = 3;
+constexpr std::uint32_t kStartFull = 1;
+constexpr std::uint32_t kPayFirst = 2;
 constexpr std::size_t kMachineIdBytes = 32;  // 128 bits in hex, as machine-id(5)
 constexpr std::size_t kBootIdBytes = 36;     // a UUID as the kernel prints it
 constexpr std::string_view kBucketSuffix = ".bucket";
@@ -53,7 +57,7 @@ class FieldReader {
   std::size_t offset_ = 0;
 };
 
-constexpr std::size_t kRecordBytes = kMagic.size() + 2 * sizeof(std::uint32_t) +
+constexpr std::size_t kRecordBytes = kMagic.size() + 3 * sizeof(std::uint32_t) +
                                      4 * sizeof(double) + 2 * sizeof(std::int64_t) +
                                      kMachineIdBytes + kBootIdBytes + sizeof(std::uint64_t);
 
@@ -104,6 +108,8 @@ std::string encode_record(const StateRecord& record) {
   append(out, record.params.max_burst_seconds);
   append(out, static_cast<std::int64_t>(record.params.warmup.count()));
   append(out, record.params.cold_factor);
+  append(out,
+         (record.params.start_full ? kStartFull : 0) | (record.params.pay_first ? kPayFirst : 0));
   append(out, record.state.stored_permits);
   append(out, static_cast<std::int64_t>(record.state.next_free.count()));
   out += padded(record.machine_id, kMachineIdBytes);
@@ -113,14 +119,20 @@ std::string encode_record(const StateRecord& record) {
 }
 
 DecodedRecord decode_record(std::string_view bytes) {
+  FieldReader reader(bytes);
+  // The version first, so that a record of another size from another version is named as such.
+  if (bytes.size() >= kMagic.size() + sizeof(std::uint32_t) &&
+      reader.next_bytes(kMagic.size()) == kMagic) {
+    if (const auto version = reader.next<std::uint32_t>(); version != kVersion)
+      return {.record = {},
+              .problem = "record version " + std::to_string(version) + ", expected " +
+                         std::to_string(kVersion)};
+  }
   if (bytes.size() != kRecordBytes)
     return {.record = {},
             .problem = "record of " + std::to_string(bytes.size()) + " bytes, expected " +
                        std::to_string(kRecordBytes)};
-  FieldReader reader(bytes);
-  if (reader.next_bytes(kMagic.size()) != kMagic) return {.record = {}, .problem = "bad magic"};
-  if (const auto version = reader.next<std::uint32_t>(); version != kVersion)
-    return {.record = {}, .problem = "unknown version " + std::to_string(version)};
+  if (bytes.substr(0, kMagic.size()) != kMagic) return {.record = {}, .problem = "bad magic"};
   const auto payload = bytes.substr(0, kRecordBytes - sizeof(std::uint64_t));
   std::uint64_t checksum;
   std::memcpy(&checksum, bytes.data() + payload.size(), sizeof checksum);
@@ -135,6 +147,11 @@ DecodedRecord decode_record(std::string_view bytes) {
   record.params.max_burst_seconds = reader.next<double>();
   record.params.warmup = std::chrono::nanoseconds(reader.next<std::int64_t>());
   record.params.cold_factor = reader.next<double>();
+  const auto flags = reader.next<std::uint32_t>();
+  if ((flags & ~(kStartFull | kPayFirst)) != 0)
+    return {.record = {}, .problem = "unknown flags " + std::to_string(flags)};
+  record.params.start_full = (flags & kStartFull) != 0;
+  record.params.pay_first = (flags & kPayFirst) != 0;
   record.state.stored_permits = reader.next<double>();
   record.state.next_free = std::chrono::nanoseconds(reader.next<std::int64_t>());
   record.machine_id = unpadded(reader.next_bytes(kMachineIdBytes));

@@ -41,6 +41,15 @@ void add_bucket_options(CLI::App& app, BucketOptions& options) {
       ->check(number_in(1.0, 1e6))
       ->needs(warmup)
       ->group("Rate");
+  app.add_flag("--start-full", options.start_full,
+               "A new bucket holds its whole burst, as the classic token bucket [default: empty, "
+               "as Guava]")
+      ->excludes(warmup)
+      ->group("Rate");
+  app.add_flag("--pay-first", options.pay_first,
+               "A request waits until its permits exist, leaving no debt to the next [default: "
+               "the next request pays, as Guava]")
+      ->group("Rate");
 }
 
 BucketParams to_bucket_params(const BucketOptions& options, RateUnits units) {
@@ -51,6 +60,8 @@ BucketParams to_bucket_params(const BucketOptions& options, RateUnits units) {
                      "' is in bytes or bits, but this mode counts units: write it without B/bit");
   BucketParams params;
   params.permits_per_second = rate.units_per_second;
+  params.start_full = options.start_full;
+  params.pay_first = options.pay_first;
   if (!options.warmup.empty()) {
     params.shape = BucketShape::warming_up;
     params.warmup = parse_duration(options.warmup);

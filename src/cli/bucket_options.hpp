@@ -13,9 +13,12 @@ struct BucketOptions {
   std::string burst;   // empty: Guava's one second of stored permits
   std::string warmup;  // empty: SmoothBursty; otherwise SmoothWarmingUp over this duration
   double cold_factor = 3.0;
+  bool start_full = false;  // the classic bucket's start instead of Guava's empty one
+  bool pay_first = false;   // a request waits for its own permits instead of the next one paying
 };
 
-// Declares --rate, --burst, --warmup and --cold-factor on `app`, with their syntax checks.
+// Declares --rate, --burst, --warmup, --cold-factor, --start-full and --pay-first on `app`, with
+// their syntax checks.
 void add_bucket_options(CLI::App& app, BucketOptions& options);
 
 // What a rate may be written in: `data` allows bytes and bits (byte mode), otherwise only plain

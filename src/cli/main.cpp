@@ -2,6 +2,7 @@
 
 #include <CLI/CLI.hpp>
 #include <exception>
+#include <new>
 #include <string_view>
 #include <system_error>
 #include <vector>
@@ -10,6 +11,7 @@
 #include "cli/units.hpp"
 #include "errors.hpp"
 #include "exit_codes.hpp"
+#include "io/posix.hpp"
 
 namespace {
 
@@ -54,6 +56,7 @@ int report(const std::exception& error, int code) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  ratelimit::io::reserve_standard_streams();
   CLI::App app{"ratelimit: shape a stream or a shell loop to a rate, with a token bucket",
                "ratelimit"};
   app.set_version_flag("-V,--version", version_text());
@@ -96,5 +99,14 @@ int main(int argc, char** argv) {
     return report(error, ratelimit::exit_no_permission);
   } catch (const std::system_error& error) {
     return report(error, ratelimit::exit_io_error);
+  } catch (const std::bad_alloc&) {
+    fmt::print(stderr, "ratelimit: out of memory\n");
+    return ratelimit::exit_software;
+  } catch (const std::exception& error) {
+    // Never std::terminate's abort and core dump: a bug still ends with one line.
+    return report(error, ratelimit::exit_software);
+  } catch (...) {
+    fmt::print(stderr, "ratelimit: unexpected failure\n");
+    return ratelimit::exit_software;
   }
 }

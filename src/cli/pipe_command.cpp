@@ -54,18 +54,24 @@ pipe::Unit unit_of(const PipeOptions& options) {
   return pipe::Unit{};
 }
 
-std::int64_t chunk_units(const PipeOptions& options, double rate, const pipe::Unit& unit,
-                         pipe::FileIo& io) {
+// Sets the chunk: the user's, or the default for the rate (which follows a new rate).
+void choose_chunk(const PipeOptions& options, pipe::EngineOptions& engine_options,
+                  pipe::FileIo& io) {
+  const double rate = engine_options.bucket.permits_per_second;
   if (options.chunk.empty()) {
-    if (!unit.counts_bytes()) return pipe::default_chunk_units(rate, kMaxRecordsPerChunk);
+    if (!engine_options.unit.counts_bytes()) {
+      engine_options.default_chunk_limit = kMaxRecordsPerChunk;
+      return;
+    }
     const std::int64_t wanted = pipe::default_chunk_units(rate, kMaxBytesPerChunk);
-    return pipe::default_chunk_units(
-        rate, static_cast<std::int64_t>(io.fit_pipes_to(static_cast<std::size_t>(wanted))));
+    engine_options.default_chunk_limit =
+        static_cast<std::int64_t>(io.fit_pipes_to(static_cast<std::size_t>(wanted)));
+    return;
   }
   const double chunk = parse_size(options.chunk);
   if (chunk < 1.0 || chunk > 1e9)
     throw UsageError("invalid chunk '" + options.chunk + "': must be from 1 to 1G units");
-  return static_cast<std::int64_t>(chunk);
+  engine_options.chunk_units = static_cast<std::int64_t>(chunk);
 }
 
 int exit_code(const pipe::Result& result) {
@@ -102,8 +108,7 @@ int run_pipe(const PipeOptions& options) {
   const std::unique_ptr<pipe::ControlChannel> control =
       pipe::ControlChannel::create(unit.counts_bytes());
   pipe::FileIo io(options.files, options.output, control.get());
-  engine_options.chunk_units =
-      chunk_units(options, engine_options.bucket.permits_per_second, unit, io);
+  choose_chunk(options, engine_options, io);
 
   const bool show_progress =
       options.progress == "force" || (options.progress == "auto" && ::isatty(STDERR_FILENO));

@@ -21,9 +21,13 @@ double seconds(std::chrono::nanoseconds duration) {
 }
 
 std::string describe_shape(const BucketParams& params) {
-  if (params.shape == BucketShape::warming_up)
-    return fmt::format("warmup {:g}s x{:g}", seconds(params.warmup), params.cold_factor);
-  return fmt::format("burst {:g}s", params.max_burst_seconds);
+  std::string shape =
+      params.shape == BucketShape::warming_up
+          ? fmt::format("warmup {:g}s x{:g}", seconds(params.warmup), params.cold_factor)
+          : fmt::format("burst {:g}s", params.max_burst_seconds);
+  if (params.start_full) shape += " start-full";
+  if (params.pay_first) shape += " pay-first";
+  return shape;
 }
 
 std::string describe_next_free(std::chrono::nanoseconds next_free_in) {

@@ -1,5 +1,11 @@
 #include "ratelimit/rate_limiter.hpp"
 
+#include <algorithm>
+#include <cmath>
+#include <sstream>
+#include <stdexcept>
+#include <string>
+
 namespace ratelimit {
 
 using std::chrono::nanoseconds;
@@ -19,6 +25,21 @@ RateLimiter RateLimiter::warming_up(double permits_per_second, nanoseconds warmu
   params.permits_per_second = permits_per_second;
   params.warmup = warmup;
   params.cold_factor = cold_factor;
+  return RateLimiter(params, clock);
+}
+
+RateLimiter RateLimiter::classic(double permits_per_second, double capacity, Clock& clock) {
+  if (!(capacity >= 0.0) || std::isinf(capacity)) {
+    std::ostringstream shown;
+    shown << capacity;
+    throw std::invalid_argument("capacity must be finite and not negative, got " + shown.str());
+  }
+  BucketParams params;
+  params.shape = BucketShape::bursty;
+  params.permits_per_second = permits_per_second;
+  params.max_burst_seconds = capacity / permits_per_second;
+  params.start_full = true;
+  params.pay_first = true;
   return RateLimiter(params, clock);
 }
 
@@ -43,7 +64,7 @@ bool RateLimiter::try_acquire(std::int64_t permits, nanoseconds timeout) {
   {
     std::lock_guard lock(mutex_);
     const nanoseconds now = clock_.now();
-    if (!bucket_.can_acquire(now, timeout)) return false;
+    if (bucket_.wait_for(permits, now) > std::max(timeout, nanoseconds::zero())) return false;
     wait = bucket_.reserve(permits, now);
   }
   clock_.sleep_for(wait);

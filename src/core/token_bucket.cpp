@@ -65,6 +65,10 @@ void validate(const BucketParams& params) {
         reject("warm-up must not be negative", std::to_string(params.warmup.count()) + "ns");
       if (!(params.cold_factor >= 1.0) || std::isinf(params.cold_factor))
         reject("cold factor must be finite and at least 1", describe(params.cold_factor));
+      if (params.start_full)
+        throw std::invalid_argument(
+            "start full applies to bursty buckets only: a warming-up bucket starts cold, full of "
+            "slow permits");
       break;
   }
 }
@@ -77,7 +81,10 @@ TokenBucket::TokenBucket(const BucketParams& params, nanoseconds now) : params_(
   validate(params_);
   derive();
   state_.next_free = now;
-  rescale_stored_permits(0.0);
+  if (params_.start_full)
+    state_.stored_permits = max_permits_;
+  else
+    rescale_stored_permits(0.0);
 }
 
 TokenBucket::TokenBucket(const BucketParams& params, const BucketState& state)
@@ -124,15 +131,17 @@ void TokenBucket::derive() {
   }
 }
 
-void TokenBucket::resync(nanoseconds now) {
-  if (now <= state_.next_free) return;
+BucketState TokenBucket::refilled(nanoseconds now) const {
+  BucketState state = state_;
+  if (now <= state.next_free) return state;
   if (max_permits_ > 0.0) {
     const double idle_ns =
-        static_cast<double>(subtract_saturated(now.count(), state_.next_free.count()));
+        static_cast<double>(subtract_saturated(now.count(), state.next_free.count()));
     const double new_permits = idle_ns / cool_down_interval_ns_;
-    state_.stored_permits = std::min(max_permits_, state_.stored_permits + new_permits);
+    state.stored_permits = std::min(max_permits_, state.stored_permits + new_permits);
   }
-  state_.next_free = now;
+  state.next_free = now;
+  return state;
 }
 
 void TokenBucket::rescale_stored_permits(double old_max_permits) {
@@ -149,10 +158,10 @@ void TokenBucket::rescale_stored_permits(double old_max_permits) {
   }
 }
 
-Rep TokenBucket::stored_permits_wait_ns(double permits_to_take) const {
+Rep TokenBucket::stored_permits_wait_ns(double stored_permits, double permits_to_take) const {
   if (params_.shape == BucketShape::bursty) return 0;
   Rep wait = 0;
-  const double above_threshold = state_.stored_permits - threshold_permits_;
+  const double above_threshold = stored_permits - threshold_permits_;
   if (above_threshold > 0.0) {
     // The area under the line from stable_interval at the threshold to cold_interval at the
     // maximum, between the permits we hold and the permits left after this request.
@@ -165,28 +174,36 @@ Rep TokenBucket::stored_permits_wait_ns(double permits_to_take) const {
   return add_saturated(wait, truncate_saturated(stable_interval_ns_ * permits_to_take));
 }
 
-nanoseconds TokenBucket::reserve(std::int64_t permits, nanoseconds now) {
+TokenBucket::Booking TokenBucket::book(std::int64_t permits, nanoseconds now) const {
   validate_permits(permits);
-  resync(now);
-  const nanoseconds moment_available = state_.next_free;
+  BucketState state = refilled(now);
   const double requested = static_cast<double>(permits);
-  const double stored_to_spend = std::min(requested, state_.stored_permits);
+  const double stored_to_spend = std::min(requested, state.stored_permits);
   const double fresh_permits = requested - stored_to_spend;
-  const Rep wait = add_saturated(stored_permits_wait_ns(stored_to_spend),
+  const Rep cost = add_saturated(stored_permits_wait_ns(state.stored_permits, stored_to_spend),
                                  truncate_saturated(fresh_permits * stable_interval_ns_));
-  state_.next_free = nanoseconds(add_saturated(state_.next_free.count(), wait));
-  state_.stored_permits -= stored_to_spend;
-  return nanoseconds(std::max<Rep>(subtract_saturated(moment_available.count(), now.count()), 0));
+  const nanoseconds previous_paid_at = state.next_free;
+  state.next_free = nanoseconds(add_saturated(state.next_free.count(), cost));
+  state.stored_permits -= stored_to_spend;
+  // Guava's caller goes once the previous request is paid for; a paying-first caller once its own
+  // permits are, which is where the next caller's turn begins, so it inherits no debt.
+  const nanoseconds go_at = params_.pay_first ? state.next_free : previous_paid_at;
+  return {state, nanoseconds(std::max<Rep>(subtract_saturated(go_at.count(), now.count()), 0))};
 }
 
-bool TokenBucket::can_acquire(nanoseconds now, nanoseconds timeout) const {
-  const Rep allowed = std::max<Rep>(timeout.count(), 0);
-  return subtract_saturated(state_.next_free.count(), allowed) <= now.count();
+nanoseconds TokenBucket::reserve(std::int64_t permits, nanoseconds now) {
+  const Booking booking = book(permits, now);
+  state_ = booking.state;
+  return booking.wait;
+}
+
+nanoseconds TokenBucket::wait_for(std::int64_t permits, nanoseconds now) const {
+  return book(permits, now).wait;
 }
 
 void TokenBucket::reconfigure(const BucketParams& params, nanoseconds now) {
   validate(params);
-  resync(now);
+  state_ = refilled(now);
   const double old_max_permits = max_permits_;
   params_ = params;
   derive();

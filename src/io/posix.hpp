@@ -26,6 +26,14 @@ auto retry_on_eintr(Call call) {
 // Throws std::system_error for the current errno, e.g. "write standard output: Broken pipe".
 [[noreturn]] void throw_errno(const std::string& what);
 
+// Puts /dev/null, close-on-exec, on each of descriptors 0-2 that is closed, so that no descriptor
+// opened later takes a standard stream's number (a FIFO or a lock file read or written as one). A
+// command run by exec still finds them closed. Call once, first thing in main().
+void reserve_standard_streams();
+// True when `fd` (0-2) was closed when the process started: using it fails with EBADF, as cat's
+// would.
+bool standard_stream_was_closed(int fd);
+
 // A move-only owner of a file descriptor; -1 means none.
 class FileDescriptor {
  public:

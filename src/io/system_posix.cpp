@@ -1,3 +1,4 @@
+#include <fcntl.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -29,7 +30,22 @@ sigset_t stop_signal_set() {
   return set;
 }
 
+bool g_standard_stream_closed[3] = {false, false, false};
+
 }  // namespace
+
+void reserve_standard_streams() {
+  for (int fd = 0; fd < 3; ++fd) {
+    if (::fcntl(fd, F_GETFD) >= 0 || errno != EBADF) continue;
+    // open() returns the lowest free number: this one, since the lower ones are open by now.
+    ::open("/dev/null", O_RDWR | O_CLOEXEC);
+    g_standard_stream_closed[fd] = true;
+  }
+}
+
+bool standard_stream_was_closed(int fd) {
+  return fd >= 0 && fd < 3 && g_standard_stream_closed[fd];
+}
 
 void throw_errno(const std::string& what) {
   throw std::system_error(errno, std::generic_category(), what);

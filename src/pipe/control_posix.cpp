@@ -1,7 +1,9 @@
 #include <fcntl.h>
+#include <signal.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <charconv>
 #include <exception>
 
 #include "pipe/control.hpp"
@@ -10,79 +12,116 @@
 namespace ratelimit::pipe {
 namespace {
 
+// Longer than any line encode_rate() makes.
+constexpr std::size_t kMaxLineBytes = 64;
+
 // The FIFOs live in the user's private state directory, the one of the shared buckets. Without a
 // safe one the pipe runs without live control.
-std::optional<std::string> control_directory() {
+std::optional<backends::StateDirectory> control_directory() {
   try {
-    return backends::StateDirectory::open(backends::state_dir_from_environment("")).path();
+    return backends::StateDirectory::open(backends::state_dir_from_environment(""));
   } catch (const std::exception&) {
     return std::nullopt;
   }
 }
 
-std::string fifo_path(const std::string& directory, long pid, bool counts_bytes) {
-  return directory + "/pipe-" + std::to_string(pid) + (counts_bytes ? ".bytes" : ".records");
+std::string fifo_name(long pid, bool counts_bytes) {
+  return "pipe-" + std::to_string(pid) + (counts_bytes ? ".bytes" : ".records");
+}
+
+// The process id of a FIFO's name, if it is one.
+std::optional<long> pid_of_fifo(std::string_view name) {
+  constexpr std::string_view kPrefix = "pipe-";
+  if (!name.starts_with(kPrefix)) return std::nullopt;
+  name.remove_prefix(kPrefix.size());
+  long pid = 0;
+  const auto [end, error] = std::from_chars(name.data(), name.data() + name.size(), pid);
+  const std::string_view suffix(end, static_cast<std::size_t>(name.data() + name.size() - end));
+  if (error != std::errc() || pid <= 0 || (suffix != ".bytes" && suffix != ".records"))
+    return std::nullopt;
+  return pid;
+}
+
+void remove_fifos_of_gone_processes(const backends::StateDirectory& directory) {
+  for (const std::string& name : directory.file_names()) {
+    const std::optional<long> pid = pid_of_fifo(name);
+    if (pid && ::kill(static_cast<pid_t>(*pid), 0) != 0 && errno == ESRCH &&
+        directory.is_fifo(name))
+      directory.remove(name);
+  }
 }
 
 }  // namespace
 
 std::unique_ptr<ControlChannel> ControlChannel::create(bool counts_bytes) {
-  const std::optional<std::string> directory = control_directory();
+  std::optional<backends::StateDirectory> directory = control_directory();
   if (!directory) return nullptr;
-  const std::string path = fifo_path(*directory, ::getpid(), counts_bytes);
-  // Left by earlier processes with this id that were killed.
-  ::unlink(fifo_path(*directory, ::getpid(), !counts_bytes).c_str());
-  ::unlink(path.c_str());
-  if (::mkfifo(path.c_str(), 0600) != 0) return nullptr;
-  // Opened for reading and writing so that it never reports end-of-file between senders.
-  io::FileDescriptor fifo(::open(path.c_str(), O_RDWR | O_NONBLOCK | O_CLOEXEC));
-  if (!fifo) {
-    ::unlink(path.c_str());
-    return nullptr;
+  try {
+    remove_fifos_of_gone_processes(*directory);
+    // Left by an earlier process with this id that was killed.
+    directory->remove(fifo_name(::getpid(), !counts_bytes));
+  } catch (const std::exception&) {
+    // Tidying is no reason to run without control.
   }
-  return std::unique_ptr<ControlChannel>(new ControlChannel(path, std::move(fifo)));
+  std::string name = fifo_name(::getpid(), counts_bytes);
+  io::FileDescriptor fifo = directory->make_fifo(name);
+  if (!fifo) return nullptr;
+  return std::unique_ptr<ControlChannel>(
+      new ControlChannel(std::move(*directory), std::move(name), std::move(fifo)));
 }
 
-ControlChannel::ControlChannel(std::string path, io::FileDescriptor fifo)
-    : path_(std::move(path)), fifo_(std::move(fifo)) {}
+ControlChannel::ControlChannel(backends::StateDirectory directory, std::string name,
+                               io::FileDescriptor fifo)
+    : directory_(std::move(directory)), name_(std::move(name)), fifo_(std::move(fifo)) {}
 
-ControlChannel::~ControlChannel() { ::unlink(path_.c_str()); }
+ControlChannel::~ControlChannel() {
+  try {
+    directory_.remove(name_);
+  } catch (const std::exception&) {
+    // Left behind: the next pipe's create() removes it.
+  }
+}
 
 std::vector<std::string> ControlChannel::take_lines() {
+  std::vector<std::string> lines;
   char buffer[512];
   ssize_t got;
-  while ((got = io::retry_on_eintr([&] { return ::read(fifo_.get(), buffer, sizeof buffer); })) > 0)
-    partial_line_.append(buffer, static_cast<std::size_t>(got));
-  std::vector<std::string> lines;
-  std::size_t line_end;
-  while ((line_end = partial_line_.find('\n')) != std::string::npos) {
-    lines.push_back(partial_line_.substr(0, line_end));
-    partial_line_.erase(0, line_end + 1);
+  while ((got = io::retry_on_eintr([&] { return ::read(fifo_.get(), buffer, sizeof buffer); })) >
+         0) {
+    for (const char byte : std::string_view(buffer, static_cast<std::size_t>(got))) {
+      if (byte == '\n') {
+        if (!dropping_line_) lines.push_back(std::move(partial_line_));
+        partial_line_.clear();
+        dropping_line_ = false;
+      } else if (partial_line_.size() == kMaxLineBytes) {
+        partial_line_.clear();
+        dropping_line_ = true;
+      } else if (!dropping_line_) {
+        partial_line_ += byte;
+      }
+    }
   }
   return lines;
 }
 
 std::optional<RunningPipe> find_running_pipe(long pid) {
-  const std::optional<std::string> directory = control_directory();
+  std::optional<backends::StateDirectory> directory = control_directory();
   if (!directory) return std::nullopt;
   for (const bool counts_bytes : {true, false}) {
-    std::string path = fifo_path(*directory, pid, counts_bytes);
-    struct stat status {};
-    if (::lstat(path.c_str(), &status) == 0 && S_ISFIFO(status.st_mode))
-      return RunningPipe{std::move(path), counts_bytes};
+    std::string name = fifo_name(pid, counts_bytes);
+    if (directory->is_fifo(name))
+      return RunningPipe{std::move(*directory), std::move(name), counts_bytes};
   }
   return std::nullopt;
 }
 
 void send_rate(const RunningPipe& pipe, double units_per_second) {
   // Non-blocking: a FIFO nobody reads (a process that was killed) fails with ENXIO at once.
-  io::FileDescriptor fifo(io::retry_on_eintr(
-      [&] { return ::open(pipe.fifo_path.c_str(), O_WRONLY | O_NONBLOCK | O_CLOEXEC); }));
-  if (!fifo) io::throw_errno(pipe.fifo_path);
+  const io::FileDescriptor fifo = pipe.directory.open_fifo_for_writing(pipe.fifo_name);
   const std::string line = encode_rate(units_per_second);
   // Shorter than PIPE_BUF, so written whole or not at all.
   if (io::retry_on_eintr([&] { return ::write(fifo.get(), line.data(), line.size()); }) < 0)
-    io::throw_errno(pipe.fifo_path);
+    io::throw_errno(pipe.directory.path() + "/" + pipe.fifo_name);
 }
 
 }  // namespace ratelimit::pipe

@@ -34,6 +34,9 @@ Engine::Engine(const EngineOptions& options, Io& io, PermitSource& source,
 }
 
 void Engine::start() {
+  if (options_.default_chunk_limit)
+    options_.chunk_units =
+        default_chunk_units(options_.bucket.permits_per_second, *options_.default_chunk_limit);
   totals_.started = totals_.now = io_.now();
   totals_.rate = options_.bucket.permits_per_second;
   if (on_progress_) next_progress_ = totals_.started + options_.progress_interval;
@@ -47,12 +50,13 @@ Result Engine::run() {
 }
 
 std::optional<Result> Engine::run_spliced() {
-  const auto chunk_bytes = static_cast<std::size_t>(options_.chunk_units);
   // The bucket's turn comes first and the input is only waited for when a splice finds it empty:
-  // one wake-up per chunk while the producer is ahead. The chunk is booked when it was both due
-  // and there, as if it had been read at its arrival: a wake-up late by the timer's slack would
-  // otherwise count as idle time, which a warming-up bucket pays for by cooling down. The turn is
-  // not waited for once the input is known to hold nothing more, so the end comes without a wait.
+  // one wake-up per chunk while the producer is ahead. The chunk is asked for when it was both due
+  // (the bucket's next free time) and there, as if it had been read at its arrival: a wake-up late
+  // by the timer's slack would otherwise count as idle time, which a warming-up bucket pays for by
+  // cooling down. Its turn is then the bucket's answer for a whole chunk; what a short splice
+  // leaves unused is stored again by the next request. The turn is not waited for once the input
+  // is known to hold nothing more, so the end comes without a wait.
   nanoseconds input_seen_at = nanoseconds::min();
   while (true) {
     // A splice now finds the end of this input without moving anything: no turn is booked for it.
@@ -66,7 +70,7 @@ std::optional<Result> Engine::run_spliced() {
     if (wait(turn, WaitFor::input_end) == Wake::stop)
       return finish(Ending::stopped, io_.stop_signal());
     const nanoseconds requested_at = std::min(io_.now(), std::max(turn, input_seen_at));
-    const std::optional<Moved> moved = io_.splice(chunk_bytes);
+    const std::optional<Moved> moved = io_.splice(static_cast<std::size_t>(options_.chunk_units));
     if (!moved) return std::nullopt;
     if (moved->output_closed) return finish(Ending::downstream_closed);
     if (moved->bytes > 0) {
@@ -83,32 +87,38 @@ std::optional<Result> Engine::run_spliced() {
 }
 
 Result Engine::run_buffered() {
+  // Byte mode grows the buffer toward the chunk only as reads fill it: a --chunk of 900M costs
+  // no more than the input holds, and what memory refuses is a smaller write, not an abort.
   buffer_.resize(
       options_.unit.counts_bytes()
-          ? std::max(options_.buffer_bytes, static_cast<std::size_t>(options_.chunk_units))
+          ? std::min(options_.buffer_bytes, static_cast<std::size_t>(options_.chunk_units))
           : options_.buffer_bytes);
   bool end_of_input = false;
   while (true) {
-    const Span span = next_span(end_of_input);
-    if (span.bytes == 0) {
+    Span span = next_span(end_of_input);
+    // Record modes read little at a time: a chunk that is short after a read that took all it
+    // asked for is completed first if the input has more now, as one large read would have.
+    const bool short_chunk = !options_.unit.counts_bytes() && span.bytes > 0 &&
+                             span.units < options_.chunk_units && last_read_filled_ &&
+                             !end_of_input && !inside_record_ && end_ < buffer_.size();
+    if (span.bytes == 0 || short_chunk) {
       if (end_of_input) return finish(Ending::end_of_input);
-      if (wait(kForever, WaitFor::input) == Wake::stop) return stop_after_writing_buffer();
-      std::copy(buffer_.begin() + static_cast<std::ptrdiff_t>(begin_),
-                buffer_.begin() + static_cast<std::ptrdiff_t>(end_), buffer_.begin());
-      end_ -= begin_;
-      begin_ = 0;
-      const std::size_t room = options_.unit.counts_bytes()
-                                   ? static_cast<std::size_t>(options_.chunk_units)
-                                   : buffer_.size() - end_;
-      const Moved got = io_.read(std::span(buffer_.data() + end_, room));
-      end_ += got.bytes;
-      end_of_input = got.end_of_input;
-      continue;
+      const Wake wake =
+          span.bytes == 0 ? wait(kForever, WaitFor::input) : io_.wait(io_.now(), WaitFor::input);
+      if (wake == Wake::stop) return stop_after_writing_buffer();
+      if (wake == Wake::ready) {
+        end_of_input = read_more(span);
+        continue;
+      }
+      span = next_span(end_of_input);  // nothing more now: the short chunk goes
     }
     const nanoseconds requested_at = io_.now();
     if (span.units > 0) {
+      const std::int64_t chunk = options_.chunk_units;
       const std::optional<nanoseconds> turn = source_.turn(span.units, requested_at);
       if (!turn || wait(*turn, WaitFor::deadline) == Wake::stop) return stop_after_writing_buffer();
+      // A new rate during the wait changed the chunk.
+      if (options_.chunk_units != chunk) span = next_span(end_of_input);
     }
     switch (write_buffered(span.bytes, requested_at)) {
       case Written::all:
@@ -119,6 +129,87 @@ Result Engine::run_buffered() {
         return stop_after_writing_buffer();
     }
   }
+}
+
+bool Engine::read_more(const Span& complete) {
+  if (begin_ > 0) {
+    std::copy(buffer_.begin() + static_cast<std::ptrdiff_t>(begin_),
+              buffer_.begin() + static_cast<std::ptrdiff_t>(end_), buffer_.begin());
+    end_ -= begin_;
+    begin_ = 0;
+  }
+  const std::size_t room =
+      options_.unit.counts_bytes()
+          ? std::min(buffer_.size(), static_cast<std::size_t>(options_.chunk_units))
+          : read_ahead_bytes(complete);
+  const Moved got = io_.read(std::span(buffer_.data() + end_, room));
+  last_read_filled_ = got.bytes == room;
+  if (options_.unit.counts_bytes() && last_read_filled_) grow_buffer();
+  if (!options_.unit.counts_bytes()) note_record_lengths(complete.bytes, end_, got.bytes);
+  end_ += got.bytes;
+  return got.end_of_input;
+}
+
+void Engine::complete_last_record() {
+  if (options_.unit.counts_bytes()) return;
+  const char delimiter = *options_.unit.delimiter;
+  // Byte by byte, so that nothing past the record's end is taken from the input: a record cut
+  // by a read is finished from what the input holds now, never waited for.
+  while (end_ > begin_ && buffer_[end_ - 1] != delimiter && end_ < buffer_.size() &&
+         io_.input_ready_now()) {
+    const Moved got = io_.read(std::span(buffer_.data() + end_, 1));
+    if (got.bytes == 0) return;
+    end_ += got.bytes;
+  }
+}
+
+void Engine::grow_buffer() {
+  const auto chunk = static_cast<std::size_t>(options_.chunk_units);
+  if (buffer_.size() >= chunk) return;
+  try {
+    buffer_.resize(std::min(chunk, 2 * buffer_.size()));
+  } catch (const std::bad_alloc&) {
+    buffer_.shrink_to_fit();  // writes stay this size
+  }
+}
+
+std::size_t Engine::read_ahead_bytes(const Span& complete) const {
+  const std::size_t room = buffer_.size() - end_;
+  // The rest of a record longer than the buffer: its end is not known, only that it comes.
+  if (inside_record_) return room;
+  // Records are at least the shortest seen so far: the records the chunk still lacks need at
+  // least this much, so a read of it seldom takes records past the chunk, which a stop signal
+  // would still have to write. A record in progress longer than that doubles the read, keeping
+  // long records to a few reads.
+  const std::size_t partial = end_ - begin_ - complete.bytes;
+  const auto later_records = static_cast<std::size_t>(
+      std::max<std::int64_t>(options_.chunk_units - complete.units, 1) - 1);
+  const std::size_t shortest = shortest_record_.value_or(1);
+  const std::size_t for_partial =
+      std::max({std::size_t{1}, partial, shortest - std::min(shortest, partial)});
+  if (later_records > (room - std::min(room, for_partial)) / shortest) return room;
+  return std::min(room, for_partial + later_records * shortest);
+}
+
+void Engine::note_record_lengths(std::size_t partial_start, std::size_t from, std::size_t bytes) {
+  const char delimiter = *options_.unit.delimiter;
+  const char* const partial = buffer_.data() + partial_start;
+  const char* record_start = partial;
+  const char* const first_new = buffer_.data() + from;
+  const char* const last = first_new + bytes;
+  std::optional<std::size_t> shortest;
+  for (const char* at = std::find(first_new, last, delimiter); at != last;
+       at = std::find(at + 1, last, delimiter)) {
+    // The first record may have begun before the buffer (written in part): its length is unknown.
+    if (!(inside_record_ && record_start == partial)) {
+      const auto length = static_cast<std::size_t>(at + 1 - record_start);
+      shortest = std::min(shortest.value_or(length), length);
+    }
+    record_start = at + 1;
+  }
+  // The shortest of the latest records, so that one short record early on does not make every
+  // later read small.
+  if (shortest) shortest_record_ = shortest;
 }
 
 Engine::Span Engine::next_span(bool end_of_input) const {
@@ -192,6 +283,8 @@ Wake Engine::wait(nanoseconds deadline, WaitFor what) {
       if (const std::optional<double> rate = io_.take_new_rate()) {
         source_.set_rate(*rate, io_.now());
         totals_.rate = *rate;
+        if (options_.default_chunk_limit)
+          options_.chunk_units = default_chunk_units(*rate, *options_.default_chunk_limit);
       }
       continue;
     }
@@ -209,6 +302,7 @@ void Engine::report_progress(nanoseconds now) {
 Result Engine::stop_after_writing_buffer() {
   const int signal = io_.stop_signal();
   stopping_ = true;
+  complete_last_record();
   // What was read still goes out, unless another stop signal cuts the wait for the output short.
   const Written written = write_buffered(end_ - begin_, io_.now());
   return finish(written == Written::downstream_closed ? Ending::downstream_closed : Ending::stopped,

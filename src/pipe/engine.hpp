@@ -25,6 +25,9 @@ struct EngineOptions {
   Unit unit;
   // Units per write: small enough that the output looks smooth, large enough to be cheap.
   std::int64_t chunk_units = 1;
+  // Set when the chunk was not chosen by the user: it follows the rate in force, as
+  // default_chunk_units(rate, *default_chunk_limit), also after a new rate from `ratelimit set`.
+  std::optional<std::int64_t> default_chunk_limit;
   // Room for records in record modes and the largest write in byte mode.
   std::size_t buffer_bytes = 256 * 1024;
   // How often `on_progress` is called while data flows or waits.
@@ -60,10 +63,11 @@ inline constexpr double kWritesPerSecond = 200.0;
 // The units per write for a rate: 1/kWritesPerSecond of it, at least one, at most `max_units`.
 std::int64_t default_chunk_units(double units_per_second, std::int64_t max_units);
 
-// Moves the input to the output at the rate of a permit source: asks it when a chunk may go,
-// waits until then, writes at most a chunk, then tells it what was written (Guava's packet
-// example). In record modes a wait never falls inside a record. Everything read is written, even
-// when a stop signal arrives; nothing is waited for after the end of the input.
+// Moves the input to the output at the rate of a permit source: asks it when a chunk may go
+// (with pay_first, not before the chunk's units exist), waits until then, writes at most a chunk,
+// then tells it what was written (Guava's packet example). In record modes a wait never falls
+// inside a record. Everything read is written, even when a stop signal arrives; nothing is waited
+// for after the end of the input.
 class Engine {
  public:
   using ProgressCallback = std::function<void(const Totals&)>;
@@ -90,6 +94,19 @@ class Engine {
   Wake wait(std::chrono::nanoseconds deadline, WaitFor what);
   // The next piece of the buffer to write; empty when more input is needed first.
   Span next_span(bool end_of_input) const;
+  // Reads after the pending data, of which `complete` is the complete records (a short chunk, or
+  // none); true at the end of the input.
+  bool read_more(const Span& complete);
+  // Record modes, at a stop: reads the rest of a record that a read cut, as far as the input
+  // holds it now.
+  void complete_last_record();
+  // Byte mode: doubles the buffer toward the chunk after a read that filled it.
+  void grow_buffer();
+  // Record modes: how much the next read may take.
+  std::size_t read_ahead_bytes(const Span& complete) const;
+  // Record modes: notes the lengths of the records that `bytes` read at `from` completed, the
+  // first of them begun at `partial_start`.
+  void note_record_lengths(std::size_t partial_start, std::size_t from, std::size_t bytes);
   enum class Written { all, downstream_closed, stopped };
   // Writes the first `bytes` of the buffer, charging the units that go out as booked at
   // `requested_at`; stops early when downstream closes or a stop signal cuts a blocked write short.
@@ -110,8 +127,11 @@ class Engine {
   std::vector<char> buffer_;
   std::size_t begin_ = 0;  // unwritten data is buffer_[begin_, end_)
   std::size_t end_ = 0;
-  bool inside_record_ = false;  // the last byte written did not end a record
-  bool stopping_ = false;       // a stop signal came: writing what was read, then done
+  // Record modes: the shortest record (bytes with its delimiter) of the latest read that ended one.
+  std::optional<std::size_t> shortest_record_;
+  bool last_read_filled_ = false;  // the last read took all it asked for: more may be there now
+  bool inside_record_ = false;     // the last byte written did not end a record
+  bool stopping_ = false;          // a stop signal came: writing what was read, then done
 };
 
 }  // namespace ratelimit::pipe

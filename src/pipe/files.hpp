@@ -40,6 +40,7 @@ class FileIo final : public Io {
   std::chrono::nanoseconds now() override;
   Wake wait(std::chrono::nanoseconds deadline, WaitFor what) override;
   bool input_exhausted() const override;
+  bool input_ready_now() override;
   Moved read(std::span<char> buffer) override;
   std::optional<std::size_t> write(std::span<const char> data) override;
   std::optional<Moved> splice(std::size_t max_bytes) override;
@@ -70,6 +71,7 @@ class FileIo final : public Io {
   std::string output_name_;
   io::FileDescriptor output_;
   bool output_is_pipe_;
+  bool output_never_blocks_ = false;  // our own non-blocking description of the output pipe
   std::optional<io::SignalGuard> signals_;
   std::optional<io::SignalWaiter> waiter_;
   ControlChannel* control_;

@@ -1,4 +1,5 @@
 #include <fcntl.h>
+#include <fmt/core.h>
 #include <sys/ioctl.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -17,6 +18,15 @@ namespace {
 constexpr std::size_t kDefaultPipeCapacity = std::size_t{64} * 1024;
 
 bool is_standard_stream(const std::string& name) { return name.empty() || name == "-"; }
+
+// A copy of standard input or output for the engine; -1 with EBADF when it was closed.
+int duplicate_standard_stream(int fd) {
+  if (io::standard_stream_was_closed(fd)) {
+    errno = EBADF;
+    return -1;
+  }
+  return ::fcntl(fd, F_DUPFD_CLOEXEC, 0);
+}
 
 [[noreturn]] void throw_input_error(const std::string& name) {
   throw InputError(errno, std::generic_category(), name);
@@ -43,7 +53,7 @@ FileIo::FileIo(const std::vector<std::string>& inputs, const std::string& output
     const bool standard = is_standard_stream(name);
     const std::string shown = standard ? "standard input" : name;
     io::FileDescriptor fd(
-        standard ? ::fcntl(STDIN_FILENO, F_DUPFD_CLOEXEC, 0)
+        standard ? duplicate_standard_stream(STDIN_FILENO)
                  : io::retry_on_eintr([&] { return ::open(name.c_str(), O_RDONLY | O_CLOEXEC); }));
     if (!fd) throw_input_error(shown);
     const struct stat status = status_of(fd.get(), shown);
@@ -67,13 +77,26 @@ FileIo::FileIo(const std::vector<std::string>& inputs, const std::string& output
   output_name_ = standard ? "standard output" : output;
   // Truncated only once it is known not to be an input, as cat refuses to eat its own input.
   output_ = io::FileDescriptor(
-      standard ? ::fcntl(STDOUT_FILENO, F_DUPFD_CLOEXEC, 0) : io::retry_on_eintr([&] {
+      standard ? duplicate_standard_stream(STDOUT_FILENO) : io::retry_on_eintr([&] {
         return ::open(output.c_str(), O_WRONLY | O_CREAT | O_CLOEXEC, 0666);
       }));
   if (!output_) io::throw_errno(output_name_);
   struct stat output_status {};
   if (::fstat(output_.get(), &output_status) != 0) io::throw_errno(output_name_);
   output_is_pipe_ = S_ISFIFO(output_status.st_mode);
+  if (output_is_pipe_) {
+    // A description of our own, non-blocking, for the same pipe: a write then never blocks, and
+    // the wait for room is the signal-aware poll, so that no stop signal can slip in between a
+    // check and a blocking write. The caller's description keeps its flags.
+    io::FileDescriptor own(::open(fmt::format("/proc/self/fd/{}", output_.get()).c_str(),
+                                  O_WRONLY | O_NONBLOCK | O_CLOEXEC));
+    struct stat own_status {};
+    if (own && ::fstat(own.get(), &own_status) == 0 && own_status.st_dev == output_status.st_dev &&
+        own_status.st_ino == output_status.st_ino) {
+      output_ = std::move(own);
+      output_never_blocks_ = true;
+    }
+  }
   if (S_ISREG(output_status.st_mode)) {
     const std::pair identity(output_status.st_dev, output_status.st_ino);
     if (std::find(regular_inputs.begin(), regular_inputs.end(), identity) != regular_inputs.end()) {
@@ -160,6 +183,12 @@ bool FileIo::next_input() {
   return at_end();
 }
 
+bool FileIo::input_ready_now() {
+  if (at_end()) return true;
+  pollfd input{inputs_[current_].fd.get(), POLLIN, 0};
+  return io::retry_on_eintr([&] { return ::poll(&input, 1, 0); }) > 0;
+}
+
 Moved FileIo::read(std::span<char> buffer) {
   if (at_end()) return Moved{0, true, false};
   Input& input = inputs_[current_];
@@ -176,6 +205,16 @@ std::optional<std::size_t> FileIo::write(std::span<const char> data) {
   // The first stop signal cuts a blocked write short. After it the engine writes what it has read,
   // and only a further signal ends that.
   const int seen = std::min(signals_->count(), 1);
+  while (output_never_blocks_) {
+    if (signals_->count() != seen) return 0;
+    const ssize_t written =
+        io::retry_on_eintr([&] { return ::write(output_.get(), data.data(), data.size()); });
+    if (written >= 0) return static_cast<std::size_t>(written);
+    if (errno == EPIPE) return std::nullopt;
+    if (!would_block()) io::throw_errno("write " + output_name_);
+    if (!wait_for_output(seen)) return 0;
+  }
+  // Terminals and other descriptors that cannot be reopened: write(2) with the signals let in.
   while (true) {
     const ssize_t written =
         signals_->write_unless_stopped(output_.get(), data.data(), data.size(), seen);

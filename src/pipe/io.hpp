@@ -44,8 +44,10 @@ class Io {
   // True when the input is known to hold nothing more: its writer has gone and what it left has
   // been moved, so the next splice finds the end without blocking.
   virtual bool input_exhausted() const = 0;
-  // Reads up to buffer.size() bytes after wait() said ready. Zero bytes without end_of_input: one
-  // input ended and the next is not ready yet, wait again.
+  // True when a read would not block now, whatever signal has come.
+  virtual bool input_ready_now() = 0;
+  // Reads up to buffer.size() bytes after wait() or input_ready_now() said ready. Zero bytes
+  // without end_of_input: one input ended and the next is not ready yet, wait again.
   virtual Moved read(std::span<char> buffer) = 0;
   // Writes some of `data` (at least one byte, blocking while the output is full); 0 when a stop
   // signal arrived while it blocked, before any byte went; nullopt when downstream has closed.

@@ -1,11 +1,15 @@
 #include "pipe/permit_source.hpp"
 
+#include <algorithm>
+#include <utility>
+
 namespace ratelimit::pipe {
 
 using std::chrono::nanoseconds;
 
-std::optional<nanoseconds> LocalPermitSource::turn(std::int64_t, nanoseconds) {
-  return bucket_.state().next_free;
+std::optional<nanoseconds> LocalPermitSource::turn(std::int64_t units, nanoseconds now) {
+  const nanoseconds wait = bucket_.wait_for(units, now);
+  return wait > nanoseconds::max() - now ? nanoseconds::max() : now + wait;
 }
 
 void LocalPermitSource::consume(std::int64_t units, nanoseconds requested_at) {
@@ -29,35 +33,48 @@ SharedPermitSource::SharedPermitSource(backends::BucketBackend& backend,
   request_.deadline = nanoseconds::max();
 }
 
-bool SharedPermitSource::book(std::int64_t units) {
+std::optional<nanoseconds> SharedPermitSource::book(std::int64_t units) {
   request_.permits = units;
   const backends::Reservation reservation = backend_.reserve(request_, waiter_);
-  if (reservation.signal != 0) return false;
+  if (reservation.signal != 0) return std::nullopt;
   if (reservation.replaced_params && on_replaced_) on_replaced_(*reservation.replaced_params);
   request_.apply_params = false;
   const nanoseconds now = waiter_.now();
-  credit_due_ =
-      reservation.wait > nanoseconds::max() - now ? nanoseconds::max() : now + reservation.wait;
-  credit_ += units;
-  return true;
+  return reservation.wait > nanoseconds::max() - now ? nanoseconds::max() : now + reservation.wait;
 }
 
 std::optional<nanoseconds> SharedPermitSource::turn(std::int64_t units, nanoseconds) {
-  if (credit_ < units && !book(units - credit_)) return std::nullopt;
+  if (credit_ < units && ahead_ > 0) {
+    credit_ += std::exchange(ahead_, 0);
+    credit_due_ = std::max(credit_due_, ahead_due_);
+  }
+  if (credit_ < units) {
+    const std::optional<nanoseconds> due = book(units - credit_);
+    if (!due) return std::nullopt;
+    credit_ = units;
+    credit_due_ = std::max(credit_due_, *due);
+  }
+  if (ahead_ == 0) {
+    const std::optional<nanoseconds> due = book(units);
+    if (!due) return std::nullopt;
+    ahead_ = units;
+    ahead_due_ = *due;
+  }
   return credit_due_;
 }
 
 void SharedPermitSource::consume(std::int64_t units, nanoseconds) {
   credit_ -= units;
-  // More moved than booked (what was read goes out after a stop signal): booked now, not waited
-  // for, so the key counts it.
+  // More moved than booked (what was read goes out after a stop signal): the chunk booked ahead
+  // covers it first, and what is left is booked now, not waited for, so the key counts it.
   if (credit_ < 0) {
-    const nanoseconds due = credit_due_;
-    const std::int64_t missing = -credit_;
+    const std::int64_t covered = std::min(-credit_, ahead_);
+    ahead_ -= covered;
+    credit_ += covered;
+  }
+  if (credit_ < 0) {
+    book(-credit_);
     credit_ = 0;
-    book(missing);
-    credit_ = 0;
-    credit_due_ = due;
   }
 }
 

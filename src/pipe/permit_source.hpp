@@ -41,9 +41,11 @@ class LocalPermitSource final : public PermitSource {
   TokenBucket bucket_;
 };
 
-// A bucket that other pipes and commands share through a store: one atomic booking per turn,
-// made before the units move, so two users never take the same turn. The booking for the next
-// chunk is made as soon as one has moved, so the store's lock or round trip hides behind the wait.
+// A bucket that other pipes and commands share through a store: one atomic booking per chunk,
+// made before the units move, so two users never take the same turn. One chunk more is kept
+// booked ahead: its booking is made before the wait for the current one, so the store's lock or
+// round trip hides behind that wait, and a wake-up a little late finds the key still busy with
+// this pipe's next chunk instead of idle (idle time would be stored as a burst for everyone).
 // Units booked and not moved (a short read, the end of a slow producer's burst) are kept as
 // local credit for the next turn: never booked twice. The first booking applies the request's
 // parameters to the key (saying so through `on_replaced` if they differed); later ones keep the
@@ -61,12 +63,12 @@ class SharedPermitSource final : public PermitSource {
   void consume(std::int64_t units, std::chrono::nanoseconds requested_at) override;
   void set_rate(double units_per_second, std::chrono::nanoseconds now) override;
 
-  // Units booked and not yet moved.
-  std::int64_t credit() const { return credit_; }
+  // Units booked and not yet moved, the chunk booked ahead included.
+  std::int64_t booked_unused() const { return credit_ + ahead_; }
 
  private:
-  // Books `units` more; false if a stop signal ended the call.
-  bool book(std::int64_t units);
+  // Books `units`; none if a stop signal ended the call, else when they are due.
+  std::optional<std::chrono::nanoseconds> book(std::int64_t units);
 
   backends::BucketBackend& backend_;
   backends::PermitRequest request_;
@@ -74,6 +76,8 @@ class SharedPermitSource final : public PermitSource {
   OnReplaced on_replaced_;
   std::int64_t credit_ = 0;
   std::chrono::nanoseconds credit_due_{0};
+  std::int64_t ahead_ = 0;  // the chunk booked ahead
+  std::chrono::nanoseconds ahead_due_{0};
 };
 
 }  // namespace ratelimit::pipe

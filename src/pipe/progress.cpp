@@ -54,6 +54,13 @@ std::string si_number(double value) {
   return fmt::format("{:.{}f} {}", value, decimals, kPrefixes[prefix]);
 }
 
+// Seconds as nanoseconds, nanoseconds::max() for what does not fit (about 292 years and more).
+nanoseconds saturating_nanoseconds(double seconds) {
+  constexpr double kMaxSeconds = static_cast<double>(nanoseconds::max().count()) / 1e9;
+  if (!(seconds < kMaxSeconds)) return nanoseconds::max();
+  return std::chrono::duration_cast<nanoseconds>(std::chrono::duration<double>(seconds));
+}
+
 std::string clock_time(nanoseconds duration) {
   const auto total =
       std::max<std::int64_t>(0, std::chrono::duration_cast<std::chrono::seconds>(duration).count());
@@ -84,8 +91,7 @@ std::string ProgressMeter::line(const Totals& totals) {
                         kBarWidth - filled, done * 100.0);
     const double elapsed = seconds(totals.now - totals.started);
     if (done > 0.0 && done < 1.0 && elapsed > 0.0) {
-      const auto remaining = std::chrono::duration<double>(elapsed * (1.0 - done) / done);
-      line += " ETA " + clock_time(std::chrono::duration_cast<nanoseconds>(remaining));
+      line += " ETA " + clock_time(saturating_nanoseconds(elapsed * (1.0 - done) / done));
     }
   }
   return line;

@@ -14,19 +14,25 @@
 // opened without following links, and flock.
 namespace ratelimit::backends {
 
+class StateDirectory;
+
 // A state file held open under flock; closing it (the destructor) releases the lock.
 class LockedFile {
  public:
   std::string read() const;
   // The file's name in its directory.
   const std::string& name() const { return name_; }
-  void overwrite(std::string_view bytes);
+  // Replaces the file's content whole: written to a new file beside it, locked, then renamed
+  // over it, so that a crash at any point leaves either the old record or the new one, never a
+  // torn one. Waiters on the old file find it unlinked and take the new one.
+  void replace(std::string_view bytes);
 
  private:
   friend class StateDirectory;
-  LockedFile(io::FileDescriptor fd, std::string name)
-      : fd_(std::move(fd)), name_(std::move(name)) {}
+  LockedFile(io::FileDescriptor fd, const StateDirectory& directory, std::string name)
+      : fd_(std::move(fd)), directory_(&directory), name_(std::move(name)) {}
   io::FileDescriptor fd_;
+  const StateDirectory* directory_;
   std::string name_;
 };
 
@@ -44,7 +50,8 @@ struct LockWait {
 class StateDirectory {
  public:
   // Opens `path`, creating it 0700 if missing. Throws UnsafeStateError unless it is a directory
-  // owned by this user and not writable by group or others.
+  // (not a symbolic link to one: another user may have planted it in /tmp) owned by this user
+  // and not writable by group or others.
   static StateDirectory open(const std::string& path);
 
   // Opens `name` (creating it 0600) and waits for the lock.
@@ -61,12 +68,21 @@ class StateDirectory {
   // if another holds it. The lock lasts as long as the returned descriptor or a copy of it.
   io::FileDescriptor try_lock(const std::string& name) const;
 
+  // Makes the FIFO `name` (0600), replacing a leftover of that name, and opens it for reading
+  // and writing without blocking; an empty descriptor if it cannot.
+  io::FileDescriptor make_fifo(const std::string& name) const;
+  // Opens the FIFO `name` for writing without blocking. Throws std::system_error: ENXIO when
+  // nobody reads it, ENOENT when it is missing.
+  io::FileDescriptor open_fifo_for_writing(const std::string& name) const;
+  bool is_fifo(const std::string& name) const;
+
   std::vector<std::string> file_names() const;
   // Removes `name`; false if it did not exist.
   bool remove(const std::string& name) const;
   const std::string& path() const { return path_; }
 
  private:
+  friend class LockedFile;
   StateDirectory(io::FileDescriptor fd, std::string path)
       : fd_(std::move(fd)), path_(std::move(path)) {}
   io::FileDescriptor open_file(const std::string& name, bool create) const;

@@ -49,20 +49,41 @@ std::string LockedFile::read() const {
   return bytes;
 }
 
-void LockedFile::overwrite(std::string_view bytes) {
+void LockedFile::replace(std::string_view bytes) {
+  const int directory = directory_->fd_.get();
+  // Only the holder of the lock writes this name. One left by a crash is removed, not opened: it
+  // might be another name of some other file.
+  const std::string new_name = name_ + ".new";
+  ::unlinkat(directory, new_name.c_str(), 0);
+  io::FileDescriptor fd(io::retry_on_eintr([&] {
+    return ::openat(directory, new_name.c_str(),
+                    O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK, 0600);
+  }));
+  if (!fd) io::throw_errno("create state file '" + directory_->path_ + "/" + new_name + "'");
+  // Locked before it takes the name, so the lock stays with whoever holds the current file.
+  if (io::retry_on_eintr([&] { return ::flock(fd.get(), LOCK_EX | LOCK_NB); }) != 0)
+    io::throw_errno("lock state file '" + directory_->path_ + "/" + new_name + "'");
   const ssize_t count =
-      io::retry_on_eintr([&] { return ::pwrite(fd_.get(), bytes.data(), bytes.size(), 0); });
+      io::retry_on_eintr([&] { return ::write(fd.get(), bytes.data(), bytes.size()); });
   if (count < 0) io::throw_errno("write state file");
   if (static_cast<std::size_t>(count) != bytes.size())
     throw std::system_error(ENOSPC, std::generic_category(), "write state file");
-  if (io::retry_on_eintr([&] { return ::ftruncate(fd_.get(), static_cast<off_t>(count)); }) != 0)
-    io::throw_errno("truncate state file");
+  if (::renameat(directory, new_name.c_str(), directory, name_.c_str()) != 0)
+    io::throw_errno("rename state file '" + directory_->path_ + "/" + new_name + "'");
+  fd_ = std::move(fd);
 }
 
 StateDirectory StateDirectory::open(const std::string& path) {
   if (::mkdir(path.c_str(), 0700) != 0 && errno != EEXIST)
     io::throw_errno("create state directory '" + path + "'");
-  io::FileDescriptor fd(::open(path.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+  io::FileDescriptor fd(::open(path.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
+  struct stat link_status {};
+  if (!fd && (errno == ELOOP || errno == ENOTDIR) && ::lstat(path.c_str(), &link_status) == 0 &&
+      S_ISLNK(link_status.st_mode))
+    throw UnsafeStateError(fmt::format(
+        "state directory '{}' is a symbolic link: refusing to follow it (give its target with "
+        "--state-dir)",
+        path));
   if (!fd) io::throw_errno("open state directory '" + path + "'");
   check_ownership(stat_of(fd.get(), path), path, "state directory");
   return StateDirectory(std::move(fd), path);
@@ -86,6 +107,12 @@ io::FileDescriptor StateDirectory::open_file(const std::string& name, bool creat
   if (!S_ISREG(status.st_mode))
     throw UnsafeStateError(fmt::format("state file '{}' is not a regular file", path));
   check_ownership(status, path, "state file");
+  // Another name for the same file (a hard link to one of the user's own files, planted or not)
+  // would be overwritten with a record.
+  if (status.st_nlink > 1)
+    throw UnsafeStateError(
+        fmt::format("state file '{}' has {} links: refusing to write a file that has other names",
+                    path, status.st_nlink));
   return fd;
 }
 
@@ -98,7 +125,9 @@ std::optional<LockedFile> StateDirectory::lock_file(const std::string& name, Loc
     if (io::retry_on_eintr([&] { return ::flock(fd.get(), operation); }) != 0)
       io::throw_errno("lock state file '" + path_ + "/" + name + "'");
     // A reset may have removed the file between open and lock: its state would be lost.
-    if (stat_of(fd.get(), path_ + "/" + name).st_nlink > 0) return LockedFile(std::move(fd), name);
+    // A replace() renamed a new file over it meanwhile: that one is current.
+    if (stat_of(fd.get(), path_ + "/" + name).st_nlink > 0)
+      return LockedFile(std::move(fd), *this, name);
   }
 }
 
@@ -112,7 +141,7 @@ LockWait StateDirectory::lock_until(const std::string& name, io::Waiter& waiter,
     if (io::retry_on_eintr([&] { return ::flock(fd.get(), LOCK_EX | LOCK_NB); }) == 0) {
       // A reset may have removed the file between open and lock: its state would be lost.
       if (stat_of(fd.get(), path_ + "/" + name).st_nlink > 0)
-        return {.file = LockedFile(std::move(fd), name), .signal = 0};
+        return {.file = LockedFile(std::move(fd), *this, name), .signal = 0};
       fd = open_file(name, true);
       continue;
     }
@@ -139,6 +168,35 @@ io::FileDescriptor StateDirectory::try_lock(const std::string& name) const {
   if (io::retry_on_eintr([&] { return ::flock(fd.get(), LOCK_EX | LOCK_NB); }) == 0) return fd;
   if (errno != EWOULDBLOCK) io::throw_errno("lock '" + path_ + "/" + name + "'");
   return {};
+}
+
+io::FileDescriptor StateDirectory::make_fifo(const std::string& name) const {
+  ::unlinkat(fd_.get(), name.c_str(), 0);
+  if (::mkfifoat(fd_.get(), name.c_str(), 0600) != 0) return {};
+  // Opened for reading and writing so that it never reports end-of-file between senders.
+  io::FileDescriptor fifo(io::retry_on_eintr([&] {
+    return ::openat(fd_.get(), name.c_str(), O_RDWR | O_NONBLOCK | O_NOFOLLOW | O_CLOEXEC);
+  }));
+  struct stat status {};
+  if (!fifo || ::fstat(fifo.get(), &status) != 0 || !S_ISFIFO(status.st_mode)) {
+    ::unlinkat(fd_.get(), name.c_str(), 0);
+    return {};
+  }
+  return fifo;
+}
+
+io::FileDescriptor StateDirectory::open_fifo_for_writing(const std::string& name) const {
+  io::FileDescriptor fifo(io::retry_on_eintr([&] {
+    return ::openat(fd_.get(), name.c_str(), O_WRONLY | O_NONBLOCK | O_NOFOLLOW | O_CLOEXEC);
+  }));
+  if (!fifo) io::throw_errno(path_ + "/" + name);
+  return fifo;
+}
+
+bool StateDirectory::is_fifo(const std::string& name) const {
+  struct stat status {};
+  return ::fstatat(fd_.get(), name.c_str(), &status, AT_SYMLINK_NOFOLLOW) == 0 &&
+         S_ISFIFO(status.st_mode);
 }
 
 std::vector<std::string> StateDirectory::file_names() const {

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # --max-inflight N: at most N commands of a key run at once; a slot is freed when its command
 # exits, also when it is killed.
+# Timing: loose bounds, run alone (RESOURCE_LOCK timing).
 source "$E2E_LIB"
 export RATELIMIT_STATE_DIR=$WORK/state
 

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Sequential and concurrent loops share one bucket; a running command does not hold it.
 # Bounds are loose so that they hold on a loaded machine, yet fail without a shared bucket.
+# Timing: loose bounds, run alone (RESOURCE_LOCK timing).
 source "$E2E_LIB"
 export RATELIMIT_STATE_DIR=$WORK/state
 

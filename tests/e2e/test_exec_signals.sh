@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Ctrl-C (SIGINT) or SIGTERM while waiting: exit 130 or 143, the command never runs. A waiter
 # killed with SIGKILL leaves the bucket usable.
+# Timing: loose bounds, run alone (RESOURCE_LOCK timing).
 source "$E2E_LIB"
 export RATELIMIT_STATE_DIR=$WORK/state
 # Job control, so that background jobs keep SIGINT as a terminal's foreground job would.

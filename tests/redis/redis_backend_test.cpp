@@ -119,7 +119,9 @@ TEST_F(RedisBackendTest, ScriptMatchesTheCoreOnRandomSequences) {
         params.cold_factor = 1.0 + static_cast<double>(random() % 40) / 10.0;
       } else {
         params.max_burst_seconds = static_cast<double>(random() % 30) / 10.0;
+        params.start_full = random() % 3 == 0;
       }
+      params.pay_first = random() % 3 == 0;
       return params;
     };
     BucketParams params = random_params();

@@ -39,6 +39,20 @@ TEST(BucketOptions, WarmupSelectsWarmingUp) {
   EXPECT_EQ(params.cold_factor, 10.0);
 }
 
+TEST(BucketOptions, StartFullAndPayFirstMakeTheClassicBucket) {
+  const BucketParams classic =
+      parse({"--rate", "3/s", "--burst", "5", "--start-full", "--pay-first"}, RateUnits::plain);
+  EXPECT_TRUE(classic.start_full);
+  EXPECT_TRUE(classic.pay_first);
+  EXPECT_EQ(classic.max_burst_seconds * classic.permits_per_second, 5.0);
+  const BucketParams guava = parse({"--rate", "3/s"});
+  EXPECT_FALSE(guava.start_full);
+  EXPECT_FALSE(guava.pay_first);
+  // A warming-up bucket pays its cold cost first; it cannot also start full.
+  EXPECT_TRUE(parse({"--rate", "1M", "--warmup", "4s", "--pay-first"}).pay_first);
+  EXPECT_THROW(parse({"--rate", "1M", "--warmup", "4s", "--start-full"}), CLI::ExcludesError);
+}
+
 TEST(BucketOptions, RejectsBadCombinationsAndValues) {
   EXPECT_THROW(parse({"--rate", "1M", "--warmup", "4s", "--burst", "1s"}), CLI::ExcludesError);
   EXPECT_THROW(parse({"--rate", "1M", "--cold-factor", "2"}), CLI::RequiresError);

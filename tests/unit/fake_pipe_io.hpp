@@ -92,6 +92,8 @@ class FakePipeIo final : public pipe::Io {
 
   bool input_exhausted() const override { return at_end(); }
 
+  bool input_ready_now() override { return readable() || at_end(); }
+
   pipe::Moved read(std::span<char> buffer) override {
     const std::string taken = take(buffer.size());
     std::copy(taken.begin(), taken.end(), buffer.begin());

@@ -106,6 +106,9 @@ BucketParams parse_params(std::map<std::string, std::string>& fields) {
   if (const auto burst = take(fields, "burst_s")) params.max_burst_seconds = parse_number(*burst);
   if (const auto warmup = take(fields, "warmup_us")) params.warmup = parse_duration(*warmup);
   if (const auto cold = take(fields, "cold_factor")) params.cold_factor = parse_number(*cold);
+  if (const auto start_full = take(fields, "start_full"))
+    params.start_full = parse_yes_no(*start_full);
+  if (const auto pay_first = take(fields, "pay_first")) params.pay_first = parse_yes_no(*pay_first);
   reject_unknown(fields);
   return params;
 }

@@ -82,7 +82,7 @@ class SharedEngine : public ::testing::TestWithParam<bool> {
     SharedPermitSource source(store, {.key = "k", .params = options.bucket}, waiter,
                               [this](const BucketParams&) { ++replaced; });
     const Result result = Engine(options, io, source).run();
-    credit_left = source.credit();
+    booked_unused = source.booked_unused();
     return result;
   }
 
@@ -90,7 +90,7 @@ class SharedEngine : public ::testing::TestWithParam<bool> {
   FakeStore store{io};
   IoWaiter waiter{io};
   int replaced = 0;
-  std::int64_t credit_left = 0;
+  std::int64_t booked_unused = 0;
 };
 
 INSTANTIATE_TEST_SUITE_P(BothPaths, SharedEngine, ::testing::Bool(),
@@ -111,8 +111,9 @@ TEST_P(SharedEngine, LateStoreHidesBehindTheWait) {
   io.arrive(0s, std::string(200, 'x'));
   run(bytes_per_second(1000, 20));
   ASSERT_EQ(io.writes().size(), 10u);
-  // Every answer comes 3 ms late, and the chunks still go 20 ms apart: nothing accumulates.
-  for (std::size_t i = 1; i < io.writes().size(); ++i)
+  // Every answer comes 3 ms late, and after the first two the chunks go 20 ms apart: the calls
+  // for the next chunks are made during the waits, and nothing accumulates.
+  for (std::size_t i = 2; i < io.writes().size(); ++i)
     EXPECT_EQ(io.writes()[i].time - io.writes()[i - 1].time, 20ms) << i;
 }
 
@@ -125,8 +126,10 @@ TEST_P(SharedEngine, UnitsBookedAndNotMovedAreCreditNeverBookedTwice) {
   }
   run(bytes_per_second(1000, 20));
   EXPECT_EQ(io.output(), all);
-  EXPECT_EQ(store.booked, 70 + credit_left);
-  EXPECT_LT(credit_left, 20);
+  EXPECT_EQ(store.booked, 70 + booked_unused);
+  // What was booked and not moved: the chunk booked ahead, and less than two more (a short read
+  // leaves credit short of a chunk, which the chunk booked ahead then tops up).
+  EXPECT_LT(booked_unused, 60);
 }
 
 TEST_P(SharedEngine, FirstBookingAppliesTheParametersLaterOnesKeepTheKeys) {

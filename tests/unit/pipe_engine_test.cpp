@@ -119,6 +119,55 @@ TEST_P(BothPaths, TimerSlackDoesNotAddUpWhileWarmingUp) {
     EXPECT_EQ(io.writes()[i].time, punctual.writes()[i].time + 1ms) << "write " << i;
 }
 
+// --pay-first: each chunk waits until its own bytes exist, so the first one too, and nothing is
+// owed at the end.
+TEST_P(BothPaths, PayFirstWaitsForEachChunkBeforeWritingIt) {
+  EngineOptions options = bytes_per_second(1000, 20);
+  options.bucket.pay_first = true;
+  io.arrive(0s, std::string(60, 'f'));
+  Engine(options, io).run();
+  const std::string chunk(20, 'f');
+  EXPECT_EQ(io.writes(), (std::vector<Write>{{20ms, chunk}, {40ms, chunk}, {60ms, chunk}}));
+}
+
+// --start-full --pay-first: the burst (50 bytes) goes at once, then each chunk waits for what the
+// stored bytes lack: chunk 3 finds 10 and waits 10 ms for the rest.
+TEST_P(BothPaths, StartFullSendsTheBurstAtOnce) {
+  EngineOptions options = bytes_per_second(1000, 20);
+  options.bucket.max_burst_seconds = 0.05;
+  options.bucket.start_full = true;
+  options.bucket.pay_first = true;
+  io.arrive(0s, std::string(100, 'b'));
+  Engine(options, io).run();
+  const std::string chunk(20, 'b');
+  EXPECT_EQ(io.writes(),
+            (std::vector<Write>{
+                {0ms, chunk}, {0ms, chunk}, {10ms, chunk}, {30ms, chunk}, {50ms, chunk}}));
+}
+
+// On the zero-copy path a chunk found at its turn is asked for at the turn, so late wake-ups do
+// not cool a warming-up bucket that pays first. (The read-and-write path reads each chunk after
+// the previous write and asks for it then: a late wake-up there counts as idle time, which a
+// bursty bucket refills exactly and a warming-up one pays for by a warm-up longer by the slack.)
+TEST(PipeEngine, PayFirstTimerSlackDoesNotAddUpWhileWarmingUpWhenSpliced) {
+  EngineOptions options = bytes_per_second(10, 1);
+  options.bucket.shape = BucketShape::warming_up;
+  options.bucket.warmup = 2s;
+  options.bucket.pay_first = true;
+  FakePipeIo punctual;
+  punctual.allow_splice();
+  punctual.arrive(0s, std::string(30, 'w'));
+  Engine(options, punctual).run();
+  FakePipeIo io;
+  io.allow_splice();
+  io.oversleep_by(1ms);
+  io.arrive(0s, std::string(30, 'w'));
+  Engine(options, io).run();
+  ASSERT_EQ(io.writes().size(), punctual.writes().size());
+  for (std::size_t i = 0; i < io.writes().size(); ++i)
+    EXPECT_EQ(io.writes()[i].time, punctual.writes()[i].time + 1ms) << "write " << i;
+}
+
 TEST(PipeEngine, ChargesOnlyWhatAPartialWriteMoved) {
   FakePipeIo io;
   io.limit_writes_to(3);
@@ -175,12 +224,72 @@ TEST(PipeEngine, AStopSignalWritesWhatWasReadAndStopsAtOnce) {
   FakePipeIo io;
   io.arrive(0s, "a\nb\nc\n");
   io.stop_at(150ms, SIGTERM);
-  // 1 line/s and chunk 1: "a" at 0; the read "b\nc\n" goes out at the signal, not a second later.
+  // 1 line/s and chunk 1: "a" at 0; "b", read for the next chunk, goes out at the signal, not a
+  // second later; "c" was never read.
   const Result result = Engine(lines_per_second(1, 1), io).run();
-  EXPECT_EQ(io.writes(), (std::vector<Write>{{0ms, "a\n"}, {150ms, "b\nc\n"}}));
+  EXPECT_EQ(io.writes(), (std::vector<Write>{{0ms, "a\n"}, {150ms, "b\n"}}));
   EXPECT_EQ(result.ending, Ending::stopped);
   EXPECT_EQ(result.signal, SIGTERM);
   EXPECT_EQ(io.elapsed(), 150ms);
+}
+
+TEST(PipeEngine, AStopInRecordModesWritesNoMoreThanTheNextChunk) {
+  std::string lines;
+  for (int i = 1; i <= 300000; ++i) lines += std::to_string(i) + "\n";
+  // 5 lines/s: the chunks due by 0.5 s (at 0, 0.2 and 0.4 s; or at 0 for 3 lines), then the
+  // next chunk at most.
+  for (const auto& [chunk, most] : {std::pair{1, 4}, std::pair{3, 6}}) {
+    SCOPED_TRACE(chunk);
+    FakePipeIo io;
+    io.arrive(0s, lines);
+    io.stop_at(500ms, SIGTERM);
+    const Result result = Engine(lines_per_second(5, chunk), io).run();
+    EXPECT_EQ(result.ending, Ending::stopped);
+    EXPECT_LE(result.totals.units, static_cast<std::uint64_t>(most));
+    EXPECT_EQ(io.output(), lines.substr(0, io.output().size()));
+    EXPECT_EQ(io.output().back(), '\n');
+  }
+}
+
+TEST(PipeEngine, AStopFinishesARecordAReadCutButWaitsForNoMore) {
+  // Reads sized by the shortest line so far (2 bytes) cut "ccc" after its first byte.
+  FakePipeIo io;
+  io.arrive(0s, "a\nbb\nccc\ndddd\n");
+  io.stop_at(500ms, SIGTERM);
+  Engine(lines_per_second(1, 1), io).run();
+  EXPECT_EQ(io.output(), "a\nbb\nccc\n");
+
+  FakePipeIo slow;
+  slow.arrive(0s, "a\nbb\nc");
+  slow.arrive(10s, "cc\n");
+  slow.stop_at(500ms, SIGTERM);
+  Engine(lines_per_second(1, 1), slow).run();
+  EXPECT_EQ(slow.output(), "a\nbb\nc");
+  EXPECT_EQ(slow.elapsed(), 500ms);
+}
+
+TEST(PipeEngine, RecordsOfEveryLengthArriveWholeWhateverTheReadSizes) {
+  std::string records;
+  for (int i = 0; i < 2000; ++i)
+    records += std::string(static_cast<std::size_t>(i * 7919 % 300), 'r') + "\n";
+  FakePipeIo io;
+  io.arrive(0s, records);
+  const Result result = Engine(lines_per_second(1e6, 7, 1024), io).run();
+  EXPECT_EQ(io.output(), records);
+  EXPECT_EQ(result.totals.units, 2000u);
+}
+
+TEST(PipeEngine, AChunkLargerThanTheBufferGrowsItOnlyAsReadsFillIt) {
+  FakePipeIo io;
+  const std::string data(100000, 'g');
+  io.arrive(0s, data);
+  EngineOptions options = bytes_per_second(1e9, 900'000'000);
+  options.buffer_bytes = 4096;
+  Engine(options, io).run();
+  EXPECT_EQ(io.output(), data);
+  // 4 KiB, 8 KiB, 16 KiB ...: no write took more than was there to read.
+  EXPECT_EQ(io.writes().front().data.size(), 4096u);
+  EXPECT_EQ(io.writes().size(), 5u);
 }
 
 TEST(PipeEngine, AStopDuringABlockedWriteStillWritesWhatWasReadUnlessStoppedAgain) {
@@ -236,6 +345,19 @@ TEST(PipeEngine, ANewRateAppliesFromTheNextChunk) {
   EXPECT_EQ(io.writes(),
             (std::vector<Write>{{0ms, chunk}, {20ms, chunk}, {40ms, chunk}, {50ms, chunk}}));
   EXPECT_EQ(result.totals.rate, 2000);
+}
+
+TEST_P(BothPaths, ANewRateResizesTheDefaultChunk) {
+  io.arrive(0s, std::string(400, 'c'));
+  io.new_rate_at(1ms, 200);
+  EngineOptions options = bytes_per_second(20000, 0);
+  options.default_chunk_limit = 65536;
+  Engine(options, io).run();
+  // 100 bytes a chunk at 20 kB/s; at 200 B/s 1 byte every 5 ms, not 100 bytes every 0.5 s.
+  ASSERT_GE(io.writes().size(), 3u);
+  EXPECT_EQ(io.writes()[0], (Write{0ms, std::string(100, 'c')}));
+  EXPECT_EQ(io.writes()[1], (Write{5ms, "c"}));
+  EXPECT_EQ(io.writes()[2], (Write{10ms, "c"}));
 }
 
 TEST(PipeEngine, WarmingUpStartsSlowAndReachesTheRate) {

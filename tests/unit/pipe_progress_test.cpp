@@ -33,6 +33,14 @@ TEST(Progress, LineShowsAmountTimeRatesAndWithATotalTheEta) {
             "1.00 kB 0:00:01 [1.00 kB/s] [avg 1.00 kB/s] [=====>              ]  25% ETA 0:00:03");
 }
 
+TEST(Progress, AnEtaBeyondWhatNanosecondsHoldSaturates) {
+  ProgressMeter meter(Unit{}, 1'000'000'000'000'000'000);
+  meter.line(totals_at(0s, 0));
+  // About 3e13 years left: shown as the longest time there is, not as 0:00:00.
+  const std::string line = meter.line(totals_at(1000s, 1));
+  EXPECT_NE(line.find("ETA 2562047:47:16"), std::string::npos) << line;
+}
+
 TEST(Progress, CurrentRateIsOverTheLastSecond) {
   ProgressMeter meter(Unit{'\n'}, std::nullopt);
   meter.line(totals_at(0s, 0));

@@ -251,6 +251,33 @@ TEST_F(StateFileBackendTest, SlotLockIsExclusiveUntilClosed) {
   EXPECT_TRUE(directory.try_lock("api.slot-0"));
 }
 
+TEST_F(StateFileBackendTest, AnUpdateReplacesTheRecordWholeSoNoCrashCanTearIt) {
+  auto backend = process();
+  backend.reserve(request(bursty(10)), waiter_);
+  const std::string before = read_file("api.bucket");
+  // A reader (or a crash) in the middle of the next update sees the old file whole.
+  std::ifstream old_file(dir_.path() / "api.bucket", std::ios::binary);
+  struct stat old_status {};
+  ASSERT_EQ(::stat((dir_.path() / "api.bucket").c_str(), &old_status), 0);
+  backend.reserve(request(bursty(10)), waiter_);
+  EXPECT_EQ(std::string(std::istreambuf_iterator<char>(old_file), {}), before);
+  struct stat new_status {};
+  ASSERT_EQ(::stat((dir_.path() / "api.bucket").c_str(), &new_status), 0);
+  EXPECT_NE(new_status.st_ino, old_status.st_ino);
+  EXPECT_NE(read_file("api.bucket"), before);
+  EXPECT_FALSE(std::filesystem::exists(dir_.path() / "api.bucket.new"));
+}
+
+TEST_F(StateFileBackendTest, WhatACrashBeforeTheRenameLeftIsIgnored) {
+  auto backend = process();
+  EXPECT_EQ(backend.reserve(request(bursty(10)), waiter_).wait, 0ms);
+  write_file("api.bucket.new", "half a rec");
+  // The booked record holds: the next permit waits its turn, no fresh bucket's free one.
+  EXPECT_EQ(backend.reserve(request(bursty(10)), waiter_).wait, 100ms);
+  EXPECT_TRUE(notes_.empty());
+  EXPECT_EQ(backend.status("api").size(), 1u);
+}
+
 // Another process holding the bucket's lock (stopped inside its update, say) for as long as the
 // test runs.
 class HeldLockTest : public StateFileBackendTest {

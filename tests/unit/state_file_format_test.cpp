@@ -32,6 +32,30 @@ TEST(StateRecord, RoundTrips) {
   EXPECT_EQ(decoded.record->boot_id, record.boot_id);
 }
 
+TEST(StateRecord, KeepsStartFullAndPayFirst) {
+  for (const auto& [start_full, pay_first] : {std::pair{true, false}, std::pair{false, true}}) {
+    StateRecord record = sample_record();
+    record.params.shape = BucketShape::bursty;
+    record.params.start_full = start_full;
+    record.params.pay_first = pay_first;
+    const DecodedRecord decoded = decode_record(encode_record(record));
+    ASSERT_TRUE(decoded.record) << decoded.problem;
+    EXPECT_EQ(decoded.record->params, record.params);
+  }
+}
+
+// A version 1 record (before the flags): magic, version, shape, four doubles, two 64-bit
+// integers, the boot id and a checksum, 108 bytes. It counts as a fresh bucket, with the reason.
+TEST(StateRecord, AnOlderVersionIsNamed) {
+  std::string version_1 = "RLBUCKET";
+  const std::uint32_t version = 1;
+  version_1.append(reinterpret_cast<const char*>(&version), sizeof version);
+  version_1.resize(108, '\0');
+  const DecodedRecord decoded = decode_record(version_1);
+  EXPECT_FALSE(decoded.record);
+  EXPECT_EQ(decoded.problem, "record version 1, expected 3");
+}
+
 TEST(StateRecord, AnyFlippedBitIsDetected) {
   const std::string bytes = encode_record(sample_record());
   for (std::size_t i = 0; i < bytes.size(); ++i) {

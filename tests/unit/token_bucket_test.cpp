@@ -2,12 +2,15 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <random>
 #include <stdexcept>
 
 namespace ratelimit {
 namespace {
 
 using namespace std::chrono_literals;
+using std::chrono::nanoseconds;
 
 BucketParams bursty(double rate, double burst_seconds = 1.0) {
   BucketParams params;
@@ -65,11 +68,80 @@ TEST(TokenBucket, RejectsACorruptState) {
                std::invalid_argument);
 }
 
-TEST(TokenBucket, CanAcquireSaturatesAtTheTimeLimits) {
+TEST(TokenBucket, WaitForSaturatesAtTheTimeLimits) {
   TokenBucket bucket(bursty(1.0), std::chrono::nanoseconds::min());
   bucket.reserve(1, std::chrono::nanoseconds::min());
-  EXPECT_TRUE(bucket.can_acquire(std::chrono::nanoseconds::min(), std::chrono::nanoseconds::max()));
-  EXPECT_FALSE(bucket.can_acquire(std::chrono::nanoseconds::min(), 0s));
+  EXPECT_EQ(bucket.wait_for(1, std::chrono::nanoseconds::min()), 1s);
+  EXPECT_EQ(bucket.wait_for(1, std::chrono::nanoseconds::max()), 0s);
+}
+
+TEST(TokenBucket, WaitForIsWhatReserveWouldReturnAndBooksNothing) {
+  for (bool pay_first : {false, true}) {
+    BucketParams params = bursty(4.0);
+    params.pay_first = pay_first;
+    TokenBucket bucket(params, 0s);
+    bucket.reserve(2, 0s);
+    const BucketState before = bucket.state();
+    const auto expected = bucket.wait_for(3, 100ms);
+    EXPECT_EQ(bucket.state(), before);
+    EXPECT_EQ(bucket.reserve(3, 100ms), expected);
+    EXPECT_EQ(expected, pay_first ? 1150ms : 400ms);
+  }
+}
+
+// The property the Redis script and the state file rely on: pay_first changes the wait returned,
+// never the state, so one state serves callers that disagree about it.
+TEST(TokenBucket, PayFirstChangesTheWaitNotTheState) {
+  BucketParams warming;
+  warming.shape = BucketShape::warming_up;
+  warming.permits_per_second = 3.0;
+  warming.warmup = 2s;
+  std::mt19937 random(13);
+  for (BucketParams params : {bursty(5.0, 2.0), warming}) {
+    params.pay_first = false;
+    TokenBucket later(params, 0s);
+    params.pay_first = true;
+    TokenBucket first(params, 0s);
+    std::chrono::nanoseconds now = 0s;
+    for (int i = 0; i < 200; ++i) {
+      now += std::chrono::milliseconds(std::uniform_int_distribution<int>(0, 900)(random));
+      const std::int64_t permits = std::uniform_int_distribution<int>(1, 6)(random);
+      const BucketState before = later.state();
+      const auto paid_later = later.reserve(permits, now);
+      const auto paid_first = first.reserve(permits, now);
+      ASSERT_EQ(later.state(), first.state()) << "request " << i;
+      // Guava's caller waits for the previous request's cost, the paying-first one for its own too.
+      EXPECT_EQ(paid_later, std::max(before.next_free - now, 0ns));
+      EXPECT_EQ(paid_first, first.state().next_free - now);
+    }
+  }
+}
+
+TEST(TokenBucket, StartFullFillsANewBucketOnly) {
+  BucketParams params = bursty(3.0, 2.0);
+  params.start_full = true;
+  TokenBucket fresh(params, 5s);
+  EXPECT_EQ(fresh.state(), (BucketState{6.0, 5s}));
+  // A restored state is what was saved; a bucket reconfigured to start full is not refilled.
+  EXPECT_EQ(TokenBucket(params, BucketState{1.0, 5s}).state(), (BucketState{1.0, 5s}));
+  TokenBucket empty(bursty(3.0, 2.0), 5s);
+  empty.reconfigure(params, 5s);
+  EXPECT_EQ(empty.state(), (BucketState{0.0, 5s}));
+}
+
+TEST(TokenBucket, StartFullIsRefusedWithWarmUp) {
+  BucketParams params;
+  params.shape = BucketShape::warming_up;
+  params.warmup = 1s;
+  params.start_full = true;
+  try {
+    validate(params);
+    ADD_FAILURE() << "no exception";
+  } catch (const std::invalid_argument& error) {
+    EXPECT_STREQ(error.what(),
+                 "start full applies to bursty buckets only: a warming-up bucket starts cold, full "
+                 "of slow permits");
+  }
 }
 
 }  // namespace
