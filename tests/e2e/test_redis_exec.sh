@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # exec and acquire over Redis: 4 "hosts" (separate state directories) share one bucket; TCP and
 # unix URLs; passwords; NOSCRIPT; a damaged key; status and reset; bad URLs.
+# Timing: loose bounds, run alone (RESOURCE_LOCK timing).
 source "$E2E_LIB"
 source "$(dirname "${BASH_SOURCE[0]}")/redis_server.sh"
 start_redis main

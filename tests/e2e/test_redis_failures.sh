@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
 # Redis gone, paused or dropping connections, under each --on-redis-error policy.
+# Timing: loose bounds, run alone (RESOURCE_LOCK timing).
 source "$E2E_LIB"
 source "$(dirname "${BASH_SOURCE[0]}")/redis_server.sh"
 export RATELIMIT_STATE_DIR=$WORK/state
