@@ -1,6 +1,7 @@
 #pragma once
 
 #include <stdexcept>
+#include <string>
 #include <system_error>
 
 // Every error that ends the program with its own exit status: main() maps each type to its code
@@ -15,9 +16,13 @@ class UsageError : public std::runtime_error {
 };
 
 // An input file that is missing or cannot be read (66, EX_NOINPUT).
-class InputError : public std::system_error {
+class InputError : public std::runtime_error {
  public:
-  using std::system_error::system_error;
+  // "NAME: <the errno's text>".
+  InputError(int error, const std::string& name)
+      : std::runtime_error(name + ": " + std::generic_category().message(error)) {}
+  // A reason errno has no word for (an input that is also the output): the message alone.
+  explicit InputError(const std::string& message) : std::runtime_error(message) {}
 };
 
 // The store of shared buckets cannot answer: a state directory that cannot be created or written,

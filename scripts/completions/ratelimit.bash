@@ -34,12 +34,13 @@ _ratelimit() {
   case $command in
     "") options="$rate_options $shared_options --output -o --lines -l --null -0 --delimiter --chunk
                  --progress -p --stats --on-redis-error --help -h --version -V" ;;
-    set) options="--rate -r $shared_options --help -h" ;;
+    set) options="--rate -r $shared_options --help -h --version -V" ;;
     exec) options="$rate_options $shared_options --permits --try --timeout --max-inflight
-                   --on-redis-error --help -h" ;;
+                   --on-redis-error --help -h --version -V" ;;
     acquire) options="$rate_options $shared_options --permits --try --timeout --on-redis-error
-                      --help -h" ;;
-    status | reset) options="$shared_options --help -h" ;;
+                      --help -h --version -V" ;;
+    status) options="$shared_options --json --help -h --version -V" ;;
+    reset) options="$shared_options --help -h --version -V" ;;
   esac
 
   case $prev in

@@ -35,7 +35,7 @@ complete -c ratelimit -n "not __fish_seen_subcommand_from $commands" -F
 
 # Every command
 complete -c ratelimit -n "$own" -s h -l help -d 'Print help and exit'
-complete -c ratelimit -n "not __fish_seen_subcommand_from $commands" -s V -l version -d 'Print the version and exit'
+complete -c ratelimit -n "$own" -s V -l version -d 'Print the version and exit'
 
 # Rate options: pipe mode, exec and acquire
 set -l with_rate "not __fish_seen_subcommand_from set status reset; and $own"
@@ -70,3 +70,4 @@ complete -c ratelimit -n "$taking" -l try -d 'Never wait: exit 75 if no permit i
 complete -c ratelimit -n "$taking" -l timeout -x -d 'Wait at most this long'
 complete -c ratelimit -n "__fish_seen_subcommand_from exec; and $own" -l max-inflight -x -d 'At most this many commands of the key at once'
 complete -c ratelimit -n "__fish_seen_subcommand_from set" -x -a '(__fish_complete_pids)'
+complete -c ratelimit -n "__fish_seen_subcommand_from status" -l json -d 'Print one JSON object, for scripts'

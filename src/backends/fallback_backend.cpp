@@ -28,7 +28,10 @@ Reservation FallbackBackend::reserve(const PermitRequest& request, io::Waiter& w
     }
   }
   if (local_) return local_->reserve(request, waiter);
-  return {.granted = true, .wait = std::chrono::nanoseconds::zero()};
+  return {.granted = true,
+          .wait = std::chrono::nanoseconds::zero(),
+          .signal = 0,
+          .replaced_params = {}};
 }
 
 bool FallbackBackend::set_rate(const std::string& key, double permits_per_second) {

@@ -109,7 +109,10 @@ Reservation RedisBackend::reserve_at(const PermitRequest& request, nanoseconds t
   if (!problem.text.empty())
     notify_(
         fmt::format("key '{}': {} in Redis; starting a fresh bucket", request.key, problem.text));
-  Reservation reservation{.granted = granted.integer == 1, .wait = nanoseconds(*wait_ns)};
+  Reservation reservation{.granted = granted.integer == 1,
+                          .wait = nanoseconds(*wait_ns),
+                          .signal = 0,
+                          .replaced_params = {}};
   if (reply.elements[2].type == RedisValue::Type::integer && reply.elements[2].integer == 1) {
     // The parameters this request replaced follow, as status gives them.
     const std::vector<RedisValue> replaced(reply.elements.begin() + 4, reply.elements.end());

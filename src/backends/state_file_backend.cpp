@@ -87,10 +87,22 @@ std::vector<BucketStatus> StateFileBackend::status(const std::optional<std::stri
   for (const std::string& name : directory_.file_names()) {
     const std::optional<std::string> file_key = key_of_bucket_file(name);
     if (!file_key || (key && *key != *file_key)) continue;
-    const std::optional<LockedFile> file = directory_.lock_existing(name, LockKind::shared);
-    if (!file) continue;  // reset meanwhile
+    // One unreadable or hostile file (a symlink, a FIFO, no permission) is reported as such and
+    // does not hide the other buckets.
+    std::optional<LockedFile> file;
+    DecodedRecord loaded;
+    try {
+      file = directory_.lock_existing(name, LockKind::shared);
+      if (!file) continue;  // reset meanwhile
+      loaded = load(*file);
+    } catch (const std::exception& error) {
+      BucketStatus unusable;
+      unusable.key = *file_key;
+      unusable.problem = error.what();
+      buckets.push_back(std::move(unusable));
+      continue;
+    }
     const auto now = clock_.now();
-    const DecodedRecord loaded = load(*file);
     if (loaded.record) {
       buckets.push_back(
           describe(*file_key, TokenBucket(loaded.record->params, loaded.record->state), now));

@@ -18,6 +18,12 @@ Command setup_acquire(CLI::App& app) {
   CLI::App* acquire = app.add_subcommand(
       "acquire", "Take permits from a bucket shared by every process of a shell loop, then exit 0");
   add_permit_options(*acquire, *options);
+  acquire->footer(R"(Examples:
+  ratelimit acquire --rate 100/m --key mail && sendmail "$to" < message
+  ratelimit acquire --rate 10/s --permits 5 --key api      take 5 permits at once
+  ratelimit acquire --rate 1/h --try --key report || exit 0
+
+Rates count permits: 2/s, 100/m, 1/h (no B or bit).)");
   return {acquire, [options] { return run_acquire(*options); }};
 }
 

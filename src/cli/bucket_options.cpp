@@ -1,44 +1,95 @@
 #include "cli/bucket_options.hpp"
 
-#include <cmath>
+#include <fmt/core.h>
 
+#include <chrono>
+#include <cmath>
+#include <stdexcept>
+
+#include "cli/timetable_option.hpp"
 #include "cli/units.hpp"
+#include "io/local_time_posix.hpp"
 
 namespace ratelimit::cli {
 namespace {
 
-bool is_duration(const std::string& text) {
-  // A burst ends in a time unit ("2s", "500ms", "1m") or is a size ("64k", "1MiB", "0").
-  return !text.empty() &&
-         (text.back() == 's' || text.back() == 'm' || text.back() == 'h' || text.back() == 'd');
+// A burst is time ("2s", "500ms", "1m") or an amount ("64k", "1MiB", "0").
+bool is_duration(const std::string& text) { return ends_in_time_unit(text); }
+
+// One rule for --rate and --burst: bytes and bits only where bytes are counted.
+void check_data_unit(const std::string& option, const std::string& text, DataUnit unit,
+                     RateUnits units) {
+  if (units == RateUnits::plain && unit != DataUnit::unspecified)
+    throw UsageError(fmt::format(
+        "{} '{}' is in bytes or bits, but this command counts units: write it without B/bit",
+        option, text));
+}
+
+// Rates slower than this look like a hang: the pipe or the command waits in silence.
+constexpr double kSlowestQuietSeconds = 3600.0;
+
+// Units per second of one rate as written, checked against what the command counts.
+double units_per_second(std::string_view text, RateUnits units) {
+  const Rate rate = parse_rate(text);
+  check_data_unit("rate", std::string(text), rate.unit, units);
+  return rate.units_per_second;
+}
+
+Timetable timetable_of(std::string_view text, RateUnits units) {
+  try {
+    return Timetable(parse_timetable(
+        text, [units](std::string_view rate) { return units_per_second(rate, units); }));
+  } catch (const std::invalid_argument& error) {
+    throw UsageError("invalid timetable '" + std::string(text) + "': " + error.what());
+  }
 }
 
 }  // namespace
 
-void add_bucket_options(CLI::App& app, BucketOptions& options) {
-  app.add_option("-r,--rate", options.rate,
-                 "Rate: units per period, e.g. 5000, 1.5M, 10MiB/s, 8Mbit/s, 2/s, 100/m, 30/15s")
-      ->check(syntax_check(parse_rate, "RATE"))
+void check_rate_syntax(const std::string& text) {
+  if (is_timetable(text)) {
+    timetable_of(text, RateUnits::data);
+  } else {
+    parse_rate(text);
+  }
+}
+
+void add_bucket_options(CLI::App& app, BucketOptions& options, RateUnits units) {
+  app.add_option(
+         "-r,--rate", options.rate,
+         units == RateUnits::data
+             ? "Rate: units per period, e.g. 5000, 1.5M, 10MiB/s, 8Mbit/s, 2/s, 100/m, 30/15s; or "
+               "a timetable, e.g. \"Mon-08:00,512k 18:00,10M Sat-00:00,off\""
+             : "Rate: permits per period, e.g. 2/s, 100/m, 1/h, 30/15s, 1.5k; or a timetable, "
+               "e.g. \"08:00,5/s 20:00,50/s\"")
+      ->check(syntax_check(check_rate_syntax, "RATE"))
+      ->option_text("RATE")
       ->group("Rate");
   auto* warmup = app.add_option("--warmup", options.warmup,
                                 "Start cold and speed up to the rate over this duration "
                                 "(Guava SmoothWarmingUp), e.g. 10s")
                      ->check(syntax_check(parse_duration, "DURATION"))
+                     ->option_text("DURATION")
                      ->group("Rate");
   app.add_option("--burst", options.burst,
-                 "Unused capacity stored for a burst, as time (2s) or units (64k); 0 is strictly "
-                 "smooth [default: 1s]")
+                 units == RateUnits::data
+                     ? "Unused capacity stored for a burst, as time (2s) or units (64k); 0 is "
+                       "strictly smooth [default: 1s]"
+                     : "Unused capacity stored for a burst, as time (2s) or permits (10); 0 is "
+                       "strictly smooth [default: 1s]")
       ->check(syntax_check(
           [](const std::string& text) {
             return is_duration(text) ? static_cast<double>(parse_duration(text).count())
-                                     : parse_size(text);
+                                     : parse_size(text).units;
           },
           "BURST"))
+      ->option_text("BURST")
       ->excludes(warmup)
       ->group("Rate");
   app.add_option("--cold-factor", options.cold_factor,
                  "With --warmup: how many times slower than the rate a cold start is")
       ->check(number_in(1.0, 1e6))
+      ->option_text("F")
       ->needs(warmup)
       ->group("Rate");
   app.add_flag("--start-full", options.start_full,
@@ -54,12 +105,21 @@ void add_bucket_options(CLI::App& app, BucketOptions& options) {
 
 BucketParams to_bucket_params(const BucketOptions& options, RateUnits units) {
   if (options.rate.empty()) throw UsageError("--rate is required (e.g. --rate 5000 or --rate 2/s)");
-  const Rate rate = parse_rate(options.rate);
-  if (units == RateUnits::plain && rate.unit != DataUnit::unspecified)
-    throw UsageError("rate '" + options.rate +
-                     "' is in bytes or bits, but this mode counts units: write it without B/bit");
   BucketParams params;
-  params.permits_per_second = rate.units_per_second;
+  const std::optional<Timetable> timetable = to_timetable(options, units);
+  if (timetable) {
+    if (!options.burst.empty() && !is_duration(options.burst))
+      throw UsageError(
+          "invalid burst '" + options.burst +
+          "': with a timetable, give the burst as a time (e.g. 2s), as the rate changes");
+    const io::LocalTimeZone zone;
+    params.permits_per_second =
+        timetable
+            ->at(std::chrono::floor<std::chrono::seconds>(std::chrono::system_clock::now()), zone)
+            .permits_per_second;
+  } else {
+    params.permits_per_second = units_per_second(options.rate, units);
+  }
   params.start_full = options.start_full;
   params.pay_first = options.pay_first;
   if (!options.warmup.empty()) {
@@ -67,15 +127,28 @@ BucketParams to_bucket_params(const BucketOptions& options, RateUnits units) {
     params.warmup = parse_duration(options.warmup);
     params.cold_factor = options.cold_factor;
   } else if (!options.burst.empty()) {
-    params.max_burst_seconds =
-        is_duration(options.burst)
-            ? std::chrono::duration<double>(parse_duration(options.burst)).count()
-            : parse_size(options.burst) / rate.units_per_second;
+    if (is_duration(options.burst)) {
+      params.max_burst_seconds =
+          std::chrono::duration<double>(parse_duration(options.burst)).count();
+    } else {
+      const Amount burst = parse_size(options.burst);
+      check_data_unit("burst", options.burst, burst.unit, units);
+      params.max_burst_seconds = burst.units / params.permits_per_second;
+    }
     if (!std::isfinite(params.max_burst_seconds))
       throw UsageError("invalid burst '" + options.burst + "': longer than any duration at rate '" +
                        options.rate + "'");
   }
+  // Once the options are known to be good: a warning before an error would be noise.
+  if (!timetable && 1.0 / params.permits_per_second > kSlowestQuietSeconds)
+    fmt::print(stderr, "ratelimit: warning: at rate '{}' one unit takes {}\n", options.rate,
+               human_duration(std::chrono::duration<double>(1.0 / params.permits_per_second)));
   return params;
+}
+
+std::optional<Timetable> to_timetable(const BucketOptions& options, RateUnits units) {
+  if (!is_timetable(options.rate)) return std::nullopt;
+  return timetable_of(options.rate, units);
 }
 
 }  // namespace ratelimit::cli

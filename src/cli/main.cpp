@@ -1,13 +1,11 @@
 #include <fmt/core.h>
 
 #include <CLI/CLI.hpp>
-#include <exception>
-#include <new>
 #include <string_view>
-#include <system_error>
 #include <vector>
 
 #include "cli/commands.hpp"
+#include "cli/help.hpp"
 #include "cli/units.hpp"
 #include "errors.hpp"
 #include "exit_codes.hpp"
@@ -59,15 +57,28 @@ int main(int argc, char** argv) {
   ratelimit::io::reserve_standard_streams();
   CLI::App app{"ratelimit: shape a stream or a shell loop to a rate, with a token bucket",
                "ratelimit"};
+  app.formatter(ratelimit::cli::help_formatter());
   app.set_version_flag("-V,--version", version_text());
   app.footer(R"(Examples:
-  producer | ratelimit --rate 5000 | consumer        5000 bytes a second
-  ratelimit -l --rate 20 urls.txt | xargs -n1 curl   20 lines a second, never split
+  producer | ratelimit --rate 5000 | consumer          5000 bytes a second
+  ratelimit -l --rate 20 urls.txt | xargs -n1 curl     20 lines a second, never split
   ratelimit --rate 10MiB/s --progress big.iso -o /backup/big.iso
   ratelimit exec --rate 2/s --key api -- curl -s "$url"   2 starts a second, shared by a loop
 
-'ratelimit COMMAND --help' shows a command's options; 'man ratelimit' tells the whole story.)");
+'ratelimit COMMAND --help' or 'ratelimit help COMMAND' shows a command's options;
+'man ratelimit' tells the whole story.)");
+  std::vector<char*> arguments(argv, argv + argc);
+  try {
+    arguments = ratelimit::cli::check_command_words(std::move(arguments));
+  } catch (const ratelimit::UsageError& error) {
+    return report(error, ratelimit::exit_usage);
+  }
+  argc = static_cast<int>(arguments.size());
+  argv = arguments.data();
   const std::vector<ratelimit::cli::Command> commands = declare_commands(app, argc, argv);
+  for (const auto& command : commands) {
+    if (command.app != &app) command.app->set_version_flag("-V,--version", version_text());
+  }
 
   try {
     app.parse(argc, argv);
@@ -77,36 +88,15 @@ int main(int argc, char** argv) {
     return app.exit(help);
   } catch (const CLI::CallForVersion& version) {
     return app.exit(version);
+  } catch (const CLI::ExtrasError& error) {
+    return report(ratelimit::UsageError(ratelimit::cli::with_suggestion(error.what(), app)),
+                  ratelimit::exit_usage);
   } catch (const CLI::ParseError& error) {
     return report(error, ratelimit::exit_usage);
   }
 
-  try {
-    for (const auto& command : commands) {
-      if (command.app->parsed()) return command.run();
-    }
-    return ratelimit::exit_ok;
-  } catch (const ratelimit::UsageError& error) {
-    return report(error, ratelimit::exit_usage);
-  } catch (const std::invalid_argument& error) {
-    // A value the options' checks let through, refused by the core with the value named.
-    return report(error, ratelimit::exit_usage);
-  } catch (const ratelimit::InputError& error) {
-    return report(error, ratelimit::exit_no_input);
-  } catch (const ratelimit::BackendUnavailable& error) {
-    return report(error, ratelimit::exit_unavailable);
-  } catch (const ratelimit::UnsafeStateError& error) {
-    return report(error, ratelimit::exit_no_permission);
-  } catch (const std::system_error& error) {
-    return report(error, ratelimit::exit_io_error);
-  } catch (const std::bad_alloc&) {
-    fmt::print(stderr, "ratelimit: out of memory\n");
-    return ratelimit::exit_software;
-  } catch (const std::exception& error) {
-    // Never std::terminate's abort and core dump: a bug still ends with one line.
-    return report(error, ratelimit::exit_software);
-  } catch (...) {
-    fmt::print(stderr, "ratelimit: unexpected failure\n");
-    return ratelimit::exit_software;
+  for (const auto& command : commands) {
+    if (command.app->parsed()) return ratelimit::cli::run_command(command);
   }
+  return ratelimit::exit_ok;
 }

@@ -1,18 +1,27 @@
 #include <fmt/core.h>
 #include <unistd.h>
 
+#include <chrono>
+#include <filesystem>
+#include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
+#include "state/state_directory.hpp"
 #include "cli/bucket_options.hpp"
 #include "cli/commands.hpp"
 #include "cli/shared_bucket_options.hpp"
+#include "cli/timetable_option.hpp"
 #include "cli/units.hpp"
 #include "exit_codes.hpp"
+#include "io/local_time_posix.hpp"
+#include "io/posix.hpp"
 #include "pipe/control.hpp"
 #include "pipe/engine.hpp"
 #include "pipe/files.hpp"
 #include "pipe/progress.hpp"
+#include "pipe/rate_schedule.hpp"
 
 namespace ratelimit::cli {
 namespace {
@@ -68,7 +77,7 @@ void choose_chunk(const PipeOptions& options, pipe::EngineOptions& engine_option
         static_cast<std::int64_t>(io.fit_pipes_to(static_cast<std::size_t>(wanted)));
     return;
   }
-  const double chunk = parse_size(options.chunk);
+  const double chunk = parse_size(options.chunk).units;
   if (chunk < 1.0 || chunk > 1e9)
     throw UsageError("invalid chunk '" + options.chunk + "': must be from 1 to 1G units");
   engine_options.chunk_units = static_cast<std::int64_t>(chunk);
@@ -98,32 +107,78 @@ pipe::Result run_engine(const PipeOptions& options, const pipe::EngineOptions& e
   return pipe::Engine(engine_options, io, source, draw).run();
 }
 
+// `--stats json` reads "json" as a file: the value of a flag needs "=". Said before the missing
+// file is, as a usage error naming what was meant.
+void check_flag_values_in_files(const PipeOptions& options) {
+  const struct {
+    const std::string& given;
+    std::string_view flag;
+    std::string_view value;
+  } kMisplaced[] = {{options.stats, "--stats", "json"},
+                    {options.stats, "--stats", "text"},
+                    {options.progress, "--progress", "force"},
+                    {options.progress, "--progress", "auto"}};
+  for (const auto& misplaced : kMisplaced) {
+    if (misplaced.given.empty()) continue;
+    for (const std::string& file : options.files) {
+      if (file == misplaced.value && !std::filesystem::exists(file))
+        throw UsageError(fmt::format("no file '{}': to give {} a value, write {}={}", file,
+                                     misplaced.flag, misplaced.flag, misplaced.value));
+    }
+  }
+}
+
 int run_pipe(const PipeOptions& options) {
+  check_flag_values_in_files(options);
   const pipe::Unit unit = unit_of(options);
   pipe::EngineOptions engine_options;
   engine_options.unit = unit;
-  engine_options.bucket =
-      to_bucket_params(options.bucket, unit.counts_bytes() ? RateUnits::data : RateUnits::plain);
+  const RateUnits rate_units = unit.counts_bytes() ? RateUnits::data : RateUnits::plain;
+  engine_options.bucket = to_bucket_params(options.bucket, rate_units);
+  std::optional<pipe::TimetableSchedule> schedule;
+  const io::LocalTimeZone local_time;
+  if (std::optional<Timetable> timetable = to_timetable(options.bucket, rate_units)) {
+    schedule.emplace(std::move(*timetable), local_time,
+                     [] { return std::chrono::system_clock::now(); });
+    engine_options.schedule = &*schedule;
+  }
 
   const std::unique_ptr<pipe::ControlChannel> control =
       pipe::ControlChannel::create(unit.counts_bytes());
+  if (!control)
+    fmt::print(stderr,
+               "ratelimit: warning: no control FIFO in {} (missing or unsafe): 'ratelimit set {}' "
+               "cannot change this pipe's rate\n",
+               backends::state_dir_from_environment(""), ::getpid());
   pipe::FileIo io(options.files, options.output, control.get());
   choose_chunk(options, engine_options, io);
 
   const bool show_progress =
       options.progress == "force" || (options.progress == "auto" && ::isatty(STDERR_FILENO));
-  pipe::ProgressMeter meter(unit, io.total_bytes());
+  // Amounts in the notation --rate was written in; a timetable's are plain SI bytes or units.
+  pipe::Notation notation;
+  if (!is_timetable(options.bucket.rate)) {
+    const Rate written = parse_rate(options.bucket.rate);
+    notation = {.binary_prefix = written.binary_prefix, .bits = written.unit == DataUnit::bits};
+  }
+  pipe::ProgressMeter meter(unit, io.total_bytes(), notation);
   pipe::Engine::ProgressCallback draw;
   if (show_progress) {
     draw = [&meter](const pipe::Totals& totals) {
-      fmt::print(stderr, "\r{}\033[K", meter.line(totals));
+      constexpr int kWidthOffTerminal = 80;  // --progress=force into a file or a pipe
+      const int width = io::terminal_width(STDERR_FILENO).value_or(kWidthOffTerminal);
+      fmt::print(stderr, "\r{}\033[K", meter.line(totals, width));
       std::fflush(stderr);
     };
   }
   const pipe::Result result = run_engine(options, engine_options, io, draw);
   if (show_progress) fmt::print(stderr, "\n");
   if (options.stats == "text") fmt::print(stderr, "{}\n", pipe::summary_text(result, unit));
-  if (options.stats == "json") fmt::print(stderr, "{}\n", pipe::summary_json(result, unit));
+  if (options.stats == "json") {
+    const auto unix_time_at_clock_zero =
+        std::chrono::system_clock::now().time_since_epoch() - io.now();
+    fmt::print(stderr, "{}\n", pipe::summary_json(result, unit, unix_time_at_clock_zero));
+  }
   return exit_code(result);
 }
 
@@ -131,14 +186,16 @@ int run_pipe(const PipeOptions& options) {
 
 Command setup_pipe(CLI::App& app) {
   auto options = std::make_shared<PipeOptions>();
-  add_bucket_options(app, options->bucket);
+  add_bucket_options(app, options->bucket, RateUnits::data);
   add_key_option(app, options->key)
       ->description("Share the bucket NAME with every pipe, exec and acquire that names it");
   add_store_options(app, options->store);
   add_redis_policy_option(app, options->store);
   app.add_option("FILE", options->files, "Files to read in order, as cat does; - is standard input")
+      ->option_text("...")
       ->group("Pipe");
   app.add_option("-o,--output", options->output, "Write here instead of standard output")
+      ->option_text("FILE")
       ->group("Pipe");
   auto* lines = app.add_flag("-l,--lines", options->lines,
                              "Count lines: the rate is in lines, a line is never split")
@@ -155,20 +212,24 @@ Command setup_pipe(CLI::App& app) {
                                                "': expected one character or \\n, \\t, \\0";
           },
           "CHAR"))
+      ->option_text("CHAR")
       ->excludes(lines)
       ->excludes(null)
       ->group("Pipe");
   app.add_option("--chunk", options->chunk,
                  "Units per write [default: 1/200 s of the rate, at most a pipe's capacity]")
       ->check(syntax_check(parse_size, "SIZE"))
+      ->option_text("SIZE")
       ->group("Pipe");
-  app.add_flag("-p,--progress{auto}", options->progress,
+  app.add_flag("-p{auto},--progress{auto}", options->progress,
                "Draw a progress line on standard error when it is a terminal (=force: always)")
       ->check(CLI::IsMember({"auto", "force"}))
+      ->option_text("[=force]")
       ->group("Output");
   app.add_flag("--stats{text}", options->stats,
                "Print a summary line on standard error at the end (=json: as JSON)")
       ->check(CLI::IsMember({"text", "json"}))
+      ->option_text("[=json]")
       ->group("Output");
   return Command{&app, [options] { return run_pipe(*options); }};
 }

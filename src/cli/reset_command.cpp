@@ -1,6 +1,10 @@
+#include <fmt/core.h>
+
+#include <filesystem>
 #include <memory>
 #include <string>
 
+#include "state/state_directory.hpp"
 #include "cli/commands.hpp"
 #include "cli/shared_bucket_options.hpp"
 #include "exit_codes.hpp"
@@ -14,8 +18,11 @@ struct ResetOptions {
 };
 
 int run_reset(const ResetOptions& options) {
-  // Removing a bucket that is not there is not an error, as with rm -f.
-  open_backend(options.store)->reset(options.key);
+  // Nothing is created to find that nothing is there; an unknown key is said, as status says it.
+  if (!may_hold_buckets(options.store) || !open_backend(options.store)->reset(options.key)) {
+    fmt::print(stderr, "ratelimit: no bucket '{}' in {}\n", options.key, store_of(options.store));
+    return exit_no_input;
+  }
   return exit_ok;
 }
 
@@ -27,6 +34,8 @@ Command setup_reset(CLI::App& app) {
       app.add_subcommand("reset", "Forget a shared bucket: its next use starts fresh");
   add_store_options(*reset, options->store);
   add_key_option(*reset, options->key)->required();
+  reset->footer(R"(Example:
+  ratelimit reset --key api         the next 'exec --key api' starts a fresh bucket)");
   return {reset, [options] { return run_reset(*options); }};
 }
 

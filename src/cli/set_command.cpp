@@ -6,9 +6,11 @@
 #include <string>
 #include <system_error>
 
+#include "state/state_directory.hpp"
 #include "cli/bucket_options.hpp"
 #include "cli/commands.hpp"
 #include "cli/shared_bucket_options.hpp"
+#include "cli/timetable_option.hpp"
 #include "cli/units.hpp"
 #include "exit_codes.hpp"
 #include "pipe/control.hpp"
@@ -34,9 +36,14 @@ int set_key_rate(const SetOptions& options) {
 }
 
 int run_set(const SetOptions& options) {
+  if (is_timetable(options.bucket.rate))
+    throw UsageError("set takes one rate, not a timetable ('" + options.bucket.rate +
+                     "'): a timetable is given to the pipe, exec or acquire that follows it");
   if (!options.key.empty()) return set_key_rate(options);
   if (options.pid == 0) throw UsageError("set needs a PID or --key NAME");
-  const std::string no_pipe = "no ratelimit pipe runs as process " + std::to_string(options.pid);
+  const std::string no_pipe =
+      fmt::format("no ratelimit pipe runs as process {} (no pipe-{}.bytes or .records in {})",
+                  options.pid, options.pid, backends::state_dir_from_environment(""));
   const std::optional<pipe::RunningPipe> running = pipe::find_running_pipe(options.pid);
   if (!running) throw UsageError(no_pipe);
   // Checked against what the pipe counts, as its own --rate was.
@@ -49,6 +56,9 @@ int run_set(const SetOptions& options) {
     if (error.code() == std::errc::no_such_device_or_address) throw UsageError(no_pipe);
     throw;
   }
+  fmt::print(stderr, "ratelimit: process {}: rate set to {} ({} {}/s)\n", options.pid,
+             options.bucket.rate, params.permits_per_second,
+             running->counts_bytes ? "bytes" : "records");
   return exit_ok;
 }
 
@@ -68,7 +78,13 @@ Command setup_set(CLI::App& app) {
   set->add_option("-r,--rate", options->bucket.rate,
                   "The new rate, in the pipe's units (B or bit only in byte mode)")
       ->required()
-      ->check(syntax_check(parse_rate, "RATE"));
+      ->check(syntax_check(check_rate_syntax, "RATE"))
+      ->option_text("RATE");
+  set->footer(R"(Examples:
+  ratelimit set 4242 --rate 50MiB/s      a byte pipe: B, bit and prefixes as its --rate
+  ratelimit set 4243 --rate 20/s         a pipe counting lines (-l) or records
+
+'ratelimit status' lists the running pipes and their process ids.)");
   return Command{set, [options] { return run_set(*options); }};
 }
 

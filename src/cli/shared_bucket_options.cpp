@@ -1,5 +1,7 @@
 #include "cli/shared_bucket_options.hpp"
 
+#include <filesystem>
+
 #include <fmt/core.h>
 
 #include <limits>
@@ -44,7 +46,7 @@ CLI::Option* add_key_option(CLI::App& app, std::string& key) {
             }
           },
           "NAME"))
-      ->capture_default_str()
+      ->option_text("NAME")
       ->group("Shared bucket");
 }
 
@@ -52,6 +54,7 @@ void add_store_options(CLI::App& app, StoreOptions& options) {
   app.add_option("--state-dir", options.state_dir,
                  "Directory of the bucket files [default: $RATELIMIT_STATE_DIR, "
                  "$XDG_RUNTIME_DIR/ratelimit, /tmp/ratelimit-$UID]")
+      ->option_text("DIR")
       ->group("Shared bucket");
   app.add_flag("-v,--verbose", options.verbose, "Say why a bucket's record was discarded");
   app.add_option("--redis", options.redis,
@@ -97,19 +100,27 @@ std::unique_ptr<backends::BucketBackend> open_backend(const StoreOptions& option
   return backends::open_backend(backend_options(options));
 }
 
-std::string store_of(const StoreOptions& options) {
-  if (!options.redis.empty()) return "Redis at " + backends::hide_password(options.redis);
+std::string state_dir_of(const StoreOptions& options) {
   return backends::state_dir_from_environment(options.state_dir);
 }
 
+bool may_hold_buckets(const StoreOptions& options) {
+  return !options.redis.empty() || std::filesystem::exists(state_dir_of(options));
+}
+
+std::string store_of(const StoreOptions& options) {
+  if (!options.redis.empty()) return "Redis at " + backends::hide_password(options.redis);
+  return state_dir_of(options);
+}
+
 void add_permit_options(CLI::App& app, PermitOptions& options) {
-  add_bucket_options(app, options.bucket);
+  add_bucket_options(app, options.bucket, RateUnits::plain);
   add_store_options(app, options.store);
   add_redis_policy_option(app, options.store);
-  add_key_option(app, options.key);
-  app.add_option("--permits", options.permits, "Permits to take")
+  add_key_option(app, options.key)->description("Name of the shared bucket [default: default]");
+  app.add_option("--permits", options.permits, "Permits to take [default: 1]")
       ->check(whole_number_in(1, std::numeric_limits<std::int64_t>::max()))
-      ->capture_default_str()
+      ->option_text("N")
       ->group("Shared bucket");
   auto* try_only = app.add_flag("--try", options.try_only,
                                 "Never wait: exit 75 at once if no permit is free now")
@@ -117,6 +128,7 @@ void add_permit_options(CLI::App& app, PermitOptions& options) {
   app.add_option("--timeout", options.timeout,
                  "Wait at most this long, else exit 75 without waiting (e.g. 500ms, 10s)")
       ->check(syntax_check(parse_duration, "DURATION"))
+      ->option_text("DURATION")
       ->excludes(try_only)
       ->group("Shared bucket");
 }

@@ -35,6 +35,11 @@ std::unique_ptr<backends::BucketBackend> open_backend(const StoreOptions& option
 // Where the buckets are, for messages: the state directory, or Redis and its URL (password
 // hidden).
 std::string store_of(const StoreOptions& options);
+// The state directory the options name (whether or not it exists).
+std::string state_dir_of(const StoreOptions& options);
+// False when looking would find nothing: no Redis, and no state directory (which status and reset
+// do not create).
+bool may_hold_buckets(const StoreOptions& options);
 
 // The options of the commands that take permits from a shared bucket (exec and acquire).
 struct PermitOptions {

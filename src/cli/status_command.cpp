@@ -1,11 +1,18 @@
 #include <fmt/core.h>
+#include <fmt/format.h>
 
+#include <algorithm>
+#include <charconv>
 #include <chrono>
+#include <filesystem>
 #include <memory>
 #include <string>
+#include <vector>
 
+#include "state/state_directory.hpp"
 #include "cli/commands.hpp"
 #include "cli/shared_bucket_options.hpp"
+#include "cli/units.hpp"
 #include "exit_codes.hpp"
 
 namespace ratelimit::cli {
@@ -14,49 +21,176 @@ namespace {
 struct StatusOptions {
   StoreOptions store;
   std::string key;  // empty: every bucket
+  bool json = false;
 };
 
 double seconds(std::chrono::nanoseconds duration) {
   return std::chrono::duration<double>(duration).count();
 }
 
+// A key as the terminal should show it: control bytes, backslash and DEL as \xNN.
+std::string printable(const std::string& key) {
+  std::string shown;
+  for (const char c : key) {
+    const auto byte = static_cast<unsigned char>(c);
+    if (byte < 0x20 || byte == 0x7f || c == '\\')
+      shown += fmt::format("\\x{:02x}", byte);
+    else
+      shown += c;
+  }
+  return shown;
+}
+
+// A JSON string: quotes, backslashes and control bytes escaped.
+std::string json_string(const std::string& text) {
+  std::string quoted = "\"";
+  for (const char c : text) {
+    const auto byte = static_cast<unsigned char>(c);
+    if (c == '"' || c == '\\')
+      quoted += fmt::format("\\{}", c);
+    else if (byte < 0x20 || byte == 0x7f)
+      quoted += fmt::format("\\u{:04x}", byte);
+    else
+      quoted += c;
+  }
+  return quoted + "\"";
+}
+
 std::string describe_shape(const BucketParams& params) {
   std::string shape =
       params.shape == BucketShape::warming_up
-          ? fmt::format("warmup {:g}s x{:g}", seconds(params.warmup), params.cold_factor)
-          : fmt::format("burst {:g}s", params.max_burst_seconds);
+          ? fmt::format("warmup {} x{:g}", human_duration(params.warmup), params.cold_factor)
+          : fmt::format("burst {}",
+                        human_duration(std::chrono::duration<double>(params.max_burst_seconds)));
   if (params.start_full) shape += " start-full";
   if (params.pay_first) shape += " pay-first";
   return shape;
 }
 
 std::string describe_next_free(std::chrono::nanoseconds next_free_in) {
+  if (next_free_in <= std::chrono::nanoseconds::zero()) return "now";
   // A booking at a vanishing rate saturates near 292 years: no one waits for it.
   constexpr std::chrono::nanoseconds kCentury = std::chrono::hours(24 * 36525);
-  if (next_free_in <= std::chrono::nanoseconds::zero()) return "now";
   if (next_free_in > kCentury) return "in over 100 years";
-  return fmt::format("in {:.3f}s", seconds(next_free_in));
+  return "in " + human_duration(next_free_in);
+}
+
+// The pipes that listen for `ratelimit set` in this directory: their FIFOs, "pipe-PID.bytes" or
+// "pipe-PID.records".
+struct RunningPipe {
+  long pid;
+  std::string unit;
+};
+
+std::vector<RunningPipe> running_pipes(const std::string& directory) {
+  std::vector<RunningPipe> pipes;
+  std::error_code error_listing;
+  for (const auto& entry : std::filesystem::directory_iterator(directory, error_listing)) {
+    const std::string name = entry.path().filename().string();
+    if (!name.starts_with("pipe-")) continue;
+    const std::size_t dot = name.find('.');
+    if (dot == std::string::npos) continue;
+    long pid = 0;
+    const auto [end, error] = std::from_chars(name.data() + 5, name.data() + dot, pid);
+    const std::string unit = name.substr(dot + 1);
+    if (error != std::errc() || end != name.data() + dot || (unit != "bytes" && unit != "records"))
+      continue;
+    pipes.push_back({pid, unit});
+  }
+  std::sort(pipes.begin(), pipes.end(),
+            [](const RunningPipe& a, const RunningPipe& b) { return a.pid < b.pid; });
+  return pipes;
+}
+
+void print_table(const std::vector<std::vector<std::string>>& rows) {
+  std::vector<std::size_t> widths;
+  for (const auto& row : rows) {
+    widths.resize(std::max(widths.size(), row.size()));
+    for (std::size_t column = 0; column < row.size(); ++column)
+      widths[column] = std::max(widths[column], row[column].size());
+  }
+  for (const auto& row : rows) {
+    std::string line;
+    for (std::size_t column = 0; column < row.size(); ++column) {
+      line += column + 1 == row.size() ? row[column]
+                                       : fmt::format("{:<{}}  ", row[column], widths[column]);
+    }
+    fmt::print("{}\n", line);
+  }
+}
+
+void print_text(const std::vector<backends::BucketStatus>& buckets,
+                const std::vector<RunningPipe>& pipes) {
+  std::vector<std::vector<std::string>> rows = {{"KEY", "RATE", "SHAPE", "STORED", "NEXT FREE"}};
+  std::vector<std::string> unusable;
+  for (const auto& bucket : buckets) {
+    if (!bucket.problem.empty()) {
+      unusable.push_back(fmt::format("{}: unusable ({}): fresh on next use", printable(bucket.key),
+                                     bucket.problem));
+      continue;
+    }
+    rows.push_back({printable(bucket.key), human_rate(bucket.params.permits_per_second),
+                    describe_shape(bucket.params), fmt::format("{:.2f}", bucket.stored_permits),
+                    describe_next_free(bucket.next_free_in)});
+  }
+  print_table(rows);
+  for (const std::string& line : unusable) fmt::print("{}\n", line);
+  if (pipes.empty()) return;
+  fmt::print("\n");
+  std::vector<std::vector<std::string>> pipe_rows = {{"PIPE PID", "COUNTS"}};
+  for (const RunningPipe& pipe : pipes) pipe_rows.push_back({std::to_string(pipe.pid), pipe.unit});
+  print_table(pipe_rows);
+}
+
+void print_json(const std::vector<backends::BucketStatus>& buckets,
+                const std::vector<RunningPipe>& pipes) {
+  std::vector<std::string> objects;
+  for (const auto& bucket : buckets) {
+    if (!bucket.problem.empty()) {
+      objects.push_back(fmt::format(R"({{"key":{},"problem":{}}})", json_string(bucket.key),
+                                    json_string(bucket.problem)));
+      continue;
+    }
+    const BucketParams& params = bucket.params;
+    const std::string shape =
+        params.shape == BucketShape::warming_up
+            ? fmt::format(R"("shape":"warming_up","warmup_seconds":{},"cold_factor":{})",
+                          seconds(params.warmup), params.cold_factor)
+            : fmt::format(R"("shape":"bursty","burst_seconds":{})", params.max_burst_seconds);
+    const std::string terms =
+        fmt::format(R"("start_full":{},"pay_first":{})", params.start_full, params.pay_first);
+    objects.push_back(
+        fmt::format(R"({{"key":{},"rate":{},"permits_per_second":{},{},{},"stored_permits":{},)"
+                    R"("next_free_in_seconds":{}}})",
+                    json_string(bucket.key), json_string(human_rate(params.permits_per_second)),
+                    params.permits_per_second, shape, terms, bucket.stored_permits,
+                    std::max(0.0, seconds(bucket.next_free_in))));
+  }
+  std::vector<std::string> pipe_objects;
+  for (const RunningPipe& pipe : pipes)
+    pipe_objects.push_back(fmt::format(R"({{"pid":{},"counts":"{}"}})", pipe.pid, pipe.unit));
+  fmt::print("{{\"buckets\":[{}],\"pipes\":[{}]}}\n", fmt::join(objects, ","),
+             fmt::join(pipe_objects, ","));
 }
 
 int run_status(const StatusOptions& options) {
-  const auto backend = open_backend(options.store);
-  const auto buckets =
-      backend->status(options.key.empty() ? std::nullopt : std::optional(options.key));
+  const std::string path = state_dir_of(options.store);
+  // Looking does not create the directory: none means no pipes, and no buckets unless in Redis.
+  std::vector<backends::BucketStatus> buckets;
+  std::vector<RunningPipe> pipes;
+  if (may_hold_buckets(options.store))
+    buckets = open_backend(options.store)
+                  ->status(options.key.empty() ? std::nullopt : std::optional(options.key));
+  if (options.key.empty() && std::filesystem::exists(path)) pipes = running_pipes(path);
   if (buckets.empty() && !options.key.empty()) {
-    fmt::print(stderr, "ratelimit: no bucket '{}' in {}\n", options.key, store_of(options.store));
+    fmt::print(stderr, "ratelimit: no bucket '{}' in {}\n", printable(options.key),
+               store_of(options.store));
     return exit_no_input;
   }
-  constexpr auto kRow = "{:<20} {:>12} {:<20} {:>12} {}\n";
-  fmt::print(kRow, "KEY", "RATE/S", "SHAPE", "STORED", "NEXT FREE");
-  for (const auto& bucket : buckets) {
-    if (!bucket.problem.empty()) {
-      fmt::print("{:<20} unusable ({}): fresh on next use\n", bucket.key, bucket.problem);
-      continue;
-    }
-    fmt::print(kRow, bucket.key, fmt::format("{:g}", bucket.params.permits_per_second),
-               describe_shape(bucket.params), fmt::format("{:.2f}", bucket.stored_permits),
-               describe_next_free(bucket.next_free_in));
-  }
+  if (options.json)
+    print_json(buckets, pipes);
+  else
+    print_text(buckets, pipes);
   return exit_ok;
 }
 
@@ -64,9 +198,14 @@ int run_status(const StatusOptions& options) {
 
 Command setup_status(CLI::App& app) {
   auto options = std::make_shared<StatusOptions>();
-  CLI::App* status = app.add_subcommand("status", "List the shared buckets");
+  CLI::App* status = app.add_subcommand("status", "List the shared buckets and the running pipes");
   add_store_options(*status, options->store);
   add_key_option(*status, options->key)->description("Show only this bucket");
+  status->add_flag("--json", options->json, "Print one JSON object, for scripts");
+  status->footer(R"(Examples:
+  ratelimit status                  every shared bucket, and the running pipes
+  ratelimit status --key api        one bucket
+  ratelimit status --json           the same for scripts)");
   return {status, [options] { return run_status(*options); }};
 }
 

@@ -2,8 +2,10 @@
 
 #include <fmt/core.h>
 
+#include <algorithm>
 #include <charconv>
 #include <cmath>
+#include <cstdlib>
 #include <optional>
 #include <utility>
 
@@ -29,10 +31,17 @@ struct TimeUnit {
   double seconds;
 };
 
+// The short symbols and the words people write after a slash ("10MB/sec", "100/min").
 constexpr TimeUnit kTimeUnits[] = {
-    {"ns"sv, 1e-9}, {"us"sv, 1e-6},  {"ms"sv, 1e-3},   {"s"sv, 1.0},
-    {"m"sv, 60.0},  {"h"sv, 3600.0}, {"d"sv, 86400.0},
+    {"ns"sv, 1e-9},      {"us"sv, 1e-6},   {"ms"sv, 1e-3},     {"s"sv, 1.0},
+    {"sec"sv, 1.0},      {"secs"sv, 1.0},  {"second"sv, 1.0},  {"seconds"sv, 1.0},
+    {"m"sv, 60.0},       {"min"sv, 60.0},  {"mins"sv, 60.0},   {"minute"sv, 60.0},
+    {"minutes"sv, 60.0}, {"h"sv, 3600.0},  {"hr"sv, 3600.0},   {"hour"sv, 3600.0},
+    {"hours"sv, 3600.0}, {"d"sv, 86400.0}, {"day"sv, 86400.0}, {"days"sv, 86400.0},
 };
+
+constexpr auto kKnownUnits =
+    "(use k, M, G, T = 1000^n or Ki, Mi, Gi, Ti = 1024^n; B or bit; /s, /m, /h, /d)"sv;
 
 [[noreturn]] void reject(std::string_view kind, std::string_view text, std::string_view why) {
   throw UsageError("invalid " + std::string(kind) + " '" + std::string(text) +
@@ -44,31 +53,57 @@ double take_number(std::string_view& rest, std::string_view kind, std::string_vi
   double value = 0.0;
   const auto [end, error] =
       std::from_chars(rest.data(), rest.data() + rest.size(), value, std::chars_format::general);
+  if (error == std::errc::result_out_of_range) {
+    // from_chars leaves the value alone: strtod tells an overflow (HUGE_VAL) from an underflow.
+    const bool overflow = std::abs(std::strtod(std::string(rest).c_str(), nullptr)) > 1.0;
+    reject(kind, text, overflow ? "too large" : "too small");
+  }
   if (error != std::errc() || !std::isfinite(value)) reject(kind, text, "expected a number");
   rest.remove_prefix(static_cast<std::size_t>(end - rest.data()));
   if (value < 0.0) reject(kind, text, "must not be negative");
   return value;
 }
 
-double take_prefix(std::string_view& rest) {
+double take_prefix(std::string_view& rest, bool& binary) {
   for (const Prefix& prefix : kPrefixes) {
     if (rest.starts_with(prefix.symbol)) {
       rest.remove_prefix(prefix.symbol.size());
+      binary = prefix.symbol.ends_with('i');
       return prefix.factor;
     }
   }
   return 1.0;
 }
 
-DataUnit take_data_unit(std::string_view& rest) {
-  for (auto [symbol, unit] : {std::pair{"bit"sv, DataUnit::bits}, std::pair{"b"sv, DataUnit::bits},
-                              std::pair{"B"sv, DataUnit::bytes}}) {
+// What follows the prefix: a data unit, possibly with "ps" (per second) fused to it, as in
+// "8Mbps" and "5MiBps". A lone lowercase "b" is refused: people mean bits and bytes by it alike.
+struct DataSuffix {
+  DataUnit unit = DataUnit::unspecified;
+  bool per_second = false;
+};
+
+DataSuffix take_data_unit(std::string_view& rest, std::string_view kind, std::string_view text) {
+  constexpr std::pair<std::string_view, DataSuffix> kSuffixes[] = {
+      {"bits"sv, {DataUnit::bits, false}},   {"bit"sv, {DataUnit::bits, false}},
+      {"bytes"sv, {DataUnit::bytes, false}}, {"byte"sv, {DataUnit::bytes, false}},
+      {"bps"sv, {DataUnit::bits, true}},     {"Bps"sv, {DataUnit::bytes, true}},
+      {"B"sv, {DataUnit::bytes, false}},
+  };
+  for (const auto& [symbol, suffix] : kSuffixes) {
     if (rest.starts_with(symbol)) {
       rest.remove_prefix(symbol.size());
-      return unit;
+      return suffix;
     }
   }
-  return DataUnit::unspecified;
+  if (rest.starts_with('b') && (rest.size() == 1 || rest[1] == '/')) {
+    const std::size_t at = text.size() - rest.size();
+    const std::string before(text.substr(0, at));
+    const std::string after(text.substr(at + 1));
+    reject(kind, text,
+           fmt::format("'b' could mean bytes or bits: write {}B{} for bytes or {}bit{} for bits",
+                       before, after, before, after));
+  }
+  return {};
 }
 
 // Seconds in a duration written with its unit, e.g. "15s" or "500ms" (the number is optional
@@ -88,36 +123,60 @@ double duration_seconds(std::string_view rest, bool number_optional, std::string
   reject(kind, text, "unknown time unit '" + std::string(rest) + "' (use ns, us, ms, s, m, h, d)");
 }
 
+// A number with its prefix and data unit: the part of a rate before the period, or a size.
+Amount take_amount(std::string_view& rest, std::string_view kind, std::string_view text,
+                   bool& per_second) {
+  Amount amount;
+  amount.units = take_number(rest, kind, text);
+  amount.units *= take_prefix(rest, amount.binary_prefix);
+  const DataSuffix suffix = take_data_unit(rest, kind, text);
+  amount.unit = suffix.unit;
+  per_second = suffix.per_second;
+  if (amount.unit == DataUnit::bits) amount.units /= 8.0;
+  return amount;
+}
+
 }  // namespace
 
 Rate parse_rate(std::string_view text) {
   constexpr auto kind = "rate"sv;
   std::string_view rest = text;
-  double value = take_number(rest, kind, text) * take_prefix(rest);
-  const DataUnit unit = take_data_unit(rest);
-  if (unit == DataUnit::bits) value /= 8.0;
+  bool per_second = false;
+  const Amount amount = take_amount(rest, kind, text, per_second);
   double period_seconds = 1.0;
-  if (rest.starts_with('/')) {
+  if (!per_second && rest.starts_with('/')) {
     rest.remove_prefix(1);
     period_seconds = duration_seconds(rest, true, kind, text);
   } else if (!rest.empty()) {
-    reject(kind, text, "unknown unit '" + std::string(rest) + "'");
+    reject(kind, text, fmt::format("unknown unit '{}' {}", rest, kKnownUnits));
   }
   if (!(period_seconds > 0.0)) reject(kind, text, "the period must be longer than zero");
-  const double per_second = value / period_seconds;
-  if (!(per_second > 0.0)) reject(kind, text, "must be more than zero");
-  if (!std::isfinite(per_second)) reject(kind, text, "too large");
-  return Rate{per_second, unit};
+  const double per_second_value = amount.units / period_seconds;
+  if (!(per_second_value > 0.0)) reject(kind, text, "must be more than zero");
+  if (!std::isfinite(per_second_value)) reject(kind, text, "too large");
+  return Rate{per_second_value, amount.unit, amount.binary_prefix};
 }
 
-double parse_size(std::string_view text) {
+Amount parse_size(std::string_view text) {
   constexpr auto kind = "size"sv;
   std::string_view rest = text;
-  const double value = take_number(rest, kind, text) * take_prefix(rest);
-  if (rest == "B"sv) rest.remove_prefix(1);
-  if (!rest.empty()) reject(kind, text, "unknown unit '" + std::string(rest) + "'");
-  if (!std::isfinite(value)) reject(kind, text, "too large");
-  return value;
+  bool per_second = false;
+  const Amount amount = take_amount(rest, kind, text, per_second);
+  if (per_second) reject(kind, text, "a size is not per second (drop the 'ps')");
+  if (!rest.empty())
+    reject(kind, text,
+           fmt::format("unknown unit '{}' (use k, M, G, T = 1000^n or Ki, Mi, Gi, Ti = 1024^n; "
+                       "B or bit)",
+                       rest));
+  if (!std::isfinite(amount.units)) reject(kind, text, "too large");
+  return amount;
+}
+
+bool ends_in_time_unit(std::string_view text) {
+  const std::size_t letters = text.find_last_not_of("abcdefghijklmnopqrstuvwxyz") + 1;
+  const std::string_view suffix = text.substr(std::min(letters, text.size()));
+  return std::any_of(std::begin(kTimeUnits), std::end(kTimeUnits),
+                     [suffix](const TimeUnit& unit) { return unit.symbol == suffix; });
 }
 
 std::chrono::nanoseconds parse_duration(std::string_view text) {
@@ -126,6 +185,84 @@ std::chrono::nanoseconds parse_duration(std::string_view text) {
   // Beyond ~292 years nanoseconds overflow; no user means that.
   if (!(seconds < 9.2e9)) reject(kind, text, "too long");
   return std::chrono::nanoseconds(static_cast<std::int64_t>(std::llround(seconds * 1e9)));
+}
+
+std::string human_duration(std::chrono::duration<double> duration) {
+  constexpr double kYear = 365.25 * 86400.0;
+  const double seconds = duration.count();
+  if (seconds < 59.9995) {
+    std::string text = fmt::format("{:.3f}", std::max(seconds, 0.0));
+    text.erase(text.find_last_not_of('0') + 1);
+    if (text.back() == '.') text.pop_back();
+    return text + "s";
+  }
+  if (seconds >= 1000 * kYear) return "over 1000 years";
+  if (seconds >= kYear) return fmt::format("{:.1f} years", seconds / kYear);
+  // Whole seconds not yet over: a wait of 3599.9 s is "59m59s", as a countdown shows it.
+  const auto total = static_cast<std::int64_t>(seconds);
+  const std::pair<std::int64_t, char> parts[] = {
+      {total / 86400, 'd'}, {total / 3600 % 24, 'h'}, {total / 60 % 60, 'm'}, {total % 60, 's'}};
+  std::string text;
+  for (const auto& [count, symbol] : parts) {
+    if (count > 0) text += fmt::format("{}{}", count, symbol);
+  }
+  return text;
+}
+
+namespace {
+
+bool is_whole(double count) { return std::abs(count - std::round(count)) <= 1e-9 * count; }
+
+// `count` with the prefix that writes it shortest and exactly ("1G", "10Mi", "1.5k", "250"),
+// or to four significant digits when no prefix is exact.
+std::string compact_count(double count) {
+  std::string best;
+  for (const Prefix& prefix : std::initializer_list<Prefix>{{""sv, 1.0},
+                                                            {"k"sv, 1e3},
+                                                            {"M"sv, 1e6},
+                                                            {"G"sv, 1e9},
+                                                            {"T"sv, 1e12},
+                                                            {"Ki"sv, 1024.0},
+                                                            {"Mi"sv, 1048576.0},
+                                                            {"Gi"sv, 1073741824.0},
+                                                            {"Ti"sv, 1099511627776.0}}) {
+    const double scaled = count / prefix.factor;
+    // Without a prefix a whole count is written in full ("123456789"), as people would.
+    const bool plain = prefix.factor == 1.0 && is_whole(count);
+    if (scaled >= (plain ? 1e15 : 1e6) || (scaled < 1.0 && !plain)) continue;
+    const std::string text = fmt::format("{:.{}g}{}", scaled, plain ? 15 : 6, prefix.symbol);
+    bool binary = false;
+    std::string_view rest = text;
+    const double back = take_number(rest, "rate", text) * take_prefix(rest, binary);
+    if (std::abs(back - count) <= 1e-9 * count && (best.empty() || text.size() < best.size()))
+      best = text;
+  }
+  if (!best.empty()) return best;
+  for (const Prefix& prefix :
+       {Prefix{"T"sv, 1e12}, Prefix{"G"sv, 1e9}, Prefix{"M"sv, 1e6}, Prefix{"k"sv, 1e3}}) {
+    if (count >= prefix.factor)
+      return fmt::format("{:.4g}{}", count / prefix.factor, prefix.symbol);
+  }
+  return fmt::format("{:.4g}", count);
+}
+
+}  // namespace
+
+std::string human_rate(double units_per_second, std::string_view unit) {
+  constexpr std::pair<std::string_view, double> kPeriods[] = {
+      {""sv, 1.0}, {"/m"sv, 60.0}, {"/h"sv, 3600.0}, {"/d"sv, 86400.0}};
+  const auto written = [&](const std::pair<std::string_view, double>& period) {
+    return compact_count(units_per_second * period.second) + std::string(unit) +
+           std::string(period.first);
+  };
+  for (const auto& period : kPeriods) {
+    const double count = units_per_second * period.second;
+    if (count >= 1.0 && is_whole(count)) return written(period);
+  }
+  for (const auto& period : kPeriods) {
+    if (units_per_second * period.second >= 1.0) return written(period);
+  }
+  return written(kPeriods[std::size(kPeriods) - 1]);
 }
 
 namespace {

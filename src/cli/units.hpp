@@ -14,17 +14,37 @@ namespace ratelimit::cli {
 // What a rate or size was written in: plain units, or an explicit data unit.
 enum class DataUnit { unspecified, bytes, bits };
 
+// The rule for both rates and sizes (--rate, --burst, --chunk, every command): k, K, M, G, T are
+// powers of 1000 and Ki, Mi, Gi, Ti of 1024; B (byte, bytes) is bytes and bit (bits) bits; "bps"
+// and "Bps" are bits and bytes per second. A lone lowercase "b" is refused with a hint, since
+// "5kb" is meant as kilobytes as often as kilobits.
 struct Rate {
   double units_per_second;  // bits already converted to bytes
   DataUnit unit;
+  bool binary_prefix = false;  // written with Ki, Mi, ...: shown back in powers of 1024
 };
 
-// "5000", "1.5M", "10MiB/s", "8Mbit/s", "2/s", "100/m", "300/15s", "1k/500ms".
+// "5000", "1.5M", "10MiB/s", "8Mbit/s", "8Mbps", "5MiBps", "10MB/sec", "2/s", "100/min",
+// "300/15s", "1k/500ms".
 Rate parse_rate(std::string_view text);
-// "64k", "1MiB", "4096", "0"; a count of units (bytes, lines or records).
-double parse_size(std::string_view text);
+
+struct Amount {
+  double units = 0.0;  // bits already converted to bytes
+  DataUnit unit = DataUnit::unspecified;
+  bool binary_prefix = false;
+};
+// "64k", "1MiB", "4096", "0", "8Mbit"; a count of units (bytes, lines or records).
+Amount parse_size(std::string_view text);
+// Whether `text` is written as a duration ("2s", "500ms", "1min"), not as an amount ("64k").
+bool ends_in_time_unit(std::string_view text);
 // "500ms", "10s", "2m", "1h", "1d", "1.5s"; a bare number is seconds.
 std::chrono::nanoseconds parse_duration(std::string_view text);
+
+// A wait as people say it: "0.25s", "1.5s", "59m59s", "2h", "3d4h", "31.7 years".
+std::string human_duration(std::chrono::duration<double> duration);
+// A rate as people write it, read back the same by parse_rate: "5k", "1G", "10MiB" (with
+// `unit` "B"), "100/m", "1/h". The period is the shortest that makes the count whole.
+std::string human_rate(double units_per_second, std::string_view unit = "");
 
 // CLI11 checks for a number from `low` to `high` whose message names the value as written, e.g.
 // "'abc' is not a whole number from 1 to 256" (CLI11's own Range prints 1.000000 and the like).

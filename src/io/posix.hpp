@@ -8,6 +8,7 @@
 #include <cerrno>
 #include <chrono>
 #include <csignal>
+#include <optional>
 #include <string>
 #include <system_error>
 
@@ -53,6 +54,10 @@ class FileDescriptor {
  private:
   int fd_ = -1;
 };
+
+// The width in columns of the terminal `fd` is, asked anew each time so that a resized window
+// (SIGWINCH) is followed; nullopt when `fd` is not a terminal.
+std::optional<int> terminal_width(int fd);
 
 // The monotonic clock that deadlines are written on (CLOCK_MONOTONIC, as std::steady_clock and
 // ratelimit::system_clock()).

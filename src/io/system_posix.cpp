@@ -1,4 +1,5 @@
 #include <fcntl.h>
+#include <sys/ioctl.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -65,6 +66,12 @@ void FileDescriptor::reset() noexcept {
   // close() is not retried on EINTR: on Linux the descriptor is released either way.
   if (fd_ >= 0) ::close(fd_);
   fd_ = -1;
+}
+
+std::optional<int> terminal_width(int fd) {
+  struct winsize size {};
+  if (::ioctl(fd, TIOCGWINSZ, &size) != 0 || size.ws_col == 0) return std::nullopt;
+  return size.ws_col;
 }
 
 std::chrono::nanoseconds monotonic_now() {

@@ -40,6 +40,11 @@ void Engine::start() {
   totals_.started = totals_.now = io_.now();
   totals_.rate = options_.bucket.permits_per_second;
   if (on_progress_) next_progress_ = totals_.started + options_.progress_interval;
+  if (options_.schedule) {
+    scheduled_ = options_.schedule->at(totals_.started);
+    change_rate(scheduled_.units_per_second, totals_.started);
+    rate_changes_.clear();  // the starting rate is no change
+  }
 }
 
 Result Engine::run() {
@@ -52,24 +57,27 @@ Result Engine::run() {
 std::optional<Result> Engine::run_spliced() {
   // The bucket's turn comes first and the input is only waited for when a splice finds it empty:
   // one wake-up per chunk while the producer is ahead. The chunk is asked for when it was both due
-  // (the bucket's next free time) and there, as if it had been read at its arrival: a wake-up late
+  // (the last turn) and there, as if it had been read at its arrival: a wake-up late
   // by the timer's slack would otherwise count as idle time, which a warming-up bucket pays for by
   // cooling down. Its turn is then the bucket's answer for a whole chunk; what a short splice
   // leaves unused is stored again by the next request. The turn is not waited for once the input
   // is known to hold nothing more, so the end comes without a wait.
   nanoseconds input_seen_at = nanoseconds::min();
+  nanoseconds last_turn = io_.now();
   while (true) {
+    // Asked for and booked as of that moment: a bucket that pays first counts its wait from it.
+    const nanoseconds requested_at = std::min(io_.now(), std::max(last_turn, input_seen_at));
     // A splice now finds the end of this input without moving anything: no turn is booked for it.
-    nanoseconds turn = io_.now();
+    nanoseconds turn = requested_at;
     if (!io_.input_exhausted()) {
-      const std::optional<nanoseconds> due = source_.turn(options_.chunk_units, turn);
+      const std::optional<nanoseconds> due = source_.turn(options_.chunk_units, requested_at);
       // Nothing has been read yet, so a stop here leaves nothing behind.
       if (!due) return finish(Ending::stopped, io_.stop_signal());
-      turn = *due;
+      turn = last_turn = *due;
     }
-    if (wait(turn, WaitFor::input_end) == Wake::stop)
-      return finish(Ending::stopped, io_.stop_signal());
-    const nanoseconds requested_at = std::min(io_.now(), std::max(turn, input_seen_at));
+    const Wake wake = wait(turn, WaitFor::input_end);
+    if (wake == Wake::stop) return finish(Ending::stopped, io_.stop_signal());
+    if (wake == Wake::control) continue;
     const std::optional<Moved> moved = io_.splice(static_cast<std::size_t>(options_.chunk_units));
     if (!moved) return std::nullopt;
     if (moved->output_closed) return finish(Ending::downstream_closed);
@@ -114,11 +122,12 @@ Result Engine::run_buffered() {
     }
     const nanoseconds requested_at = io_.now();
     if (span.units > 0) {
-      const std::int64_t chunk = options_.chunk_units;
       const std::optional<nanoseconds> turn = source_.turn(span.units, requested_at);
-      if (!turn || wait(*turn, WaitFor::deadline) == Wake::stop) return stop_after_writing_buffer();
-      // A new rate during the wait changed the chunk.
-      if (options_.chunk_units != chunk) span = next_span(end_of_input);
+      if (!turn) return stop_after_writing_buffer();
+      const Wake wake = wait(*turn, WaitFor::deadline);
+      if (wake == Wake::stop) return stop_after_writing_buffer();
+      // The chunk and the turn follow the new rate: the span and its turn are asked for again.
+      if (wake == Wake::control) continue;
     }
     switch (write_buffered(span.bytes, requested_at)) {
       case Written::all:
@@ -273,19 +282,17 @@ void Engine::charge(std::size_t bytes, std::int64_t units, nanoseconds requested
 }
 
 Wake Engine::wait(nanoseconds deadline, WaitFor what) {
+  rate_changed_ = false;
   while (true) {
     const nanoseconds now = io_.now();
+    if (options_.schedule) follow_schedule(now);
+    if (rate_changed_ && what != WaitFor::input) return Wake::control;
     if (now >= next_progress_) report_progress(now);
     if (what == WaitFor::input_end && io_.input_exhausted()) return Wake::ready;
     if (what != WaitFor::input && now >= deadline) return Wake::timeout;
-    const Wake wake = io_.wait(std::min(deadline, next_progress_), what);
+    const Wake wake = io_.wait(std::min({deadline, next_progress_, scheduled_.until}), what);
     if (wake == Wake::control) {
-      if (const std::optional<double> rate = io_.take_new_rate()) {
-        source_.set_rate(*rate, io_.now());
-        totals_.rate = *rate;
-        if (options_.default_chunk_limit)
-          options_.chunk_units = default_chunk_units(*rate, *options_.default_chunk_limit);
-      }
+      if (const std::optional<double> rate = io_.take_new_rate()) change_rate(*rate, io_.now());
       continue;
     }
     // A ready for input_end is news to check at the top: the input may still hold bytes.
@@ -297,6 +304,23 @@ void Engine::report_progress(nanoseconds now) {
   totals_.now = now;
   on_progress_(totals_);
   while (next_progress_ <= now) next_progress_ += options_.progress_interval;
+}
+
+void Engine::follow_schedule(nanoseconds now) {
+  const RatePeriod period = options_.schedule->at(now);
+  const bool moved_on = period.units_per_second != scheduled_.units_per_second;
+  scheduled_ = period;
+  if (moved_on) change_rate(period.units_per_second, now);
+}
+
+void Engine::change_rate(double units_per_second, nanoseconds now) {
+  if (units_per_second == totals_.rate) return;
+  source_.set_rate(units_per_second, now);
+  rate_changed_ = true;
+  totals_.rate = units_per_second;
+  if (options_.default_chunk_limit)
+    options_.chunk_units = default_chunk_units(units_per_second, *options_.default_chunk_limit);
+  rate_changes_.push_back({now, units_per_second});
 }
 
 Result Engine::stop_after_writing_buffer() {
@@ -312,7 +336,7 @@ Result Engine::stop_after_writing_buffer() {
 Result Engine::finish(Ending ending, int signal) {
   totals_.now = io_.now();
   if (on_progress_) on_progress_(totals_);
-  return Result{ending, signal, totals_};
+  return Result{ending, signal, totals_, rate_changes_};
 }
 
 }  // namespace ratelimit::pipe

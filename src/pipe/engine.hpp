@@ -9,6 +9,7 @@
 
 #include "pipe/io.hpp"
 #include "pipe/permit_source.hpp"
+#include "pipe/rate_schedule.hpp"
 #include "ratelimit/token_bucket.hpp"
 
 namespace ratelimit::pipe {
@@ -32,6 +33,8 @@ struct EngineOptions {
   std::size_t buffer_bytes = 256 * 1024;
   // How often `on_progress` is called while data flows or waits.
   std::chrono::nanoseconds progress_interval = std::chrono::milliseconds(100);
+  // The rate over time (a timetable), followed from the start; none: the bucket's rate throughout.
+  RateSchedule* schedule = nullptr;
 };
 
 // What has been moved so far.
@@ -49,10 +52,19 @@ enum class Ending {
   downstream_closed,  // the reader went away (EPIPE)
 };
 
+// A rate that took over while data moved, by `ratelimit set` or a timetable.
+struct RateChange {
+  std::chrono::nanoseconds at;  // on the engine's clock
+  double rate;
+
+  friend bool operator==(const RateChange&, const RateChange&) = default;
+};
+
 struct Result {
   Ending ending = Ending::end_of_input;
   int signal = 0;
   Totals totals;
+  std::vector<RateChange> rate_changes;
 };
 
 // Writes per second at the default chunk size. Any 100 ms window then holds at most 21 writes
@@ -91,6 +103,7 @@ class Engine {
   std::optional<Result> run_spliced();
   Result run_buffered();
   // Waits for the deadline (and input, if asked), serving control messages and progress ticks.
+  // A new rate ends a wait for a turn with Wake::control: the turn is to be asked for again.
   Wake wait(std::chrono::nanoseconds deadline, WaitFor what);
   // The next piece of the buffer to write; empty when more input is needed first.
   Span next_span(bool end_of_input) const;
@@ -113,6 +126,9 @@ class Engine {
   Written write_buffered(std::size_t bytes, std::chrono::nanoseconds requested_at);
   void charge(std::size_t bytes, std::int64_t units, std::chrono::nanoseconds requested_at);
   void report_progress(std::chrono::nanoseconds now);
+  // Applies the schedule's rate when it has moved to another entry since the last look.
+  void follow_schedule(std::chrono::nanoseconds now);
+  void change_rate(double units_per_second, std::chrono::nanoseconds now);
   Result stop_after_writing_buffer();
   Result finish(Ending ending, int signal = 0);
 
@@ -123,6 +139,10 @@ class Engine {
   PermitSource& source_;
   Totals totals_;
   std::chrono::nanoseconds next_progress_ = std::chrono::nanoseconds::max();
+  // What the schedule said last; a rate set by hand holds until the schedule moves on.
+  RatePeriod scheduled_;
+  std::vector<RateChange> rate_changes_;
+  bool rate_changed_ = false;  // since the current wait began
 
   std::vector<char> buffer_;
   std::size_t begin_ = 0;  // unwritten data is buffer_[begin_, end_)

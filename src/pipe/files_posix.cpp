@@ -28,9 +28,7 @@ int duplicate_standard_stream(int fd) {
   return ::fcntl(fd, F_DUPFD_CLOEXEC, 0);
 }
 
-[[noreturn]] void throw_input_error(const std::string& name) {
-  throw InputError(errno, std::generic_category(), name);
-}
+[[noreturn]] void throw_input_error(const std::string& name) { throw InputError(errno, name); }
 
 // A descriptor someone else made non-blocking (they are shared with the parent) reports EAGAIN.
 bool would_block() { return errno == EAGAIN || errno == EWOULDBLOCK; }
@@ -100,8 +98,7 @@ FileIo::FileIo(const std::vector<std::string>& inputs, const std::string& output
   if (S_ISREG(output_status.st_mode)) {
     const std::pair identity(output_status.st_dev, output_status.st_ino);
     if (std::find(regular_inputs.begin(), regular_inputs.end(), identity) != regular_inputs.end()) {
-      errno = EINVAL;
-      throw_input_error(output_name_ + ": input file is output file");
+      throw InputError(output_name_ + ": input file is output file");
     }
     if (!standard && ::ftruncate(output_.get(), 0) != 0) io::throw_errno(output_name_);
   }

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# Timing checks: run alone (RESOURCE_LOCK timing).
 # --start-full and --pay-first on acquire, exec and pipes, in the state file, and on a key whose
 # callers disagree about them. Timing is only checked from below (a wait cannot be shorter on a
 # busy machine), with generous upper bounds.
@@ -67,10 +68,10 @@ expect_status 0 "$RATELIMIT" acquire --key old --rate 1/m --burst 3 --start-full
 expect_stderr "ratelimit: key 'old': record version 1, expected 3; starting a fresh bucket"
 # The record keeps the flags of the last call, and status shows them.
 "$RATELIMIT" status --key old >"$WORK/status"
-grep -q '^old .* burst 180s start-full pay-first ' "$WORK/status" || fail "status shows $(cat "$WORK/status")"
+grep -q '^old .* burst 3m start-full pay-first ' "$WORK/status" || fail "status shows $(cat "$WORK/status")"
 expect_status 75 "$RATELIMIT" acquire --key old --rate 1/m --burst 3 --pay-first --try
 "$RATELIMIT" status --key old >"$WORK/status"
-grep -q '^old .* burst 180s pay-first ' "$WORK/status" || fail "status shows $(cat "$WORK/status")"
+grep -q '^old .* burst 3m pay-first ' "$WORK/status" || fail "status shows $(cat "$WORK/status")"
 
 # Pipes. Paying first, even a single line waits for its permit (Guava's goes at once).
 start=$(now_ns)

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# Timing checks: run alone (RESOURCE_LOCK timing).
 # The textbook token bucket as a shell loop: capacity 5, refilled continuously at 3/s, starting
 # full, 10 requests 100 ms apart with --try. On time, requests 1-6 and 8 are allowed (the unit
 # test Classic.TextbookScenarioRefillsContinuously pins that on a fake clock). Here each call's

@@ -8,7 +8,7 @@ commands=("" set exec acquire status reset)
 
 # The options a command's --help declares: the first field of each option line.
 help_options() {
-  "$RATELIMIT" $1 --help | grep -E '^  +-' | awk '{print $1}' | sed 's/{[^}]*}//' | tr ',' '\n' |
+  "$RATELIMIT" $1 --help | grep -E '^  +-' | awk '{print $1}' | sed 's/\[=[a-z]*\]//' | tr ',' '\n' |
     sort -u
 }
 
@@ -128,6 +128,28 @@ for option in $all_help; do
       fail "the fish completion lacks $option"
   fi
 done
+
+# Every ratelimit command line that README and the man page show parses: run with no input, no
+# command on PATH and a private state directory, it may fail for a missing file (66), a command
+# not found (127) or a pipe that is not running, but never as a malformed command line (64).
+documented_commands() {
+  sed -n '/^```sh/,/^```/p' "$root/README.md"
+  sed -n '/^\.EX/,/^\.EE/p' "$man_page" | sed 's/\\-/-/g'
+}
+mkdir "$WORK/no-commands" "$WORK/examples"
+while IFS= read -r command; do
+  status=0
+  (cd "$WORK/examples" && RATELIMIT_STATE_DIR=$WORK/examples-state PATH=$WORK/no-commands \
+    timeout 5 bash -c "ratelimit() { \"\$RATELIMIT\" \"\$@\"; }; $command" \
+    </dev/null >/dev/null 2>"$WORK/stderr") || status=$?
+  if [ "$status" -eq 64 ] && ! grep -q '^ratelimit: no ratelimit pipe runs as process' "$WORK/stderr"; then
+    fail "the documented '$command' does not parse: $(cat "$WORK/stderr")"
+  fi
+  [ "$status" -ne 124 ] || fail "the documented '$command' did not end within 5 s"
+  echo "$command" >>"$WORK/examples-run"
+done < <(documented_commands | grep -oE 'ratelimit( [^|;&<>#]*[^|;&<># ])?' | grep -E '^ratelimit [a-z-]' |
+  tr -d '[]' | sort -u)
+[ "$(wc -l <"$WORK/examples-run")" -ge 10 ] || fail "only $(wc -l <"$WORK/examples-run") documented commands found"
 
 groff -man -ww -z "$man_page" 2>"$WORK/groff" && [ ! -s "$WORK/groff" ] ||
   fail "groff -ww: $(cat "$WORK/groff")"

@@ -42,6 +42,11 @@ expect_stderr "ratelimit: no-such-command-here: command not found"
 printf 'echo hi\n' >"$WORK/not-executable"
 expect_status 126 run "$WORK/not-executable"
 expect_stderr "ratelimit: $WORK/not-executable: Permission denied"
+# Looked up before the permit is taken: a command that cannot run neither waits for a permit nor
+# uses one up (the bucket's free first permit is still there for --try).
+expect_status 127 "$RATELIMIT" exec --rate 1/3s --key lookup -- no-such-command-here
+expect_status 126 "$RATELIMIT" exec --rate 1/3s --key lookup -- "$WORK/not-executable"
+expect_status 0 "$RATELIMIT" acquire --rate 1/3s --key lookup --try
 # A script without #! is run by sh, as the shell does.
 printf 'exit 7\n' >"$WORK/script"
 chmod +x "$WORK/script"

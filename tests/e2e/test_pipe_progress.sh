@@ -35,6 +35,29 @@ grep -q 'status=0' <<<"$screen" || fail "no clean exit; screen was: $screen"
 grep -Eq '^60\.0 kB 0:00:0[2-5] .*\[=+\] 100%' <<<"$screen" || fail "final line wrong: $screen"
 cmp "$WORK/in" "$WORK/out"
 
+# An 80-column terminal: the line fits in 79 columns (no trail of wrapped redraws), in the
+# units the rate was written in; after the window shrinks (SIGWINCH) it fits the new width.
+narrow="$session-narrow"
+trap 'tmux kill-session -t "$session" 2>/dev/null || true; tmux kill-session -t "$narrow" 2>/dev/null || true; rm -rf "$WORK"' EXIT
+tmux new-session -d -s "$narrow" -x 80 -y 10 \
+  "'$RATELIMIT' --rate 20KiB/s --progress '$WORK/in' >/dev/null; sleep 30"
+wait_for_line() {  # wait_for_line PATTERN: the screen once a line matches it
+  for _ in $(seq 40); do
+    sleep 0.1
+    screen=$(tmux capture-pane -p -t "$narrow")
+    grep -Eq "$1" <<<"$screen" && return 0
+  done
+  fail "no line matching '$1'; screen was: $screen"
+}
+wait_for_line 'KiB/s\] \[avg [0-9. ]+KiB/s\] \[=*>? *\] +[0-9]+% ETA'
+[ "$(grep -c . <<<"$screen")" -eq 1 ] || fail "the progress line wrapped at 80 columns: $screen"
+[ "$(awk '{ print length }' <<<"$screen" | sort -n | tail -1)" -le 79 ] || fail "longer than 79 columns: $screen"
+tmux resize-window -t "$narrow" -x 40 2>/dev/null || tmux resize-pane -t "$narrow" -x 40
+sleep 0.5
+screen=$(tmux capture-pane -p -t "$narrow")
+[ "$(grep -c . <<<"$screen")" -eq 1 ] || fail "the progress line wrapped at 40 columns: $screen"
+grep -Eq '^[0-9.]+ KiB .*KiB/s\]' <<<"$screen" || fail "at 40 columns: $screen"
+
 # Not a terminal: no progress unless forced; forced output is redrawn with carriage returns.
 "$RATELIMIT" --rate 1M --progress "$WORK/in" >/dev/null 2>"$WORK/stderr"
 [ ! -s "$WORK/stderr" ] || fail "progress drawn on a non-terminal: $(cat "$WORK/stderr")"
@@ -54,5 +77,5 @@ redraws=$(tr '\r' '\n' <"$WORK/stderr" | grep -c avg)
 grep -Eq '^ratelimit: 60000 bytes in [0-9]+\.[0-9]{3} s, [0-9.]+ [kM]B/s \(rate 1\.00 MB/s\)$' "$WORK/stderr" ||
   fail "--stats: $(cat "$WORK/stderr")"
 seq 100 | "$RATELIMIT" -l --rate 1000 --stats=json >/dev/null 2>"$WORK/stderr"
-grep -Eq '^\{"unit":"lines","units":100,"bytes":292,"seconds":0\.[0-9]+,"average_rate":[0-9.]+,"rate":1000,"ending":"end_of_input"\}$' \
+grep -Eq '^\{"unit":"lines","units":100,"bytes":292,"seconds":0\.[0-9]+,"average_rate":[0-9.]+,"rate":1000,"ending":"end_of_input","rate_changes":\[\]\}$' \
   "$WORK/stderr" || fail "--stats=json: $(cat "$WORK/stderr")"

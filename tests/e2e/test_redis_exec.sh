@@ -65,7 +65,7 @@ expect_stderr "ratelimit: key 'junk': a string, not a bucket in Redis; starting 
 redis_cli main del 'ratelimit:{junk}' >/dev/null
 redis_cli main lpush 'ratelimit:{junk}' x >/dev/null
 "$RATELIMIT" status --key junk >"$WORK/status"
-grep -q '^junk .*unusable (a list, not a bucket): fresh on next use' "$WORK/status" ||
+grep -q '^junk: unusable (a list, not a bucket): fresh on next use' "$WORK/status" ||
   fail "status of a list: $(cat "$WORK/status")"
 
 # Bad URLs: 64, the password never shown.

@@ -7,8 +7,8 @@ export RATELIMIT_STATE_DIR=$WORK/state
 "$RATELIMIT" acquire --rate 100/m --key mail --warmup 10s
 expect_status 0 "$RATELIMIT" status
 status=$("$RATELIMIT" status)
-grep -Eq '^api +2 +burst 1s +0\.00 +in 0\.[0-9]{3}s$' <<<"$status" || fail "status: $status"
-grep -Eq '^mail +1\.66667 +warmup 10s x3 ' <<<"$status" || fail "status: $status"
+grep -Eq '^api +2 +burst 1s +0\.00 +in 0\.[0-9]{1,3}s$' <<<"$status" || fail "status: $status"
+grep -Eq '^mail +100/m +warmup 10s x3 ' <<<"$status" || fail "status: $status"
 [ "$("$RATELIMIT" status --key api | wc -l)" -eq 2 ] || fail "status --key shows other buckets"
 # A booking at a vanishing rate is shown as such, not as billions of seconds.
 "$RATELIMIT" acquire --rate 1e-300 --key glacial
@@ -22,7 +22,7 @@ expect_status 75 "$RATELIMIT" acquire --rate 2/s --key api --try
 expect_status 0 "$RATELIMIT" reset --key api
 expect_status 66 "$RATELIMIT" status --key api
 expect_status 0 "$RATELIMIT" acquire --rate 2/s --key api --try
-expect_status 0 "$RATELIMIT" reset --key never-used
+expect_status 66 "$RATELIMIT" reset --key never-used
 
 # Parameters changed between calls: what was booked at 0.5/s stands (2 s), then 20/s applies.
 "$RATELIMIT" acquire --rate 0.5/s --key p

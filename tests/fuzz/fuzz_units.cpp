@@ -10,7 +10,7 @@
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   const std::string_view text(reinterpret_cast<const char*>(data), size);
-  using ratelimit::cli::UsageError;
+  using ratelimit::UsageError;
   try {
     const ratelimit::cli::Rate rate = ratelimit::cli::parse_rate(text);
     if (!(rate.units_per_second > 0.0)) std::abort();

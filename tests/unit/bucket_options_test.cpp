@@ -12,7 +12,7 @@ using namespace std::chrono_literals;
 BucketParams parse(std::vector<std::string> args, RateUnits units = RateUnits::data) {
   CLI::App app;
   BucketOptions options;
-  add_bucket_options(app, options);
+  add_bucket_options(app, options, RateUnits::data);
   std::reverse(args.begin(), args.end());
   app.parse(args);
   return to_bucket_params(options, units);

@@ -18,7 +18,7 @@ class ScriptedBackend final : public BucketBackend {
   Reservation reserve(const PermitRequest&, io::Waiter&) override {
     ++calls;
     if (down) throw BackendUnavailable("Redis at redis://h: Connection refused");
-    return {.granted = true, .wait = wait_};
+    return {.granted = true, .wait = wait_, .signal = 0, .replaced_params = {}};
   }
   std::vector<BucketStatus> status(const std::optional<std::string>&) override {
     if (down) throw BackendUnavailable("down");

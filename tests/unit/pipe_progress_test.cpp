@@ -1,5 +1,7 @@
 #include <gtest/gtest.h>
 
+#include <limits>
+
 #include "pipe/control.hpp"
 #include "pipe/progress.hpp"
 
@@ -29,8 +31,42 @@ TEST(Progress, SiNumbersHaveThreeSignificantDigits) {
 TEST(Progress, LineShowsAmountTimeRatesAndWithATotalTheEta) {
   ProgressMeter meter(Unit{}, 4000);
   meter.line(totals_at(0s, 0));
-  EXPECT_EQ(meter.line(totals_at(1s, 1000)),
-            "1.00 kB 0:00:01 [1.00 kB/s] [avg 1.00 kB/s] [=====>              ]  25% ETA 0:00:03");
+  EXPECT_EQ(meter.line(totals_at(1s, 1000), 100),
+            "1.00 kB 0:00:01 [1.00 kB/s] [avg 1.00 kB/s] [=========>                          ]  "
+            "25% ETA 0:00:03");
+}
+
+TEST(Progress, LineFitsTheTerminalLessOneColumn) {
+  ProgressMeter meter(Unit{}, 4'000'000'000);
+  meter.line(totals_at(0s, 0));
+  const Totals totals = totals_at(3725s, 1'000'000'000);
+  // The widest numbers: 1.00 GB at 268 kB/s, with a bar, a percentage and an ETA.
+  EXPECT_EQ(meter.line(totals, 80),
+            "1.00 GB 1:02:05 [268 kB/s] [avg 268 kB/s] [====>             ]  25% ETA 3:06:15");
+  EXPECT_EQ(meter.line(totals, 80).size(), 79u);
+  EXPECT_EQ(meter.line(totals, 200),
+            "1.00 GB 1:02:05 [268 kB/s] [avg 268 kB/s] [==========>                             "
+            "]  25% ETA 3:06:15");
+  EXPECT_EQ(meter.line(totals, 50), "1.00 GB 1:02:05 [268 kB/s] [===>           ]  25%");
+  for (int width = 1; width <= 200; ++width)
+    EXPECT_LE(meter.line(totals, width).size(), static_cast<std::size_t>(width - 1)) << width;
+  EXPECT_EQ(meter.line(totals, 30), "1.00 GB [268 kB/s]  25%");
+  EXPECT_EQ(meter.line(totals, 10), "1.00 GB [");
+}
+
+TEST(Progress, UnitsAsTheRateWasWritten) {
+  ProgressMeter binary(Unit{}, std::nullopt, {.binary_prefix = true, .bits = false});
+  binary.line(totals_at(0s, 0));
+  EXPECT_EQ(binary.line(totals_at(1s, 10 * 1024 * 1024)),
+            "10.0 MiB 0:00:01 [10.0 MiB/s] [avg 10.0 MiB/s]");
+  ProgressMeter bits(Unit{}, std::nullopt, {.binary_prefix = false, .bits = true});
+  bits.line(totals_at(0s, 0));
+  EXPECT_EQ(bits.line(totals_at(1s, 1'000'000)),
+            "8.00 Mbit 0:00:01 [8.00 Mbit/s] [avg 8.00 Mbit/s]");
+  // Records are never bits.
+  ProgressMeter lines(Unit{'\n'}, std::nullopt, {.binary_prefix = false, .bits = true});
+  lines.line(totals_at(0s, 0));
+  EXPECT_EQ(lines.line(totals_at(1s, 20)), "20 lines 0:00:01 [20 lines/s] [avg 20 lines/s]");
 }
 
 TEST(Progress, AnEtaBeyondWhatNanosecondsHoldSaturates) {
@@ -50,12 +86,23 @@ TEST(Progress, CurrentRateIsOverTheLastSecond) {
 }
 
 TEST(Summary, TextAndJson) {
-  Result result{Ending::end_of_input, 0, totals_at(2s, 4000)};
+  Result result{Ending::end_of_input, 0, totals_at(2s, 4000), {}};
   EXPECT_EQ(summary_text(result, Unit{}),
             "ratelimit: 4000 bytes in 2.000 s, 2.00 kB/s (rate 1.00 kB/s)");
-  EXPECT_EQ(summary_json(result, Unit{}),
+  EXPECT_EQ(summary_json(result, Unit{}, 0s),
             R"({"unit":"bytes","units":4000,"bytes":4000,"seconds":2.000000,)"
-            R"("average_rate":2000.000,"rate":1000,"ending":"end_of_input"})");
+            R"("average_rate":2000.000,"rate":1000,"ending":"end_of_input","rate_changes":[]})");
+}
+
+TEST(Summary, JsonListsRateChangesAtTheirWallClockTimes) {
+  Result result{Ending::end_of_input,
+                0,
+                totals_at(2s, 4000),
+                {{1500ms, std::numeric_limits<double>::infinity()}, {1750ms, 20.0}}};
+  EXPECT_EQ(summary_json(result, Unit{}, 1'764'460'800s),
+            R"({"unit":"bytes","units":4000,"bytes":4000,"seconds":2.000000,)"
+            R"("average_rate":2000.000,"rate":1000,"ending":"end_of_input","rate_changes":[)"
+            R"({"unix_time":1764460801.500,"rate":null},{"unix_time":1764460801.750,"rate":20}]})");
 }
 
 TEST(ControlMessage, RoundTripsAPositiveRate) {

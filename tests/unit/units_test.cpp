@@ -25,6 +25,22 @@ TEST(ParseRate, NumbersPrefixesUnitsAndPeriods) {
   EXPECT_EQ(parse_rate("1k/500ms").units_per_second, 2000.0);
   EXPECT_EQ(parse_rate("1KiB").units_per_second, 1024.0);
   EXPECT_EQ(parse_rate("1e3").units_per_second, 1000.0);
+  EXPECT_FALSE(parse_rate("1MB").binary_prefix);
+  EXPECT_TRUE(parse_rate("1MiB").binary_prefix);
+}
+
+TEST(ParseRate, SpellingsPeopleType) {
+  EXPECT_EQ(parse_rate("8Mbps").units_per_second, 1e6);
+  EXPECT_EQ(parse_rate("8Mbps").unit, DataUnit::bits);
+  EXPECT_EQ(parse_rate("5MiBps").units_per_second, 5.0 * 1024 * 1024);
+  EXPECT_EQ(parse_rate("5MiBps").unit, DataUnit::bytes);
+  EXPECT_EQ(parse_rate("1kBps").units_per_second, 1000.0);
+  EXPECT_EQ(parse_rate("10MB/sec").units_per_second, 1e7);
+  EXPECT_EQ(parse_rate("16kbit/second").units_per_second, 2000.0);
+  EXPECT_EQ(parse_rate("120/min").units_per_second, 2.0);
+  EXPECT_EQ(parse_rate("7200/hour").units_per_second, 2.0);
+  EXPECT_EQ(parse_rate("2bytes/s").units_per_second, 2.0);
+  EXPECT_EQ(parse_rate("16bits").units_per_second, 2.0);
 }
 
 std::string error_of(auto parse, std::string_view text) {
@@ -41,7 +57,20 @@ TEST(ParseRate, RejectsWhatIsNotARateNamingIt) {
   EXPECT_EQ(error_of(parse_rate, ""), "invalid rate '': expected a number");
   EXPECT_EQ(error_of(parse_rate, "0"), "invalid rate '0': must be more than zero");
   EXPECT_EQ(error_of(parse_rate, "-5"), "invalid rate '-5': must not be negative");
-  EXPECT_EQ(error_of(parse_rate, "5x"), "invalid rate '5x': unknown unit 'x'");
+  EXPECT_EQ(error_of(parse_rate, "5x"),
+            "invalid rate '5x': unknown unit 'x' (use k, M, G, T = 1000^n or Ki, Mi, Gi, Ti = "
+            "1024^n; B or bit; /s, /m, /h, /d)");
+  EXPECT_EQ(error_of(parse_rate, "5kb"),
+            "invalid rate '5kb': 'b' could mean bytes or bits: write 5kB for bytes or 5kbit for "
+            "bits");
+  EXPECT_EQ(error_of(parse_rate, "5Mb/s"),
+            "invalid rate '5Mb/s': 'b' could mean bytes or bits: write 5MB/s for bytes or "
+            "5Mbit/s for bits");
+  EXPECT_EQ(error_of(parse_rate, "1e400"), "invalid rate '1e400': too large");
+  EXPECT_EQ(error_of(parse_rate, "1e-400"), "invalid rate '1e-400': too small");
+  EXPECT_EQ(error_of(parse_rate, "5bps/s"),
+            "invalid rate '5bps/s': unknown unit '/s' (use k, M, G, T = 1000^n or Ki, Mi, Gi, "
+            "Ti = 1024^n; B or bit; /s, /m, /h, /d)");
   EXPECT_EQ(error_of(parse_rate, "5/x"),
             "invalid rate '5/x': unknown time unit 'x' (use ns, us, ms, s, m, h, d)");
   EXPECT_EQ(error_of(parse_rate, "5/0s"),
@@ -54,13 +83,50 @@ TEST(ParseRate, RejectsWhatIsNotARateNamingIt) {
 }
 
 TEST(ParseSize, CountsWithPrefixes) {
-  EXPECT_EQ(parse_size("0"), 0.0);
-  EXPECT_EQ(parse_size("4096"), 4096.0);
-  EXPECT_EQ(parse_size("64k"), 64000.0);
-  EXPECT_EQ(parse_size("64KiB"), 65536.0);
-  EXPECT_EQ(parse_size("1MB"), 1e6);
-  EXPECT_EQ(error_of(parse_size, "12q"), "invalid size '12q': unknown unit 'q'");
+  EXPECT_EQ(parse_size("0").units, 0.0);
+  EXPECT_EQ(parse_size("4096").units, 4096.0);
+  EXPECT_EQ(parse_size("64k").units, 64000.0);
+  EXPECT_EQ(parse_size("64KiB").units, 65536.0);
+  EXPECT_EQ(parse_size("1MB").units, 1e6);
+  EXPECT_EQ(parse_size("1MB").unit, DataUnit::bytes);
+  EXPECT_EQ(parse_size("8Mbit").units, 1e6);
+  EXPECT_EQ(parse_size("64k").unit, DataUnit::unspecified);
+  EXPECT_EQ(error_of(parse_size, "12q"),
+            "invalid size '12q': unknown unit 'q' (use k, M, G, T = 1000^n or Ki, Mi, Gi, Ti = "
+            "1024^n; B or bit)");
+  EXPECT_EQ(error_of(parse_size, "5kb"),
+            "invalid size '5kb': 'b' could mean bytes or bits: write 5kB for bytes or 5kbit for "
+            "bits");
+  EXPECT_EQ(error_of(parse_size, "5MBps"),
+            "invalid size '5MBps': a size is not per second (drop the 'ps')");
   EXPECT_EQ(error_of(parse_size, "-1"), "invalid size '-1': must not be negative");
+}
+
+TEST(HumanDuration, AsPeopleSayIt) {
+  EXPECT_EQ(human_duration(0s), "0s");
+  EXPECT_EQ(human_duration(250ms), "0.25s");
+  EXPECT_EQ(human_duration(1500ms), "1.5s");
+  EXPECT_EQ(human_duration(59s), "59s");
+  EXPECT_EQ(human_duration(3599s), "59m59s");
+  EXPECT_EQ(human_duration(2h), "2h");
+  EXPECT_EQ(human_duration(76h), "3d4h");
+  EXPECT_EQ(human_duration(std::chrono::duration<double>(1e9)), "31.7 years");
+  EXPECT_EQ(human_duration(std::chrono::duration<double>(1e300)), "over 1000 years");
+}
+
+TEST(HumanRate, AsUsersWriteThem) {
+  EXPECT_EQ(human_rate(1.0 / 3600), "1/h");
+  EXPECT_EQ(human_rate(100.0 / 60), "100/m");
+  EXPECT_EQ(human_rate(1e9), "1G");
+  EXPECT_EQ(human_rate(5000), "5k");
+  EXPECT_EQ(human_rate(2), "2");
+  EXPECT_EQ(human_rate(0.5), "30/m");
+  EXPECT_EQ(human_rate(10.0 * 1024 * 1024, "B"), "10MiB");
+  EXPECT_EQ(human_rate(1.0 / 7), "8.571/m");
+  // Read back by the parser as the same rate.
+  for (const double rate : {1.0 / 3600, 100.0 / 60, 1e9, 1536.0, 0.5, 123456789.0}) {
+    EXPECT_NEAR(parse_rate(human_rate(rate)).units_per_second, rate, 1e-9 * rate) << rate;
+  }
 }
 
 TEST(ParseDuration, UnitsAndBareSeconds) {
@@ -70,6 +136,11 @@ TEST(ParseDuration, UnitsAndBareSeconds) {
   EXPECT_EQ(parse_duration("1h"), 1h);
   EXPECT_EQ(parse_duration("1d"), 24h);
   EXPECT_EQ(parse_duration("1.5s"), 1500ms);
+  EXPECT_EQ(parse_duration("2min"), 2min);
+  EXPECT_TRUE(ends_in_time_unit("2min"));
+  EXPECT_TRUE(ends_in_time_unit("500ms"));
+  EXPECT_FALSE(ends_in_time_unit("5MB"));
+  EXPECT_FALSE(ends_in_time_unit("64k"));
   EXPECT_EQ(parse_duration("3"), 3s);
   EXPECT_EQ(parse_duration("0"), 0s);
   EXPECT_EQ(error_of(parse_duration, "10x"),

@@ -1,0 +1,131 @@
+#include "cli/help.hpp"
+
+#include <fmt/core.h>
+
+#include <algorithm>
+#include <filesystem>
+#include <numeric>
+#include <sstream>
+
+#include "cli/units.hpp"
+
+namespace ratelimit::cli {
+namespace {
+
+class HelpFormatter : public CLI::Formatter {
+ public:
+  HelpFormatter() { column_width(32); }
+
+  std::string make_option_name(const CLI::Option* option, bool is_positional) const override {
+    if (is_positional) return option->get_name(true, false);
+    std::vector<std::string> names;
+    for (const std::string& name : option->get_snames()) names.push_back("-" + name);
+    for (const std::string& name : option->get_lnames()) names.push_back("--" + name);
+    return CLI::detail::join(names, ",");
+  }
+
+  std::string make_option_opts(const CLI::Option* option) const override {
+    const std::string& text = option->get_option_text();
+    if (text.empty()) return "";
+    return text.starts_with('[') ? text : " " + text;
+  }
+};
+
+std::size_t edit_distance(std::string_view a, std::string_view b) {
+  std::vector<std::size_t> row(b.size() + 1);
+  std::iota(row.begin(), row.end(), std::size_t{0});
+  for (std::size_t i = 1; i <= a.size(); ++i) {
+    std::size_t diagonal = row[0];
+    row[0] = i;
+    for (std::size_t j = 1; j <= b.size(); ++j) {
+      const std::size_t above = row[j];
+      row[j] = std::min({row[j] + 1, row[j - 1] + 1, diagonal + (a[i - 1] == b[j - 1] ? 0 : 1)});
+      diagonal = above;
+    }
+  }
+  return row[b.size()];
+}
+
+const std::vector<std::string> kCommandNames = {"exec", "acquire", "status", "reset", "set"};
+
+bool is_command(std::string_view word) {
+  return std::find(kCommandNames.begin(), kCommandNames.end(), word) != kCommandNames.end();
+}
+
+// Options whose next word is their value, never a command.
+bool takes_value(std::string_view option) {
+  for (const std::string_view name : {"-o", "--output", "-k", "--key", "--delimiter", "--state-dir",
+                                      "-r", "--rate", "--burst", "--warmup", "--chunk"}) {
+    if (option == name) return true;
+  }
+  return false;
+}
+
+void collect_option_names(const CLI::App& app, std::vector<std::string>& names) {
+  for (const CLI::Option* option : app.get_options()) {
+    for (const std::string& name : option->get_lnames()) names.push_back("--" + name);
+  }
+  for (const CLI::App* subcommand : app.get_subcommands({}))
+    collect_option_names(*subcommand, names);
+}
+
+}  // namespace
+
+std::vector<char*> check_command_words(std::vector<char*> arguments) {
+  static char help_flag[] = "--help";
+  if (arguments.size() > 1 && std::string_view(arguments[1]) == "help") {
+    arguments.erase(arguments.begin() + 1);
+    arguments.push_back(help_flag);
+    return arguments;
+  }
+  if (arguments.size() < 2 || is_command(arguments[1])) return arguments;
+  const std::string first = arguments[1];
+  if (!first.starts_with('-') && !std::filesystem::exists(first)) {
+    if (const auto command = nearest_word(first, kCommandNames))
+      throw UsageError(
+          fmt::format("{}: neither a file nor a command; did you mean '{}'?", first, *command));
+  }
+  for (std::size_t i = 1; i < arguments.size(); ++i) {
+    const std::string_view word = arguments[i];
+    if (word == "--") break;
+    if (is_command(word) && !takes_value(arguments[i - 1]) && !std::filesystem::exists(word)) {
+      std::string rewritten = fmt::format("ratelimit {}", word);
+      for (std::size_t j = 1; j < arguments.size(); ++j) {
+        if (j != i) rewritten += fmt::format(" {}", arguments[j]);
+      }
+      throw UsageError(fmt::format("'{}' is a command and comes first: {}", word, rewritten));
+    }
+  }
+  return arguments;
+}
+
+std::string with_suggestion(const std::string& message, const CLI::App& app) {
+  std::vector<std::string> names;
+  collect_option_names(app, names);
+  std::istringstream words(message.substr(message.find(':') + 1));
+  std::string word;
+  while (words >> word) {
+    if (!word.starts_with("--")) continue;
+    if (const auto option = nearest_word(word.substr(0, word.find('=')), names))
+      return fmt::format("{}; did you mean {}?", message, *option);
+  }
+  return message;
+}
+
+std::shared_ptr<CLI::Formatter> help_formatter() { return std::make_shared<HelpFormatter>(); }
+
+std::optional<std::string> nearest_word(std::string_view word,
+                                        const std::vector<std::string>& candidates) {
+  std::optional<std::string> best;
+  std::size_t best_distance = std::min<std::size_t>(3, word.size());
+  for (const std::string& candidate : candidates) {
+    const std::size_t distance = edit_distance(word, candidate);
+    if (distance < best_distance) {
+      best_distance = distance;
+      best = candidate;
+    }
+  }
+  return best;
+}
+
+}  // namespace ratelimit::cli

@@ -1,0 +1,32 @@
+#pragma once
+
+#include <CLI/CLI.hpp>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace ratelimit::cli {
+
+// Renders options as the man page writes them: "-r,--rate RATE", "-p,--progress[=force]",
+// "--permits N", without CLI11's "TEXT:RATE", "{auto} :{auto,force}" or
+// "INT:1..9223372036854775807=1". Each option that takes a value names it with option_text(); flags
+// show only their names.
+std::shared_ptr<CLI::Formatter> help_formatter();
+
+// The word of `candidates` that `word` is most likely a typo of (at most two edits away, and
+// fewer edits than the word is long), for "did you mean ...?".
+std::optional<std::string> nearest_word(std::string_view word,
+                                        const std::vector<std::string>& candidates);
+
+// The command line with `help [COMMAND]` read as `[COMMAND] --help`. Throws UsageError for a
+// command word that is misspelt ("exce: neither a file nor a command; did you mean 'exec'?") or
+// not first ("ratelimit --rate 5 exec -- true"), which the parser would take for a file.
+std::vector<char*> check_command_words(std::vector<char*> arguments);
+
+// CLI11's "The following arguments were not expected: --rat" with "; did you mean --rate?" when
+// an option of `app` or its subcommands is near.
+std::string with_suggestion(const std::string& message, const CLI::App& app);
+
+}  // namespace ratelimit::cli

@@ -1,0 +1,33 @@
+#include "pipe/rate_schedule.hpp"
+
+namespace ratelimit::pipe {
+
+using std::chrono::nanoseconds;
+
+namespace {
+
+// Less than this between the wall clock and the monotonic clock is their ordinary drift (NTP
+// slews at most 0.5 ms a second), more is a step.
+constexpr nanoseconds kClockStep = std::chrono::seconds(1);
+
+}  // namespace
+
+TimetableSchedule::TimetableSchedule(Timetable timetable, const TimeZone& zone,
+                                     WallClock wall_clock)
+    : timetable_(std::move(timetable)), zone_(zone), wall_clock_(std::move(wall_clock)) {}
+
+RatePeriod TimetableSchedule::at(nanoseconds now) {
+  const std::chrono::system_clock::time_point wall = wall_clock_();
+  const nanoseconds wall_minus_monotonic = wall.time_since_epoch() - now;
+  const nanoseconds drift = wall_minus_monotonic - wall_minus_monotonic_;
+  if (looked_up_ && now < period_.until && drift < kClockStep && drift > -kClockStep)
+    return period_;
+  const TimetablePeriod period =
+      timetable_.at(std::chrono::floor<std::chrono::seconds>(wall), zone_);
+  period_ = {period.permits_per_second, now + (period.next_change - wall)};
+  wall_minus_monotonic_ = wall_minus_monotonic;
+  looked_up_ = true;
+  return period_;
+}
+
+}  // namespace ratelimit::pipe
