@@ -3,7 +3,7 @@
 # AddressSanitizer + UndefinedBehaviorSanitizer, the threaded tests under ThreadSanitizer.
 source "$(dirname "${BASH_SOURCE[0]}")/setup.sh"
 ensure_packages "${RATELIMIT_BUILD_PACKAGES[@]}" libbenchmark-dev tmux strace dpkg-dev \
-  bash-completion fish groff-base mandoc file
+  bash-completion fish groff-base mandoc file redis-server redis-tools
 
 run_ctest() {
   local dir=$1

@@ -11,7 +11,7 @@ _ratelimit() {
   done
 
   local value_options=" --rate -r --burst --warmup --cold-factor --delimiter --chunk --key -k --permits \
---timeout --max-inflight --output -o --state-dir "
+--timeout --max-inflight --output -o --state-dir --redis --redis-timeout --on-redis-error "
   # exec: from the command on (after -- or at its first word), complete as that command.
   if [[ $command == exec ]]; then
     for ((i = command_index + 1; i < cword; i++)); do
@@ -29,23 +29,27 @@ _ratelimit() {
   fi
 
   local rate_options="--rate -r --burst --warmup --cold-factor --start-full --pay-first"
-  local shared_options="--key -k --state-dir --verbose -v"
+  local shared_options="--key -k --state-dir --verbose -v --redis --redis-timeout"
   local options
   case $command in
     "") options="$rate_options $shared_options --output -o --lines -l --null -0 --delimiter --chunk
-                 --progress -p --stats --help -h --version -V" ;;
+                 --progress -p --stats --on-redis-error --help -h --version -V" ;;
     set) options="--rate -r $shared_options --help -h --version -V" ;;
-    exec) options="$rate_options $shared_options --permits --try --timeout --max-inflight --help -h --version -V" ;;
-    acquire) options="$rate_options $shared_options --permits --try --timeout --help -h --version -V" ;;
-    status) options="--key -k --state-dir --verbose -v --json --help -h --version -V" ;;
-    reset) options="--key -k --state-dir --verbose -v --help -h --version -V" ;;
+    exec) options="$rate_options $shared_options --permits --try --timeout --max-inflight
+                   --on-redis-error --help -h --version -V" ;;
+    acquire) options="$rate_options $shared_options --permits --try --timeout --on-redis-error
+                      --help -h --version -V" ;;
+    status) options="$shared_options --json --help -h --version -V" ;;
+    reset) options="$shared_options --help -h --version -V" ;;
   esac
 
   case $prev in
     --output | -o) _filedir; return ;;
     --state-dir) _filedir -d; return ;;
+    --on-redis-error) COMPREPLY=($(compgen -W "fail allow local" -- "$cur")); return ;;
+    --redis) COMPREPLY=($(compgen -W "redis:// unix://" -- "$cur")); compopt -o nospace; return ;;
     --rate | -r | --burst | --warmup | --cold-factor | --delimiter | --chunk | --key | -k | \
-      --permits | --timeout | --max-inflight) return ;;
+      --permits | --timeout | --max-inflight | --redis-timeout) return ;;
   esac
 
   if [[ $cur == -* ]]; then

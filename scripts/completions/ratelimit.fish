@@ -7,7 +7,7 @@ function __ratelimit_exec_command
     set -l words (commandline -opc)
     test (count $words) -ge 2; and test $words[2] = exec; or return 1
     set -l value_options --rate -r --burst --warmup --cold-factor --key -k --state-dir --permits \
-        --timeout --max-inflight
+        --timeout --max-inflight --redis --redis-timeout --on-redis-error
     set -l i 3
     while test $i -le (count $words)
         switch $words[$i]
@@ -61,6 +61,9 @@ set -l shared "$own"
 complete -c ratelimit -n "$shared" -s k -l key -x -d 'Name of the shared bucket'
 complete -c ratelimit -n "$shared" -l state-dir -x -a '(__fish_complete_directories)' -d 'Directory of the bucket files'
 complete -c ratelimit -n "$shared" -s v -l verbose -d 'Say why a bucket record was discarded'
+complete -c ratelimit -n "$shared" -l redis -x -a 'redis:// unix://' -d 'Keep the buckets in Redis'
+complete -c ratelimit -n "$shared" -l redis-timeout -x -d 'Give up on Redis after this long'
+complete -c ratelimit -n "__fish_seen_subcommand_from exec acquire; and $own; or $pipe" -l on-redis-error -x -a 'fail allow local' -d 'If Redis cannot answer'
 set -l taking "__fish_seen_subcommand_from exec acquire; and $own"
 complete -c ratelimit -n "$taking" -l permits -x -d 'Permits to take'
 complete -c ratelimit -n "$taking" -l try -d 'Never wait: exit 75 if no permit is free'

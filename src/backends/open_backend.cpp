@@ -2,6 +2,8 @@
 
 #include <fmt/core.h>
 
+#include "backends/redis_backend.hpp"
+#include "backends/redis_url.hpp"
 #include "backends/state_file_backend.hpp"
 #include "ratelimit/clock.hpp"
 
@@ -17,12 +19,20 @@ StateDirectory open_state_directory(const BackendOptions& options) {
   }
 }
 
-}  // namespace
-
-std::unique_ptr<BucketBackend> open_backend(const BackendOptions& options) {
+std::unique_ptr<BucketBackend> open_state_file_backend(const BackendOptions& options) {
   return std::make_unique<StateFileBackend>(
       open_state_directory(options), system_clock(),
       HostId{.machine_id = read_machine_id(), .boot_id = read_boot_id()}, options.notify);
+}
+
+}  // namespace
+
+std::unique_ptr<BucketBackend> open_backend(const BackendOptions& options) {
+  if (options.redis_url.empty()) return open_state_file_backend(options);
+  return std::make_unique<FallbackBackend>(
+      std::make_unique<RedisBackend>(parse_redis_url(options.redis_url), options.redis_timeout,
+                                     options.notify),
+      options.on_redis_error, [options] { return open_state_file_backend(options); }, options.warn);
 }
 
 std::unique_ptr<InflightSlots> open_inflight_slots(const BackendOptions& options) {

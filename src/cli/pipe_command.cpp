@@ -190,6 +190,7 @@ Command setup_pipe(CLI::App& app) {
   add_key_option(app, options->key)
       ->description("Share the bucket NAME with every pipe, exec and acquire that names it");
   add_store_options(app, options->store);
+  add_redis_policy_option(app, options->store);
   app.add_option("FILE", options->files, "Files to read in order, as cat does; - is standard input")
       ->option_text("...")
       ->group("Pipe");

@@ -18,10 +18,9 @@ struct ResetOptions {
 };
 
 int run_reset(const ResetOptions& options) {
-  const std::string path = state_dir_of(options.store);
   // Nothing is created to find that nothing is there; an unknown key is said, as status says it.
-  if (!std::filesystem::exists(path) || !open_backend(options.store)->reset(options.key)) {
-    fmt::print(stderr, "ratelimit: no bucket '{}' in {}\n", options.key, path);
+  if (!may_hold_buckets(options.store) || !open_backend(options.store)->reset(options.key)) {
+    fmt::print(stderr, "ratelimit: no bucket '{}' in {}\n", options.key, store_of(options.store));
     return exit_no_input;
   }
   return exit_ok;

@@ -1,9 +1,13 @@
 #include "cli/shared_bucket_options.hpp"
 
+#include <filesystem>
+
 #include <fmt/core.h>
 
 #include <limits>
+#include <map>
 
+#include "backends/redis_url.hpp"
 #include "backends/state_file_format.hpp"
 #include "cli/units.hpp"
 #include "exit_codes.hpp"
@@ -11,6 +15,14 @@
 
 namespace ratelimit::cli {
 namespace {
+
+// A --redis-timeout: a duration of at least a millisecond.
+std::chrono::nanoseconds parse_redis_timeout(std::string_view text) {
+  const std::chrono::nanoseconds duration = parse_duration(text);
+  if (duration < std::chrono::milliseconds(1))
+    throw UsageError("invalid duration '" + std::string(text) + "': must be at least 1ms");
+  return duration;
+}
 
 std::string describe_params(const BucketParams& params) {
   if (params.shape == BucketShape::warming_up)
@@ -45,13 +57,43 @@ void add_store_options(CLI::App& app, StoreOptions& options) {
       ->option_text("DIR")
       ->group("Shared bucket");
   app.add_flag("-v,--verbose", options.verbose, "Say why a bucket's record was discarded");
+  app.add_option("--redis", options.redis,
+                 "Keep the buckets in Redis, shared by every host: redis://[[user]:password@]"
+                 "host[:port][/db] or unix:///path[?db=N] [default: $RATELIMIT_REDIS]")
+      ->envname("RATELIMIT_REDIS")
+      ->group("Shared bucket");
+  app.add_option("--redis-timeout", options.redis_timeout,
+                 "Give up on Redis if it does not connect or answer within this long")
+      ->check(syntax_check(parse_redis_timeout, "DURATION"))
+      ->capture_default_str()
+      ->group("Shared bucket");
+}
+
+void add_redis_policy_option(CLI::App& app, StoreOptions& options) {
+  app.add_option("--on-redis-error", options.on_redis_error,
+                 "If Redis cannot answer: fail (exit 69), allow (run unthrottled) or local (use "
+                 "this host's bucket of the key)")
+      ->transform(CLI::CheckedTransformer(
+          std::map<std::string, backends::OnUnavailable>{{"fail", backends::OnUnavailable::fail},
+                                                         {"allow", backends::OnUnavailable::allow},
+                                                         {"local", backends::OnUnavailable::local}},
+          CLI::ignore_case))
+      ->option_text("fail|allow|local")
+      ->group("Shared bucket");
 }
 
 backends::BackendOptions backend_options(const StoreOptions& options) {
-  return {.state_dir = options.state_dir,
-          .notify = [verbose = options.verbose](const std::string& message) {
+  return {
+      .state_dir = options.state_dir,
+      .notify =
+          [verbose = options.verbose](const std::string& message) {
             if (verbose) fmt::print(stderr, "ratelimit: {}\n", message);
-          }};
+          },
+      .redis_url = options.redis,
+      .redis_timeout =
+          std::chrono::ceil<std::chrono::milliseconds>(parse_redis_timeout(options.redis_timeout)),
+      .on_redis_error = options.on_redis_error,
+      .warn = [](const std::string& message) { fmt::print(stderr, "ratelimit: {}\n", message); }};
 }
 
 std::unique_ptr<backends::BucketBackend> open_backend(const StoreOptions& options) {
@@ -62,9 +104,19 @@ std::string state_dir_of(const StoreOptions& options) {
   return backends::state_dir_from_environment(options.state_dir);
 }
 
+bool may_hold_buckets(const StoreOptions& options) {
+  return !options.redis.empty() || std::filesystem::exists(state_dir_of(options));
+}
+
+std::string store_of(const StoreOptions& options) {
+  if (!options.redis.empty()) return "Redis at " + backends::hide_password(options.redis);
+  return state_dir_of(options);
+}
+
 void add_permit_options(CLI::App& app, PermitOptions& options) {
   add_bucket_options(app, options.bucket, RateUnits::plain);
   add_store_options(app, options.store);
+  add_redis_policy_option(app, options.store);
   add_key_option(app, options.key)->description("Name of the shared bucket [default: default]");
   app.add_option("--permits", options.permits, "Permits to take [default: 1]")
       ->check(whole_number_in(1, std::numeric_limits<std::int64_t>::max()))

@@ -18,17 +18,28 @@ struct StoreOptions {
   std::string
       state_dir;  // empty: $RATELIMIT_STATE_DIR, $XDG_RUNTIME_DIR/ratelimit, /tmp/ratelimit-UID
   bool verbose = false;
+  std::string redis;  // a Redis URL: the buckets are kept there instead
+  std::string redis_timeout = "1s";
+  backends::OnUnavailable on_redis_error = backends::OnUnavailable::fail;
 };
 
 void add_store_options(CLI::App& app, StoreOptions& options);
+// --on-redis-error, for the commands that take permits (exec, acquire, pipe --key).
+void add_redis_policy_option(CLI::App& app, StoreOptions& options);
 // --key, checked to be a name the backends can keep.
 CLI::Option* add_key_option(CLI::App& app, std::string& key);
 
 backends::BackendOptions backend_options(const StoreOptions& options);
 // The store for the options given (exit 77 if unsafe, 69 if unavailable).
 std::unique_ptr<backends::BucketBackend> open_backend(const StoreOptions& options);
-// The state directory the options name, for messages.
+// Where the buckets are, for messages: the state directory, or Redis and its URL (password
+// hidden).
+std::string store_of(const StoreOptions& options);
+// The state directory the options name (whether or not it exists).
 std::string state_dir_of(const StoreOptions& options);
+// False when looking would find nothing: no Redis, and no state directory (which status and reset
+// do not create).
+bool may_hold_buckets(const StoreOptions& options);
 
 // The options of the commands that take permits from a shared bucket (exec and acquire).
 struct PermitOptions {

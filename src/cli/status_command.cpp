@@ -175,16 +175,16 @@ void print_json(const std::vector<backends::BucketStatus>& buckets,
 
 int run_status(const StatusOptions& options) {
   const std::string path = state_dir_of(options.store);
-  // Looking does not create the directory: none means no buckets and no pipes.
+  // Looking does not create the directory: none means no pipes, and no buckets unless in Redis.
   std::vector<backends::BucketStatus> buckets;
   std::vector<RunningPipe> pipes;
-  if (std::filesystem::exists(path)) {
+  if (may_hold_buckets(options.store))
     buckets = open_backend(options.store)
                   ->status(options.key.empty() ? std::nullopt : std::optional(options.key));
-    if (options.key.empty()) pipes = running_pipes(path);
-  }
+  if (options.key.empty() && std::filesystem::exists(path)) pipes = running_pipes(path);
   if (buckets.empty() && !options.key.empty()) {
-    fmt::print(stderr, "ratelimit: no bucket '{}' in {}\n", printable(options.key), path);
+    fmt::print(stderr, "ratelimit: no bucket '{}' in {}\n", printable(options.key),
+               store_of(options.store));
     return exit_no_input;
   }
   if (options.json)

@@ -1,0 +1,131 @@
+#!/usr/bin/env bash
+# The Redis backend against a redis-server of its own (unix socket and loopback TCP), in about a
+# minute:
+#   exec        4 processes acting as 4 hosts (separate state directories) x 10 execs sharing
+#               20/s: total time (ideal 1.95 s) and the most starts in any 1 s window (ideal 21);
+#   pipes       4 pipes on 4 "hosts" sharing 1 MB/s through one key: the sum of their outputs
+#               against the rate and its worst 100 ms window (bench/pipe_probe traces);
+#   latency     the time of one `ratelimit acquire` with --redis over the unix socket and over TCP,
+#               against the state file, at a rate that never waits;
+#   throughput  the script's decisions per second from 8 concurrent clients (redis-benchmark
+#               running EVALSHA) on one key and on 8 keys, and the server's CPU per decision.
+# Writes bench/results/redis.md.
+source "$(dirname "${BASH_SOURCE[0]}")/setup.sh"
+ensure_packages redis-server redis-tools
+build_bench_tree
+
+RATELIMIT="$RATELIMIT_ROOT/build/bench/src/ratelimit"
+PROBE="$RATELIMIT_ROOT/build/bench/bench/pipe_probe"
+RESULTS="$RATELIMIT_ROOT/bench/results"
+TMP=$(mktemp -d)
+mkdir -p "$RESULTS" "$TMP/redis"
+port=$((20000 + RANDOM % 40000))
+redis-server --port "$port" --bind 127.0.0.1 --unixsocket "$TMP/redis/sock" --save '' \
+  --appendonly no --dir "$TMP/redis" --logfile "$TMP/redis/log" >/dev/null 2>&1 &
+server=$!
+trap 'kill "$server" 2>/dev/null; rm -rf "$TMP"' EXIT
+until redis-cli -s "$TMP/redis/sock" ping >/dev/null 2>&1; do sleep 0.01; done
+UNIX_URL=unix://$TMP/redis/sock
+TCP_URL=redis://127.0.0.1:$port
+export RATELIMIT_REDIS=$UNIX_URL
+
+echo "== 4 hosts x 10 execs sharing 20/s" >&2
+start=$(date +%s%N)
+loops=()
+for host in 1 2 3 4; do
+  for _ in $(seq 10); do
+    RATELIMIT_STATE_DIR=$TMP/host$host "$RATELIMIT" exec --rate 20/s --key execs -- \
+      sh -c 'date +%s%N >>"$0"' "$TMP/starts.$host"
+  done &
+  loops+=($!)
+done
+wait "${loops[@]}"
+exec_seconds=$(awk -v ns=$(($(date +%s%N) - start)) 'BEGIN { printf "%.3f", ns / 1e9 }')
+exec_window=$(sort -n "$TMP"/starts.* | awk '{ t[NR] = $1 } END {
+  for (i = 1; i <= NR; i++) { n = 0; for (j = i; j <= NR && t[j] - t[i] < 1e9; j++) n++
+    if (n > most) most = n }
+  print most }')
+exec_result="40 starts in ${exec_seconds} s (ideal 1.95), at most $exec_window in any 1 s window"
+echo "$exec_result" >&2
+
+echo "== 4 pipes on 4 hosts sharing 1 MB/s through one key" >&2
+for i in 0 1 2 3; do
+  head -c 1000000 /dev/urandom >"$TMP/in$i"
+  mkfifo "$TMP/fifo$i"
+  "$PROBE" --trace "$TMP/trace$i" --absolute <"$TMP/fifo$i" >/dev/null &
+done
+sleep 0.2
+pipes=()
+for i in 0 1 2 3; do
+  RATELIMIT_STATE_DIR=$TMP/host$i "$RATELIMIT" --rate 1M --key pipes <"$TMP/in$i" |
+    tee "$TMP/out$i" >"$TMP/fifo$i" &
+  pipes+=($!)
+done
+wait "${pipes[@]}"
+sleep 0.2
+exact=yes
+for i in 0 1 2 3; do cmp -s "$TMP/in$i" "$TMP/out$i" || exact=NO; done
+# The sum of the traces: steady rate after the first read, worst 100 ms window / (rate x 0.1 s).
+pipes_result=$(for i in 0 1 2 3; do awk '{ print $1, $2 - previous; previous = $2 }' "$TMP/trace$i"; done |
+  sort -n -k1,1 | awk '{ time[NR] = $1; units[NR] = $2; total += $2 } END {
+    steady = (total - units[1]) / (time[NR] - time[1]); start = 0; sum = 0
+    for (i = 1; i <= NR; i++) { sum += units[i]
+      while (time[i] - time[start + 1] >= 0.1) sum -= units[++start]
+      if (sum > worst) worst = sum }
+    printf "sum %.0f B/s (%+.2f%%), worst 100 ms window %.3f x the rate", steady,
+      (steady / 1e6 - 1) * 100, worst / 1e5 }')
+pipes_result="$pipes_result, byte-exact: $exact"
+echo "$pipes_result" >&2
+
+echo "== latency of one acquire" >&2
+# mean_ms COUNT CMD...: the mean wall time of CMD in milliseconds.
+mean_ms() {
+  local count=$1 start
+  shift
+  start=$(date +%s%N)
+  for _ in $(seq "$count"); do "$@"; done
+  awk -v ns=$(($(date +%s%N) - start)) -v n="$count" 'BEGIN { printf "%.3f", ns / n / 1e6 }'
+}
+export RATELIMIT_STATE_DIR=$TMP/latency
+lat_file=$(RATELIMIT_REDIS= mean_ms 500 "$RATELIMIT" acquire --rate 1e9 --key lat)
+lat_unix=$(mean_ms 500 "$RATELIMIT" acquire --redis "$UNIX_URL" --rate 1e9 --key lat)
+lat_tcp=$(mean_ms 500 "$RATELIMIT" acquire --redis "$TCP_URL" --rate 1e9 --key lat)
+latency_result="state file $lat_file ms, Redis over the unix socket $lat_unix ms, over TCP $lat_tcp ms"
+echo "$latency_result" >&2
+
+echo "== decisions per second, 8 clients" >&2
+sha=$(redis-cli -s "$TMP/redis/sock" script load "$(cat "$RATELIMIT_ROOT/src/backends/redis_bucket.lua")")
+server_cpu() {
+  redis-cli -s "$TMP/redis/sock" info cpu | tr -d '\r' |
+    awk -F: '/^used_cpu_(sys|user):/ { sum += $2 } END { printf "%.6f", sum }'
+}
+# throughput KEY [redis-benchmark options]: "N/s, U us of server CPU each".
+throughput() {
+  local key=$1 requests=200000 before after rps
+  shift
+  before=$(server_cpu)
+  rps=$(redis-benchmark -s "$TMP/redis/sock" -c 8 -n $requests -q "$@" \
+    EVALSHA "$sha" 1 "$key" reserve "" bursty 1e9 1 0 3 1 9223372036854775807 1 |
+    tr '\r' '\n' | grep -oE '[0-9.]+ requests per second' | tail -1 | awk '{ print $1 }')
+  after=$(server_cpu)
+  awk -v rps="$rps" -v cpu="$(awk -v a="$after" -v b="$before" 'BEGIN { print a - b }')" \
+    -v n=$requests 'BEGIN { printf "%.0f/s, %.1f us of server CPU each", rps, cpu / n * 1e6 }'
+}
+one_key=$(throughput 'ratelimit:{bench}')
+eight_keys=$(throughput 'ratelimit:{bench__rand_int__}' -r 8)
+throughput_result="one key: $one_key; 8 keys: $eight_keys"
+echo "$throughput_result" >&2
+
+{
+  echo "# Redis backend"
+  echo
+  echo "Run by \`scripts/bench_redis.sh\` on $(nproc) cores, $(date -u +%Y-%m-%d), $(redis-server --version | awk '{ print $1, $2, $3 }')."
+  echo
+  echo "- 4 processes as 4 hosts x 10 execs sharing 20/s: $exec_result."
+  echo "- 4 pipes of 1 MB on 4 hosts sharing 1 MB/s through one key: $pipes_result."
+  echo "- Mean time of one \`ratelimit acquire\` that never waits (process start included):"
+  echo "  $latency_result."
+  echo "- The bucket script's decisions from 8 concurrent clients (redis-benchmark, EVALSHA):"
+  echo "  $throughput_result."
+} >"$RESULTS/redis.md"
+cat "$RESULTS/redis.md"

@@ -1,0 +1,47 @@
+#include "backends/fallback_backend.hpp"
+
+#include "errors.hpp"
+
+namespace ratelimit::backends {
+
+FallbackBackend::FallbackBackend(std::unique_ptr<BucketBackend> shared, OnUnavailable policy,
+                                 OpenLocal open_local, Warn warn)
+    : shared_(std::move(shared)),
+      policy_(policy),
+      open_local_(std::move(open_local)),
+      warn_(std::move(warn)) {}
+
+Reservation FallbackBackend::reserve(const PermitRequest& request, io::Waiter& waiter) {
+  if (!failed_) {
+    try {
+      return shared_->reserve(request, waiter);
+    } catch (const BackendUnavailable& error) {
+      if (policy_ == OnUnavailable::fail) throw;
+      failed_ = true;
+      if (policy_ == OnUnavailable::allow) {
+        warn_(std::string(error.what()) + "; running unthrottled (--on-redis-error=allow)");
+      } else {
+        warn_(std::string(error.what()) + "; using this host's bucket '" + request.key +
+              "' (--on-redis-error=local)");
+        local_ = open_local_();
+      }
+    }
+  }
+  if (local_) return local_->reserve(request, waiter);
+  return {.granted = true,
+          .wait = std::chrono::nanoseconds::zero(),
+          .signal = 0,
+          .replaced_params = {}};
+}
+
+bool FallbackBackend::set_rate(const std::string& key, double permits_per_second) {
+  return shared_->set_rate(key, permits_per_second);
+}
+
+std::vector<BucketStatus> FallbackBackend::status(const std::optional<std::string>& key) {
+  return shared_->status(key);
+}
+
+bool FallbackBackend::reset(const std::string& key) { return shared_->reset(key); }
+
+}  // namespace ratelimit::backends

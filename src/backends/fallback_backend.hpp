@@ -1,0 +1,45 @@
+#pragma once
+
+#include <functional>
+#include <memory>
+#include <string>
+
+#include "backends/bucket_backend.hpp"
+
+namespace ratelimit::backends {
+
+// What to do when the shared store (Redis) cannot answer: --on-redis-error.
+enum class OnUnavailable {
+  fail,   // BackendUnavailable reaches main: exit 69, the command is not run
+  allow,  // grant every request at once (unthrottled), after one warning
+  local,  // take the permits from this host's state-file bucket of the same key instead
+};
+
+// A shared store with a policy for its failures. Once the store failed, the rest of the run stays
+// with the policy's answer: a request that failed may have been booked, so it is never retried,
+// and a pipe does not flip between two buckets chunk by chunk.
+class FallbackBackend final : public BucketBackend {
+ public:
+  using OpenLocal = std::function<std::unique_ptr<BucketBackend>()>;
+  using Warn = std::function<void(const std::string&)>;
+
+  // `open_local` opens this host's state-file buckets, the first time they are needed.
+  FallbackBackend(std::unique_ptr<BucketBackend> shared, OnUnavailable policy, OpenLocal open_local,
+                  Warn warn);
+
+  Reservation reserve(const PermitRequest& request, io::Waiter& waiter) override;
+  // set_rate, status and reset are about the shared store: its failure is always an error.
+  bool set_rate(const std::string& key, double permits_per_second) override;
+  std::vector<BucketStatus> status(const std::optional<std::string>& key) override;
+  bool reset(const std::string& key) override;
+
+ private:
+  std::unique_ptr<BucketBackend> shared_;
+  OnUnavailable policy_;
+  OpenLocal open_local_;
+  Warn warn_;
+  bool failed_ = false;
+  std::unique_ptr<BucketBackend> local_;
+};
+
+}  // namespace ratelimit::backends

@@ -1,0 +1,216 @@
+#include "backends/redis_backend.hpp"
+
+#include <fmt/core.h>
+
+#include <algorithm>
+#include <charconv>
+
+#include "backends/redis_script.hpp"
+#include "errors.hpp"
+
+namespace ratelimit::backends {
+namespace {
+
+using std::chrono::nanoseconds;
+
+constexpr std::string_view kKeyPrefix = "ratelimit:{";
+constexpr std::string_view kKeySuffix = "}";
+
+template <typename Number>
+std::optional<Number> parse_number(std::string_view text) {
+  Number value{};
+  const auto [end, error] = std::from_chars(text.data(), text.data() + text.size(), value);
+  if (text.empty() || error != std::errc() || end != text.data() + text.size()) return std::nullopt;
+  return value;
+}
+
+// Numbers as the script reads them: the shortest text that reads back as the same double.
+std::string number_text(double value) { return fmt::format("{}", value); }
+
+std::string shape_text(BucketShape shape) {
+  return shape == BucketShape::warming_up ? "warming_up" : "bursty";
+}
+
+std::string now_argument(std::optional<std::int64_t> now_micros) {
+  return now_micros ? std::to_string(*now_micros) : std::string();
+}
+
+bool is_text(const RedisValue& value) {
+  return value.type == RedisValue::Type::string || value.type == RedisValue::Type::status;
+}
+
+}  // namespace
+
+std::string redis_key(const std::string& key) {
+  return std::string(kKeyPrefix) + key + std::string(kKeySuffix);
+}
+
+RedisBackend::RedisBackend(RedisAddress address, std::chrono::milliseconds timeout, Notify notify)
+    : address_(std::move(address)), timeout_(timeout), notify_(std::move(notify)) {}
+
+RedisConnection& RedisBackend::connection() {
+  // After a failure the next call connects again: a new request, never a retry of the lost one.
+  if (!connection_ || !connection_->open()) connection_.emplace(address_, timeout_);
+  return *connection_;
+}
+
+void RedisBackend::unexpected_reply(const RedisValue& reply) const {
+  throw BackendUnavailable("Redis at " + address_.shown + ": " +
+                           (reply.type == RedisValue::Type::error
+                                ? reply.text
+                                : std::string("unexpected reply to the bucket script")));
+}
+
+RedisValue RedisBackend::run_script(const std::string& key, std::vector<std::string> arguments) {
+  std::vector<std::string> call{"EVALSHA", std::string(kRedisBucketScriptSha1), "1",
+                                redis_key(key)};
+  call.insert(call.end(), arguments.begin(), arguments.end());
+  RedisValue reply = connection().command(call);
+  // NOSCRIPT: the script did not run, so running it with EVAL cannot book twice. EVAL also
+  // caches it for the next EVALSHA.
+  if (reply.type == RedisValue::Type::error && reply.text.starts_with("NOSCRIPT")) {
+    call[0] = "EVAL";
+    call[1] = kRedisBucketScript;
+    reply = connection().command(call);
+  }
+  if (reply.type == RedisValue::Type::error) {
+    // The connection may be fine, but the server refuses (NOAUTH, OOM, BUSY, a broken script).
+    unexpected_reply(reply);
+  }
+  return reply;
+}
+
+Reservation RedisBackend::reserve(const PermitRequest& request, io::Waiter& waiter) {
+  const nanoseconds timeout = request.deadline == nanoseconds::max()
+                                  ? nanoseconds::max()
+                                  : std::max(request.deadline - waiter.now(), nanoseconds::zero());
+  return reserve_at(request, timeout, std::nullopt);
+}
+
+Reservation RedisBackend::reserve_at(const PermitRequest& request, nanoseconds timeout,
+                                     std::optional<std::int64_t> now_micros) {
+  validate(request.params);
+  validate_permits(request.permits);
+  const BucketParams& params = request.params;
+  const RedisValue reply = run_script(
+      request.key, {"reserve", now_argument(now_micros), shape_text(params.shape),
+                    number_text(params.permits_per_second), number_text(params.max_burst_seconds),
+                    std::to_string(params.warmup.count()), number_text(params.cold_factor),
+                    std::to_string(request.permits), std::to_string(timeout.count()),
+                    request.apply_params ? "1" : "0", params.start_full ? "1" : "0",
+                    params.pay_first ? "1" : "0"});
+  if (reply.type != RedisValue::Type::array || reply.elements.size() < 4) unexpected_reply(reply);
+  const RedisValue& granted = reply.elements[0];
+  const RedisValue& wait = reply.elements[1];
+  const RedisValue& problem = reply.elements[3];
+  const auto wait_ns = is_text(wait) ? parse_number<std::int64_t>(wait.text) : std::nullopt;
+  if (granted.type != RedisValue::Type::integer || !wait_ns || !is_text(problem))
+    unexpected_reply(reply);
+  if (!problem.text.empty())
+    notify_(
+        fmt::format("key '{}': {} in Redis; starting a fresh bucket", request.key, problem.text));
+  Reservation reservation{.granted = granted.integer == 1,
+                          .wait = nanoseconds(*wait_ns),
+                          .signal = 0,
+                          .replaced_params = {}};
+  if (reply.elements[2].type == RedisValue::Type::integer && reply.elements[2].integer == 1) {
+    // The parameters this request replaced follow, as status gives them.
+    const std::vector<RedisValue> replaced(reply.elements.begin() + 4, reply.elements.end());
+    reservation.replaced_params = parse_params(replaced, reply);
+  }
+  return reservation;
+}
+
+BucketParams RedisBackend::parse_params(const std::vector<RedisValue>& fields,
+                                        const RedisValue& reply) const {
+  if (fields.size() < 7 || !std::all_of(fields.begin(), fields.begin() + 7, is_text))
+    unexpected_reply(reply);
+  const auto rate = parse_number<double>(fields[1].text);
+  const auto burst = parse_number<double>(fields[2].text);
+  const auto warmup = parse_number<std::int64_t>(fields[3].text);
+  const auto cold = parse_number<double>(fields[4].text);
+  if (!rate || !burst || !warmup || !cold) unexpected_reply(reply);
+  return {.shape = fields[0].text == "warming_up" ? BucketShape::warming_up : BucketShape::bursty,
+          .permits_per_second = *rate,
+          .max_burst_seconds = *burst,
+          .warmup = nanoseconds(*warmup),
+          .cold_factor = *cold,
+          .start_full = fields[5].text == "1",
+          .pay_first = fields[6].text == "1"};
+}
+
+std::optional<BucketStatus> RedisBackend::status_at(const std::string& key,
+                                                    std::optional<std::int64_t> now_micros) {
+  const RedisValue reply = run_script(key, {"status", now_argument(now_micros)});
+  if (reply.type == RedisValue::Type::nil) return std::nullopt;
+  if (reply.type != RedisValue::Type::array ||
+      !std::all_of(reply.elements.begin(), reply.elements.end(), is_text))
+    unexpected_reply(reply);
+  const auto& fields = reply.elements;
+  BucketStatus status;
+  status.key = key;
+  if (fields.size() == 2 && fields[0].text == "unusable") {
+    status.problem = fields[1].text;
+    return status;
+  }
+  if (fields.size() != 9) unexpected_reply(reply);
+  status.params = parse_params(fields, reply);
+  const auto stored = parse_number<double>(fields[7].text);
+  const auto next_free_in = parse_number<std::int64_t>(fields[8].text);
+  if (!stored || !next_free_in) unexpected_reply(reply);
+  status.stored_permits = *stored;
+  status.next_free_in = std::chrono::nanoseconds(*next_free_in);
+  return status;
+}
+
+std::vector<BucketStatus> RedisBackend::status(const std::optional<std::string>& key) {
+  std::vector<std::string> keys;
+  if (key) {
+    keys.push_back(*key);
+  } else {
+    std::string cursor = "0";
+    do {
+      const RedisValue reply = connection().command(
+          {"SCAN", cursor, "MATCH", std::string(kKeyPrefix) + "*" + std::string(kKeySuffix),
+           "COUNT", "1000"});
+      if (reply.type != RedisValue::Type::array || reply.elements.size() != 2 ||
+          !is_text(reply.elements[0]) || reply.elements[1].type != RedisValue::Type::array)
+        unexpected_reply(reply);
+      cursor = reply.elements[0].text;
+      for (const RedisValue& name : reply.elements[1].elements) {
+        const std::string_view text = name.text;
+        keys.emplace_back(
+            text.substr(kKeyPrefix.size(), text.size() - kKeyPrefix.size() - kKeySuffix.size()));
+      }
+    } while (cursor != "0");
+    std::sort(keys.begin(), keys.end());
+    keys.erase(std::unique(keys.begin(), keys.end()), keys.end());
+  }
+  std::vector<BucketStatus> buckets;
+  for (const std::string& name : keys) {
+    if (auto bucket = status_at(name, std::nullopt)) buckets.push_back(std::move(*bucket));
+  }
+  return buckets;
+}
+
+bool RedisBackend::reset(const std::string& key) {
+  const RedisValue reply = connection().command({"DEL", redis_key(key)});
+  if (reply.type != RedisValue::Type::integer) unexpected_reply(reply);
+  return reply.integer > 0;
+}
+
+bool RedisBackend::set_rate(const std::string& key, double permits_per_second) {
+  return set_rate_at(key, permits_per_second, std::nullopt);
+}
+
+bool RedisBackend::set_rate_at(const std::string& key, double permits_per_second,
+                               std::optional<std::int64_t> now_micros) {
+  BucketParams checked;
+  checked.permits_per_second = permits_per_second;
+  validate(checked);
+  const RedisValue reply =
+      run_script(key, {"set_rate", now_argument(now_micros), number_text(permits_per_second)});
+  return reply.type == RedisValue::Type::integer;
+}
+
+}  // namespace ratelimit::backends

@@ -1,0 +1,65 @@
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <optional>
+#include <string>
+
+#include "backends/bucket_backend.hpp"
+#include "backends/redis_connection.hpp"
+#include "backends/redis_url.hpp"
+#include "io/waiter.hpp"
+
+namespace ratelimit::backends {
+
+// Buckets kept in Redis under ratelimit:{KEY} (the braces keep a key in one Cluster slot), shared
+// by every host that reaches the server. Each decision is one call of redis_bucket.lua, atomic on
+// the server and timed by the server's clock; only relative waits come back.
+class RedisBackend final : public BucketBackend {
+ public:
+  // Told why a record was discarded (for --verbose).
+  using Notify = std::function<void(const std::string&)>;
+
+  // Connects at the first call. `timeout` bounds the connection and every command.
+  RedisBackend(
+      RedisAddress address, std::chrono::milliseconds timeout,
+      Notify notify = [](const std::string&) {});
+
+  // The round trip is bounded by the timeout, not by the request's deadline: a call that timed
+  // out may have booked, so it is never cut short and retried.
+  Reservation reserve(const PermitRequest& request, io::Waiter& waiter) override;
+  bool set_rate(const std::string& key, double permits_per_second) override;
+  std::vector<BucketStatus> status(const std::optional<std::string>& key) override;
+  bool reset(const std::string& key) override;
+
+  // The decision for permits due within `timeout` (Guava tryAcquire; nanoseconds::max(): no
+  // limit), at a time the caller gives in Unix microseconds instead of the server's TIME: for the
+  // golden vectors only.
+  Reservation reserve_at(const PermitRequest& request, std::chrono::nanoseconds timeout,
+                         std::optional<std::int64_t> now_micros);
+  std::optional<BucketStatus> status_at(const std::string& key,
+                                        std::optional<std::int64_t> now_micros);
+  bool set_rate_at(const std::string& key, double permits_per_second,
+                   std::optional<std::int64_t> now_micros);
+
+  const std::string& shown_url() const { return address_.shown; }
+
+ private:
+  RedisConnection& connection();
+  // Runs the script by its SHA-1, loading it once if the server does not have it (NOSCRIPT).
+  RedisValue run_script(const std::string& key, std::vector<std::string> arguments);
+  [[noreturn]] void unexpected_reply(const RedisValue& reply) const;
+  // shape, rate, burst, warm-up, cold factor as the script returns them; `reply` for errors.
+  BucketParams parse_params(const std::vector<RedisValue>& fields, const RedisValue& reply) const;
+
+  RedisAddress address_;
+  std::chrono::milliseconds timeout_;
+  Notify notify_;
+  std::optional<RedisConnection> connection_;
+};
+
+// The Redis key of a bucket.
+std::string redis_key(const std::string& key);
+
+}  // namespace ratelimit::backends

@@ -1,0 +1,313 @@
+-- One shared bucket decided atomically on the Redis server, with the server's clock (TIME).
+--
+-- This is src/core/token_bucket.cpp and decide() of src/backends/bucket_backend.cpp, operation for
+-- operation and in the same order, so that the same state and times reach the same decisions
+-- (tests/redis/ replays the golden vectors through it). Lua numbers are doubles: times are kept as
+-- whole seconds plus nanoseconds, and computed in nanoseconds relative to the current second,
+-- where every integer below 2^53 (104 days) is exact.
+--
+-- KEYS[1]  ratelimit:{NAME}, a hash: v, shape, rate, burst, warmup, cold, start_full, pay_first
+--          (the parameters as the client wrote them; the last two "0" when absent), stored,
+--          free_s, free_ns (the next free moment, Unix time).
+-- ARGV[1]  "reserve", "status" or "set_rate"
+-- ARGV[2]  the time in Unix microseconds for tests, or "" for the server's TIME
+-- reserve: ARGV[3..7] shape ("bursty" or "warming_up"), permits per second, max burst seconds,
+--          warm-up nanoseconds, cold factor; ARGV[8] permits; ARGV[9] timeout nanoseconds;
+--          ARGV[10] "1" to apply these parameters to a bucket kept with others, "0" to keep its;
+--          ARGV[11], ARGV[12] start full, pay first ("0" or "1").
+--          Returns {granted 0|1, wait ns, parameters replaced 0|1, why the record was
+--          discarded}, followed when replaced by the replaced parameters (as status gives them).
+-- status:  returns nil without a bucket, {"unusable", why} for a record that cannot be used,
+--          else {shape, rate, burst, warmup, cold, start_full, pay_first, stored permits now, ns
+--          until the next free}.
+-- set_rate: ARGV[3] the new rate; returns nil without a bucket, else 1.
+-- Waits are strings of integer nanoseconds: a Lua number in a reply is truncated to an integer.
+
+local NS_PER_S = 1e9
+local REP_LIMIT = 9223372036854775808 -- 2^63; stands for the saturated int64 maximum as well
+local FORMAT_VERSION = "1"
+-- A key expires this long after the bucket would be full again: an idle key vanishes.
+local EXPIRY_MARGIN_MS = 1000
+-- Beyond this (about 3000 years) a key is kept without expiry.
+local MAX_EXPIRY_MS = 1e14
+
+local operation = ARGV[1]
+local key = KEYS[1]
+
+local now_s, now
+if ARGV[2] ~= "" then
+  local micros = tonumber(ARGV[2])
+  now_s = math.floor(micros / 1e6)
+  now = (micros - now_s * 1e6) * 1000
+else
+  local time = redis.call("TIME")
+  now_s = tonumber(time[1])
+  now = tonumber(time[2]) * 1000
+end
+-- Times below are nanoseconds after now_s; the int64 maximum since the epoch caps them, as in
+-- the core.
+local max_time = (REP_LIMIT - 1) - now_s * NS_PER_S
+
+-- As Java's (long) cast: toward zero, saturating, NaN as 0.
+local function truncate_saturated(value)
+  if value ~= value then return 0 end
+  if value >= REP_LIMIT then return REP_LIMIT end
+  if value < -REP_LIMIT then return -REP_LIMIT end
+  if value >= 0 then return math.floor(value) end
+  return math.ceil(value)
+end
+
+local function add_saturated(a, b)
+  return math.max(math.min(a + b, REP_LIMIT), -REP_LIMIT)
+end
+
+local function integer_string(value)
+  if value >= REP_LIMIT then return "9223372036854775807" end
+  return string.format("%.0f", value)
+end
+
+-- Parameters: the strings as the client sent them, and their values.
+local PARAM_NAMES = {"shape", "rate", "burst", "warmup", "cold", "start_full", "pay_first"}
+
+local function read_params(shape, rate, burst, warmup, cold, start_full, pay_first)
+  start_full = start_full or "0"
+  pay_first = pay_first or "0"
+  if (start_full ~= "0" and start_full ~= "1") or (pay_first ~= "0" and pay_first ~= "1") then
+    return nil
+  end
+  local params = {
+    text = {shape = shape, rate = rate, burst = burst, warmup = warmup, cold = cold,
+            start_full = start_full, pay_first = pay_first},
+    start_full = start_full == "1",
+    pay_first = pay_first == "1",
+    shape = shape,
+    rate = tonumber(rate),
+    burst = tonumber(burst),
+    warmup = tonumber(warmup),
+    cold = tonumber(cold),
+  }
+  if shape ~= "bursty" and shape ~= "warming_up" then return nil end
+  if not (params.rate and params.burst and params.warmup and params.cold) then return nil end
+  if not (params.rate > 0) then return nil end
+  if shape == "bursty" and not (params.burst >= 0 and params.burst < math.huge) then return nil end
+  if shape == "warming_up" and (params.start_full or
+      not (params.warmup >= 0 and params.cold >= 1 and params.cold < math.huge)) then
+    return nil
+  end
+  return params
+end
+
+local function same_params(a, b)
+  for _, name in ipairs(PARAM_NAMES) do
+    if a.text[name] ~= b.text[name] then return false end
+  end
+  return true
+end
+
+-- TokenBucket::derive()
+local function derive(bucket)
+  local p = bucket.params
+  local rate = p.rate
+  bucket.stable = NS_PER_S / rate
+  bucket.threshold = 0
+  bucket.slope = 0
+  if p.shape == "bursty" then
+    if p.burst == 0 then bucket.max = 0 else bucket.max = p.burst * rate end
+    bucket.cool_down = bucket.stable
+    return
+  end
+  local warmup_ns = p.warmup
+  if warmup_ns == 0 then
+    bucket.max = 0
+    bucket.cool_down = bucket.stable
+    return
+  end
+  if bucket.stable == 0 then
+    bucket.threshold = math.huge
+    bucket.max = math.huge
+    bucket.cool_down = 0
+    return
+  end
+  local cold_interval = bucket.stable * p.cold
+  bucket.threshold = 0.5 * warmup_ns / bucket.stable
+  bucket.max = bucket.threshold + 2.0 * warmup_ns / (bucket.stable + cold_interval)
+  local warmup_permits = bucket.max - bucket.threshold
+  if warmup_permits > 0 and warmup_permits < math.huge then
+    bucket.slope = (cold_interval - bucket.stable) / warmup_permits
+  end
+  bucket.cool_down = warmup_ns / bucket.max
+end
+
+-- TokenBucket::resync()
+local function resync(bucket)
+  if now <= bucket.next_free then return end
+  if bucket.max > 0 then
+    local idle = now - bucket.next_free
+    local new_permits = idle / bucket.cool_down
+    bucket.stored = math.min(bucket.max, bucket.stored + new_permits)
+  end
+  bucket.next_free = now
+end
+
+-- TokenBucket::rescale_stored_permits()
+local function rescale(bucket, old_max)
+  local warming = bucket.params.shape == "warming_up"
+  if old_max == math.huge then
+    if warming then bucket.stored = 0 else bucket.stored = bucket.max end
+  elseif old_max == 0 then
+    if warming then bucket.stored = bucket.max else bucket.stored = 0 end
+  elseif bucket.stored > 0 then
+    bucket.stored = bucket.stored * bucket.max / old_max
+  end
+end
+
+-- TokenBucket::stored_permits_wait_ns()
+local function stored_permits_wait(bucket, stored, permits_to_take)
+  if bucket.params.shape == "bursty" then return 0 end
+  local wait = 0
+  local above_threshold = stored - bucket.threshold
+  if above_threshold > 0 then
+    local taken_above = math.min(above_threshold, permits_to_take)
+    local length = (bucket.stable + above_threshold * bucket.slope) +
+                   (bucket.stable + (above_threshold - taken_above) * bucket.slope)
+    wait = truncate_saturated(taken_above * length / 2.0)
+    permits_to_take = permits_to_take - taken_above
+  end
+  return add_saturated(wait, truncate_saturated(bucket.stable * permits_to_take))
+end
+
+-- TokenBucket::book(): the state after booking `permits` now, and the caller's wait; the bucket
+-- itself is not changed.
+local function book(bucket, permits)
+  local stored, next_free = bucket.stored, bucket.next_free
+  if now > next_free then
+    if bucket.max > 0 then
+      stored = math.min(bucket.max, stored + (now - next_free) / bucket.cool_down)
+    end
+    next_free = now
+  end
+  local stored_to_spend = math.min(permits, stored)
+  local fresh_permits = permits - stored_to_spend
+  local cost = add_saturated(stored_permits_wait(bucket, stored, stored_to_spend),
+                             truncate_saturated(fresh_permits * bucket.stable))
+  local previous_paid_at = next_free
+  next_free = math.min(add_saturated(next_free, cost), max_time)
+  stored = stored - stored_to_spend
+  local go_at = previous_paid_at
+  if bucket.params.pay_first then go_at = next_free end
+  return stored, next_free, math.max(go_at - now, 0)
+end
+
+-- TokenBucket::reconfigure()
+local function reconfigure(bucket, params)
+  resync(bucket)
+  local old_max = bucket.max
+  bucket.params = params
+  derive(bucket)
+  rescale(bucket, old_max)
+end
+
+local function new_bucket(params)
+  local bucket = {params = params, stored = 0, next_free = now}
+  derive(bucket)
+  if params.start_full then bucket.stored = bucket.max else rescale(bucket, 0) end
+  return bucket
+end
+
+-- The bucket the key holds; nil and why if there is none that can be used.
+local function load()
+  local kind = redis.call("TYPE", key)["ok"]
+  if kind == "none" then return nil, "" end
+  if kind ~= "hash" then return nil, "a " .. kind .. ", not a bucket" end
+  local f = redis.call("HMGET", key, "v", "shape", "rate", "burst", "warmup", "cold", "stored",
+                       "free_s", "free_ns", "start_full", "pay_first")
+  if f[1] ~= FORMAT_VERSION then return nil, "not a bucket of this version" end
+  local params = read_params(f[2], f[3], f[4], f[5], f[6], f[10] or nil, f[11] or nil)
+  local stored, free_s, free_ns = tonumber(f[7]), tonumber(f[8]), tonumber(f[9])
+  if not (params and stored and free_s and free_ns and stored >= 0) then
+    return nil, "a damaged bucket"
+  end
+  local bucket = {params = params, stored = stored, next_free = (free_s - now_s) * NS_PER_S + free_ns}
+  derive(bucket)
+  return bucket, ""
+end
+
+local function save(bucket)
+  local t = bucket.next_free
+  local ns = math.fmod(t, NS_PER_S)
+  if ns < 0 then ns = ns + NS_PER_S end
+  local s = now_s + math.floor((t - ns) / NS_PER_S + 0.5)
+  local text = bucket.params.text
+  redis.call("HSET", key, "v", FORMAT_VERSION, "shape", text.shape, "rate", text.rate, "burst",
+             text.burst, "warmup", text.warmup, "cold", text.cold, "start_full", text.start_full,
+             "pay_first", text.pay_first, "stored",
+             string.format("%.17g", bucket.stored), "free_s", string.format("%.0f", s), "free_ns",
+             string.format("%.0f", ns))
+  -- Full again once the next free moment has passed and the missing permits have refilled.
+  local refill = (bucket.max - bucket.stored) * bucket.cool_down
+  if refill ~= refill or bucket.max == 0 then refill = 0 end
+  local full_in_ms = math.ceil((math.max(bucket.next_free - now, 0) + refill) / 1e6)
+  if full_in_ms + EXPIRY_MARGIN_MS <= MAX_EXPIRY_MS then
+    redis.call("PEXPIRE", key, full_in_ms + EXPIRY_MARGIN_MS)
+  else
+    redis.call("PERSIST", key)
+  end
+end
+
+if redis.replicate_commands then redis.replicate_commands() end
+
+if operation == "reserve" then
+  local params = read_params(ARGV[3], ARGV[4], ARGV[5], ARGV[6], ARGV[7], ARGV[11], ARGV[12])
+  local permits, timeout, apply = tonumber(ARGV[8]), tonumber(ARGV[9]), ARGV[10] == "1"
+  if not (params and permits and permits > 0 and timeout) then
+    return redis.error_reply("ERR ratelimit: bad arguments")
+  end
+  local bucket, problem = load()
+  if problem ~= "" then redis.call("DEL", key) end
+  local changed, replaced = 0, nil
+  if bucket == nil then
+    bucket = new_bucket(params)
+  elseif apply and not same_params(bucket.params, params) then
+    replaced = bucket.params.text
+    reconfigure(bucket, params)
+    changed = 1
+  end
+  -- decide(): granted iff the wait is within the timeout; a refusal changes nothing.
+  local stored, next_free, wait = book(bucket, permits)
+  local granted = 0
+  if wait <= math.max(timeout, 0) then
+    granted = 1
+    bucket.stored, bucket.next_free = stored, next_free
+  end
+  save(bucket)
+  if replaced then
+    return {granted, integer_string(wait), changed, problem, replaced.shape, replaced.rate,
+            replaced.burst, replaced.warmup, replaced.cold, replaced.start_full, replaced.pay_first}
+  end
+  return {granted, integer_string(wait), changed, problem}
+end
+
+if operation == "status" then
+  local bucket, problem = load()
+  if problem ~= "" then return {"unusable", problem} end
+  if bucket == nil then return nil end
+  resync(bucket)
+  local text = bucket.params.text
+  return {text.shape, text.rate, text.burst, text.warmup, text.cold, text.start_full,
+          text.pay_first, string.format("%.17g", bucket.stored),
+          integer_string(math.max(bucket.next_free - now, 0))}
+end
+
+if operation == "set_rate" then
+  local bucket = load()
+  if bucket == nil then return nil end
+  local text = bucket.params.text
+  local params = read_params(text.shape, ARGV[3], text.burst, text.warmup, text.cold,
+                             text.start_full, text.pay_first)
+  if not params then return redis.error_reply("ERR ratelimit: bad rate") end
+  reconfigure(bucket, params)
+  save(bucket)
+  return 1
+end
+
+return redis.error_reply("ERR ratelimit: unknown operation " .. tostring(operation))

@@ -1,0 +1,50 @@
+# Sourced by the e2e tests of the Redis backend, after lib.sh: real redis-servers of the test's
+# own in $WORK, stopped by pid when the test ends. No mock of Redis anywhere.
+
+REDIS_PIDS=()
+trap 'for pid in "${REDIS_PIDS[@]}"; do kill "$pid" 2>/dev/null || true; done; rm -rf "$WORK"' EXIT
+
+# start_redis NAME [redis-server options...]: starts a server in $WORK/NAME listening on the unix
+# socket $WORK/NAME/sock and on a free loopback TCP port, written to $WORK/NAME/port; its pid is
+# in $WORK/NAME/pid.
+start_redis() {
+  local name=$1 dir=$WORK/$1 port tries
+  shift
+  mkdir -p "$dir"
+  for tries in 1 2 3 4 5; do
+    port=$((20000 + RANDOM % 40000))
+    rm -f "$dir/sock"
+    redis-server --port "$port" --bind 127.0.0.1 --unixsocket "$dir/sock" --save '' \
+      --appendonly no --dir "$dir" --logfile "$dir/log" "$@" >/dev/null 2>&1 &
+    echo $! >"$dir/pid"
+    REDIS_PIDS+=($!)
+    disown # not a job of the test: no "Killed" notices, and `wait` does not wait for it
+    echo "$port" >"$dir/port"
+    local waited=0
+    while [ $waited -lt 500 ]; do
+      if redis-cli -s "$dir/sock" ping 2>/dev/null | grep -q -e PONG -e NOAUTH; then
+        redis-cli -p "$port" ping 2>/dev/null | grep -q -e PONG -e NOAUTH && return 0
+      fi
+      kill -0 "$(cat "$dir/pid")" 2>/dev/null || break # the port was taken: try another
+      sleep 0.01
+      waited=$((waited + 1))
+    done
+    kill -9 "$(cat "$dir/pid")" 2>/dev/null || true
+  done
+  fail "redis-server $name did not start"
+}
+
+# stop_redis NAME [SIGNAL]: stops it (KILL: as a crash) and waits until it is gone.
+stop_redis() {
+  local pid
+  pid=$(cat "$WORK/$1/pid")
+  kill "-${2:-TERM}" "$pid"
+  while kill -0 "$pid" 2>/dev/null; do sleep 0.01; done
+}
+
+# redis_cli NAME ARGS...: redis-cli on server NAME's socket.
+redis_cli() {
+  local name=$1
+  shift
+  redis-cli -s "$WORK/$name/sock" "$@"
+}

@@ -1,0 +1,318 @@
+#include "backends/redis_backend.hpp"
+
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <cmath>
+#include <random>
+
+#include "../unit/golden_vectors.hpp"
+#include "backends/redis_connection.hpp"
+#include "backends/redis_url.hpp"
+#include "errors.hpp"
+#include "io/waiter.hpp"
+#include "redis_server.hpp"
+
+// Against real redis-servers, each test its own; no mock of Redis anywhere.
+namespace ratelimit::backends {
+namespace {
+
+using namespace std::chrono_literals;
+using std::chrono::nanoseconds;
+using testing::RedisServer;
+
+constexpr std::chrono::milliseconds kTimeout = 1s;
+
+BucketParams bursty(double rate, double burst_seconds = 1.0) {
+  BucketParams params;
+  params.permits_per_second = rate;
+  params.max_burst_seconds = burst_seconds;
+  return params;
+}
+
+PermitRequest request(const std::string& key, BucketParams params) {
+  PermitRequest permits;
+  permits.key = key;
+  permits.params = params;
+  return permits;
+}
+
+constexpr nanoseconds kForever = nanoseconds::max();
+
+// The real clock and signal waits, as the commands use them.
+io::Waiter& real_waiter() {
+  static io::SignalGuard guard;
+  static io::SignalWaiter waiter(guard);
+  return waiter;
+}
+
+// Another client of the same server, for what the test does behind the backend's back.
+RedisValue admin(const RedisServer& server, const std::vector<std::string>& command) {
+  return RedisConnection(parse_redis_url(server.unix_url()), kTimeout).command(command);
+}
+
+class RedisBackendTest : public ::testing::Test {
+ protected:
+  RedisBackend backend(const std::string& url) {
+    return RedisBackend(parse_redis_url(url), kTimeout,
+                        [this](const std::string& note) { notes_.push_back(note); });
+  }
+  RedisServer server_;
+  std::vector<std::string> notes_;
+};
+
+// The golden vectors through the script, with the times injected.
+class RedisStore final : public testing::GoldenStore {
+ public:
+  RedisStore(RedisBackend& backend, std::string key) : backend_(backend), key_(std::move(key)) {
+    backend_.reset(key_);
+  }
+  testing::GoldenAnswer request(const testing::GoldenRequest& golden) override {
+    PermitRequest permits = request_for(golden);
+    const Reservation reservation = backend_.reserve_at(permits, golden.timeout, micros(golden.at));
+    return {.granted = reservation.granted, .wait = reservation.wait};
+  }
+  void set_rate(const testing::GoldenSetRate& change) override {
+    EXPECT_TRUE(backend_.set_rate_at(key_, change.rate, micros(change.at)));
+  }
+
+ private:
+  static std::int64_t micros(nanoseconds at) {
+    return std::chrono::duration_cast<std::chrono::microseconds>(at).count();
+  }
+  PermitRequest request_for(const testing::GoldenRequest& golden) const {
+    PermitRequest permits = backends::request(key_, golden.params);
+    permits.apply_params = golden.apply_params;
+    permits.permits = golden.permits;
+    return permits;
+  }
+  RedisBackend& backend_;
+  std::string key_;
+};
+
+TEST_F(RedisBackendTest, ScriptReachesEveryGoldenDecision) {
+  RedisBackend redis = backend(server_.unix_url());
+  const auto vectors = testing::read_golden_vectors(RATELIMIT_GOLDEN_VECTORS);
+  ASSERT_GE(vectors.size(), 10u);
+  for (const testing::GoldenVector& vector : vectors) {
+    RedisStore store(redis, "golden-" + vector.name);
+    for (const std::string& mismatch : testing::replay(vector, store)) ADD_FAILURE() << mismatch;
+  }
+}
+
+// Beyond the vectors: long random sequences of every kind of request, decision for decision and
+// nanosecond for nanosecond against the core, at Unix times.
+TEST_F(RedisBackendTest, ScriptMatchesTheCoreOnRandomSequences) {
+  RedisBackend redis = backend(server_.unix_url());
+  std::mt19937_64 random(20261130);
+  const std::int64_t origin_micros = 1764460800000000;  // 2025-11-30, Unix time
+  int compared = 0;
+  for (int sequence = 0; sequence < 40; ++sequence) {
+    const std::string key = "random-" + std::to_string(sequence);
+    auto random_params = [&] {
+      BucketParams params;
+      const double rates[] = {0.3, 1, 3, 7, 1000, 1e6, 1e9};
+      params.permits_per_second = rates[random() % 7];
+      if (random() % 2) {
+        params.shape = BucketShape::warming_up;
+        params.warmup = std::chrono::milliseconds(random() % 5000);
+        params.cold_factor = 1.0 + static_cast<double>(random() % 40) / 10.0;
+      } else {
+        params.max_burst_seconds = static_cast<double>(random() % 30) / 10.0;
+        params.start_full = random() % 3 == 0;
+      }
+      params.pay_first = random() % 3 == 0;
+      return params;
+    };
+    BucketParams params = random_params();
+    std::int64_t now_micros = origin_micros + static_cast<std::int64_t>(random() % 1000000);
+    std::optional<TokenBucket> core;
+    for (int step = 0; step < 60; ++step) {
+      now_micros += static_cast<std::int64_t>(random() % 400000);
+      if (random() % 10 == 0) params = random_params();
+      PermitRequest permits = request(key, params);
+      permits.permits = 1 + static_cast<std::int64_t>(random() % 20);
+      permits.apply_params = random() % 4 != 0;
+      nanoseconds timeout = kForever;
+      if (random() % 3 == 0) timeout = std::chrono::milliseconds(random() % 500);
+      const nanoseconds now = std::chrono::microseconds(now_micros);
+      if (timeout != kForever) permits.deadline = now + timeout;
+      if (!core) core.emplace(params, now);
+      const Reservation expected = decide(*core, permits, now);
+      const Reservation actual = redis.reserve_at(permits, timeout, now_micros);
+      ASSERT_EQ(actual.replaced_params, expected.replaced_params)
+          << "sequence " << sequence << " step " << step;
+      ASSERT_EQ(actual.granted, expected.granted) << "sequence " << sequence << " step " << step;
+      ASSERT_EQ(actual.wait.count(), expected.wait.count())
+          << "sequence " << sequence << " step " << step;
+      ++compared;
+    }
+  }
+  EXPECT_EQ(compared, 40 * 60);
+}
+
+TEST_F(RedisBackendTest, UnixAndTcpClientsShareOneBucket) {
+  RedisBackend over_unix = backend(server_.unix_url());
+  RedisBackend over_tcp = backend(server_.tcp_url());
+  EXPECT_EQ(over_unix.reserve_at(request("api", bursty(10)), kForever, 0).wait, 0ms);
+  EXPECT_EQ(over_tcp.reserve_at(request("api", bursty(10)), kForever, 0).wait, 100ms);
+  EXPECT_EQ(over_unix.reserve_at(request("api", bursty(10)), kForever, 50000).wait, 150ms);
+}
+
+TEST_F(RedisBackendTest, ServerClockDecides) {
+  RedisBackend redis = backend(server_.unix_url());
+  EXPECT_EQ(redis.reserve(request("clock", bursty(2)), real_waiter()).wait, 0ms);
+  const nanoseconds second = redis.reserve(request("clock", bursty(2)), real_waiter()).wait;
+  EXPECT_GT(second, 400ms);
+  EXPECT_LE(second, 500ms);
+}
+
+TEST_F(RedisBackendTest, ScriptIsLoadedAgainAfterScriptFlush) {
+  RedisBackend redis = backend(server_.unix_url());
+  EXPECT_EQ(redis.reserve_at(request("flushed", bursty(10)), kForever, 0).wait, 0ms);
+  EXPECT_EQ(admin(server_, {"SCRIPT", "FLUSH"}).type, RedisValue::Type::status);
+  // Booked once, not twice: the NOSCRIPT reply means the script did not run.
+  EXPECT_EQ(redis.reserve_at(request("flushed", bursty(10)), kForever, 0).wait, 100ms);
+  EXPECT_EQ(redis.reserve_at(request("flushed", bursty(10)), kForever, 0).wait, 200ms);
+}
+
+TEST_F(RedisBackendTest, KeyOfAnotherTypeOrDamagedIsAFreshBucket) {
+  RedisBackend redis = backend(server_.unix_url());
+  admin(server_, {"SET", "ratelimit:{text}", "garbage"});
+  admin(server_, {"RPUSH", "ratelimit:{list}", "a"});
+  admin(server_, {"HSET", "ratelimit:{damaged}", "v", "1", "rate", "fast"});
+  admin(server_, {"HSET", "ratelimit:{future}", "v", "99"});
+  for (const std::string key : {"text", "list", "damaged", "future"}) {
+    const Reservation first = redis.reserve_at(request(key, bursty(10)), kForever, 0);
+    EXPECT_TRUE(first.granted);
+    EXPECT_EQ(first.wait, 0ms) << key;
+    EXPECT_EQ(redis.reserve_at(request(key, bursty(10)), kForever, 0).wait, 100ms) << key;
+  }
+  EXPECT_EQ(notes_, (std::vector<std::string>{
+                        "key 'text': a string, not a bucket in Redis; starting a fresh bucket",
+                        "key 'list': a list, not a bucket in Redis; starting a fresh bucket",
+                        "key 'damaged': a damaged bucket in Redis; starting a fresh bucket",
+                        "key 'future': not a bucket of this version in Redis; starting a fresh "
+                        "bucket"}));
+  admin(server_, {"SET", "ratelimit:{text}", "garbage"});
+  const auto unusable = redis.status("text");
+  ASSERT_EQ(unusable.size(), 1u);
+  EXPECT_EQ(unusable[0].problem, "a string, not a bucket");
+}
+
+TEST_F(RedisBackendTest, IdleKeyExpiresOnceFullAgain) {
+  RedisBackend redis = backend(server_.unix_url());
+  redis.reserve(request("idle", bursty(10, 1.0)), real_waiter());
+  // Next free in 100 ms, then 10 permits at 100 ms each: full in 1.1 s, plus the 1 s margin.
+  const RedisValue ttl = admin(server_, {"PTTL", "ratelimit:{idle}"});
+  ASSERT_EQ(ttl.type, RedisValue::Type::integer);
+  EXPECT_GT(ttl.integer, 1900);
+  EXPECT_LE(ttl.integer, 2100);
+  // At a rate this small the next permit is due when nanoseconds since 1970 overflow (2262).
+  redis.reserve(request("far", bursty(1e-12)), real_waiter());
+  EXPECT_GT(admin(server_, {"PTTL", "ratelimit:{far}"}).integer, 200LL * 365 * 24 * 3600 * 1000);
+  // At a denormal rate, never: kept without expiry.
+  redis.reserve(request("never", bursty(4.9e-324)), real_waiter());
+  EXPECT_EQ(admin(server_, {"PTTL", "ratelimit:{never}"}).integer, -1);
+}
+
+TEST_F(RedisBackendTest, StatusResetAndSetRate) {
+  RedisBackend redis = backend(server_.unix_url());
+  redis.reserve_at(request("a", bursty(10)), kForever, 0);
+  redis.reserve_at(request("b", bursty(4, 2.0)), kForever, 0);
+  auto buckets = redis.status(std::nullopt);
+  ASSERT_EQ(buckets.size(), 2u);
+  EXPECT_EQ(buckets[0].key, "a");
+  EXPECT_EQ(buckets[1].key, "b");
+  EXPECT_EQ(buckets[1].params, bursty(4, 2.0));
+  const auto at_one_second = redis.status_at("a", 1000000);
+  ASSERT_TRUE(at_one_second);
+  EXPECT_DOUBLE_EQ(at_one_second->stored_permits, 9.0);  // refilling from 100 ms on
+  EXPECT_EQ(at_one_second->next_free_in, 0ms);
+  const auto at_zero = redis.status_at("a", 50000);
+  EXPECT_EQ(at_zero->next_free_in, 50ms);
+  EXPECT_TRUE(redis.set_rate("a", 20));
+  EXPECT_EQ(redis.status("a").at(0).params.permits_per_second, 20);
+  EXPECT_FALSE(redis.set_rate("none", 20));
+  EXPECT_TRUE(redis.reset("a"));
+  EXPECT_FALSE(redis.reset("a"));
+  EXPECT_TRUE(redis.status("a").empty());
+}
+
+TEST(RedisPassword, RightPasswordWrongPasswordAndNone) {
+  RedisServer server("s3cr3t");
+  RedisBackend right(parse_redis_url(server.tcp_url()), kTimeout);
+  EXPECT_TRUE(right.reserve(request("p", bursty(1)), real_waiter()).granted);
+  RedisBackend over_unix(parse_redis_url(server.unix_url()), kTimeout);
+  EXPECT_TRUE(over_unix.reserve(request("p", bursty(1)), real_waiter()).granted);
+
+  const std::string wrong_url = "redis://:wrong@127.0.0.1:" + std::to_string(server.port());
+  RedisBackend wrong(parse_redis_url(wrong_url), kTimeout);
+  try {
+    wrong.reserve(request("p", bursty(1)), real_waiter());
+    FAIL() << "a wrong password was accepted";
+  } catch (const BackendUnavailable& error) {
+    const std::string message = error.what();
+    EXPECT_EQ(message.find("wrong"), std::string::npos) << message;
+    EXPECT_NE(message.find("redis://:***@127.0.0.1:"), std::string::npos) << message;
+    EXPECT_NE(message.find("WRONGPASS"), std::string::npos) << message;
+  }
+  RedisBackend none(parse_redis_url("unix://" + server.socket_path()), kTimeout);
+  EXPECT_THROW(none.reserve(request("p", bursty(1)), real_waiter()), BackendUnavailable);
+}
+
+TEST(RedisFailures, ServerKilledMidRunIsUnavailableNotSigpipe) {
+  RedisServer server;
+  RedisBackend redis(parse_redis_url(server.tcp_url()), kTimeout);
+  EXPECT_TRUE(redis.reserve(request("k", bursty(100)), real_waiter()).granted);
+  server.stop(SIGKILL);
+  // The first write to the dead connection may succeed; the ones after it would raise SIGPIPE.
+  for (int attempt = 0; attempt < 3; ++attempt)
+    EXPECT_THROW(redis.reserve(request("k", bursty(100)), real_waiter()), BackendUnavailable);
+  server.restart();
+  EXPECT_TRUE(redis.reserve(request("k", bursty(100)), real_waiter()).granted);
+}
+
+TEST(RedisFailures, ConnectionDroppedByServerIsUnavailableNotSigpipe) {
+  RedisServer server;
+  RedisBackend redis(parse_redis_url(server.unix_url()), kTimeout);
+  EXPECT_TRUE(redis.reserve(request("k", bursty(100)), real_waiter()).granted);
+  admin(server, {"CLIENT", "KILL", "TYPE", "normal", "SKIPME", "yes"});
+  EXPECT_THROW(redis.reserve(request("k", bursty(100)), real_waiter()), BackendUnavailable);
+  sigset_t pending;
+  sigpending(&pending);
+  EXPECT_EQ(sigismember(&pending, SIGPIPE), 0);
+}
+
+TEST(RedisFailures, PausedServerTimesOut) {
+  RedisServer server;
+  RedisBackend redis(parse_redis_url(server.unix_url()), 200ms);
+  EXPECT_TRUE(redis.reserve(request("k", bursty(100)), real_waiter()).granted);
+  admin(server, {"CLIENT", "PAUSE", "3000", "ALL"});
+  const auto start = std::chrono::steady_clock::now();
+  try {
+    redis.reserve(request("k", bursty(100)), real_waiter());
+    FAIL() << "a paused server answered";
+  } catch (const BackendUnavailable& error) {
+    EXPECT_NE(std::string(error.what()).find("no reply within 200ms"), std::string::npos)
+        << error.what();
+  }
+  const auto waited = std::chrono::steady_clock::now() - start;
+  EXPECT_GE(waited, 190ms);
+  EXPECT_LT(waited, 1500ms);
+}
+
+TEST(RedisFailures, NoServerIsUnavailable) {
+  testing::TempDir dir;
+  RedisBackend redis(parse_redis_url("unix://" + dir.string() + "/none.sock"), kTimeout);
+  try {
+    redis.reserve(request("k", bursty(1)), real_waiter());
+    FAIL();
+  } catch (const BackendUnavailable& error) {
+    EXPECT_EQ(std::string(error.what()),
+              "Redis at unix://" + dir.string() + "/none.sock: No such file or directory");
+  }
+}
+
+}  // namespace
+}  // namespace ratelimit::backends

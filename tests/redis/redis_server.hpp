@@ -1,0 +1,136 @@
+#pragma once
+
+#include <arpa/inet.h>
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <signal.h>
+#include <sys/prctl.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <filesystem>
+#include <stdexcept>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "../unit/temp_dir.hpp"
+
+namespace ratelimit::testing {
+
+// A real redis-server of the test's own: a unix socket in a temp dir and a loopback TCP port,
+// nothing saved, stopped by its pid.
+class RedisServer {
+ public:
+  explicit RedisServer(std::string password = {}) : password_(std::move(password)) { start(); }
+  ~RedisServer() { stop(); }
+  RedisServer(const RedisServer&) = delete;
+  RedisServer& operator=(const RedisServer&) = delete;
+
+  std::string unix_url() const { return "unix://" + user_part() + (dir_.path() / "sock").string(); }
+  std::string tcp_url() const {
+    return "redis://" + user_part() + "127.0.0.1:" + std::to_string(port_);
+  }
+  std::string socket_path() const { return (dir_.path() / "sock").string(); }
+  int port() const { return port_; }
+  pid_t pid() const { return pid_; }
+
+  // Stops the server with `signal` (SIGKILL: as a crash) and waits for it.
+  void stop(int signal = SIGTERM) {
+    if (pid_ <= 0) return;
+    ::kill(pid_, signal);
+    int status = 0;
+    ::waitpid(pid_, &status, 0);
+    pid_ = -1;
+  }
+  // Starts it again on the same socket and port.
+  void restart() {
+    stop();
+    start();
+  }
+
+ private:
+  std::string user_part() const { return password_.empty() ? "" : ":" + password_ + "@"; }
+
+  static int free_loopback_port() {
+    const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+    sockaddr_in address{};
+    address.sin_family = AF_INET;
+    address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    socklen_t length = sizeof address;
+    if (::bind(fd, reinterpret_cast<sockaddr*>(&address), length) != 0 ||
+        ::getsockname(fd, reinterpret_cast<sockaddr*>(&address), &length) != 0)
+      throw std::runtime_error("no free loopback port");
+    ::close(fd);
+    return ntohs(address.sin_port);
+  }
+
+  void start() {
+    if (port_ == 0) port_ = free_loopback_port();
+    std::filesystem::remove(socket_path());
+    std::vector<std::string> arguments{"redis-server", "--port",    std::to_string(port_),
+                                       "--bind",       "127.0.0.1", "--unixsocket",
+                                       socket_path(),  "--save",    "",
+                                       "--appendonly", "no",        "--dir",
+                                       dir_.string(),  "--logfile", (dir_.path() / "log").string()};
+    if (!password_.empty()) {
+      arguments.push_back("--requirepass");
+      arguments.push_back(password_);
+    }
+    pid_ = ::fork();
+    if (pid_ == 0) {
+      // Dies with the test, even one that crashed, and never holds the test's output open.
+      ::prctl(PR_SET_PDEATHSIG, SIGKILL);
+      sigset_t none;
+      sigemptyset(&none);
+      ::sigprocmask(SIG_SETMASK, &none, nullptr);  // the test may block stop signals
+      const int null = ::open("/dev/null", O_WRONLY);
+      ::dup2(null, STDOUT_FILENO);
+      ::dup2(null, STDERR_FILENO);
+      std::vector<char*> argv;
+      for (auto& argument : arguments) argv.push_back(argument.data());
+      argv.push_back(nullptr);
+      ::execvp(argv[0], argv.data());
+      ::_exit(127);
+    }
+    // Ready once it listens on both.
+    for (int tries = 0; tries < 500; ++tries) {
+      if (unix_listening() && tcp_listening()) return;
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    }
+    throw std::runtime_error("redis-server did not start within 5 s");
+  }
+
+  bool unix_listening() const {
+    const int fd = ::socket(AF_UNIX, SOCK_STREAM, 0);
+    sockaddr_un address{};
+    address.sun_family = AF_UNIX;
+    socket_path().copy(address.sun_path, sizeof address.sun_path - 1);
+    const bool connected =
+        ::connect(fd, reinterpret_cast<sockaddr*>(&address), sizeof address) == 0;
+    ::close(fd);
+    return connected;
+  }
+
+  bool tcp_listening() const {
+    const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+    sockaddr_in address{};
+    address.sin_family = AF_INET;
+    address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    address.sin_port = htons(static_cast<uint16_t>(port_));
+    const bool connected =
+        ::connect(fd, reinterpret_cast<sockaddr*>(&address), sizeof address) == 0;
+    ::close(fd);
+    return connected;
+  }
+
+  TempDir dir_;
+  std::string password_;
+  int port_ = 0;
+  pid_t pid_ = -1;
+};
+
+}  // namespace ratelimit::testing
