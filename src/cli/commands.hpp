@@ -10,6 +10,9 @@ namespace ratelimit::cli {
 struct Command {
   CLI::App* app;
   std::function<int()> run;
+  // Only for a command that runs another (exec): keeps the words of the command line that belong
+  // to the command it runs, verbatim, and returns how many words before them CLI11 is to parse.
+  std::function<int(int argc, char** argv)> take_command_words = {};
 };
 
 // Shared buckets (exec_command.cpp, acquire_command.cpp, status_command.cpp, reset_command.cpp).

@@ -1,9 +1,11 @@
 #include <fmt/core.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <memory>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "cli/commands.hpp"
@@ -41,6 +43,42 @@ int run_exec(const ExecOptions& options) {
   });
 }
 
+// Whether the next word of the command line is the value of `word`, one or several of exec's
+// options: "--rate" or "-k" is followed by its value, "--rate=5", "-k5" and "-vk5" carry it.
+bool value_follows(const CLI::App& exec, std::string_view word) {
+  const auto takes_value = [](const CLI::Option* option) {
+    return option != nullptr && option->get_items_expected_max() > 0;
+  };
+  if (word.starts_with("--"))
+    return word.find('=') == std::string_view::npos &&
+           takes_value(exec.get_option_no_throw(std::string(word)));
+  for (std::size_t i = 1; i < word.size(); ++i) {
+    if (takes_value(exec.get_option_no_throw(std::string{'-', word[i]})))
+      return i + 1 == word.size();
+  }
+  return false;
+}
+
+// Where the command begins: after "--", or at the first word that is neither an option of exec's
+// nor an option's value. CLI11 is never shown the command's words, as it would change some (it
+// reads "[x]" or "a,b" as a list, for one); nice(1) and timeout(1) pass them on as they are.
+int take_command_words(const CLI::App& exec, std::vector<std::string>& command, int argc,
+                       char** argv) {
+  int options_end = 2;  // after "ratelimit exec"
+  while (options_end < argc) {
+    const std::string_view word = argv[options_end];
+    if (word == "--") {
+      command.assign(argv + options_end + 1, argv + argc);
+      return options_end;
+    }
+    if (word.size() < 2 || !word.starts_with('-')) break;
+    options_end += value_follows(exec, word) ? 2 : 1;
+  }
+  options_end = std::min(options_end, argc);
+  command.assign(argv + options_end, argv + argc);
+  return options_end;
+}
+
 }  // namespace
 
 Command setup_exec(CLI::App& app) {
@@ -53,19 +91,26 @@ Command setup_exec(CLI::App& app) {
       ->check(whole_number_in(1, 256))
       ->option_text("N")
       ->group("Shared bucket");
-  exec->add_option("command", options->command,
-                   "The command to run and its arguments (-- before it is optional)")
-      ->option_text("...")
-      ->required();
-  // As nice(1) or timeout(1): everything from the command on is the command's, its options too.
-  exec->positionals_at_end();
+  // Declared for the help and the "command is required" error only: CLI11 never sees its words.
+  CLI::Option* command = exec->add_option("command", options->command,
+                                          "The command to run and its arguments (-- before it "
+                                          "is optional)")
+                             ->option_text("...")
+                             ->required();
   exec->footer(R"(Examples:
   ratelimit exec --rate 2/s --key api -- curl -s "$url"    2 starts a second, shared by a loop
   ratelimit exec --rate 100/m --max-inflight 4 -- make     100 a minute, 4 at once at most
   ratelimit exec --rate 1/s --try -- notify-send hi        exit 75 at once if no permit now
 
 Rates count commands: 2/s, 100/m, 1/h (no B or bit).)");
-  return {exec, [options] { return run_exec(*options); }};
+  return {.app = exec,
+          .run = [options] { return run_exec(*options); },
+          .take_command_words =
+              [exec, command, options](int argc, char** argv) {
+                const int options_end = take_command_words(*exec, options->command, argc, argv);
+                command->required(options->command.empty());
+                return options_end;
+              }};
 }
 
 }  // namespace ratelimit::cli

@@ -46,6 +46,15 @@ std::vector<ratelimit::cli::Command> declare_commands(CLI::App& app, int argc, c
   return commands;
 }
 
+// How many words of the command line CLI11 parses: all but those of the command exec runs.
+int words_to_parse(const std::vector<ratelimit::cli::Command>& commands, int argc, char** argv) {
+  for (const auto& command : commands) {
+    if (command.take_command_words && argc > 1 && command.app->get_name() == argv[1])
+      return command.take_command_words(argc, argv);
+  }
+  return argc;
+}
+
 int report(const std::exception& error, int code) {
   fmt::print(stderr, "ratelimit: {}\n", error.what());
   return code;
@@ -81,7 +90,7 @@ int main(int argc, char** argv) {
   }
 
   try {
-    app.parse(argc, argv);
+    app.parse(words_to_parse(commands, argc, argv), argv);
   } catch (const CLI::CallForHelp& help) {
     return app.exit(help);
   } catch (const CLI::CallForAllHelp& help) {

@@ -13,6 +13,23 @@ expect_status 3 run sh -c 'exit 3'
   fail "the arguments after the command were not all passed to it"
 expect_status 64 "$RATELIMIT" exec --rate 1000 --bogus printf x
 grep -q -- '--bogus' "$WORK/stderr" || fail "an unknown option before the command is not named"
+
+# Every argument reaches the command byte for byte, whatever its shape: brackets and commas (a
+# list to CLI11), quotes, =, -, --, the options of ratelimit and of exec, empty words, spaces,
+# newlines, bytes that are not UTF-8; with or without --, and after each way of giving exec's options.
+shapes=('[x]' '[a,b]' '[]' 'a,b' ',' '{a}' '"q"' "'s'" '--' '-' 'a=b' '--rate=5' '-V' '--version'
+  '--help' '-h' '--rate' '10/s' '-k' '--try' '-5' 'exec' 'acquire' '' ' ' ' lead' 'trail ' 'a b'
+  $'line\nbreak' $'\n' $'\xff\xfe' '\' '%s' '*' '!' '@file')
+printf '<%s>\n' "${shapes[@]}" >"$WORK/direct"
+for options in '--rate 1000 --key args --' '--rate 1000 --key args' '--rate=1000 --key=args' \
+  '-r1000 -vk args' '-r 1000 -vkargs --'; do
+  # shellcheck disable=SC2086 # the options are words
+  "$RATELIMIT" exec $options printf '<%s>\n' "${shapes[@]}" >"$WORK/through"
+  cmp -s "$WORK/direct" "$WORK/through" ||
+    fail "exec $options: the command's arguments were changed: $(diff "$WORK/direct" "$WORK/through" | cat -A)"
+done
+# The command word too: '[' is test(1).
+expect_status 0 run [ '[x]' = '[x]' ]
 [ "$(echo hello | run tr a-z A-Z)" = HELLO ] || fail "stdin/stdout do not reach the command"
 [ "$(run sh -c 'echo oops >&2' 2>&1 >/dev/null)" = oops ] || fail "stderr does not reach the command"
 
@@ -67,6 +84,7 @@ expected_text='5q' expect_usage_error exec --rate 1 --timeout 5q -- touch "$WORK
 expected_text='--max-inflight' expect_usage_error exec --rate 1 --max-inflight 0 -- touch "$WORK/ran"
 expected_text="key ''" expect_usage_error exec --rate 1 --key '' -- touch "$WORK/ran"
 expected_text='command' expect_usage_error exec --rate 1
+expected_text='command' expect_usage_error exec --rate 1 --key args --
 [ ! -e "$WORK/ran" ] || fail "a command ran despite a usage error"
 
 # acquire is the same without a command.
