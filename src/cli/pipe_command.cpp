@@ -8,7 +8,6 @@
 #include <string_view>
 #include <vector>
 
-#include "state/state_directory.hpp"
 #include "cli/bucket_options.hpp"
 #include "cli/commands.hpp"
 #include "cli/shared_bucket_options.hpp"
@@ -22,6 +21,7 @@
 #include "pipe/files.hpp"
 #include "pipe/progress.hpp"
 #include "pipe/rate_schedule.hpp"
+#include "state/state_directory.hpp"
 
 namespace ratelimit::cli {
 namespace {
@@ -162,16 +162,29 @@ int run_pipe(const PipeOptions& options) {
     notation = {.binary_prefix = written.binary_prefix, .bits = written.unit == DataUnit::bits};
   }
   pipe::ProgressMeter meter(unit, io.total_bytes(), notation);
-  pipe::Engine::ProgressCallback draw;
-  if (show_progress) {
-    draw = [&meter](const pipe::Totals& totals) {
+  const auto publish = [&control, &unit, &io](const pipe::Totals& totals) {
+    control->publish({.counts_bytes = unit.counts_bytes(),
+                      .rate = totals.rate,
+                      .units = totals.units,
+                      .bytes = totals.bytes},
+                     io.now());
+  };
+  if (control) {
+    publish({.rate = schedule ? schedule->at(io.now()).units_per_second
+                              : engine_options.bucket.permits_per_second});
+  }
+  pipe::Engine::ProgressCallback on_progress;
+  if (show_progress || control) {
+    on_progress = [&, show_progress](const pipe::Totals& totals) {
+      if (control) publish(totals);
+      if (!show_progress) return;
       constexpr int kWidthOffTerminal = 80;  // --progress=force into a file or a pipe
       const int width = io::terminal_width(STDERR_FILENO).value_or(kWidthOffTerminal);
       fmt::print(stderr, "\r{}\033[K", meter.line(totals, width));
       std::fflush(stderr);
     };
   }
-  const pipe::Result result = run_engine(options, engine_options, io, draw);
+  const pipe::Result result = run_engine(options, engine_options, io, on_progress);
   if (show_progress) fmt::print(stderr, "\n");
   if (options.stats == "text") fmt::print(stderr, "{}\n", pipe::summary_text(result, unit));
   if (options.stats == "json") {

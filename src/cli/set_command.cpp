@@ -1,12 +1,12 @@
 #include <fmt/core.h>
 #include <sys/types.h>
 
+#include <cmath>
 #include <limits>
 #include <optional>
 #include <string>
 #include <system_error>
 
-#include "state/state_directory.hpp"
 #include "cli/bucket_options.hpp"
 #include "cli/commands.hpp"
 #include "cli/shared_bucket_options.hpp"
@@ -14,6 +14,7 @@
 #include "cli/units.hpp"
 #include "exit_codes.hpp"
 #include "pipe/control.hpp"
+#include "state/state_directory.hpp"
 
 namespace ratelimit::cli {
 namespace {
@@ -49,6 +50,7 @@ int run_set(const SetOptions& options) {
   // Checked against what the pipe counts, as its own --rate was.
   const BucketParams params =
       to_bucket_params(options.bucket, running->counts_bytes ? RateUnits::data : RateUnits::plain);
+  const std::optional<pipe::PipeStatus> before = pipe::read_status(*running);
   try {
     pipe::send_rate(*running, params.permits_per_second);
   } catch (const std::system_error& error) {
@@ -56,9 +58,21 @@ int run_set(const SetOptions& options) {
     if (error.code() == std::errc::no_such_device_or_address) throw UsageError(no_pipe);
     throw;
   }
-  fmt::print(stderr, "ratelimit: process {}: rate set to {} ({} {}/s)\n", options.pid,
-             options.bucket.rate, params.permits_per_second,
-             running->counts_bytes ? "bytes" : "records");
+  const std::string_view unit = running->counts_bytes ? "bytes" : "records";
+  const std::string new_rate =
+      fmt::format("{} ({} {}/s)", options.bucket.rate, params.permits_per_second, unit);
+  if (!before) {
+    // A pipe that has only just started has not published its rate yet.
+    fmt::print(stderr, "ratelimit: process {}: rate set to {}\n", options.pid, new_rate);
+    return exit_ok;
+  }
+  const std::string old_rate =
+      std::isinf(before->rate)
+          ? "off"
+          : fmt::format("{} ({} {}/s)", human_rate(before->rate, running->counts_bytes ? "B" : ""),
+                        before->rate, unit);
+  fmt::print(stderr, "ratelimit: process {}: rate set from {} to {}\n", options.pid, old_rate,
+             new_rate);
   return exit_ok;
 }
 

@@ -2,18 +2,19 @@
 #include <fmt/format.h>
 
 #include <algorithm>
-#include <charconv>
 #include <chrono>
+#include <cmath>
 #include <filesystem>
 #include <memory>
 #include <string>
 #include <vector>
 
-#include "state/state_directory.hpp"
 #include "cli/commands.hpp"
 #include "cli/shared_bucket_options.hpp"
 #include "cli/units.hpp"
 #include "exit_codes.hpp"
+#include "pipe/control.hpp"
+#include "state/state_directory.hpp"
 
 namespace ratelimit::cli {
 namespace {
@@ -75,31 +76,10 @@ std::string describe_next_free(std::chrono::nanoseconds next_free_in) {
   return "in " + human_duration(next_free_in);
 }
 
-// The pipes that listen for `ratelimit set` in this directory: their FIFOs, "pipe-PID.bytes" or
-// "pipe-PID.records".
-struct RunningPipe {
-  long pid;
-  std::string unit;
-};
-
-std::vector<RunningPipe> running_pipes(const std::string& directory) {
-  std::vector<RunningPipe> pipes;
-  std::error_code error_listing;
-  for (const auto& entry : std::filesystem::directory_iterator(directory, error_listing)) {
-    const std::string name = entry.path().filename().string();
-    if (!name.starts_with("pipe-")) continue;
-    const std::size_t dot = name.find('.');
-    if (dot == std::string::npos) continue;
-    long pid = 0;
-    const auto [end, error] = std::from_chars(name.data() + 5, name.data() + dot, pid);
-    const std::string unit = name.substr(dot + 1);
-    if (error != std::errc() || end != name.data() + dot || (unit != "bytes" && unit != "records"))
-      continue;
-    pipes.push_back({pid, unit});
-  }
-  std::sort(pipes.begin(), pipes.end(),
-            [](const RunningPipe& a, const RunningPipe& b) { return a.pid < b.pid; });
-  return pipes;
+// A pipe's rate as written: "off" for no limit.
+std::string pipe_rate(const pipe::PipeStatus& status) {
+  if (std::isinf(status.rate)) return "off";
+  return human_rate(status.rate, status.counts_bytes ? "B" : "");
 }
 
 void print_table(const std::vector<std::vector<std::string>>& rows) {
@@ -120,7 +100,7 @@ void print_table(const std::vector<std::vector<std::string>>& rows) {
 }
 
 void print_text(const std::vector<backends::BucketStatus>& buckets,
-                const std::vector<RunningPipe>& pipes) {
+                const std::vector<pipe::ListedPipe>& pipes) {
   std::vector<std::vector<std::string>> rows = {{"KEY", "RATE", "SHAPE", "STORED", "NEXT FREE"}};
   std::vector<std::string> unusable;
   for (const auto& bucket : buckets) {
@@ -137,13 +117,25 @@ void print_text(const std::vector<backends::BucketStatus>& buckets,
   for (const std::string& line : unusable) fmt::print("{}\n", line);
   if (pipes.empty()) return;
   fmt::print("\n");
-  std::vector<std::vector<std::string>> pipe_rows = {{"PIPE PID", "COUNTS"}};
-  for (const RunningPipe& pipe : pipes) pipe_rows.push_back({std::to_string(pipe.pid), pipe.unit});
+  std::vector<std::vector<std::string>> pipe_rows = {
+      {"PIPE PID", "COUNTS", "RATE", "UNITS", "BYTES"}};
+  for (const pipe::ListedPipe& pipe : pipes) {
+    std::vector<std::string> row = {std::to_string(pipe.pid),
+                                    pipe.counts_bytes ? "bytes" : "records"};
+    // A pipe that has not yet said anything (it has just started) shows its FIFO only.
+    if (pipe.status) {
+      row.insert(row.end(), {pipe_rate(*pipe.status), std::to_string(pipe.status->units),
+                             std::to_string(pipe.status->bytes)});
+    } else {
+      row.insert(row.end(), {"-", "-", "-"});
+    }
+    pipe_rows.push_back(std::move(row));
+  }
   print_table(pipe_rows);
 }
 
 void print_json(const std::vector<backends::BucketStatus>& buckets,
-                const std::vector<RunningPipe>& pipes) {
+                const std::vector<pipe::ListedPipe>& pipes) {
   std::vector<std::string> objects;
   for (const auto& bucket : buckets) {
     if (!bucket.problem.empty()) {
@@ -167,8 +159,19 @@ void print_json(const std::vector<backends::BucketStatus>& buckets,
                     std::max(0.0, seconds(bucket.next_free_in))));
   }
   std::vector<std::string> pipe_objects;
-  for (const RunningPipe& pipe : pipes)
-    pipe_objects.push_back(fmt::format(R"({{"pid":{},"counts":"{}"}})", pipe.pid, pipe.unit));
+  for (const pipe::ListedPipe& pipe : pipes) {
+    std::string object = fmt::format(R"({{"pid":{},"counts":"{}")", pipe.pid,
+                                     pipe.counts_bytes ? "bytes" : "records");
+    if (const auto& status = pipe.status) {
+      // JSON has no infinity: no limit is a null rate per second.
+      const std::string per_second =
+          std::isinf(status->rate) ? "null" : fmt::format("{}", status->rate);
+      object +=
+          fmt::format(R"(,"rate":{},"units_per_second":{},"units":{},"bytes":{})",
+                      json_string(pipe_rate(*status)), per_second, status->units, status->bytes);
+    }
+    pipe_objects.push_back(object + "}");
+  }
   fmt::print("{{\"buckets\":[{}],\"pipes\":[{}]}}\n", fmt::join(objects, ","),
              fmt::join(pipe_objects, ","));
 }
@@ -177,11 +180,11 @@ int run_status(const StatusOptions& options) {
   const std::string path = state_dir_of(options.store);
   // Looking does not create the directory: none means no pipes, and no buckets unless in Redis.
   std::vector<backends::BucketStatus> buckets;
-  std::vector<RunningPipe> pipes;
+  std::vector<pipe::ListedPipe> pipes;
   if (may_hold_buckets(options.store))
     buckets = open_backend(options.store)
                   ->status(options.key.empty() ? std::nullopt : std::optional(options.key));
-  if (options.key.empty() && std::filesystem::exists(path)) pipes = running_pipes(path);
+  if (options.key.empty() && std::filesystem::exists(path)) pipes = pipe::list_running_pipes(path);
   if (buckets.empty() && !options.key.empty()) {
     fmt::print(stderr, "ratelimit: no bucket '{}' in {}\n", printable(options.key),
                store_of(options.store));

@@ -2,6 +2,7 @@
 
 #include <fmt/core.h>
 
+#include <algorithm>
 #include <charconv>
 
 namespace ratelimit::pipe {
@@ -14,6 +15,46 @@ std::optional<double> decode_rate(std::string_view line) {
   if (error != std::errc() || end != line.data() + line.size() || !(rate > 0.0))
     return std::nullopt;
   return rate;
+}
+
+namespace {
+
+constexpr std::string_view kStatusTag = "ratelimit-pipe 1";
+
+template <typename T>
+std::optional<T> whole_field(std::string_view field) {
+  T value{};
+  const auto [end, error] = std::from_chars(field.data(), field.data() + field.size(), value);
+  if (error != std::errc() || end != field.data() + field.size()) return std::nullopt;
+  return value;
+}
+
+}  // namespace
+
+std::string encode_status(const PipeStatus& status) {
+  return fmt::format("{} {} {} {} {}\n", kStatusTag, status.counts_bytes ? "bytes" : "records",
+                     status.rate, status.units, status.bytes);
+}
+
+std::optional<PipeStatus> decode_status(std::string_view record) {
+  if (!record.starts_with(kStatusTag) || !record.ends_with('\n')) return std::nullopt;
+  record.remove_prefix(kStatusTag.size());
+  record.remove_suffix(1);
+  std::vector<std::string_view> fields;
+  while (record.starts_with(' ')) {
+    record.remove_prefix(1);
+    const std::size_t end = std::min(record.find(' '), record.size());
+    fields.push_back(record.substr(0, end));
+    record.remove_prefix(end);
+  }
+  if (!record.empty() || fields.size() != 4) return std::nullopt;
+  if (fields[0] != "bytes" && fields[0] != "records") return std::nullopt;
+  const std::optional<double> rate = whole_field<double>(fields[1]);
+  const std::optional<std::uint64_t> units = whole_field<std::uint64_t>(fields[2]);
+  const std::optional<std::uint64_t> bytes = whole_field<std::uint64_t>(fields[3]);
+  if (!rate || !(*rate > 0.0) || !units || !bytes) return std::nullopt;
+  return PipeStatus{
+      .counts_bytes = fields[0] == "bytes", .rate = *rate, .units = *units, .bytes = *bytes};
 }
 
 }  // namespace ratelimit::pipe

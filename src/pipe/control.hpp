@@ -1,5 +1,7 @@
 #pragma once
 
+#include <chrono>
+#include <cstdint>
 #include <memory>
 #include <optional>
 #include <string>
@@ -14,6 +16,19 @@ namespace ratelimit::pipe {
 // A new rate as one line of text, e.g. "2000000\n", and back; nullopt unless a positive number.
 std::string encode_rate(double units_per_second);
 std::optional<double> decode_rate(std::string_view line);
+
+// What a running pipe tells `status` and `set` about itself.
+struct PipeStatus {
+  bool counts_bytes = true;
+  double rate = 0.0;  // units per second in force; infinity: no limit (a timetable's "off")
+  std::uint64_t units = 0;
+  std::uint64_t bytes = 0;
+  friend bool operator==(const PipeStatus&, const PipeStatus&) = default;
+};
+// One line, e.g. "ratelimit-pipe 1 bytes 52428800 1000 1000\n", and back; nullopt unless it is
+// exactly such a line (a torn or foreign file is not believed).
+std::string encode_status(const PipeStatus& status);
+std::optional<PipeStatus> decode_status(std::string_view record);
 
 // Live control of a running pipe. Each pipe process makes a FIFO named after its process id and
 // what it counts ("pipe-PID.bytes" or "pipe-PID.records") in the user's state directory (the one of
@@ -34,12 +49,20 @@ class ControlChannel {
   // whole, so what is kept of a line stays small whatever is written.
   std::vector<std::string> take_lines();
 
+  // Publishes this pipe's status beside its FIFO ("pipe-PID.status", replaced whole) when the rate
+  // changed or about a second has passed since the last time (`now` on any steady clock). A status
+  // that cannot be written is skipped: it is news, not data.
+  void publish(const PipeStatus& status, std::chrono::nanoseconds now);
+
  private:
   ControlChannel(backends::StateDirectory directory, std::string name, io::FileDescriptor fifo);
 
   backends::StateDirectory directory_;
   std::string name_;
+  std::string status_name_;
   io::FileDescriptor fifo_;
+  std::optional<PipeStatus> published_;
+  std::chrono::nanoseconds published_at_{0};
   std::string partial_line_;
   bool dropping_line_ = false;  // the line in progress is too long: skipped up to its end
 };
@@ -51,6 +74,18 @@ struct RunningPipe {
   bool counts_bytes;
 };
 std::optional<RunningPipe> find_running_pipe(long pid);
+
+// What the pipe published last; nullopt if nothing (yet) or not a status.
+std::optional<PipeStatus> read_status(const RunningPipe& pipe);
+
+// The pipes with a FIFO in the state directory `path` that a process still reads (one killed
+// before it could remove its FIFO is left out), by process id, with their status.
+struct ListedPipe {
+  long pid;
+  bool counts_bytes;
+  std::optional<PipeStatus> status;
+};
+std::vector<ListedPipe> list_running_pipes(const std::string& path);
 
 // Sends a new rate. Throws std::system_error; ENXIO means that the pipe has gone.
 void send_rate(const RunningPipe& pipe, double units_per_second);

@@ -3,8 +3,12 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
+#include <cerrno>
 #include <charconv>
 #include <exception>
+#include <initializer_list>
+#include <system_error>
 
 #include "pipe/control.hpp"
 #include "state/state_directory.hpp"
@@ -25,30 +29,63 @@ std::optional<backends::StateDirectory> control_directory() {
   }
 }
 
+// Longer than any line encode_status() makes.
+constexpr std::size_t kMaxStatusBytes = 128;
+// How often a pipe's status is published while its rate stays the same.
+constexpr std::chrono::seconds kStatusInterval{1};
+
 std::string fifo_name(long pid, bool counts_bytes) {
   return "pipe-" + std::to_string(pid) + (counts_bytes ? ".bytes" : ".records");
 }
 
-// The process id of a FIFO's name, if it is one.
-std::optional<long> pid_of_fifo(std::string_view name) {
+std::string status_name(long pid) { return "pipe-" + std::to_string(pid) + ".status"; }
+
+// The process id of a pipe's file name ("pipe-PID" and one of `suffixes`), if it is one.
+std::optional<long> pid_of_name(std::string_view name,
+                                std::initializer_list<std::string_view> suffixes) {
   constexpr std::string_view kPrefix = "pipe-";
   if (!name.starts_with(kPrefix)) return std::nullopt;
   name.remove_prefix(kPrefix.size());
   long pid = 0;
   const auto [end, error] = std::from_chars(name.data(), name.data() + name.size(), pid);
   const std::string_view suffix(end, static_cast<std::size_t>(name.data() + name.size() - end));
-  if (error != std::errc() || pid <= 0 || (suffix != ".bytes" && suffix != ".records"))
+  if (error != std::errc() || pid <= 0 ||
+      std::find(suffixes.begin(), suffixes.end(), suffix) == suffixes.end())
     return std::nullopt;
   return pid;
 }
 
-void remove_fifos_of_gone_processes(const backends::StateDirectory& directory) {
+std::optional<long> pid_of_fifo(std::string_view name) {
+  return pid_of_name(name, {".bytes", ".records"});
+}
+
+bool is_gone(long pid) { return ::kill(static_cast<pid_t>(pid), 0) != 0 && errno == ESRCH; }
+
+void remove_files_of_gone_processes(const backends::StateDirectory& directory) {
   for (const std::string& name : directory.file_names()) {
-    const std::optional<long> pid = pid_of_fifo(name);
-    if (pid && ::kill(static_cast<pid_t>(*pid), 0) != 0 && errno == ESRCH &&
-        directory.is_fifo(name))
+    if (const std::optional<long> pid = pid_of_fifo(name);
+        pid && is_gone(*pid) && directory.is_fifo(name))
+      directory.remove(name);
+    if (const std::optional<long> pid = pid_of_name(name, {".status", ".status.new"});
+        pid && is_gone(*pid))
       directory.remove(name);
   }
+}
+
+// A process reads the FIFO: opening it for writing does not fail with ENXIO.
+bool is_read(const backends::StateDirectory& directory, const std::string& fifo) {
+  try {
+    directory.open_fifo_for_writing(fifo);
+    return true;
+  } catch (const std::system_error&) {
+    return false;
+  }
+}
+
+std::optional<PipeStatus> read_status_of(const backends::StateDirectory& directory, long pid) {
+  const std::optional<std::string> record =
+      directory.read_regular(status_name(pid), kMaxStatusBytes);
+  return record ? decode_status(*record) : std::nullopt;
 }
 
 }  // namespace
@@ -57,9 +94,10 @@ std::unique_ptr<ControlChannel> ControlChannel::create(bool counts_bytes) {
   std::optional<backends::StateDirectory> directory = control_directory();
   if (!directory) return nullptr;
   try {
-    remove_fifos_of_gone_processes(*directory);
+    remove_files_of_gone_processes(*directory);
     // Left by an earlier process with this id that was killed.
     directory->remove(fifo_name(::getpid(), !counts_bytes));
+    directory->remove(status_name(::getpid()));
   } catch (const std::exception&) {
     // Tidying is no reason to run without control.
   }
@@ -72,10 +110,15 @@ std::unique_ptr<ControlChannel> ControlChannel::create(bool counts_bytes) {
 
 ControlChannel::ControlChannel(backends::StateDirectory directory, std::string name,
                                io::FileDescriptor fifo)
-    : directory_(std::move(directory)), name_(std::move(name)), fifo_(std::move(fifo)) {}
+    : directory_(std::move(directory)),
+      name_(std::move(name)),
+      status_name_(status_name(::getpid())),
+      fifo_(std::move(fifo)) {}
 
 ControlChannel::~ControlChannel() {
   try {
+    // The status first: a FIFO without a status is a pipe that has not yet said anything.
+    directory_.remove(status_name_);
     directory_.remove(name_);
   } catch (const std::exception&) {
     // Left behind: the next pipe's create() removes it.
@@ -102,6 +145,37 @@ std::vector<std::string> ControlChannel::take_lines() {
     }
   }
   return lines;
+}
+
+void ControlChannel::publish(const PipeStatus& status, std::chrono::nanoseconds now) {
+  const bool due =
+      !published_ || published_->rate != status.rate || now - published_at_ >= kStatusInterval;
+  if (!due) return;
+  try {
+    directory_.replace_unlocked(status_name_, encode_status(status));
+  } catch (const std::system_error&) {
+    return;  // tried again at the next call
+  }
+  published_ = status;
+  published_at_ = now;
+}
+
+std::optional<PipeStatus> read_status(const RunningPipe& pipe) {
+  const std::optional<long> pid = pid_of_fifo(pipe.fifo_name);
+  return pid ? read_status_of(pipe.directory, *pid) : std::nullopt;
+}
+
+std::vector<ListedPipe> list_running_pipes(const std::string& path) {
+  const backends::StateDirectory directory = backends::StateDirectory::open(path);
+  std::vector<ListedPipe> pipes;
+  for (const std::string& name : directory.file_names()) {
+    const std::optional<long> pid = pid_of_fifo(name);
+    if (!pid || !directory.is_fifo(name) || !is_read(directory, name)) continue;
+    pipes.push_back({*pid, name.ends_with(".bytes"), read_status_of(directory, *pid)});
+  }
+  std::sort(pipes.begin(), pipes.end(),
+            [](const ListedPipe& a, const ListedPipe& b) { return a.pid < b.pid; });
+  return pipes;
 }
 
 std::optional<RunningPipe> find_running_pipe(long pid) {

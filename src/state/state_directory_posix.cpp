@@ -199,6 +199,46 @@ bool StateDirectory::is_fifo(const std::string& name) const {
          S_ISFIFO(status.st_mode);
 }
 
+void StateDirectory::replace_unlocked(const std::string& name, std::string_view bytes) const {
+  // A leftover is removed, not opened: it might be another name of some other file.
+  const std::string new_name = name + ".new";
+  ::unlinkat(fd_.get(), new_name.c_str(), 0);
+  io::FileDescriptor fd(io::retry_on_eintr([&] {
+    return ::openat(fd_.get(), new_name.c_str(),
+                    O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK, 0600);
+  }));
+  if (!fd) io::throw_errno("create '" + path_ + "/" + new_name + "'");
+  const ssize_t count =
+      io::retry_on_eintr([&] { return ::write(fd.get(), bytes.data(), bytes.size()); });
+  if (count < 0 || static_cast<std::size_t>(count) != bytes.size()) {
+    const int error = count < 0 ? errno : ENOSPC;
+    ::unlinkat(fd_.get(), new_name.c_str(), 0);
+    throw std::system_error(error, std::generic_category(),
+                            "write '" + path_ + "/" + new_name + "'");
+  }
+  if (::renameat(fd_.get(), new_name.c_str(), fd_.get(), name.c_str()) != 0) {
+    const int error = errno;
+    ::unlinkat(fd_.get(), new_name.c_str(), 0);
+    throw std::system_error(error, std::generic_category(),
+                            "rename '" + path_ + "/" + new_name + "'");
+  }
+}
+
+std::optional<std::string> StateDirectory::read_regular(const std::string& name,
+                                                        std::size_t max_bytes) const {
+  const io::FileDescriptor fd(io::retry_on_eintr([&] {
+    return ::openat(fd_.get(), name.c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK);
+  }));
+  struct stat status {};
+  if (!fd || ::fstat(fd.get(), &status) != 0 || !S_ISREG(status.st_mode)) return std::nullopt;
+  std::string bytes(max_bytes + 1, '\0');
+  const ssize_t count =
+      io::retry_on_eintr([&] { return ::pread(fd.get(), bytes.data(), bytes.size(), 0); });
+  if (count < 0) return std::nullopt;
+  bytes.resize(static_cast<std::size_t>(count));
+  return bytes;
+}
+
 std::vector<std::string> StateDirectory::file_names() const {
   // fdopendir takes ownership of its descriptor: give it a copy.
   const int copy = ::openat(fd_.get(), ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Live control says what happened: a pipe that cannot be controlled warns at start, `set` names
-# the directory it looked in and confirms the new rate, `status` finds the pipe's process id.
+# the directory it looked in and confirms the old and the new rate, `status` finds the pipe's process id.
 source "$E2E_LIB"
 export RATELIMIT_STATE_DIR=$WORK/state
 
@@ -16,11 +16,11 @@ expect_stderr "ratelimit: no ratelimit pipe runs as process 999999 (no pipe-9999
 
 sleep 5 | "$RATELIMIT" --rate 1k >/dev/null &
 for _ in $(seq 100); do
-  pid=$("$RATELIMIT" status | awk '$2 == "bytes" { print $1 }')
+  pid=$("$RATELIMIT" status | awk '$2 == "bytes" && $3 != "-" { print $1 }')
   [ -n "$pid" ] && break
   sleep 0.05
 done
 [ -n "$pid" ] || fail "status lists no running pipe"
 expect_status 0 "$RATELIMIT" set "$pid" --rate 50MiB/s
-expect_stderr "ratelimit: process $pid: rate set to 50MiB/s (52428800 bytes/s)"
+expect_stderr "ratelimit: process $pid: rate set from 1kB (1000 bytes/s) to 50MiB/s (52428800 bytes/s)"
 kill "$pid"

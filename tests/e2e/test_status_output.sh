@@ -37,14 +37,16 @@ assert keys["bad\tkey\x01"]["permits_per_second"] == 2, keys
 assert "symbolic link" in keys["evil"]["problem"], keys
 ' "$WORK/json" || fail "status --json: $(cat "$WORK/json")"
 
-# A running pipe is listed with its process id.
+# A running pipe is listed with its process id, its rate and what it moved.
 sleep 5 | "$RATELIMIT" --rate 1k >/dev/null &
 pipe_pid=$!
 for _ in $(seq 100); do
-  [ -p "$RATELIMIT_STATE_DIR/pipe-$pipe_pid.bytes" ] && break
+  [ -f "$RATELIMIT_STATE_DIR/pipe-$pipe_pid.status" ] && break
   sleep 0.05
 done
-"$RATELIMIT" status | grep -Eq "^$pipe_pid +bytes$" || fail "the pipe is not listed: $("$RATELIMIT" status)"
+"$RATELIMIT" status | grep -Eq "^$pipe_pid +bytes +1kB +0 +0$" || fail "the pipe is not listed: $("$RATELIMIT" status)"
+"$RATELIMIT" status --json | grep -Fq "{\"pid\":$pipe_pid,\"counts\":\"bytes\",\"rate\":\"1kB\",\"units_per_second\":1000,\"units\":0,\"bytes\":0}" ||
+  fail "the pipe is not in the JSON: $("$RATELIMIT" status --json)"
 kill "$pipe_pid"
 
 expect_status 0 "$RATELIMIT" reset --key big

@@ -115,5 +115,35 @@ TEST(ControlMessage, RoundTripsAPositiveRate) {
   EXPECT_EQ(decode_rate("5 parsecs"), std::nullopt);
 }
 
+TEST(PipeStatusRecord, RoundTripsWhatAPipeSays) {
+  const PipeStatus bytes{.counts_bytes = true, .rate = 10485760, .units = 123456, .bytes = 123456};
+  EXPECT_EQ(encode_status(bytes), "ratelimit-pipe 1 bytes 10485760 123456 123456\n");
+  EXPECT_EQ(decode_status(encode_status(bytes)), bytes);
+  const PipeStatus lines{.counts_bytes = false, .rate = 1.0 / 3, .units = 7, .bytes = 700};
+  EXPECT_EQ(decode_status(encode_status(lines)), lines);
+  // A timetable's "off".
+  const PipeStatus unlimited{.rate = std::numeric_limits<double>::infinity(), .units = 1};
+  EXPECT_EQ(decode_status(encode_status(unlimited)), unlimited);
+  const PipeStatus most{.rate = 1e300,
+                        .units = std::numeric_limits<std::uint64_t>::max(),
+                        .bytes = std::numeric_limits<std::uint64_t>::max()};
+  EXPECT_EQ(decode_status(encode_status(most)), most);
+}
+
+TEST(PipeStatusRecord, BelievesOnlyAWholeRecord) {
+  const std::string record = encode_status({.rate = 5, .units = 1, .bytes = 1});
+  for (std::size_t size = 0; size < record.size(); ++size)
+    EXPECT_EQ(decode_status(record.substr(0, size)), std::nullopt) << size;
+  EXPECT_EQ(decode_status(record + record), std::nullopt);
+  EXPECT_EQ(decode_status("ratelimit-pipe 2 bytes 5 1 1\n"), std::nullopt);
+  EXPECT_EQ(decode_status("ratelimit-pipe 1 blocks 5 1 1\n"), std::nullopt);
+  EXPECT_EQ(decode_status("ratelimit-pipe 1 bytes 0 1 1\n"), std::nullopt);
+  EXPECT_EQ(decode_status("ratelimit-pipe 1 bytes nan 1 1\n"), std::nullopt);
+  EXPECT_EQ(decode_status("ratelimit-pipe 1 bytes 5 -1 1\n"), std::nullopt);
+  EXPECT_EQ(decode_status("ratelimit-pipe 1 bytes 5 1 1 1\n"), std::nullopt);
+  EXPECT_EQ(decode_status("ratelimit-pipe 1 bytes 5  1 1\n"), std::nullopt);
+  EXPECT_EQ(decode_status("ratelimit-pipe 1 bytes 5 1 1 \n"), std::nullopt);
+}
+
 }  // namespace
 }  // namespace ratelimit::pipe

@@ -1,0 +1,60 @@
+#!/usr/bin/env bash
+# What `status` and `set` say of a running pipe: its rate in force and the units it moved so far,
+# growing while it runs; `set` confirms the old rate and the new one; a pipe killed with SIGKILL
+# (no chance to tidy up) is no longer listed, in text or JSON, and `set` says it is gone.
+source "$E2E_LIB"
+export RATELIMIT_STATE_DIR=$WORK/state
+
+# The units column of the pipe `pid` in `status`, once it shows rate `rate`.
+units_at_rate() {
+  "$RATELIMIT" status | awk -v pid="$1" -v rate="$2" '$1 == pid && $2 == "records" && $3 == rate { print $4 }'
+}
+
+yes | "$RATELIMIT" --lines --rate 200/s >/dev/null &
+pid=$!
+first=
+for _ in $(seq 200); do
+  first=$(units_at_rate "$pid" 200)
+  [ -n "$first" ] && break
+  sleep 0.05
+done
+[ -n "$first" ] || fail "the pipe is not listed at 200/s: $("$RATELIMIT" status)"
+# Published about once a second: the count grows within a few.
+later=$first
+for _ in $(seq 100); do
+  later=$(units_at_rate "$pid" 200)
+  [ -n "$later" ] && [ "$later" -gt "$first" ] && break
+  sleep 0.05
+done
+[ -n "$later" ] && [ "$later" -gt "$first" ] || fail "the unit count does not grow: $first, then $later"
+# Lines of "y\n": two bytes each, as said.
+"$RATELIMIT" status | awk -v pid="$pid" '$1 == pid && $5 >= 2 * $4 && $5 <= 2 * $4 + 2 { found = 1 } END { exit !found }' ||
+  fail "bytes do not match the lines: $("$RATELIMIT" status)"
+
+expect_status 0 "$RATELIMIT" set "$pid" --rate 20/s
+expect_stderr "ratelimit: process $pid: rate set from 200 (200 records/s) to 20/s (20 records/s)"
+shown=
+for _ in $(seq 100); do
+  shown=$(units_at_rate "$pid" 20)
+  [ -n "$shown" ] && break
+  sleep 0.05
+done
+[ -n "$shown" ] || fail "status does not show the new rate: $("$RATELIMIT" status)"
+expect_status 0 "$RATELIMIT" set "$pid" --rate 1k/s
+expect_stderr "ratelimit: process $pid: rate set from 20 (20 records/s) to 1k/s (1000 records/s)"
+
+kill -9 "$pid"
+wait "$pid" 2>/dev/null || true
+[ -p "$RATELIMIT_STATE_DIR/pipe-$pid.records" ] || fail "test premise: SIGKILL left the FIFO"
+[ -f "$RATELIMIT_STATE_DIR/pipe-$pid.status" ] || fail "test premise: SIGKILL left the status"
+"$RATELIMIT" status >"$WORK/status"
+[ ! -s "$WORK/status" ] || [ "$(cat "$WORK/status")" = "KEY  RATE  SHAPE  STORED  NEXT FREE" ] ||
+  fail "a killed pipe is listed: $(cat "$WORK/status")"
+"$RATELIMIT" status --json | grep -Fq '"pipes":[]' || fail "a killed pipe is in the JSON: $("$RATELIMIT" status --json)"
+expect_status 64 "$RATELIMIT" set "$pid" --rate 5
+expect_stderr "ratelimit: no ratelimit pipe runs as process $pid (no pipe-$pid.bytes or .records in $WORK/state)"
+
+# The next pipe tidies up what the killed one left.
+echo hi | "$RATELIMIT" --rate 1k >/dev/null
+[ ! -e "$RATELIMIT_STATE_DIR/pipe-$pid.records" ] && [ ! -e "$RATELIMIT_STATE_DIR/pipe-$pid.status" ] ||
+  fail "the killed pipe's files are left: $(ls "$RATELIMIT_STATE_DIR")"
