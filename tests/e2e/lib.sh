@@ -52,3 +52,17 @@ wait_for_file() {
     sleep 0.01
   done
 }
+
+# expect_paced_starts COUNT FILE...: the start times (now_ns) listed in FILE... are COUNT, and no
+# 500 ms window holds more than 15 of them: at 20/s it holds 11, plus 4 for scheduling delays;
+# unpaced, 20 processes would all start within about 250 ms.
+expect_paced_starts() {
+  local count=$1
+  shift
+  sort -n "$@" >"$WORK/starts"
+  [ "$(wc -l <"$WORK/starts")" -eq "$count" ] || fail "expected $count starts"
+  awk '{ t[NR] = $1 } END {
+    for (i = 1; i <= NR; i++) { n = 0; for (j = i; j <= NR && t[j] - t[i] < 500000000; j++) n++
+      if (n > 15) { print "window at start " i " holds " n " starts"; exit 1 } } }' "$WORK/starts" ||
+    fail "starts were not spread out"
+}

@@ -27,14 +27,7 @@ done
 wait
 ms=$(ms_since "$start")
 [ "$ms" -ge 900 ] && [ "$ms" -lt 3500 ] || fail "4 loops x 5 at 20/s took ${ms} ms, expected about 950"
-sort -n "$WORK"/starts.* >"$WORK/starts"
-[ "$(wc -l <"$WORK/starts")" -eq 20 ] || fail "expected 20 starts"
-# At 20/s no 500 ms window holds more than 11 starts (plus 4 for scheduling delays); unshared,
-# the loops would start all 20 within about 250 ms.
-awk '{ t[NR] = $1 } END {
-  for (i = 1; i <= NR; i++) { n = 0; for (j = i; j <= NR && t[j] - t[i] < 500000000; j++) n++
-    if (n > 15) { print "window at start " i " holds " n " starts"; exit 1 } } }' "$WORK/starts" ||
-  fail "starts were not spread out"
+expect_paced_starts 20 "$WORK"/starts.*
 
 # --permits 5 at 10/s: the next caller waits half a second.
 "$RATELIMIT" acquire --rate 10/s --key many --permits 5

@@ -24,12 +24,7 @@ done
 wait "${loops[@]}"
 ms=$(ms_since "$start")
 [ "$ms" -ge 900 ] && [ "$ms" -lt 3500 ] || fail "4 hosts x 5 at 20/s took ${ms} ms, expected about 950"
-sort -n "$WORK"/starts.* >"$WORK/starts"
-[ "$(wc -l <"$WORK/starts")" -eq 20 ] || fail "expected 20 starts"
-awk '{ t[NR] = $1 } END {
-  for (i = 1; i <= NR; i++) { n = 0; for (j = i; j <= NR && t[j] - t[i] < 500000000; j++) n++
-    if (n > 15) { print "window at start " i " holds " n " starts"; exit 1 } } }' "$WORK/starts" ||
-  fail "starts were not spread out"
+expect_paced_starts 20 "$WORK"/starts.*
 [ -z "$(ls "$WORK"/host1 2>/dev/null | grep -v '^\.')" ] || fail "a bucket file was written on a host"
 
 export RATELIMIT_STATE_DIR=$WORK/state
