@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
-# Sets up and runs every test: all of them on a Release build, the unit tests again under
-# AddressSanitizer + UndefinedBehaviorSanitizer, the threaded tests under ThreadSanitizer.
+# Sets up and runs every test: all of them on a Release build (the Redis ones against redis-servers
+# of their own), the unit tests again under AddressSanitizer + UndefinedBehaviorSanitizer, the
+# threaded tests under ThreadSanitizer, then about a minute of libFuzzer.
 source "$(dirname "${BASH_SOURCE[0]}")/setup.sh"
 ensure_packages "${RATELIMIT_BUILD_PACKAGES[@]}" libbenchmark-dev tmux strace dpkg-dev \
-  bash-completion fish groff-base mandoc file redis-server redis-tools
+  bash-completion fish groff-base mandoc file redis-server redis-tools tzdata
 
 run_ctest() {
   local dir=$1
