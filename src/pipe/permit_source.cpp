@@ -4,7 +4,15 @@
 #include <cmath>
 #include <utility>
 
+#include "pipe/engine.hpp"
+
 namespace ratelimit::pipe {
+namespace {
+
+// Units booked at once at the most, for the fastest rates (and "off").
+constexpr std::int64_t kLargestBooking = std::int64_t{1} << 30;
+
+}  // namespace
 
 using std::chrono::nanoseconds;
 
@@ -65,9 +73,14 @@ std::optional<nanoseconds> SharedPermitSource::turn(std::int64_t units, nanoseco
     credit_due_ = std::max(credit_due_, *due);
   }
   if (ahead_ == 0) {
-    const std::optional<nanoseconds> due = book(units);
+    // At least 1/kWritesPerSecond of the rate at a time: where a chunk is capped at a pipe's
+    // capacity (above 13 MB/s) the store is asked at most kWritesPerSecond times a second, not
+    // once per chunk (a state-file update is a write and a rename).
+    const std::int64_t booking =
+        std::max(units, default_chunk_units(request_.params.permits_per_second, kLargestBooking));
+    const std::optional<nanoseconds> due = book(booking);
     if (!due) return std::nullopt;
-    ahead_ = units;
+    ahead_ = booking;
     ahead_due_ = *due;
   }
   return credit_due_;

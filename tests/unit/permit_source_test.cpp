@@ -31,6 +31,7 @@ class FakeStore final : public backends::BucketBackend {
     if (!bucket) bucket.emplace(request.params, io_.now());
     applied.push_back(request.apply_params);
     booked += request.permits;
+    ++calls;
     const backends::Reservation reservation = backends::decide(*bucket, request, io_.now());
     io_.pass(latency);
     return reservation;
@@ -47,6 +48,7 @@ class FakeStore final : public backends::BucketBackend {
   std::optional<TokenBucket> bucket;
   std::vector<bool> applied;
   std::int64_t booked = 0;
+  int calls = 0;
   nanoseconds latency{0};
   bool fail = false;
   int interrupt_with = 0;
@@ -130,6 +132,17 @@ TEST_P(SharedEngine, UnitsBookedAndNotMovedAreCreditNeverBookedTwice) {
   // What was booked and not moved: the chunk booked ahead, and less than two more (a short read
   // leaves credit short of a chunk, which the chunk booked ahead then tops up).
   EXPECT_LT(booked_unused, 60);
+}
+
+TEST_P(SharedEngine, AtRatesAboveWhatAChunkHoldsTheStoreIsAskedForBlocks) {
+  // 1 MB/s in chunks of 100 bytes (as a pipe's capacity caps them at high rates): bookings of
+  // 1/200 s of the rate, 5000 bytes, so 20000 bytes take a handful of calls, not 200.
+  io.arrive(0s, std::string(20000, 'x'));
+  run(bytes_per_second(1e6, 100));
+  EXPECT_EQ(io.output().size(), 20000u);
+  EXPECT_LE(store.calls, 6);
+  EXPECT_EQ(store.booked, 20000 + booked_unused);
+  EXPECT_LE(booked_unused, 10000);
 }
 
 TEST_P(SharedEngine, FirstBookingAppliesTheParametersLaterOnesKeepTheKeys) {
