@@ -169,10 +169,7 @@ int run_pipe(const PipeOptions& options) {
                       .bytes = totals.bytes},
                      io.now());
   };
-  if (control) {
-    publish({.rate = schedule ? schedule->at(io.now()).units_per_second
-                              : engine_options.bucket.permits_per_second});
-  }
+  if (control) publish({.rate = engine_options.bucket.permits_per_second});
   pipe::Engine::ProgressCallback on_progress;
   if (show_progress || control) {
     on_progress = [&, show_progress](const pipe::Totals& totals) {

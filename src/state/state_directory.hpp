@@ -94,6 +94,11 @@ class StateDirectory {
       : fd_(std::move(fd)), path_(std::move(path)) {}
   io::FileDescriptor open_file(const std::string& name, bool create) const;
   std::optional<LockedFile> lock_file(const std::string& name, LockKind kind, bool create) const;
+  // Writes `bytes` to "name.new" (a leftover of a crash is removed, never opened: it might be
+  // another name of some other file), locked first if `lock` says so, then renames it over
+  // `name`. Returns the new file's descriptor. Throws std::system_error.
+  io::FileDescriptor write_and_rename(const std::string& name, std::string_view bytes,
+                                      bool lock) const;
 
   io::FileDescriptor fd_;
   std::string path_;

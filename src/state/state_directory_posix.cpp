@@ -50,27 +50,8 @@ std::string LockedFile::read() const {
 }
 
 void LockedFile::replace(std::string_view bytes) {
-  const int directory = directory_->fd_.get();
-  // Only the holder of the lock writes this name. One left by a crash is removed, not opened: it
-  // might be another name of some other file.
-  const std::string new_name = name_ + ".new";
-  ::unlinkat(directory, new_name.c_str(), 0);
-  io::FileDescriptor fd(io::retry_on_eintr([&] {
-    return ::openat(directory, new_name.c_str(),
-                    O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK, 0600);
-  }));
-  if (!fd) io::throw_errno("create state file '" + directory_->path_ + "/" + new_name + "'");
   // Locked before it takes the name, so the lock stays with whoever holds the current file.
-  if (io::retry_on_eintr([&] { return ::flock(fd.get(), LOCK_EX | LOCK_NB); }) != 0)
-    io::throw_errno("lock state file '" + directory_->path_ + "/" + new_name + "'");
-  const ssize_t count =
-      io::retry_on_eintr([&] { return ::write(fd.get(), bytes.data(), bytes.size()); });
-  if (count < 0) io::throw_errno("write state file");
-  if (static_cast<std::size_t>(count) != bytes.size())
-    throw std::system_error(ENOSPC, std::generic_category(), "write state file");
-  if (::renameat(directory, new_name.c_str(), directory, name_.c_str()) != 0)
-    io::throw_errno("rename state file '" + directory_->path_ + "/" + new_name + "'");
-  fd_ = std::move(fd);
+  fd_ = directory_->write_and_rename(name_, bytes, true);
 }
 
 StateDirectory StateDirectory::open(const std::string& path) {
@@ -200,28 +181,31 @@ bool StateDirectory::is_fifo(const std::string& name) const {
 }
 
 void StateDirectory::replace_unlocked(const std::string& name, std::string_view bytes) const {
-  // A leftover is removed, not opened: it might be another name of some other file.
+  write_and_rename(name, bytes, false);
+}
+
+io::FileDescriptor StateDirectory::write_and_rename(const std::string& name, std::string_view bytes,
+                                                    bool lock) const {
   const std::string new_name = name + ".new";
   ::unlinkat(fd_.get(), new_name.c_str(), 0);
   io::FileDescriptor fd(io::retry_on_eintr([&] {
     return ::openat(fd_.get(), new_name.c_str(),
-                    O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK, 0600);
+                    O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK, 0600);
   }));
   if (!fd) io::throw_errno("create '" + path_ + "/" + new_name + "'");
+  auto fail = [&](int error, const std::string& what) {
+    ::unlinkat(fd_.get(), new_name.c_str(), 0);
+    throw std::system_error(error, std::generic_category(),
+                            what + " '" + path_ + "/" + new_name + "'");
+  };
+  if (lock && io::retry_on_eintr([&] { return ::flock(fd.get(), LOCK_EX | LOCK_NB); }) != 0)
+    fail(errno, "lock");
   const ssize_t count =
       io::retry_on_eintr([&] { return ::write(fd.get(), bytes.data(), bytes.size()); });
-  if (count < 0 || static_cast<std::size_t>(count) != bytes.size()) {
-    const int error = count < 0 ? errno : ENOSPC;
-    ::unlinkat(fd_.get(), new_name.c_str(), 0);
-    throw std::system_error(error, std::generic_category(),
-                            "write '" + path_ + "/" + new_name + "'");
-  }
-  if (::renameat(fd_.get(), new_name.c_str(), fd_.get(), name.c_str()) != 0) {
-    const int error = errno;
-    ::unlinkat(fd_.get(), new_name.c_str(), 0);
-    throw std::system_error(error, std::generic_category(),
-                            "rename '" + path_ + "/" + new_name + "'");
-  }
+  if (count < 0 || static_cast<std::size_t>(count) != bytes.size())
+    fail(count < 0 ? errno : ENOSPC, "write");
+  if (::renameat(fd_.get(), new_name.c_str(), fd_.get(), name.c_str()) != 0) fail(errno, "rename");
+  return fd;
 }
 
 std::optional<std::string> StateDirectory::read_regular(const std::string& name,
