@@ -199,11 +199,13 @@ bool RedisBackend::reset(const std::string& key) {
   return reply.integer > 0;
 }
 
-bool RedisBackend::set_rate(const std::string& key, double permits_per_second) {
-  return set_rate_at(key, permits_per_second, std::nullopt);
+bool RedisBackend::set_rate(const std::string& key, double permits_per_second,
+                            const KeySchedule& schedule) {
+  return set_rate_at(key, permits_per_second, schedule, std::nullopt);
 }
 
 bool RedisBackend::set_rate_at(const std::string& key, double permits_per_second,
+                               const KeySchedule& /*schedule*/,
                                std::optional<std::int64_t> now_micros) {
   BucketParams checked;
   checked.permits_per_second = permits_per_second;

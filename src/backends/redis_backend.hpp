@@ -29,7 +29,8 @@ class RedisBackend final : public BucketBackend {
   // The round trip is bounded by the timeout, not by the request's deadline: a call that timed
   // out may have booked, so it is never cut short and retried.
   Reservation reserve(const PermitRequest& request, io::Waiter& waiter) override;
-  bool set_rate(const std::string& key, double permits_per_second) override;
+  bool set_rate(const std::string& key, double permits_per_second,
+                const KeySchedule& schedule) override;
   std::vector<BucketStatus> status(const std::optional<std::string>& key) override;
   bool reset(const std::string& key) override;
 
@@ -41,7 +42,7 @@ class RedisBackend final : public BucketBackend {
   std::optional<BucketStatus> status_at(const std::string& key,
                                         std::optional<std::int64_t> now_micros);
   bool set_rate_at(const std::string& key, double permits_per_second,
-                   std::optional<std::int64_t> now_micros);
+                   const KeySchedule& schedule, std::optional<std::int64_t> now_micros);
 
   const std::string& shown_url() const { return address_.shown; }
 

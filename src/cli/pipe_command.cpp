@@ -99,7 +99,9 @@ pipe::Result run_engine(const PipeOptions& options, const pipe::EngineOptions& e
                         pipe::FileIo& io, const pipe::Engine::ProgressCallback& draw) {
   if (options.key.empty()) return pipe::Engine(engine_options, io, draw).run();
   const std::unique_ptr<backends::BucketBackend> backend = open_backend(options.store);
-  const backends::PermitRequest request{.key = options.key, .params = engine_options.bucket};
+  backends::PermitRequest request;
+  request.key = options.key;
+  request.params = engine_options.bucket;
   pipe::SharedPermitSource source(
       *backend, request, io.waiter(), [&](const BucketParams& replaced) {
         announce_replaced_params(options.key, replaced, engine_options.bucket);

@@ -29,7 +29,7 @@ struct SetOptions {
 int set_key_rate(const SetOptions& options) {
   // A key may count bytes (its pipes') or permits: a rate in bytes is taken as written.
   const BucketParams params = to_bucket_params(options.bucket, RateUnits::data);
-  if (!open_backend(options.store)->set_rate(options.key, params.permits_per_second)) {
+  if (!open_backend(options.store)->set_rate(options.key, params.permits_per_second, {})) {
     fmt::print(stderr, "ratelimit: no bucket '{}' in {}\n", options.key, store_of(options.store));
     return exit_no_input;
   }

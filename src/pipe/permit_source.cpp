@@ -28,16 +28,7 @@ void LocalPermitSource::consume(std::int64_t units, nanoseconds requested_at) {
 }
 
 void LocalPermitSource::set_rate(double units_per_second, nanoseconds now) {
-  if (std::isinf(bucket_.params().permits_per_second) || std::isinf(units_per_second)) {
-    // Leaving "no limit": a fresh bucket, where Guava's setRate would fill it, a burst nobody
-    // saved up. Entering it: at once, where Guava would still wait out the turn booked at the old
-    // rate (an hour at 1/h).
-    BucketParams params = bucket_.params();
-    params.permits_per_second = units_per_second;
-    bucket_ = TokenBucket(params, now);
-  } else {
-    bucket_.set_rate(units_per_second, now);
-  }
+  backends::change_rate(bucket_, units_per_second, now);
 }
 
 SharedPermitSource::SharedPermitSource(backends::BucketBackend& backend,
@@ -103,7 +94,7 @@ void SharedPermitSource::consume(std::int64_t units, nanoseconds) {
 
 void SharedPermitSource::set_rate(double units_per_second, nanoseconds) {
   request_.params.permits_per_second = units_per_second;
-  backend_.set_rate(request_.key, units_per_second);
+  backend_.set_rate(request_.key, units_per_second, request_.schedule);
 }
 
 }  // namespace ratelimit::pipe

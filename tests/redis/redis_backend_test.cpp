@@ -70,10 +70,15 @@ class RedisStore final : public testing::GoldenStore {
   testing::GoldenAnswer request(const testing::GoldenRequest& golden) override {
     PermitRequest permits = request_for(golden);
     const Reservation reservation = backend_.reserve_at(permits, golden.timeout, micros(golden.at));
-    return {.granted = reservation.granted, .wait = reservation.wait};
+    return {.granted = reservation.granted,
+            .wait = reservation.wait,
+            .replaced = reservation.replaced_params.has_value(),
+            .key_timetable = reservation.key_timetable};
   }
   void set_rate(const testing::GoldenSetRate& change) override {
-    EXPECT_TRUE(backend_.set_rate_at(key_, change.rate, micros(change.at)));
+    EXPECT_TRUE(backend_.set_rate_at(
+        key_, change.rate, {.timetable = change.timetable, .entry_until = change.entry_until},
+        micros(change.at)));
   }
 
  private:
@@ -127,6 +132,7 @@ TEST_F(RedisBackendTest, ScriptMatchesTheCoreOnRandomSequences) {
     BucketParams params = random_params();
     std::int64_t now_micros = origin_micros + static_cast<std::int64_t>(random() % 1000000);
     std::optional<TokenBucket> core;
+    KeySchedule core_schedule;
     for (int step = 0; step < 60; ++step) {
       now_micros += static_cast<std::int64_t>(random() % 400000);
       if (random() % 10 == 0) params = random_params();
@@ -138,7 +144,7 @@ TEST_F(RedisBackendTest, ScriptMatchesTheCoreOnRandomSequences) {
       const nanoseconds now = std::chrono::microseconds(now_micros);
       if (timeout != kForever) permits.deadline = now + timeout;
       if (!core) core.emplace(params, now);
-      const Reservation expected = decide(*core, permits, now);
+      const Reservation expected = decide(*core, core_schedule, permits, now);
       const Reservation actual = redis.reserve_at(permits, timeout, now_micros);
       ASSERT_EQ(actual.replaced_params, expected.replaced_params)
           << "sequence " << sequence << " step " << step;
@@ -231,9 +237,9 @@ TEST_F(RedisBackendTest, StatusResetAndSetRate) {
   EXPECT_EQ(at_one_second->next_free_in, 0ms);
   const auto at_zero = redis.status_at("a", 50000);
   EXPECT_EQ(at_zero->next_free_in, 50ms);
-  EXPECT_TRUE(redis.set_rate("a", 20));
+  EXPECT_TRUE(redis.set_rate("a", 20, {}));
   EXPECT_EQ(redis.status("a").at(0).params.permits_per_second, 20);
-  EXPECT_FALSE(redis.set_rate("none", 20));
+  EXPECT_FALSE(redis.set_rate("none", 20, {}));
   EXPECT_TRUE(redis.reset("a"));
   EXPECT_FALSE(redis.reset("a"));
   EXPECT_TRUE(redis.status("a").empty());

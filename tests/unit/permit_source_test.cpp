@@ -28,16 +28,20 @@ class FakeStore final : public backends::BucketBackend {
     if (fail) throw BackendUnavailable("store gone");
     if (interrupt_with != 0)
       return {.granted = false, .wait = {}, .signal = interrupt_with, .replaced_params = {}};
-    if (!bucket) bucket.emplace(request.params, io_.now());
+    if (!bucket) {
+      bucket.emplace(request.params, io_.now());
+      schedule = request.schedule;
+    }
     applied.push_back(request.apply_params);
     booked += request.permits;
     ++calls;
-    const backends::Reservation reservation = backends::decide(*bucket, request, io_.now());
+    const backends::Reservation reservation = backends::decide(*bucket, schedule, request, io_.now());
     io_.pass(latency);
     return reservation;
   }
-  bool set_rate(const std::string&, double rate) override {
-    bucket->set_rate(rate, io_.now());
+  bool set_rate(const std::string&, double rate, const backends::KeySchedule& new_schedule) override {
+    backends::change_rate(*bucket, rate, io_.now());
+    schedule = new_schedule;
     return true;
   }
   std::vector<backends::BucketStatus> status(const std::optional<std::string>&) override {
@@ -46,6 +50,7 @@ class FakeStore final : public backends::BucketBackend {
   bool reset(const std::string&) override { return false; }
 
   std::optional<TokenBucket> bucket;
+  backends::KeySchedule schedule;
   std::vector<bool> applied;
   std::int64_t booked = 0;
   int calls = 0;
