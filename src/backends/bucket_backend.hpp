@@ -27,6 +27,10 @@ struct KeySchedule {
   friend bool operator==(const KeySchedule&, const KeySchedule&) = default;
 };
 
+// Timetables are at most this many bytes as a key keeps them: a record stays one small write, and
+// `ratelimit set` sends one to a pipe in one atomic write (under PIPE_BUF, 4096 bytes).
+inline constexpr std::size_t kMaxTimetableBytes = 4000;
+
 // Permits wanted from a named bucket that other processes share.
 struct PermitRequest {
   std::string key;

@@ -32,10 +32,6 @@ struct DecodedRecord {
 };
 DecodedRecord decode_record(std::string_view bytes);
 
-// Timetables are at most this many bytes as a key keeps them, so that a record stays one small
-// write.
-inline constexpr std::size_t kMaxTimetableBytes = 4096;
-
 // Keys are at most this many bytes, so that every file name stays under NAME_MAX.
 inline constexpr std::size_t kMaxKeyBytes = 80;
 // Throws std::invalid_argument naming the key if it is empty or too long.

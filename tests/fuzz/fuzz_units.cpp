@@ -9,9 +9,9 @@
 #include <stdexcept>
 #include <string_view>
 
-#include "cli/timetable_option.hpp"
 #include "cli/units.hpp"
 #include "ratelimit/timetable.hpp"
+#include "schedule/timetable_text.hpp"
 
 namespace {
 
@@ -42,7 +42,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   } catch (const UsageError&) {
   }
   try {
-    const ratelimit::Timetable timetable(ratelimit::cli::parse_timetable(
+    const ratelimit::Timetable timetable(ratelimit::schedule::parse_timetable(
         text,
         [](std::string_view rate) { return ratelimit::cli::parse_rate(rate).units_per_second; }));
     const auto period =
