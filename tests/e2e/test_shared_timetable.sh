@@ -50,3 +50,13 @@ expect_status 0 "$RATELIMIT" set --key k --rate 7
 "$RATELIMIT" status --key k >"$WORK/status"
 grep -q "TIMETABLE" "$WORK/status" && fail "a timetable left after a plain rate: $(cat "$WORK/status")"
 grep -Eq "^k +7 " "$WORK/status" || fail "status after set --key: $(cat "$WORK/status")"
+
+# exec and acquire with the key's own timetable replace nothing; one rate replaces the timetable.
+expect_status 0 "$RATELIMIT" acquire --key t --rate "$timetable"
+expect_status 0 "$RATELIMIT" acquire --key t --rate "$timetable"
+expect_stderr ""
+expect_status 0 "$RATELIMIT" exec --key t --rate 100 -- true
+grep -Eq "^ratelimit: key 't' now has rate 100/s, burst 1s \(was timetable '[^']*', burst 1s\)$" \
+  "$WORK/stderr" || fail "exec replacing a timetable said: $(cat "$WORK/stderr")"
+grep -q "$before,5" "$WORK/stderr" && grep -q "$at,off" "$WORK/stderr" ||
+  fail "the replaced timetable is not named: $(cat "$WORK/stderr")"

@@ -6,7 +6,9 @@
 #include <cstddef>
 #include <cstdint>
 #include <cstdlib>
+#include <optional>
 #include <stdexcept>
+#include <string>
 #include <string_view>
 
 #include "cli/units.hpp"
@@ -50,6 +52,15 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     if (!(period.permits_per_second > 0.0)) std::abort();
   } catch (const UsageError&) {
   } catch (const std::invalid_argument&) {
+  }
+  // A key's timetable (written by anything that can write the key) is read back or refused, and
+  // what is read back is written in the same form again.
+  if (const std::optional<ratelimit::Timetable> timetable =
+          ratelimit::schedule::parse_timetable_text(text)) {
+    const std::string written = ratelimit::schedule::timetable_text(*timetable);
+    const std::optional<ratelimit::Timetable> again =
+        ratelimit::schedule::parse_timetable_text(written);
+    if (!again || ratelimit::schedule::timetable_text(*again) != written) std::abort();
   }
   return 0;
 }
