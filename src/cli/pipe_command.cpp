@@ -114,12 +114,12 @@ pipe::Result run_engine(const PipeOptions& options, const pipe::EngineOptions& e
   const auto follow_key = [&](const std::string& text) {
     std::optional<Timetable> timetable = schedule::parse_timetable_text(text);
     if (text.empty())
-      fmt::print(stderr, "ratelimit: key '{}' has no timetable now: keeping the rate in force\n",
+      fmt::print(stderr, "ratelimit: key '{}' has no timetable now: its rate holds\n",
                  options.key);
     else if (!timetable)
       fmt::print(stderr,
                  "ratelimit: warning: key '{}' has a timetable this version cannot read ('{}'): "
-                 "keeping the rate in force\n",
+                 "its rate holds\n",
                  options.key, text);
     else
       fmt::print(stderr, "ratelimit: key '{}' follows timetable '{}' from now on\n", options.key,
