@@ -303,17 +303,27 @@ TEST_F(RedisBackendTest, StatusShowsTheScheduleAndSetRateReplacesIt) {
   EXPECT_EQ(redis.reserve_at(first, kForever, 0).key_timetable, "08:00,10;18:00,100");
   EXPECT_EQ(redis.status_at("tt", 0)->schedule, first.schedule);
 
-  EXPECT_TRUE(redis.set_rate_at("tt", 100, {.timetable = "09:00,100", .entry_until = kMax}, 0));
+  const std::string timetable = "09:00,100;18:00,1";
+  EXPECT_TRUE(redis.set_rate_at("tt", 100, {.timetable = timetable, .entry_until = kMax - 1}, 0));
   auto kept = redis.status_at("tt", 0);
   EXPECT_EQ(kept->params, bursty(100));
-  EXPECT_EQ(kept->schedule, (KeySchedule{.timetable = "09:00,100", .entry_until = kMax}));
-  // An entry one second earlier than the key's, where doubles would see the same number: the key
-  // stays at its entry and rate.
-  PermitRequest earlier = request("tt", bursty(1));
+  EXPECT_EQ(kept->schedule, (KeySchedule{.timetable = timetable, .entry_until = kMax - 1}));
+  // Entries one second apart, where doubles would see the same number: the later one moves the
+  // key on, the earlier one then changes nothing.
+  PermitRequest later = request("tt", bursty(1));
+  later.apply_params = false;
+  later.schedule = {.timetable = timetable, .entry_until = kMax};
+  EXPECT_EQ(redis.reserve_at(later, kForever, 0).key_timetable, timetable);
+  kept = redis.status_at("tt", 0);
+  EXPECT_EQ(kept->params, bursty(1));
+  EXPECT_EQ(kept->schedule, later.schedule);
+  PermitRequest earlier = request("tt", bursty(100));
   earlier.apply_params = false;
-  earlier.schedule = {.timetable = "09:00,100", .entry_until = kMax - 1};
-  EXPECT_EQ(redis.reserve_at(earlier, kForever, 0).key_timetable, "09:00,100");
-  EXPECT_EQ(redis.status_at("tt", 0)->params, bursty(100));
+  earlier.schedule = {.timetable = timetable, .entry_until = kMax - 1};
+  redis.reserve_at(earlier, kForever, 0);
+  kept = redis.status_at("tt", 0);
+  EXPECT_EQ(kept->params, bursty(1));
+  EXPECT_EQ(kept->schedule, later.schedule);
 
   const KeySchedule none{.timetable = "", .entry_until = std::numeric_limits<std::int64_t>::min()};
   EXPECT_TRUE(redis.set_rate("tt", 5, none));
