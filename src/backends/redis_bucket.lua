@@ -17,7 +17,8 @@
 --          warm-up nanoseconds, cold factor; ARGV[8] permits; ARGV[9] timeout nanoseconds;
 --          ARGV[10] "1" to apply these parameters to a bucket kept with others, "0" to keep its;
 --          ARGV[11], ARGV[12] start full, pay first ("0" or "1"); ARGV[13], ARGV[14] the timetable
---          the rate comes from and its entry's end (decimal Unix seconds).
+--          the rate comes from and its entry's end (decimal Unix seconds). ARGV[11..14] may be
+--          left off (as scripts/bench_redis.sh does): "0", "0", "", "0".
 --          Returns {granted 0|1, wait ns, parameters replaced 0|1, why the record was discarded,
 --          the key's timetable after the call}, followed when replaced by the replaced
 --          parameters (as status gives them) and the replaced timetable.
@@ -73,9 +74,10 @@ end
 
 -- Whether `text` is an int64 as std::to_string writes it: the only form compared below.
 local function is_int64_text(text)
+  if text == "0" then return true end
   if type(text) ~= "string" then return false end
   local digits = text:match("^%-?([1-9]%d*)$")
-  if digits == nil then return text == "0" end
+  if digits == nil then return false end
   if #digits ~= 19 then return #digits < 19 end
   if text:sub(1, 1) == "-" then return digits <= "9223372036854775808" end
   return digits <= "9223372036854775807"
@@ -83,6 +85,7 @@ end
 
 -- a < b for int64 texts, exact where tonumber() would round above 2^53.
 local function int64_less(a, b)
+  if a == b then return false end
   local a_negative, b_negative = a:sub(1, 1) == "-", b:sub(1, 1) == "-"
   if a_negative ~= b_negative then return a_negative end
   -- Between negatives, the larger magnitude is the smaller number.
@@ -271,13 +274,15 @@ local function load()
   if f[1] ~= FORMAT_VERSION then return nil, "not a bucket of this version" end
   local params = read_params(f[2], f[3], f[4], f[5], f[6], f[10] or nil, f[11] or nil)
   local stored, free_s, free_ns = tonumber(f[7]), tonumber(f[8]), tonumber(f[9])
-  local schedule = {timetable = f[12] or "", entry_until = f[13] or "0"}
+  local timetable, entry_until = f[12] or "", f[13] or "0"
   if not (params and stored and free_s and free_ns and stored >= 0 and
-          is_int64_text(schedule.entry_until)) then
+          is_int64_text(entry_until)) then
     return nil, "a damaged bucket"
   end
-  local bucket = {params = params, stored = stored, schedule = schedule,
-                  next_free = (free_s - now_s) * NS_PER_S + free_ns}
+  local bucket = {params = params, stored = stored,
+                  next_free = (free_s - now_s) * NS_PER_S + free_ns,
+                  schedule = {timetable = timetable, entry_until = entry_until},
+                  saved_schedule = {timetable = timetable, entry_until = entry_until}}
   derive(bucket)
   return bucket, ""
 end
@@ -292,8 +297,12 @@ local function save(bucket)
              text.burst, "warmup", text.warmup, "cold", text.cold, "start_full", text.start_full,
              "pay_first", text.pay_first, "stored",
              string.format("%.17g", bucket.stored), "free_s", string.format("%.0f", s), "free_ns",
-             string.format("%.0f", ns), "timetable", bucket.schedule.timetable, "entry_until",
-             bucket.schedule.entry_until)
+             string.format("%.0f", ns))
+  -- The schedule only when it changed, as most calls leave it.
+  local schedule, saved = bucket.schedule, bucket.saved_schedule
+  if schedule.timetable ~= saved.timetable or schedule.entry_until ~= saved.entry_until then
+    redis.call("HSET", key, "timetable", schedule.timetable, "entry_until", schedule.entry_until)
+  end
   -- Full again once the next free moment has passed and the missing permits have refilled.
   local refill = (bucket.max - bucket.stored) * bucket.cool_down
   if refill ~= refill or bucket.max == 0 then refill = 0 end
@@ -305,16 +314,18 @@ local function save(bucket)
   end
 end
 
+-- decide()'s replace(): the bucket's parameters and timetable before, for the reply.
+local function replace(bucket, params)
+  local replaced_params, replaced_timetable = bucket.params.text, bucket.schedule.timetable
+  change_params(bucket, params)
+  return replaced_params, replaced_timetable
+end
+
 -- decide() before the booking: the request's parameters and schedule against the key's. Returns
 -- the replaced parameters' text and timetable, or nil.
 local function settle_params(bucket, params, schedule, apply)
-  local replaced_params, replaced_timetable
-  local function replace(wanted)
-    replaced_params, replaced_timetable = bucket.params.text, bucket.schedule.timetable
-    change_params(bucket, wanted)
-  end
   if apply and schedule.timetable ~= bucket.schedule.timetable then
-    replace(params)
+    local replaced_params, replaced_timetable = replace(bucket, params)
     bucket.schedule = schedule
     return replaced_params, replaced_timetable
   end
@@ -327,10 +338,11 @@ local function settle_params(bucket, params, schedule, apply)
   if apply then
     local wanted = params
     -- Under a timetable the rate is the latest entry's, settled above.
-    if kept.timetable ~= "" then wanted = with_rate(params, bucket.params.text.rate) end
-    if not same_params(wanted, bucket.params) then replace(wanted) end
+    local rate = bucket.params.text.rate
+    if kept.timetable ~= "" and params.text.rate ~= rate then wanted = with_rate(params, rate) end
+    if not same_params(wanted, bucket.params) then return replace(bucket, wanted) end
   end
-  return replaced_params, replaced_timetable
+  return nil
 end
 
 if redis.replicate_commands then redis.replicate_commands() end
@@ -338,15 +350,16 @@ if redis.replicate_commands then redis.replicate_commands() end
 if operation == "reserve" then
   local params = read_params(ARGV[3], ARGV[4], ARGV[5], ARGV[6], ARGV[7], ARGV[11], ARGV[12])
   local permits, timeout, apply = tonumber(ARGV[8]), tonumber(ARGV[9]), ARGV[10] == "1"
-  local schedule = {timetable = ARGV[13], entry_until = ARGV[14]}
-  if not (params and permits and permits > 0 and timeout and type(schedule.timetable) == "string"
-          and is_int64_text(schedule.entry_until)) then
+  local schedule = {timetable = ARGV[13] or "", entry_until = ARGV[14] or "0"}
+  if not (params and permits and permits > 0 and timeout and
+          is_int64_text(schedule.entry_until)) then
     return redis.error_reply("ERR ratelimit: bad arguments")
   end
   local bucket, problem = load()
   if problem ~= "" then redis.call("DEL", key) end
   if bucket == nil then
-    bucket = {schedule = schedule}
+    -- No key, or deleted above: no schedule saved.
+    bucket = {schedule = schedule, saved_schedule = {timetable = "", entry_until = "0"}}
     start(bucket, params)
   end
   local replaced, replaced_timetable = settle_params(bucket, params, schedule, apply)
