@@ -9,6 +9,7 @@
 
 #include "../unit/golden_vectors.hpp"
 #include "backends/redis_connection.hpp"
+#include "backends/redis_script.hpp"
 #include "backends/redis_url.hpp"
 #include "errors.hpp"
 #include "io/waiter.hpp"
@@ -367,6 +368,22 @@ TEST_F(RedisBackendTest, KeyWrittenBeforeTimetablesHasNone) {
   EXPECT_FALSE(same.replaced_params);
   EXPECT_EQ(same.wait, 0ms);
   EXPECT_TRUE(notes_.empty());
+}
+
+// scripts/bench_redis.sh calls the script with ten arguments: without start full, pay first and a
+// schedule.
+TEST_F(RedisBackendTest, ReserveArgumentsAfterTheTenthMayBeLeftOff) {
+  const RedisValue reply =
+      admin(server_, {"EVAL", std::string(kRedisBucketScript), "1", "ratelimit:{short}", "reserve",
+                      "", "bursty", "1e9", "1", "0", "3", "1", "9223372036854775807", "1"});
+  ASSERT_EQ(reply.type, RedisValue::Type::array);
+  ASSERT_EQ(reply.elements.size(), 5u);
+  EXPECT_EQ(reply.elements[0].integer, 1);
+  EXPECT_EQ(reply.elements[4].text, "");
+  RedisBackend redis = backend(server_.unix_url());
+  const auto kept = redis.status("short").at(0);
+  EXPECT_EQ(kept.params, bursty(1e9));
+  EXPECT_EQ(kept.schedule, KeySchedule{});
 }
 
 TEST(RedisPassword, RightPasswordWrongPasswordAndNone) {
