@@ -41,8 +41,8 @@ class RedisBackend final : public BucketBackend {
                          std::optional<std::int64_t> now_micros);
   std::optional<BucketStatus> status_at(const std::string& key,
                                         std::optional<std::int64_t> now_micros);
-  bool set_rate_at(const std::string& key, double permits_per_second,
-                   const KeySchedule& schedule, std::optional<std::int64_t> now_micros);
+  bool set_rate_at(const std::string& key, double permits_per_second, const KeySchedule& schedule,
+                   std::optional<std::int64_t> now_micros);
 
   const std::string& shown_url() const { return address_.shown; }
 
