@@ -9,6 +9,13 @@ using std::chrono::nanoseconds;
 
 namespace {
 
+// A non-negative duration in nanoseconds, truncated as Java's (long) cast, at most a century: far
+// beyond any bucket's fill time, and far from overflow when subtracted from a time.
+nanoseconds saturated_nanoseconds(double ns) {
+  constexpr double kCentury = 100.0 * 365.25 * 86400e9;
+  return nanoseconds(static_cast<std::int64_t>(std::min(ns, kCentury)));
+}
+
 // New parameters, as Guava's setRate when only the rate changes; to or from no limit, afresh.
 void change_params(TokenBucket& bucket, const BucketParams& params, nanoseconds now) {
   const double old_rate = bucket.params().permits_per_second;
@@ -25,6 +32,23 @@ void change_rate(TokenBucket& bucket, double permits_per_second, nanoseconds now
   BucketParams params = bucket.params();
   params.permits_per_second = permits_per_second;
   change_params(bucket, params, now);
+}
+
+void give_back(TokenBucket& bucket, std::int64_t permits, nanoseconds now) {
+  const BucketParams& params = bucket.params();
+  const nanoseconds next_free = bucket.state().next_free;
+  // As the core books fresh permits: permits times the stable interval, truncated.
+  const nanoseconds cost =
+      saturated_nanoseconds(static_cast<double>(permits) * (1e9 / params.permits_per_second));
+  // Idle for longer than it takes to fill the bucket, it is full: going back further changes
+  // nothing.
+  const nanoseconds fill = params.shape == BucketShape::warming_up
+                               ? params.warmup
+                               : saturated_nanoseconds(params.max_burst_seconds * 1e9);
+  const nanoseconds moved_back = std::max(next_free - cost, now - fill);
+  if (moved_back >= next_free) return;
+  bucket = TokenBucket(params, BucketState{.stored_permits = bucket.state().stored_permits,
+                                           .next_free = moved_back});
 }
 
 Reservation decide(TokenBucket& bucket, KeySchedule& schedule, const PermitRequest& request,

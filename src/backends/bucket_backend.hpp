@@ -94,6 +94,9 @@ class BucketBackend {
   virtual std::vector<BucketStatus> status(const std::optional<std::string>& key) = 0;
   // Forgets a bucket; false if there was none.
   virtual bool reset(const std::string& key) = 0;
+  // Permits that reserve() booked and their user did not use (a pipe's chunk booked ahead when its
+  // input ended), as give_back() takes them; nothing if there is no such bucket.
+  virtual void give_back(const std::string& key, std::int64_t permits) = 0;
 };
 
 // A new rate, as Guava's setRate (stored permits rescaled), except to and from no limit
@@ -101,6 +104,12 @@ class BucketBackend {
 // saved up, and entering it does not wait out a turn booked at the old rate. Every rate change of
 // a timetable or of `ratelimit set` goes through here.
 void change_rate(TokenBucket& bucket, double permits_per_second, std::chrono::nanoseconds now);
+
+// Permits booked and not used go back, as if they had never been booked: the next free moment
+// moves back by what they cost at the stable rate, even into the past, where the bucket then
+// counts as idle since (a pipe whose last chunk went out late loses no time), but not further
+// back than the time the bucket takes to fill. Stored permits are left alone.
+void give_back(TokenBucket& bucket, std::int64_t permits, std::chrono::nanoseconds now);
 
 // The decision on a bucket and its schedule loaded at `now` (on the request's deadline's
 // timeline), shared by every backend.

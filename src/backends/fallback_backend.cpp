@@ -48,4 +48,12 @@ std::vector<BucketStatus> FallbackBackend::status(const std::optional<std::strin
 
 bool FallbackBackend::reset(const std::string& key) { return shared_->reset(key); }
 
+void FallbackBackend::give_back(const std::string& key, std::int64_t permits) {
+  // Where the permits were booked: this host's bucket after a failure, none when unthrottled.
+  if (local_)
+    local_->give_back(key, permits);
+  else if (!failed_)
+    shared_->give_back(key, permits);
+}
+
 }  // namespace ratelimit::backends

@@ -33,6 +33,7 @@ class FallbackBackend final : public BucketBackend {
                 const KeySchedule& schedule) override;
   std::vector<BucketStatus> status(const std::optional<std::string>& key) override;
   bool reset(const std::string& key) override;
+  void give_back(const std::string& key, std::int64_t permits) override;
 
  private:
   std::unique_ptr<BucketBackend> shared_;

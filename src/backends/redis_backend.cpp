@@ -224,6 +224,20 @@ bool RedisBackend::set_rate(const std::string& key, double permits_per_second,
   return set_rate_at(key, permits_per_second, schedule, std::nullopt);
 }
 
+void RedisBackend::give_back(const std::string& key, std::int64_t permits) {
+  give_back_at(key, permits, std::nullopt);
+}
+
+void RedisBackend::give_back_at(const std::string& key, std::int64_t permits,
+                                std::optional<std::int64_t> now_micros) {
+  validate_permits(permits);
+  const RedisValue reply =
+      run_script(key, {"give_back", now_argument(now_micros), std::to_string(permits)});
+  if (reply.type != RedisValue::Type::nil &&
+      (reply.type != RedisValue::Type::integer || reply.integer != 1))
+    unexpected_reply(reply);
+}
+
 bool RedisBackend::set_rate_at(const std::string& key, double permits_per_second,
                                const KeySchedule& schedule,
                                std::optional<std::int64_t> now_micros) {

@@ -33,6 +33,7 @@ class RedisBackend final : public BucketBackend {
                 const KeySchedule& schedule) override;
   std::vector<BucketStatus> status(const std::optional<std::string>& key) override;
   bool reset(const std::string& key) override;
+  void give_back(const std::string& key, std::int64_t permits) override;
 
   // The decision for permits due within `timeout` (Guava tryAcquire; nanoseconds::max(): no
   // limit), at a time the caller gives in Unix microseconds instead of the server's TIME: for the
@@ -41,6 +42,8 @@ class RedisBackend final : public BucketBackend {
                          std::optional<std::int64_t> now_micros);
   std::optional<BucketStatus> status_at(const std::string& key,
                                         std::optional<std::int64_t> now_micros);
+  void give_back_at(const std::string& key, std::int64_t permits,
+                    std::optional<std::int64_t> now_micros);
   bool set_rate_at(const std::string& key, double permits_per_second, const KeySchedule& schedule,
                    std::optional<std::int64_t> now_micros);
 

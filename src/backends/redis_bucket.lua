@@ -11,7 +11,7 @@
 --          (the parameters as the client wrote them; the last two "0" when absent), stored,
 --          free_s, free_ns (the next free moment, Unix time), timetable, entry_until (the key's
 --          schedule; "" and "0" when absent, as in keys written before timetables).
--- ARGV[1]  "reserve", "status" or "set_rate"
+-- ARGV[1]  "reserve", "status", "set_rate" or "give_back"
 -- ARGV[2]  the time in Unix microseconds for tests, or "" for the server's TIME
 -- reserve: ARGV[3..7] shape ("bursty" or "warming_up"), permits per second, max burst seconds,
 --          warm-up nanoseconds, cold factor; ARGV[8] permits; ARGV[9] timeout nanoseconds;
@@ -27,9 +27,13 @@
 --          until the next free, timetable, entry_until}.
 -- set_rate: ARGV[3] the new rate, ARGV[4], ARGV[5] the new timetable and entry's end; returns nil
 --          without a bucket, else 1.
+-- give_back: ARGV[3] permits booked and not used (give_back() of bucket_backend.cpp); returns nil
+--          without a bucket, else 1.
 -- Waits are strings of integer nanoseconds: a Lua number in a reply is truncated to an integer.
 
 local NS_PER_S = 1e9
+-- give_back()'s bound on a duration, as saturated_nanoseconds() of bucket_backend.cpp.
+local CENTURY_NS = 100.0 * 365.25 * 86400e9
 local REP_LIMIT = 9223372036854775808 -- 2^63; stands for the saturated int64 maximum as well
 local FORMAT_VERSION = "1"
 -- A key expires this long after the bucket would be full again: an idle key vanishes.
@@ -403,6 +407,25 @@ if operation == "set_rate" then
   change_params(bucket, params)
   bucket.schedule = schedule
   save(bucket)
+  return 1
+end
+
+if operation == "give_back" then
+  local permits = tonumber(ARGV[3])
+  if not (permits and permits > 0) then return redis.error_reply("ERR ratelimit: bad arguments") end
+  local bucket = load()
+  if bucket == nil then return nil end
+  -- give_back(): back by what the permits cost, as if never booked, but not further than the
+  -- bucket's fill time before now; durations truncated and at most a century.
+  local p = bucket.params
+  local cost = truncate_saturated(math.min(permits * bucket.stable, CENTURY_NS))
+  local fill = p.warmup
+  if p.shape == "bursty" then fill = truncate_saturated(math.min(p.burst * NS_PER_S, CENTURY_NS)) end
+  local moved_back = math.max(bucket.next_free - cost, now - fill)
+  if moved_back < bucket.next_free then
+    bucket.next_free = moved_back
+    save(bucket)
+  end
   return 1
 end
 

@@ -85,6 +85,17 @@ bool StateFileBackend::set_rate(const std::string& key, double permits_per_secon
   return true;
 }
 
+void StateFileBackend::give_back(const std::string& key, std::int64_t permits) {
+  std::optional<LockedFile> file =
+      directory_.lock_existing(bucket_file_name(key), LockKind::exclusive);
+  if (!file) return;
+  const DecodedRecord loaded = load(*file);
+  if (!loaded.record) return;
+  TokenBucket bucket(loaded.record->params, loaded.record->state);
+  backends::give_back(bucket, permits, clock_.now());
+  save(*file, bucket, loaded.record->schedule);
+}
+
 std::vector<BucketStatus> StateFileBackend::status(const std::optional<std::string>& key) {
   std::vector<BucketStatus> buckets;
   for (const std::string& name : directory_.file_names()) {

@@ -352,6 +352,7 @@ Result Engine::stop_after_writing_buffer() {
 }
 
 Result Engine::finish(Ending ending, int signal) {
+  source_.finish();
   totals_.now = io_.now();
   if (on_progress_) on_progress_(totals_);
   return Result{ending, signal, totals_, rate_changes_};

@@ -4,6 +4,7 @@
 #include <cmath>
 #include <utility>
 
+#include "errors.hpp"
 #include "pipe/engine.hpp"
 #include "schedule/timetable_text.hpp"
 
@@ -106,6 +107,17 @@ void SharedPermitSource::consume(std::int64_t units, nanoseconds) {
   if (credit_ < 0) {
     book(-credit_);
     credit_ = 0;
+  }
+}
+
+void SharedPermitSource::finish() {
+  const std::int64_t unused = booked_unused();
+  if (unused <= 0) return;
+  try {
+    backend_.give_back(request_.key, unused);
+    credit_ = ahead_ = 0;
+  } catch (const BackendUnavailable&) {
+    // The units stay booked: the key is only slower for a moment, and the data has gone out.
   }
 }
 

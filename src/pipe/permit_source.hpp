@@ -33,6 +33,8 @@ class PermitSource {
   // A timetable set by hand, from now on; its entry in force has this rate and end.
   virtual void set_timetable(const Timetable& timetable, double units_per_second,
                              std::int64_t entry_until, std::chrono::nanoseconds now) = 0;
+  // The run is over: nothing more is asked for.
+  virtual void finish() = 0;
 };
 
 // The pipe's own bucket: the turn is the bucket's next free time and units are booked once
@@ -50,6 +52,7 @@ class LocalPermitSource final : public PermitSource {
                    std::chrono::nanoseconds now) override;
   void set_timetable(const Timetable& timetable, double units_per_second, std::int64_t entry_until,
                      std::chrono::nanoseconds now) override;
+  void finish() override {}
 
  private:
   TokenBucket bucket_;
@@ -61,12 +64,13 @@ class LocalPermitSource final : public PermitSource {
 // round trip hides behind that wait, and a wake-up a little late finds the key still busy with
 // this pipe's next chunk instead of idle (idle time would be stored as a burst for everyone).
 // Units booked and not moved (a short read, the end of a slow producer's burst) are kept as
-// local credit for the next turn: never booked twice. The first booking applies the request's
-// parameters and timetable to the key (saying so through `on_replaced` if they differed); later
-// ones keep the key's, so that two users with other parameters do not flip the key back and forth.
-// A timetable's change of entry goes to the key with the next booking (the first user past it
-// moves the key on); when the key's timetable is another than the one followed (set by another
-// user), `on_key_timetable` is told, so that the pipe follows the key's.
+// local credit for the next turn: never booked twice. At the end of the run they are given back to
+// the key, so that a loop of short pipes on one key gets the key's whole rate. The first booking
+// applies the request's parameters and timetable to the key (saying so through `on_replaced` if
+// they differed); later ones keep the key's, so that two users with other parameters do not flip
+// the key back and forth. A timetable's change of entry goes to the key with the next booking (the
+// first user past it moves the key on); when the key's timetable is another than the one followed
+// (set by another user), `on_key_timetable` is told, so that the pipe follows the key's.
 class SharedPermitSource final : public PermitSource {
  public:
   using OnReplaced =
@@ -86,6 +90,7 @@ class SharedPermitSource final : public PermitSource {
                    std::chrono::nanoseconds now) override;
   void set_timetable(const Timetable& timetable, double units_per_second, std::int64_t entry_until,
                      std::chrono::nanoseconds now) override;
+  void finish() override;
 
   // Units booked and not yet moved, the chunk booked ahead included.
   std::int64_t booked_unused() const { return credit_ + ahead_; }

@@ -82,6 +82,9 @@ class RedisStore final : public testing::GoldenStore {
         key_, change.rate, {.timetable = change.timetable, .entry_until = change.entry_until},
         micros(change.at)));
   }
+  void give_back(const testing::GoldenGiveBack& unused) override {
+    backend_.give_back_at(key_, unused.permits, micros(unused.at));
+  }
 
  private:
   static std::int64_t micros(nanoseconds at) {

@@ -29,13 +29,14 @@ class MemoryBackend final : public backends::BucketBackend {
     auto [schedule, new_schedule] = schedules_.try_emplace(request.key, request.schedule);
     return backends::decide(bucket->second, schedule->second, request, now);
   }
-  bool set_rate(const std::string&, double, const backends::KeySchedule&) override {
-    return false;
-  }
+  bool set_rate(const std::string&, double, const backends::KeySchedule&) override { return false; }
   std::vector<backends::BucketStatus> status(const std::optional<std::string>&) override {
     return {};
   }
   bool reset(const std::string& key) override { return buckets_.erase(key) > 0; }
+  void give_back(const std::string& key, std::int64_t permits) override {
+    backends::give_back(buckets_.at(key), permits, clock_.now());
+  }
 
  private:
   Clock& clock_;
@@ -155,13 +156,12 @@ class InterruptedBackend final : public backends::BucketBackend {
   backends::Reservation reserve(const backends::PermitRequest&, io::Waiter&) override {
     return {.granted = false, .wait = {}, .signal = SIGTERM, .replaced_params = {}};
   }
-  bool set_rate(const std::string&, double, const backends::KeySchedule&) override {
-    return false;
-  }
+  bool set_rate(const std::string&, double, const backends::KeySchedule&) override { return false; }
   std::vector<backends::BucketStatus> status(const std::optional<std::string>&) override {
     return {};
   }
   bool reset(const std::string&) override { return false; }
+  void give_back(const std::string&, std::int64_t) override {}
 };
 
 TEST_F(Admit, SignalWhileTheStoreIsAskedRunsNothing) {

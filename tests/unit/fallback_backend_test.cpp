@@ -25,12 +25,15 @@ class ScriptedBackend final : public BucketBackend {
     return {};
   }
   bool reset(const std::string&) override { return !down; }
-  bool set_rate(const std::string&, double, const backends::KeySchedule&) override {
-    return !down;
+  void give_back(const std::string&, std::int64_t permits) override {
+    if (down) throw BackendUnavailable("down");
+    given_back += permits;
   }
+  bool set_rate(const std::string&, double, const backends::KeySchedule&) override { return !down; }
 
   bool down = false;
   int calls = 0;
+  std::int64_t given_back = 0;
 
  private:
   std::chrono::nanoseconds wait_;
@@ -107,6 +110,25 @@ TEST(FallbackBackend, StatusAndResetFailWhateverThePolicy) {
   EXPECT_FALSE(fixture.backend->reset("api"));
   EXPECT_FALSE(fixture.backend->set_rate("api", 2, {}));
   EXPECT_EQ(fixture.locals_opened, 0);
+}
+
+TEST(FallbackBackend, PermitsGoBackWhereTheyWereBooked) {
+  Fixture up(OnUnavailable::local);
+  up.reserve();
+  up.backend->give_back("api", 5);
+  EXPECT_EQ(up.shared->given_back, 5);
+
+  Fixture local(OnUnavailable::local);
+  local.shared->down = true;
+  local.reserve();
+  local.backend->give_back("api", 6);
+  ASSERT_NE(local.local, nullptr);
+  EXPECT_EQ(local.local->given_back, 6);
+
+  Fixture unthrottled(OnUnavailable::allow);
+  unthrottled.shared->down = true;
+  unthrottled.reserve();
+  unthrottled.backend->give_back("api", 7);  // nowhere: nothing was booked
 }
 
 }  // namespace

@@ -188,7 +188,7 @@ std::vector<GoldenVector> read_golden_vectors(const std::string& path) {
         continue;
       }
       std::map<std::string, std::string> fields = fields_of(words);
-      GoldenStep step{.line = line, .text = text, .request = {}, .set_rate = {}};
+      GoldenStep step{.line = line, .text = text, .request = {}, .set_rate = {}, .give_back = {}};
       if (word == "params") {
         params = parse_params(fields);
         continue;
@@ -205,6 +205,10 @@ std::vector<GoldenVector> read_golden_vectors(const std::string& path) {
           step.set_rate->entry_until = parse_integer(*until);
         reject_unknown(fields);
         params->permits_per_second = step.set_rate->rate;
+      } else if (word == "give_back") {
+        step.give_back = GoldenGiveBack{.at = parse_duration(require(fields, "t")),
+                                        .permits = parse_integer(require(fields, "permits"))};
+        reject_unknown(fields);
       } else {
         throw std::invalid_argument("unknown line '" + word + "'");
       }
@@ -222,6 +226,10 @@ std::vector<std::string> replay(const GoldenVector& vector, GoldenStore& store) 
   for (const GoldenStep& step : vector.steps) {
     if (step.set_rate) {
       store.set_rate(*step.set_rate);
+      continue;
+    }
+    if (step.give_back) {
+      store.give_back(*step.give_back);
       continue;
     }
     const GoldenRequest& request = *step.request;

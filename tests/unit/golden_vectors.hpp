@@ -35,11 +35,17 @@ struct GoldenSetRate {
   std::int64_t entry_until = 0;
 };
 
+struct GoldenGiveBack {
+  std::chrono::nanoseconds at{0};
+  std::int64_t permits = 0;
+};
+
 struct GoldenStep {
   int line = 0;
   std::string text;  // the line as written
   std::optional<GoldenRequest> request;
   std::optional<GoldenSetRate> set_rate;
+  std::optional<GoldenGiveBack> give_back;
 };
 
 struct GoldenVector {
@@ -64,6 +70,7 @@ class GoldenStore {
   virtual ~GoldenStore() = default;
   virtual GoldenAnswer request(const GoldenRequest& request) = 0;
   virtual void set_rate(const GoldenSetRate& change) = 0;
+  virtual void give_back(const GoldenGiveBack& unused) = 0;
 };
 
 // Replays `vector` on `store`; returns one message per mismatch, each with the line as the store

@@ -52,6 +52,9 @@ class CoreStore final : public GoldenStore {
     backends::change_rate(*bucket_, change.rate, change.at);
     schedule_ = {.timetable = change.timetable, .entry_until = change.entry_until};
   }
+  void give_back(const GoldenGiveBack& unused) override {
+    backends::give_back(*bucket_, unused.permits, unused.at);
+  }
 
  private:
   std::optional<TokenBucket> bucket_;
@@ -68,8 +71,11 @@ class StateFileStore final : public GoldenStore {
   void set_rate(const GoldenSetRate& change) override {
     move_to(change.at);
     EXPECT_TRUE(backend_.set_rate(
-        "golden", change.rate,
-        {.timetable = change.timetable, .entry_until = change.entry_until}));
+        "golden", change.rate, {.timetable = change.timetable, .entry_until = change.entry_until}));
+  }
+  void give_back(const GoldenGiveBack& unused) override {
+    move_to(unused.at);
+    backend_.give_back("golden", unused.permits);
   }
 
  private:
@@ -90,17 +96,19 @@ std::vector<GoldenVector> golden_vectors() { return read_golden_vectors(RATELIMI
 TEST(GoldenVectors, FileCoversEveryKindOfStep) {
   const std::vector<GoldenVector> vectors = golden_vectors();
   ASSERT_GE(vectors.size(), 10u);
-  bool refusal = false, set_rate = false, warming_up = false, kept_params = false;
+  bool refusal = false, set_rate = false, give_back = false, warming_up = false,
+       kept_params = false;
   for (const GoldenVector& vector : vectors) {
     for (const GoldenStep& step : vector.steps) {
       set_rate |= step.set_rate.has_value();
+      give_back |= step.give_back.has_value();
       if (!step.request) continue;
       refusal |= step.request->granted == false;
       warming_up |= step.request->params.shape == BucketShape::warming_up;
       kept_params |= !step.request->apply_params;
     }
   }
-  EXPECT_TRUE(refusal && set_rate && warming_up && kept_params);
+  EXPECT_TRUE(refusal && set_rate && give_back && warming_up && kept_params);
 }
 
 TEST(GoldenVectors, CoreReachesEveryExpectedDecision) {
