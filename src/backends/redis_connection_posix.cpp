@@ -169,7 +169,10 @@ RedisValue RedisConnection::command(const std::vector<std::string>& arguments,
   if (::redisAppendCommandArgv(context, static_cast<int>(arguments.size()), pointers.data(),
                                lengths.data()) != REDIS_OK)
     fail(context->errstr);
-  const std::chrono::nanoseconds reply_deadline = waiter.now() + timeout_;
+  const std::chrono::nanoseconds sent_at = waiter.now();
+  const std::chrono::nanoseconds reply_deadline =
+      timeout_ > std::chrono::nanoseconds::max() - sent_at ? std::chrono::nanoseconds::max()
+                                                           : sent_at + timeout_;
   // The socket stays blocking for the write, bounded by the send timeout that redisSetTimeout
   // set: a command is at most the script's 13 kB, sent on a connection with nothing else in
   // flight (each reply is read whole, a connection that lost one is closed), so the socket
