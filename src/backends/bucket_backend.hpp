@@ -14,6 +14,23 @@
 // passes tests/golden_vectors.txt.
 namespace ratelimit::backends {
 
+// The timetable a key follows, kept with its bucket so that every user of the key follows the
+// same entries. The store only compares and keeps it: the users, who know the local time, work
+// out which entry is in force and say so in their requests.
+struct KeySchedule {
+  // As schedule::timetable_text() writes it; empty: one rate, no timetable.
+  std::string timetable;
+  // When the entry that set the bucket's rate ends (Unix seconds): the later an entry, the later
+  // its end, so a larger value is a later entry.
+  std::int64_t entry_until = 0;
+
+  friend bool operator==(const KeySchedule&, const KeySchedule&) = default;
+};
+
+// Timetables are at most this many bytes as a key keeps them: a record stays one small write, and
+// `ratelimit set` sends one to a pipe in one atomic write (under PIPE_BUF, 4096 bytes).
+inline constexpr std::size_t kMaxTimetableBytes = 4000;
+
 // Permits wanted from a named bucket that other processes share.
 struct PermitRequest {
   std::string key;
@@ -22,6 +39,11 @@ struct PermitRequest {
   // True: `params` replace the bucket's from now on when they differ, as set_rate does (stored
   // permits rescaled). False: the bucket's parameters are kept.
   bool apply_params = true;
+  // The timetable that params.permits_per_second comes from, and its entry. With apply_params and
+  // another timetable than the key's, it replaces the key's. With the key's own timetable and a
+  // later entry than the key's, the key moves on to that entry's rate (the first user past a
+  // change moves the key on), whatever apply_params says; an earlier entry changes nothing.
+  KeySchedule schedule{};
   std::int64_t permits = 1;
   // On the waiter's timeline (monotonic_now()): granted only if the permits are due by then
   // (Guava tryAcquire); the store's own waits (a lock, a round trip) count against it, and a call
@@ -37,8 +59,12 @@ struct Reservation {
   std::chrono::nanoseconds wait{0};
   // Not granted because a stop signal (SIGINT, SIGTERM, SIGHUP) cut the call short: that signal.
   int signal = 0;
-  // The bucket's parameters that this request replaced (apply_params, and they differed).
+  // The bucket's parameters that this request replaced (apply_params, and they or the timetable
+  // differed), and the timetable they came with.
   std::optional<BucketParams> replaced_params;
+  std::string replaced_timetable{};
+  // The key's timetable after the request: a user that keeps the key's parameters follows it.
+  std::string key_timetable{};
 };
 
 // One bucket as `ratelimit status` shows it, as of now.
@@ -47,6 +73,7 @@ struct BucketStatus {
   // Why the record cannot be used (it then counts as a fresh bucket); empty when it can.
   std::string problem;
   BucketParams params;
+  KeySchedule schedule{};
   double stored_permits = 0.0;
   std::chrono::nanoseconds next_free_in{0};
 };
@@ -59,20 +86,29 @@ class BucketBackend {
   // Atomically applies the request's parameters (if asked) and books its permits if they are
   // due by its deadline. Waits only through `waiter`, so a stop signal ends the call at once.
   virtual Reservation reserve(const PermitRequest& request, io::Waiter& waiter) = 0;
-  // A new rate for every user of `key` from now on, as Guava's setRate; false if there is no
-  // such bucket.
-  virtual bool set_rate(const std::string& key, double permits_per_second) = 0;
+  // A new rate and timetable for every user of `key` from now on, as change_rate(); false if there
+  // is no such bucket.
+  virtual bool set_rate(const std::string& key, double permits_per_second,
+                        const KeySchedule& schedule) = 0;
   // The buckets kept, sorted by key; only `key`'s when given.
   virtual std::vector<BucketStatus> status(const std::optional<std::string>& key) = 0;
   // Forgets a bucket; false if there was none.
   virtual bool reset(const std::string& key) = 0;
 };
 
-// The decision on a bucket loaded at `now` (on the request's deadline's timeline), shared by every
-// backend.
-Reservation decide(TokenBucket& bucket, const PermitRequest& request, std::chrono::nanoseconds now);
+// A new rate, as Guava's setRate (stored permits rescaled), except to and from no limit
+// (infinity), where the bucket starts afresh: leaving "off" does not hand out a burst that nobody
+// saved up, and entering it does not wait out a turn booked at the old rate. Every rate change of
+// a timetable or of `ratelimit set` goes through here.
+void change_rate(TokenBucket& bucket, double permits_per_second, std::chrono::nanoseconds now);
+
+// The decision on a bucket and its schedule loaded at `now` (on the request's deadline's
+// timeline), shared by every backend.
+Reservation decide(TokenBucket& bucket, KeySchedule& schedule, const PermitRequest& request,
+                   std::chrono::nanoseconds now);
 
 // What status shows of a usable bucket at `now`.
-BucketStatus describe(const std::string& key, TokenBucket bucket, std::chrono::nanoseconds now);
+BucketStatus describe(const std::string& key, TokenBucket bucket, KeySchedule schedule,
+                      std::chrono::nanoseconds now);
 
 }  // namespace ratelimit::backends

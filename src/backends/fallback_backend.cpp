@@ -28,14 +28,18 @@ Reservation FallbackBackend::reserve(const PermitRequest& request, io::Waiter& w
     }
   }
   if (local_) return local_->reserve(request, waiter);
+  // Unthrottled: the request's timetable stands, so that a pipe following it does not drop it.
   return {.granted = true,
           .wait = std::chrono::nanoseconds::zero(),
           .signal = 0,
-          .replaced_params = {}};
+          .replaced_params = {},
+          .replaced_timetable = {},
+          .key_timetable = request.schedule.timetable};
 }
 
-bool FallbackBackend::set_rate(const std::string& key, double permits_per_second) {
-  return shared_->set_rate(key, permits_per_second);
+bool FallbackBackend::set_rate(const std::string& key, double permits_per_second,
+                               const KeySchedule& schedule) {
+  return shared_->set_rate(key, permits_per_second, schedule);
 }
 
 std::vector<BucketStatus> FallbackBackend::status(const std::optional<std::string>& key) {

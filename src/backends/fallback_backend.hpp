@@ -29,7 +29,8 @@ class FallbackBackend final : public BucketBackend {
 
   Reservation reserve(const PermitRequest& request, io::Waiter& waiter) override;
   // set_rate, status and reset are about the shared store: its failure is always an error.
-  bool set_rate(const std::string& key, double permits_per_second) override;
+  bool set_rate(const std::string& key, double permits_per_second,
+                const KeySchedule& schedule) override;
   std::vector<BucketStatus> status(const std::optional<std::string>& key) override;
   bool reset(const std::string& key) override;
 

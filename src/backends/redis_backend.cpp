@@ -107,14 +107,27 @@ Reservation RedisBackend::reserve_at(const PermitRequest& request, nanoseconds t
                   std::to_string(params.warmup.count()), number_text(params.cold_factor),
                   std::to_string(request.permits), std::to_string(timeout.count()),
                   request.apply_params ? "1" : "0", params.start_full ? "1" : "0",
-                  params.pay_first ? "1" : "0"},
+                  params.pay_first ? "1" : "0", request.schedule.timetable,
+                  std::to_string(request.schedule.entry_until)},
                  stop_waiter);
-  if (reply.type != RedisValue::Type::array || reply.elements.size() < 4) unexpected_reply(reply);
-  const RedisValue& granted = reply.elements[0];
-  const RedisValue& wait = reply.elements[1];
-  const RedisValue& problem = reply.elements[3];
+  // {granted, wait, replaced, problem, key's timetable}, and when replaced the replaced
+  // parameters (7 fields, as status gives them) and timetable.
+  constexpr std::size_t kKeptFields = 5;
+  constexpr std::size_t kReplacedFields = kKeptFields + 7 + 1;
+  if (reply.type != RedisValue::Type::array) unexpected_reply(reply);
+  const std::vector<RedisValue>& fields = reply.elements;
+  if (fields.size() != kKeptFields && fields.size() != kReplacedFields) unexpected_reply(reply);
+  const RedisValue& granted = fields[0];
+  const RedisValue& wait = fields[1];
+  const RedisValue& replaced = fields[2];
+  const RedisValue& problem = fields[3];
+  const RedisValue& key_timetable = fields[4];
   const auto wait_ns = is_text(wait) ? parse_number<std::int64_t>(wait.text) : std::nullopt;
-  if (granted.type != RedisValue::Type::integer || !wait_ns || !is_text(problem))
+  const bool replaced_follows = fields.size() == kReplacedFields;
+  if (granted.type != RedisValue::Type::integer || (granted.integer != 0 && granted.integer != 1) ||
+      !wait_ns || replaced.type != RedisValue::Type::integer ||
+      replaced.integer != (replaced_follows ? 1 : 0) || !is_text(problem) ||
+      !is_text(key_timetable))
     unexpected_reply(reply);
   if (!problem.text.empty())
     notify_(
@@ -122,11 +135,16 @@ Reservation RedisBackend::reserve_at(const PermitRequest& request, nanoseconds t
   Reservation reservation{.granted = granted.integer == 1,
                           .wait = nanoseconds(*wait_ns),
                           .signal = 0,
-                          .replaced_params = {}};
-  if (reply.elements[2].type == RedisValue::Type::integer && reply.elements[2].integer == 1) {
-    // The parameters this request replaced follow, as status gives them.
-    const std::vector<RedisValue> replaced(reply.elements.begin() + 4, reply.elements.end());
-    reservation.replaced_params = parse_params(replaced, reply);
+                          .replaced_params = {},
+                          .replaced_timetable = {},
+                          .key_timetable = key_timetable.text};
+  if (replaced_follows) {
+    const std::vector<RedisValue> replaced_params(fields.begin() + kKeptFields,
+                                                  fields.begin() + kReplacedFields - 1);
+    const RedisValue& replaced_timetable = fields[kReplacedFields - 1];
+    if (!is_text(replaced_timetable)) unexpected_reply(reply);
+    reservation.replaced_params = parse_params(replaced_params, reply);
+    reservation.replaced_timetable = replaced_timetable.text;
   }
   return reservation;
 }
@@ -163,13 +181,15 @@ std::optional<BucketStatus> RedisBackend::status_at(const std::string& key,
     status.problem = fields[1].text;
     return status;
   }
-  if (fields.size() != 9) unexpected_reply(reply);
+  if (fields.size() != 11) unexpected_reply(reply);
   status.params = parse_params(fields, reply);
   const auto stored = parse_number<double>(fields[7].text);
   const auto next_free_in = parse_number<std::int64_t>(fields[8].text);
-  if (!stored || !next_free_in) unexpected_reply(reply);
+  const auto entry_until = parse_number<std::int64_t>(fields[10].text);
+  if (!stored || !next_free_in || !entry_until) unexpected_reply(reply);
   status.stored_permits = *stored;
   status.next_free_in = std::chrono::nanoseconds(*next_free_in);
+  status.schedule = {.timetable = fields[9].text, .entry_until = *entry_until};
   return status;
 }
 
@@ -209,18 +229,23 @@ bool RedisBackend::reset(const std::string& key) {
   return reply.integer > 0;
 }
 
-bool RedisBackend::set_rate(const std::string& key, double permits_per_second) {
-  return set_rate_at(key, permits_per_second, std::nullopt);
+bool RedisBackend::set_rate(const std::string& key, double permits_per_second,
+                            const KeySchedule& schedule) {
+  return set_rate_at(key, permits_per_second, schedule, std::nullopt);
 }
 
 bool RedisBackend::set_rate_at(const std::string& key, double permits_per_second,
+                               const KeySchedule& schedule,
                                std::optional<std::int64_t> now_micros) {
   BucketParams checked;
   checked.permits_per_second = permits_per_second;
   validate(checked);
   const RedisValue reply =
-      run_script(key, {"set_rate", now_argument(now_micros), number_text(permits_per_second)});
-  return reply.type == RedisValue::Type::integer;
+      run_script(key, {"set_rate", now_argument(now_micros), number_text(permits_per_second),
+                       schedule.timetable, std::to_string(schedule.entry_until)});
+  if (reply.type == RedisValue::Type::nil) return false;
+  if (reply.type != RedisValue::Type::integer || reply.integer != 1) unexpected_reply(reply);
+  return true;
 }
 
 }  // namespace ratelimit::backends

@@ -30,7 +30,8 @@ class RedisBackend final : public BucketBackend {
   // out may have booked, so it is never cut short and retried. A stop signal ends it at once, the
   // connection closed (the call may have booked as well).
   Reservation reserve(const PermitRequest& request, io::Waiter& waiter) override;
-  bool set_rate(const std::string& key, double permits_per_second) override;
+  bool set_rate(const std::string& key, double permits_per_second,
+                const KeySchedule& schedule) override;
   std::vector<BucketStatus> status(const std::optional<std::string>& key) override;
   bool reset(const std::string& key) override;
 
@@ -42,7 +43,7 @@ class RedisBackend final : public BucketBackend {
                          std::optional<std::int64_t> now_micros, io::Waiter* stop_waiter = nullptr);
   std::optional<BucketStatus> status_at(const std::string& key,
                                         std::optional<std::int64_t> now_micros);
-  bool set_rate_at(const std::string& key, double permits_per_second,
+  bool set_rate_at(const std::string& key, double permits_per_second, const KeySchedule& schedule,
                    std::optional<std::int64_t> now_micros);
 
   const std::string& shown_url() const { return address_.shown; }

@@ -1,26 +1,32 @@
 -- One shared bucket decided atomically on the Redis server, with the server's clock (TIME).
 --
--- This is src/core/token_bucket.cpp and decide() of src/backends/bucket_backend.cpp, operation for
--- operation and in the same order, so that the same state and times reach the same decisions
--- (tests/redis/ replays the golden vectors through it). Lua numbers are doubles: times are kept as
--- whole seconds plus nanoseconds, and computed in nanoseconds relative to the current second,
--- where every integer below 2^53 (104 days) is exact.
+-- This is src/core/token_bucket.cpp and decide() and change_rate() of
+-- src/backends/bucket_backend.cpp, operation for operation and in the same order, so that the same
+-- state and times reach the same decisions (tests/redis/ replays the golden vectors through it).
+-- Lua numbers are doubles: times are kept as whole seconds plus nanoseconds, and computed in
+-- nanoseconds relative to the current second, where every integer below 2^53 (104 days) is exact;
+-- an entry's end (Unix seconds, any int64) is kept and compared as decimal text.
 --
 -- KEYS[1]  ratelimit:{NAME}, a hash: v, shape, rate, burst, warmup, cold, start_full, pay_first
 --          (the parameters as the client wrote them; the last two "0" when absent), stored,
---          free_s, free_ns (the next free moment, Unix time).
+--          free_s, free_ns (the next free moment, Unix time), timetable, entry_until (the key's
+--          schedule; "" and "0" when absent, as in keys written before timetables).
 -- ARGV[1]  "reserve", "status" or "set_rate"
 -- ARGV[2]  the time in Unix microseconds for tests, or "" for the server's TIME
 -- reserve: ARGV[3..7] shape ("bursty" or "warming_up"), permits per second, max burst seconds,
 --          warm-up nanoseconds, cold factor; ARGV[8] permits; ARGV[9] timeout nanoseconds;
 --          ARGV[10] "1" to apply these parameters to a bucket kept with others, "0" to keep its;
---          ARGV[11], ARGV[12] start full, pay first ("0" or "1").
---          Returns {granted 0|1, wait ns, parameters replaced 0|1, why the record was
---          discarded}, followed when replaced by the replaced parameters (as status gives them).
+--          ARGV[11], ARGV[12] start full, pay first ("0" or "1"); ARGV[13], ARGV[14] the timetable
+--          the rate comes from and its entry's end (decimal Unix seconds). ARGV[11..14] may be
+--          left off (as scripts/bench_redis.sh does): "0", "0", "", "0".
+--          Returns {granted 0|1, wait ns, parameters replaced 0|1, why the record was discarded,
+--          the key's timetable after the call}, followed when replaced by the replaced
+--          parameters (as status gives them) and the replaced timetable.
 -- status:  returns nil without a bucket, {"unusable", why} for a record that cannot be used,
 --          else {shape, rate, burst, warmup, cold, start_full, pay_first, stored permits now, ns
---          until the next free}.
--- set_rate: ARGV[3] the new rate; returns nil without a bucket, else 1.
+--          until the next free, timetable, entry_until}.
+-- set_rate: ARGV[3] the new rate, ARGV[4], ARGV[5] the new timetable and entry's end; returns nil
+--          without a bucket, else 1.
 -- Waits are strings of integer nanoseconds: a Lua number in a reply is truncated to an integer.
 
 local NS_PER_S = 1e9
@@ -64,6 +70,28 @@ end
 local function integer_string(value)
   if value >= REP_LIMIT then return "9223372036854775807" end
   return string.format("%.0f", value)
+end
+
+-- Whether `text` is an int64 as std::to_string writes it: the only form compared below.
+local function is_int64_text(text)
+  if text == "0" then return true end
+  if type(text) ~= "string" then return false end
+  local digits = text:match("^%-?([1-9]%d*)$")
+  if digits == nil then return false end
+  if #digits ~= 19 then return #digits < 19 end
+  if text:sub(1, 1) == "-" then return digits <= "9223372036854775808" end
+  return digits <= "9223372036854775807"
+end
+
+-- a < b for int64 texts, exact where tonumber() would round above 2^53.
+local function int64_less(a, b)
+  if a == b then return false end
+  local a_negative, b_negative = a:sub(1, 1) == "-", b:sub(1, 1) == "-"
+  if a_negative ~= b_negative then return a_negative end
+  -- Between negatives, the larger magnitude is the smaller number.
+  if a_negative then a, b = b:sub(2), a:sub(2) end
+  if #a ~= #b then return #a < #b end
+  return a < b
 end
 
 -- Parameters: the strings as the client sent them, and their values.
@@ -207,27 +235,54 @@ local function reconfigure(bucket, params)
   rescale(bucket, old_max)
 end
 
-local function new_bucket(params)
-  local bucket = {params = params, stored = 0, next_free = now}
+-- TokenBucket(params, now), in the table `bucket`: empty, or full with start_full.
+local function start(bucket, params)
+  bucket.params, bucket.stored, bucket.next_free = params, 0, now
   derive(bucket)
   if params.start_full then bucket.stored = bucket.max else rescale(bucket, 0) end
-  return bucket
 end
 
--- The bucket the key holds; nil and why if there is none that can be used.
+-- `params` with another rate (the rate's text as the client sent it); nil if it is no rate.
+local function with_rate(params, rate)
+  local text = params.text
+  return read_params(text.shape, rate, text.burst, text.warmup, text.cold, text.start_full,
+                     text.pay_first)
+end
+
+-- change_params() of bucket_backend.cpp: to or from no limit, afresh.
+local function change_params(bucket, params)
+  local old_rate = bucket.params.rate
+  if (old_rate == math.huge or params.rate == math.huge) and old_rate ~= params.rate then
+    start(bucket, params)
+  else
+    reconfigure(bucket, params)
+  end
+end
+
+-- change_rate()
+local function change_rate(bucket, rate)
+  change_params(bucket, with_rate(bucket.params, rate))
+end
+
+-- The bucket the key holds, with its schedule; nil and why if there is none that can be used.
 local function load()
   local kind = redis.call("TYPE", key)["ok"]
   if kind == "none" then return nil, "" end
   if kind ~= "hash" then return nil, "a " .. kind .. ", not a bucket" end
   local f = redis.call("HMGET", key, "v", "shape", "rate", "burst", "warmup", "cold", "stored",
-                       "free_s", "free_ns", "start_full", "pay_first")
+                       "free_s", "free_ns", "start_full", "pay_first", "timetable", "entry_until")
   if f[1] ~= FORMAT_VERSION then return nil, "not a bucket of this version" end
   local params = read_params(f[2], f[3], f[4], f[5], f[6], f[10] or nil, f[11] or nil)
   local stored, free_s, free_ns = tonumber(f[7]), tonumber(f[8]), tonumber(f[9])
-  if not (params and stored and free_s and free_ns and stored >= 0) then
+  local timetable, entry_until = f[12] or "", f[13] or "0"
+  if not (params and stored and free_s and free_ns and stored >= 0 and
+          is_int64_text(entry_until)) then
     return nil, "a damaged bucket"
   end
-  local bucket = {params = params, stored = stored, next_free = (free_s - now_s) * NS_PER_S + free_ns}
+  local bucket = {params = params, stored = stored,
+                  next_free = (free_s - now_s) * NS_PER_S + free_ns,
+                  schedule = {timetable = timetable, entry_until = entry_until},
+                  saved_schedule = {timetable = timetable, entry_until = entry_until}}
   derive(bucket)
   return bucket, ""
 end
@@ -243,6 +298,11 @@ local function save(bucket)
              "pay_first", text.pay_first, "stored",
              string.format("%.17g", bucket.stored), "free_s", string.format("%.0f", s), "free_ns",
              string.format("%.0f", ns))
+  -- The schedule only when it changed, as most calls leave it.
+  local schedule, saved = bucket.schedule, bucket.saved_schedule
+  if schedule.timetable ~= saved.timetable or schedule.entry_until ~= saved.entry_until then
+    redis.call("HSET", key, "timetable", schedule.timetable, "entry_until", schedule.entry_until)
+  end
   -- Full again once the next free moment has passed and the missing permits have refilled.
   local refill = (bucket.max - bucket.stored) * bucket.cool_down
   if refill ~= refill or bucket.max == 0 then refill = 0 end
@@ -254,24 +314,55 @@ local function save(bucket)
   end
 end
 
+-- decide()'s replace(): the bucket's parameters and timetable before, for the reply.
+local function replace(bucket, params)
+  local replaced_params, replaced_timetable = bucket.params.text, bucket.schedule.timetable
+  change_params(bucket, params)
+  return replaced_params, replaced_timetable
+end
+
+-- decide() before the booking: the request's parameters and schedule against the key's. Returns
+-- the replaced parameters' text and timetable, or nil.
+local function settle_params(bucket, params, schedule, apply)
+  if apply and schedule.timetable ~= bucket.schedule.timetable then
+    local replaced_params, replaced_timetable = replace(bucket, params)
+    bucket.schedule = schedule
+    return replaced_params, replaced_timetable
+  end
+  local kept = bucket.schedule
+  if kept.timetable ~= "" and schedule.timetable == kept.timetable and
+      int64_less(kept.entry_until, schedule.entry_until) then
+    kept.entry_until = schedule.entry_until
+    change_rate(bucket, params.text.rate)
+  end
+  if apply then
+    local wanted = params
+    -- Under a timetable the rate is the latest entry's, settled above.
+    local rate = bucket.params.text.rate
+    if kept.timetable ~= "" and params.text.rate ~= rate then wanted = with_rate(params, rate) end
+    if not same_params(wanted, bucket.params) then return replace(bucket, wanted) end
+  end
+  return nil
+end
+
 if redis.replicate_commands then redis.replicate_commands() end
 
 if operation == "reserve" then
   local params = read_params(ARGV[3], ARGV[4], ARGV[5], ARGV[6], ARGV[7], ARGV[11], ARGV[12])
   local permits, timeout, apply = tonumber(ARGV[8]), tonumber(ARGV[9]), ARGV[10] == "1"
-  if not (params and permits and permits > 0 and timeout) then
+  local schedule = {timetable = ARGV[13] or "", entry_until = ARGV[14] or "0"}
+  if not (params and permits and permits > 0 and timeout and
+          is_int64_text(schedule.entry_until)) then
     return redis.error_reply("ERR ratelimit: bad arguments")
   end
   local bucket, problem = load()
   if problem ~= "" then redis.call("DEL", key) end
-  local changed, replaced = 0, nil
   if bucket == nil then
-    bucket = new_bucket(params)
-  elseif apply and not same_params(bucket.params, params) then
-    replaced = bucket.params.text
-    reconfigure(bucket, params)
-    changed = 1
+    -- No key, or deleted above: no schedule saved.
+    bucket = {schedule = schedule, saved_schedule = {timetable = "", entry_until = "0"}}
+    start(bucket, params)
   end
+  local replaced, replaced_timetable = settle_params(bucket, params, schedule, apply)
   -- decide(): granted iff the wait is within the timeout; a refusal changes nothing.
   local stored, next_free, wait = book(bucket, permits)
   local granted = 0
@@ -281,10 +372,11 @@ if operation == "reserve" then
   end
   save(bucket)
   if replaced then
-    return {granted, integer_string(wait), changed, problem, replaced.shape, replaced.rate,
-            replaced.burst, replaced.warmup, replaced.cold, replaced.start_full, replaced.pay_first}
+    return {granted, integer_string(wait), 1, problem, bucket.schedule.timetable, replaced.shape,
+            replaced.rate, replaced.burst, replaced.warmup, replaced.cold, replaced.start_full,
+            replaced.pay_first, replaced_timetable}
   end
-  return {granted, integer_string(wait), changed, problem}
+  return {granted, integer_string(wait), 0, problem, bucket.schedule.timetable}
 end
 
 if operation == "status" then
@@ -295,17 +387,21 @@ if operation == "status" then
   local text = bucket.params.text
   return {text.shape, text.rate, text.burst, text.warmup, text.cold, text.start_full,
           text.pay_first, string.format("%.17g", bucket.stored),
-          integer_string(math.max(bucket.next_free - now, 0))}
+          integer_string(math.max(bucket.next_free - now, 0)), bucket.schedule.timetable,
+          bucket.schedule.entry_until}
 end
 
 if operation == "set_rate" then
   local bucket = load()
   if bucket == nil then return nil end
-  local text = bucket.params.text
-  local params = read_params(text.shape, ARGV[3], text.burst, text.warmup, text.cold,
-                             text.start_full, text.pay_first)
+  local params = with_rate(bucket.params, ARGV[3])
   if not params then return redis.error_reply("ERR ratelimit: bad rate") end
-  reconfigure(bucket, params)
+  local schedule = {timetable = ARGV[4], entry_until = ARGV[5]}
+  if not (type(schedule.timetable) == "string" and is_int64_text(schedule.entry_until)) then
+    return redis.error_reply("ERR ratelimit: bad arguments")
+  end
+  change_params(bucket, params)
+  bucket.schedule = schedule
   save(bucket)
   return 1
 end

@@ -34,19 +34,21 @@ DecodedRecord StateFileBackend::load(const LockedFile& file) const {
   return decoded;
 }
 
-TokenBucket StateFileBackend::load_bucket(const LockedFile& file, const std::string& key,
-                                          const BucketParams& params,
-                                          std::chrono::nanoseconds now) const {
-  const DecodedRecord loaded = load(file);
+std::pair<TokenBucket, KeySchedule> StateFileBackend::load_bucket(
+    const LockedFile& file, const PermitRequest& request, std::chrono::nanoseconds now) const {
+  DecodedRecord loaded = load(file);
   if (!loaded.problem.empty())
-    notify_(fmt::format("key '{}': {}; starting a fresh bucket", key, loaded.problem));
-  return loaded.record ? TokenBucket(loaded.record->params, loaded.record->state)
-                       : TokenBucket(params, now);
+    notify_(fmt::format("key '{}': {}; starting a fresh bucket", request.key, loaded.problem));
+  if (!loaded.record) return {TokenBucket(request.params, now), request.schedule};
+  return {TokenBucket(loaded.record->params, loaded.record->state),
+          std::move(loaded.record->schedule)};
 }
 
-void StateFileBackend::save(LockedFile& file, const TokenBucket& bucket) const {
+void StateFileBackend::save(LockedFile& file, const TokenBucket& bucket,
+                            const KeySchedule& schedule) const {
   file.replace(encode_record({.params = bucket.params(),
                               .state = bucket.state(),
+                              .schedule = schedule,
                               .machine_id = host_.machine_id,
                               .boot_id = host_.boot_id}));
 }
@@ -59,9 +61,9 @@ Reservation StateFileBackend::reserve(const PermitRequest& request, io::Waiter& 
       return {.granted = false, .wait = {}, .signal = locked.signal, .replaced_params = {}};
     // Read under the lock, so that the order of the times is the order of the bookings.
     const auto now = clock_.now();
-    TokenBucket bucket = load_bucket(*locked.file, request.key, request.params, now);
-    const Reservation reservation = decide(bucket, request, now);
-    save(*locked.file, bucket);
+    auto [bucket, schedule] = load_bucket(*locked.file, request, now);
+    const Reservation reservation = decide(bucket, schedule, request, now);
+    save(*locked.file, bucket, schedule);
     return reservation;
   } catch (const std::system_error& error) {
     throw BackendUnavailable(
@@ -69,7 +71,8 @@ Reservation StateFileBackend::reserve(const PermitRequest& request, io::Waiter& 
   }
 }
 
-bool StateFileBackend::set_rate(const std::string& key, double permits_per_second) {
+bool StateFileBackend::set_rate(const std::string& key, double permits_per_second,
+                                const KeySchedule& schedule) {
   std::optional<LockedFile> file =
       directory_.lock_existing(bucket_file_name(key), LockKind::exclusive);
   if (!file) return false;
@@ -77,8 +80,8 @@ bool StateFileBackend::set_rate(const std::string& key, double permits_per_secon
   const DecodedRecord loaded = load(*file);
   if (!loaded.record) return false;
   TokenBucket bucket(loaded.record->params, loaded.record->state);
-  bucket.set_rate(permits_per_second, now);
-  save(*file, bucket);
+  change_rate(bucket, permits_per_second, now);
+  save(*file, bucket, schedule);
   return true;
 }
 
@@ -104,8 +107,9 @@ std::vector<BucketStatus> StateFileBackend::status(const std::optional<std::stri
     }
     const auto now = clock_.now();
     if (loaded.record) {
-      buckets.push_back(
-          describe(*file_key, TokenBucket(loaded.record->params, loaded.record->state), now));
+      buckets.push_back(describe(*file_key,
+                                 TokenBucket(loaded.record->params, loaded.record->state),
+                                 loaded.record->schedule, now));
     } else {
       BucketStatus unusable;
       unusable.key = *file_key;

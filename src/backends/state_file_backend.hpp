@@ -2,6 +2,7 @@
 
 #include <functional>
 #include <string>
+#include <utility>
 
 #include "backends/bucket_backend.hpp"
 #include "backends/state_file_format.hpp"
@@ -31,7 +32,8 @@ class StateFileBackend final : public BucketBackend {
       Notify notify = [](const std::string&) {});
 
   Reservation reserve(const PermitRequest& request, io::Waiter& waiter) override;
-  bool set_rate(const std::string& key, double permits_per_second) override;
+  bool set_rate(const std::string& key, double permits_per_second,
+                const KeySchedule& schedule) override;
   std::vector<BucketStatus> status(const std::optional<std::string>& key) override;
   bool reset(const std::string& key) override;
 
@@ -40,10 +42,11 @@ class StateFileBackend final : public BucketBackend {
  private:
   // The bucket a file holds, or why it cannot be used.
   DecodedRecord load(const LockedFile& file) const;
-  // The bucket of `file` at `now`: its record's, or a fresh one with `params`.
-  TokenBucket load_bucket(const LockedFile& file, const std::string& key,
-                          const BucketParams& params, std::chrono::nanoseconds now) const;
-  void save(LockedFile& file, const TokenBucket& bucket) const;
+  // The bucket of `file` and its schedule at `now`: its record's, or a fresh one made by `request`.
+  std::pair<TokenBucket, KeySchedule> load_bucket(const LockedFile& file,
+                                                  const PermitRequest& request,
+                                                  std::chrono::nanoseconds now) const;
+  void save(LockedFile& file, const TokenBucket& bucket, const KeySchedule& schedule) const;
 
   StateDirectory directory_;
   Clock& clock_;

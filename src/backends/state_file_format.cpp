@@ -10,9 +10,9 @@ namespace ratelimit::backends {
 namespace {
 
 constexpr std::string_view kMagic = "RLBUCKET";
-// 2 added the flags (start_full, pay_first), 3 the machine id. A record of another version
-// counts as a fresh bucket, as a corrupt one does.
-constexpr std::uint32_t kVersion = 3;
+// 2 added the flags (start_full, pay_first), 3 the machine id, 4 the schedule. A record of another
+// version counts as a fresh bucket, as a corrupt one does.
+constexpr std::uint32_t kVersion = 4;
 constexpr std::uint32_t kStartFull = 1;
 constexpr std::uint32_t kPayFirst = 2;
 constexpr std::size_t kMachineIdBytes = 32;  // 128 bits in hex, as machine-id(5)
@@ -57,9 +57,13 @@ class FieldReader {
   std::size_t offset_ = 0;
 };
 
-constexpr std::size_t kRecordBytes = kMagic.size() + 3 * sizeof(std::uint32_t) +
-                                     4 * sizeof(double) + 2 * sizeof(std::int64_t) +
-                                     kMachineIdBytes + kBootIdBytes + sizeof(std::uint64_t);
+// Without the timetable, which follows the fixed fields.
+constexpr std::size_t kFixedRecordBytes = kMagic.size() + 4 * sizeof(std::uint32_t) +
+                                          4 * sizeof(double) + 3 * sizeof(std::int64_t) +
+                                          kMachineIdBytes + kBootIdBytes + sizeof(std::uint64_t);
+// The timetable's length is the last fixed field before the timetable and its checksum.
+constexpr std::size_t kTimetableLengthOffset =
+    kFixedRecordBytes - sizeof(std::uint64_t) - sizeof(std::uint32_t);
 
 bool is_plain_key_byte(char c) {
   return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '-' ||
@@ -114,6 +118,9 @@ std::string encode_record(const StateRecord& record) {
   append(out, static_cast<std::int64_t>(record.state.next_free.count()));
   out += padded(record.machine_id, kMachineIdBytes);
   out += padded(record.boot_id, kBootIdBytes);
+  append(out, static_cast<std::int64_t>(record.schedule.entry_until));
+  append(out, static_cast<std::uint32_t>(record.schedule.timetable.size()));
+  out += record.schedule.timetable;
   append(out, fnv1a(out));
   return out;
 }
@@ -128,12 +135,24 @@ DecodedRecord decode_record(std::string_view bytes) {
               .problem = "record version " + std::to_string(version) + ", expected " +
                          std::to_string(kVersion)};
   }
-  if (bytes.size() != kRecordBytes)
+  // The size first, from the timetable's length just before the timetable, so that a torn or
+  // extended record is named as such.
+  std::size_t expected_size = kFixedRecordBytes;
+  if (bytes.size() >= kFixedRecordBytes) {
+    std::uint32_t timetable_bytes;
+    std::memcpy(&timetable_bytes, bytes.data() + kTimetableLengthOffset, sizeof timetable_bytes);
+    if (timetable_bytes > kMaxTimetableBytes)
+      return {.record = {},
+              .problem = "timetable of " + std::to_string(timetable_bytes) + " bytes, at most " +
+                         std::to_string(kMaxTimetableBytes)};
+    expected_size += timetable_bytes;
+  }
+  if (bytes.size() != expected_size)
     return {.record = {},
             .problem = "record of " + std::to_string(bytes.size()) + " bytes, expected " +
-                       std::to_string(kRecordBytes)};
+                       std::to_string(expected_size)};
   if (bytes.substr(0, kMagic.size()) != kMagic) return {.record = {}, .problem = "bad magic"};
-  const auto payload = bytes.substr(0, kRecordBytes - sizeof(std::uint64_t));
+  const auto payload = bytes.substr(0, bytes.size() - sizeof(std::uint64_t));
   std::uint64_t checksum;
   std::memcpy(&checksum, bytes.data() + payload.size(), sizeof checksum);
   if (checksum != fnv1a(payload)) return {.record = {}, .problem = "bad checksum"};
@@ -156,6 +175,8 @@ DecodedRecord decode_record(std::string_view bytes) {
   record.state.next_free = std::chrono::nanoseconds(reader.next<std::int64_t>());
   record.machine_id = unpadded(reader.next_bytes(kMachineIdBytes));
   record.boot_id = unpadded(reader.next_bytes(kBootIdBytes));
+  record.schedule.entry_until = reader.next<std::int64_t>();
+  record.schedule.timetable = std::string(reader.next_bytes(reader.next<std::uint32_t>()));
   try {
     TokenBucket{record.params, record.state};  // validates parameters and state
   } catch (const std::invalid_argument& error) {

@@ -4,6 +4,7 @@
 #include <string>
 #include <string_view>
 
+#include "backends/bucket_backend.hpp"
 #include "ratelimit/token_bucket.hpp"
 
 // The state-file backend's on-disk format, without I/O: file names and the bucket record.
@@ -15,13 +16,14 @@ namespace ratelimit::backends {
 struct StateRecord {
   BucketParams params;
   BucketState state;
+  KeySchedule schedule;
   std::string machine_id;  // /etc/machine-id; empty if the machine has none
   std::string boot_id;
 };
 
-// The record's bytes: magic, version, parameters, state, machine id, boot id and an FNV-1a
-// checksum of all that, in this machine's byte order (a record of another machine is refused
-// before its numbers are used).
+// The record's bytes: magic, version, parameters, state, machine id, boot id, the schedule's entry
+// and timetable length, the timetable and an FNV-1a checksum of all that, in this machine's byte
+// order (a record of another machine is refused before its numbers are used).
 std::string encode_record(const StateRecord& record);
 
 struct DecodedRecord {

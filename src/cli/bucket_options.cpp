@@ -6,9 +6,9 @@
 #include <cmath>
 #include <stdexcept>
 
-#include "cli/timetable_option.hpp"
 #include "cli/units.hpp"
 #include "io/local_time_posix.hpp"
+#include "schedule/timetable_text.hpp"
 
 namespace ratelimit::cli {
 namespace {
@@ -36,18 +36,29 @@ double units_per_second(std::string_view text, RateUnits units) {
 }
 
 Timetable timetable_of(std::string_view text, RateUnits units) {
+  std::optional<Timetable> timetable;
   try {
-    return Timetable(parse_timetable(
+    timetable.emplace(schedule::parse_timetable(
         text, [units](std::string_view rate) { return units_per_second(rate, units); }));
   } catch (const std::invalid_argument& error) {
     throw UsageError("invalid timetable '" + std::string(text) + "': " + error.what());
   }
+  if (const std::size_t bytes = schedule::timetable_text(*timetable).size();
+      bytes > backends::kMaxTimetableBytes)
+    throw UsageError(
+        fmt::format("invalid timetable '{}': too long ({} bytes as a key keeps it, at most {})",
+                    text, bytes, backends::kMaxTimetableBytes));
+  return std::move(*timetable);
+}
+
+TimetablePeriod period_at(const Timetable& timetable, std::chrono::system_clock::time_point now) {
+  return timetable.at(std::chrono::floor<std::chrono::seconds>(now), io::LocalTimeZone());
 }
 
 }  // namespace
 
 void check_rate_syntax(const std::string& text) {
-  if (is_timetable(text)) {
+  if (schedule::is_timetable(text)) {
     timetable_of(text, RateUnits::data);
   } else {
     parse_rate(text);
@@ -103,7 +114,8 @@ void add_bucket_options(CLI::App& app, BucketOptions& options, RateUnits units) 
       ->group("Rate");
 }
 
-BucketParams to_bucket_params(const BucketOptions& options, RateUnits units) {
+BucketParams to_bucket_params(const BucketOptions& options, RateUnits units,
+                              std::chrono::system_clock::time_point now) {
   if (options.rate.empty()) throw UsageError("--rate is required (e.g. --rate 5000 or --rate 2/s)");
   BucketParams params;
   const std::optional<Timetable> timetable = to_timetable(options, units);
@@ -112,11 +124,7 @@ BucketParams to_bucket_params(const BucketOptions& options, RateUnits units) {
       throw UsageError(
           "invalid burst '" + options.burst +
           "': with a timetable, give the burst as a time (e.g. 2s), as the rate changes");
-    const io::LocalTimeZone zone;
-    params.permits_per_second =
-        timetable
-            ->at(std::chrono::floor<std::chrono::seconds>(std::chrono::system_clock::now()), zone)
-            .permits_per_second;
+    params.permits_per_second = period_at(*timetable, now).permits_per_second;
   } else {
     params.permits_per_second = units_per_second(options.rate, units);
   }
@@ -146,8 +154,16 @@ BucketParams to_bucket_params(const BucketOptions& options, RateUnits units) {
   return params;
 }
 
+backends::KeySchedule to_key_schedule(const BucketOptions& options, RateUnits units,
+                                      std::chrono::system_clock::time_point now) {
+  const std::optional<Timetable> timetable = to_timetable(options, units);
+  if (!timetable) return {};
+  return {.timetable = schedule::timetable_text(*timetable),
+          .entry_until = period_at(*timetable, now).next_change.time_since_epoch().count()};
+}
+
 std::optional<Timetable> to_timetable(const BucketOptions& options, RateUnits units) {
-  if (!is_timetable(options.rate)) return std::nullopt;
+  if (!schedule::is_timetable(options.rate)) return std::nullopt;
   return timetable_of(options.rate, units);
 }
 

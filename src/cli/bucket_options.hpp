@@ -1,9 +1,11 @@
 #pragma once
 
 #include <CLI/CLI.hpp>
+#include <chrono>
 #include <optional>
 #include <string>
 
+#include "backends/bucket_backend.hpp"
 #include "ratelimit/timetable.hpp"
 #include "ratelimit/token_bucket.hpp"
 
@@ -30,10 +32,17 @@ void check_rate_syntax(const std::string& text);
 // their syntax checks; the help's examples are in `units`.
 void add_bucket_options(CLI::App& app, BucketOptions& options, RateUnits units);
 
-// The core's parameters for the options given, at the rate in force now when --rate is a
+// The core's parameters for the options given, at the rate in force at `now` when --rate is a
 // timetable. Throws UsageError naming the bad value (a missing --rate, or a rate in bytes where
 // units are counted).
-BucketParams to_bucket_params(const BucketOptions& options, RateUnits units);
+BucketParams to_bucket_params(
+    const BucketOptions& options, RateUnits units,
+    std::chrono::system_clock::time_point now = std::chrono::system_clock::now());
+
+// What a shared key keeps of --rate: the timetable and the end of its entry in force at `now`
+// (the one to_bucket_params() took its rate from); nothing for one rate.
+backends::KeySchedule to_key_schedule(const BucketOptions& options, RateUnits units,
+                                      std::chrono::system_clock::time_point now);
 
 // The timetable that --rate gives, if it gives one. Throws UsageError naming the bad entry.
 std::optional<Timetable> to_timetable(const BucketOptions& options, RateUnits units);

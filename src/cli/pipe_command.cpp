@@ -11,7 +11,6 @@
 #include "cli/bucket_options.hpp"
 #include "cli/commands.hpp"
 #include "cli/shared_bucket_options.hpp"
-#include "cli/timetable_option.hpp"
 #include "cli/units.hpp"
 #include "exit_codes.hpp"
 #include "io/local_time_posix.hpp"
@@ -21,6 +20,7 @@
 #include "pipe/files.hpp"
 #include "pipe/progress.hpp"
 #include "pipe/rate_schedule.hpp"
+#include "schedule/timetable_text.hpp"
 #include "state/state_directory.hpp"
 
 namespace ratelimit::cli {
@@ -95,15 +95,38 @@ int exit_code(const pipe::Result& result) {
   return exit_ok;
 }
 
+// `key_schedule` is what the key is to keep of --rate; `schedule` what the engine follows, which
+// becomes the key's timetable when another user sets one.
 pipe::Result run_engine(const PipeOptions& options, const pipe::EngineOptions& engine_options,
-                        pipe::FileIo& io, const pipe::Engine::ProgressCallback& draw) {
+                        const backends::KeySchedule& key_schedule,
+                        pipe::TimetableSchedule& schedule, pipe::FileIo& io,
+                        const pipe::Engine::ProgressCallback& draw) {
   if (options.key.empty()) return pipe::Engine(engine_options, io, draw).run();
   const std::unique_ptr<backends::BucketBackend> backend = open_backend(options.store);
-  const backends::PermitRequest request{.key = options.key, .params = engine_options.bucket};
-  pipe::SharedPermitSource source(
-      *backend, request, io.waiter(), [&](const BucketParams& replaced) {
-        announce_replaced_params(options.key, replaced, engine_options.bucket);
-      });
+  backends::PermitRequest request;
+  request.key = options.key;
+  request.params = engine_options.bucket;
+  request.schedule = key_schedule;
+  const auto on_replaced = [&](const BucketParams& replaced, const std::string& timetable) {
+    announce_replaced_params(options.key, {replaced, timetable},
+                             {engine_options.bucket, key_schedule.timetable});
+  };
+  const auto follow_key = [&](const std::string& text) {
+    std::optional<Timetable> timetable = schedule::parse_timetable_text(text);
+    if (text.empty())
+      fmt::print(stderr, "ratelimit: key '{}' has no timetable now: its rate holds\n",
+                 options.key);
+    else if (!timetable)
+      fmt::print(stderr,
+                 "ratelimit: warning: key '{}' has a timetable this version cannot read ('{}'): "
+                 "its rate holds\n",
+                 options.key, text);
+    else
+      fmt::print(stderr, "ratelimit: key '{}' follows timetable '{}' from now on\n", options.key,
+                 text);
+    schedule.follow(std::move(timetable));
+  };
+  pipe::SharedPermitSource source(*backend, request, io.waiter(), on_replaced, follow_key);
   return pipe::Engine(engine_options, io, source, draw).run();
 }
 
@@ -134,14 +157,15 @@ int run_pipe(const PipeOptions& options) {
   pipe::EngineOptions engine_options;
   engine_options.unit = unit;
   const RateUnits rate_units = unit.counts_bytes() ? RateUnits::data : RateUnits::plain;
-  engine_options.bucket = to_bucket_params(options.bucket, rate_units);
-  std::optional<pipe::TimetableSchedule> schedule;
+  const auto wall_now = std::chrono::system_clock::now();
+  engine_options.bucket = to_bucket_params(options.bucket, rate_units, wall_now);
+  const backends::KeySchedule key_schedule = to_key_schedule(options.bucket, rate_units, wall_now);
   const io::LocalTimeZone local_time;
-  if (std::optional<Timetable> timetable = to_timetable(options.bucket, rate_units)) {
-    schedule.emplace(std::move(*timetable), local_time,
-                     [] { return std::chrono::system_clock::now(); });
-    engine_options.schedule = &*schedule;
-  }
+  // Always: `ratelimit set` may send a timetable to a pipe started with one rate.
+  pipe::TimetableSchedule schedule(to_timetable(options.bucket, rate_units),
+                                   engine_options.bucket.permits_per_second, local_time,
+                                   [] { return std::chrono::system_clock::now(); });
+  engine_options.schedule = &schedule;
 
   const std::unique_ptr<pipe::ControlChannel> control =
       pipe::ControlChannel::create(unit.counts_bytes());
@@ -157,7 +181,7 @@ int run_pipe(const PipeOptions& options) {
       options.progress == "force" || (options.progress == "auto" && ::isatty(STDERR_FILENO));
   // Amounts in the notation --rate was written in; a timetable's are plain SI bytes or units.
   pipe::Notation notation;
-  if (!is_timetable(options.bucket.rate)) {
+  if (!schedule::is_timetable(options.bucket.rate)) {
     const Rate written = parse_rate(options.bucket.rate);
     notation = {.binary_prefix = written.binary_prefix, .bits = written.unit == DataUnit::bits};
   }
@@ -181,7 +205,8 @@ int run_pipe(const PipeOptions& options) {
       std::fflush(stderr);
     };
   }
-  const pipe::Result result = run_engine(options, engine_options, io, on_progress);
+  const pipe::Result result =
+      run_engine(options, engine_options, key_schedule, schedule, io, on_progress);
   if (show_progress) fmt::print(stderr, "\n");
   if (options.stats == "text") fmt::print(stderr, "{}\n", pipe::summary_text(result, unit));
   if (options.stats == "json") {

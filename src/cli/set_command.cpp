@@ -10,10 +10,10 @@
 #include "cli/bucket_options.hpp"
 #include "cli/commands.hpp"
 #include "cli/shared_bucket_options.hpp"
-#include "cli/timetable_option.hpp"
 #include "cli/units.hpp"
 #include "exit_codes.hpp"
 #include "pipe/control.hpp"
+#include "schedule/timetable_text.hpp"
 #include "state/state_directory.hpp"
 
 namespace ratelimit::cli {
@@ -28,8 +28,10 @@ struct SetOptions {
 
 int set_key_rate(const SetOptions& options) {
   // A key may count bytes (its pipes') or permits: a rate in bytes is taken as written.
-  const BucketParams params = to_bucket_params(options.bucket, RateUnits::data);
-  if (!open_backend(options.store)->set_rate(options.key, params.permits_per_second)) {
+  const auto now = std::chrono::system_clock::now();
+  const BucketParams params = to_bucket_params(options.bucket, RateUnits::data, now);
+  const backends::KeySchedule schedule = to_key_schedule(options.bucket, RateUnits::data, now);
+  if (!open_backend(options.store)->set_rate(options.key, params.permits_per_second, schedule)) {
     fmt::print(stderr, "ratelimit: no bucket '{}' in {}\n", options.key, store_of(options.store));
     return exit_no_input;
   }
@@ -37,9 +39,6 @@ int set_key_rate(const SetOptions& options) {
 }
 
 int run_set(const SetOptions& options) {
-  if (is_timetable(options.bucket.rate))
-    throw UsageError("set takes one rate, not a timetable ('" + options.bucket.rate +
-                     "'): a timetable is given to the pipe, exec or acquire that follows it");
   if (!options.key.empty()) return set_key_rate(options);
   if (options.pid == 0) throw UsageError("set needs a PID or --key NAME");
   const std::string no_pipe =
@@ -48,11 +47,13 @@ int run_set(const SetOptions& options) {
   const std::optional<pipe::RunningPipe> running = pipe::find_running_pipe(options.pid);
   if (!running) throw UsageError(no_pipe);
   // Checked against what the pipe counts, as its own --rate was.
-  const BucketParams params =
-      to_bucket_params(options.bucket, running->counts_bytes ? RateUnits::data : RateUnits::plain);
+  const RateUnits units = running->counts_bytes ? RateUnits::data : RateUnits::plain;
+  const BucketParams params = to_bucket_params(options.bucket, units);
+  std::optional<Timetable> timetable = to_timetable(options.bucket, units);
   const std::optional<pipe::PipeStatus> before = pipe::read_status(*running);
   try {
-    pipe::send_rate(*running, params.permits_per_second);
+    pipe::send_rate(*running, timetable ? pipe::NewRate(std::move(*timetable))
+                                        : pipe::NewRate(params.permits_per_second));
   } catch (const std::system_error& error) {
     // The FIFO of a process killed before it could remove it.
     if (error.code() == std::errc::no_such_device_or_address) throw UsageError(no_pipe);
@@ -60,7 +61,9 @@ int run_set(const SetOptions& options) {
   }
   const std::string_view unit = running->counts_bytes ? "bytes" : "records";
   const std::string new_rate =
-      fmt::format("{} ({} {}/s)", options.bucket.rate, params.permits_per_second, unit);
+      timetable ? fmt::format("timetable '{}' ({} {}/s now)", options.bucket.rate,
+                              params.permits_per_second, unit)
+                : fmt::format("{} ({} {}/s)", options.bucket.rate, params.permits_per_second, unit);
   if (!before) {
     // A pipe that has only just started has not published its rate yet.
     fmt::print(stderr, "ratelimit: process {}: rate set to {}\n", options.pid, new_rate);
@@ -90,13 +93,15 @@ Command setup_set(CLI::App& app) {
       ->excludes(pid);
   add_store_options(*set, options->store);
   set->add_option("-r,--rate", options->bucket.rate,
-                  "The new rate, in the pipe's units (B or bit only in byte mode)")
+                  "The new rate or timetable, in the pipe's units (B or bit only in byte mode)")
       ->required()
       ->check(syntax_check(check_rate_syntax, "RATE"))
       ->option_text("RATE");
   set->footer(R"(Examples:
   ratelimit set 4242 --rate 50MiB/s      a byte pipe: B, bit and prefixes as its --rate
   ratelimit set 4243 --rate 20/s         a pipe counting lines (-l) or records
+  ratelimit set 4242 --rate "08:00,1M 18:00,10M"    a timetable from now on
+  ratelimit set --key backup --rate 5MB/s           every user of the key
 
 'ratelimit status' lists the running pipes and their process ids.)");
   return Command{set, [options] { return run_set(*options); }};

@@ -1,9 +1,8 @@
 #include "cli/shared_bucket_options.hpp"
 
-#include <filesystem>
-
 #include <fmt/core.h>
 
+#include <filesystem>
 #include <limits>
 #include <map>
 
@@ -24,12 +23,13 @@ std::chrono::nanoseconds parse_redis_timeout(std::string_view text) {
   return duration;
 }
 
-std::string describe_params(const BucketParams& params) {
+std::string describe_params(const BucketParams& params, const std::string& timetable) {
+  const std::string rate = timetable.empty() ? fmt::format("rate {:g}/s", params.permits_per_second)
+                                             : fmt::format("timetable '{}'", timetable);
   if (params.shape == BucketShape::warming_up)
-    return fmt::format("rate {:g}/s, warm-up {:g}s, cold factor {:g}", params.permits_per_second,
+    return fmt::format("{}, warm-up {:g}s, cold factor {:g}", rate,
                        std::chrono::duration<double>(params.warmup).count(), params.cold_factor);
-  return fmt::format("rate {:g}/s, burst {:g}s", params.permits_per_second,
-                     params.max_burst_seconds);
+  return fmt::format("{}, burst {:g}s", rate, params.max_burst_seconds);
 }
 
 }  // namespace
@@ -137,7 +137,9 @@ backends::PermitRequest to_permit_request(const PermitOptions& options,
                                           std::chrono::nanoseconds now) {
   backends::PermitRequest request;
   request.key = options.key;
-  request.params = to_bucket_params(options.bucket, RateUnits::plain);
+  const auto wall_now = std::chrono::system_clock::now();
+  request.params = to_bucket_params(options.bucket, RateUnits::plain, wall_now);
+  request.schedule = to_key_schedule(options.bucket, RateUnits::plain, wall_now);
   request.permits = options.permits;
   std::chrono::nanoseconds timeout = std::chrono::nanoseconds::max();
   if (options.try_only) timeout = std::chrono::nanoseconds::zero();
@@ -163,7 +165,9 @@ int admit_then(const PermitOptions& options, int max_inflight,
     admission = exec::admit(*backend, slots.get(), waiter, request);
   }
   if (admission.replaced_params)
-    announce_replaced_params(options.key, *admission.replaced_params, request.permits.params);
+    announce_replaced_params(options.key,
+                             {*admission.replaced_params, admission.replaced_timetable},
+                             {request.permits.params, request.permits.schedule.timetable});
   switch (admission.result) {
     case exec::AdmissionResult::admitted:
       return admitted(admission);
@@ -175,10 +179,11 @@ int admit_then(const PermitOptions& options, int max_inflight,
   return exit_temp_failure;
 }
 
-void announce_replaced_params(const std::string& key, const BucketParams& replaced,
-                              const BucketParams& now_in_force) {
+void announce_replaced_params(const std::string& key, const KeyParams& replaced,
+                              const KeyParams& now_in_force) {
   fmt::print(stderr, "ratelimit: key '{}' now has {} (was {})\n", key,
-             describe_params(now_in_force), describe_params(replaced));
+             describe_params(now_in_force.params, now_in_force.timetable),
+             describe_params(replaced.params, replaced.timetable));
 }
 
 }  // namespace ratelimit::cli

@@ -64,8 +64,14 @@ backends::PermitRequest to_permit_request(const PermitOptions& options,
 int admit_then(const PermitOptions& options, int max_inflight,
                const std::function<int(exec::Admission&)>& admitted);
 
+// What a key's users agree on: its parameters and its timetable (empty: none).
+struct KeyParams {
+  BucketParams params;
+  std::string timetable;
+};
+
 // The one line on stderr that says a request changed a shared key's parameters.
-void announce_replaced_params(const std::string& key, const BucketParams& replaced,
-                              const BucketParams& now_in_force);
+void announce_replaced_params(const std::string& key, const KeyParams& replaced,
+                              const KeyParams& now_in_force);
 
 }  // namespace ratelimit::cli

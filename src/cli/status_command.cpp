@@ -13,7 +13,9 @@
 #include "cli/shared_bucket_options.hpp"
 #include "cli/units.hpp"
 #include "exit_codes.hpp"
+#include "io/local_time_posix.hpp"
 #include "pipe/control.hpp"
+#include "schedule/timetable_text.hpp"
 #include "state/state_directory.hpp"
 
 namespace ratelimit::cli {
@@ -82,6 +84,32 @@ std::string pipe_rate(const pipe::PipeStatus& status) {
   return human_rate(status.rate, status.counts_bytes ? "B" : "");
 }
 
+// Where a key's timetable stands, in local time (TZ honoured).
+struct TimetableNow {
+  std::string entry;       // in force, e.g. "18:00,10M"
+  std::string next_entry;  // the next one, e.g. "Mon-08:00,512k"
+  std::chrono::sys_seconds next_change;
+  std::chrono::nanoseconds next_change_in{0};
+};
+
+// None for a key without a timetable; entries empty for a timetable this version cannot read.
+std::optional<TimetableNow> timetable_now(const backends::KeySchedule& schedule) {
+  if (schedule.timetable.empty()) return std::nullopt;
+  const std::optional<Timetable> timetable = schedule::parse_timetable_text(schedule.timetable);
+  if (!timetable) return TimetableNow{};
+  const auto now = std::chrono::system_clock::now();
+  const io::LocalTimeZone zone;
+  const TimetablePeriod period = timetable->at(std::chrono::floor<std::chrono::seconds>(now), zone);
+  const TimetablePeriod next = timetable->at(period.next_change, zone);
+  const auto as_written = [](double rate) { return human_rate(rate); };
+  return TimetableNow{
+      .entry = schedule::entry_text(timetable->entries()[period.entry], as_written),
+      .next_entry = schedule::entry_text(timetable->entries()[next.entry], as_written),
+      .next_change = period.next_change,
+      .next_change_in =
+          std::chrono::duration_cast<std::chrono::nanoseconds>(period.next_change - now)};
+}
+
 void print_table(const std::vector<std::vector<std::string>>& rows) {
   std::vector<std::size_t> widths;
   for (const auto& row : rows) {
@@ -102,6 +130,10 @@ void print_table(const std::vector<std::vector<std::string>>& rows) {
 void print_text(const std::vector<backends::BucketStatus>& buckets,
                 const std::vector<pipe::ListedPipe>& pipes) {
   std::vector<std::vector<std::string>> rows = {{"KEY", "RATE", "SHAPE", "STORED", "NEXT FREE"}};
+  const bool timetables = std::any_of(buckets.begin(), buckets.end(), [](const auto& bucket) {
+    return bucket.problem.empty() && !bucket.schedule.timetable.empty();
+  });
+  if (timetables) rows.front().insert(rows.front().end(), {"TIMETABLE ENTRY", "NEXT ENTRY"});
   std::vector<std::string> unusable;
   for (const auto& bucket : buckets) {
     if (!bucket.problem.empty()) {
@@ -112,6 +144,17 @@ void print_text(const std::vector<backends::BucketStatus>& buckets,
     rows.push_back({printable(bucket.key), human_rate(bucket.params.permits_per_second),
                     describe_shape(bucket.params), fmt::format("{:.2f}", bucket.stored_permits),
                     describe_next_free(bucket.next_free_in)});
+    if (!timetables) continue;
+    const std::optional<TimetableNow> timetable = timetable_now(bucket.schedule);
+    if (!timetable)
+      rows.back().insert(rows.back().end(), {"-", "-"});
+    else if (timetable->entry.empty())
+      rows.back().insert(rows.back().end(), {"(unreadable)", "-"});
+    else
+      rows.back().insert(
+          rows.back().end(),
+          {timetable->entry, fmt::format("{} {}", timetable->next_entry,
+                                         describe_next_free(timetable->next_change_in))});
   }
   print_table(rows);
   for (const std::string& line : unusable) fmt::print("{}\n", line);
@@ -149,8 +192,17 @@ void print_json(const std::vector<backends::BucketStatus>& buckets,
             ? fmt::format(R"("shape":"warming_up","warmup_seconds":{},"cold_factor":{})",
                           seconds(params.warmup), params.cold_factor)
             : fmt::format(R"("shape":"bursty","burst_seconds":{})", params.max_burst_seconds);
-    const std::string terms =
+    std::string terms =
         fmt::format(R"("start_full":{},"pay_first":{})", params.start_full, params.pay_first);
+    if (const std::optional<TimetableNow> timetable = timetable_now(bucket.schedule)) {
+      terms += fmt::format(R"(,"timetable":{})", json_string(bucket.schedule.timetable));
+      if (!timetable->entry.empty())
+        terms += fmt::format(R"(,"timetable_entry":{},"next_entry":{},"next_change_unix_time":{},)"
+                             R"("next_change_in_seconds":{})",
+                             json_string(timetable->entry), json_string(timetable->next_entry),
+                             timetable->next_change.time_since_epoch().count(),
+                             std::max(0.0, seconds(timetable->next_change_in)));
+    }
     objects.push_back(
         fmt::format(R"({{"key":{},"rate":{},"permits_per_second":{},{},{},"stored_permits":{},)"
                     R"("next_free_in_seconds":{}}})",

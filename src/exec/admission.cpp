@@ -40,7 +40,8 @@ Admission admit(backends::BucketBackend& backend, backends::InflightSlots* slots
   return Admission{.result = AdmissionResult::admitted,
                    .signal = 0,
                    .slot = std::move(slot),
-                   .replaced_params = reservation.replaced_params};
+                   .replaced_params = reservation.replaced_params,
+                   .replaced_timetable = reservation.replaced_timetable};
 }
 
 }  // namespace ratelimit::exec

@@ -28,8 +28,9 @@ struct Admission {
   // With --max-inflight: the slot's lock, held as long as this descriptor (or the command that
   // inherits it) lives.
   io::FileDescriptor slot;
-  // The bucket's parameters that this request replaced, if it did.
+  // The bucket's parameters that this request replaced, if it did, and their timetable.
   std::optional<BucketParams> replaced_params;
+  std::string replaced_timetable{};
 };
 
 // How often a caller waiting for a --max-inflight slot looks again: flock cannot wait for any one

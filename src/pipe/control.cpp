@@ -5,21 +5,38 @@
 #include <algorithm>
 #include <charconv>
 
+#include "schedule/timetable_text.hpp"
+
 namespace ratelimit::pipe {
 
-std::string encode_rate(double units_per_second) { return fmt::format("{}\n", units_per_second); }
+namespace {
 
-std::optional<double> decode_rate(std::string_view line) {
+constexpr std::string_view kTimetableTag = "timetable ";
+constexpr std::string_view kStatusTag = "ratelimit-pipe 1";
+
+}  // namespace
+
+std::string encode_rate(const NewRate& rate) {
+  if (const auto* timetable = std::get_if<Timetable>(&rate))
+    return fmt::format("{}{}\n", kTimetableTag, schedule::timetable_text(*timetable));
+  return fmt::format("{}\n", std::get<double>(rate));
+}
+
+std::optional<NewRate> decode_rate(std::string_view line) {
+  if (line.starts_with(kTimetableTag)) {
+    std::optional<Timetable> timetable =
+        schedule::parse_timetable_text(line.substr(kTimetableTag.size()));
+    if (!timetable) return std::nullopt;
+    return NewRate(std::move(*timetable));
+  }
   double rate = 0.0;
   const auto [end, error] = std::from_chars(line.data(), line.data() + line.size(), rate);
   if (error != std::errc() || end != line.data() + line.size() || !(rate > 0.0))
     return std::nullopt;
-  return rate;
+  return NewRate(rate);
 }
 
 namespace {
-
-constexpr std::string_view kStatusTag = "ratelimit-pipe 1";
 
 template <typename T>
 std::optional<T> whole_field(std::string_view field) {

@@ -9,13 +9,15 @@
 #include <vector>
 
 #include "io/posix.hpp"
+#include "pipe/io.hpp"
 #include "state/state_directory.hpp"
 
 namespace ratelimit::pipe {
 
-// A new rate as one line of text, e.g. "2000000\n", and back; nullopt unless a positive number.
-std::string encode_rate(double units_per_second);
-std::optional<double> decode_rate(std::string_view line);
+// A new rate as one line of text, e.g. "2000000\n" or "timetable 08:00,1000;18:00,off\n", and
+// back (without the newline); nullopt unless a positive number or a timetable.
+std::string encode_rate(const NewRate& rate);
+std::optional<NewRate> decode_rate(std::string_view line);
 
 // What a running pipe tells `status` and `set` about itself.
 struct PipeStatus {
@@ -88,6 +90,6 @@ struct ListedPipe {
 std::vector<ListedPipe> list_running_pipes(const std::string& path);
 
 // Sends a new rate. Throws std::system_error; ENXIO means that the pipe has gone.
-void send_rate(const RunningPipe& pipe, double units_per_second);
+void send_rate(const RunningPipe& pipe, const NewRate& rate);
 
 }  // namespace ratelimit::pipe

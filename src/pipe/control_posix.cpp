@@ -10,6 +10,7 @@
 #include <initializer_list>
 #include <system_error>
 
+#include "backends/bucket_backend.hpp"
 #include "pipe/control.hpp"
 #include "state/state_directory.hpp"
 
@@ -17,7 +18,7 @@ namespace ratelimit::pipe {
 namespace {
 
 // Longer than any line encode_rate() makes.
-constexpr std::size_t kMaxLineBytes = 64;
+constexpr std::size_t kMaxLineBytes = 32 + backends::kMaxTimetableBytes;
 
 // The FIFOs live in the user's private state directory, the one of the shared buckets. Without a
 // safe one the pipe runs without live control.
@@ -189,10 +190,10 @@ std::optional<RunningPipe> find_running_pipe(long pid) {
   return std::nullopt;
 }
 
-void send_rate(const RunningPipe& pipe, double units_per_second) {
+void send_rate(const RunningPipe& pipe, const NewRate& rate) {
   // Non-blocking: a FIFO nobody reads (a process that was killed) fails with ENXIO at once.
   const io::FileDescriptor fifo = pipe.directory.open_fifo_for_writing(pipe.fifo_name);
-  const std::string line = encode_rate(units_per_second);
+  const std::string line = encode_rate(rate);
   // Shorter than PIPE_BUF, so written whole or not at all.
   if (io::retry_on_eintr([&] { return ::write(fifo.get(), line.data(), line.size()); }) < 0)
     io::throw_errno(pipe.directory.path() + "/" + pipe.fifo_name);

@@ -42,7 +42,8 @@ void Engine::start() {
   if (on_progress_) next_progress_ = totals_.started + options_.progress_interval;
   if (options_.schedule) {
     scheduled_ = options_.schedule->at(totals_.started);
-    change_rate(scheduled_.units_per_second, totals_.started);
+    source_.enter_entry(scheduled_.units_per_second, scheduled_.entry_until, totals_.started);
+    note_rate(scheduled_.units_per_second, totals_.started);
     rate_changes_.clear();  // the starting rate is no change
   }
 }
@@ -292,7 +293,7 @@ Wake Engine::wait(nanoseconds deadline, WaitFor what) {
     if (what != WaitFor::input && now >= deadline) return Wake::timeout;
     const Wake wake = io_.wait(std::min({deadline, next_progress_, scheduled_.until}), what);
     if (wake == Wake::control) {
-      if (const std::optional<double> rate = io_.take_new_rate()) change_rate(*rate, io_.now());
+      if (std::optional<NewRate> sent = io_.take_new_rate()) apply(std::move(*sent), io_.now());
       continue;
     }
     // A ready for input_end is news to check at the top: the input may still hold bytes.
@@ -310,12 +311,29 @@ void Engine::follow_schedule(nanoseconds now) {
   const RatePeriod period = options_.schedule->at(now);
   const bool moved_on = period.units_per_second != scheduled_.units_per_second;
   scheduled_ = period;
-  if (moved_on) change_rate(period.units_per_second, now);
+  if (moved_on && period.units_per_second != totals_.rate) {
+    source_.enter_entry(period.units_per_second, period.entry_until, now);
+    note_rate(period.units_per_second, now);
+  }
 }
 
-void Engine::change_rate(double units_per_second, nanoseconds now) {
+void Engine::apply(NewRate sent, nanoseconds now) {
+  if (const double* rate = std::get_if<double>(&sent)) {
+    if (*rate == totals_.rate) return;
+    source_.set_rate(*rate, now);
+    note_rate(*rate, now);
+    return;
+  }
+  if (!options_.schedule) return;
+  options_.schedule->follow(std::get<Timetable>(sent));
+  scheduled_ = options_.schedule->at(now);
+  source_.set_timetable(std::get<Timetable>(sent), scheduled_.units_per_second,
+                        scheduled_.entry_until, now);
+  note_rate(scheduled_.units_per_second, now);
+}
+
+void Engine::note_rate(double units_per_second, nanoseconds now) {
   if (units_per_second == totals_.rate) return;
-  source_.set_rate(units_per_second, now);
   rate_changed_ = true;
   totals_.rate = units_per_second;
   if (options_.default_chunk_limit)

@@ -33,7 +33,8 @@ struct EngineOptions {
   std::size_t buffer_bytes = 256 * 1024;
   // How often `on_progress` is called while data flows or waits.
   std::chrono::nanoseconds progress_interval = std::chrono::milliseconds(100);
-  // The rate over time (a timetable), followed from the start; none: the bucket's rate throughout.
+  // The rate over time (a timetable), followed from the start; also what a timetable sent by
+  // `ratelimit set` replaces. None: the bucket's rate throughout, and sent timetables are ignored.
   RateSchedule* schedule = nullptr;
 };
 
@@ -128,7 +129,10 @@ class Engine {
   void report_progress(std::chrono::nanoseconds now);
   // Applies the schedule's rate when it has moved to another entry since the last look.
   void follow_schedule(std::chrono::nanoseconds now);
-  void change_rate(double units_per_second, std::chrono::nanoseconds now);
+  // A rate or timetable from `ratelimit set`.
+  void apply(NewRate sent, std::chrono::nanoseconds now);
+  // Takes note of the rate now in force: the chunk follows it, the wait for a turn ends.
+  void note_rate(double units_per_second, std::chrono::nanoseconds now);
   Result stop_after_writing_buffer();
   Result finish(Ending ending, int signal = 0);
 

@@ -44,7 +44,7 @@ class FileIo final : public Io {
   Moved read(std::span<char> buffer) override;
   std::optional<std::size_t> write(std::span<const char> data) override;
   std::optional<Moved> splice(std::size_t max_bytes) override;
-  std::optional<double> take_new_rate() override;
+  std::optional<NewRate> take_new_rate() override;
   int stop_signal() const override;
 
  private:

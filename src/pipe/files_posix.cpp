@@ -252,11 +252,11 @@ std::optional<Moved> FileIo::splice(std::size_t max_bytes) {
   return Moved{static_cast<std::size_t>(moved), false, false};
 }
 
-std::optional<double> FileIo::take_new_rate() {
-  std::optional<double> rate;
+std::optional<NewRate> FileIo::take_new_rate() {
+  std::optional<NewRate> rate;
   if (!control_) return rate;
   for (const std::string& line : control_->take_lines()) {
-    if (const std::optional<double> sent = decode_rate(line)) rate = sent;
+    if (std::optional<NewRate> sent = decode_rate(line)) rate = std::move(sent);
   }
   return rate;
 }

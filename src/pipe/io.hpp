@@ -4,6 +4,9 @@
 #include <cstddef>
 #include <optional>
 #include <span>
+#include <variant>
+
+#include "ratelimit/timetable.hpp"
 
 namespace ratelimit::pipe {
 
@@ -11,11 +14,14 @@ namespace ratelimit::pipe {
 enum class Wake {
   ready,    // what the wait was for besides the deadline happened
   timeout,  // the deadline passed
-  control,  // a new rate arrived: take it with take_new_rate()
+  control,  // a new rate or timetable arrived: take it with take_new_rate()
   stop,     // a stop signal arrived: take it with stop_signal()
 };
 
 // What besides its deadline a wait is for.
+// What `ratelimit set` sent: one rate (units per second), or a timetable to follow from now on.
+using NewRate = std::variant<double, Timetable>;
+
 enum class WaitFor {
   deadline,   // nothing
   input,      // the input can be read (or is at its end) without blocking
@@ -56,8 +62,8 @@ class Io {
   // blocks on an empty input: zero bytes without end_of_input then, and the caller waits for
   // input. nullopt when splicing is impossible for these descriptors, and then nothing moved.
   virtual std::optional<Moved> splice(std::size_t max_bytes) = 0;
-  // The rate (units per second) sent by `ratelimit set`, once per message.
-  virtual std::optional<double> take_new_rate() = 0;
+  // What `ratelimit set` sent last, once per message.
+  virtual std::optional<NewRate> take_new_rate() = 0;
   // The stop signal that ended a wait, e.g. SIGINT.
   virtual int stop_signal() const = 0;
 };

@@ -5,6 +5,7 @@
 #include <utility>
 
 #include "pipe/engine.hpp"
+#include "schedule/timetable_text.hpp"
 
 namespace ratelimit::pipe {
 namespace {
@@ -28,25 +29,26 @@ void LocalPermitSource::consume(std::int64_t units, nanoseconds requested_at) {
 }
 
 void LocalPermitSource::set_rate(double units_per_second, nanoseconds now) {
-  if (std::isinf(bucket_.params().permits_per_second) || std::isinf(units_per_second)) {
-    // Leaving "no limit": a fresh bucket, where Guava's setRate would fill it, a burst nobody
-    // saved up. Entering it: at once, where Guava would still wait out the turn booked at the old
-    // rate (an hour at 1/h).
-    BucketParams params = bucket_.params();
-    params.permits_per_second = units_per_second;
-    bucket_ = TokenBucket(params, now);
-  } else {
-    bucket_.set_rate(units_per_second, now);
-  }
+  backends::change_rate(bucket_, units_per_second, now);
+}
+
+void LocalPermitSource::enter_entry(double units_per_second, std::int64_t, nanoseconds now) {
+  set_rate(units_per_second, now);
+}
+
+void LocalPermitSource::set_timetable(const Timetable&, double units_per_second, std::int64_t,
+                                      nanoseconds now) {
+  set_rate(units_per_second, now);
 }
 
 SharedPermitSource::SharedPermitSource(backends::BucketBackend& backend,
                                        backends::PermitRequest request, io::Waiter& waiter,
-                                       OnReplaced on_replaced)
+                                       OnReplaced on_replaced, OnKeyTimetable on_key_timetable)
     : backend_(backend),
       request_(std::move(request)),
       waiter_(waiter),
-      on_replaced_(std::move(on_replaced)) {
+      on_replaced_(std::move(on_replaced)),
+      on_key_timetable_(std::move(on_key_timetable)) {
   request_.apply_params = true;
   request_.deadline = nanoseconds::max();
 }
@@ -55,8 +57,14 @@ std::optional<nanoseconds> SharedPermitSource::book(std::int64_t units) {
   request_.permits = units;
   const backends::Reservation reservation = backend_.reserve(request_, waiter_);
   if (reservation.signal != 0) return std::nullopt;
-  if (reservation.replaced_params && on_replaced_) on_replaced_(*reservation.replaced_params);
+  if (reservation.replaced_params && on_replaced_)
+    on_replaced_(*reservation.replaced_params, reservation.replaced_timetable);
   request_.apply_params = false;
+  if (reservation.key_timetable != request_.schedule.timetable) {
+    // Its entry is the engine's to find: until then this source moves the key on to none.
+    request_.schedule = {.timetable = reservation.key_timetable, .entry_until = 0};
+    if (on_key_timetable_) on_key_timetable_(reservation.key_timetable);
+  }
   const nanoseconds now = waiter_.now();
   return reservation.wait > nanoseconds::max() - now ? nanoseconds::max() : now + reservation.wait;
 }
@@ -103,7 +111,26 @@ void SharedPermitSource::consume(std::int64_t units, nanoseconds) {
 
 void SharedPermitSource::set_rate(double units_per_second, nanoseconds) {
   request_.params.permits_per_second = units_per_second;
-  backend_.set_rate(request_.key, units_per_second);
+  backend_.set_rate(request_.key, units_per_second, request_.schedule);
+}
+
+void SharedPermitSource::enter_entry(double units_per_second, std::int64_t entry_until,
+                                     nanoseconds now) {
+  // Units booked before "off" may go at once: the key starts afresh too (backends::change_rate).
+  if (std::isinf(units_per_second)) {
+    credit_due_ = std::min(credit_due_, now);
+    ahead_due_ = std::min(ahead_due_, now);
+  }
+  request_.params.permits_per_second = units_per_second;
+  request_.schedule.entry_until = entry_until;
+}
+
+void SharedPermitSource::set_timetable(const Timetable& timetable, double units_per_second,
+                                       std::int64_t entry_until, nanoseconds) {
+  request_.params.permits_per_second = units_per_second;
+  request_.schedule = {.timetable = schedule::timetable_text(timetable),
+                       .entry_until = entry_until};
+  backend_.set_rate(request_.key, units_per_second, request_.schedule);
 }
 
 }  // namespace ratelimit::pipe

@@ -4,9 +4,11 @@
 #include <cstdint>
 #include <functional>
 #include <optional>
+#include <string>
 
 #include "backends/bucket_backend.hpp"
 #include "io/waiter.hpp"
+#include "ratelimit/timetable.hpp"
 #include "ratelimit/token_bucket.hpp"
 
 namespace ratelimit::pipe {
@@ -22,7 +24,15 @@ class PermitSource {
                                                        std::chrono::nanoseconds now) = 0;
   // `units` were moved, as requested at `requested_at`.
   virtual void consume(std::int64_t units, std::chrono::nanoseconds requested_at) = 0;
+  // A rate set by hand (`ratelimit set`), from now on.
   virtual void set_rate(double units_per_second, std::chrono::nanoseconds now) = 0;
+  // The timetable followed moved on to an entry of this rate, which ends at `entry_until` (Unix
+  // seconds).
+  virtual void enter_entry(double units_per_second, std::int64_t entry_until,
+                           std::chrono::nanoseconds now) = 0;
+  // A timetable set by hand, from now on; its entry in force has this rate and end.
+  virtual void set_timetable(const Timetable& timetable, double units_per_second,
+                             std::int64_t entry_until, std::chrono::nanoseconds now) = 0;
 };
 
 // The pipe's own bucket: the turn is the bucket's next free time and units are booked once
@@ -36,6 +46,10 @@ class LocalPermitSource final : public PermitSource {
                                                std::chrono::nanoseconds now) override;
   void consume(std::int64_t units, std::chrono::nanoseconds requested_at) override;
   void set_rate(double units_per_second, std::chrono::nanoseconds now) override;
+  void enter_entry(double units_per_second, std::int64_t entry_until,
+                   std::chrono::nanoseconds now) override;
+  void set_timetable(const Timetable& timetable, double units_per_second, std::int64_t entry_until,
+                     std::chrono::nanoseconds now) override;
 
  private:
   TokenBucket bucket_;
@@ -48,20 +62,30 @@ class LocalPermitSource final : public PermitSource {
 // this pipe's next chunk instead of idle (idle time would be stored as a burst for everyone).
 // Units booked and not moved (a short read, the end of a slow producer's burst) are kept as
 // local credit for the next turn: never booked twice. The first booking applies the request's
-// parameters to the key (saying so through `on_replaced` if they differed); later ones keep the
-// key's, so that two users with other parameters do not flip the key back and forth.
+// parameters and timetable to the key (saying so through `on_replaced` if they differed); later
+// ones keep the key's, so that two users with other parameters do not flip the key back and forth.
+// A timetable's change of entry goes to the key with the next booking (the first user past it
+// moves the key on); when the key's timetable is another than the one followed (set by another
+// user), `on_key_timetable` is told, so that the pipe follows the key's.
 class SharedPermitSource final : public PermitSource {
  public:
-  using OnReplaced = std::function<void(const BucketParams& replaced)>;
+  using OnReplaced =
+      std::function<void(const BucketParams& replaced, const std::string& timetable)>;
+  using OnKeyTimetable = std::function<void(const std::string& timetable)>;
 
-  // `waiter` is on the engine's clock; `request` names the key and the parameters (its permits
-  // and deadline are the source's business).
+  // `waiter` is on the engine's clock; `request` names the key, the parameters and the timetable
+  // (its permits and deadline are the source's business).
   SharedPermitSource(backends::BucketBackend& backend, backends::PermitRequest request,
-                     io::Waiter& waiter, OnReplaced on_replaced = {});
+                     io::Waiter& waiter, OnReplaced on_replaced = {},
+                     OnKeyTimetable on_key_timetable = {});
   std::optional<std::chrono::nanoseconds> turn(std::int64_t units,
                                                std::chrono::nanoseconds now) override;
   void consume(std::int64_t units, std::chrono::nanoseconds requested_at) override;
   void set_rate(double units_per_second, std::chrono::nanoseconds now) override;
+  void enter_entry(double units_per_second, std::int64_t entry_until,
+                   std::chrono::nanoseconds now) override;
+  void set_timetable(const Timetable& timetable, double units_per_second, std::int64_t entry_until,
+                     std::chrono::nanoseconds now) override;
 
   // Units booked and not yet moved, the chunk booked ahead included.
   std::int64_t booked_unused() const { return credit_ + ahead_; }
@@ -74,6 +98,7 @@ class SharedPermitSource final : public PermitSource {
   backends::PermitRequest request_;
   io::Waiter& waiter_;
   OnReplaced on_replaced_;
+  OnKeyTimetable on_key_timetable_;
   std::int64_t credit_ = 0;
   std::chrono::nanoseconds credit_due_{0};
   std::int64_t ahead_ = 0;  // the chunk booked ahead

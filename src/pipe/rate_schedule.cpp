@@ -12,19 +12,32 @@ constexpr nanoseconds kClockStep = std::chrono::seconds(1);
 
 }  // namespace
 
-TimetableSchedule::TimetableSchedule(Timetable timetable, const TimeZone& zone,
-                                     WallClock wall_clock)
-    : timetable_(std::move(timetable)), zone_(zone), wall_clock_(std::move(wall_clock)) {}
+TimetableSchedule::TimetableSchedule(std::optional<Timetable> timetable, double rate,
+                                     const TimeZone& zone, WallClock wall_clock)
+    : timetable_(std::move(timetable)),
+      zone_(zone),
+      wall_clock_(std::move(wall_clock)),
+      period_{.units_per_second = rate} {}
+
+void TimetableSchedule::follow(std::optional<Timetable> timetable) {
+  timetable_ = std::move(timetable);
+  looked_up_ = false;
+  period_.until = nanoseconds::max();
+  period_.entry_until = 0;
+}
 
 RatePeriod TimetableSchedule::at(nanoseconds now) {
+  if (!timetable_) return period_;
   const std::chrono::system_clock::time_point wall = wall_clock_();
   const nanoseconds wall_minus_monotonic = wall.time_since_epoch() - now;
   const nanoseconds drift = wall_minus_monotonic - wall_minus_monotonic_;
   if (looked_up_ && now < period_.until && drift < kClockStep && drift > -kClockStep)
     return period_;
   const TimetablePeriod period =
-      timetable_.at(std::chrono::floor<std::chrono::seconds>(wall), zone_);
-  period_ = {period.permits_per_second, now + (period.next_change - wall)};
+      timetable_->at(std::chrono::floor<std::chrono::seconds>(wall), zone_);
+  period_ = {.units_per_second = period.permits_per_second,
+             .until = now + (period.next_change - wall),
+             .entry_until = period.next_change.time_since_epoch().count()};
   wall_minus_monotonic_ = wall_minus_monotonic;
   looked_up_ = true;
   return period_;

@@ -1,7 +1,9 @@
 #pragma once
 
 #include <chrono>
+#include <cstdint>
 #include <functional>
+#include <optional>
 
 #include "ratelimit/timetable.hpp"
 
@@ -11,6 +13,9 @@ namespace ratelimit::pipe {
 struct RatePeriod {
   double units_per_second = 0.0;
   std::chrono::nanoseconds until = std::chrono::nanoseconds::max();
+  // A timetable's entry: when it ends, in Unix seconds (backends::KeySchedule::entry_until); 0
+  // without a timetable.
+  std::int64_t entry_until = 0;
 };
 
 // The rate in force over time. The engine asks at every turn, so that a change lands at its
@@ -19,21 +24,27 @@ class RateSchedule {
  public:
   virtual ~RateSchedule() = default;
   virtual RatePeriod at(std::chrono::nanoseconds now) = 0;
+  // Another timetable from now on (`ratelimit set`, or a shared key's); none: the rate in force
+  // holds.
+  virtual void follow(std::optional<Timetable> timetable) = 0;
 };
 
-// A timetable followed on the wall clock. The timetable is consulted again at each change, and
-// whenever the wall clock has moved against the monotonic one (an NTP step, a suspend) since the
-// last time, so such a jump is noticed at the next turn.
+// A timetable followed on the wall clock, or one rate while there is none. The timetable is
+// consulted again at each change, and whenever the wall clock has moved against the monotonic one
+// (an NTP step, a suspend) since the last time, so such a jump is noticed at the next turn.
 class TimetableSchedule final : public RateSchedule {
  public:
   using WallClock = std::function<std::chrono::system_clock::time_point()>;
 
-  TimetableSchedule(Timetable timetable, const TimeZone& zone, WallClock wall_clock);
+  // `rate` holds while there is no timetable.
+  TimetableSchedule(std::optional<Timetable> timetable, double rate, const TimeZone& zone,
+                    WallClock wall_clock);
 
   RatePeriod at(std::chrono::nanoseconds now) override;
+  void follow(std::optional<Timetable> timetable) override;
 
  private:
-  Timetable timetable_;
+  std::optional<Timetable> timetable_;
   const TimeZone& zone_;
   WallClock wall_clock_;
   RatePeriod period_;

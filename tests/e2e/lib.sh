@@ -66,3 +66,27 @@ expect_paced_starts() {
       if (n > 15) { print "window at start " i " holds " n " starts"; exit 1 } } }' "$WORK/starts" ||
     fail "starts were not spread out"
 }
+
+# boundary_in SECONDS: exports a TZ in which a whole minute starts SECONDS from now, and sets
+# $boundary (that moment, Unix seconds), $before (HH:MM of the minute before it) and $at (its
+# HH:MM). Timetable entries are whole minutes; a POSIX zone whose offset has seconds
+# ("RLT-0:00:SS") puts one a few seconds ahead, so a test of a change takes seconds, not a minute.
+boundary_in() {
+  boundary=$(($(date +%s) + $1))
+  export TZ="RLT-0:00:$(printf %02d $(((60 - boundary % 60) % 60)))"
+  before=$(date -d "@$((boundary - 60))" +%H:%M)
+  at=$(date -d "@$boundary" +%H:%M)
+  [ "$(date -d "@$boundary" +%S)" = 00 ] || fail "the zone $TZ does not put $at on a whole minute"
+}
+
+# expect_change_at_boundary STATS_FILE: the change to no limit that --stats=json lists came 0 to
+# 100 ms after $boundary.
+expect_change_at_boundary() {
+  local changed late_ms
+  changed=$(grep -o '{"unix_time":[0-9.]*,"rate":null}' "$1" | head -n 1 | tr -dc '0-9.')
+  [ -n "$changed" ] || fail "no change to no limit in $(cat "$1")"
+  late_ms=$(awk -v changed="$changed" -v boundary="$boundary" \
+    'BEGIN { printf "%d", (changed - boundary) * 1000 }')
+  [ "$late_ms" -ge 0 ] && [ "$late_ms" -le 100 ] ||
+    fail "the rate changed ${late_ms} ms after the boundary $at ($TZ), expected 0..100 ms"
+}

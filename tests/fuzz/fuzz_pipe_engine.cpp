@@ -111,7 +111,7 @@ class FuzzedIo final : public pipe::Io {
     return pipe::Moved{count, false, false};
   }
 
-  std::optional<double> take_new_rate() override { return std::nullopt; }
+  std::optional<pipe::NewRate> take_new_rate() override { return std::nullopt; }
   int stop_signal() const override { return 0; }
 
  private:

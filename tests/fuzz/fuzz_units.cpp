@@ -6,12 +6,14 @@
 #include <cstddef>
 #include <cstdint>
 #include <cstdlib>
+#include <optional>
 #include <stdexcept>
+#include <string>
 #include <string_view>
 
-#include "cli/timetable_option.hpp"
 #include "cli/units.hpp"
 #include "ratelimit/timetable.hpp"
+#include "schedule/timetable_text.hpp"
 
 namespace {
 
@@ -42,7 +44,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   } catch (const UsageError&) {
   }
   try {
-    const ratelimit::Timetable timetable(ratelimit::cli::parse_timetable(
+    const ratelimit::Timetable timetable(ratelimit::schedule::parse_timetable(
         text,
         [](std::string_view rate) { return ratelimit::cli::parse_rate(rate).units_per_second; }));
     const auto period =
@@ -50,6 +52,15 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     if (!(period.permits_per_second > 0.0)) std::abort();
   } catch (const UsageError&) {
   } catch (const std::invalid_argument&) {
+  }
+  // A key's timetable (written by anything that can write the key) is read back or refused, and
+  // what is read back is written in the same form again.
+  if (const std::optional<ratelimit::Timetable> timetable =
+          ratelimit::schedule::parse_timetable_text(text)) {
+    const std::string written = ratelimit::schedule::timetable_text(*timetable);
+    const std::optional<ratelimit::Timetable> again =
+        ratelimit::schedule::parse_timetable_text(written);
+    if (!again || ratelimit::schedule::timetable_text(*again) != written) std::abort();
   }
   return 0;
 }

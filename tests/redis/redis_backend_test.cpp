@@ -4,10 +4,12 @@
 
 #include <chrono>
 #include <cmath>
+#include <limits>
 #include <random>
 
 #include "../unit/golden_vectors.hpp"
 #include "backends/redis_connection.hpp"
+#include "backends/redis_script.hpp"
 #include "backends/redis_url.hpp"
 #include "errors.hpp"
 #include "io/waiter.hpp"
@@ -70,10 +72,15 @@ class RedisStore final : public testing::GoldenStore {
   testing::GoldenAnswer request(const testing::GoldenRequest& golden) override {
     PermitRequest permits = request_for(golden);
     const Reservation reservation = backend_.reserve_at(permits, golden.timeout, micros(golden.at));
-    return {.granted = reservation.granted, .wait = reservation.wait};
+    return {.granted = reservation.granted,
+            .wait = reservation.wait,
+            .replaced = reservation.replaced_params.has_value(),
+            .key_timetable = reservation.key_timetable};
   }
   void set_rate(const testing::GoldenSetRate& change) override {
-    EXPECT_TRUE(backend_.set_rate_at(key_, change.rate, micros(change.at)));
+    EXPECT_TRUE(backend_.set_rate_at(
+        key_, change.rate, {.timetable = change.timetable, .entry_until = change.entry_until},
+        micros(change.at)));
   }
 
  private:
@@ -83,6 +90,7 @@ class RedisStore final : public testing::GoldenStore {
   PermitRequest request_for(const testing::GoldenRequest& golden) const {
     PermitRequest permits = backends::request(key_, golden.params);
     permits.apply_params = golden.apply_params;
+    permits.schedule = {.timetable = golden.timetable, .entry_until = golden.entry_until};
     permits.permits = golden.permits;
     return permits;
   }
@@ -101,18 +109,27 @@ TEST_F(RedisBackendTest, ScriptReachesEveryGoldenDecision) {
 }
 
 // Beyond the vectors: long random sequences of every kind of request, decision for decision and
-// nanosecond for nanosecond against the core, at Unix times.
+// nanosecond for nanosecond against the core, at Unix times, with users of a few timetables (and
+// none) at entries whose ends differ where a double would round them together.
 TEST_F(RedisBackendTest, ScriptMatchesTheCoreOnRandomSequences) {
   RedisBackend redis = backend(server_.unix_url());
   std::mt19937_64 random(20261130);
   const std::int64_t origin_micros = 1764460800000000;  // 2025-11-30, Unix time
+  const std::string timetables[] = {"", "08:00,10;18:00,100", "00:00,1;12:00,off", "09:00,500"};
+  constexpr std::int64_t kMax = std::numeric_limits<std::int64_t>::max();
+  const std::int64_t entry_ends[] = {0,          -1,        1764460800,      1764464400,
+                                     1764468000, 1LL << 53, (1LL << 53) + 1, kMax - 1,
+                                     kMax,       -kMax - 1};
   int compared = 0;
+  int replaced = 0;
+  int moved_on = 0;
   for (int sequence = 0; sequence < 40; ++sequence) {
     const std::string key = "random-" + std::to_string(sequence);
     auto random_params = [&] {
       BucketParams params;
-      const double rates[] = {0.3, 1, 3, 7, 1000, 1e6, 1e9};
-      params.permits_per_second = rates[random() % 7];
+      const double rates[] = {0.3,  1,   3,   7,
+                              1000, 1e6, 1e9, std::numeric_limits<double>::infinity()};
+      params.permits_per_second = rates[random() % 8];
       if (random() % 2) {
         params.shape = BucketShape::warming_up;
         params.warmup = std::chrono::milliseconds(random() % 5000);
@@ -124,31 +141,57 @@ TEST_F(RedisBackendTest, ScriptMatchesTheCoreOnRandomSequences) {
       params.pay_first = random() % 3 == 0;
       return params;
     };
+    auto random_schedule = [&] {
+      return KeySchedule{.timetable = timetables[random() % 4],
+                         .entry_until = entry_ends[random() % 10]};
+    };
     BucketParams params = random_params();
+    KeySchedule schedule = random_schedule();
     std::int64_t now_micros = origin_micros + static_cast<std::int64_t>(random() % 1000000);
     std::optional<TokenBucket> core;
+    KeySchedule core_schedule;
     for (int step = 0; step < 60; ++step) {
       now_micros += static_cast<std::int64_t>(random() % 400000);
       if (random() % 10 == 0) params = random_params();
+      // Mostly the same timetable, as its users share it, at this entry or another.
+      if (random() % 6 == 0) schedule.timetable = timetables[random() % 4];
+      if (random() % 3 == 0) schedule.entry_until = entry_ends[random() % 10];
+      if (random() % 8 == 0) params.permits_per_second = random_params().permits_per_second;
       PermitRequest permits = request(key, params);
+      permits.schedule = schedule;
       permits.permits = 1 + static_cast<std::int64_t>(random() % 20);
       permits.apply_params = random() % 4 != 0;
       nanoseconds timeout = kForever;
       if (random() % 3 == 0) timeout = std::chrono::milliseconds(random() % 500);
       const nanoseconds now = std::chrono::microseconds(now_micros);
       if (timeout != kForever) permits.deadline = now + timeout;
-      if (!core) core.emplace(params, now);
-      const Reservation expected = decide(*core, permits, now);
+      if (!core) {
+        core.emplace(params, now);
+        core_schedule = schedule;
+      }
+      const std::int64_t entry_before = core_schedule.entry_until;
+      const Reservation expected = decide(*core, core_schedule, permits, now);
       const Reservation actual = redis.reserve_at(permits, timeout, now_micros);
-      ASSERT_EQ(actual.replaced_params, expected.replaced_params)
-          << "sequence " << sequence << " step " << step;
-      ASSERT_EQ(actual.granted, expected.granted) << "sequence " << sequence << " step " << step;
-      ASSERT_EQ(actual.wait.count(), expected.wait.count())
-          << "sequence " << sequence << " step " << step;
+      const std::string where =
+          "sequence " + std::to_string(sequence) + " step " + std::to_string(step);
+      ASSERT_EQ(actual.replaced_params, expected.replaced_params) << where;
+      ASSERT_EQ(actual.replaced_timetable, expected.replaced_timetable) << where;
+      ASSERT_EQ(actual.key_timetable, expected.key_timetable) << where;
+      ASSERT_EQ(actual.granted, expected.granted) << where;
+      ASSERT_EQ(actual.wait.count(), expected.wait.count()) << where;
+      const auto kept = redis.status_at(key, now_micros);
+      ASSERT_TRUE(kept) << where;
+      ASSERT_EQ(kept->schedule, core_schedule) << where;
+      ASSERT_EQ(kept->params, core->params()) << where;
+      replaced += expected.replaced_params.has_value();
+      moved_on += core_schedule.entry_until != entry_before && !expected.replaced_params;
       ++compared;
     }
   }
   EXPECT_EQ(compared, 40 * 60);
+  // The sequences reach both rules often, not by luck.
+  EXPECT_GT(replaced, 200);
+  EXPECT_GT(moved_on, 50);
 }
 
 TEST_F(RedisBackendTest, UnixAndTcpClientsShareOneBucket) {
@@ -182,7 +225,20 @@ TEST_F(RedisBackendTest, KeyOfAnotherTypeOrDamagedIsAFreshBucket) {
   admin(server_, {"RPUSH", "ratelimit:{list}", "a"});
   admin(server_, {"HSET", "ratelimit:{damaged}", "v", "1", "rate", "fast"});
   admin(server_, {"HSET", "ratelimit:{future}", "v", "99"});
-  for (const std::string key : {"text", "list", "damaged", "future"}) {
+  // An entry's end beyond int64.
+  admin(server_, {"HSET",        "ratelimit:{until}",
+                  "v",           "1",
+                  "shape",       "bursty",
+                  "rate",        "10",
+                  "burst",       "1",
+                  "warmup",      "0",
+                  "cold",        "3",
+                  "stored",      "0",
+                  "free_s",      "0",
+                  "free_ns",     "0",
+                  "timetable",   "09:00,10",
+                  "entry_until", "9223372036854775808"});
+  for (const std::string key : {"text", "list", "damaged", "future", "until"}) {
     const Reservation first = redis.reserve_at(request(key, bursty(10)), kForever, 0);
     EXPECT_TRUE(first.granted);
     EXPECT_EQ(first.wait, 0ms) << key;
@@ -193,7 +249,8 @@ TEST_F(RedisBackendTest, KeyOfAnotherTypeOrDamagedIsAFreshBucket) {
                         "key 'list': a list, not a bucket in Redis; starting a fresh bucket",
                         "key 'damaged': a damaged bucket in Redis; starting a fresh bucket",
                         "key 'future': not a bucket of this version in Redis; starting a fresh "
-                        "bucket"}));
+                        "bucket",
+                        "key 'until': a damaged bucket in Redis; starting a fresh bucket"}));
   admin(server_, {"SET", "ratelimit:{text}", "garbage"});
   const auto unusable = redis.status("text");
   ASSERT_EQ(unusable.size(), 1u);
@@ -231,12 +288,102 @@ TEST_F(RedisBackendTest, StatusResetAndSetRate) {
   EXPECT_EQ(at_one_second->next_free_in, 0ms);
   const auto at_zero = redis.status_at("a", 50000);
   EXPECT_EQ(at_zero->next_free_in, 50ms);
-  EXPECT_TRUE(redis.set_rate("a", 20));
+  EXPECT_TRUE(redis.set_rate("a", 20, {}));
   EXPECT_EQ(redis.status("a").at(0).params.permits_per_second, 20);
-  EXPECT_FALSE(redis.set_rate("none", 20));
+  EXPECT_FALSE(redis.set_rate("none", 20, {}));
   EXPECT_TRUE(redis.reset("a"));
   EXPECT_FALSE(redis.reset("a"));
   EXPECT_TRUE(redis.status("a").empty());
+}
+
+TEST_F(RedisBackendTest, StatusShowsTheScheduleAndSetRateReplacesIt) {
+  RedisBackend redis = backend(server_.unix_url());
+  constexpr std::int64_t kMax = std::numeric_limits<std::int64_t>::max();
+  PermitRequest first = request("tt", bursty(10));
+  first.schedule = {.timetable = "08:00,10;18:00,100", .entry_until = 1764486000};
+  EXPECT_EQ(redis.reserve_at(first, kForever, 0).key_timetable, "08:00,10;18:00,100");
+  EXPECT_EQ(redis.status_at("tt", 0)->schedule, first.schedule);
+
+  const std::string timetable = "09:00,100;18:00,1";
+  EXPECT_TRUE(redis.set_rate_at("tt", 100, {.timetable = timetable, .entry_until = kMax - 1}, 0));
+  auto kept = redis.status_at("tt", 0);
+  EXPECT_EQ(kept->params, bursty(100));
+  EXPECT_EQ(kept->schedule, (KeySchedule{.timetable = timetable, .entry_until = kMax - 1}));
+  // Entries one second apart, where doubles would see the same number: the later one moves the
+  // key on, the earlier one then changes nothing.
+  PermitRequest later = request("tt", bursty(1));
+  later.apply_params = false;
+  later.schedule = {.timetable = timetable, .entry_until = kMax};
+  EXPECT_EQ(redis.reserve_at(later, kForever, 0).key_timetable, timetable);
+  kept = redis.status_at("tt", 0);
+  EXPECT_EQ(kept->params, bursty(1));
+  EXPECT_EQ(kept->schedule, later.schedule);
+  PermitRequest earlier = request("tt", bursty(100));
+  earlier.apply_params = false;
+  earlier.schedule = {.timetable = timetable, .entry_until = kMax - 1};
+  redis.reserve_at(earlier, kForever, 0);
+  kept = redis.status_at("tt", 0);
+  EXPECT_EQ(kept->params, bursty(1));
+  EXPECT_EQ(kept->schedule, later.schedule);
+
+  const KeySchedule none{.timetable = "", .entry_until = std::numeric_limits<std::int64_t>::min()};
+  EXPECT_TRUE(redis.set_rate("tt", 5, none));
+  kept = redis.status("tt").at(0);
+  EXPECT_EQ(kept->params, bursty(5));
+  EXPECT_EQ(kept->schedule, none);
+
+  // Another timetable that keeps the key's parameters learns the key's; one that applies its
+  // parameters replaces both, and says what it replaced.
+  PermitRequest other = request("tt", bursty(7));
+  other.apply_params = false;
+  other.schedule = {.timetable = "09:00,7", .entry_until = 1};
+  const Reservation kept_params = redis.reserve_at(other, kForever, 0);
+  EXPECT_FALSE(kept_params.replaced_params);
+  EXPECT_EQ(kept_params.key_timetable, "");
+  other.apply_params = true;
+  const Reservation applied = redis.reserve_at(other, kForever, 0);
+  EXPECT_EQ(applied.replaced_params, bursty(5));
+  EXPECT_EQ(applied.replaced_timetable, "");
+  EXPECT_EQ(applied.key_timetable, "09:00,7");
+  EXPECT_EQ(redis.status_at("tt", 0)->schedule, other.schedule);
+}
+
+TEST_F(RedisBackendTest, KeyWrittenBeforeTimetablesHasNone) {
+  RedisBackend redis = backend(server_.unix_url());
+  admin(server_, {"HSET",    "ratelimit:{old}",
+                  "v",       "1",
+                  "shape",   "bursty",
+                  "rate",    "10",
+                  "burst",   "1",
+                  "warmup",  "0",
+                  "cold",    "3",
+                  "stored",  "0",
+                  "free_s",  "0",
+                  "free_ns", "0"});
+  const auto kept = redis.status_at("old", 0);
+  ASSERT_TRUE(kept);
+  EXPECT_EQ(kept->problem, "");
+  EXPECT_EQ(kept->schedule, KeySchedule{});
+  const Reservation same = redis.reserve_at(request("old", bursty(10)), kForever, 0);
+  EXPECT_FALSE(same.replaced_params);
+  EXPECT_EQ(same.wait, 0ms);
+  EXPECT_TRUE(notes_.empty());
+}
+
+// scripts/bench_redis.sh calls the script with ten arguments: without start full, pay first and a
+// schedule.
+TEST_F(RedisBackendTest, ReserveArgumentsAfterTheTenthMayBeLeftOff) {
+  const RedisValue reply =
+      admin(server_, {"EVAL", std::string(kRedisBucketScript), "1", "ratelimit:{short}", "reserve",
+                      "", "bursty", "1e9", "1", "0", "3", "1", "9223372036854775807", "1"});
+  ASSERT_EQ(reply.type, RedisValue::Type::array);
+  ASSERT_EQ(reply.elements.size(), 5u);
+  EXPECT_EQ(reply.elements[0].integer, 1);
+  EXPECT_EQ(reply.elements[4].text, "");
+  RedisBackend redis = backend(server_.unix_url());
+  const auto kept = redis.status("short").at(0);
+  EXPECT_EQ(kept.params, bursty(1e9));
+  EXPECT_EQ(kept.schedule, KeySchedule{});
 }
 
 TEST(RedisPassword, RightPasswordWrongPasswordAndNone) {

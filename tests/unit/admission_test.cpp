@@ -26,9 +26,12 @@ class MemoryBackend final : public backends::BucketBackend {
   backends::Reservation reserve(const backends::PermitRequest& request, io::Waiter&) override {
     const nanoseconds now = clock_.now();
     auto [bucket, added] = buckets_.try_emplace(request.key, request.params, now);
-    return backends::decide(bucket->second, request, now);
+    auto [schedule, new_schedule] = schedules_.try_emplace(request.key, request.schedule);
+    return backends::decide(bucket->second, schedule->second, request, now);
   }
-  bool set_rate(const std::string&, double) override { return false; }
+  bool set_rate(const std::string&, double, const backends::KeySchedule&) override {
+    return false;
+  }
   std::vector<backends::BucketStatus> status(const std::optional<std::string>&) override {
     return {};
   }
@@ -37,6 +40,7 @@ class MemoryBackend final : public backends::BucketBackend {
  private:
   Clock& clock_;
   std::map<std::string, TokenBucket> buckets_;
+  std::map<std::string, backends::KeySchedule> schedules_;
 };
 
 // The slots are busy until a given time.
@@ -151,7 +155,9 @@ class InterruptedBackend final : public backends::BucketBackend {
   backends::Reservation reserve(const backends::PermitRequest&, io::Waiter&) override {
     return {.granted = false, .wait = {}, .signal = SIGTERM, .replaced_params = {}};
   }
-  bool set_rate(const std::string&, double) override { return false; }
+  bool set_rate(const std::string&, double, const backends::KeySchedule&) override {
+    return false;
+  }
   std::vector<backends::BucketStatus> status(const std::optional<std::string>&) override {
     return {};
   }

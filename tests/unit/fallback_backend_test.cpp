@@ -25,7 +25,9 @@ class ScriptedBackend final : public BucketBackend {
     return {};
   }
   bool reset(const std::string&) override { return !down; }
-  bool set_rate(const std::string&, double) override { return !down; }
+  bool set_rate(const std::string&, double, const backends::KeySchedule&) override {
+    return !down;
+  }
 
   bool down = false;
   int calls = 0;
@@ -103,7 +105,7 @@ TEST(FallbackBackend, StatusAndResetFailWhateverThePolicy) {
   fixture.shared->down = true;
   EXPECT_THROW(fixture.backend->status(std::nullopt), BackendUnavailable);
   EXPECT_FALSE(fixture.backend->reset("api"));
-  EXPECT_FALSE(fixture.backend->set_rate("api", 2));
+  EXPECT_FALSE(fixture.backend->set_rate("api", 2, {}));
   EXPECT_EQ(fixture.locals_opened, 0);
 }
 

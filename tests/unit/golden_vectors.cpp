@@ -121,6 +121,10 @@ GoldenRequest parse_request(std::map<std::string, std::string>& fields,
   if (const auto permits = take(fields, "permits")) request.permits = parse_integer(*permits);
   if (const auto timeout = take(fields, "timeout")) request.timeout = parse_duration(*timeout);
   if (const auto apply = take(fields, "apply")) request.apply_params = parse_yes_no(*apply);
+  if (const auto timetable = take(fields, "timetable")) request.timetable = *timetable;
+  if (const auto until = take(fields, "entry_until")) request.entry_until = parse_integer(*until);
+  if (const auto replaced = take(fields, "replaced")) request.replaced = parse_yes_no(*replaced);
+  request.key_timetable = take(fields, "key_timetable");
   if (const auto granted = take(fields, "granted"); granted && *granted != "?")
     request.granted = parse_yes_no(*granted);
   if (const auto wait = take(fields, "wait"); wait && *wait != "?") {
@@ -141,16 +145,19 @@ bool wait_matches(microseconds expected, nanoseconds actual) {
   return micros == expected.count();
 }
 
-// `line` with its granted= and wait= fields as the store answered.
+// `line` with its answer fields as the store answered.
 std::string answered_line(const std::string& line, const GoldenAnswer& answer) {
   std::istringstream words(line);
   std::string word;
   std::string out;
   while (words >> word) {
-    if (word.starts_with("granted=") || word.starts_with("wait=")) continue;
+    if (word.starts_with("granted=") || word.starts_with("wait=") ||
+        word.starts_with("replaced=") || word.starts_with("key_timetable="))
+      continue;
     out += word + " ";
   }
-  return out + "granted=" + (answer.granted ? "yes" : "no") + " wait=" + wait_text(answer.wait);
+  return out + "granted=" + (answer.granted ? "yes" : "no") + " wait=" + wait_text(answer.wait) +
+         " replaced=" + (answer.replaced ? "yes" : "no") + " key_timetable=" + answer.key_timetable;
 }
 
 }  // namespace
@@ -191,7 +198,11 @@ std::vector<GoldenVector> read_golden_vectors(const std::string& path) {
         step.request = parse_request(fields, *params);
       } else if (word == "set_rate") {
         step.set_rate = GoldenSetRate{.at = parse_duration(require(fields, "t")),
-                                      .rate = parse_number(require(fields, "rate"))};
+                                      .rate = parse_number(require(fields, "rate")),
+                                      .timetable = take(fields, "timetable").value_or(""),
+                                      .entry_until = 0};
+        if (const auto until = take(fields, "entry_until"))
+          step.set_rate->entry_until = parse_integer(*until);
         reject_unknown(fields);
         params->permits_per_second = step.set_rate->rate;
       } else {
@@ -216,7 +227,9 @@ std::vector<std::string> replay(const GoldenVector& vector, GoldenStore& store) 
     const GoldenRequest& request = *step.request;
     const GoldenAnswer answer = store.request(request);
     const bool same = request.granted == answer.granted && request.wait &&
-                      wait_matches(*request.wait, answer.wait);
+                      wait_matches(*request.wait, answer.wait) &&
+                      request.replaced.value_or(answer.replaced) == answer.replaced &&
+                      request.key_timetable.value_or(answer.key_timetable) == answer.key_timetable;
     if (!same) {
       mismatches.push_back(vector.name + " line " + std::to_string(step.line) +
                            ": the store answers\n" + answered_line(step.text, answer));

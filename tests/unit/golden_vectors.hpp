@@ -18,14 +18,21 @@ struct GoldenRequest {
   std::chrono::nanoseconds timeout = std::chrono::nanoseconds::max();  // forever
   bool apply_params = true;
   BucketParams params;
+  std::string timetable;  // the request's schedule (backends::KeySchedule)
+  std::int64_t entry_until = 0;
   // Expected; none where the file says '?' (a vector being written: the test prints the answer).
   std::optional<bool> granted;
   std::optional<std::chrono::microseconds> wait;  // microseconds::max(): forever
+  // Expected only where the line says so.
+  std::optional<bool> replaced;
+  std::optional<std::string> key_timetable;
 };
 
 struct GoldenSetRate {
   std::chrono::nanoseconds at{0};
   double rate = 0.0;
+  std::string timetable;
+  std::int64_t entry_until = 0;
 };
 
 struct GoldenStep {
@@ -47,6 +54,8 @@ std::vector<GoldenVector> read_golden_vectors(const std::string& path);
 struct GoldenAnswer {
   bool granted = false;
   std::chrono::nanoseconds wait{0};
+  bool replaced = false;
+  std::string key_timetable{};
 };
 
 // A store as the vectors drive it: a fresh bucket per vector, made by the first request.

@@ -21,6 +21,7 @@ backends::PermitRequest permit_request(const GoldenRequest& request, nanoseconds
   permits.key = "golden";
   permits.params = request.params;
   permits.apply_params = request.apply_params;
+  permits.schedule = {.timetable = request.timetable, .entry_until = request.entry_until};
   permits.permits = request.permits;
   const nanoseconds at = origin + request.at;
   if (request.timeout != nanoseconds::max())
@@ -29,19 +30,32 @@ backends::PermitRequest permit_request(const GoldenRequest& request, nanoseconds
   return permits;
 }
 
+GoldenAnswer answer(const backends::Reservation& reservation) {
+  return {.granted = reservation.granted,
+          .wait = reservation.wait,
+          .replaced = reservation.replaced_params.has_value(),
+          .key_timetable = reservation.key_timetable};
+}
+
 // The core's arithmetic through backends::decide(), the step every store takes under its lock.
 class CoreStore final : public GoldenStore {
  public:
   GoldenAnswer request(const GoldenRequest& request) override {
-    if (!bucket_) bucket_.emplace(request.params, request.at);
-    const backends::Reservation reservation =
-        backends::decide(*bucket_, permit_request(request, nanoseconds::zero()), request.at);
-    return {.granted = reservation.granted, .wait = reservation.wait};
+    if (!bucket_) {
+      bucket_.emplace(request.params, request.at);
+      schedule_ = {.timetable = request.timetable, .entry_until = request.entry_until};
+    }
+    return answer(backends::decide(*bucket_, schedule_,
+                                   permit_request(request, nanoseconds::zero()), request.at));
   }
-  void set_rate(const GoldenSetRate& change) override { bucket_->set_rate(change.rate, change.at); }
+  void set_rate(const GoldenSetRate& change) override {
+    backends::change_rate(*bucket_, change.rate, change.at);
+    schedule_ = {.timetable = change.timetable, .entry_until = change.entry_until};
+  }
 
  private:
   std::optional<TokenBucket> bucket_;
+  backends::KeySchedule schedule_;
 };
 
 // The state-file backend in a directory of its own, on a fake clock that the vector's times move.
@@ -49,13 +63,13 @@ class StateFileStore final : public GoldenStore {
  public:
   GoldenAnswer request(const GoldenRequest& request) override {
     move_to(request.at);
-    const backends::Reservation reservation =
-        backend_.reserve(permit_request(request, origin_), waiter_);
-    return {.granted = reservation.granted, .wait = reservation.wait};
+    return answer(backend_.reserve(permit_request(request, origin_), waiter_));
   }
   void set_rate(const GoldenSetRate& change) override {
     move_to(change.at);
-    EXPECT_TRUE(backend_.set_rate("golden", change.rate));
+    EXPECT_TRUE(backend_.set_rate(
+        "golden", change.rate,
+        {.timetable = change.timetable, .entry_until = change.entry_until}));
   }
 
  private:

@@ -12,6 +12,7 @@
 #include "errors.hpp"
 #include "fake_pipe_io.hpp"
 #include "pipe/engine.hpp"
+#include "schedule/timetable_text.hpp"
 
 namespace ratelimit::pipe {
 namespace {
@@ -28,16 +29,22 @@ class FakeStore final : public backends::BucketBackend {
     if (fail) throw BackendUnavailable("store gone");
     if (interrupt_with != 0)
       return {.granted = false, .wait = {}, .signal = interrupt_with, .replaced_params = {}};
-    if (!bucket) bucket.emplace(request.params, io_.now());
+    if (!bucket) {
+      bucket.emplace(request.params, io_.now());
+      schedule = request.schedule;
+    }
+    if (++calls == other_user_at_call) set_rate("k", other_user_rate, other_user_schedule);
     applied.push_back(request.apply_params);
     booked += request.permits;
-    ++calls;
-    const backends::Reservation reservation = backends::decide(*bucket, request, io_.now());
+    const backends::Reservation reservation =
+        backends::decide(*bucket, schedule, request, io_.now());
     io_.pass(latency);
     return reservation;
   }
-  bool set_rate(const std::string&, double rate) override {
-    bucket->set_rate(rate, io_.now());
+  bool set_rate(const std::string&, double rate,
+                const backends::KeySchedule& new_schedule) override {
+    backends::change_rate(*bucket, rate, io_.now());
+    schedule = new_schedule;
     return true;
   }
   std::vector<backends::BucketStatus> status(const std::optional<std::string>&) override {
@@ -46,9 +53,14 @@ class FakeStore final : public backends::BucketBackend {
   bool reset(const std::string&) override { return false; }
 
   std::optional<TokenBucket> bucket;
+  backends::KeySchedule schedule;
   std::vector<bool> applied;
   std::int64_t booked = 0;
   int calls = 0;
+  // Another user sets this rate and schedule just before this call (counted from 1).
+  int other_user_at_call = 0;
+  double other_user_rate = 0.0;
+  backends::KeySchedule other_user_schedule;
   nanoseconds latency{0};
   bool fail = false;
   int interrupt_with = 0;
@@ -80,9 +92,17 @@ class SharedEngine : public ::testing::TestWithParam<bool> {
   void SetUp() override {
     if (GetParam()) io.allow_splice();
   }
-  Result run(const EngineOptions& options) {
-    SharedPermitSource source(store, {.key = "k", .params = options.bucket}, waiter,
-                              [this](const BucketParams&) { ++replaced; });
+  Result run(const EngineOptions& options, const backends::KeySchedule& schedule = {}) {
+    backends::PermitRequest request;
+    request.key = "k";
+    request.params = options.bucket;
+    request.schedule = schedule;
+    SharedPermitSource source(
+        store, request, waiter, [this](const BucketParams&, const std::string&) { ++replaced; },
+        [this, &options](const std::string& timetable) {
+          key_timetables.push_back(timetable);
+          options.schedule->follow(schedule::parse_timetable_text(timetable));
+        });
     const Result result = Engine(options, io, source).run();
     booked_unused = source.booked_unused();
     return result;
@@ -92,6 +112,7 @@ class SharedEngine : public ::testing::TestWithParam<bool> {
   FakeStore store{io};
   IoWaiter waiter{io};
   int replaced = 0;
+  std::vector<std::string> key_timetables;  // as the source was told them
   std::int64_t booked_unused = 0;
 };
 
@@ -168,6 +189,82 @@ TEST_P(SharedEngine, StopSignalDuringTheCallToTheStore) {
   const Result result = run(bytes_per_second(1000, 20));
   EXPECT_EQ(result.ending, Ending::stopped);
   EXPECT_EQ(io.output(), "");  // asked before anything is read
+}
+
+// Timetables of a key, on a wall clock that starts on Monday at 07:59:59.9 UTC and moves with the
+// fake I/O's clock.
+class UtcZone final : public TimeZone {
+ public:
+  std::chrono::seconds utc_offset(std::chrono::sys_seconds) const override { return 0s; }
+};
+const std::chrono::sys_seconds kMonday =
+    std::chrono::sys_days(std::chrono::year(2026) / std::chrono::November / 30);
+std::int64_t unix_seconds(std::chrono::sys_seconds time) { return time.time_since_epoch().count(); }
+
+class KeyTimetable : public SharedEngine {
+ protected:
+  // 20-byte chunks at 1000/s from 18:00 and 2000/s from 08:00.
+  const Timetable timetable{{{std::nullopt, 8 * 60, 2000.0}, {std::nullopt, 18 * 60, 1000.0}}};
+  const backends::KeySchedule in_the_evening{.timetable = schedule::timetable_text(timetable),
+                                             .entry_until = unix_seconds(kMonday + 8h)};
+  UtcZone zone;
+  TimetableSchedule schedule_of(std::optional<Timetable> followed, double rate) {
+    return TimetableSchedule(std::move(followed), rate, zone,
+                             [this] { return kMonday + 8h - 100ms + (io.now() - io.start()); });
+  }
+  // The times between the last writes.
+  std::vector<nanoseconds> last_gaps(std::size_t count) {
+    std::vector<nanoseconds> gaps;
+    const auto& writes = io.writes();
+    for (std::size_t i = writes.size() - count; i < writes.size(); ++i)
+      gaps.push_back(writes[i].time - writes[i - 1].time);
+    return gaps;
+  }
+};
+
+INSTANTIATE_TEST_SUITE_P(BothPaths, KeyTimetable, ::testing::Bool(),
+                         [](const auto& info) { return info.param ? "spliced" : "buffered"; });
+
+TEST_P(KeyTimetable, TheNextEntryReachesTheKeyWithTheNextBooking) {
+  TimetableSchedule followed = schedule_of(timetable, 1000.0);
+  EngineOptions options = bytes_per_second(1000, 20);
+  options.schedule = &followed;
+  io.arrive(0s, std::string(1000, 'x'));
+  run(options, in_the_evening);
+  EXPECT_EQ(store.schedule.timetable, in_the_evening.timetable);
+  EXPECT_EQ(store.schedule.entry_until, unix_seconds(kMonday + 18h));
+  EXPECT_EQ(store.bucket->params().permits_per_second, 2000.0);
+  EXPECT_EQ(last_gaps(5), std::vector<nanoseconds>(5, 10ms));
+  EXPECT_TRUE(key_timetables.empty());
+}
+
+TEST_P(KeyTimetable, AnotherUsersTimetableIsFollowed) {
+  // Started with one rate; at its third booking the key has a timetable, 2000/s from 08:00.
+  TimetableSchedule followed = schedule_of(std::nullopt, 1000.0);
+  EngineOptions options = bytes_per_second(1000, 20);
+  options.schedule = &followed;
+  store.other_user_at_call = 3;
+  store.other_user_rate = 1000.0;
+  store.other_user_schedule = in_the_evening;
+  io.arrive(0s, std::string(1000, 'x'));
+  const Result result = run(options);
+  EXPECT_EQ(key_timetables, std::vector<std::string>{in_the_evening.timetable});
+  ASSERT_EQ(result.rate_changes.size(), 1u);
+  EXPECT_EQ(result.rate_changes.front(), (RateChange{io.start() + 100ms, 2000.0}));
+  EXPECT_EQ(store.bucket->params().permits_per_second, 2000.0);
+  EXPECT_EQ(last_gaps(5), std::vector<nanoseconds>(5, 10ms));
+}
+
+TEST_P(KeyTimetable, ATimetableSetByHandGoesToTheKey) {
+  TimetableSchedule followed = schedule_of(std::nullopt, 500.0);
+  EngineOptions options = bytes_per_second(500, 20);
+  options.schedule = &followed;
+  io.new_rate_at(30ms, timetable);
+  io.arrive(0s, std::string(1000, 'x'));
+  run(options);
+  EXPECT_EQ(store.schedule.timetable, in_the_evening.timetable);
+  EXPECT_EQ(store.bucket->params().permits_per_second, 2000.0);
+  EXPECT_TRUE(key_timetables.empty());
 }
 
 }  // namespace

@@ -354,7 +354,7 @@ TEST(PipeEngine, DownstreamClosingEndsTheTransfer) {
 TEST(PipeEngine, ANewRateAppliesFromTheNextChunk) {
   FakePipeIo io;
   io.arrive(0s, std::string(80, 'r'));
-  io.new_rate_at(30ms, 2000);
+  io.new_rate_at(30ms, 2000.0);
   const Result result = Engine(bytes_per_second(1000, 20), io).run();
   // Guava's setRate keeps the wait already booked (until 40 ms); later chunks cost 10 ms.
   const std::string chunk(20, 'r');
@@ -365,7 +365,7 @@ TEST(PipeEngine, ANewRateAppliesFromTheNextChunk) {
 
 TEST_P(BothPaths, ANewRateResizesTheDefaultChunk) {
   io.arrive(0s, std::string(400, 'c'));
-  io.new_rate_at(1ms, 200);
+  io.new_rate_at(1ms, 200.0);
   EngineOptions options = bytes_per_second(20000, 0);
   options.default_chunk_limit = 65536;
   Engine(options, io).run();
@@ -393,6 +393,7 @@ class SteppedSchedule final : public RateSchedule {
     }
     return period;
   }
+  void follow(std::optional<Timetable>) override { ADD_FAILURE() << "no timetable is sent"; }
 
  private:
   std::chrono::nanoseconds start_;
@@ -445,7 +446,7 @@ TEST(PipeEngine, EnteringNoLimitDropsTheTurnBookedAtTheOldRate) {
 TEST(PipeEngine, ARateSetByHandHoldsUntilTheScheduleMovesOn) {
   FakePipeIo io;
   io.arrive(0s, std::string(200, 'h'));
-  io.new_rate_at(30ms, 2000);
+  io.new_rate_at(30ms, 2000.0);
   SteppedSchedule schedule(io, {{0s, 1000.0}, {100ms, 500.0}});
   EngineOptions options = bytes_per_second(1000, 20);
   options.schedule = &schedule;

@@ -105,14 +105,34 @@ TEST(Summary, JsonListsRateChangesAtTheirWallClockTimes) {
             R"({"unix_time":1764460801.500,"rate":null},{"unix_time":1764460801.750,"rate":20}]})");
 }
 
+// The rate of a decoded message; none if it is not a rate.
+std::optional<double> rate_in(std::string_view line) {
+  const std::optional<NewRate> decoded = decode_rate(line);
+  if (!decoded || !std::holds_alternative<double>(*decoded)) return std::nullopt;
+  return std::get<double>(*decoded);
+}
+
 TEST(ControlMessage, RoundTripsAPositiveRate) {
-  EXPECT_EQ(decode_rate("2500000"), 2.5e6);
+  EXPECT_EQ(rate_in("2500000"), 2.5e6);
   const std::string line = encode_rate(0.5);
   EXPECT_EQ(line, "0.5\n");
-  EXPECT_EQ(decode_rate(line.substr(0, line.size() - 1)), 0.5);
+  EXPECT_EQ(rate_in(line.substr(0, line.size() - 1)), 0.5);
   EXPECT_EQ(decode_rate("-1"), std::nullopt);
   EXPECT_EQ(decode_rate("0"), std::nullopt);
   EXPECT_EQ(decode_rate("5 parsecs"), std::nullopt);
+}
+
+TEST(ControlMessage, RoundTripsATimetable) {
+  const Timetable timetable(
+      {{0, 8 * 60, 512000.0}, {std::nullopt, 18 * 60, std::numeric_limits<double>::infinity()}});
+  const std::string line = encode_rate(timetable);
+  EXPECT_EQ(line, "timetable 18:00,off;Mon-08:00,512000\n");
+  const std::optional<NewRate> decoded = decode_rate(line.substr(0, line.size() - 1));
+  ASSERT_TRUE(decoded && std::holds_alternative<Timetable>(*decoded));
+  EXPECT_EQ(encode_rate(*decoded), line);
+  EXPECT_EQ(decode_rate("timetable 08:00,1M"), std::nullopt);
+  EXPECT_EQ(decode_rate("timetable "), std::nullopt);
+  EXPECT_EQ(decode_rate("08:00,5"), std::nullopt);
 }
 
 TEST(PipeStatusRecord, RoundTripsWhatAPipeSays) {

@@ -26,7 +26,7 @@ struct ScheduleTest : ::testing::Test {
   UtcZone zone;
   system_clock::time_point wall = kMondayMidnight + 7h + 59min + 30s + 250ms;
   TimetableSchedule schedule{
-      Timetable({{std::nullopt, 8 * 60, 1000.0}, {std::nullopt, 18 * 60, 50.0}}), zone,
+      Timetable({{std::nullopt, 8 * 60, 1000.0}, {std::nullopt, 18 * 60, 50.0}}), 1.0, zone,
       [this] { return wall; }};
 };
 
@@ -46,6 +46,35 @@ TEST_F(ScheduleTest, AWallClockStepIsNoticedAtTheNextTurn) {
   const RatePeriod stepped = schedule.at(5001ms);
   EXPECT_EQ(stepped.units_per_second, 1000.0);
   EXPECT_EQ(stepped.until, 5001ms + 7h + 29750ms);
+}
+
+TEST_F(ScheduleTest, EachEntryIsNamedByItsEnd) {
+  EXPECT_EQ(schedule.at(5s).entry_until, (kMondayMidnight + 8h).time_since_epoch().count());
+  wall += 29750ms;
+  EXPECT_EQ(schedule.at(5s + 29750ms).entry_until,
+            (kMondayMidnight + 18h).time_since_epoch().count());
+}
+
+TEST_F(ScheduleTest, FollowsAnotherTimetableOrHoldsTheRateInForce) {
+  EXPECT_EQ(schedule.at(5s).units_per_second, 50.0);
+  schedule.follow(std::nullopt);
+  const RatePeriod held = schedule.at(6s);
+  EXPECT_EQ(held.units_per_second, 50.0);
+  EXPECT_EQ(held.until, nanoseconds::max());
+  EXPECT_EQ(held.entry_until, 0);
+  wall += 1h;
+  EXPECT_EQ(schedule.at(7s).units_per_second, 50.0);
+  schedule.follow(Timetable({{std::nullopt, 0, 7.0}}));
+  const RatePeriod followed = schedule.at(8s);
+  EXPECT_EQ(followed.units_per_second, 7.0);
+  EXPECT_EQ(followed.until, 8s + 15h + 29750ms);
+}
+
+TEST(TimetableScheduleWithout, HoldsItsRate) {
+  const UtcZone zone;
+  TimetableSchedule schedule(std::nullopt, 42.0, zone, [] { return kMondayMidnight; });
+  EXPECT_EQ(schedule.at(1s).units_per_second, 42.0);
+  EXPECT_EQ(schedule.at(1s).until, nanoseconds::max());
 }
 
 TEST_F(ScheduleTest, OrdinaryDriftKeepsThePeriod) {

@@ -51,7 +51,9 @@ class StateFileBackendTest : public ::testing::Test {
   // A request made now, due within `timeout`.
   PermitRequest request(BucketParams params,
                         std::chrono::nanoseconds timeout = std::chrono::nanoseconds::max()) {
-    PermitRequest permits{.key = "api", .params = params};
+    PermitRequest permits;
+    permits.key = "api";
+    permits.params = params;
     if (timeout != std::chrono::nanoseconds::max()) permits.deadline = clock_.now() + timeout;
     return permits;
   }
@@ -191,9 +193,11 @@ TEST_F(StateFileBackendTest, MachineWithoutAnIdTakesEveryRecordAsItsOwn) {
 
 TEST_F(StateFileBackendTest, StatusListsBucketsByKeyAndResetForgetsOne) {
   auto backend = process();
-  for (const char* key : {"b", "a/x", "c"})
-    backend.reserve({.key = key, .params = bursty(2), .permits = 1, .deadline = clock_.now()},
-                    waiter_);
+  for (const char* key : {"b", "a/x", "c"}) {
+    PermitRequest permits = request(bursty(2), 0ns);
+    permits.key = key;
+    backend.reserve(permits, waiter_);
+  }
   write_file("unrelated.txt", "");
   std::vector<std::string> keys;
   for (const auto& bucket : backend.status(std::nullopt)) keys.push_back(bucket.key);

@@ -19,6 +19,7 @@ StateRecord sample_record() {
   record.state.next_free = 123'456'789'012ns;
   record.machine_id = "3d1219c7c4c5404aaa1f6d2a48adfda4";
   record.boot_id = "0f1e2d3c-4b5a-6978-8796-a5b4c3d2e1f0";
+  record.schedule = {.timetable = "Mon-08:00,512000;18:00,off", .entry_until = 1'796'000'000};
   return record;
 }
 
@@ -30,6 +31,21 @@ TEST(StateRecord, RoundTrips) {
   EXPECT_EQ(decoded.record->state, record.state);
   EXPECT_EQ(decoded.record->machine_id, record.machine_id);
   EXPECT_EQ(decoded.record->boot_id, record.boot_id);
+  EXPECT_EQ(decoded.record->schedule, record.schedule);
+}
+
+TEST(StateRecord, KeepsTimetablesUpToTheirLimit) {
+  StateRecord record = sample_record();
+  record.schedule = {};
+  ASSERT_TRUE(decode_record(encode_record(record)).record);
+  record.schedule.timetable = std::string(kMaxTimetableBytes, ';');
+  const DecodedRecord longest = decode_record(encode_record(record));
+  ASSERT_TRUE(longest.record) << longest.problem;
+  EXPECT_EQ(longest.record->schedule, record.schedule);
+  record.schedule.timetable += ';';
+  const DecodedRecord too_long = decode_record(encode_record(record));
+  EXPECT_FALSE(too_long.record);
+  EXPECT_NE(too_long.problem.find("bytes"), std::string::npos) << too_long.problem;
 }
 
 TEST(StateRecord, KeepsStartFullAndPayFirst) {
@@ -53,7 +69,7 @@ TEST(StateRecord, AnOlderVersionIsNamed) {
   version_1.resize(108, '\0');
   const DecodedRecord decoded = decode_record(version_1);
   EXPECT_FALSE(decoded.record);
-  EXPECT_EQ(decoded.problem, "record version 1, expected 3");
+  EXPECT_EQ(decoded.problem, "record version 1, expected 4");
 }
 
 TEST(StateRecord, AnyFlippedBitIsDetected) {

@@ -1,14 +1,17 @@
-#include "cli/timetable_option.hpp"
+#include "schedule/timetable_text.hpp"
 
+#include <algorithm>
 #include <array>
 #include <cctype>
 #include <charconv>
+#include <cmath>
 #include <limits>
+#include <stdexcept>
 #include <string>
 
-#include "cli/units.hpp"
+#include "errors.hpp"
 
-namespace ratelimit::cli {
+namespace ratelimit::schedule {
 namespace {
 
 constexpr std::array<std::string_view, 7> kWeekdays{"monday", "tuesday",  "wednesday", "thursday",
@@ -91,4 +94,58 @@ std::vector<TimetableEntry> parse_timetable(
   return entries;
 }
 
-}  // namespace ratelimit::cli
+std::string entry_text(const TimetableEntry& entry,
+                       const std::function<std::string(double units_per_second)>& rate_text) {
+  std::string text;
+  if (entry.weekday) {
+    const std::string_view day = kWeekdays[static_cast<std::size_t>(*entry.weekday)];
+    text += static_cast<char>(std::toupper(static_cast<unsigned char>(day[0])));
+    text += day.substr(1, 2);
+    text += '-';
+  }
+  const int hours = entry.minute_of_day / 60;
+  const int minutes = entry.minute_of_day % 60;
+  text += {static_cast<char>('0' + hours / 10), static_cast<char>('0' + hours % 10), ':',
+           static_cast<char>('0' + minutes / 10), static_cast<char>('0' + minutes % 10), ','};
+  text += std::isinf(entry.permits_per_second) ? "off" : rate_text(entry.permits_per_second);
+  return text;
+}
+
+std::string timetable_text(const Timetable& timetable) {
+  std::vector<TimetableEntry> entries = timetable.entries();
+  std::sort(entries.begin(), entries.end(), [](const TimetableEntry& a, const TimetableEntry& b) {
+    return std::pair(a.weekday.value_or(-1), a.minute_of_day) <
+           std::pair(b.weekday.value_or(-1), b.minute_of_day);
+  });
+  const auto shortest = [](double units_per_second) {
+    // The shortest text that reads back as the same double.
+    char digits[32];
+    const auto result = std::to_chars(digits, digits + sizeof digits, units_per_second);
+    return std::string(digits, result.ptr);
+  };
+  std::string text;
+  for (const TimetableEntry& entry : entries) {
+    if (!text.empty()) text += ';';
+    text += entry_text(entry, shortest);
+  }
+  return text;
+}
+
+std::optional<Timetable> parse_timetable_text(std::string_view text) {
+  const auto number = [](std::string_view rate) {
+    double value = 0.0;
+    const auto [end, error] = std::from_chars(rate.data(), rate.data() + rate.size(), value);
+    if (error != std::errc() || end != rate.data() + rate.size())
+      throw UsageError("not a number of units per second");
+    return value;
+  };
+  try {
+    return Timetable(parse_timetable(text, number));
+  } catch (const UsageError&) {
+    return std::nullopt;
+  } catch (const std::invalid_argument&) {
+    return std::nullopt;
+  }
+}
+
+}  // namespace ratelimit::schedule

@@ -1,0 +1,113 @@
+#include "schedule/timetable_text.hpp"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <limits>
+#include <optional>
+#include <string>
+
+#include "cli/units.hpp"
+
+namespace ratelimit::schedule {
+namespace {
+
+double rate_of(std::string_view text) { return cli::parse_rate(text).units_per_second; }
+
+std::string error_of(std::string_view text) {
+  try {
+    parse_timetable(text, rate_of);
+  } catch (const UsageError& error) {
+    return error.what();
+  }
+  return "accepted";
+}
+
+TEST(TimetableText, OnlyTextWithAnEntryIsATimetable) {
+  EXPECT_TRUE(is_timetable("18:00,10M"));
+  EXPECT_TRUE(is_timetable("Mon-08:00,512k 18:00,10M"));
+  EXPECT_FALSE(is_timetable("10MiB/s"));
+  EXPECT_FALSE(is_timetable("300/15s"));
+}
+
+TEST(TimetableText, ReadsEntriesAsRcloneWritesThem) {
+  const std::vector<TimetableEntry> entries =
+      parse_timetable("Mon-08:00,512k 18:00,10M Sat-00:00,off", rate_of);
+  ASSERT_EQ(entries.size(), 3u);
+  EXPECT_EQ(entries[0], (TimetableEntry{0, 8 * 60, 512e3}));
+  EXPECT_EQ(entries[1], (TimetableEntry{std::nullopt, 18 * 60, 10e6}));
+  EXPECT_EQ(entries[2], (TimetableEntry{5, 0, std::numeric_limits<double>::infinity()}));
+}
+
+TEST(TimetableText, FullDayNamesAnyCaseSemicolonsAndOneDigitHours) {
+  const std::vector<TimetableEntry> entries =
+      parse_timetable("  sunday-9:05,2/s;MONDAY-23:59,OFF ;  fri-00:00,1MiB/s ", rate_of);
+  ASSERT_EQ(entries.size(), 3u);
+  EXPECT_EQ(entries[0], (TimetableEntry{6, 9 * 60 + 5, 2.0}));
+  EXPECT_EQ(entries[1].weekday, 0);
+  EXPECT_EQ(entries[1].minute_of_day, 23 * 60 + 59);
+  EXPECT_EQ(entries[2], (TimetableEntry{4, 0, 1048576.0}));
+}
+
+TEST(TimetableText, ErrorsNameTheEntryAndTheProblem) {
+  EXPECT_EQ(error_of("Mon-08:00,1M 25:00,2M"),
+            "invalid timetable entry '25:00,2M': the hour must be from 0 to 23");
+  EXPECT_EQ(error_of("08:60,1M"),
+            "invalid timetable entry '08:60,1M': the minutes must be from 0 to 59");
+  EXPECT_EQ(error_of("Funday-08:00,1M"),
+            "invalid timetable entry 'Funday-08:00,1M': unknown day 'Funday' (Mon..Sun, or the "
+            "full name)");
+  EXPECT_EQ(error_of("0800,1M"), "invalid timetable entry '0800,1M': expected a time as HH:MM");
+  EXPECT_EQ(error_of("08:00,1M 09:00"),
+            "invalid timetable entry '09:00': expected [DAY-]HH:MM,RATE");
+  EXPECT_EQ(error_of("08:00,"),
+            "invalid timetable entry '08:00,': expected a rate or 'off' after the comma");
+  EXPECT_EQ(error_of("08:00,5x"),
+            "invalid timetable entry '08:00,5x': invalid rate '5x': unknown unit 'x' (use k, M, G, "
+            "T = 1000^n or Ki, Mi, Gi, Ti = 1024^n; B or bit; /s, /m, /h, /d)");
+}
+
+TEST(TimetableText, OneFormWhateverTheWriting) {
+  const Timetable written(
+      parse_timetable("Sat-00:00,off  18:00,10M;mon-8:00,512k 07:30,1.5", rate_of));
+  EXPECT_EQ(timetable_text(written), "07:30,1.5;18:00,1e+07;Mon-08:00,512000;Sat-00:00,off");
+  const Timetable reordered(parse_timetable("monday-08:00,512000 18:00,1e7 Sat-00:00,OFF 7:30,1.5",
+                                            rate_of));
+  EXPECT_EQ(timetable_text(reordered), timetable_text(written));
+}
+
+TEST(TimetableText, ReadsBackWhatItWrites) {
+  const Timetable timetable(
+      parse_timetable("Sun-23:59,0.1 00:00,4.9e-324 Wed-12:00,off 06:00,123456789.125", rate_of));
+  const std::optional<Timetable> read = parse_timetable_text(timetable_text(timetable));
+  ASSERT_TRUE(read);
+  EXPECT_EQ(timetable_text(*read), timetable_text(timetable));
+  std::vector<TimetableEntry> expected = timetable.entries();
+  std::vector<TimetableEntry> actual = read->entries();
+  const auto by_time = [](const TimetableEntry& a, const TimetableEntry& b) {
+    return std::pair(a.weekday.value_or(-1), a.minute_of_day) <
+           std::pair(b.weekday.value_or(-1), b.minute_of_day);
+  };
+  std::sort(expected.begin(), expected.end(), by_time);
+  std::sort(actual.begin(), actual.end(), by_time);
+  EXPECT_EQ(actual, expected);
+}
+
+TEST(TimetableText, RefusesWhatItWouldNotWrite) {
+  EXPECT_FALSE(parse_timetable_text(""));
+  EXPECT_FALSE(parse_timetable_text("08:00,1M"));    // units are the command line's
+  EXPECT_FALSE(parse_timetable_text("08:00,-5"));    // not a rate
+  EXPECT_FALSE(parse_timetable_text("08:00,5 08:00,6"));  // the same time twice
+  EXPECT_FALSE(parse_timetable_text("25:00,5"));
+  EXPECT_TRUE(parse_timetable_text("08:00,5"));
+}
+
+TEST(TimetableText, EntryAsPeopleWriteIt) {
+  const auto as_k = [](double rate) { return std::to_string(static_cast<int>(rate / 1000)) + "k"; };
+  EXPECT_EQ(entry_text({0, 8 * 60, 512000.0}, as_k), "Mon-08:00,512k");
+  EXPECT_EQ(entry_text({std::nullopt, 18 * 60 + 5, std::numeric_limits<double>::infinity()}, as_k),
+            "18:05,off");
+}
+
+}  // namespace
+}  // namespace ratelimit::schedule
