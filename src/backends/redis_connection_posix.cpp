@@ -47,9 +47,9 @@ class SigpipeBlocked {
   bool was_pending_ = false;
 };
 
-// The monotonic clock and a poll that no signal cuts short: for the commands that are not given
-// a waiter, sent where no SignalGuard takes the stop signals (a stop signal ends the process
-// there), or where none may cut them short.
+// The monotonic clock and a poll that no signal cuts short, for commands sent without a stop
+// waiter: status, reset and set run with the stop signals' default action, which ends the process
+// at once anyway.
 class UninterruptedWaiter final : public io::Waiter {
  public:
   std::chrono::nanoseconds now() override { return io::monotonic_now(); }
