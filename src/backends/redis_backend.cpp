@@ -48,9 +48,9 @@ std::string redis_key(const std::string& key) {
 RedisBackend::RedisBackend(RedisAddress address, std::chrono::milliseconds timeout, Notify notify)
     : address_(std::move(address)), timeout_(timeout), notify_(std::move(notify)) {}
 
-RedisConnection& RedisBackend::connection() {
+RedisConnection& RedisBackend::connection(io::Waiter* stop_waiter) {
   // After a failure the next call connects again: a new request, never a retry of the lost one.
-  if (!connection_ || !connection_->open()) connection_.emplace(address_, timeout_);
+  if (!connection_ || !connection_->open()) connection_.emplace(address_, timeout_, stop_waiter);
   return *connection_;
 }
 
@@ -61,17 +61,18 @@ void RedisBackend::unexpected_reply(const RedisValue& reply) const {
                                 : std::string("unexpected reply to the bucket script")));
 }
 
-RedisValue RedisBackend::run_script(const std::string& key, std::vector<std::string> arguments) {
+RedisValue RedisBackend::run_script(const std::string& key, std::vector<std::string> arguments,
+                                    io::Waiter* stop_waiter) {
   std::vector<std::string> call{"EVALSHA", std::string(kRedisBucketScriptSha1), "1",
                                 redis_key(key)};
   call.insert(call.end(), arguments.begin(), arguments.end());
-  RedisValue reply = connection().command(call);
+  RedisValue reply = connection(stop_waiter).command(call, stop_waiter);
   // NOSCRIPT: the script did not run, so running it with EVAL cannot book twice. EVAL also
   // caches it for the next EVALSHA.
   if (reply.type == RedisValue::Type::error && reply.text.starts_with("NOSCRIPT")) {
     call[0] = "EVAL";
     call[1] = kRedisBucketScript;
-    reply = connection().command(call);
+    reply = connection(stop_waiter).command(call, stop_waiter);
   }
   if (reply.type == RedisValue::Type::error) {
     // The connection may be fine, but the server refuses (NOAUTH, OOM, BUSY, a broken script).
@@ -84,22 +85,31 @@ Reservation RedisBackend::reserve(const PermitRequest& request, io::Waiter& wait
   const nanoseconds timeout = request.deadline == nanoseconds::max()
                                   ? nanoseconds::max()
                                   : std::max(request.deadline - waiter.now(), nanoseconds::zero());
-  return reserve_at(request, timeout, std::nullopt);
+  try {
+    return reserve_at(request, timeout, std::nullopt, &waiter);
+  } catch (const RedisInterrupted& interrupted) {
+    Reservation reservation;
+    reservation.signal = interrupted.signal;
+    return reservation;
+  }
 }
 
 Reservation RedisBackend::reserve_at(const PermitRequest& request, nanoseconds timeout,
-                                     std::optional<std::int64_t> now_micros) {
+                                     std::optional<std::int64_t> now_micros,
+                                     io::Waiter* stop_waiter) {
   validate(request.params);
   validate_permits(request.permits);
   const BucketParams& params = request.params;
-  const RedisValue reply = run_script(
-      request.key, {"reserve", now_argument(now_micros), shape_text(params.shape),
-                    number_text(params.permits_per_second), number_text(params.max_burst_seconds),
-                    std::to_string(params.warmup.count()), number_text(params.cold_factor),
-                    std::to_string(request.permits), std::to_string(timeout.count()),
-                    request.apply_params ? "1" : "0", params.start_full ? "1" : "0",
-                    params.pay_first ? "1" : "0", request.schedule.timetable,
-                    std::to_string(request.schedule.entry_until)});
+  const RedisValue reply =
+      run_script(request.key,
+                 {"reserve", now_argument(now_micros), shape_text(params.shape),
+                  number_text(params.permits_per_second), number_text(params.max_burst_seconds),
+                  std::to_string(params.warmup.count()), number_text(params.cold_factor),
+                  std::to_string(request.permits), std::to_string(timeout.count()),
+                  request.apply_params ? "1" : "0", params.start_full ? "1" : "0",
+                  params.pay_first ? "1" : "0", request.schedule.timetable,
+                  std::to_string(request.schedule.entry_until)},
+                 stop_waiter);
   // {granted, wait, replaced, problem, key's timetable}, and when replaced the replaced
   // parameters (7 fields, as status gives them) and timetable.
   constexpr std::size_t kKeptFields = 5;

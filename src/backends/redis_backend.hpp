@@ -27,7 +27,8 @@ class RedisBackend final : public BucketBackend {
       Notify notify = [](const std::string&) {});
 
   // The round trip is bounded by the timeout, not by the request's deadline: a call that timed
-  // out may have booked, so it is never cut short and retried.
+  // out may have booked, so it is never cut short and retried. A stop signal ends it at once, the
+  // connection closed (the call may have booked as well).
   Reservation reserve(const PermitRequest& request, io::Waiter& waiter) override;
   bool set_rate(const std::string& key, double permits_per_second,
                 const KeySchedule& schedule) override;
@@ -37,9 +38,10 @@ class RedisBackend final : public BucketBackend {
 
   // The decision for permits due within `timeout` (Guava tryAcquire; nanoseconds::max(): no
   // limit), at a time the caller gives in Unix microseconds instead of the server's TIME: for the
-  // golden vectors only.
+  // golden vectors only. The reply is waited for through `stop_waiter` when given
+  // (RedisInterrupted).
   Reservation reserve_at(const PermitRequest& request, std::chrono::nanoseconds timeout,
-                         std::optional<std::int64_t> now_micros);
+                         std::optional<std::int64_t> now_micros, io::Waiter* stop_waiter = nullptr);
   std::optional<BucketStatus> status_at(const std::string& key,
                                         std::optional<std::int64_t> now_micros);
   void give_back_at(const std::string& key, std::int64_t permits,
@@ -50,9 +52,12 @@ class RedisBackend final : public BucketBackend {
   const std::string& shown_url() const { return address_.shown; }
 
  private:
-  RedisConnection& connection();
-  // Runs the script by its SHA-1, loading it once if the server does not have it (NOSCRIPT).
-  RedisValue run_script(const std::string& key, std::vector<std::string> arguments);
+  // As RedisConnection's constructor with `stop_waiter` when it connects.
+  RedisConnection& connection(io::Waiter* stop_waiter = nullptr);
+  // Runs the script by its SHA-1, loading it once if the server does not have it (NOSCRIPT); as
+  // RedisConnection::command with `stop_waiter`.
+  RedisValue run_script(const std::string& key, std::vector<std::string> arguments,
+                        io::Waiter* stop_waiter = nullptr);
   [[noreturn]] void unexpected_reply(const RedisValue& reply) const;
   // shape, rate, burst, warm-up, cold factor as the script returns them; `reply` for errors.
   BucketParams parse_params(const std::vector<RedisValue>& fields, const RedisValue& reply) const;

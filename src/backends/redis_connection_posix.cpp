@@ -1,8 +1,11 @@
 #include <hiredis/hiredis.h>
+#include <poll.h>
 #include <signal.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
+#include <ctime>
 
 #include "backends/redis_connection.hpp"
 #include "errors.hpp"
@@ -44,6 +47,30 @@ class SigpipeBlocked {
   bool was_pending_ = false;
 };
 
+// The monotonic clock and a poll that no signal cuts short, for commands sent without a stop
+// waiter: status, reset and set run with the stop signals' default action, which ends the process
+// at once anyway.
+class UninterruptedWaiter final : public io::Waiter {
+ public:
+  std::chrono::nanoseconds now() override { return io::monotonic_now(); }
+  int wait_until(std::chrono::nanoseconds deadline, std::span<pollfd> fds) override {
+    const auto remaining = std::max(deadline - now(), std::chrono::nanoseconds::zero());
+    const timespec timeout{.tv_sec = static_cast<time_t>(remaining.count() / 1'000'000'000),
+                           .tv_nsec = static_cast<long>(remaining.count() % 1'000'000'000)};
+    // EINTR returns early, as a wait that ended with nothing ready: the caller waits again.
+    if (::ppoll(fds.data(), fds.size(), &timeout, nullptr) < 0 && errno != EINTR)
+      io::throw_errno("poll");
+    return 0;
+  }
+};
+
+// A stop signal that came before a step (connecting, sending a command) ends the call there.
+void stop_if_signalled(io::Waiter* stop_waiter) {
+  if (stop_waiter == nullptr) return;
+  if (const int signal = stop_waiter->wait_until(stop_waiter->now()))
+    throw RedisInterrupted{signal};
+}
+
 timeval to_timeval(std::chrono::milliseconds duration) {
   return {.tv_sec = static_cast<time_t>(duration.count() / 1000),
           .tv_usec = static_cast<suseconds_t>(duration.count() % 1000 * 1000)};
@@ -84,8 +111,10 @@ RedisValue copy(const redisReply& reply) {
 
 void RedisConnection::FreeContext::operator()(redisContext* context) const { ::redisFree(context); }
 
-RedisConnection::RedisConnection(const RedisAddress& address, std::chrono::milliseconds timeout)
+RedisConnection::RedisConnection(const RedisAddress& address, std::chrono::milliseconds timeout,
+                                 io::Waiter* stop_waiter)
     : shown_url_(address.shown), timeout_(timeout) {
+  stop_if_signalled(stop_waiter);
   const timeval limit = to_timeval(timeout);
   int connect_errno = 0;
   {
@@ -106,11 +135,11 @@ RedisConnection::RedisConnection(const RedisAddress& address, std::chrono::milli
     std::vector<std::string> auth{"AUTH"};
     if (!address.user.empty()) auth.push_back(address.user);
     auth.push_back(address.password);
-    const RedisValue reply = command(auth);
+    const RedisValue reply = command(auth, stop_waiter);
     if (reply.type == RedisValue::Type::error) fail(reply.text);
   }
   if (address.database != 0) {
-    const RedisValue reply = command({"SELECT", std::to_string(address.database)});
+    const RedisValue reply = command({"SELECT", std::to_string(address.database)}, stop_waiter);
     if (reply.type == RedisValue::Type::error) fail(reply.text);
   }
 }
@@ -124,30 +153,68 @@ void RedisConnection::fail(const std::string& cause) {
   throw BackendUnavailable("Redis at " + shown_url_ + ": " + cause);
 }
 
-RedisValue RedisConnection::command(const std::vector<std::string>& arguments) {
+RedisValue RedisConnection::command(const std::vector<std::string>& arguments,
+                                    io::Waiter* stop_waiter) {
   if (!context_) fail("the connection was lost");
+  stop_if_signalled(stop_waiter);
+  UninterruptedWaiter uninterrupted;
+  io::Waiter& waiter = stop_waiter != nullptr ? *stop_waiter : uninterrupted;
   std::vector<const char*> pointers;
   std::vector<std::size_t> lengths;
   for (const std::string& argument : arguments) {
     pointers.push_back(argument.data());
     lengths.push_back(argument.size());
   }
-  redisReply* reply = nullptr;
-  int call_errno = 0;
+  redisContext* const context = context_.get();
+  if (::redisAppendCommandArgv(context, static_cast<int>(arguments.size()), pointers.data(),
+                               lengths.data()) != REDIS_OK)
+    fail(context->errstr);
+  const std::chrono::nanoseconds sent_at = waiter.now();
+  const std::chrono::nanoseconds reply_deadline =
+      timeout_ > std::chrono::nanoseconds::max() - sent_at ? std::chrono::nanoseconds::max()
+                                                           : sent_at + timeout_;
+  // The socket stays blocking for the write, bounded by the send timeout that redisSetTimeout
+  // set: a command is at most the script's 13 kB, sent on a connection with nothing else in
+  // flight (each reply is read whole, a connection that lost one is closed), so the socket
+  // buffer takes it at once whether or not the server reads. Only the wait for the reply can be
+  // long, and it goes through the waiter. A non-blocking socket would contradict the blocking
+  // context hiredis keeps (its reads and writes take EAGAIN for an error there).
+  int write_errno = 0;
   {
     const SigpipeBlocked sigpipe_blocked;
-    errno = 0;
-    reply = static_cast<redisReply*>(::redisCommandArgv(
-        context_.get(), static_cast<int>(arguments.size()), pointers.data(), lengths.data()));
-    call_errno = errno;
+    int done = 0;
+    while (!done) {
+      errno = 0;
+      if (::redisBufferWrite(context, &done) != REDIS_OK) {
+        write_errno = errno;
+        break;
+      }
+    }
   }
-  if (reply == nullptr) {
-    // hiredis's blocking read gives up with EAGAIN once SO_RCVTIMEO expires.
-    const bool timed_out =
-        context_->err == REDIS_ERR_IO && (call_errno == EAGAIN || call_errno == EWOULDBLOCK);
-    fail(timed_out ? "no reply within " + describe(timeout_) : context_->errstr);
+  if (context->err) {
+    // The send timeout expired: EAGAIN.
+    const bool timed_out = write_errno == EAGAIN || write_errno == EWOULDBLOCK;
+    fail(timed_out ? "no reply within " + describe(timeout_) : context->errstr);
   }
-  RedisValue value = copy(*reply);
+  void* reply = nullptr;
+  while (true) {
+    if (::redisGetReplyFromReader(context, &reply) != REDIS_OK) fail(context->errstr);
+    if (reply != nullptr) break;
+    pollfd readable{.fd = context->fd, .events = POLLIN, .revents = 0};
+    if (const int signal = waiter.wait_until(reply_deadline, {&readable, 1})) {
+      // The server may have run the command: its reply is never waited for, nor the command
+      // sent again.
+      context_.reset();
+      throw RedisInterrupted{signal};
+    }
+    if (readable.revents != 0) {
+      // Readable, so the blocking read returns what came (or the end, or the error) at once.
+      if (::redisBufferRead(context) != REDIS_OK) fail(context->errstr);
+    } else if (waiter.now() >= reply_deadline) {
+      fail("no reply within " + describe(timeout_));
+    }
+  }
+  RedisValue value = copy(*static_cast<redisReply*>(reply));
   ::freeReplyObject(reply);
   return value;
 }

@@ -452,6 +452,52 @@ TEST(RedisFailures, PausedServerTimesOut) {
   EXPECT_LT(waited, 1500ms);
 }
 
+// The real clock and waits, and a stop signal (SIGINT) that comes during the first wait for a
+// descriptor (a reply), or with `before_the_call`, before anything; once come, it stays, as
+// SignalWaiter's does.
+class StopSignalWaiter final : public io::Waiter {
+ public:
+  explicit StopSignalWaiter(bool before_the_call) : received_(before_the_call ? SIGINT : 0) {}
+  nanoseconds now() override { return real_waiter().now(); }
+  int wait_until(nanoseconds deadline, std::span<pollfd> fds) override {
+    if (received_ != 0) return received_;
+    if (fds.empty()) return real_waiter().wait_until(deadline);
+    real_waiter().wait_until(std::min(deadline, now() + nanoseconds(100ms)), fds);
+    return received_ = SIGINT;
+  }
+
+ private:
+  int received_;
+};
+
+TEST(RedisInterruption, StopSignalEndsTheWaitForAPausedServer) {
+  RedisServer server;
+  RedisBackend redis(parse_redis_url(server.unix_url()), 30s);
+  EXPECT_TRUE(redis.reserve(request("k", bursty(100)), real_waiter()).granted);
+  admin(server, {"CLIENT", "PAUSE", "500", "ALL"});
+  StopSignalWaiter stop(false);
+  const Reservation interrupted = redis.reserve(request("k", bursty(100)), stop);
+  EXPECT_EQ(interrupted.signal, SIGINT);
+  EXPECT_FALSE(interrupted.granted);
+  // The connection that was cut short is not used again: the next call connects afresh and
+  // waits out the pause.
+  EXPECT_TRUE(redis.reserve(request("k", bursty(100)), real_waiter()).granted);
+}
+
+TEST(RedisInterruption, StopSignalBeforeTheCallSendsNothing) {
+  RedisServer server;
+  RedisBackend redis(parse_redis_url(server.unix_url()), kTimeout);
+  StopSignalWaiter stop(true);
+  EXPECT_EQ(redis.reserve(request("k", bursty(1)), stop).signal, SIGINT);
+  EXPECT_TRUE(redis.status("k").empty());
+  EXPECT_TRUE(redis.reserve(request("k", bursty(1)), real_waiter()).granted);
+  EXPECT_EQ(redis.reserve(request("k", bursty(1)), stop).signal, SIGINT);
+  // One permit booked at 1/s, not two.
+  const std::vector<BucketStatus> buckets = redis.status("k");
+  ASSERT_EQ(buckets.size(), 1U);
+  EXPECT_LE(buckets[0].next_free_in, 1s);
+}
+
 TEST(RedisFailures, NoServerIsUnavailable) {
   testing::TempDir dir;
   RedisBackend redis(parse_redis_url("unix://" + dir.string() + "/none.sock"), kTimeout);
