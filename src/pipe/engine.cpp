@@ -352,7 +352,8 @@ Result Engine::stop_after_writing_buffer() {
 }
 
 Result Engine::finish(Ending ending, int signal) {
-  source_.finish();
+  // After a stop signal the store is not asked again: the process ends at once.
+  if (ending != Ending::stopped) source_.finish();
   totals_.now = io_.now();
   if (on_progress_) on_progress_(totals_);
   return Result{ending, signal, totals_, rate_changes_};

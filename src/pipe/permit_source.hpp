@@ -33,7 +33,7 @@ class PermitSource {
   // A timetable set by hand, from now on; its entry in force has this rate and end.
   virtual void set_timetable(const Timetable& timetable, double units_per_second,
                              std::int64_t entry_until, std::chrono::nanoseconds now) = 0;
-  // The run is over: nothing more is asked for.
+  // The run is over, not by a stop signal: nothing more is asked for.
   virtual void finish() = 0;
 };
 
