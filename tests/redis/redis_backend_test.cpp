@@ -222,6 +222,15 @@ TEST_F(RedisBackendTest, ScriptIsLoadedAgainAfterScriptFlush) {
   EXPECT_EQ(redis.reserve_at(request("flushed", bursty(10)), kForever, 0).wait, 200ms);
 }
 
+// The HSET of a bucket at 10/s as the script wrote it before timetables, and `more` fields.
+std::vector<std::string> bucket_hash(const std::string& key, std::vector<std::string> more = {}) {
+  std::vector<std::string> command{"HSET",   key, "v",       "1", "shape", "bursty", "rate",   "10",
+                                   "burst",  "1", "warmup",  "0", "cold",  "3",      "stored", "0",
+                                   "free_s", "0", "free_ns", "0"};
+  command.insert(command.end(), more.begin(), more.end());
+  return command;
+}
+
 TEST_F(RedisBackendTest, KeyOfAnotherTypeOrDamagedIsAFreshBucket) {
   RedisBackend redis = backend(server_.unix_url());
   admin(server_, {"SET", "ratelimit:{text}", "garbage"});
@@ -229,18 +238,8 @@ TEST_F(RedisBackendTest, KeyOfAnotherTypeOrDamagedIsAFreshBucket) {
   admin(server_, {"HSET", "ratelimit:{damaged}", "v", "1", "rate", "fast"});
   admin(server_, {"HSET", "ratelimit:{future}", "v", "99"});
   // An entry's end beyond int64.
-  admin(server_, {"HSET",        "ratelimit:{until}",
-                  "v",           "1",
-                  "shape",       "bursty",
-                  "rate",        "10",
-                  "burst",       "1",
-                  "warmup",      "0",
-                  "cold",        "3",
-                  "stored",      "0",
-                  "free_s",      "0",
-                  "free_ns",     "0",
-                  "timetable",   "09:00,10",
-                  "entry_until", "9223372036854775808"});
+  admin(server_, bucket_hash("ratelimit:{until}",
+                             {"timetable", "09:00,10", "entry_until", "9223372036854775808"}));
   for (const std::string key : {"text", "list", "damaged", "future", "until"}) {
     const Reservation first = redis.reserve_at(request(key, bursty(10)), kForever, 0);
     EXPECT_TRUE(first.granted);
@@ -353,16 +352,7 @@ TEST_F(RedisBackendTest, StatusShowsTheScheduleAndSetRateReplacesIt) {
 
 TEST_F(RedisBackendTest, KeyWrittenBeforeTimetablesHasNone) {
   RedisBackend redis = backend(server_.unix_url());
-  admin(server_, {"HSET",    "ratelimit:{old}",
-                  "v",       "1",
-                  "shape",   "bursty",
-                  "rate",    "10",
-                  "burst",   "1",
-                  "warmup",  "0",
-                  "cold",    "3",
-                  "stored",  "0",
-                  "free_s",  "0",
-                  "free_ns", "0"});
+  admin(server_, bucket_hash("ratelimit:{old}"));
   const auto kept = redis.status_at("old", 0);
   ASSERT_TRUE(kept);
   EXPECT_EQ(kept->problem, "");
