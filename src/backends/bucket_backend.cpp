@@ -77,6 +77,7 @@ Reservation decide(TokenBucket& bucket, KeySchedule& schedule, const PermitReque
     }
   }
   reservation.key_timetable = schedule.timetable;
+  reservation.key_permits_per_second = bucket.params().permits_per_second;
   const nanoseconds timeout = request.deadline == nanoseconds::max()
                                   ? nanoseconds::max()
                                   : std::max(request.deadline - now, nanoseconds::zero());

@@ -63,8 +63,10 @@ struct Reservation {
   // differed), and the timetable they came with.
   std::optional<BucketParams> replaced_params;
   std::string replaced_timetable{};
-  // The key's timetable after the request: a user that keeps the key's parameters follows it.
+  // The key's timetable and rate after the request: a user that keeps the key's parameters
+  // follows them.
   std::string key_timetable{};
+  double key_permits_per_second = 0.0;
 };
 
 // One bucket as `ratelimit status` shows it, as of now.

@@ -28,13 +28,14 @@ Reservation FallbackBackend::reserve(const PermitRequest& request, io::Waiter& w
     }
   }
   if (local_) return local_->reserve(request, waiter);
-  // Unthrottled: the request's timetable stands, so that a pipe following it does not drop it.
+  // Unthrottled: the request's timetable and rate stand, so that a pipe following them keeps them.
   return {.granted = true,
           .wait = std::chrono::nanoseconds::zero(),
           .signal = 0,
           .replaced_params = {},
           .replaced_timetable = {},
-          .key_timetable = request.schedule.timetable};
+          .key_timetable = request.schedule.timetable,
+          .key_permits_per_second = request.params.permits_per_second};
 }
 
 bool FallbackBackend::set_rate(const std::string& key, double permits_per_second,

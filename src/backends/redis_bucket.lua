@@ -20,7 +20,7 @@
 --          the rate comes from and its entry's end (decimal Unix seconds). ARGV[11..14] may be
 --          left off (as scripts/bench_redis.sh does): "0", "0", "", "0".
 --          Returns {granted 0|1, wait ns, parameters replaced 0|1, why the record was discarded,
---          the key's timetable after the call}, followed when replaced by the replaced
+--          the key's timetable and rate after the call}, followed when replaced by the replaced
 --          parameters (as status gives them) and the replaced timetable.
 -- status:  returns nil without a bucket, {"unusable", why} for a record that cannot be used,
 --          else {shape, rate, burst, warmup, cold, start_full, pay_first, stored permits now, ns
@@ -376,11 +376,13 @@ if operation == "reserve" then
   end
   save(bucket)
   if replaced then
-    return {granted, integer_string(wait), 1, problem, bucket.schedule.timetable, replaced.shape,
+    return {granted, integer_string(wait), 1, problem, bucket.schedule.timetable,
+            bucket.params.text.rate, replaced.shape,
             replaced.rate, replaced.burst, replaced.warmup, replaced.cold, replaced.start_full,
             replaced.pay_first, replaced_timetable}
   end
-  return {granted, integer_string(wait), 0, problem, bucket.schedule.timetable}
+  return {granted, integer_string(wait), 0, problem, bucket.schedule.timetable,
+          bucket.params.text.rate}
 end
 
 if operation == "status" then

@@ -287,6 +287,7 @@ Wake Engine::wait(nanoseconds deadline, WaitFor what) {
   while (true) {
     const nanoseconds now = io_.now();
     if (options_.schedule) follow_schedule(now);
+    if (const std::optional<double> rate = source_.rate_set_elsewhere()) note_rate(*rate, now);
     if (rate_changed_ && what != WaitFor::input) return Wake::control;
     if (now >= next_progress_) report_progress(now);
     if (what == WaitFor::input_end && io_.input_exhausted()) return Wake::ready;

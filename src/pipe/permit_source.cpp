@@ -61,6 +61,11 @@ std::optional<nanoseconds> SharedPermitSource::book(std::int64_t units) {
   if (reservation.replaced_params && on_replaced_)
     on_replaced_(*reservation.replaced_params, reservation.replaced_timetable);
   request_.apply_params = false;
+  if (reservation.key_permits_per_second != request_.params.permits_per_second) {
+    // Set by `set --key` or another user's parameters: the next bookings and chunks follow it.
+    request_.params.permits_per_second = reservation.key_permits_per_second;
+    key_rate_news_ = reservation.key_permits_per_second;
+  }
   if (reservation.key_timetable != request_.schedule.timetable) {
     // Its entry is the engine's to find: until then this source moves the key on to none.
     request_.schedule = {.timetable = reservation.key_timetable, .entry_until = 0};
@@ -70,26 +75,37 @@ std::optional<nanoseconds> SharedPermitSource::book(std::int64_t units) {
   return reservation.wait > nanoseconds::max() - now ? nanoseconds::max() : now + reservation.wait;
 }
 
+std::int64_t SharedPermitSource::trimmed(std::int64_t booked, double rate_before) {
+  const double rate = request_.params.permits_per_second;
+  if (rate >= rate_before) return booked;
+  const std::int64_t needed = default_chunk_units(rate, kLargestBooking);
+  if (booked <= needed) return booked;
+  backend_.give_back(request_.key, booked - needed);
+  return needed;
+}
+
 std::optional<nanoseconds> SharedPermitSource::turn(std::int64_t units, nanoseconds) {
   if (credit_ < units && ahead_ > 0) {
     credit_ += std::exchange(ahead_, 0);
     credit_due_ = std::max(credit_due_, ahead_due_);
   }
   if (credit_ < units) {
+    const double rate_before = request_.params.permits_per_second;
     const std::optional<nanoseconds> due = book(units - credit_);
     if (!due) return std::nullopt;
-    credit_ = units;
+    // Short of `units` only after a drop in rate, which makes the engine ask again anyway.
+    credit_ += trimmed(units - credit_, rate_before);
     credit_due_ = std::max(credit_due_, *due);
   }
   if (ahead_ == 0) {
     // At least 1/kWritesPerSecond of the rate at a time: where a chunk is capped at a pipe's
     // capacity (above 13 MB/s) the store is asked at most kWritesPerSecond times a second, not
     // once per chunk (a state-file update is a write and a rename).
-    const std::int64_t booking =
-        std::max(units, default_chunk_units(request_.params.permits_per_second, kLargestBooking));
+    const double rate_before = request_.params.permits_per_second;
+    const std::int64_t booking = std::max(units, default_chunk_units(rate_before, kLargestBooking));
     const std::optional<nanoseconds> due = book(booking);
     if (!due) return std::nullopt;
-    ahead_ = booking;
+    ahead_ = trimmed(booking, rate_before);
     ahead_due_ = *due;
   }
   return credit_due_;

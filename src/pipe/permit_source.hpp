@@ -5,6 +5,7 @@
 #include <functional>
 #include <optional>
 #include <string>
+#include <utility>
 
 #include "backends/bucket_backend.hpp"
 #include "io/waiter.hpp"
@@ -35,6 +36,9 @@ class PermitSource {
                              std::int64_t entry_until, std::chrono::nanoseconds now) = 0;
   // The run is over, not by a stop signal: nothing more is asked for.
   virtual void finish() = 0;
+  // The rate that permits come at when someone else changed it since the last call (another user
+  // of a shared key); none otherwise.
+  virtual std::optional<double> rate_set_elsewhere() = 0;
 };
 
 // The pipe's own bucket: the turn is the bucket's next free time and units are booked once
@@ -53,6 +57,7 @@ class LocalPermitSource final : public PermitSource {
   void set_timetable(const Timetable& timetable, double units_per_second, std::int64_t entry_until,
                      std::chrono::nanoseconds now) override;
   void finish() override {}
+  std::optional<double> rate_set_elsewhere() override { return std::nullopt; }
 
  private:
   TokenBucket bucket_;
@@ -91,6 +96,7 @@ class SharedPermitSource final : public PermitSource {
   void set_timetable(const Timetable& timetable, double units_per_second, std::int64_t entry_until,
                      std::chrono::nanoseconds now) override;
   void finish() override;
+  std::optional<double> rate_set_elsewhere() override { return std::exchange(key_rate_news_, {}); }
 
   // Units booked and not yet moved, the chunk booked ahead included.
   std::int64_t booked_unused() const { return credit_ + ahead_; }
@@ -98,6 +104,10 @@ class SharedPermitSource final : public PermitSource {
  private:
   // Books `units`; none if a stop signal ended the call, else when they are due.
   std::optional<std::chrono::nanoseconds> book(std::int64_t units);
+  // What a booking of `booked` units keeps when it found the key's rate lower than `rate_before`:
+  // sized for the old rate, it would hold the key (this pipe's next chunk included) at the new one
+  // (5000 bytes at 2 kB/s: 2.5 s), so what a chunk at the new rate does not need goes back at once.
+  std::int64_t trimmed(std::int64_t booked, double rate_before);
 
   backends::BucketBackend& backend_;
   backends::PermitRequest request_;
@@ -108,6 +118,7 @@ class SharedPermitSource final : public PermitSource {
   std::chrono::nanoseconds credit_due_{0};
   std::int64_t ahead_ = 0;  // the chunk booked ahead
   std::chrono::nanoseconds ahead_due_{0};
+  std::optional<double> key_rate_news_;
 };
 
 }  // namespace ratelimit::pipe

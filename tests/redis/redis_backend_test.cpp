@@ -370,9 +370,10 @@ TEST_F(RedisBackendTest, ReserveArgumentsAfterTheTenthMayBeLeftOff) {
       admin(server_, {"EVAL", std::string(kRedisBucketScript), "1", "ratelimit:{short}", "reserve",
                       "", "bursty", "1e9", "1", "0", "3", "1", "9223372036854775807", "1"});
   ASSERT_EQ(reply.type, RedisValue::Type::array);
-  ASSERT_EQ(reply.elements.size(), 5u);
+  ASSERT_EQ(reply.elements.size(), 6u);
   EXPECT_EQ(reply.elements[0].integer, 1);
   EXPECT_EQ(reply.elements[4].text, "");
+  EXPECT_EQ(reply.elements[5].text, "1e9");
   RedisBackend redis = backend(server_.unix_url());
   const auto kept = redis.status("short").at(0);
   EXPECT_EQ(kept.params, bursty(1e9));

@@ -182,6 +182,40 @@ TEST_P(SharedEngine, FirstBookingAppliesTheParametersLaterOnesKeepTheKeys) {
   EXPECT_EQ(replaced, 1);
 }
 
+TEST_P(SharedEngine, ARateSetElsewhereIsFollowedChunksIncluded) {
+  // 1000/s in default chunks of 5 bytes; at the third booking `set --key` makes the key 100/s.
+  EngineOptions options = bytes_per_second(1000, 5);
+  options.default_chunk_limit = 1 << 20;
+  store.other_user_at_call = 3;
+  store.other_user_rate = 100.0;
+  io.arrive(0s, std::string(100, 'x'));
+  const Result result = run(options);
+  ASSERT_EQ(result.rate_changes.size(), 1u);
+  EXPECT_EQ(result.rate_changes.front().rate, 100.0);
+  EXPECT_EQ(result.totals.rate, 100.0);
+  // Then one byte every 10 ms, not five every 50 ms.
+  const auto& writes = io.writes();
+  for (std::size_t i = writes.size() - 5; i < writes.size(); ++i) {
+    EXPECT_EQ(writes[i].data.size(), 1u) << i;
+    EXPECT_EQ(writes[i].time - writes[i - 1].time, 10ms) << i;
+  }
+}
+
+TEST_P(SharedEngine, AfterADropInRateNoChunkSizedForTheOldRateHoldsTheKey) {
+  // 1000/s in chunks of 5; at the third booking the key drops to 10/s, where 5 units take 0.5 s.
+  EngineOptions options = bytes_per_second(1000, 5);
+  options.default_chunk_limit = 1 << 20;
+  store.other_user_at_call = 3;
+  store.other_user_rate = 10.0;
+  io.arrive(0s, std::string(40, 'x'));
+  run(options);
+  EXPECT_EQ(io.output().size(), 40u);
+  const auto& writes = io.writes();
+  for (std::size_t i = 1; i < writes.size(); ++i)
+    EXPECT_LE(writes[i].time - writes[i - 1].time, 100ms) << i;
+  EXPECT_GT(store.given_back, 0);
+}
+
 TEST_P(SharedEngine, UnavailableStoreEndsTheRun) {
   store.fail = true;
   io.arrive(0s, "data");
