@@ -45,9 +45,9 @@ Timetable timetable_of(std::string_view text, RateUnits units) {
   }
   if (const std::size_t bytes = schedule::timetable_text(*timetable).size();
       bytes > backends::kMaxTimetableBytes)
-    throw UsageError(
-        fmt::format("invalid timetable '{}': too long ({} bytes as a key keeps it, at most {})",
-                    text, bytes, backends::kMaxTimetableBytes));
+    throw UsageError(fmt::format(
+        "invalid timetable of {} entries: too long ({} bytes as a key keeps it, at most {})",
+        timetable->entries().size(), bytes, backends::kMaxTimetableBytes));
   return std::move(*timetable);
 }
 
