@@ -113,6 +113,17 @@ class SharedEngine : public ::testing::TestWithParam<bool> {
     return result;
   }
 
+  // `bytes` at 1000/s in default chunks of 5 bytes; at the third booking another user (`set
+  // --key`) gives the key `rate`.
+  Result run_with_rate_set_elsewhere(double rate, std::size_t bytes) {
+    EngineOptions options = bytes_per_second(1000, 5);
+    options.default_chunk_limit = 1 << 20;
+    store.other_user_at_call = 3;
+    store.other_user_rate = rate;
+    io.arrive(0s, std::string(bytes, 'x'));
+    return run(options);
+  }
+
   FakePipeIo io;
   FakeStore store{io};
   IoWaiter waiter{io};
@@ -183,13 +194,7 @@ TEST_P(SharedEngine, FirstBookingAppliesTheParametersLaterOnesKeepTheKeys) {
 }
 
 TEST_P(SharedEngine, ARateSetElsewhereIsFollowedChunksIncluded) {
-  // 1000/s in default chunks of 5 bytes; at the third booking `set --key` makes the key 100/s.
-  EngineOptions options = bytes_per_second(1000, 5);
-  options.default_chunk_limit = 1 << 20;
-  store.other_user_at_call = 3;
-  store.other_user_rate = 100.0;
-  io.arrive(0s, std::string(100, 'x'));
-  const Result result = run(options);
+  const Result result = run_with_rate_set_elsewhere(100.0, 100);
   ASSERT_EQ(result.rate_changes.size(), 1u);
   EXPECT_EQ(result.rate_changes.front().rate, 100.0);
   EXPECT_EQ(result.totals.rate, 100.0);
@@ -202,13 +207,8 @@ TEST_P(SharedEngine, ARateSetElsewhereIsFollowedChunksIncluded) {
 }
 
 TEST_P(SharedEngine, AfterADropInRateNoChunkSizedForTheOldRateHoldsTheKey) {
-  // 1000/s in chunks of 5; at the third booking the key drops to 10/s, where 5 units take 0.5 s.
-  EngineOptions options = bytes_per_second(1000, 5);
-  options.default_chunk_limit = 1 << 20;
-  store.other_user_at_call = 3;
-  store.other_user_rate = 10.0;
-  io.arrive(0s, std::string(40, 'x'));
-  run(options);
+  // At 10/s, a chunk of 5 booked for the old rate would hold the key for 0.5 s.
+  run_with_rate_set_elsewhere(10.0, 40);
   EXPECT_EQ(io.output().size(), 40u);
   const auto& writes = io.writes();
   for (std::size_t i = 1; i < writes.size(); ++i)
