@@ -1,7 +1,8 @@
 // The pipe engine against a fuzzed world: input arriving in pieces at fuzzed times, reads that
 // find nothing yet (EAGAIN), waits cut short for nothing (EINTR, a control message without a
-// rate), short writes and splices. Every byte arrives once and in order, and no write comes
-// before the rate allows it.
+// rate), short writes and splices; with a bucket of its own or a shared one, whose rate another
+// user may change. Every byte arrives once and in order, no write comes before the rate allows
+// it, and a shared key is charged exactly for what moved.
 #include <algorithm>
 #include <chrono>
 #include <cstddef>
@@ -9,11 +10,15 @@
 #include <cstdlib>
 #include <limits>
 #include <optional>
+#include <span>
 #include <string>
 #include <vector>
 
+#include "backends/bucket_backend.hpp"
+#include "io/waiter.hpp"
 #include "pipe/engine.hpp"
 #include "pipe/io.hpp"
+#include "pipe/permit_source.hpp"
 
 namespace {
 
@@ -147,6 +152,60 @@ class FuzzedIo final : public pipe::Io {
   std::size_t calls_ = 0;
 };
 
+// The waits of a shared source (none with this store) on the fuzzed clock.
+class ClockWaiter final : public io::Waiter {
+ public:
+  explicit ClockWaiter(FuzzedIo& io) : io_(io) {}
+  nanoseconds now() override { return io_.now(); }
+  int wait_until(nanoseconds, std::span<pollfd>) override { return 0; }
+
+ private:
+  FuzzedIo& io_;
+};
+
+// One shared bucket deciding as every store does; another user may set its rate just before a
+// given call (0: never).
+class MemoryStore final : public backends::BucketBackend {
+ public:
+  MemoryStore(FuzzedIo& io, int other_user_at_call, double other_user_rate)
+      : io_(io), other_user_at_call_(other_user_at_call), other_user_rate_(other_user_rate) {}
+  backends::Reservation reserve(const backends::PermitRequest& request, io::Waiter&) override {
+    if (!bucket_) {
+      bucket_.emplace(request.params, io_.now());
+      schedule_ = request.schedule;
+    }
+    if (++calls_ == other_user_at_call_) set_rate(request.key, other_user_rate_, schedule_);
+    const backends::Reservation reservation =
+        backends::decide(*bucket_, schedule_, request, io_.now());
+    if (reservation.granted) booked += request.permits;
+    return reservation;
+  }
+  bool set_rate(const std::string&, double rate, const backends::KeySchedule& schedule) override {
+    backends::change_rate(*bucket_, rate, io_.now());
+    schedule_ = schedule;
+    return true;
+  }
+  std::vector<backends::BucketStatus> status(const std::optional<std::string>&) override {
+    return {};
+  }
+  bool reset(const std::string&) override { return false; }
+  void give_back(const std::string&, std::int64_t permits) override {
+    given_back += permits;
+    backends::give_back(*bucket_, permits, io_.now());
+  }
+
+  std::int64_t booked = 0;
+  std::int64_t given_back = 0;
+
+ private:
+  FuzzedIo& io_;
+  int other_user_at_call_;
+  double other_user_rate_;
+  std::optional<TokenBucket> bucket_;
+  backends::KeySchedule schedule_;
+  int calls_ = 0;
+};
+
 std::int64_t units_in(const std::string& data, const pipe::Unit& unit, bool& inside_record) {
   if (unit.counts_bytes()) return static_cast<std::int64_t>(data.size());
   std::int64_t records = 0;
@@ -177,9 +236,22 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     io.arrive(at, schedule.take(1 + schedule.byte()));
   }
 
-  const pipe::Result result = pipe::Engine(options, io).run();
+  const bool shared = mode & 8;
+  const int other_user_at_call = shared ? schedule.byte() % 4 : 0;
+  MemoryStore store(io, other_user_at_call, 1 + schedule.byte() * 40.0);
+  ClockWaiter waiter(io);
+  backends::PermitRequest request;
+  request.key = "fuzzed";
+  request.params = options.bucket;
+  pipe::SharedPermitSource source(store, request, waiter);
+  const pipe::Result result =
+      shared ? pipe::Engine(options, io, source).run() : pipe::Engine(options, io).run();
   if (result.ending != pipe::Ending::end_of_input) std::abort();
   if (io.output() != io.input()) std::abort();
+  // What stays booked is what moved: the rest was given back.
+  if (shared && store.booked - store.given_back != static_cast<std::int64_t>(result.totals.units))
+    std::abort();
+  if (other_user_at_call != 0) return 0;  // the rate below held only until then
 
   // Guava's schedule: the units before a write are paid for by the time since the start, plus
   // the first chunk (free) and a second of stored permits; a record longer than the buffer
@@ -190,7 +262,9 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   std::int64_t units_before = 0;
   for (const FuzzedIo::Write& write : io.writes()) {
     const double seconds = std::chrono::duration<double>(write.time - start).count();
-    if (static_cast<double>(units_before) > rate * seconds + rate + options.chunk_units + 1)
+    // A shared source may also have its booking ahead (1/200 s of the rate) paid first.
+    const double ahead = shared ? std::max<double>(options.chunk_units, rate / 200) : 0.0;
+    if (static_cast<double>(units_before) > rate * seconds + rate + options.chunk_units + ahead + 1)
       std::abort();
     units_before += units_in(write.data, options.unit, inside_record);
   }
