@@ -34,8 +34,8 @@ class RedisConnection {
  public:
   // Connects within `timeout`; every command must be answered within it as well. Throws
   // BackendUnavailable naming the URL (password hidden) and the cause. With `stop_waiter`, a stop
-  // signal that came before means no connection (RedisInterrupted), and one during AUTH or
-  // SELECT ends it as in command().
+  // signal before or while connecting means no connection (RedisInterrupted), and one during AUTH
+  // or SELECT ends it as in command().
   RedisConnection(const RedisAddress& address, std::chrono::milliseconds timeout,
                   io::Waiter* stop_waiter = nullptr);
   RedisConnection(RedisConnection&&) noexcept;

@@ -1,6 +1,8 @@
+#include <fcntl.h>
 #include <hiredis/hiredis.h>
 #include <poll.h>
 #include <signal.h>
+#include <sys/socket.h>
 
 #include <algorithm>
 #include <cerrno>
@@ -76,6 +78,13 @@ timeval to_timeval(std::chrono::milliseconds duration) {
           .tv_usec = static_cast<suseconds_t>(duration.count() % 1000 * 1000)};
 }
 
+// `timeout` from `now` on, saturated.
+std::chrono::nanoseconds deadline_after(std::chrono::nanoseconds now,
+                                        std::chrono::milliseconds timeout) {
+  return timeout > std::chrono::nanoseconds::max() - now ? std::chrono::nanoseconds::max()
+                                                         : now + timeout;
+}
+
 std::string describe(std::chrono::milliseconds duration) {
   if (duration.count() % 1000 == 0) return std::to_string(duration.count() / 1000) + "s";
   return std::to_string(duration.count()) + "ms";
@@ -115,22 +124,38 @@ RedisConnection::RedisConnection(const RedisAddress& address, std::chrono::milli
                                  io::Waiter* stop_waiter)
     : shown_url_(address.shown), timeout_(timeout) {
   stop_if_signalled(stop_waiter);
-  const timeval limit = to_timeval(timeout);
-  int connect_errno = 0;
+  UninterruptedWaiter uninterrupted;
+  io::Waiter& waiter = stop_waiter != nullptr ? *stop_waiter : uninterrupted;
+  const std::chrono::nanoseconds deadline = deadline_after(waiter.now(), timeout);
+  // Started without blocking and waited for through the waiter, so that a stop signal ends the
+  // wait for a host that does not answer at once; then blocking, as command() expects.
   {
     const SigpipeBlocked sigpipe_blocked;
-    errno = 0;
     context_.reset(address.kind == RedisAddress::Kind::tcp
-                       ? ::redisConnectWithTimeout(address.host.c_str(), address.port, limit)
-                       : ::redisConnectUnixWithTimeout(address.socket_path.c_str(), limit));
-    connect_errno = errno;
+                       ? ::redisConnectNonBlock(address.host.c_str(), address.port)
+                       : ::redisConnectUnixNonBlock(address.socket_path.c_str()));
   }
   if (!context_) fail("out of memory");
-  if (context_->err) {
-    const bool timed_out = context_->err == REDIS_ERR_IO && connect_errno == ETIMEDOUT;
-    fail(timed_out ? "no connection within " + describe(timeout) : context_->errstr);
+  if (context_->err) fail(context_->errstr);
+  while (true) {
+    pollfd writable{.fd = context_->fd, .events = POLLOUT, .revents = 0};
+    if (const int signal = waiter.wait_until(deadline, {&writable, 1})) {
+      context_.reset();
+      throw RedisInterrupted{signal};
+    }
+    if (writable.revents != 0) break;
+    if (waiter.now() >= deadline) fail("no connection within " + describe(timeout));
   }
-  if (::redisSetTimeout(context_.get(), limit) != REDIS_OK) fail(context_->errstr);
+  int connect_error = 0;
+  socklen_t length = sizeof connect_error;
+  if (::getsockopt(context_->fd, SOL_SOCKET, SO_ERROR, &connect_error, &length) != 0)
+    connect_error = errno;
+  if (connect_error != 0) fail(std::strerror(connect_error));
+  const int flags = ::fcntl(context_->fd, F_GETFL);
+  if (flags < 0 || ::fcntl(context_->fd, F_SETFL, flags & ~O_NONBLOCK) < 0)
+    fail(std::strerror(errno));
+  context_->flags |= REDIS_BLOCK;
+  if (::redisSetTimeout(context_.get(), to_timeval(timeout)) != REDIS_OK) fail(context_->errstr);
   if (!address.password.empty()) {
     std::vector<std::string> auth{"AUTH"};
     if (!address.user.empty()) auth.push_back(address.user);
@@ -169,10 +194,7 @@ RedisValue RedisConnection::command(const std::vector<std::string>& arguments,
   if (::redisAppendCommandArgv(context, static_cast<int>(arguments.size()), pointers.data(),
                                lengths.data()) != REDIS_OK)
     fail(context->errstr);
-  const std::chrono::nanoseconds sent_at = waiter.now();
-  const std::chrono::nanoseconds reply_deadline =
-      timeout_ > std::chrono::nanoseconds::max() - sent_at ? std::chrono::nanoseconds::max()
-                                                           : sent_at + timeout_;
+  const std::chrono::nanoseconds reply_deadline = deadline_after(waiter.now(), timeout_);
   // The socket stays blocking for the write, bounded by the send timeout that redisSetTimeout
   // set: a command is at most the script's 13 kB, sent on a connection with nothing else in
   // flight (each reply is read whole, a connection that lost one is closed), so the socket

@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# A stop signal while a Redis round trip waits for a server that does not answer (CLIENT PAUSE):
+# A stop signal while a Redis round trip waits for a server that does not answer (CLIENT PAUSE),
+# or while the connection to a host that does not complete it waits:
 # acquire, exec and a pipe with --key end at once with 128+signal, not after --redis-timeout, the
 # command not run and nothing written beyond what was granted. Without a signal the timeout
 # still ends them with 69.
@@ -121,3 +122,37 @@ stop_feeding
 [ "$(stat -c %s "$WORK/out")" -eq "$granted" ] ||
   fail "after SIGTERM the pipe wrote $(($(stat -c %s "$WORK/out") - granted)) bytes more"
 cmp -n "$granted" "$WORK/in" "$WORK/out" || fail "the pipe's output is not a prefix of its input"
+
+# A server whose host does not complete the connection (a listener that never accepts, its queue
+# full, as a host that drops the handshake): the connect is waited for in the same signal-aware
+# way, and --redis-timeout still bounds it.
+python3 -c '
+import socket, sys, time
+listener = socket.socket()
+listener.bind(("127.0.0.1", 0))
+listener.listen(0)
+queued = []
+for _ in range(3):
+    waiting = socket.socket()
+    waiting.setblocking(False)
+    try:
+        waiting.connect(listener.getsockname())
+    except BlockingIOError:
+        pass
+    queued.append(waiting)
+with open(sys.argv[1], "w") as port:
+    port.write(str(listener.getsockname()[1]))
+time.sleep(60)
+' "$WORK/port.new" &
+listener=$!
+until [ -s "$WORK/port.new" ]; do sleep 0.01; done
+export RATELIMIT_REDIS=redis://127.0.0.1:$(cat "$WORK/port.new")
+run_in_background /dev/null acquire --redis-timeout 30s --rate 10/s --key c
+wait_for_redis_connection
+stopped_at_once TERM 143
+start=$(now_ns)
+expect_status 69 "$RATELIMIT" acquire --redis-timeout 300ms --rate 10/s --key c
+ms=$(ms_since "$start")
+expect_stderr "ratelimit: Redis at $RATELIMIT_REDIS: no connection within 300ms"
+[ "$ms" -ge 250 ] && [ "$ms" -lt 2000 ] || fail "acquire gave up a silent host after ${ms} ms"
+kill "$listener"
