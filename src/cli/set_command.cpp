@@ -98,8 +98,8 @@ Command setup_set(CLI::App& app) {
       ->check(syntax_check(check_rate_syntax, "RATE"))
       ->option_text("RATE");
   set->footer(R"(Examples:
-  ratelimit set 4242 --rate 50MiB/s      a byte pipe: B, bit and prefixes as its --rate
-  ratelimit set 4243 --rate 20/s         a pipe counting lines (-l) or records
+  ratelimit set 4242 --rate 50MiB/s                 a byte pipe: B, bit and prefixes as its --rate
+  ratelimit set 4243 --rate 20/s                    a pipe counting lines (-l) or records
   ratelimit set 4242 --rate "08:00,1M 18:00,10M"    a timetable from now on
   ratelimit set --key backup --rate 5MB/s           every user of the key
 
