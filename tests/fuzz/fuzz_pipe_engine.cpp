@@ -10,12 +10,11 @@
 #include <cstdlib>
 #include <limits>
 #include <optional>
-#include <span>
 #include <string>
 #include <vector>
 
+#include "../unit/memory_store.hpp"
 #include "backends/bucket_backend.hpp"
-#include "io/waiter.hpp"
 #include "pipe/engine.hpp"
 #include "pipe/io.hpp"
 #include "pipe/permit_source.hpp"
@@ -152,60 +151,6 @@ class FuzzedIo final : public pipe::Io {
   std::size_t calls_ = 0;
 };
 
-// The waits of a shared source (none with this store) on the fuzzed clock.
-class ClockWaiter final : public io::Waiter {
- public:
-  explicit ClockWaiter(FuzzedIo& io) : io_(io) {}
-  nanoseconds now() override { return io_.now(); }
-  int wait_until(nanoseconds, std::span<pollfd>) override { return 0; }
-
- private:
-  FuzzedIo& io_;
-};
-
-// One shared bucket deciding as every store does; another user may set its rate just before a
-// given call (0: never).
-class MemoryStore final : public backends::BucketBackend {
- public:
-  MemoryStore(FuzzedIo& io, int other_user_at_call, double other_user_rate)
-      : io_(io), other_user_at_call_(other_user_at_call), other_user_rate_(other_user_rate) {}
-  backends::Reservation reserve(const backends::PermitRequest& request, io::Waiter&) override {
-    if (!bucket_) {
-      bucket_.emplace(request.params, io_.now());
-      schedule_ = request.schedule;
-    }
-    if (++calls_ == other_user_at_call_) set_rate(request.key, other_user_rate_, schedule_);
-    const backends::Reservation reservation =
-        backends::decide(*bucket_, schedule_, request, io_.now());
-    if (reservation.granted) booked += request.permits;
-    return reservation;
-  }
-  bool set_rate(const std::string&, double rate, const backends::KeySchedule& schedule) override {
-    backends::change_rate(*bucket_, rate, io_.now());
-    schedule_ = schedule;
-    return true;
-  }
-  std::vector<backends::BucketStatus> status(const std::optional<std::string>&) override {
-    return {};
-  }
-  bool reset(const std::string&) override { return false; }
-  void give_back(const std::string&, std::int64_t permits) override {
-    given_back += permits;
-    backends::give_back(*bucket_, permits, io_.now());
-  }
-
-  std::int64_t booked = 0;
-  std::int64_t given_back = 0;
-
- private:
-  FuzzedIo& io_;
-  int other_user_at_call_;
-  double other_user_rate_;
-  std::optional<TokenBucket> bucket_;
-  backends::KeySchedule schedule_;
-  int calls_ = 0;
-};
-
 std::int64_t units_in(const std::string& data, const pipe::Unit& unit, bool& inside_record) {
   if (unit.counts_bytes()) return static_cast<std::int64_t>(data.size());
   std::int64_t records = 0;
@@ -238,8 +183,10 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
 
   const bool shared = mode & 8;
   const int other_user_at_call = shared ? schedule.byte() % 4 : 0;
-  MemoryStore store(io, other_user_at_call, 1 + schedule.byte() * 40.0);
-  ClockWaiter waiter(io);
+  testing::MemoryStore store(io);
+  store.other_user_at_call = other_user_at_call;
+  store.other_user_rate = 1 + schedule.byte() * 40.0;
+  testing::IoClockWaiter waiter(io);
   backends::PermitRequest request;
   request.key = "fuzzed";
   request.params = options.bucket;

@@ -11,6 +11,7 @@
 
 #include "errors.hpp"
 #include "fake_pipe_io.hpp"
+#include "memory_store.hpp"
 #include "pipe/engine.hpp"
 #include "schedule/timetable_text.hpp"
 
@@ -21,65 +22,23 @@ using namespace std::chrono_literals;
 using std::chrono::nanoseconds;
 using testing::FakePipeIo;
 
-// The store's side on the fake I/O's clock: one bucket, deciding as every backend does.
-class FakeStore final : public backends::BucketBackend {
+// The store's side on the fake I/O's clock, which can also fail, be interrupted or answer late.
+class FakeStore final : public testing::MemoryStore {
  public:
-  explicit FakeStore(FakePipeIo& io) : io_(io) {}
-  backends::Reservation reserve(const backends::PermitRequest& request, io::Waiter&) override {
+  explicit FakeStore(FakePipeIo& io) : MemoryStore(io), io_(io) {}
+  backends::Reservation reserve(const backends::PermitRequest& request,
+                                io::Waiter& waiter) override {
     if (fail) throw BackendUnavailable("store gone");
     if (interrupt_with != 0)
       return {.granted = false, .wait = {}, .signal = interrupt_with, .replaced_params = {}};
-    if (!bucket) {
-      bucket.emplace(request.params, io_.now());
-      schedule = request.schedule;
-    }
-    if (++calls == other_user_at_call) set_rate("k", other_user_rate, other_user_schedule);
-    applied.push_back(request.apply_params);
-    booked += request.permits;
-    const backends::Reservation reservation =
-        backends::decide(*bucket, schedule, request, io_.now());
+    const backends::Reservation reservation = MemoryStore::reserve(request, waiter);
     io_.pass(latency);
     return reservation;
   }
-  bool set_rate(const std::string&, double rate,
-                const backends::KeySchedule& new_schedule) override {
-    backends::change_rate(*bucket, rate, io_.now());
-    schedule = new_schedule;
-    return true;
-  }
-  std::vector<backends::BucketStatus> status(const std::optional<std::string>&) override {
-    return {};
-  }
-  bool reset(const std::string&) override { return false; }
-  void give_back(const std::string&, std::int64_t permits) override {
-    given_back += permits;
-    backends::give_back(*bucket, permits, io_.now());
-  }
 
-  std::optional<TokenBucket> bucket;
-  backends::KeySchedule schedule;
-  std::vector<bool> applied;
-  std::int64_t booked = 0;
-  std::int64_t given_back = 0;
-  int calls = 0;
-  // Another user sets this rate and schedule just before this call (counted from 1).
-  int other_user_at_call = 0;
-  double other_user_rate = 0.0;
-  backends::KeySchedule other_user_schedule;
   nanoseconds latency{0};
   bool fail = false;
   int interrupt_with = 0;
-
- private:
-  FakePipeIo& io_;
-};
-
-// The source's waits are the fake I/O's clock.
-class IoWaiter final : public io::Waiter {
- public:
-  explicit IoWaiter(FakePipeIo& io) : io_(io) {}
-  nanoseconds now() override { return io_.now(); }
-  int wait_until(nanoseconds, std::span<pollfd>) override { return 0; }
 
  private:
   FakePipeIo& io_;
@@ -126,7 +85,7 @@ class SharedEngine : public ::testing::TestWithParam<bool> {
 
   FakePipeIo io;
   FakeStore store{io};
-  IoWaiter waiter{io};
+  testing::IoClockWaiter waiter{io};
   int replaced = 0;
   std::vector<std::string> key_timetables;  // as the source was told them
   std::int64_t booked_unused = 0;

@@ -1,0 +1,74 @@
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <optional>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "backends/bucket_backend.hpp"
+#include "io/waiter.hpp"
+#include "pipe/io.hpp"
+
+namespace ratelimit::testing {
+
+// Waits that end at once, on the clock of a pipe::Io: a shared source waits only for a store,
+// and a store in memory never makes it wait.
+class IoClockWaiter final : public io::Waiter {
+ public:
+  explicit IoClockWaiter(pipe::Io& io) : io_(io) {}
+  std::chrono::nanoseconds now() override { return io_.now(); }
+  int wait_until(std::chrono::nanoseconds, std::span<pollfd>) override { return 0; }
+
+ private:
+  pipe::Io& io_;
+};
+
+// One shared bucket kept in memory on the clock of a pipe::Io, deciding as every store does
+// (backends::decide). Another user may set its rate and schedule just before a given call.
+class MemoryStore : public backends::BucketBackend {
+ public:
+  explicit MemoryStore(pipe::Io& io) : io_(io) {}
+  backends::Reservation reserve(const backends::PermitRequest& request, io::Waiter&) override {
+    if (!bucket) {
+      bucket.emplace(request.params, io_.now());
+      schedule = request.schedule;
+    }
+    if (++calls == other_user_at_call) set_rate(request.key, other_user_rate, other_user_schedule);
+    applied.push_back(request.apply_params);
+    const backends::Reservation reservation =
+        backends::decide(*bucket, schedule, request, io_.now());
+    if (reservation.granted) booked += request.permits;
+    return reservation;
+  }
+  bool set_rate(const std::string&, double rate,
+                const backends::KeySchedule& new_schedule) override {
+    backends::change_rate(*bucket, rate, io_.now());
+    schedule = new_schedule;
+    return true;
+  }
+  std::vector<backends::BucketStatus> status(const std::optional<std::string>&) override {
+    return {};
+  }
+  bool reset(const std::string&) override { return false; }
+  void give_back(const std::string&, std::int64_t permits) override {
+    given_back += permits;
+    backends::give_back(*bucket, permits, io_.now());
+  }
+
+  std::optional<TokenBucket> bucket;
+  backends::KeySchedule schedule;
+  std::vector<bool> applied;  // each call's apply_params
+  std::int64_t booked = 0;
+  std::int64_t given_back = 0;
+  int calls = 0;
+  int other_user_at_call = 0;  // counted from 1; 0: never
+  double other_user_rate = 0.0;
+  backends::KeySchedule other_user_schedule;
+
+ private:
+  pipe::Io& io_;
+};
+
+}  // namespace ratelimit::testing
