@@ -6,8 +6,7 @@ source "$(dirname "${BASH_SOURCE[0]}")/setup.sh"
 ensure_packages hyperfine
 build_bench_tree
 
-RATELIMIT=$RATELIMIT_ROOT/build/bench/src/ratelimit
-RESULTS=$RATELIMIT_ROOT/bench/results/exec.md
+REPORT=$RESULTS/exec.md
 WORK=$(mktemp -d)
 trap 'rm -rf "$WORK"' EXIT
 export RATELIMIT_STATE_DIR=$WORK/state
@@ -86,7 +85,6 @@ wait
 spawn_seconds=$(seconds_since "$start")
 starts_per_second=$(awk -v n=$((8 * calls_per_process)) -v s="$spawn_seconds" 'BEGIN { printf "%.0f", n / s }')
 
-mkdir -p "$(dirname "$RESULTS")"
 {
   echo "# ratelimit exec: benchmark results"
   echo
@@ -108,7 +106,7 @@ mkdir -p "$(dirname "$RESULTS")"
   echo "| most starts in any 1 s window (4 loops, 3 runs) | <= 21 | $window | $(within "$window" 0 21) |"
   echo "| 8 processes x $calls_per_process \`acquire --rate 1e9\` on one key | | $permits_per_second permits/s ($hot_seconds s) | |"
   echo "| the same loops running \`/bin/true\` (bare process starts) | | $starts_per_second starts/s ($spawn_seconds s) | |"
-} >"$RESULTS"
-cat "$RESULTS"
+} >"$REPORT"
+cat "$REPORT"
 # The pacing targets hold on any machine; the overhead depends on what an execve costs there.
-! grep -Eq '^\| (21 sequential|4 loops|most starts).*\| NO \|$' "$RESULTS"
+! grep -Eq '^\| (21 sequential|4 loops|most starts).*\| NO \|$' "$REPORT"

@@ -10,12 +10,8 @@ source "$(dirname "${BASH_SOURCE[0]}")/setup.sh"
 ensure_packages pv cstream mbuffer gnuplot-nox
 build_bench_tree
 
-RATELIMIT="$RATELIMIT_ROOT/build/bench/src/ratelimit"
-PROBE="$RATELIMIT_ROOT/build/bench/bench/pipe_probe"
-RESULTS="$RATELIMIT_ROOT/bench/results"
 TMP=$(mktemp -d)
 trap 'rm -rf "$TMP"' EXIT
-mkdir -p "$RESULTS"
 
 # shaped TRACE PROBE_ARGS PRODUCER SHAPER...: PRODUCER | SHAPER | pipe_probe. The probe starts
 # first and waits on a FIFO, so that its own start-up is not measured. Prints the probe's line.

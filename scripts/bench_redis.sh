@@ -14,11 +14,8 @@ source "$(dirname "${BASH_SOURCE[0]}")/setup.sh"
 ensure_packages redis-server redis-tools
 build_bench_tree
 
-RATELIMIT="$RATELIMIT_ROOT/build/bench/src/ratelimit"
-PROBE="$RATELIMIT_ROOT/build/bench/bench/pipe_probe"
-RESULTS="$RATELIMIT_ROOT/bench/results"
 TMP=$(mktemp -d)
-mkdir -p "$RESULTS" "$TMP/redis"
+mkdir -p "$TMP/redis"
 port=$((20000 + RANDOM % 40000))
 redis-server --port "$port" --bind 127.0.0.1 --unixsocket "$TMP/redis/sock" --save '' \
   --appendonly no --dir "$TMP/redis" --logfile "$TMP/redis/log" >/dev/null 2>&1 &

@@ -9,13 +9,9 @@
 source "$(dirname "${BASH_SOURCE[0]}")/setup.sh"
 build_bench_tree
 
-RATELIMIT="$RATELIMIT_ROOT/build/bench/src/ratelimit"
-PROBE="$RATELIMIT_ROOT/build/bench/bench/pipe_probe"
-RESULTS="$RATELIMIT_ROOT/bench/results"
 TMP=$(mktemp -d)
 trap 'rm -rf "$TMP"' EXIT
 export RATELIMIT_STATE_DIR=$TMP/state
-mkdir -p "$RESULTS"
 
 # merged_stats RATE TRACE...: the sum of several probes' traces (absolute times, cumulative
 # units) as "rate=R error=E% window=W share_I=S%..." (shares over the time all were busy).

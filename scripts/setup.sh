@@ -42,4 +42,9 @@ build_bench_tree() {
   ensure_packages "${RATELIMIT_BUILD_PACKAGES[@]}" libbenchmark-dev
   build_tree bench -DCMAKE_BUILD_TYPE=Release -DRATELIMIT_BUILD_TESTS=OFF -DRATELIMIT_BUILD_CLI=ON \
     -DRATELIMIT_BUILD_BENCH=ON
+  # What the benchmarks run, and where their results go.
+  RATELIMIT=$RATELIMIT_ROOT/build/bench/src/ratelimit
+  PROBE=$RATELIMIT_ROOT/build/bench/bench/pipe_probe
+  RESULTS=$RATELIMIT_ROOT/bench/results
+  mkdir -p "$RESULTS"
 }

@@ -71,29 +71,31 @@ Reservation StateFileBackend::reserve(const PermitRequest& request, io::Waiter& 
   }
 }
 
-bool StateFileBackend::set_rate(const std::string& key, double permits_per_second,
-                                const KeySchedule& schedule) {
+bool StateFileBackend::update_existing(const std::string& key, const Update& update) {
   std::optional<LockedFile> file =
       directory_.lock_existing(bucket_file_name(key), LockKind::exclusive);
   if (!file) return false;
-  const auto now = clock_.now();
-  const DecodedRecord loaded = load(*file);
+  DecodedRecord loaded = load(*file);
   if (!loaded.record) return false;
   TokenBucket bucket(loaded.record->params, loaded.record->state);
-  change_rate(bucket, permits_per_second, now);
-  save(*file, bucket, schedule);
+  update(bucket, loaded.record->schedule, clock_.now());
+  save(*file, bucket, loaded.record->schedule);
   return true;
 }
 
+bool StateFileBackend::set_rate(const std::string& key, double permits_per_second,
+                                const KeySchedule& schedule) {
+  return update_existing(key,
+                         [&](TokenBucket& bucket, KeySchedule& kept, std::chrono::nanoseconds now) {
+                           change_rate(bucket, permits_per_second, now);
+                           kept = schedule;
+                         });
+}
+
 void StateFileBackend::give_back(const std::string& key, std::int64_t permits) {
-  std::optional<LockedFile> file =
-      directory_.lock_existing(bucket_file_name(key), LockKind::exclusive);
-  if (!file) return;
-  const DecodedRecord loaded = load(*file);
-  if (!loaded.record) return;
-  TokenBucket bucket(loaded.record->params, loaded.record->state);
-  backends::give_back(bucket, permits, clock_.now());
-  save(*file, bucket, loaded.record->schedule);
+  update_existing(key, [permits](TokenBucket& bucket, KeySchedule&, std::chrono::nanoseconds now) {
+    backends::give_back(bucket, permits, now);
+  });
 }
 
 std::vector<BucketStatus> StateFileBackend::status(const std::optional<std::string>& key) {

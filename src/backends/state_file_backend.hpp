@@ -48,6 +48,10 @@ class StateFileBackend final : public BucketBackend {
                                                   const PermitRequest& request,
                                                   std::chrono::nanoseconds now) const;
   void save(LockedFile& file, const TokenBucket& bucket, const KeySchedule& schedule) const;
+  // Changes the bucket of `key` and its schedule under the lock, at the time given; false if there
+  // is no bucket that can be used.
+  using Update = std::function<void(TokenBucket&, KeySchedule&, std::chrono::nanoseconds now)>;
+  bool update_existing(const std::string& key, const Update& update);
 
   StateDirectory directory_;
   Clock& clock_;

@@ -154,11 +154,10 @@ void SharedPermitSource::enter_entry(double units_per_second, std::int64_t entry
 }
 
 void SharedPermitSource::set_timetable(const Timetable& timetable, double units_per_second,
-                                       std::int64_t entry_until, nanoseconds) {
-  request_.params.permits_per_second = units_per_second;
+                                       std::int64_t entry_until, nanoseconds now) {
   request_.schedule = {.timetable = schedule::timetable_text(timetable),
                        .entry_until = entry_until};
-  backend_.set_rate(request_.key, units_per_second, request_.schedule);
+  set_rate(units_per_second, now);
 }
 
 }  // namespace ratelimit::pipe

@@ -5,41 +5,31 @@
 source "$E2E_LIB"
 export RATELIMIT_STATE_DIR=$WORK/state
 
-# The units column of the pipe `pid` in `status`, once it shows rate `rate`.
-units_at_rate() {
-  "$RATELIMIT" status | awk -v pid="$1" -v rate="$2" '$1 == pid && $2 == "records" && $3 == rate { print $4 }'
+# units_listed SECONDS PID RATE [ABOVE]: the units column of pipe PID in `status` once it shows
+# RATE (and more than ABOVE units), polled for up to SECONDS; empty if it never does.
+units_listed() {
+  local units tries
+  for ((tries = 0; tries < $1 * 20; tries++)); do
+    units=$("$RATELIMIT" status | awk -v pid="$2" -v rate="$3" '$1 == pid && $2 == "records" && $3 == rate { print $4 }')
+    [ -n "$units" ] && [ "$units" -gt "${4:--1}" ] && { echo "$units"; return; }
+    sleep 0.05
+  done
 }
 
 yes | "$RATELIMIT" --lines --rate 200/s >/dev/null &
 pid=$!
-first=
-for _ in $(seq 200); do
-  first=$(units_at_rate "$pid" 200)
-  [ -n "$first" ] && break
-  sleep 0.05
-done
+first=$(units_listed 10 "$pid" 200)
 [ -n "$first" ] || fail "the pipe is not listed at 200/s: $("$RATELIMIT" status)"
 # Published about once a second: the count grows within a few.
-later=$first
-for _ in $(seq 100); do
-  later=$(units_at_rate "$pid" 200)
-  [ -n "$later" ] && [ "$later" -gt "$first" ] && break
-  sleep 0.05
-done
-[ -n "$later" ] && [ "$later" -gt "$first" ] || fail "the unit count does not grow: $first, then $later"
+later=$(units_listed 5 "$pid" 200 "$first")
+[ -n "$later" ] || fail "the unit count does not grow from $first: $("$RATELIMIT" status)"
 # Lines of "y\n": two bytes each, as said.
 "$RATELIMIT" status | awk -v pid="$pid" '$1 == pid && $5 >= 2 * $4 && $5 <= 2 * $4 + 2 { found = 1 } END { exit !found }' ||
   fail "bytes do not match the lines: $("$RATELIMIT" status)"
 
 expect_status 0 "$RATELIMIT" set "$pid" --rate 20/s
 expect_stderr "ratelimit: process $pid: rate set from 200 (200 records/s) to 20/s (20 records/s)"
-shown=
-for _ in $(seq 100); do
-  shown=$(units_at_rate "$pid" 20)
-  [ -n "$shown" ] && break
-  sleep 0.05
-done
-[ -n "$shown" ] || fail "status does not show the new rate: $("$RATELIMIT" status)"
+[ -n "$(units_listed 5 "$pid" 20)" ] || fail "status does not show the new rate: $("$RATELIMIT" status)"
 expect_status 0 "$RATELIMIT" set "$pid" --rate 1k/s
 expect_stderr "ratelimit: process $pid: rate set from 20 (20 records/s) to 1k/s (1000 records/s)"
 
