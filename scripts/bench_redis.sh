@@ -91,7 +91,7 @@ latency_result="state file $lat_file ms, Redis over the unix socket $lat_unix ms
 echo "$latency_result" >&2
 
 echo "== decisions per second, 8 clients" >&2
-sha=$(redis-cli -s "$TMP/redis/sock" script load "$(cat "$RATELIMIT_ROOT/src/backends/redis_bucket.lua")")
+sha=$(redis-cli -s "$TMP/redis/sock" script load "$(cat "$RATELIMIT_ROOT/src/backends/redis/redis_bucket.lua")")
 server_cpu() {
   redis-cli -s "$TMP/redis/sock" info cpu | tr -d '\r' |
     awk -F: '/^used_cpu_(sys|user):/ { sum += $2 } END { printf "%.6f", sum }'

@@ -2,9 +2,9 @@
 
 #include <fmt/core.h>
 
-#include "backends/redis_backend.hpp"
-#include "backends/redis_url.hpp"
-#include "backends/state_file_backend.hpp"
+#include "backends/redis/redis_backend.hpp"
+#include "backends/redis/redis_url.hpp"
+#include "backends/state_file/state_file_backend.hpp"
 #include "ratelimit/clock.hpp"
 
 namespace ratelimit::backends {

@@ -7,7 +7,7 @@
 
 #include "backends/bucket_backend.hpp"
 #include "backends/fallback_backend.hpp"
-#include "backends/inflight_slots.hpp"
+#include "exec/inflight_slots.hpp"
 
 namespace ratelimit::backends {
 

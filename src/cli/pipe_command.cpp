@@ -15,7 +15,7 @@
 #include "exit_codes.hpp"
 #include "io/local_time_posix.hpp"
 #include "io/posix.hpp"
-#include "pipe/control.hpp"
+#include "control/control.hpp"
 #include "pipe/engine.hpp"
 #include "pipe/files.hpp"
 #include "pipe/progress.hpp"

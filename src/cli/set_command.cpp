@@ -12,7 +12,7 @@
 #include "cli/shared_bucket_options.hpp"
 #include "cli/units.hpp"
 #include "exit_codes.hpp"
-#include "pipe/control.hpp"
+#include "control/control.hpp"
 #include "schedule/timetable_text.hpp"
 #include "state/state_directory.hpp"
 

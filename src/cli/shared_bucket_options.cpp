@@ -6,8 +6,8 @@
 #include <limits>
 #include <map>
 
-#include "backends/redis_url.hpp"
-#include "backends/state_file_format.hpp"
+#include "backends/redis/redis_url.hpp"
+#include "backends/state_file/state_file_format.hpp"
 #include "cli/units.hpp"
 #include "exit_codes.hpp"
 #include "io/waiter.hpp"

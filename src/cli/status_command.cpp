@@ -14,7 +14,7 @@
 #include "cli/units.hpp"
 #include "exit_codes.hpp"
 #include "io/local_time_posix.hpp"
-#include "pipe/control.hpp"
+#include "control/control.hpp"
 #include "schedule/timetable_text.hpp"
 #include "state/state_directory.hpp"
 

@@ -5,7 +5,7 @@
 #include <string>
 
 #include "backends/bucket_backend.hpp"
-#include "backends/inflight_slots.hpp"
+#include "exec/inflight_slots.hpp"
 #include "io/posix.hpp"
 #include "io/waiter.hpp"
 

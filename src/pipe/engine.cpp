@@ -12,12 +12,6 @@ constexpr nanoseconds kForever = nanoseconds::max();
 
 }  // namespace
 
-std::int64_t default_chunk_units(double units_per_second, std::int64_t max_units) {
-  const double per_write = units_per_second / kWritesPerSecond;
-  if (!(per_write < static_cast<double>(max_units))) return max_units;  // also +inf
-  return std::max<std::int64_t>(1, static_cast<std::int64_t>(per_write));
-}
-
 Engine::Engine(const EngineOptions& options, Io& io, ProgressCallback on_progress)
     : options_(options),
       io_(io),

@@ -7,6 +7,7 @@
 #include <optional>
 #include <vector>
 
+#include "pipe/chunk.hpp"
 #include "pipe/io.hpp"
 #include "pipe/permit_source.hpp"
 #include "pipe/rate_schedule.hpp"
@@ -68,13 +69,6 @@ struct Result {
   std::vector<RateChange> rate_changes;
 };
 
-// Writes per second at the default chunk size. Any 100 ms window then holds at most 21 writes
-// worth, 1.05 times the rate; the cost is a wake-up every 5 ms, about 1 % of a core on the 2-core
-// CI machine (bench/results/pipe.md, "cost while shaping").
-inline constexpr double kWritesPerSecond = 200.0;
-
-// The units per write for a rate: 1/kWritesPerSecond of it, at least one, at most `max_units`.
-std::int64_t default_chunk_units(double units_per_second, std::int64_t max_units);
 
 // Moves the input to the output at the rate of a permit source: asks it when a chunk may go
 // (with pay_first, not before the chunk's units exist), waits until then, writes at most a chunk,

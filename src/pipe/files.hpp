@@ -8,7 +8,7 @@
 
 #include "io/posix.hpp"
 #include "io/waiter.hpp"
-#include "pipe/control.hpp"
+#include "control/control.hpp"
 #include "pipe/io.hpp"
 
 namespace ratelimit::pipe {

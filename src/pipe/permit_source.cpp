@@ -5,7 +5,7 @@
 #include <utility>
 
 #include "errors.hpp"
-#include "pipe/engine.hpp"
+#include "pipe/chunk.hpp"
 #include "schedule/timetable_text.hpp"
 
 namespace ratelimit::pipe {

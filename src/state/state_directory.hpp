@@ -104,7 +104,11 @@ class StateDirectory {
   std::string path_;
 };
 
-// The state directory of this user: see choose_state_dir().
+// The state directory: `option` (--state-dir) if given, else $RATELIMIT_STATE_DIR, else
+// $XDG_RUNTIME_DIR/ratelimit, else /tmp/ratelimit-UID. Unset or empty variables are passed as "".
+std::string choose_state_dir(std::string_view option, std::string_view ratelimit_state_dir,
+                             std::string_view xdg_runtime_dir, unsigned uid);
+// The state directory of this user: choose_state_dir() with the environment and effective uid.
 std::string state_dir_from_environment(std::string_view option);
 
 // This boot's id (/proc/sys/kernel/random/boot_id); empty if the kernel does not tell.

@@ -8,7 +8,6 @@
 #include <algorithm>
 #include <cstdlib>
 
-#include "backends/state_file_format.hpp"
 #include "state/state_directory.hpp"
 
 namespace ratelimit::backends {
@@ -243,6 +242,14 @@ bool StateDirectory::remove(const std::string& name) const {
   if (::unlinkat(fd_.get(), name.c_str(), 0) == 0) return true;
   if (errno == ENOENT) return false;
   io::throw_errno("remove '" + path_ + "/" + name + "'");
+}
+
+std::string choose_state_dir(std::string_view option, std::string_view ratelimit_state_dir,
+                             std::string_view xdg_runtime_dir, unsigned uid) {
+  if (!option.empty()) return std::string(option);
+  if (!ratelimit_state_dir.empty()) return std::string(ratelimit_state_dir);
+  if (!xdg_runtime_dir.empty()) return std::string(xdg_runtime_dir) + "/ratelimit";
+  return "/tmp/ratelimit-" + std::to_string(uid);
 }
 
 std::string state_dir_from_environment(std::string_view option) {

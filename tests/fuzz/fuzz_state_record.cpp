@@ -8,7 +8,7 @@
 #include <string>
 #include <string_view>
 
-#include "backends/state_file_format.hpp"
+#include "backends/state_file/state_file_format.hpp"
 #include "ratelimit/token_bucket.hpp"
 
 using namespace ratelimit;

@@ -1,4 +1,4 @@
-#include "backends/redis_backend.hpp"
+#include "backends/redis/redis_backend.hpp"
 
 #include <gtest/gtest.h>
 
@@ -8,9 +8,9 @@
 #include <random>
 
 #include "../unit/golden_vectors.hpp"
-#include "backends/redis_connection.hpp"
-#include "backends/redis_script.hpp"
-#include "backends/redis_url.hpp"
+#include "backends/redis/redis_connection.hpp"
+#include "backends/redis/redis_script.hpp"
+#include "backends/redis/redis_url.hpp"
 #include "errors.hpp"
 #include "io/waiter.hpp"
 #include "redis_server.hpp"

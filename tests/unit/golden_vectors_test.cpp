@@ -5,7 +5,7 @@
 #include <optional>
 
 #include "backends/bucket_backend.hpp"
-#include "backends/state_file_backend.hpp"
+#include "backends/state_file/state_file_backend.hpp"
 #include "fake_clock.hpp"
 #include "fake_waiter.hpp"
 #include "temp_dir.hpp"

@@ -2,7 +2,7 @@
 
 #include <limits>
 
-#include "pipe/control.hpp"
+#include "control/control.hpp"
 #include "pipe/progress.hpp"
 
 namespace ratelimit::pipe {

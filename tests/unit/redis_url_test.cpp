@@ -1,4 +1,4 @@
-#include "backends/redis_url.hpp"
+#include "backends/redis/redis_url.hpp"
 
 #include <gtest/gtest.h>
 

@@ -1,4 +1,4 @@
-#include "backends/state_file_backend.hpp"
+#include "backends/state_file/state_file_backend.hpp"
 
 #include <gtest/gtest.h>
 #include <sys/stat.h>
@@ -9,7 +9,7 @@
 #include <optional>
 #include <vector>
 
-#include "backends/state_file_format.hpp"
+#include "backends/state_file/state_file_format.hpp"
 #include "fake_clock.hpp"
 #include "fake_waiter.hpp"
 #include "temp_dir.hpp"

@@ -1,4 +1,5 @@
-#include "backends/state_file_format.hpp"
+#include "backends/state_file/state_file_format.hpp"
+#include "state/state_directory.hpp"
 
 #include <gtest/gtest.h>
 

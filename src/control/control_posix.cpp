@@ -11,7 +11,7 @@
 #include <system_error>
 
 #include "backends/bucket_backend.hpp"
-#include "pipe/control.hpp"
+#include "control/control.hpp"
 #include "state/state_directory.hpp"
 
 namespace ratelimit::pipe {

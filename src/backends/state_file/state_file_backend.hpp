@@ -5,7 +5,7 @@
 #include <utility>
 
 #include "backends/bucket_backend.hpp"
-#include "backends/state_file_format.hpp"
+#include "backends/state_file/state_file_format.hpp"
 #include "ratelimit/clock.hpp"
 #include "state/state_directory.hpp"
 

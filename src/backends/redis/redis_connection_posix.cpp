@@ -9,7 +9,7 @@
 #include <cstring>
 #include <ctime>
 
-#include "backends/redis_connection.hpp"
+#include "backends/redis/redis_connection.hpp"
 #include "errors.hpp"
 #include "io/posix.hpp"
 

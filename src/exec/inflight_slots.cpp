@@ -1,6 +1,6 @@
-#include "backends/inflight_slots.hpp"
+#include "exec/inflight_slots.hpp"
 
-#include "backends/state_file_format.hpp"
+#include "backends/state_file/state_file_format.hpp"
 
 namespace ratelimit::backends {
 

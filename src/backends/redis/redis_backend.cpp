@@ -1,11 +1,11 @@
-#include "backends/redis_backend.hpp"
+#include "backends/redis/redis_backend.hpp"
 
 #include <fmt/core.h>
 
 #include <algorithm>
 #include <charconv>
 
-#include "backends/redis_script.hpp"
+#include "backends/redis/redis_script.hpp"
 #include "errors.hpp"
 
 namespace ratelimit::backends {

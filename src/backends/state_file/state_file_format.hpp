@@ -45,9 +45,4 @@ std::optional<std::string> key_of_bucket_file(std::string_view file_name);
 // The lock file of slot `index` of `key`'s --max-inflight.
 std::string slot_file_name(std::string_view key, int index);
 
-// The state directory: `option` (--state-dir) if given, else $RATELIMIT_STATE_DIR, else
-// $XDG_RUNTIME_DIR/ratelimit, else /tmp/ratelimit-UID. Unset or empty variables are passed as "".
-std::string choose_state_dir(std::string_view option, std::string_view ratelimit_state_dir,
-                             std::string_view xdg_runtime_dir, unsigned uid);
-
 }  // namespace ratelimit::backends

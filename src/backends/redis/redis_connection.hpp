@@ -5,7 +5,7 @@
 #include <string>
 #include <vector>
 
-#include "backends/redis_url.hpp"
+#include "backends/redis/redis_url.hpp"
 #include "io/waiter.hpp"
 
 struct redisContext;

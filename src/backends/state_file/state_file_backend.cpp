@@ -1,8 +1,8 @@
-#include "backends/state_file_backend.hpp"
+#include "backends/state_file/state_file_backend.hpp"
 
 #include <fmt/core.h>
 
-#include "backends/state_file_format.hpp"
+#include "backends/state_file/state_file_format.hpp"
 
 namespace ratelimit::backends {
 

@@ -7,8 +7,8 @@
 #include <string>
 
 #include "backends/bucket_backend.hpp"
-#include "backends/redis_connection.hpp"
-#include "backends/redis_url.hpp"
+#include "backends/redis/redis_connection.hpp"
+#include "backends/redis/redis_url.hpp"
 #include "io/waiter.hpp"
 
 namespace ratelimit::backends {

@@ -1,4 +1,4 @@
-#include "pipe/control.hpp"
+#include "control/control.hpp"
 
 #include <fmt/core.h>
 

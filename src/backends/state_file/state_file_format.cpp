@@ -1,4 +1,4 @@
-#include "backends/state_file_format.hpp"
+#include "backends/state_file/state_file_format.hpp"
 
 #include <cmath>
 #include <cstdint>
@@ -219,14 +219,6 @@ std::optional<std::string> key_of_bucket_file(std::string_view file_name) {
 std::string slot_file_name(std::string_view key, int index) {
   validate_key(key);
   return encode_key(key) + ".slot-" + std::to_string(index);
-}
-
-std::string choose_state_dir(std::string_view option, std::string_view ratelimit_state_dir,
-                             std::string_view xdg_runtime_dir, unsigned uid) {
-  if (!option.empty()) return std::string(option);
-  if (!ratelimit_state_dir.empty()) return std::string(ratelimit_state_dir);
-  if (!xdg_runtime_dir.empty()) return std::string(xdg_runtime_dir) + "/ratelimit";
-  return "/tmp/ratelimit-" + std::to_string(uid);
 }
 
 }  // namespace ratelimit::backends
