@@ -45,7 +45,7 @@ int run_set(const SetOptions& options) {
       fmt::format("no ratelimit pipe runs as process {} (no pipe-{}.bytes or .records in {})",
                   options.pid, options.pid, backends::state_dir_from_environment(""));
   const std::optional<pipe::RunningPipe> running = pipe::find_running_pipe(options.pid);
-  if (!running) throw UsageError(no_pipe);
+  if (!running) throw InputError(no_pipe);
   // Checked against what the pipe counts, as its own --rate was.
   const RateUnits units = running->counts_bytes ? RateUnits::data : RateUnits::plain;
   const BucketParams params = to_bucket_params(options.bucket, units);
