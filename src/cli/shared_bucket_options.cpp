@@ -117,7 +117,7 @@ void add_permit_options(CLI::App& app, PermitOptions& options) {
   add_bucket_options(app, options.bucket, RateUnits::plain);
   add_store_options(app, options.store);
   add_redis_policy_option(app, options.store);
-  add_key_option(app, options.key)->description("Name of the shared bucket [default: default]");
+  add_key_option(app, options.key);
   app.add_option("--permits", options.permits, "Permits to take [default: 1]")
       ->check(whole_number_in(1, std::numeric_limits<std::int64_t>::max()))
       ->option_text("N")
