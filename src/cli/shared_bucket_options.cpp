@@ -8,6 +8,7 @@
 
 #include "backends/redis/redis_url.hpp"
 #include "backends/state_file/state_file_format.hpp"
+#include "cli/help.hpp"
 #include "cli/units.hpp"
 #include "exit_codes.hpp"
 #include "io/waiter.hpp"
@@ -78,6 +79,7 @@ void add_redis_policy_option(CLI::App& app, StoreOptions& options) {
                                                          {"allow", backends::OnUnavailable::allow},
                                                          {"local", backends::OnUnavailable::local}},
           CLI::ignore_case))
+      ->transform(one_of({"fail", "allow", "local"}))
       ->option_text("fail|allow|local")
       ->group("Shared bucket");
 }
