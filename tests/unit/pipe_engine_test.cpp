@@ -249,6 +249,38 @@ TEST(PipeEngine, AStopSignalWritesWhatWasReadAndStopsAtOnce) {
   EXPECT_EQ(io.elapsed(), 150ms);
 }
 
+TEST(PipeEngine, AStopGivesWhatIsNotDueBackToAnInputThatTakesIt) {
+  FakePipeIo io;
+  io.allow_unread();
+  io.arrive(0s, "a\nb\nc\n");
+  io.stop_at(150ms, SIGTERM);
+  // "b", read for the next chunk, is not due before 1 s: the next reader of the input gets it.
+  const Result result = Engine(lines_per_second(1, 1), io).run();
+  EXPECT_EQ(io.writes(), (std::vector<Write>{{0ms, "a\n"}}));
+  EXPECT_EQ(io.rest(), "b\nc\n");
+  EXPECT_EQ(result.ending, Ending::stopped);
+  EXPECT_EQ(result.totals.units, 1u);
+}
+
+TEST(PipeEngine, AStopReleasesNoChunkBeforeItsPermitsAreDue) {
+  // Paying first with no burst, 1000 lines at 1 line/s are due after 1000 s.
+  std::string lines;
+  for (int i = 1; i <= 5000; ++i) lines += std::to_string(i) + "\n";
+  for (const std::int64_t chunk : {1, 1000}) {
+    SCOPED_TRACE(chunk);
+    FakePipeIo io;
+    io.allow_unread();
+    io.arrive(0s, lines);
+    io.stop_at(1500ms, SIGINT);
+    EngineOptions options = lines_per_second(1, chunk);
+    options.bucket.max_burst_seconds = 0;
+    options.bucket.pay_first = true;
+    Engine(options, io).run();
+    EXPECT_EQ(io.output(), chunk == 1 ? "1\n" : "");
+    EXPECT_EQ(io.output() + io.rest(), lines);
+  }
+}
+
 TEST(PipeEngine, AStopInRecordModesWritesNoMoreThanTheNextChunk) {
   std::string lines;
   for (int i = 1; i <= 300000; ++i) lines += std::to_string(i) + "\n";
