@@ -60,6 +60,7 @@ TEST(StateRecord, KeepsStartFullAndPayFirst) {
     record.params.shape = BucketShape::bursty;
     record.params.start_full = start_full;
     record.params.pay_first = pay_first;
+    record.state.stored_permits = 2.5;  // a full burst
     const DecodedRecord decoded = decode_record(encode_record(record), kNow);
     ASSERT_TRUE(decoded.record) << decoded.problem;
     EXPECT_EQ(decoded.record->params, record.params);
@@ -128,6 +129,7 @@ TEST(StateRecord, StoredPermitsAboveTheMaximumAreDamage) {
 TEST(StateRecord, ANextFreeMomentBeyondTheLongestBookingIsDamage) {
   StateRecord record = sample_record();
   record.params = {.shape = BucketShape::bursty, .permits_per_second = 1e12};
+  record.state.stored_permits = 0.0;
   const std::chrono::nanoseconds longest = longest_booked_wait(record.params);
   // 2^63 - 1 permits at 1 ps each: 107 days.
   EXPECT_GT(longest, 9'223'000s);
@@ -144,7 +146,6 @@ TEST(StateRecord, ANextFreeMomentBeyondTheLongestBookingIsDamage) {
   EXPECT_TRUE(decode_record(encode_record(record), kNow).record);
   // Without a limit nothing is ever booked ahead.
   record.params.permits_per_second = std::numeric_limits<double>::infinity();
-  record.state.stored_permits = 0.0;
   record.state.next_free = kNow + 1ns;
   EXPECT_FALSE(decode_record(encode_record(record), kNow).record);
 }
