@@ -159,11 +159,11 @@ TEST_F(StateFileBackendTest, TruncatedAndGarbageRecordsAreFreshBuckets) {
 TEST_F(StateFileBackendTest, ARecordBeyondItsParametersIsAFreshBucket) {
   auto backend = process();
   backend.reserve(request(bursty(1)), waiter_);
-  StateRecord record{.params = bursty(1),
-                     .state = {.stored_permits = 1e300, .next_free = clock_.now()},
-                     .schedule = {},
-                     .machine_id = kMachine,
-                     .boot_id = kBoot};
+  StateRecord record;
+  record.params = bursty(1);
+  record.state = {.stored_permits = 1e300, .next_free = clock_.now()};
+  record.machine_id = kMachine;
+  record.boot_id = kBoot;
   write_file("api.bucket", encode_record(record));
   EXPECT_NE(backend.status(std::nullopt).front().problem, "");
   // 1e300 stored permits would let everything through; a fresh bucket lets one.
