@@ -61,7 +61,7 @@ set -l shared "$own"
 complete -c ratelimit -n "$shared" -s k -l key -x -d 'Name of the shared bucket'
 complete -c ratelimit -n "$shared" -l state-dir -x -a '(__fish_complete_directories)' -d 'Directory of the bucket files'
 complete -c ratelimit -n "$shared" -s v -l verbose -d 'Say why a bucket record was discarded'
-complete -c ratelimit -n "$shared" -l redis -x -a 'redis:// unix://' -d 'Keep the buckets in Redis'
+complete -c ratelimit -n "$shared" -l redis -x -a 'redis:// unix:// redis-sentinel://' -d 'Keep the buckets in Redis'
 complete -c ratelimit -n "$shared" -l redis-timeout -x -d 'Give up on Redis after this long'
 complete -c ratelimit -n "__fish_seen_subcommand_from exec acquire; and $own; or $pipe" -l on-redis-error -x -a 'fail allow local' -d 'If Redis cannot answer'
 set -l taking "__fish_seen_subcommand_from exec acquire; and $own"

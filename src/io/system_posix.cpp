@@ -151,4 +151,15 @@ int SignalWaiter::wait_until(std::chrono::nanoseconds deadline, std::span<pollfd
   return guard_.received();
 }
 
+std::chrono::nanoseconds UninterruptedWaiter::now() { return monotonic_now(); }
+
+int UninterruptedWaiter::wait_until(std::chrono::nanoseconds deadline, std::span<pollfd> fds) {
+  const auto remaining = std::max(deadline - now(), std::chrono::nanoseconds::zero());
+  const timespec timeout{.tv_sec = static_cast<time_t>(remaining.count() / 1'000'000'000),
+                         .tv_nsec = static_cast<long>(remaining.count() % 1'000'000'000)};
+  // EINTR returns early, as a wait that ended with nothing ready: the caller waits again.
+  if (::ppoll(fds.data(), fds.size(), &timeout, nullptr) < 0 && errno != EINTR) throw_errno("poll");
+  return 0;
+}
+
 }  // namespace ratelimit::io

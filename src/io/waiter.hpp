@@ -32,4 +32,13 @@ class SignalWaiter final : public Waiter {
   SignalGuard& guard_;
 };
 
+// The monotonic clock and a poll that no signal cuts short, for Redis commands sent without a stop
+// waiter: status, reset and set run with the stop signals' default action, which ends the process
+// at once anyway.
+class UninterruptedWaiter final : public Waiter {
+ public:
+  std::chrono::nanoseconds now() override;
+  int wait_until(std::chrono::nanoseconds deadline, std::span<pollfd> fds = {}) override;
+};
+
 }  // namespace ratelimit::io

@@ -45,17 +45,12 @@ std::string redis_key(const std::string& key) {
   return std::string(kKeyPrefix) + key + std::string(kKeySuffix);
 }
 
-RedisBackend::RedisBackend(RedisAddress address, std::chrono::milliseconds timeout, Notify notify)
-    : address_(std::move(address)), timeout_(timeout), notify_(std::move(notify)) {}
-
-RedisConnection& RedisBackend::connection(io::Waiter* stop_waiter) {
-  // After a failure the next call connects again: a new request, never a retry of the lost one.
-  if (!connection_ || !connection_->open()) connection_.emplace(address_, timeout_, stop_waiter);
-  return *connection_;
-}
+RedisBackend::RedisBackend(RedisDeployment deployment, std::chrono::milliseconds timeout,
+                           Notify notify)
+    : notify_(notify), topology_(std::move(deployment), timeout, std::move(notify)) {}
 
 void RedisBackend::unexpected_reply(const RedisValue& reply) const {
-  throw BackendUnavailable("Redis at " + address_.shown + ": " +
+  throw BackendUnavailable("Redis at " + shown_url() + ": " +
                            (reply.type == RedisValue::Type::error
                                 ? reply.text
                                 : std::string("unexpected reply to the bucket script")));
@@ -66,13 +61,14 @@ RedisValue RedisBackend::run_script(const std::string& key, std::vector<std::str
   std::vector<std::string> call{"EVALSHA", std::string(kRedisBucketScriptSha1), "1",
                                 redis_key(key)};
   call.insert(call.end(), arguments.begin(), arguments.end());
-  RedisValue reply = connection(stop_waiter).command(call, stop_waiter);
+  const std::string bucket_key = redis_key(key);
+  RedisValue reply = topology_.command(bucket_key, call, stop_waiter);
   // NOSCRIPT: the script did not run, so running it with EVAL cannot book twice. EVAL also
   // caches it for the next EVALSHA.
   if (reply.type == RedisValue::Type::error && reply.text.starts_with("NOSCRIPT")) {
     call[0] = "EVAL";
     call[1] = kRedisBucketScript;
-    reply = connection(stop_waiter).command(call, stop_waiter);
+    reply = topology_.command(bucket_key, call, stop_waiter);
   }
   if (reply.type == RedisValue::Type::error) {
     // The connection may be fine, but the server refuses (NOAUTH, OOM, BUSY, a broken script).
@@ -202,21 +198,24 @@ std::vector<BucketStatus> RedisBackend::status(const std::optional<std::string>&
   if (key) {
     keys.push_back(*key);
   } else {
-    std::string cursor = "0";
-    do {
-      const RedisValue reply = connection().command(
-          {"SCAN", cursor, "MATCH", std::string(kKeyPrefix) + "*" + std::string(kKeySuffix),
-           "COUNT", "1000"});
-      if (reply.type != RedisValue::Type::array || reply.elements.size() != 2 ||
-          !is_text(reply.elements[0]) || reply.elements[1].type != RedisValue::Type::array)
-        unexpected_reply(reply);
-      cursor = reply.elements[0].text;
-      for (const RedisValue& name : reply.elements[1].elements) {
-        const std::string_view text = name.text;
-        keys.emplace_back(
-            text.substr(kKeyPrefix.size(), text.size() - kKeyPrefix.size() - kKeySuffix.size()));
-      }
-    } while (cursor != "0");
+    // A Cluster's masters each hold their own slots' keys.
+    topology_.for_each_master([&](RedisConnection& master) {
+      std::string cursor = "0";
+      do {
+        const RedisValue reply = master.command(
+            {"SCAN", cursor, "MATCH", std::string(kKeyPrefix) + "*" + std::string(kKeySuffix),
+             "COUNT", "1000"});
+        if (reply.type != RedisValue::Type::array || reply.elements.size() != 2 ||
+            !is_text(reply.elements[0]) || reply.elements[1].type != RedisValue::Type::array)
+          unexpected_reply(reply);
+        cursor = reply.elements[0].text;
+        for (const RedisValue& name : reply.elements[1].elements) {
+          const std::string_view text = name.text;
+          keys.emplace_back(
+              text.substr(kKeyPrefix.size(), text.size() - kKeyPrefix.size() - kKeySuffix.size()));
+        }
+      } while (cursor != "0");
+    });
     std::sort(keys.begin(), keys.end());
     keys.erase(std::unique(keys.begin(), keys.end()), keys.end());
   }
@@ -228,7 +227,8 @@ std::vector<BucketStatus> RedisBackend::status(const std::optional<std::string>&
 }
 
 bool RedisBackend::reset(const std::string& key) {
-  const RedisValue reply = connection().command({"DEL", redis_key(key)});
+  const std::string bucket_key = redis_key(key);
+  const RedisValue reply = topology_.command(bucket_key, {"DEL", bucket_key});
   if (reply.type != RedisValue::Type::integer) unexpected_reply(reply);
   return reply.integer > 0;
 }

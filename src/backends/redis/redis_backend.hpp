@@ -7,8 +7,8 @@
 #include <string>
 
 #include "backends/bucket_backend.hpp"
-#include "backends/redis/redis_connection.hpp"
-#include "backends/redis/redis_url.hpp"
+#include "backends/redis/redis_deployment.hpp"
+#include "backends/redis/redis_topology.hpp"
 #include "io/waiter.hpp"
 
 namespace ratelimit::backends {
@@ -21,9 +21,10 @@ class RedisBackend final : public BucketBackend {
   // Told why a record was discarded (for --verbose).
   using Notify = std::function<void(const std::string&)>;
 
-  // Connects at the first call. `timeout` bounds the connection and every command.
+  // Connects at the first call. `timeout` bounds the connection and every command, and the
+  // search for a new master after a failover.
   RedisBackend(
-      RedisAddress address, std::chrono::milliseconds timeout,
+      RedisDeployment deployment, std::chrono::milliseconds timeout,
       Notify notify = [](const std::string&) {});
 
   // The round trip is bounded by the timeout, not by the request's deadline: a call that timed
@@ -49,23 +50,19 @@ class RedisBackend final : public BucketBackend {
   bool set_rate_at(const std::string& key, double permits_per_second, const KeySchedule& schedule,
                    std::optional<std::int64_t> now_micros);
 
-  const std::string& shown_url() const { return address_.shown; }
+  const std::string& shown_url() const { return topology_.shown_url(); }
 
  private:
-  // As RedisConnection's constructor with `stop_waiter` when it connects.
-  RedisConnection& connection(io::Waiter* stop_waiter = nullptr);
   // Runs the script by its SHA-1, loading it once if the server does not have it (NOSCRIPT); as
-  // RedisConnection::command with `stop_waiter`.
+  // RedisTopology::command with `stop_waiter`.
   RedisValue run_script(const std::string& key, std::vector<std::string> arguments,
                         io::Waiter* stop_waiter = nullptr);
   [[noreturn]] void unexpected_reply(const RedisValue& reply) const;
   // shape, rate, burst, warm-up, cold factor as the script returns them; `reply` for errors.
   BucketParams parse_params(const std::vector<RedisValue>& fields, const RedisValue& reply) const;
 
-  RedisAddress address_;
-  std::chrono::milliseconds timeout_;
   Notify notify_;
-  std::optional<RedisConnection> connection_;
+  RedisTopology topology_;
 };
 
 // The Redis key of a bucket.

@@ -49,23 +49,6 @@ class SigpipeBlocked {
   bool was_pending_ = false;
 };
 
-// The monotonic clock and a poll that no signal cuts short, for commands sent without a stop
-// waiter: status, reset and set run with the stop signals' default action, which ends the process
-// at once anyway.
-class UninterruptedWaiter final : public io::Waiter {
- public:
-  std::chrono::nanoseconds now() override { return io::monotonic_now(); }
-  int wait_until(std::chrono::nanoseconds deadline, std::span<pollfd> fds) override {
-    const auto remaining = std::max(deadline - now(), std::chrono::nanoseconds::zero());
-    const timespec timeout{.tv_sec = static_cast<time_t>(remaining.count() / 1'000'000'000),
-                           .tv_nsec = static_cast<long>(remaining.count() % 1'000'000'000)};
-    // EINTR returns early, as a wait that ended with nothing ready: the caller waits again.
-    if (::ppoll(fds.data(), fds.size(), &timeout, nullptr) < 0 && errno != EINTR)
-      io::throw_errno("poll");
-    return 0;
-  }
-};
-
 // A stop signal that came before a step (connecting, sending a command) ends the call there.
 void stop_if_signalled(io::Waiter* stop_waiter) {
   if (stop_waiter == nullptr) return;
@@ -124,7 +107,7 @@ RedisConnection::RedisConnection(const RedisAddress& address, std::chrono::milli
                                  io::Waiter* stop_waiter)
     : shown_url_(address.shown), timeout_(timeout) {
   stop_if_signalled(stop_waiter);
-  UninterruptedWaiter uninterrupted;
+  io::UninterruptedWaiter uninterrupted;
   io::Waiter& waiter = stop_waiter != nullptr ? *stop_waiter : uninterrupted;
   const std::chrono::nanoseconds deadline = deadline_after(waiter.now(), timeout);
   // Started without blocking and waited for through the waiter, so that a stop signal ends the
@@ -182,7 +165,7 @@ RedisValue RedisConnection::command(const std::vector<std::string>& arguments,
                                     io::Waiter* stop_waiter) {
   if (!context_) fail("the connection was lost");
   stop_if_signalled(stop_waiter);
-  UninterruptedWaiter uninterrupted;
+  io::UninterruptedWaiter uninterrupted;
   io::Waiter& waiter = stop_waiter != nullptr ? *stop_waiter : uninterrupted;
   std::vector<const char*> pointers;
   std::vector<std::size_t> lengths;

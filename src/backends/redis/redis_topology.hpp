@@ -1,0 +1,67 @@
+#pragma once
+
+#include <chrono>
+#include <functional>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "backends/redis/redis_connection.hpp"
+#include "backends/redis/redis_deployment.hpp"
+#include "io/waiter.hpp"
+
+namespace ratelimit::backends {
+
+// The connections to a deployment, and which node answers for a key: the one server; the node of
+// a Cluster that a MOVED or ASK reply names; the master that the sentinels name, found again after
+// a failover.
+class RedisTopology {
+ public:
+  // Told which node answers, when that is news (for --verbose).
+  using Notify = std::function<void(const std::string&)>;
+
+  // Connects at the first command. `timeout` bounds each connection and command, and the search
+  // for a master after a failover.
+  RedisTopology(RedisDeployment deployment, std::chrono::milliseconds timeout, Notify notify);
+
+  // Sends `arguments`, a command on `redis_key` alone, to the node that serves the key; as
+  // RedisConnection::command otherwise. A Cluster's MOVED or ASK is followed once (the command did
+  // not run). Under Sentinel, a READONLY reply (a demoted master: nothing was written) and a
+  // connection lost before the timeout (the master went away) send the command once more, to the
+  // master the sentinels name within `timeout`: the one sent before may have booked, so a key can
+  // pay twice for one request, never grant twice. A command that timed out is never sent again.
+  RedisValue command(const std::string& redis_key, const std::vector<std::string>& arguments,
+                     io::Waiter* stop_waiter = nullptr);
+  // Calls `visit` with a connection to each master: the server, each master of its Cluster, or the
+  // master that the sentinels name.
+  void for_each_master(const std::function<void(RedisConnection&)>& visit);
+
+  const std::string& shown_url() const { return deployment_.shown; }
+
+ private:
+  RedisValue command_on_master(const std::vector<std::string>& arguments, io::Waiter* stop_waiter);
+  RedisValue command_in_cluster(const std::string& redis_key,
+                                const std::vector<std::string>& arguments, io::Waiter* stop_waiter);
+  // The connection to the master, searched for until `search_until` if there is none.
+  RedisConnection& master(std::chrono::nanoseconds search_until, io::Waiter& waiter,
+                          io::Waiter* stop_waiter);
+  // The master the sentinels name that says it is one (ROLE), asked until `search_until`.
+  RedisConnection find_master(std::chrono::nanoseconds search_until, io::Waiter& waiter,
+                              io::Waiter* stop_waiter);
+  // The kept connection to `node` (named by its shown URL), connected again if it was lost.
+  RedisConnection& node_connection(const RedisAddress& node, io::Waiter* stop_waiter);
+
+  RedisDeployment deployment_;
+  std::chrono::milliseconds timeout_;
+  Notify notify_;
+  // sentinel: the master, and where it is (shown).
+  std::optional<RedisConnection> master_;
+  std::string master_shown_;
+  // server: by shown URL; the server itself and the Cluster nodes redirected to.
+  std::map<std::string, RedisConnection> nodes_;
+  // The node a MOVED named for a Redis key.
+  std::map<std::string, RedisAddress> key_nodes_;
+};
+
+}  // namespace ratelimit::backends
