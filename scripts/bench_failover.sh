@@ -30,6 +30,7 @@ with open(sys.argv[1], "w") as log:
             break
         total += len(data)
         log.write(f"{time.monotonic()} {total}\n")
+        log.flush()
 PY
 rows=""
 for run in 1 2 3; do
@@ -57,15 +58,14 @@ for run in 1 2 3; do
     loops+=($!)
   done
   # A pipe at 1 MB/s (burst 1 s) on its own key, its output timed by reader.py.
-  head -c 9000000 /dev/zero | RATELIMIT_STATE_DIR=$WORK/host3 "$RATELIMIT" --key bytes \
+  head -c 5000000 /dev/zero | RATELIMIT_STATE_DIR=$WORK/host3 "$RATELIMIT" --key bytes \
     --rate 1M --redis-timeout 5s | python3 "$WORK/reader.py" "$WORK/reads$run" &
   pipe=$!
   sleep 2
   killed=$(now_ns)
   kill -KILL "$(cat "$WORK/master$run/pid")"
   wait "${loops[@]}"
-  kill "$pipe" 2>/dev/null
-  wait "$pipe" 2>/dev/null
+  wait "$pipe"
   gap=$(awk -v killed="$killed" '$2 == "new" && (first == "" || $1 < first) { first = $1 }
     END { printf "%.0f", (first - killed) / 1e6 }' "$starts")
   excess=$(python3 - "$WORK/reads$run" <<'PY'
