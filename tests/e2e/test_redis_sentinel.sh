@@ -24,6 +24,9 @@ export RATELIMIT_REDIS=redis-sentinel://127.0.0.1:$sentinel_port/cache
 # --redis-timeout.
 expect_status 0 "$RATELIMIT" acquire -v --rate 10/s --key first
 expect_stderr "ratelimit: Redis Sentinel: the master of 'cache' is redis://127.0.0.1:$(cat "$WORK/master/port")"
+# The sentinels are asked in turn: one that is down is passed over.
+expect_status 0 "$RATELIMIT" acquire --redis "redis-sentinel://127.0.0.1:1,127.0.0.1:$sentinel_port/cache" \
+  --rate 10/s --key first
 start=$(now_ns)
 expect_status 69 "$RATELIMIT" acquire --redis "redis-sentinel://127.0.0.1:$sentinel_port/other" \
   --redis-timeout 300ms --rate 10/s --key first

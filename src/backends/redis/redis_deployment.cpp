@@ -53,11 +53,11 @@ RedisDeployment parse_sentinel_url(std::string_view url) {
   const std::size_t name_end = path.find('/');
   deployment.master_name = std::string(path.substr(0, name_end));
   if (deployment.master_name.empty()) reject(shown, "no master name after the sentinels");
-  const std::string database = name_end == std::string_view::npos
-                                   ? std::string()
-                                   : "/" + std::string(path.substr(name_end + 1));
+  // "/db", if any.
+  const std::string_view database =
+      name_end == std::string_view::npos ? std::string_view() : path.substr(name_end);
   // The master's credentials and database; its host comes from the sentinels.
-  deployment.node = parse_part(user_part + "master" + database, shown);
+  deployment.node = parse_part(user_part + "master" + std::string(database), shown);
   deployment.node.shown = shown;
   while (true) {
     const std::size_t comma = hosts.find(',');
