@@ -31,7 +31,7 @@ start=$(now_ns)
 expect_status 69 "$RATELIMIT" acquire --redis "redis-sentinel://127.0.0.1:$sentinel_port/other" \
   --redis-timeout 300ms --rate 10/s --key first
 ms=$(ms_since "$start")
-expect_stderr "ratelimit: Redis at redis-sentinel://127.0.0.1:$sentinel_port/other: no master 'other' within 300ms (sentinel 127.0.0.1:$sentinel_port knows no master 'other')"
+expect_stderr "ratelimit: Redis at redis-sentinel://127.0.0.1:$sentinel_port/other: no master 'other' within 300ms (redis-sentinel://127.0.0.1:$sentinel_port knows no master 'other')"
 [ "$ms" -ge 300 ] && [ "$ms" -lt 1800 ] || fail "an unknown master was given up after ${ms} ms"
 
 # exec_loop NAME COUNT: COUNT execs on key k at 10/s, each printing its number and its start time.

@@ -34,6 +34,7 @@ TEST(RedisDeployment, SentinelsWithEverything) {
   EXPECT_EQ(deployment.sentinels[1].port, 26379);
   EXPECT_EQ(deployment.sentinels[2].host, "s3");
   EXPECT_EQ(deployment.sentinels[2].port, 26379);
+  EXPECT_EQ(deployment.sentinels[2].shown, "redis-sentinel://s3");
   // The sentinels are asked without the master's password.
   EXPECT_TRUE(deployment.sentinels[0].password.empty());
 }

@@ -65,7 +65,7 @@ RedisDeployment parse_sentinel_url(std::string_view url) {
     if (host_port.empty()) reject(shown, "an empty sentinel address");
     RedisAddress sentinel = parse_part(std::string(host_port), shown);
     if (!names_a_port(host_port)) sentinel.port = kSentinelPort;
-    sentinel.shown = "sentinel " + sentinel.host + ":" + std::to_string(sentinel.port);
+    sentinel.shown = std::string(kSentinelScheme) + std::string(host_port);
     deployment.sentinels.push_back(std::move(sentinel));
     if (comma == std::string_view::npos) break;
     hosts = hosts.substr(comma + 1);
