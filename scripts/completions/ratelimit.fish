@@ -62,7 +62,7 @@ set -l shared "$own"
 complete -c ratelimit -n "$shared" -s k -l key -x -d 'Name of the shared bucket'
 complete -c ratelimit -n "$shared" -l state-dir -x -a '(__fish_complete_directories)' -d 'Directory of the bucket files'
 complete -c ratelimit -n "$shared" -s v -l verbose -d 'Say why a bucket record was discarded'
-complete -c ratelimit -n "$shared" -l redis -x -a 'redis:// rediss:// unix://' -d 'Keep the buckets in Redis'
+complete -c ratelimit -n "$shared" -l redis -x -a 'redis:// rediss:// unix:// redis-sentinel://' -d 'Keep the buckets in Redis'
 complete -c ratelimit -n "$shared" -l redis-timeout -x -d 'Give up on Redis after this long'
 complete -c ratelimit -n "$shared" -l redis-tls-ca -r -F -d 'Trust the CAs in this PEM file'
 complete -c ratelimit -n "$shared" -l redis-tls-cert -r -F -d 'Client certificate (PEM)'

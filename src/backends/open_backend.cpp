@@ -3,7 +3,7 @@
 #include <fmt/core.h>
 
 #include "backends/redis/redis_backend.hpp"
-#include "backends/redis/redis_url.hpp"
+#include "backends/redis/redis_deployment.hpp"
 #include "backends/state_file/state_file_backend.hpp"
 #include "ratelimit/clock.hpp"
 
@@ -29,8 +29,9 @@ std::unique_ptr<BucketBackend> open_state_file_backend(const BackendOptions& opt
 
 std::unique_ptr<BucketBackend> open_backend(const BackendOptions& options) {
   if (options.redis_url.empty()) return open_state_file_backend(options);
-  auto redis = std::make_unique<RedisBackend>(
-      parse_redis_url(options.redis_url), options.redis_timeout, options.notify, options.redis_tls);
+  auto redis =
+      std::make_unique<RedisBackend>(parse_redis_deployment(options.redis_url),
+                                     options.redis_timeout, options.notify, options.redis_tls);
   if (!options.redis_tls.verify)
     options.warn("--redis-tls-insecure: the Redis server's certificate and name are not checked");
   return std::make_unique<FallbackBackend>(

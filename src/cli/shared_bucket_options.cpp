@@ -57,11 +57,13 @@ void add_store_options(CLI::App& app, StoreOptions& options) {
                  "$XDG_RUNTIME_DIR/ratelimit, /tmp/ratelimit-$UID]")
       ->option_text("DIR")
       ->group("Shared bucket");
-  app.add_flag("-v,--verbose", options.verbose, "Say why a bucket's record was discarded");
-  app.add_option(
-         "--redis", options.redis,
-         "Keep the buckets in Redis, shared by every host: redis[s]://[[user]:password@]"
-         "host[:port][/db] (rediss: TLS) or unix:///path[?db=N] [default: $RATELIMIT_REDIS]")
+  app.add_flag("-v,--verbose", options.verbose,
+               "Say why a bucket's record was discarded, and which Redis node answered");
+  app.add_option("--redis", options.redis,
+                 "Keep the buckets in Redis, shared by every host: redis[s]://[[user]:password@]"
+                 "host[:port][/db] (rediss: TLS; a server or a Cluster node), unix:///path[?db=N], "
+                 "or redis-sentinel://[[user]:password@]host[:port][,host[:port]...]/MASTER[/db] "
+                 "[default: $RATELIMIT_REDIS]")
       ->envname("RATELIMIT_REDIS")
       ->group("Shared bucket");
   app.add_option("--redis-timeout", options.redis_timeout,

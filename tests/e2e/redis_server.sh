@@ -91,3 +91,77 @@ start_tls_redis() {
     --tls-key-file "$dir/server.key" --tls-ca-cert-file "$dir/ca.crt" --tls-auth-clients no "$@"
   echo "$tls_port" >"$WORK/$name/tls-port"
 }
+
+# start_sentinel NAME MASTER_NAME MASTER_SERVER: a redis-sentinel in $WORK/NAME on a free loopback
+# port ($WORK/NAME/port) watching server MASTER_SERVER as MASTER_NAME, with a quorum of 1 and a
+# master deemed down after 300 ms; returns once it knows the master's replicas, if it has any.
+start_sentinel() {
+  local name=$1 master_name=$2 dir=$WORK/$1 port tries waited
+  local master_port
+  master_port=$(cat "$WORK/$3/port")
+  mkdir -p "$dir"
+  for tries in 1 2 3 4 5; do
+    port=$((20000 + RANDOM % 40000))
+    cat >"$dir/sentinel.conf" <<CONF
+port $port
+bind 127.0.0.1
+dir $dir
+logfile $dir/log
+sentinel monitor $master_name 127.0.0.1 $master_port 1
+sentinel down-after-milliseconds $master_name 300
+sentinel failover-timeout $master_name 3000
+CONF
+    redis-sentinel "$dir/sentinel.conf" >/dev/null 2>&1 &
+    echo $! >"$dir/pid"
+    REDIS_PIDS+=($!)
+    disown
+    echo "$port" >"$dir/port"
+    waited=0
+    while [ $waited -lt 500 ]; do
+      if redis-cli -p "$port" sentinel get-master-addr-by-name "$master_name" 2>/dev/null |
+        grep -q "$master_port"; then
+        return 0
+      fi
+      kill -0 "$(cat "$dir/pid")" 2>/dev/null || break
+      sleep 0.01
+      waited=$((waited + 1))
+    done
+    kill -9 "$(cat "$dir/pid")" 2>/dev/null || true
+  done
+  fail "redis-sentinel $name did not start"
+}
+
+# wait_for_replica SENTINEL MASTER_NAME: until the sentinel lists a replica that is in sync.
+wait_for_replica() {
+  local port waited=0
+  port=$(cat "$WORK/$1/port")
+  while [ $waited -lt 1000 ]; do
+    redis-cli -p "$port" sentinel replicas "$2" 2>/dev/null | grep -qx 'master-link-status' &&
+      redis-cli -p "$port" sentinel replicas "$2" | grep -A1 -x 'master-link-status' | grep -qx ok &&
+      return 0
+    sleep 0.01
+    waited=$((waited + 1))
+  done
+  fail "sentinel $1 never saw a replica of $2 in sync"
+}
+
+# start_cluster NAME...: one redis-server per NAME with Cluster enabled, made into one Cluster of
+# masters only by redis-cli --cluster create; returns once every node says the Cluster is ok.
+start_cluster() {
+  local name nodes=() waited
+  for name in "$@"; do
+    start_redis "$name" --cluster-enabled yes --cluster-config-file nodes.conf \
+      --cluster-node-timeout 5000
+    nodes+=("127.0.0.1:$(cat "$WORK/$name/port")")
+  done
+  redis-cli --cluster create "${nodes[@]}" --cluster-replicas 0 --cluster-yes >"$WORK/cluster-create.log" 2>&1 ||
+    fail "redis-cli --cluster create failed: $(tail -3 "$WORK/cluster-create.log")"
+  for name in "$@"; do
+    waited=0
+    until redis_cli "$name" cluster info | grep -q '^cluster_state:ok'; do
+      [ $waited -lt 1000 ] || fail "the Cluster never became ok on $name"
+      sleep 0.01
+      waited=$((waited + 1))
+    done
+  done
+}

@@ -58,7 +58,7 @@ RedisValue admin(const RedisServer& server, const std::vector<std::string>& comm
 class RedisBackendTest : public ::testing::Test {
  protected:
   RedisBackend backend(const std::string& url) {
-    return RedisBackend(parse_redis_url(url), kTimeout,
+    return RedisBackend(parse_redis_deployment(url), kTimeout,
                         [this](const std::string& note) { notes_.push_back(note); });
   }
   RedisServer server_;
@@ -117,8 +117,9 @@ TEST_F(RedisBackendTest, ScriptReachesEveryGoldenDecision) {
 TEST(RedisTls, ScriptReachesEveryGoldenDecisionOverTls) {
   RedisServer server({}, true);
   RedisBackend redis(
-      parse_redis_url(server.tls_url()), kTimeout, [](const std::string&) {},
-      RedisTlsOptions{.ca_file = server.ca_file()});
+      parse_redis_deployment(server.tls_url()), kTimeout, [](const std::string&) {},
+      RedisTlsOptions{
+          .ca_file = server.ca_file(), .cert_file = {}, .key_file = {}, .verify = true});
   const auto vectors = testing::read_golden_vectors(RATELIMIT_GOLDEN_VECTORS);
   ASSERT_GE(vectors.size(), 10u);
   for (const testing::GoldenVector& vector : vectors) {
@@ -126,7 +127,7 @@ TEST(RedisTls, ScriptReachesEveryGoldenDecisionOverTls) {
     for (const std::string& mismatch : testing::replay(vector, store)) ADD_FAILURE() << mismatch;
   }
   // A bucket shared with plain clients of the same server.
-  RedisBackend plain(parse_redis_url(server.unix_url()), kTimeout);
+  RedisBackend plain(parse_redis_deployment(server.unix_url()), kTimeout);
   EXPECT_EQ(redis.reserve_at(request("shared", bursty(10)), kForever, 0).wait, 0ms);
   EXPECT_EQ(plain.reserve_at(request("shared", bursty(10)), kForever, 0).wait, 100ms);
 }
@@ -402,13 +403,13 @@ TEST_F(RedisBackendTest, ReserveArgumentsAfterTheTenthMayBeLeftOff) {
 
 TEST(RedisPassword, RightPasswordWrongPasswordAndNone) {
   RedisServer server("s3cr3t");
-  RedisBackend right(parse_redis_url(server.tcp_url()), kTimeout);
+  RedisBackend right(parse_redis_deployment(server.tcp_url()), kTimeout);
   EXPECT_TRUE(right.reserve(request("p", bursty(1)), real_waiter()).granted);
-  RedisBackend over_unix(parse_redis_url(server.unix_url()), kTimeout);
+  RedisBackend over_unix(parse_redis_deployment(server.unix_url()), kTimeout);
   EXPECT_TRUE(over_unix.reserve(request("p", bursty(1)), real_waiter()).granted);
 
   const std::string wrong_url = "redis://:wrong@127.0.0.1:" + std::to_string(server.port());
-  RedisBackend wrong(parse_redis_url(wrong_url), kTimeout);
+  RedisBackend wrong(parse_redis_deployment(wrong_url), kTimeout);
   try {
     wrong.reserve(request("p", bursty(1)), real_waiter());
     FAIL() << "a wrong password was accepted";
@@ -418,13 +419,13 @@ TEST(RedisPassword, RightPasswordWrongPasswordAndNone) {
     EXPECT_NE(message.find("redis://:***@127.0.0.1:"), std::string::npos) << message;
     EXPECT_NE(message.find("WRONGPASS"), std::string::npos) << message;
   }
-  RedisBackend none(parse_redis_url("unix://" + server.socket_path()), kTimeout);
+  RedisBackend none(parse_redis_deployment("unix://" + server.socket_path()), kTimeout);
   EXPECT_THROW(none.reserve(request("p", bursty(1)), real_waiter()), BackendUnavailable);
 }
 
 TEST(RedisFailures, ServerKilledMidRunIsUnavailableNotSigpipe) {
   RedisServer server;
-  RedisBackend redis(parse_redis_url(server.tcp_url()), kTimeout);
+  RedisBackend redis(parse_redis_deployment(server.tcp_url()), kTimeout);
   EXPECT_TRUE(redis.reserve(request("k", bursty(100)), real_waiter()).granted);
   server.stop(SIGKILL);
   // The first write to the dead connection may succeed; the ones after it would raise SIGPIPE.
@@ -436,7 +437,7 @@ TEST(RedisFailures, ServerKilledMidRunIsUnavailableNotSigpipe) {
 
 TEST(RedisFailures, ConnectionDroppedByServerIsUnavailableNotSigpipe) {
   RedisServer server;
-  RedisBackend redis(parse_redis_url(server.unix_url()), kTimeout);
+  RedisBackend redis(parse_redis_deployment(server.unix_url()), kTimeout);
   EXPECT_TRUE(redis.reserve(request("k", bursty(100)), real_waiter()).granted);
   admin(server, {"CLIENT", "KILL", "TYPE", "normal", "SKIPME", "yes"});
   EXPECT_THROW(redis.reserve(request("k", bursty(100)), real_waiter()), BackendUnavailable);
@@ -447,7 +448,7 @@ TEST(RedisFailures, ConnectionDroppedByServerIsUnavailableNotSigpipe) {
 
 TEST(RedisFailures, PausedServerTimesOut) {
   RedisServer server;
-  RedisBackend redis(parse_redis_url(server.unix_url()), 200ms);
+  RedisBackend redis(parse_redis_deployment(server.unix_url()), 200ms);
   EXPECT_TRUE(redis.reserve(request("k", bursty(100)), real_waiter()).granted);
   admin(server, {"CLIENT", "PAUSE", "3000", "ALL"});
   const auto start = std::chrono::steady_clock::now();
@@ -483,7 +484,7 @@ class StopSignalWaiter final : public io::Waiter {
 
 TEST(RedisInterruption, StopSignalEndsTheWaitForAPausedServer) {
   RedisServer server;
-  RedisBackend redis(parse_redis_url(server.unix_url()), 30s);
+  RedisBackend redis(parse_redis_deployment(server.unix_url()), 30s);
   EXPECT_TRUE(redis.reserve(request("k", bursty(100)), real_waiter()).granted);
   admin(server, {"CLIENT", "PAUSE", "500", "ALL"});
   StopSignalWaiter stop(false);
@@ -497,7 +498,7 @@ TEST(RedisInterruption, StopSignalEndsTheWaitForAPausedServer) {
 
 TEST(RedisInterruption, StopSignalBeforeTheCallSendsNothing) {
   RedisServer server;
-  RedisBackend redis(parse_redis_url(server.unix_url()), kTimeout);
+  RedisBackend redis(parse_redis_deployment(server.unix_url()), kTimeout);
   StopSignalWaiter stop(true);
   EXPECT_EQ(redis.reserve(request("k", bursty(1)), stop).signal, SIGINT);
   EXPECT_TRUE(redis.status("k").empty());
@@ -511,7 +512,7 @@ TEST(RedisInterruption, StopSignalBeforeTheCallSendsNothing) {
 
 TEST(RedisFailures, NoServerIsUnavailable) {
   testing::TempDir dir;
-  RedisBackend redis(parse_redis_url("unix://" + dir.string() + "/none.sock"), kTimeout);
+  RedisBackend redis(parse_redis_deployment("unix://" + dir.string() + "/none.sock"), kTimeout);
   try {
     redis.reserve(request("k", bursty(1)), real_waiter());
     FAIL();

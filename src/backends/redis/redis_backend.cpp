@@ -45,27 +45,14 @@ std::string redis_key(const std::string& key) {
   return std::string(kKeyPrefix) + key + std::string(kKeySuffix);
 }
 
-RedisBackend::RedisBackend(RedisAddress address, std::chrono::milliseconds timeout, Notify notify,
-                           const RedisTlsOptions& tls)
-    : address_(std::move(address)), timeout_(timeout), notify_(std::move(notify)) {
-  if (address_.tls) {
-    tls_.emplace(tls);
-  } else if (!tls.ca_file.empty() || !tls.cert_file.empty() || !tls.key_file.empty() ||
-             !tls.verify) {
-    throw UsageError("the --redis-tls-* options need a rediss:// URL, not '" + address_.shown +
-                     "'");
-  }
-}
-
-RedisConnection& RedisBackend::connection(RedisDeadline& deadline) {
-  // After a failure the next call connects again: a new request, never a retry of the lost one.
-  if (!connection_ || !connection_->open())
-    connection_.emplace(address_, tls_ ? &*tls_ : nullptr, deadline);
-  return *connection_;
-}
+RedisBackend::RedisBackend(RedisDeployment deployment, std::chrono::milliseconds timeout,
+                           Notify notify, const RedisTlsOptions& tls)
+    : notify_(notify),
+      timeout_(timeout),
+      topology_(std::move(deployment), timeout, std::move(notify), tls) {}
 
 void RedisBackend::unexpected_reply(const RedisValue& reply) const {
-  throw BackendUnavailable("Redis at " + address_.shown + ": " +
+  throw BackendUnavailable("Redis at " + shown_url() + ": " +
                            (reply.type == RedisValue::Type::error
                                 ? reply.text
                                 : std::string("unexpected reply to the bucket script")));
@@ -76,13 +63,14 @@ RedisValue RedisBackend::run_script(const std::string& key, std::vector<std::str
   std::vector<std::string> call{"EVALSHA", std::string(kRedisBucketScriptSha1), "1",
                                 redis_key(key)};
   call.insert(call.end(), arguments.begin(), arguments.end());
-  RedisValue reply = connection(deadline).command(call, deadline);
+  const std::string bucket_key = redis_key(key);
+  RedisValue reply = topology_.command(bucket_key, call, deadline);
   // NOSCRIPT: the script did not run, so running it with EVAL cannot book twice. EVAL also
   // caches it for the next EVALSHA.
   if (reply.type == RedisValue::Type::error && reply.text.starts_with("NOSCRIPT")) {
     call[0] = "EVAL";
     call[1] = kRedisBucketScript;
-    reply = connection(deadline).command(call, deadline);
+    reply = topology_.command(bucket_key, call, deadline);
   }
   if (reply.type == RedisValue::Type::error) {
     // The connection may be fine, but the server refuses (NOAUTH, OOM, BUSY, a broken script).
@@ -98,7 +86,7 @@ Reservation RedisBackend::reserve(const PermitRequest& request, io::Waiter& wait
   try {
     // Connected first, so that what is left of the request's timeout when the script runs is
     // what the server judges by.
-    connection(round_trip);
+    topology_.connect(redis_key(request.key), round_trip);
     const nanoseconds timeout =
         request.deadline == nanoseconds::max()
             ? nanoseconds::max()
@@ -229,24 +217,27 @@ std::vector<BucketStatus> RedisBackend::status(const std::optional<std::string>&
   if (key) {
     keys.push_back(*key);
   } else {
-    // The listing is one operation, then each key's status another.
+    // A Cluster's masters each hold their own slots' keys; the listing is one operation, then
+    // each key's status another.
     RedisDeadline listing = operation_deadline();
-    std::string cursor = "0";
-    do {
-      const RedisValue reply = connection(listing).command(
-          {"SCAN", cursor, "MATCH", std::string(kKeyPrefix) + "*" + std::string(kKeySuffix),
-           "COUNT", "1000"},
-          listing);
-      if (reply.type != RedisValue::Type::array || reply.elements.size() != 2 ||
-          !is_text(reply.elements[0]) || reply.elements[1].type != RedisValue::Type::array)
-        unexpected_reply(reply);
-      cursor = reply.elements[0].text;
-      for (const RedisValue& name : reply.elements[1].elements) {
-        const std::string_view text = name.text;
-        keys.emplace_back(
-            text.substr(kKeyPrefix.size(), text.size() - kKeyPrefix.size() - kKeySuffix.size()));
-      }
-    } while (cursor != "0");
+    topology_.for_each_master(listing, [&](RedisConnection& master) {
+      std::string cursor = "0";
+      do {
+        const RedisValue reply = master.command(
+            {"SCAN", cursor, "MATCH", std::string(kKeyPrefix) + "*" + std::string(kKeySuffix),
+             "COUNT", "1000"},
+            listing);
+        if (reply.type != RedisValue::Type::array || reply.elements.size() != 2 ||
+            !is_text(reply.elements[0]) || reply.elements[1].type != RedisValue::Type::array)
+          unexpected_reply(reply);
+        cursor = reply.elements[0].text;
+        for (const RedisValue& name : reply.elements[1].elements) {
+          const std::string_view text = name.text;
+          keys.emplace_back(
+              text.substr(kKeyPrefix.size(), text.size() - kKeyPrefix.size() - kKeySuffix.size()));
+        }
+      } while (cursor != "0");
+    });
     std::sort(keys.begin(), keys.end());
     keys.erase(std::unique(keys.begin(), keys.end()), keys.end());
   }
@@ -259,7 +250,8 @@ std::vector<BucketStatus> RedisBackend::status(const std::optional<std::string>&
 
 bool RedisBackend::reset(const std::string& key) {
   RedisDeadline round_trip = operation_deadline();
-  const RedisValue reply = connection(round_trip).command({"DEL", redis_key(key)}, round_trip);
+  const std::string bucket_key = redis_key(key);
+  const RedisValue reply = topology_.command(bucket_key, {"DEL", bucket_key}, round_trip);
   if (reply.type != RedisValue::Type::integer) unexpected_reply(reply);
   return reply.integer > 0;
 }

@@ -7,8 +7,8 @@
 #include <string>
 
 #include "backends/bucket_backend.hpp"
-#include "backends/redis/redis_connection.hpp"
-#include "backends/redis/redis_url.hpp"
+#include "backends/redis/redis_deployment.hpp"
+#include "backends/redis/redis_topology.hpp"
 #include "io/waiter.hpp"
 
 namespace ratelimit::backends {
@@ -22,10 +22,12 @@ class RedisBackend final : public BucketBackend {
   using Notify = std::function<void(const std::string&)>;
 
   // Connects at the first call. `timeout` bounds each operation as a whole: its connection (TLS
-  // included, with `tls` for a rediss:// address) and every command it sends. Throws as RedisTls
-  // for TLS files that cannot be used, UsageError for TLS options without rediss://.
+  // included, with `tls` for rediss:// nodes) and every command it sends; after a failover, the
+  // search for the new master and the request sent again there have a timeout of their own.
+  // Throws as RedisTls for TLS files that cannot be used, UsageError for TLS options without
+  // rediss://.
   RedisBackend(
-      RedisAddress address, std::chrono::milliseconds timeout,
+      RedisDeployment deployment, std::chrono::milliseconds timeout,
       Notify notify = [](const std::string&) {}, const RedisTlsOptions& tls = {});
 
   // The round trip counts against the request's deadline, as the state file's lock does: an
@@ -53,28 +55,24 @@ class RedisBackend final : public BucketBackend {
   bool set_rate_at(const std::string& key, double permits_per_second, const KeySchedule& schedule,
                    std::optional<std::int64_t> now_micros);
 
-  const std::string& shown_url() const { return address_.shown; }
+  const std::string& shown_url() const { return topology_.shown_url(); }
 
  private:
   // The deadline of an operation starting now.
   RedisDeadline operation_deadline(io::Waiter* stop_waiter = nullptr) const {
     return RedisDeadline(timeout_, stop_waiter);
   }
-  // As RedisConnection's constructor when it connects.
-  RedisConnection& connection(RedisDeadline& deadline);
   // Runs the script by its SHA-1, loading it once if the server does not have it (NOSCRIPT); as
-  // RedisConnection::command.
+  // RedisTopology::command.
   RedisValue run_script(const std::string& key, std::vector<std::string> arguments,
                         RedisDeadline& deadline);
   [[noreturn]] void unexpected_reply(const RedisValue& reply) const;
   // shape, rate, burst, warm-up, cold factor as the script returns them; `reply` for errors.
   BucketParams parse_params(const std::vector<RedisValue>& fields, const RedisValue& reply) const;
 
-  RedisAddress address_;
-  std::chrono::milliseconds timeout_;
   Notify notify_;
-  std::optional<RedisTls> tls_;
-  std::optional<RedisConnection> connection_;
+  std::chrono::milliseconds timeout_;
+  RedisTopology topology_;
 };
 
 // However near a request's deadline, a call waits this long for Redis's answer (connect included)

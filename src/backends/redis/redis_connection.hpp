@@ -52,6 +52,11 @@ class RedisDeadline {
   void refuse_after(std::chrono::nanoseconds deadline) { refused_at_ = deadline; }
 
   io::Waiter& waiter() { return *waiter_; }
+  // Whether the timeout has run out (the server is unavailable now).
+  bool passed() const { return waiter_->now() >= unavailable_at_; }
+  // Waits `duration`, or until the timeout runs out, whichever is sooner (RedisInterrupted for a
+  // stop signal).
+  void pause(std::chrono::nanoseconds duration);
   // Throws RedisInterrupted for a stop signal that came, RedisTooLate or BackendUnavailable's
   // cause ("no AWAITED within 300ms", a RedisFailure) for a deadline that passed.
   void check(std::string_view awaited);

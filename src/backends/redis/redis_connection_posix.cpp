@@ -120,6 +120,13 @@ void RedisDeadline::check(std::string_view awaited) {
     throw RedisFailure("no " + std::string(awaited) + " within " + describe(timeout_));
 }
 
+void RedisDeadline::pause(std::chrono::nanoseconds duration) {
+  const std::chrono::nanoseconds now = waiter_->now();
+  const std::chrono::nanoseconds until =
+      duration > unavailable_at_ - now ? unavailable_at_ : now + duration;
+  if (const int signal = waiter_->wait_until(until)) throw RedisInterrupted{signal};
+}
+
 void RedisDeadline::wait(std::span<pollfd> fds, std::string_view awaited,
                          std::chrono::nanoseconds until) {
   for (pollfd& fd : fds) fd.revents = 0;

@@ -1,4 +1,5 @@
 #include <ares.h>
+#include <arpa/inet.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <poll.h>
@@ -118,6 +119,24 @@ io::FileDescriptor connect_to(const sockaddr* address, socklen_t length, RedisDe
   return socket;
 }
 
+// `host` as a numeric IPv4 or IPv6 address in `storage`, with its size; 0 for a name. A numeric
+// address is never looked up: c-ares would still ask a name server for its other family.
+socklen_t numeric_address(const std::string& host, int port, sockaddr_storage& storage) {
+  auto* ipv4 = reinterpret_cast<sockaddr_in*>(&storage);
+  if (::inet_pton(AF_INET, host.c_str(), &ipv4->sin_addr) == 1) {
+    ipv4->sin_family = AF_INET;
+    ipv4->sin_port = htons(static_cast<std::uint16_t>(port));
+    return sizeof *ipv4;
+  }
+  auto* ipv6 = reinterpret_cast<sockaddr_in6*>(&storage);
+  if (::inet_pton(AF_INET6, host.c_str(), &ipv6->sin6_addr) == 1) {
+    ipv6->sin6_family = AF_INET6;
+    ipv6->sin6_port = htons(static_cast<std::uint16_t>(port));
+    return sizeof *ipv6;
+  }
+  return 0;
+}
+
 class PlainTransport final : public RedisTransport {
  public:
   explicit PlainTransport(io::FileDescriptor socket) : socket_(std::move(socket)) {}
@@ -157,6 +176,13 @@ io::FileDescriptor connect_socket(const RedisAddress& address, RedisDeadline& de
     address.socket_path.copy(unix_address.sun_path, sizeof unix_address.sun_path - 1);
     io::FileDescriptor socket = connect_to(reinterpret_cast<const sockaddr*>(&unix_address),
                                            sizeof unix_address, deadline, error);
+    if (!socket) throw RedisFailure(std::strerror(error));
+    return socket;
+  }
+  sockaddr_storage numeric{};
+  if (const socklen_t length = numeric_address(address.host, address.port, numeric)) {
+    io::FileDescriptor socket =
+        connect_to(reinterpret_cast<const sockaddr*>(&numeric), length, deadline, error);
     if (!socket) throw RedisFailure(std::strerror(error));
     return socket;
   }

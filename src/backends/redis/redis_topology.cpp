@@ -1,0 +1,236 @@
+#include "backends/redis/redis_topology.hpp"
+
+#include <fmt/core.h>
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <charconv>
+
+#include "errors.hpp"
+
+namespace ratelimit::backends {
+namespace {
+
+using std::chrono::milliseconds;
+using std::chrono::nanoseconds;
+
+// Between two rounds of asking the sentinels while a failover is under way.
+constexpr milliseconds kSentinelPause{50};
+
+std::optional<int> port_number(std::string_view text) {
+  int port = 0;
+  const auto [end, error] = std::from_chars(text.data(), text.data() + text.size(), port);
+  if (text.empty() || error != std::errc() || end != text.data() + text.size() || port < 1 ||
+      port > 65535)
+    return std::nullopt;
+  return port;
+}
+
+bool is_text(const RedisValue& value) {
+  return value.type == RedisValue::Type::string || value.type == RedisValue::Type::status;
+}
+
+// A Cluster's `MOVED SLOT HOST:PORT` or `ASK SLOT HOST:PORT`; an empty host is the node that
+// answered.
+struct Redirect {
+  bool ask = false;
+  std::string slot;
+  RedisAddress node;
+};
+
+std::optional<Redirect> redirect_of(const RedisValue& reply, const RedisAddress& answered) {
+  if (reply.type != RedisValue::Type::error) return std::nullopt;
+  const std::string_view text = reply.text;
+  const bool ask = text.starts_with("ASK ");
+  if (!ask && !text.starts_with("MOVED ")) return std::nullopt;
+  const std::size_t slot_begin = text.find(' ') + 1;
+  const std::size_t slot_end = text.find(' ', slot_begin);
+  if (slot_end == std::string_view::npos) return std::nullopt;
+  const std::string_view host_port = text.substr(slot_end + 1);
+  const std::size_t colon = host_port.rfind(':');
+  if (colon == std::string_view::npos) return std::nullopt;
+  const auto port = port_number(host_port.substr(colon + 1));
+  if (!port) return std::nullopt;
+  std::string host(host_port.substr(0, colon));
+  if (host.empty()) host = answered.host;
+  return Redirect{.ask = ask,
+                  .slot = std::string(text.substr(slot_begin, slot_end - slot_begin)),
+                  .node = node_address(answered, host, *port)};
+}
+
+}  // namespace
+
+RedisTopology::RedisTopology(RedisDeployment deployment, milliseconds timeout, Notify notify,
+                             const RedisTlsOptions& tls)
+    : deployment_(std::move(deployment)), timeout_(timeout), notify_(std::move(notify)) {
+  if (deployment_.node.tls) {
+    tls_.emplace(tls);
+  } else if (!tls.ca_file.empty() || !tls.cert_file.empty() || !tls.key_file.empty() ||
+             !tls.verify) {
+    throw UsageError("the --redis-tls-* options need a rediss:// URL, not '" + deployment_.shown +
+                     "'");
+  }
+}
+
+RedisValue RedisTopology::command(const std::string& redis_key,
+                                  const std::vector<std::string>& arguments,
+                                  RedisDeadline& deadline) {
+  if (deployment_.kind == RedisDeployment::Kind::sentinel)
+    return command_on_master(arguments, deadline);
+  return command_in_cluster(redis_key, arguments, deadline);
+}
+
+void RedisTopology::connect(const std::string& redis_key, RedisDeadline& deadline) {
+  if (deployment_.kind == RedisDeployment::Kind::sentinel) {
+    master(deadline);
+    return;
+  }
+  const auto moved_before = key_nodes_.find(redis_key);
+  node_connection(moved_before != key_nodes_.end() ? moved_before->second : deployment_.node,
+                  deadline);
+}
+
+RedisConnection& RedisTopology::node_connection(const RedisAddress& node, RedisDeadline& deadline) {
+  // After a failure the next call connects again: a new request, never a retry of the lost one.
+  const auto kept = nodes_.find(node.shown);
+  if (kept != nodes_.end() && kept->second.open()) return kept->second;
+  RedisConnection connection(node, tls_for(node), deadline);
+  return nodes_.insert_or_assign(node.shown, std::move(connection)).first->second;
+}
+
+RedisValue RedisTopology::command_in_cluster(const std::string& redis_key,
+                                             const std::vector<std::string>& arguments,
+                                             RedisDeadline& deadline) {
+  const auto moved_before = key_nodes_.find(redis_key);
+  RedisAddress node = moved_before != key_nodes_.end() ? moved_before->second : deployment_.node;
+  // What the redirects said, shown under --verbose once the command is answered.
+  std::vector<std::string> followed;
+  bool moved = false;
+  bool asked = false;
+  while (true) {
+    RedisConnection& connection = node_connection(node, deadline);
+    if (asked) {
+      const RedisValue asking = connection.command({"ASKING"}, deadline);
+      if (asking.type == RedisValue::Type::error) return asking;
+    }
+    RedisValue reply = connection.command(arguments, deadline);
+    std::optional<Redirect> redirect = redirect_of(reply, node);
+    // One MOVED (the slot has another master) and then one ASK (it is being migrated) at most:
+    // a redirect more is returned, and reported as the error it is.
+    if (!redirect || (redirect->ask ? asked : moved || asked)) {
+      if (!followed.empty())
+        notify_(fmt::format("Redis Cluster: {} answered by {} after {}", redis_key, node.shown,
+                            fmt::join(followed, ", ")));
+      return reply;
+    }
+    followed.push_back(
+        fmt::format("{} {} from {}", redirect->ask ? "ASK" : "MOVED", redirect->slot, node.shown));
+    node = redirect->node;
+    (redirect->ask ? asked : moved) = true;
+    // ASK is for this command only; MOVED holds until the next one.
+    if (!redirect->ask) key_nodes_.insert_or_assign(redis_key, node);
+  }
+}
+
+RedisConnection& RedisTopology::master(RedisDeadline& search) {
+  if (!master_ || !master_->open()) master_.emplace(find_master(search));
+  return *master_;
+}
+
+RedisValue RedisTopology::command_on_master(const std::vector<std::string>& arguments,
+                                            RedisDeadline& deadline) {
+  try {
+    RedisValue reply = master(deadline).command(arguments, deadline);
+    if (reply.type != RedisValue::Type::error || !reply.text.starts_with("READONLY")) return reply;
+    notify_(fmt::format("Redis Sentinel: {} is no longer the master of '{}' (READONLY)",
+                        master_shown_, deployment_.master_name));
+  } catch (const BackendUnavailable& error) {
+    // The deadline passed: the old master may still run it, so it is never sent again. Lost
+    // sooner: the master went away, and what it booked is on the new master only if it was
+    // replicated; sent again, the key may pay twice.
+    if (deadline.passed()) throw;
+    notify_(std::string(error.what()) + "; asking the sentinels for the master");
+  }
+  master_.reset();
+  // A failover has --redis-timeout of its own to complete, the request sent again included.
+  RedisDeadline failover(timeout_, &deadline.waiter());
+  RedisValue reply = master(failover).command(arguments, failover);
+  if (reply.type == RedisValue::Type::error && reply.text.starts_with("READONLY")) master_.reset();
+  return reply;
+}
+
+RedisConnection RedisTopology::find_master(RedisDeadline& search) {
+  const std::string& name = deployment_.master_name;
+  std::string last_cause = "no sentinel answered";
+  while (true) {
+    for (const RedisAddress& sentinel : deployment_.sentinels) {
+      if (search.passed()) break;
+      try {
+        RedisConnection asked(sentinel, nullptr, search);
+        const RedisValue reply =
+            asked.command({"SENTINEL", "get-master-addr-by-name", name}, search);
+        if (reply.type != RedisValue::Type::array || reply.elements.size() != 2 ||
+            !is_text(reply.elements[0]) || !is_text(reply.elements[1]) ||
+            !port_number(reply.elements[1].text)) {
+          last_cause = reply.type == RedisValue::Type::nil
+                           ? fmt::format("{} knows no master '{}'", sentinel.shown, name)
+                           : fmt::format("{}: {}", sentinel.shown,
+                                         reply.type == RedisValue::Type::error
+                                             ? reply.text
+                                             : std::string("unexpected reply"));
+          continue;
+        }
+        const RedisAddress address = node_address(deployment_.node, reply.elements[0].text,
+                                                  *port_number(reply.elements[1].text));
+        RedisConnection candidate(address, tls_for(address), search);
+        const RedisValue role = candidate.command({"ROLE"}, search);
+        if (role.type != RedisValue::Type::array || role.elements.empty() ||
+            role.elements[0].text != "master") {
+          last_cause = fmt::format("{} is not a master (yet)", address.shown);
+          continue;
+        }
+        if (address.shown != master_shown_)
+          notify_(fmt::format("Redis Sentinel: the master of '{}' is {}", name, address.shown));
+        master_shown_ = address.shown;
+        return candidate;
+      } catch (const BackendUnavailable& error) {
+        last_cause = error.what();
+      }
+    }
+    if (search.passed())
+      throw BackendUnavailable(fmt::format("Redis at {}: no master '{}' within {}ms ({})",
+                                           deployment_.shown, name, timeout_.count(), last_cause));
+    search.pause(kSentinelPause);
+  }
+}
+
+void RedisTopology::for_each_master(RedisDeadline& deadline,
+                                    const std::function<void(RedisConnection&)>& visit) {
+  if (deployment_.kind == RedisDeployment::Kind::sentinel) {
+    visit(master(deadline));
+    return;
+  }
+  RedisConnection& server = node_connection(deployment_.node, deadline);
+  const RedisValue slots = server.command({"CLUSTER", "SLOTS"}, deadline);
+  // Not a Cluster: "ERR This instance has cluster support disabled".
+  if (slots.type != RedisValue::Type::array) {
+    visit(server);
+    return;
+  }
+  // {first slot, last slot, {host, port, id...} of the master, replicas...} per range.
+  std::vector<RedisAddress> masters;
+  for (const RedisValue& range : slots.elements) {
+    if (range.elements.size() < 3 || range.elements[2].elements.size() < 2) continue;
+    const RedisValue& master = range.elements[2];
+    const std::string host =
+        master.elements[0].text.empty() ? deployment_.node.host : master.elements[0].text;
+    RedisAddress address =
+        node_address(deployment_.node, host, static_cast<int>(master.elements[1].integer));
+    if (std::none_of(masters.begin(), masters.end(),
+                     [&](const RedisAddress& known) { return known.shown == address.shown; }))
+      masters.push_back(std::move(address));
+  }
+  for (const RedisAddress& master : masters) visit(node_connection(master, deadline));
+}
+
+}  // namespace ratelimit::backends
