@@ -116,9 +116,10 @@ TEST_F(RedisBackendTest, ScriptReachesEveryGoldenDecision) {
 // The same over TLS: the transport beneath the protocol changes nothing in the decisions.
 TEST(RedisTls, ScriptReachesEveryGoldenDecisionOverTls) {
   RedisServer server({}, true);
+  RedisTlsOptions tls;
+  tls.ca_file = server.ca_file();
   RedisBackend redis(
-      parse_redis_url(server.tls_url()), kTimeout, [](const std::string&) {},
-      RedisTlsOptions{.ca_file = server.ca_file()});
+      parse_redis_url(server.tls_url()), kTimeout, [](const std::string&) {}, tls);
   const auto vectors = testing::read_golden_vectors(RATELIMIT_GOLDEN_VECTORS);
   ASSERT_GE(vectors.size(), 10u);
   for (const testing::GoldenVector& vector : vectors) {
