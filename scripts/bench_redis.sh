@@ -94,12 +94,23 @@ mean_ms() {
   for _ in $(seq "$count"); do "$@"; done
   awk -v ns=$(($(date +%s%N) - start)) -v n="$count" 'BEGIN { printf "%.3f", ns / n / 1e6 }'
 }
+# mean_cpu_ms COUNT CMD...: the mean CPU time (user + system) of CMD in milliseconds: what a call
+# costs whatever else the machine runs.
+mean_cpu_ms() {
+  local count=$1 TIMEFORMAT='%3U %3S'
+  shift
+  { time (for _ in $(seq "$count"); do "$@"; done); } 2>&1 |
+    awk -v n="$count" '{ printf "%.3f", ($1 + $2) * 1000 / n }'
+}
 export RATELIMIT_STATE_DIR=$TMP/latency
 lat_file=$(RATELIMIT_REDIS= mean_ms 500 "$RATELIMIT" acquire --rate 1e9 --key lat)
 lat_unix=$(mean_ms 500 "$RATELIMIT" acquire --redis "$UNIX_URL" --rate 1e9 --key lat)
 lat_tcp=$(mean_ms 500 "$RATELIMIT" acquire --redis "$TCP_URL" --rate 1e9 --key lat)
 lat_tls=$(mean_ms 500 "$RATELIMIT" acquire --redis "$TLS_URL" "${TLS_CA[@]}" --rate 1e9 --key lat)
-latency_result="state file $lat_file ms, Redis over the unix socket $lat_unix ms, over TCP $lat_tcp ms, over TLS $lat_tls ms"
+cpu_unix=$(mean_cpu_ms 300 "$RATELIMIT" acquire --redis "$UNIX_URL" --rate 1e9 --key lat)
+cpu_tcp=$(mean_cpu_ms 300 "$RATELIMIT" acquire --redis "$TCP_URL" --rate 1e9 --key lat)
+cpu_tls=$(mean_cpu_ms 300 "$RATELIMIT" acquire --redis "$TLS_URL" "${TLS_CA[@]}" --rate 1e9 --key lat)
+latency_result="state file $lat_file ms, Redis over the unix socket $lat_unix ms, over TCP $lat_tcp ms, over TLS $lat_tls ms; CPU of the client per call: unix socket $cpu_unix ms, TCP $cpu_tcp ms, TLS $cpu_tls ms"
 echo "$latency_result" >&2
 
 echo "== decisions per second, 8 clients" >&2
