@@ -99,7 +99,7 @@ mean_ms() {
 mean_cpu_ms() {
   local count=$1 TIMEFORMAT='%3U %3S'
   shift
-  { time (for _ in $(seq "$count"); do "$@"; done); } 2>&1 |
+  { time (for _ in $(seq "$count"); do "$@" 2>>"$TMP/cpu.stderr"; done); } 2>&1 |
     awk -v n="$count" '{ printf "%.3f", ($1 + $2) * 1000 / n }'
 }
 export RATELIMIT_STATE_DIR=$TMP/latency

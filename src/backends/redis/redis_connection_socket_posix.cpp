@@ -1,4 +1,5 @@
 #include <ares.h>
+#include <arpa/inet.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <poll.h>
@@ -8,8 +9,10 @@
 
 #include <array>
 #include <cerrno>
+#include <cstdint>
 #include <cstring>
 #include <memory>
+#include <optional>
 #include <vector>
 
 #include "backends/redis/redis_connection_transport.hpp"
@@ -91,6 +94,23 @@ Addresses resolve(const std::string& host, int port, RedisDeadline& deadline) {
   return std::move(lookup.addresses);
 }
 
+// `host` as an IPv4 or IPv6 address, if it is written as one: no lookup, no name server asked.
+std::optional<sockaddr_storage> numeric_address(const std::string& host, int port) {
+  sockaddr_storage storage{};
+  auto* const ipv4 = reinterpret_cast<sockaddr_in*>(&storage);
+  auto* const ipv6 = reinterpret_cast<sockaddr_in6*>(&storage);
+  if (::inet_pton(AF_INET, host.c_str(), &ipv4->sin_addr) == 1) {
+    ipv4->sin_family = AF_INET;
+    ipv4->sin_port = htons(static_cast<std::uint16_t>(port));
+  } else if (::inet_pton(AF_INET6, host.c_str(), &ipv6->sin6_addr) == 1) {
+    ipv6->sin6_family = AF_INET6;
+    ipv6->sin6_port = htons(static_cast<std::uint16_t>(port));
+  } else {
+    return std::nullopt;
+  }
+  return storage;
+}
+
 // A socket connected to `address`, or none and `error` the errno of the refusal.
 io::FileDescriptor connect_to(const sockaddr* address, socklen_t length, RedisDeadline& deadline,
                               int& error) {
@@ -157,6 +177,14 @@ io::FileDescriptor connect_socket(const RedisAddress& address, RedisDeadline& de
     address.socket_path.copy(unix_address.sun_path, sizeof unix_address.sun_path - 1);
     io::FileDescriptor socket = connect_to(reinterpret_cast<const sockaddr*>(&unix_address),
                                            sizeof unix_address, deadline, error);
+    if (!socket) throw RedisFailure(std::strerror(error));
+    return socket;
+  }
+  if (const auto numeric = numeric_address(address.host, address.port)) {
+    const auto* const target = reinterpret_cast<const sockaddr*>(&*numeric);
+    io::FileDescriptor socket = connect_to(
+        target, target->sa_family == AF_INET ? sizeof(sockaddr_in) : sizeof(sockaddr_in6), deadline,
+        error);
     if (!socket) throw RedisFailure(std::strerror(error));
     return socket;
   }
