@@ -8,6 +8,7 @@
 
 #include "backends/redis/redis_url.hpp"
 #include "backends/state_file/state_file_format.hpp"
+#include "cli/help.hpp"
 #include "cli/units.hpp"
 #include "exit_codes.hpp"
 #include "io/waiter.hpp"
@@ -96,6 +97,7 @@ void add_redis_policy_option(CLI::App& app, StoreOptions& options) {
                                                          {"allow", backends::OnUnavailable::allow},
                                                          {"local", backends::OnUnavailable::local}},
           CLI::ignore_case))
+      ->transform(one_of({"fail", "allow", "local"}))
       ->option_text("fail|allow|local")
       ->group("Shared bucket");
 }
@@ -139,7 +141,7 @@ void add_permit_options(CLI::App& app, PermitOptions& options) {
   add_bucket_options(app, options.bucket, RateUnits::plain);
   add_store_options(app, options.store);
   add_redis_policy_option(app, options.store);
-  add_key_option(app, options.key)->description("Name of the shared bucket [default: default]");
+  add_key_option(app, options.key);
   app.add_option("--permits", options.permits, "Permits to take [default: 1]")
       ->check(whole_number_in(1, std::numeric_limits<std::int64_t>::max()))
       ->option_text("N")

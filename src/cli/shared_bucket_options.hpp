@@ -47,7 +47,7 @@ bool may_hold_buckets(const StoreOptions& options);
 struct PermitOptions {
   BucketOptions bucket;
   StoreOptions store;
-  std::string key = "default";
+  std::string key;  // empty: none given (exec takes its command's name, acquire refuses)
   std::int64_t permits = 1;
   bool try_only = false;
   std::string timeout;  // empty: wait as long as it takes
