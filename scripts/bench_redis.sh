@@ -1,29 +1,40 @@
 #!/usr/bin/env bash
-# The Redis backend against a redis-server of its own (unix socket and loopback TCP), in about a
-# minute:
+# The Redis backend against a redis-server of its own (unix socket, loopback TCP and TLS), in
+# about a minute:
 #   exec        4 processes acting as 4 hosts (separate state directories) x 10 execs sharing
 #               20/s: total time (ideal 1.95 s) and the most starts in any 1 s window (ideal 21);
 #   pipes       4 pipes on 4 "hosts" sharing 1 MB/s through one key: the sum of their outputs
 #               against the rate and its worst 100 ms window (bench/pipe_probe traces);
-#   latency     the time of one `ratelimit acquire` with --redis over the unix socket and over TCP,
-#               against the state file, at a rate that never waits;
+#   latency     the time of one `ratelimit acquire` with --redis over the unix socket, over TCP and
+#               over TLS (rediss://, a test CA), against the state file, at a rate that never
+#               waits: the cost of a connection (and a TLS handshake) per exec call;
+#   kept        the script's round trip on a kept connection, as a pipe makes it (redis-benchmark,
+#               one client, median) over each transport;
 #   throughput  the script's decisions per second from 8 concurrent clients (redis-benchmark
-#               running EVALSHA) on one key and on 8 keys, and the server's CPU per decision.
+#               running EVALSHA) on one key and on 8 keys, and the server's CPU per decision; over
+#               TLS on one key.
 # Writes bench/results/redis.md.
 source "$(dirname "${BASH_SOURCE[0]}")/setup.sh"
-ensure_packages redis-server redis-tools
+ensure_packages redis-server redis-tools openssl
 build_bench_tree
 
 TMP=$(mktemp -d)
 mkdir -p "$TMP/redis"
 port=$((20000 + RANDOM % 40000))
+tls_port=$((port + 1))
+tls=$TMP/tls
+"$RATELIMIT_ROOT/tests/e2e/make_tls_files.sh" "$tls"
 redis-server --port "$port" --bind 127.0.0.1 --unixsocket "$TMP/redis/sock" --save '' \
-  --appendonly no --dir "$TMP/redis" --logfile "$TMP/redis/log" >/dev/null 2>&1 &
+  --appendonly no --dir "$TMP/redis" --logfile "$TMP/redis/log" --tls-port "$tls_port" \
+  --tls-cert-file "$tls/server.crt" --tls-key-file "$tls/server.key" \
+  --tls-ca-cert-file "$tls/ca.crt" --tls-auth-clients no >/dev/null 2>&1 &
 server=$!
 trap 'kill "$server" 2>/dev/null; rm -rf "$TMP"' EXIT
 until redis-cli -s "$TMP/redis/sock" ping >/dev/null 2>&1; do sleep 0.01; done
 UNIX_URL=unix://$TMP/redis/sock
 TCP_URL=redis://127.0.0.1:$port
+TLS_URL=rediss://localhost:$tls_port
+TLS_CA=(--redis-tls-ca "$tls/ca.crt")
 export RATELIMIT_REDIS=$UNIX_URL
 
 echo "== 4 hosts x 10 execs sharing 20/s" >&2
@@ -83,11 +94,23 @@ mean_ms() {
   for _ in $(seq "$count"); do "$@"; done
   awk -v ns=$(($(date +%s%N) - start)) -v n="$count" 'BEGIN { printf "%.3f", ns / n / 1e6 }'
 }
+# mean_cpu_ms COUNT CMD...: the mean CPU time (user + system) of CMD in milliseconds: what a call
+# costs whatever else the machine runs.
+mean_cpu_ms() {
+  local count=$1 TIMEFORMAT='%3U %3S'
+  shift
+  { time (for _ in $(seq "$count"); do "$@" 2>>"$TMP/cpu.stderr"; done); } 2>&1 |
+    awk -v n="$count" '{ printf "%.3f", ($1 + $2) * 1000 / n }'
+}
 export RATELIMIT_STATE_DIR=$TMP/latency
 lat_file=$(RATELIMIT_REDIS= mean_ms 500 "$RATELIMIT" acquire --rate 1e9 --key lat)
 lat_unix=$(mean_ms 500 "$RATELIMIT" acquire --redis "$UNIX_URL" --rate 1e9 --key lat)
 lat_tcp=$(mean_ms 500 "$RATELIMIT" acquire --redis "$TCP_URL" --rate 1e9 --key lat)
-latency_result="state file $lat_file ms, Redis over the unix socket $lat_unix ms, over TCP $lat_tcp ms"
+lat_tls=$(mean_ms 500 "$RATELIMIT" acquire --redis "$TLS_URL" "${TLS_CA[@]}" --rate 1e9 --key lat)
+cpu_unix=$(mean_cpu_ms 300 "$RATELIMIT" acquire --redis "$UNIX_URL" --rate 1e9 --key lat)
+cpu_tcp=$(mean_cpu_ms 300 "$RATELIMIT" acquire --redis "$TCP_URL" --rate 1e9 --key lat)
+cpu_tls=$(mean_cpu_ms 300 "$RATELIMIT" acquire --redis "$TLS_URL" "${TLS_CA[@]}" --rate 1e9 --key lat)
+latency_result="state file $lat_file ms, Redis over the unix socket $lat_unix ms, over TCP $lat_tcp ms, over TLS $lat_tls ms; CPU of the client per call: unix socket $cpu_unix ms, TCP $cpu_tcp ms, TLS $cpu_tls ms"
 echo "$latency_result" >&2
 
 echo "== decisions per second, 8 clients" >&2
@@ -96,22 +119,34 @@ server_cpu() {
   redis-cli -s "$TMP/redis/sock" info cpu | tr -d '\r' |
     awk -F: '/^used_cpu_(sys|user):/ { sum += $2 } END { printf "%.6f", sum }'
 }
-# throughput KEY [redis-benchmark options]: "N/s, U us of server CPU each".
+# throughput KEY CONNECTION [redis-benchmark options]: "N/s, U us of server CPU each".
 throughput() {
   local key=$1 requests=200000 before after rps
   shift
   before=$(server_cpu)
-  rps=$(redis-benchmark -s "$TMP/redis/sock" -c 8 -n $requests -q "$@" \
+  rps=$(redis-benchmark -c 8 -n $requests -q "$@" \
     EVALSHA "$sha" 1 "$key" reserve "" bursty 1e9 1 0 3 1 9223372036854775807 1 |
     tr '\r' '\n' | grep -oE '[0-9.]+ requests per second' | tail -1 | awk '{ print $1 }')
   after=$(server_cpu)
   awk -v rps="$rps" -v cpu="$(awk -v a="$after" -v b="$before" 'BEGIN { print a - b }')" \
     -v n=$requests 'BEGIN { printf "%.0f/s, %.1f us of server CPU each", rps, cpu / n * 1e6 }'
 }
-one_key=$(throughput 'ratelimit:{bench}')
-eight_keys=$(throughput 'ratelimit:{bench__rand_int__}' -r 8)
-throughput_result="one key: $one_key; 8 keys: $eight_keys"
+one_key=$(throughput 'ratelimit:{bench}' -s "$TMP/redis/sock")
+eight_keys=$(throughput 'ratelimit:{bench__rand_int__}' -s "$TMP/redis/sock" -r 8)
+tls_options=(-h 127.0.0.1 -p "$tls_port" --tls --cacert "$tls/ca.crt")
+tls_key=$(throughput 'ratelimit:{bench}' "${tls_options[@]}")
+throughput_result="one key: $one_key; 8 keys: $eight_keys; over TLS, one key: $tls_key"
 echo "$throughput_result" >&2
+
+echo "== the script's round trip on a kept connection" >&2
+# round_trip [redis-benchmark options]: the median of one client's EVALSHA round trips, in ms.
+round_trip() {
+  redis-benchmark -c 1 -n 20000 -q "$@" \
+    EVALSHA "$sha" 1 'ratelimit:{kept}' reserve "" bursty 1e9 1 0 3 1 9223372036854775807 1 |
+    tr '\r' '\n' | grep -oE 'p50=[0-9.]+' | tail -1 | cut -d= -f2
+}
+kept_result="unix socket $(round_trip -s "$TMP/redis/sock") ms, TCP $(round_trip -h 127.0.0.1 -p "$port") ms, TLS $(round_trip "${tls_options[@]}") ms"
+echo "$kept_result" >&2
 
 {
   echo "# Redis backend"
@@ -122,6 +157,8 @@ echo "$throughput_result" >&2
   echo "- 4 pipes of 1 MB on 4 hosts sharing 1 MB/s through one key: $pipes_result."
   echo "- Mean time of one \`ratelimit acquire\` that never waits (process start included):"
   echo "  $latency_result."
+  echo "- The script's round trip on a kept connection, as a pipe makes it (one client, median):"
+  echo "  $kept_result."
   echo "- The bucket script's decisions from 8 concurrent clients (redis-benchmark, EVALSHA):"
   echo "  $throughput_result."
 } >"$RESULTS/redis.md"

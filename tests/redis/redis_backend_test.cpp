@@ -6,6 +6,7 @@
 #include <cmath>
 #include <limits>
 #include <random>
+#include <thread>
 
 #include "../unit/golden_vectors.hpp"
 #include "backends/redis/redis_connection.hpp"
@@ -116,10 +117,10 @@ TEST_F(RedisBackendTest, ScriptReachesEveryGoldenDecision) {
 // The same over TLS: the transport beneath the protocol changes nothing in the decisions.
 TEST(RedisTls, ScriptReachesEveryGoldenDecisionOverTls) {
   RedisServer server({}, true);
+  RedisTlsOptions tls;
+  tls.ca_file = server.ca_file();
   RedisBackend redis(
-      parse_redis_deployment(server.tls_url()), kTimeout, [](const std::string&) {},
-      RedisTlsOptions{
-          .ca_file = server.ca_file(), .cert_file = {}, .key_file = {}, .verify = true});
+      parse_redis_deployment(server.tls_url()), kTimeout, [](const std::string&) {}, tls);
   const auto vectors = testing::read_golden_vectors(RATELIMIT_GOLDEN_VECTORS);
   ASSERT_GE(vectors.size(), 10u);
   for (const testing::GoldenVector& vector : vectors) {
@@ -462,6 +463,35 @@ TEST(RedisFailures, PausedServerTimesOut) {
   const auto waited = std::chrono::steady_clock::now() - start;
   EXPECT_GE(waited, 190ms);
   EXPECT_LT(waited, 1500ms);
+}
+
+// The wait for the answer counts against the request's deadline: a paused server refuses at the
+// deadline (or after kAnswerGrace for one already due), long before --redis-timeout.
+TEST(RedisFailures, PausedServerRefusesAtTheRequestsDeadline) {
+  RedisServer server;
+  RedisBackend redis(parse_redis_url(server.unix_url()), 30s);
+  EXPECT_TRUE(redis.reserve(request("k", bursty(100)), real_waiter()).granted);
+  for (const nanoseconds timeout : {nanoseconds::zero(), nanoseconds(300ms)}) {
+    admin(server, {"CLIENT", "PAUSE", "1500", "ALL"});
+    PermitRequest permits = request("k", bursty(100));
+    const auto start = std::chrono::steady_clock::now();
+    permits.deadline = real_waiter().now() + timeout;
+    const Reservation refused = redis.reserve(permits, real_waiter());
+    const auto waited = std::chrono::steady_clock::now() - start;
+    EXPECT_FALSE(refused.granted);
+    EXPECT_EQ(refused.signal, 0);
+    EXPECT_EQ(refused.wait, 0ns);
+    EXPECT_GE(waited, std::max(timeout, nanoseconds(kAnswerGrace)) - 10ms);
+    EXPECT_LT(waited, timeout + 1s);
+    // No client can end a pause of them all: it is waited out.
+    std::this_thread::sleep_until(start + 1600ms);
+  }
+  // An answer in time decides, and the connection closed by the refusal is made again.
+  PermitRequest permits = request("fresh", bursty(1));
+  permits.deadline = real_waiter().now();
+  EXPECT_TRUE(redis.reserve(permits, real_waiter()).granted);
+  permits.deadline = real_waiter().now();
+  EXPECT_FALSE(redis.reserve(permits, real_waiter()).granted);
 }
 
 // The real clock and waits, and a stop signal (SIGINT) that comes during the first wait for a

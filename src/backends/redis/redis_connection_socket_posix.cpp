@@ -9,8 +9,10 @@
 
 #include <array>
 #include <cerrno>
+#include <cstdint>
 #include <cstring>
 #include <memory>
+#include <optional>
 #include <vector>
 
 #include "backends/redis/redis_connection_transport.hpp"
@@ -92,6 +94,23 @@ Addresses resolve(const std::string& host, int port, RedisDeadline& deadline) {
   return std::move(lookup.addresses);
 }
 
+// `host` as an IPv4 or IPv6 address, if it is written as one: no lookup, no name server asked.
+std::optional<sockaddr_storage> numeric_address(const std::string& host, int port) {
+  sockaddr_storage storage{};
+  auto* const ipv4 = reinterpret_cast<sockaddr_in*>(&storage);
+  auto* const ipv6 = reinterpret_cast<sockaddr_in6*>(&storage);
+  if (::inet_pton(AF_INET, host.c_str(), &ipv4->sin_addr) == 1) {
+    ipv4->sin_family = AF_INET;
+    ipv4->sin_port = htons(static_cast<std::uint16_t>(port));
+  } else if (::inet_pton(AF_INET6, host.c_str(), &ipv6->sin6_addr) == 1) {
+    ipv6->sin6_family = AF_INET6;
+    ipv6->sin6_port = htons(static_cast<std::uint16_t>(port));
+  } else {
+    return std::nullopt;
+  }
+  return storage;
+}
+
 // A socket connected to `address`, or none and `error` the errno of the refusal.
 io::FileDescriptor connect_to(const sockaddr* address, socklen_t length, RedisDeadline& deadline,
                               int& error) {
@@ -117,24 +136,6 @@ io::FileDescriptor connect_to(const sockaddr* address, socklen_t length, RedisDe
     ::setsockopt(socket.get(), IPPROTO_TCP, TCP_NODELAY, &on, sizeof on);
   }
   return socket;
-}
-
-// `host` as a numeric IPv4 or IPv6 address in `storage`, with its size; 0 for a name. A numeric
-// address is never looked up: c-ares would still ask a name server for its other family.
-socklen_t numeric_address(const std::string& host, int port, sockaddr_storage& storage) {
-  auto* ipv4 = reinterpret_cast<sockaddr_in*>(&storage);
-  if (::inet_pton(AF_INET, host.c_str(), &ipv4->sin_addr) == 1) {
-    ipv4->sin_family = AF_INET;
-    ipv4->sin_port = htons(static_cast<std::uint16_t>(port));
-    return sizeof *ipv4;
-  }
-  auto* ipv6 = reinterpret_cast<sockaddr_in6*>(&storage);
-  if (::inet_pton(AF_INET6, host.c_str(), &ipv6->sin6_addr) == 1) {
-    ipv6->sin6_family = AF_INET6;
-    ipv6->sin6_port = htons(static_cast<std::uint16_t>(port));
-    return sizeof *ipv6;
-  }
-  return 0;
 }
 
 class PlainTransport final : public RedisTransport {
@@ -179,10 +180,11 @@ io::FileDescriptor connect_socket(const RedisAddress& address, RedisDeadline& de
     if (!socket) throw RedisFailure(std::strerror(error));
     return socket;
   }
-  sockaddr_storage numeric{};
-  if (const socklen_t length = numeric_address(address.host, address.port, numeric)) {
-    io::FileDescriptor socket =
-        connect_to(reinterpret_cast<const sockaddr*>(&numeric), length, deadline, error);
+  if (const auto numeric = numeric_address(address.host, address.port)) {
+    const auto* const target = reinterpret_cast<const sockaddr*>(&*numeric);
+    io::FileDescriptor socket = connect_to(
+        target, target->sa_family == AF_INET ? sizeof(sockaddr_in) : sizeof(sockaddr_in6), deadline,
+        error);
     if (!socket) throw RedisFailure(std::strerror(error));
     return socket;
   }

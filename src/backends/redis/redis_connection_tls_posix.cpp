@@ -107,27 +107,19 @@ class TlsTransport final : public RedisTransport {
   // After a call that did not complete: what to wait for, or RedisFailure saying why it failed.
   void settle(int result, short& wanted) {
     const int saved_errno = errno;
-    switch (::SSL_get_error(ssl_.get(), result)) {
-      case SSL_ERROR_WANT_READ:
-        wanted = POLLIN;
-        return;
-      case SSL_ERROR_WANT_WRITE:
-        wanted = POLLOUT;
-        return;
-      case SSL_ERROR_ZERO_RETURN:
-        throw RedisFailure("the server closed the connection");
-      case SSL_ERROR_SYSCALL:
-        if (::ERR_peek_last_error() == 0)
-          throw RedisFailure(saved_errno != 0 ? std::strerror(saved_errno)
-                                              : "the server closed the connection");
-        break;
-      default:
-        break;
+    const int error = ::SSL_get_error(ssl_.get(), result);
+    if (error == SSL_ERROR_WANT_READ || error == SSL_ERROR_WANT_WRITE) {
+      wanted = error == SSL_ERROR_WANT_READ ? POLLIN : POLLOUT;
+      return;
     }
     // A server that requires a certificate ends the connection once the handshake is over (TLS
     // 1.3): its alert may be lost to the reset that follows, so the request explains it.
     if (certificate_requested_ && !answered_)
       throw RedisFailure("TLS: the server requires a client certificate (--redis-tls-cert)");
+    if (error == SSL_ERROR_ZERO_RETURN) throw RedisFailure("the server closed the connection");
+    if (error == SSL_ERROR_SYSCALL && ::ERR_peek_last_error() == 0)
+      throw RedisFailure(saved_errno != 0 ? std::strerror(saved_errno)
+                                          : "the server closed the connection");
     const long verified = ::SSL_get_verify_result(ssl_.get());
     if (verified != X509_V_OK) {
       ::ERR_clear_error();
