@@ -303,6 +303,8 @@ Wake Engine::wait(nanoseconds deadline, WaitFor what) {
     const Wake wake = io_.wait(std::min({deadline, next_progress_, scheduled_.until}), what);
     if (wake == Wake::control) {
       if (std::optional<NewRate> sent = io_.take_new_rate()) apply(std::move(*sent), io_.now());
+      // At once, not at the next tick: `ratelimit set` waits for the status this publishes.
+      if (on_progress_) report_progress(io_.now());
       continue;
     }
     // A ready for input_end is news to check at the top: the input may still hold bytes.
