@@ -130,6 +130,8 @@ void SharedPermitSource::consume(std::int64_t units, nanoseconds) {
     ahead_ -= covered;
     credit_ += covered;
   }
+  // What the store granted before it failed is used up: the run ends before more is read.
+  if (failure_ && credit_ <= 0) std::rethrow_exception(failure_);
   if (credit_ < 0) {
     book(-credit_);
     credit_ = 0;

@@ -75,12 +75,13 @@ class LocalPermitSource final : public PermitSource {
 // local credit for the next turn: never booked twice. At the end of the run they are given back to
 // the key, so that a loop of short pipes on one key gets the key's whole rate; a give-back that
 // fails is only a warning, as the data has gone out. A booking ahead that fails leaves the turn
-// already booked to go; the failure is thrown at the next turn. The first booking
-// applies the request's parameters and timetable to the key (saying so through `on_replaced` if
-// they differed); later ones keep the key's, so that two users with other parameters do not flip
-// the key back and forth. A timetable's change of entry goes to the key with the next booking (the
-// first user past it moves the key on); when the key's timetable is another than the one followed
-// (set by another user), `on_key_timetable` is told, so that the pipe follows the key's.
+// already booked to go; the failure is thrown once those units are used, or at the next turn. The
+// first booking applies the request's parameters and timetable to the key (saying so through
+// `on_replaced` if they differed); later ones keep the key's, so that two users with other
+// parameters do not flip the key back and forth. A timetable's change of entry goes to the key with
+// the next booking (the first user past it moves the key on); when the key's timetable is another
+// than the one followed (set by another user), `on_key_timetable` is told, so that the pipe follows
+// the key's.
 class SharedPermitSource final : public PermitSource {
  public:
   using OnReplaced =
@@ -126,7 +127,7 @@ class SharedPermitSource final : public PermitSource {
   std::int64_t ahead_ = 0;  // the chunk booked ahead
   std::chrono::nanoseconds ahead_due_{0};
   std::optional<double> key_rate_news_;
-  std::exception_ptr failure_;  // of the booking ahead, thrown at the next turn
+  std::exception_ptr failure_;  // of the booking ahead, thrown once the credit is used up
 };
 
 }  // namespace ratelimit::pipe
