@@ -73,10 +73,27 @@ bool is_command(std::string_view word) {
 }
 
 bool takes_value(std::string_view option) {
-  for (const std::string_view name :
-       {"-o", "--output", "-k", "--key", "--delimiter", "--state-dir", "-r", "--rate", "--burst",
-        "--warmup", "--cold-factor", "--chunk", "--timeout", "--permits", "--max-inflight",
-        "--redis", "--redis-timeout", "--on-redis-error"}) {
+  for (const std::string_view name : {"-o",
+                                      "--output",
+                                      "-k",
+                                      "--key",
+                                      "--delimiter",
+                                      "--state-dir",
+                                      "-r",
+                                      "--rate",
+                                      "--burst",
+                                      "--warmup",
+                                      "--cold-factor",
+                                      "--chunk",
+                                      "--timeout",
+                                      "--permits",
+                                      "--max-inflight",
+                                      "--redis",
+                                      "--redis-timeout",
+                                      "--on-redis-error",
+                                      "--redis-tls-ca",
+                                      "--redis-tls-cert",
+                                      "--redis-tls-key"}) {
     if (option == name) return true;
   }
   return false;

@@ -127,7 +127,10 @@ pipe::Result run_engine(const PipeOptions& options, const pipe::EngineOptions& e
                  text);
     schedule.follow(std::move(timetable));
   };
-  pipe::SharedPermitSource source(*backend, request, io.waiter(), on_replaced, follow_key);
+  const auto warn = [](const std::string& warning) {
+    fmt::print(stderr, "ratelimit: warning: {}\n", warning);
+  };
+  pipe::SharedPermitSource source(*backend, request, io.waiter(), on_replaced, follow_key, warn);
   return pipe::Engine(engine_options, io, source, draw).run();
 }
 

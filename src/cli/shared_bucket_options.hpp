@@ -20,6 +20,8 @@ struct StoreOptions {
   bool verbose = false;
   std::string redis;  // a Redis URL: the buckets are kept there instead
   std::string redis_timeout = "1s";
+  backends::RedisTlsOptions redis_tls;
+  bool redis_tls_insecure = false;
   backends::OnUnavailable on_redis_error = backends::OnUnavailable::fail;
 };
 

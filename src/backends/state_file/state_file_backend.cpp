@@ -13,10 +13,10 @@ StateFileBackend::StateFileBackend(StateDirectory directory, Clock& clock, HostI
       host_(std::move(host)),
       notify_(std::move(notify)) {}
 
-DecodedRecord StateFileBackend::load(const LockedFile& file) const {
+DecodedRecord StateFileBackend::load(const LockedFile& file, std::chrono::nanoseconds now) const {
   const std::string bytes = file.read();
   if (bytes.empty()) return {.record = {}, .problem = {}};
-  DecodedRecord decoded = decode_record(bytes);
+  DecodedRecord decoded = decode_record(bytes, now);
   if (!decoded.record) return decoded;
   const StateRecord& record = *decoded.record;
   // Another machine's clock and bookings mean nothing here, and taking its record as a fresh
@@ -36,7 +36,7 @@ DecodedRecord StateFileBackend::load(const LockedFile& file) const {
 
 std::pair<TokenBucket, KeySchedule> StateFileBackend::load_bucket(
     const LockedFile& file, const PermitRequest& request, std::chrono::nanoseconds now) const {
-  DecodedRecord loaded = load(file);
+  DecodedRecord loaded = load(file, now);
   if (!loaded.problem.empty())
     notify_(fmt::format("key '{}': {}; starting a fresh bucket", request.key, loaded.problem));
   if (!loaded.record) return {TokenBucket(request.params, now), request.schedule};
@@ -73,10 +73,11 @@ bool StateFileBackend::update_existing(const std::string& key, const Update& upd
     std::optional<LockedFile> file =
         directory_.lock_existing(bucket_file_name(key), LockKind::exclusive);
     if (!file) return false;
-    DecodedRecord loaded = load(*file);
+    const auto now = clock_.now();
+    DecodedRecord loaded = load(*file, now);
     if (!loaded.record) return false;
     TokenBucket bucket(loaded.record->params, loaded.record->state);
-    update(bucket, loaded.record->schedule, clock_.now());
+    update(bucket, loaded.record->schedule, now);
     save(*file, bucket, loaded.record->schedule);
     return true;
   });
@@ -108,10 +109,12 @@ std::vector<BucketStatus> StateFileBackend::status(const std::optional<std::stri
     // does not hide the other buckets.
     std::optional<LockedFile> file;
     DecodedRecord loaded;
+    std::chrono::nanoseconds now{};
     try {
       file = directory_.lock_existing(name, LockKind::shared);
       if (!file) continue;  // reset meanwhile
-      loaded = load(*file);
+      now = clock_.now();
+      loaded = load(*file, now);
     } catch (const std::exception& error) {
       BucketStatus unusable;
       unusable.key = *file_key;
@@ -119,7 +122,6 @@ std::vector<BucketStatus> StateFileBackend::status(const std::optional<std::stri
       buckets.push_back(std::move(unusable));
       continue;
     }
-    const auto now = clock_.now();
     if (loaded.record) {
       buckets.push_back(describe(*file_key,
                                  TokenBucket(loaded.record->params, loaded.record->state),
