@@ -128,7 +128,13 @@ std::vector<char*> check_command_words(std::vector<char*> arguments) {
   return arguments;
 }
 
-std::string with_suggestion(const std::string& message, const CLI::App& app) {
+std::string with_suggestion(const std::string& given, const CLI::App& app) {
+  // CLI11 lists the words last first ("not expected: hi echo"): in the order given instead.
+  const std::vector<std::string> extras = app.remaining(true);
+  const std::string message =
+      extras.empty()
+          ? given
+          : fmt::format("{} {}", given.substr(0, given.find(':') + 1), fmt::join(extras, " "));
   std::vector<std::string> names;
   collect_option_names(app, names);
   std::istringstream words(message.substr(message.find(':') + 1));

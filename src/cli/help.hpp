@@ -36,8 +36,8 @@ bool takes_value(std::string_view option);
 // not first ("ratelimit --rate 5 exec -- true"), which the parser would take for a file.
 std::vector<char*> check_command_words(std::vector<char*> arguments);
 
-// CLI11's "The following arguments were not expected: --rat" with "; did you mean --rate?" when
-// an option of `app` or its subcommands is near.
+// CLI11's "The following arguments were not expected: --rat" with the words in the order given
+// and "; did you mean --rate?" when an option of `app` or its subcommands is near.
 std::string with_suggestion(const std::string& message, const CLI::App& app);
 
 }  // namespace ratelimit::cli

@@ -62,3 +62,6 @@ expect_error "ratelimit: acquire runs no command: did you mean 'ratelimit exec -
   "$RATELIMIT" acquire --rate 2/s -- echo hi
 expect_error "ratelimit: acquire runs no command: did you mean 'ratelimit exec --rate 2/s --key k -- echo hi'?" \
   "$RATELIMIT" acquire --rate 2/s --key k echo hi
+
+# Unexpected words are listed in the order given.
+expect_error "ratelimit: The following arguments were not expected: foo bar" "$RATELIMIT" status foo bar
