@@ -19,10 +19,9 @@ Reservation FallbackBackend::reserve(const PermitRequest& request, io::Waiter& w
       if (policy_ == OnUnavailable::fail) throw;
       failed_ = true;
       if (policy_ == OnUnavailable::allow) {
-        warn_(std::string(error.what()) + "; running unthrottled (--on-redis-error=allow)");
+        warn_(std::string(error.what()) + "; running unthrottled");
       } else {
-        warn_(std::string(error.what()) + "; using this host's bucket '" + request.key +
-              "' (--on-redis-error=local)");
+        warn_(std::string(error.what()) + "; using this host's bucket '" + request.key + "'");
         local_ = open_local_();
       }
     }

@@ -1,0 +1,17 @@
+#include "backends/redis/redis_store.hpp"
+
+#include "backends/redis/redis_backend.hpp"
+#include "backends/redis/redis_url.hpp"
+
+namespace ratelimit::backends {
+
+std::unique_ptr<BucketBackend> open_redis_store(
+    const RedisOptions& options, const std::function<void(const std::string&)>& notify) {
+  return std::make_unique<RedisBackend>(parse_redis_url(options.url), options.timeout, notify);
+}
+
+std::string describe_store(const RedisOptions& options) {
+  return "Redis at " + hide_password(options.url);
+}
+
+}  // namespace ratelimit::backends
