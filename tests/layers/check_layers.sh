@@ -26,12 +26,6 @@ while read -r line; do
 done <"$src/CMakeLists.txt"
 ((${#order[@]} > 1)) || { echo "no room list in $src/CMakeLists.txt" >&2; exit 1; }
 
-# The store of a path backends/STORE/FILE.
-store_of() {
-  local rest=${1#backends/}
-  echo "${rest%%/*}"
-}
-
 wrong=0
 while IFS= read -r -d '' file; do
   relative=${file#"$src"/}
@@ -54,10 +48,13 @@ while IFS= read -r -d '' file; do
     elif [[ $included == backends/*/* && $from != backends ]]; then
       echo "$relative: includes \"$included\": a store's folder is entered only from backends/"
       wrong=1
-    elif [[ $included == backends/*/* && $relative == backends/*/* &&
-      $(store_of "$included") != "$(store_of "$relative")" ]]; then
-      echo "$relative: includes \"$included\": one store's folder never includes another's"
-      wrong=1
+    elif [[ $included == backends/*/* && $relative == backends/*/* ]]; then
+      included_store=${included#backends/}
+      file_store=${relative#backends/}
+      if [[ ${included_store%%/*} != "${file_store%%/*}" ]]; then
+        echo "$relative: includes \"$included\": one store's folder never includes another's"
+        wrong=1
+      fi
     fi
   done < <(sed -n 's/^[[:space:]]*#[[:space:]]*include[[:space:]]*"\([^"]*\/[^"]*\)".*/\1/p' "$file")
 done < <(find "$src" \( -name '*.hpp' -o -name '*.cpp' -o -name '*.cpp.in' \) -print0)
