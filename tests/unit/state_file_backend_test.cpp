@@ -191,6 +191,15 @@ TEST_F(StateFileBackendTest, MachineWithoutAnIdTakesEveryRecordAsItsOwn) {
   EXPECT_EQ(process(kBoot, "").reserve(request(bursty(1)), waiter_).wait, 1s);
 }
 
+TEST_F(StateFileBackendTest, AnOsFailureIsTheStoreUnavailableInEveryCall) {
+  // Not a file to open: every call that must open it fails the same way (69), not only reserve.
+  std::filesystem::create_directory(dir_.path() / "api.bucket");
+  auto backend = process();
+  EXPECT_THROW(backend.reserve(request(bursty(10)), waiter_), BackendUnavailable);
+  EXPECT_THROW(backend.set_rate("api", 5, {}), BackendUnavailable);
+  EXPECT_THROW(backend.give_back("api", 1), BackendUnavailable);
+}
+
 TEST_F(StateFileBackendTest, StatusListsBucketsByKeyAndResetForgetsOne) {
   auto backend = process();
   for (const char* key : {"b", "a/x", "c"}) {

@@ -5,6 +5,21 @@
 #include "backends/state_file/state_file_format.hpp"
 
 namespace ratelimit::backends {
+namespace {
+
+// `call`, with an OS failure of the directory or its files thrown as BackendUnavailable (69): one
+// rule for every call of the store.
+template <typename Call>
+auto unavailable_on_system_error(const StateDirectory& directory, const Call& call) {
+  try {
+    return call();
+  } catch (const std::system_error& error) {
+    throw BackendUnavailable(
+        fmt::format("state directory '{}': {}", directory.path(), error.what()));
+  }
+}
+
+}  // namespace
 
 StateFileBackend::StateFileBackend(StateDirectory directory, Clock& clock, HostId host,
                                    Notify notify)
@@ -54,7 +69,7 @@ void StateFileBackend::save(LockedFile& file, const TokenBucket& bucket,
 }
 
 Reservation StateFileBackend::reserve(const PermitRequest& request, io::Waiter& waiter) {
-  try {
+  return unavailable_on_system_error(directory_, [&]() -> Reservation {
     LockWait locked =
         directory_.lock_until(bucket_file_name(request.key), waiter, request.deadline);
     if (!locked.file)
@@ -65,22 +80,21 @@ Reservation StateFileBackend::reserve(const PermitRequest& request, io::Waiter& 
     const Reservation reservation = decide(bucket, schedule, request, now);
     save(*locked.file, bucket, schedule);
     return reservation;
-  } catch (const std::system_error& error) {
-    throw BackendUnavailable(
-        fmt::format("state directory '{}': {}", directory_.path(), error.what()));
-  }
+  });
 }
 
 bool StateFileBackend::update_existing(const std::string& key, const Update& update) {
-  std::optional<LockedFile> file =
-      directory_.lock_existing(bucket_file_name(key), LockKind::exclusive);
-  if (!file) return false;
-  DecodedRecord loaded = load(*file);
-  if (!loaded.record) return false;
-  TokenBucket bucket(loaded.record->params, loaded.record->state);
-  update(bucket, loaded.record->schedule, clock_.now());
-  save(*file, bucket, loaded.record->schedule);
-  return true;
+  return unavailable_on_system_error(directory_, [&] {
+    std::optional<LockedFile> file =
+        directory_.lock_existing(bucket_file_name(key), LockKind::exclusive);
+    if (!file) return false;
+    DecodedRecord loaded = load(*file);
+    if (!loaded.record) return false;
+    TokenBucket bucket(loaded.record->params, loaded.record->state);
+    update(bucket, loaded.record->schedule, clock_.now());
+    save(*file, bucket, loaded.record->schedule);
+    return true;
+  });
 }
 
 bool StateFileBackend::set_rate(const std::string& key, double permits_per_second,
@@ -100,7 +114,8 @@ void StateFileBackend::give_back(const std::string& key, std::int64_t permits) {
 
 std::vector<BucketStatus> StateFileBackend::status(const std::optional<std::string>& key) {
   std::vector<BucketStatus> buckets;
-  for (const std::string& name : directory_.file_names()) {
+  for (const std::string& name :
+       unavailable_on_system_error(directory_, [&] { return directory_.file_names(); })) {
     const std::optional<std::string> file_key = key_of_bucket_file(name);
     if (!file_key || (key && *key != *file_key)) continue;
     // One unreadable or hostile file (a symlink, a FIFO, no permission) is reported as such and
@@ -134,7 +149,8 @@ std::vector<BucketStatus> StateFileBackend::status(const std::optional<std::stri
 }
 
 bool StateFileBackend::reset(const std::string& key) {
-  return directory_.remove(bucket_file_name(key));
+  return unavailable_on_system_error(directory_,
+                                     [&] { return directory_.remove(bucket_file_name(key)); });
 }
 
 }  // namespace ratelimit::backends
