@@ -18,6 +18,8 @@ listed_rate() {
 
 yes | "$RATELIMIT" --lines --rate 200/s --state-dir "$given" >/dev/null &
 pid=$!
+# A failed check must not leave the pipe running.
+trap 'kill "$pid" 2>/dev/null; rm -rf "$WORK"' EXIT
 [ "$(listed_rate 10 "$pid")" = 200 ] ||
   fail "status --state-dir does not list the pipe: $("$RATELIMIT" status --state-dir "$given")"
 [ -p "$given/pipe-$pid.records" ] || fail "no FIFO in --state-dir: $(ls -A "$given")"
@@ -30,5 +32,3 @@ expect_stderr "ratelimit: process $pid: rate set from 200 (200 records/s) to 20/
 expect_status 64 "$RATELIMIT" set "$pid" --rate 30/s
 expect_stderr "ratelimit: no ratelimit pipe runs as process $pid (no pipe-$pid.bytes or .records in $RATELIMIT_STATE_DIR)"
 
-kill "$pid"
-wait "$pid" 2>/dev/null || true
