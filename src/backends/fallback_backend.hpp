@@ -24,9 +24,10 @@ class FallbackBackend final : public BucketBackend {
   using Warn = std::function<void(const std::string&)>;
 
   // `open_local` opens this host's store, the first time it is needed. `warn` is told once what
-  // failed and what happens instead.
+  // failed and what happens instead, followed by `policy_said_as` in parentheses unless empty
+  // (how the user chose the policy, e.g. "--on-redis-error=allow").
   FallbackBackend(std::unique_ptr<BucketBackend> shared, OnUnavailable policy, OpenLocal open_local,
-                  Warn warn);
+                  Warn warn, std::string policy_said_as = {});
 
   Reservation reserve(const PermitRequest& request, io::Waiter& waiter) override;
   // set_rate, status and reset are about the shared store: its failure is always an error.
@@ -41,6 +42,7 @@ class FallbackBackend final : public BucketBackend {
   OnUnavailable policy_;
   OpenLocal open_local_;
   Warn warn_;
+  std::string policy_said_as_;
   bool failed_ = false;
   std::unique_ptr<BucketBackend> local_;
 };

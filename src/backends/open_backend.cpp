@@ -7,10 +7,10 @@ std::unique_ptr<BucketBackend> open_backend(const BackendOptions& options) {
     return open_state_file_store(options.local, options.notify);
   };
   std::unique_ptr<BucketBackend> shared;
-  if (options.redis) shared = open_redis_store(*options.redis, options.notify);
+  if (options.redis) shared = open_redis_store(*options.redis, options.notify, options.warn);
   if (!shared) return open_local();
   return std::make_unique<FallbackBackend>(std::move(shared), options.on_unavailable, open_local,
-                                           options.warn);
+                                           options.warn, options.on_unavailable_said_as);
 }
 
 std::string describe_store(const BackendOptions& options) {

@@ -27,6 +27,9 @@ struct BackendOptions {
   std::function<void(const std::string&)> notify = [](const std::string&) {};
   // Told once that the shared store failed and what happens instead.
   std::function<void(const std::string&)> warn = [](const std::string&) {};
+  // How the user chose `on_unavailable`, for the warning that it applies, e.g.
+  // "--on-redis-error=allow"; empty: not said.
+  std::string on_unavailable_said_as;
 };
 
 // The store of shared buckets. Throws what the chosen store's opening throws.

@@ -6,6 +6,7 @@
 
 #include "cli/commands.hpp"
 #include "cli/help.hpp"
+#include "cli/typo_hints.hpp"
 #include "cli/units.hpp"
 #include "errors.hpp"
 #include "exit_codes.hpp"
@@ -72,6 +73,7 @@ int run_ratelimit(int argc, char** argv) {
 'man ratelimit' tells the whole story.)");
   std::vector<char*> arguments =
       ratelimit::cli::check_command_words(std::vector<char*>(argv, argv + argc));
+  ratelimit::cli::check_typos(arguments);
   argc = static_cast<int>(arguments.size());
   argv = arguments.data();
   const std::vector<ratelimit::cli::Command> commands = declare_commands(app, argc, argv);

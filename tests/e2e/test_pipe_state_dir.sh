@@ -29,6 +29,6 @@ trap 'kill "$pid" 2>/dev/null; rm -rf "$WORK"' EXIT
 
 expect_status 0 "$RATELIMIT" set "$pid" --state-dir "$given" --rate 20/s
 expect_stderr "ratelimit: process $pid: rate set from 200 (200 records/s) to 20/s (20 records/s)"
-expect_status 64 "$RATELIMIT" set "$pid" --rate 30/s
+expect_status 66 "$RATELIMIT" set "$pid" --rate 30/s
 expect_stderr "ratelimit: no ratelimit pipe runs as process $pid (no pipe-$pid.bytes or .records in $RATELIMIT_STATE_DIR)"
 

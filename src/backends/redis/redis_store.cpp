@@ -6,8 +6,13 @@
 namespace ratelimit::backends {
 
 std::unique_ptr<BucketBackend> open_redis_store(
-    const RedisOptions& options, const std::function<void(const std::string&)>& notify) {
-  return std::make_unique<RedisBackend>(parse_redis_url(options.url), options.timeout, notify);
+    const RedisOptions& options, const std::function<void(const std::string&)>& notify,
+    const std::function<void(const std::string&)>& warn) {
+  auto redis = std::make_unique<RedisBackend>(parse_redis_url(options.url), options.timeout, notify,
+                                              options.tls);
+  if (!options.tls.verify)
+    warn("--redis-tls-insecure: the Redis server's certificate and name are not checked");
+  return redis;
 }
 
 std::string describe_store(const RedisOptions& options) {
