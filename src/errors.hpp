@@ -4,9 +4,9 @@
 #include <string>
 #include <system_error>
 
-// Every error that ends the program with its own exit status: main() maps each type to its code
-// (exit_codes.hpp) and prints "ratelimit: <what>". Any other std::system_error exits 74; anything
-// unforeseen 70.
+// Every error that ends the program with its own exit status. Lower rooms throw these; one ladder
+// (cli::run_command, around the whole of main) maps each type to its code (exit_codes.hpp) and
+// prints "ratelimit: <what>". Any other std::system_error exits 74; anything unforeseen 70.
 namespace ratelimit {
 
 // Bad user input (64, EX_USAGE).

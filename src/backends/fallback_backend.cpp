@@ -5,11 +5,12 @@
 namespace ratelimit::backends {
 
 FallbackBackend::FallbackBackend(std::unique_ptr<BucketBackend> shared, OnUnavailable policy,
-                                 OpenLocal open_local, Warn warn)
+                                 OpenLocal open_local, Warn warn, std::string policy_said_as)
     : shared_(std::move(shared)),
       policy_(policy),
       open_local_(std::move(open_local)),
-      warn_(std::move(warn)) {}
+      warn_(std::move(warn)),
+      policy_said_as_(std::move(policy_said_as)) {}
 
 Reservation FallbackBackend::reserve(const PermitRequest& request, io::Waiter& waiter) {
   if (!failed_) {
@@ -18,11 +19,12 @@ Reservation FallbackBackend::reserve(const PermitRequest& request, io::Waiter& w
     } catch (const BackendUnavailable& error) {
       if (policy_ == OnUnavailable::fail) throw;
       failed_ = true;
+      const std::string said_as = policy_said_as_.empty() ? "" : " (" + policy_said_as_ + ")";
       if (policy_ == OnUnavailable::allow) {
-        warn_(std::string(error.what()) + "; running unthrottled (--on-redis-error=allow)");
+        warn_(std::string(error.what()) + "; running unthrottled" + said_as);
       } else {
-        warn_(std::string(error.what()) + "; using this host's bucket '" + request.key +
-              "' (--on-redis-error=local)");
+        warn_(std::string(error.what()) + "; using this host's bucket '" + request.key + "'" +
+              said_as);
         local_ = open_local_();
       }
     }

@@ -8,11 +8,11 @@
 
 namespace ratelimit::backends {
 
-// What to do when the shared store (Redis) cannot answer: --on-redis-error.
+// What to do when a store shared by every host cannot answer.
 enum class OnUnavailable {
   fail,   // BackendUnavailable reaches main: exit 69, the command is not run
   allow,  // grant every request at once (unthrottled), after one warning
-  local,  // take the permits from this host's state-file bucket of the same key instead
+  local,  // take the permits from this host's bucket of the same key instead
 };
 
 // A shared store with a policy for its failures. Once the store failed, the rest of the run stays
@@ -23,9 +23,11 @@ class FallbackBackend final : public BucketBackend {
   using OpenLocal = std::function<std::unique_ptr<BucketBackend>()>;
   using Warn = std::function<void(const std::string&)>;
 
-  // `open_local` opens this host's state-file buckets, the first time they are needed.
+  // `open_local` opens this host's store, the first time it is needed. `warn` is told once what
+  // failed and what happens instead, followed by `policy_said_as` in parentheses unless empty
+  // (how the user chose the policy, e.g. "--on-redis-error=allow").
   FallbackBackend(std::unique_ptr<BucketBackend> shared, OnUnavailable policy, OpenLocal open_local,
-                  Warn warn);
+                  Warn warn, std::string policy_said_as = {});
 
   Reservation reserve(const PermitRequest& request, io::Waiter& waiter) override;
   // set_rate, status and reset are about the shared store: its failure is always an error.
@@ -40,6 +42,7 @@ class FallbackBackend final : public BucketBackend {
   OnUnavailable policy_;
   OpenLocal open_local_;
   Warn warn_;
+  std::string policy_said_as_;
   bool failed_ = false;
   std::unique_ptr<BucketBackend> local_;
 };

@@ -1,39 +1,40 @@
 #pragma once
 
-#include <chrono>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 
 #include "backends/bucket_backend.hpp"
 #include "backends/fallback_backend.hpp"
-#include "backends/redis/redis_url.hpp"
-#include "exec/inflight_slots.hpp"
+#include "backends/redis/redis_store.hpp"
+#include "backends/state_file/state_file_store.hpp"
 
 namespace ratelimit::backends {
 
-// Where the shared buckets are, as the command line says.
+// Where the shared buckets are, as the command line says. Each store's options are its own
+// (STORE/STORE_store.hpp); a new store is one more folder, one more member here and one more
+// line in open_backend().
 struct BackendOptions {
-  // The state directory; empty: $RATELIMIT_STATE_DIR, $XDG_RUNTIME_DIR/ratelimit,
-  // /tmp/ratelimit-UID. It also keeps the --max-inflight slots, whatever the store.
-  std::string state_dir;
+  // This host's store: it keeps the buckets unless a shared store is named, and stands in for
+  // that store under OnUnavailable::local.
+  StateFileOptions local;
+  // A store shared by every host.
+  std::optional<RedisOptions> redis;
+  // What to do when the shared store cannot answer.
+  OnUnavailable on_unavailable = OnUnavailable::fail;
   // Told why a record was discarded (--verbose).
   std::function<void(const std::string&)> notify = [](const std::string&) {};
-  // A Redis URL: the buckets are kept there (the state directory only for the slots and, under
-  // OnUnavailable::local, as the fallback). Empty: the state directory.
-  std::string redis_url;
-  std::chrono::milliseconds redis_timeout{1000};
-  RedisTlsOptions redis_tls;  // for a rediss:// URL
-  OnUnavailable on_redis_error = OnUnavailable::fail;
-  // Told once that Redis failed and what happens instead.
+  // Told once that the shared store failed and what happens instead.
   std::function<void(const std::string&)> warn = [](const std::string&) {};
+  // How the user chose `on_unavailable`, for the warning that it applies, e.g.
+  // "--on-redis-error=allow"; empty: not said.
+  std::string on_unavailable_said_as;
 };
 
-// The store of shared buckets. Throws UnsafeStateError (77) for a state directory another user
-// could tamper with, BackendUnavailable (69) for one that cannot be created or opened,
-// std::invalid_argument (64) for a bad Redis URL (naming it without its password).
+// The store of shared buckets. Throws what the chosen store's opening throws.
 std::unique_ptr<BucketBackend> open_backend(const BackendOptions& options);
-// The --max-inflight slots of this host.
-std::unique_ptr<InflightSlots> open_inflight_slots(const BackendOptions& options);
+// Where the buckets are, for messages.
+std::string describe_store(const BackendOptions& options);
 
 }  // namespace ratelimit::backends

@@ -114,19 +114,26 @@ void add_bucket_options(CLI::App& app, BucketOptions& options, RateUnits units) 
       ->group("Rate");
 }
 
-BucketParams to_bucket_params(const BucketOptions& options, RateUnits units,
-                              std::chrono::system_clock::time_point now) {
+ParsedBucket parse_bucket_options(const BucketOptions& options, RateUnits units,
+                                  std::chrono::system_clock::time_point now) {
   if (options.rate.empty()) throw UsageError("--rate is required (e.g. --rate 5000 or --rate 2/s)");
-  BucketParams params;
-  const std::optional<Timetable> timetable = to_timetable(options, units);
-  if (timetable) {
+  ParsedBucket parsed;
+  BucketParams& params = parsed.params;
+  if (schedule::is_timetable(options.rate)) {
     if (!options.burst.empty() && !is_duration(options.burst))
       throw UsageError(
           "invalid burst '" + options.burst +
           "': with a timetable, give the burst as a time (e.g. 2s), as the rate changes");
-    params.permits_per_second = period_at(*timetable, now).permits_per_second;
+    const Timetable& timetable = parsed.timetable.emplace(timetable_of(options.rate, units));
+    const TimetablePeriod period = period_at(timetable, now);
+    params.permits_per_second = period.permits_per_second;
+    parsed.key_schedule = {.timetable = schedule::timetable_text(timetable),
+                           .entry_until = period.next_change.time_since_epoch().count()};
   } else {
-    params.permits_per_second = units_per_second(options.rate, units);
+    const Rate rate = parse_rate(options.rate);
+    check_data_unit("rate", options.rate, rate.unit, units);
+    params.permits_per_second = rate.units_per_second;
+    parsed.notation = {.binary_prefix = rate.binary_prefix, .bits = rate.unit == DataUnit::bits};
   }
   params.start_full = options.start_full;
   params.pay_first = options.pay_first;
@@ -148,23 +155,10 @@ BucketParams to_bucket_params(const BucketOptions& options, RateUnits units,
                        options.rate + "'");
   }
   // Once the options are known to be good: a warning before an error would be noise.
-  if (!timetable && 1.0 / params.permits_per_second > kSlowestQuietSeconds)
+  if (!parsed.timetable && 1.0 / params.permits_per_second > kSlowestQuietSeconds)
     fmt::print(stderr, "ratelimit: warning: at rate '{}' one unit takes {}\n", options.rate,
                human_duration(std::chrono::duration<double>(1.0 / params.permits_per_second)));
-  return params;
-}
-
-backends::KeySchedule to_key_schedule(const BucketOptions& options, RateUnits units,
-                                      std::chrono::system_clock::time_point now) {
-  const std::optional<Timetable> timetable = to_timetable(options, units);
-  if (!timetable) return {};
-  return {.timetable = schedule::timetable_text(*timetable),
-          .entry_until = period_at(*timetable, now).next_change.time_since_epoch().count()};
-}
-
-std::optional<Timetable> to_timetable(const BucketOptions& options, RateUnits units) {
-  if (!schedule::is_timetable(options.rate)) return std::nullopt;
-  return timetable_of(options.rate, units);
+  return parsed;
 }
 
 }  // namespace ratelimit::cli

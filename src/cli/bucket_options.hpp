@@ -6,6 +6,7 @@
 #include <string>
 
 #include "backends/bucket_backend.hpp"
+#include "pipe/progress.hpp"
 #include "ratelimit/timetable.hpp"
 #include "ratelimit/token_bucket.hpp"
 
@@ -32,19 +33,23 @@ void check_rate_syntax(const std::string& text);
 // their syntax checks; the help's examples are in `units`.
 void add_bucket_options(CLI::App& app, BucketOptions& options, RateUnits units);
 
-// The core's parameters for the options given, at the rate in force at `now` when --rate is a
-// timetable. Throws UsageError naming the bad value (a missing --rate, or a rate in bytes where
-// units are counted).
-BucketParams to_bucket_params(
+// --rate and the other bucket options, parsed once at one instant: all a command takes of them.
+struct ParsedBucket {
+  // The core's parameters, at the rate in force then when --rate is a timetable.
+  BucketParams params;
+  // What a shared key keeps of --rate: the timetable and the end of its entry in force then;
+  // nothing for one rate.
+  backends::KeySchedule key_schedule;
+  // The timetable --rate gives, if it gives one.
+  std::optional<Timetable> timetable;
+  // How --rate was written, for amounts shown back; a timetable's are plain SI.
+  pipe::Notation notation;
+};
+
+// Throws UsageError naming the bad value (a missing --rate, a bad timetable entry, or a rate in
+// bytes where units are counted).
+ParsedBucket parse_bucket_options(
     const BucketOptions& options, RateUnits units,
     std::chrono::system_clock::time_point now = std::chrono::system_clock::now());
-
-// What a shared key keeps of --rate: the timetable and the end of its entry in force at `now`
-// (the one to_bucket_params() took its rate from); nothing for one rate.
-backends::KeySchedule to_key_schedule(const BucketOptions& options, RateUnits units,
-                                      std::chrono::system_clock::time_point now);
-
-// The timetable that --rate gives, if it gives one. Throws UsageError naming the bad entry.
-std::optional<Timetable> to_timetable(const BucketOptions& options, RateUnits units);
 
 }  // namespace ratelimit::cli

@@ -9,12 +9,12 @@
 #include <string_view>
 #include <vector>
 
-#include "backends/state_file/state_file_format.hpp"
 #include "cli/commands.hpp"
 #include "cli/shared_bucket_options.hpp"
 #include "cli/units.hpp"
 #include "exit_codes.hpp"
 #include "io/exec.hpp"
+#include "state/key_file_names.hpp"
 
 namespace ratelimit::cli {
 namespace {

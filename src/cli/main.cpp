@@ -56,14 +56,8 @@ int words_to_parse(const std::vector<ratelimit::cli::Command>& commands, int arg
   return argc;
 }
 
-int report(const std::exception& error, int code) {
-  fmt::print(stderr, "ratelimit: {}\n", error.what());
-  return code;
-}
-
-}  // namespace
-
-int main(int argc, char** argv) {
+// The whole program but its exit-status ladder.
+int run_ratelimit(int argc, char** argv) {
   ratelimit::io::reserve_standard_streams();
   CLI::App app{"ratelimit: shape a stream or a shell loop to a rate, with a token bucket",
                "ratelimit"};
@@ -77,13 +71,9 @@ int main(int argc, char** argv) {
 
 'ratelimit COMMAND --help' or 'ratelimit help COMMAND' shows a command's options;
 'man ratelimit' tells the whole story.)");
-  std::vector<char*> arguments(argv, argv + argc);
-  try {
-    arguments = ratelimit::cli::check_command_words(std::move(arguments));
-    ratelimit::cli::check_typos(arguments);
-  } catch (const ratelimit::UsageError& error) {
-    return report(error, ratelimit::exit_usage);
-  }
+  std::vector<char*> arguments =
+      ratelimit::cli::check_command_words(std::vector<char*>(argv, argv + argc));
+  ratelimit::cli::check_typos(arguments);
   argc = static_cast<int>(arguments.size());
   argv = arguments.data();
   const std::vector<ratelimit::cli::Command> commands = declare_commands(app, argc, argv);
@@ -100,14 +90,21 @@ int main(int argc, char** argv) {
   } catch (const CLI::CallForVersion& version) {
     return app.exit(version);
   } catch (const CLI::ExtrasError& error) {
-    return report(ratelimit::UsageError(ratelimit::cli::with_suggestion(error.what(), app)),
-                  ratelimit::exit_usage);
+    throw ratelimit::UsageError(ratelimit::cli::with_suggestion(error.what(), app));
   } catch (const CLI::ParseError& error) {
-    return report(error, ratelimit::exit_usage);
+    throw ratelimit::UsageError(error.what());
   }
 
   for (const auto& command : commands) {
-    if (command.app->parsed()) return ratelimit::cli::run_command(command);
+    if (command.app->parsed()) return command.run();
   }
   return ratelimit::exit_ok;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  // Everything inside the one ladder of exit statuses: declaring the options may already run out
+  // of memory.
+  return ratelimit::cli::run_command({nullptr, [&] { return run_ratelimit(argc, argv); }});
 }

@@ -13,16 +13,15 @@
 #include "cli/help.hpp"
 #include "cli/shared_bucket_options.hpp"
 #include "cli/units.hpp"
+#include "control/control.hpp"
 #include "exit_codes.hpp"
 #include "io/local_time_posix.hpp"
 #include "io/posix.hpp"
-#include "control/control.hpp"
 #include "pipe/engine.hpp"
 #include "pipe/files.hpp"
 #include "pipe/progress.hpp"
 #include "pipe/rate_schedule.hpp"
 #include "schedule/timetable_text.hpp"
-#include "state/state_directory.hpp"
 
 namespace ratelimit::cli {
 namespace {
@@ -115,8 +114,7 @@ pipe::Result run_engine(const PipeOptions& options, const pipe::EngineOptions& e
   const auto follow_key = [&](const std::string& text) {
     std::optional<Timetable> timetable = schedule::parse_timetable_text(text);
     if (text.empty())
-      fmt::print(stderr, "ratelimit: key '{}' has no timetable now: its rate holds\n",
-                 options.key);
+      fmt::print(stderr, "ratelimit: key '{}' has no timetable now: its rate holds\n", options.key);
     else if (!timetable)
       fmt::print(stderr,
                  "ratelimit: warning: key '{}' has a timetable this version cannot read ('{}'): "
@@ -155,69 +153,85 @@ void check_flag_values_in_files(const PipeOptions& options) {
   }
 }
 
-int run_pipe(const PipeOptions& options) {
-  check_flag_values_in_files(options);
-  const pipe::Unit unit = unit_of(options);
-  pipe::EngineOptions engine_options;
-  engine_options.unit = unit;
-  const RateUnits rate_units = unit.counts_bytes() ? RateUnits::data : RateUnits::plain;
-  const auto wall_now = std::chrono::system_clock::now();
-  engine_options.bucket = to_bucket_params(options.bucket, rate_units, wall_now);
-  const backends::KeySchedule key_schedule = to_key_schedule(options.bucket, rate_units, wall_now);
-  const io::LocalTimeZone local_time;
-  // Always: `ratelimit set` may send a timetable to a pipe started with one rate.
-  pipe::TimetableSchedule schedule(to_timetable(options.bucket, rate_units),
-                                   engine_options.bucket.permits_per_second, local_time,
-                                   [] { return std::chrono::system_clock::now(); });
-  engine_options.schedule = &schedule;
-
-  const std::unique_ptr<pipe::ControlChannel> control =
-      pipe::ControlChannel::create(unit.counts_bytes());
+// This pipe's live control in the state directory; none, after a warning, when that is not safe.
+std::unique_ptr<pipe::ControlChannel> open_control(const std::string& state_dir,
+                                                   const pipe::Unit& unit) {
+  std::unique_ptr<pipe::ControlChannel> control =
+      pipe::ControlChannel::create(state_dir, unit.counts_bytes());
   if (!control)
     fmt::print(stderr,
                "ratelimit: warning: no control FIFO in {} (missing or unsafe): 'ratelimit set {}' "
                "cannot change this pipe's rate\n",
-               backends::state_dir_from_environment(""), ::getpid());
-  pipe::FileIo io(options.files, options.output, control.get());
-  choose_chunk(options, engine_options, io);
+               state_dir, ::getpid());
+  return control;
+}
 
-  const bool show_progress =
-      options.progress == "force" || (options.progress == "auto" && ::isatty(STDERR_FILENO));
-  // Amounts in the notation --rate was written in; a timetable's are plain SI bytes or units.
-  pipe::Notation notation;
-  if (!schedule::is_timetable(options.bucket.rate)) {
-    const Rate written = parse_rate(options.bucket.rate);
-    notation = {.binary_prefix = written.binary_prefix, .bits = written.unit == DataUnit::bits};
-  }
-  pipe::ProgressMeter meter(unit, io.total_bytes(), notation);
-  const auto publish = [&control, &unit, &io](const pipe::Totals& totals) {
-    control->publish({.counts_bytes = unit.counts_bytes(),
+// --progress: always with =force, else when standard error is a terminal.
+bool shows_progress(const PipeOptions& options) {
+  return options.progress == "force" || (options.progress == "auto" && ::isatty(STDERR_FILENO));
+}
+
+// What the engine calls as the data moves: the status for `status` and `set` (when there is a
+// control channel) and the progress line (when shown); none when neither.
+pipe::Engine::ProgressCallback watch_progress(const PipeOptions& options, const pipe::Unit& unit,
+                                              pipe::ControlChannel* control, pipe::FileIo& io,
+                                              pipe::ProgressMeter& meter, double rate) {
+  const bool show_progress = shows_progress(options);
+  const auto publish = [control, counts_bytes = unit.counts_bytes(),
+                        &io](const pipe::Totals& totals) {
+    control->publish({.counts_bytes = counts_bytes,
                       .rate = totals.rate,
                       .units = totals.units,
                       .bytes = totals.bytes},
                      io.now());
   };
-  if (control) publish({.rate = engine_options.bucket.permits_per_second});
-  pipe::Engine::ProgressCallback on_progress;
-  if (show_progress || control) {
-    on_progress = [&, show_progress](const pipe::Totals& totals) {
-      if (control) publish(totals);
-      if (!show_progress) return;
-      constexpr int kWidthOffTerminal = 80;  // --progress=force into a file or a pipe
-      const int width = io::terminal_width(STDERR_FILENO).value_or(kWidthOffTerminal);
-      fmt::print(stderr, "\r{}\033[K", meter.line(totals, width));
-      std::fflush(stderr);
-    };
-  }
-  const pipe::Result result =
-      run_engine(options, engine_options, key_schedule, schedule, io, on_progress);
-  if (show_progress) fmt::print(stderr, "\n");
+  if (control) publish({.rate = rate});
+  if (!show_progress && !control) return {};
+  return [publish, control, show_progress, &meter](const pipe::Totals& totals) {
+    if (control) publish(totals);
+    if (!show_progress) return;
+    constexpr int kWidthOffTerminal = 80;  // --progress=force into a file or a pipe
+    const int width = io::terminal_width(STDERR_FILENO).value_or(kWidthOffTerminal);
+    fmt::print(stderr, "\r{}\033[K", meter.line(totals, width));
+    std::fflush(stderr);
+  };
+}
+
+// What is said on standard error once the data has moved: the end of the progress line, --stats.
+void report_end(const PipeOptions& options, const pipe::Result& result, const pipe::Unit& unit,
+                pipe::FileIo& io) {
+  if (shows_progress(options)) fmt::print(stderr, "\n");
   if (options.stats == "text") fmt::print(stderr, "{}\n", pipe::summary_text(result, unit));
   if (options.stats == "json") {
     const auto unix_time_at_clock_zero =
         std::chrono::system_clock::now().time_since_epoch() - io.now();
     fmt::print(stderr, "{}\n", pipe::summary_json(result, unit, unix_time_at_clock_zero));
   }
+}
+
+int run_pipe(const PipeOptions& options) {
+  check_flag_values_in_files(options);
+  const pipe::Unit unit = unit_of(options);
+  const ParsedBucket bucket = parse_bucket_options(
+      options.bucket, unit.counts_bytes() ? RateUnits::data : RateUnits::plain);
+  const io::LocalTimeZone local_time;
+  // Always: `ratelimit set` may send a timetable to a pipe started with one rate.
+  pipe::TimetableSchedule schedule(bucket.timetable, bucket.params.permits_per_second, local_time,
+                                   [] { return std::chrono::system_clock::now(); });
+  const std::unique_ptr<pipe::ControlChannel> control =
+      open_control(state_dir_of(options.store), unit);
+  pipe::FileIo io(options.files, options.output, control.get());
+  pipe::EngineOptions engine_options;
+  engine_options.unit = unit;
+  engine_options.bucket = bucket.params;
+  engine_options.schedule = &schedule;
+  choose_chunk(options, engine_options, io);
+  pipe::ProgressMeter meter(unit, io.total_bytes(), bucket.notation);
+  const pipe::Engine::ProgressCallback on_progress =
+      watch_progress(options, unit, control.get(), io, meter, bucket.params.permits_per_second);
+  const pipe::Result result =
+      run_engine(options, engine_options, bucket.key_schedule, schedule, io, on_progress);
+  report_end(options, result, unit, io);
   return exit_code(result);
 }
 

@@ -14,7 +14,6 @@
 #include "control/control.hpp"
 #include "exit_codes.hpp"
 #include "schedule/timetable_text.hpp"
-#include "state/state_directory.hpp"
 
 namespace ratelimit::cli {
 namespace {
@@ -28,10 +27,9 @@ struct SetOptions {
 
 int set_key_rate(const SetOptions& options) {
   // A key may count bytes (its pipes') or permits: a rate in bytes is taken as written.
-  const auto now = std::chrono::system_clock::now();
-  const BucketParams params = to_bucket_params(options.bucket, RateUnits::data, now);
-  const backends::KeySchedule schedule = to_key_schedule(options.bucket, RateUnits::data, now);
-  if (!open_backend(options.store)->set_rate(options.key, params.permits_per_second, schedule)) {
+  const ParsedBucket bucket = parse_bucket_options(options.bucket, RateUnits::data);
+  if (!open_backend(options.store)
+           ->set_rate(options.key, bucket.params.permits_per_second, bucket.key_schedule)) {
     fmt::print(stderr, "ratelimit: no bucket '{}' in {}\n", options.key, store_of(options.store));
     return exit_no_input;
   }
@@ -81,15 +79,17 @@ void report_answer(const SetOptions& options, const pipe::RunningPipe& running,
 int run_set(const SetOptions& options) {
   if (!options.key.empty()) return set_key_rate(options);
   if (options.pid == 0) throw UsageError("set needs a PID or --key NAME");
+  const std::string state_dir = state_dir_of(options.store);
   const std::string no_pipe =
       fmt::format("no ratelimit pipe runs as process {} (no pipe-{}.bytes or .records in {})",
-                  options.pid, options.pid, backends::state_dir_from_environment(""));
-  const std::optional<pipe::RunningPipe> running = pipe::find_running_pipe(options.pid);
+                  options.pid, options.pid, state_dir);
+  const std::optional<pipe::RunningPipe> running = pipe::find_running_pipe(state_dir, options.pid);
   if (!running) throw InputError(no_pipe);
   // Checked against what the pipe counts, as its own --rate was.
   const RateUnits units = running->counts_bytes ? RateUnits::data : RateUnits::plain;
-  const BucketParams params = to_bucket_params(options.bucket, units);
-  std::optional<Timetable> timetable = to_timetable(options.bucket, units);
+  ParsedBucket bucket = parse_bucket_options(options.bucket, units);
+  const BucketParams& params = bucket.params;
+  std::optional<Timetable>& timetable = bucket.timetable;
   const std::optional<pipe::PipeStatus> before = pipe::read_status(*running);
   try {
     pipe::send_rate(*running, timetable ? pipe::NewRate(std::move(*timetable))

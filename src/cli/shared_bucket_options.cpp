@@ -6,12 +6,11 @@
 #include <limits>
 #include <map>
 
-#include "backends/redis/redis_url.hpp"
-#include "backends/state_file/state_file_format.hpp"
 #include "cli/help.hpp"
 #include "cli/units.hpp"
 #include "exit_codes.hpp"
 #include "io/waiter.hpp"
+#include "state/key_file_names.hpp"
 
 namespace ratelimit::cli {
 namespace {
@@ -22,6 +21,19 @@ std::chrono::nanoseconds parse_redis_timeout(std::string_view text) {
   if (duration < std::chrono::milliseconds(1))
     throw UsageError("invalid duration '" + std::string(text) + "': must be at least 1ms");
   return duration;
+}
+
+// --on-redis-error's words.
+constexpr std::pair<std::string_view, backends::OnUnavailable> kPolicies[] = {
+    {"fail", backends::OnUnavailable::fail},
+    {"allow", backends::OnUnavailable::allow},
+    {"local", backends::OnUnavailable::local}};
+
+std::string_view policy_name(backends::OnUnavailable policy) {
+  for (const auto& [name, value] : kPolicies) {
+    if (value == policy) return name;
+  }
+  return {};
 }
 
 std::string describe_params(const BucketParams& params, const std::string& timetable) {
@@ -37,16 +49,7 @@ std::string describe_params(const BucketParams& params, const std::string& timet
 
 CLI::Option* add_key_option(CLI::App& app, std::string& key) {
   return app.add_option("-k,--key", key, "Name of the shared bucket")
-      ->check(CLI::Validator(
-          [](std::string& name) -> std::string {
-            try {
-              backends::validate_key(name);
-              return {};
-            } catch (const std::invalid_argument& error) {
-              return error.what();
-            }
-          },
-          "NAME"))
+      ->check(syntax_check(backends::validate_key, "NAME"))
       ->option_text("NAME")
       ->group("Shared bucket");
 }
@@ -94,32 +97,35 @@ void add_redis_policy_option(CLI::App& app, StoreOptions& options) {
   app.add_option("--on-redis-error", options.on_redis_error,
                  "If Redis cannot answer: fail (exit 69), allow (run unthrottled) or local (use "
                  "this host's bucket of the key)")
-      ->transform(CLI::CheckedTransformer(
-          std::map<std::string, backends::OnUnavailable>{{"fail", backends::OnUnavailable::fail},
-                                                         {"allow", backends::OnUnavailable::allow},
-                                                         {"local", backends::OnUnavailable::local}},
-          CLI::ignore_case))
+      ->transform(CLI::CheckedTransformer(std::map<std::string, backends::OnUnavailable>(
+                                              std::begin(kPolicies), std::end(kPolicies)),
+                                          CLI::ignore_case))
       ->transform(one_of({"fail", "allow", "local"}))
       ->option_text("fail|allow|local")
       ->group("Shared bucket");
 }
 
 backends::BackendOptions backend_options(const StoreOptions& options) {
-  return {
-      .state_dir = options.state_dir,
+  backends::BackendOptions backend{
+      .local = {.directory = state_dir_of(options)},
+      .redis = {},
+      .on_unavailable = options.on_redis_error,
       .notify =
           [verbose = options.verbose](const std::string& message) {
             if (verbose) fmt::print(stderr, "ratelimit: {}\n", message);
           },
-      .redis_url = options.redis,
-      .redis_timeout =
-          std::chrono::ceil<std::chrono::milliseconds>(parse_redis_timeout(options.redis_timeout)),
-      .redis_tls = {.ca_file = options.redis_tls.ca_file,
-                    .cert_file = options.redis_tls.cert_file,
-                    .key_file = options.redis_tls.key_file,
-                    .verify = !options.redis_tls_insecure},
-      .on_redis_error = options.on_redis_error,
-      .warn = [](const std::string& message) { fmt::print(stderr, "ratelimit: {}\n", message); }};
+      .warn = [](const std::string& message) { fmt::print(stderr, "ratelimit: {}\n", message); },
+      .on_unavailable_said_as =
+          fmt::format("--on-redis-error={}", policy_name(options.on_redis_error))};
+  if (!options.redis.empty())
+    backend.redis = backends::RedisOptions{.url = options.redis,
+                                           .timeout = std::chrono::ceil<std::chrono::milliseconds>(
+                                               parse_redis_timeout(options.redis_timeout)),
+                                           .tls = {.ca_file = options.redis_tls.ca_file,
+                                                   .cert_file = options.redis_tls.cert_file,
+                                                   .key_file = options.redis_tls.key_file,
+                                                   .verify = !options.redis_tls_insecure}};
+  return backend;
 }
 
 std::unique_ptr<backends::BucketBackend> open_backend(const StoreOptions& options) {
@@ -135,8 +141,7 @@ bool may_hold_buckets(const StoreOptions& options) {
 }
 
 std::string store_of(const StoreOptions& options) {
-  if (!options.redis.empty()) return "Redis at " + backends::hide_password(options.redis);
-  return state_dir_of(options);
+  return backends::describe_store(backend_options(options));
 }
 
 void add_permit_options(CLI::App& app, PermitOptions& options) {
@@ -163,9 +168,9 @@ backends::PermitRequest to_permit_request(const PermitOptions& options,
                                           std::chrono::nanoseconds now) {
   backends::PermitRequest request;
   request.key = options.key;
-  const auto wall_now = std::chrono::system_clock::now();
-  request.params = to_bucket_params(options.bucket, RateUnits::plain, wall_now);
-  request.schedule = to_key_schedule(options.bucket, RateUnits::plain, wall_now);
+  ParsedBucket bucket = parse_bucket_options(options.bucket, RateUnits::plain);
+  request.params = bucket.params;
+  request.schedule = std::move(bucket.key_schedule);
   request.permits = options.permits;
   std::chrono::nanoseconds timeout = std::chrono::nanoseconds::max();
   if (options.try_only) timeout = std::chrono::nanoseconds::zero();
@@ -181,7 +186,9 @@ int admit_then(const PermitOptions& options, int max_inflight,
                const std::function<int(exec::Admission&)>& admitted) {
   const std::unique_ptr<backends::BucketBackend> backend = open_backend(options.store);
   std::unique_ptr<backends::InflightSlots> slots;
-  if (max_inflight > 0) slots = backends::open_inflight_slots(backend_options(options.store));
+  if (max_inflight > 0)
+    slots = std::make_unique<backends::StateDirectorySlots>(
+        backends::StateDirectory::open(state_dir_of(options.store)));
   exec::Admission admission;
   exec::AdmissionRequest request;
   {

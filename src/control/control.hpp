@@ -8,8 +8,8 @@
 #include <string_view>
 #include <vector>
 
+#include "control/new_rate.hpp"
 #include "io/posix.hpp"
-#include "pipe/io.hpp"
 #include "state/state_directory.hpp"
 
 namespace ratelimit::pipe {
@@ -36,15 +36,16 @@ std::string encode_status(const PipeStatus& status);
 std::optional<PipeStatus> decode_status(std::string_view record);
 
 // Live control of a running pipe. Each pipe process makes a FIFO named after its process id and
-// what it counts ("pipe-PID.bytes" or "pipe-PID.records") in the user's state directory (the one of
-// the shared buckets: private to the user, see backends::StateDirectory) and watches it in every
-// wait; `ratelimit set PID --rate R` writes one line into it. Every step goes through the checked
-// directory's descriptor, never its path.
+// what it counts ("pipe-PID.bytes" or "pipe-PID.records") in the state directory (the one of the
+// shared buckets, --state-dir: private to the user, see backends::StateDirectory) and watches it in
+// every wait; `ratelimit set PID --rate R` writes one line into it. Every step goes through the
+// checked directory's descriptor, never its path.
 class ControlChannel {
  public:
-  // This process's channel; nullptr when the directory is not safe to use (no live control then).
-  // Removes the FIFOs of pipes that were killed before they could.
-  static std::unique_ptr<ControlChannel> create(bool counts_bytes);
+  // This process's channel in the state directory `state_dir`; nullptr when the directory is not
+  // safe to use (no live control then). Removes the FIFOs of pipes that were killed before they
+  // could.
+  static std::unique_ptr<ControlChannel> create(const std::string& state_dir, bool counts_bytes);
   ~ControlChannel();
   ControlChannel(const ControlChannel&) = delete;
   ControlChannel& operator=(const ControlChannel&) = delete;
@@ -74,13 +75,14 @@ class ControlChannel {
   bool dropping_line_ = false;  // the line in progress is too long: skipped up to its end
 };
 
-// The channel of the pipe running as process `pid`, to send to.
+// The channel of the pipe running as process `pid` with the state directory `state_dir`, to send
+// to.
 struct RunningPipe {
   backends::StateDirectory directory;
   std::string fifo_name;
   bool counts_bytes;
 };
-std::optional<RunningPipe> find_running_pipe(long pid);
+std::optional<RunningPipe> find_running_pipe(const std::string& state_dir, long pid);
 
 // What the pipe published last; nullopt if nothing (yet) or not a status.
 std::optional<PipeStatus> read_status(const RunningPipe& pipe);

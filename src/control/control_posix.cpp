@@ -23,9 +23,9 @@ constexpr std::size_t kMaxLineBytes = 32 + backends::kMaxTimetableBytes;
 
 // The FIFOs live in the user's private state directory, the one of the shared buckets. Without a
 // safe one the pipe runs without live control.
-std::optional<backends::StateDirectory> control_directory() {
+std::optional<backends::StateDirectory> control_directory(const std::string& path) {
   try {
-    return backends::StateDirectory::open(backends::state_dir_from_environment(""));
+    return backends::StateDirectory::open(path);
   } catch (const std::exception&) {
     return std::nullopt;
   }
@@ -92,8 +92,9 @@ std::optional<PipeStatus> read_status_of(const backends::StateDirectory& directo
 
 }  // namespace
 
-std::unique_ptr<ControlChannel> ControlChannel::create(bool counts_bytes) {
-  std::optional<backends::StateDirectory> directory = control_directory();
+std::unique_ptr<ControlChannel> ControlChannel::create(const std::string& state_dir,
+                                                       bool counts_bytes) {
+  std::optional<backends::StateDirectory> directory = control_directory(state_dir);
   if (!directory) return nullptr;
   try {
     remove_files_of_gone_processes(*directory);
@@ -183,8 +184,8 @@ std::vector<ListedPipe> list_running_pipes(const std::string& path) {
   return pipes;
 }
 
-std::optional<RunningPipe> find_running_pipe(long pid) {
-  std::optional<backends::StateDirectory> directory = control_directory();
+std::optional<RunningPipe> find_running_pipe(const std::string& state_dir, long pid) {
+  std::optional<backends::StateDirectory> directory = control_directory(state_dir);
   if (!directory) return std::nullopt;
   for (const bool counts_bytes : {true, false}) {
     std::string name = fifo_name(pid, counts_bytes);

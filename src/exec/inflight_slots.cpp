@@ -1,8 +1,12 @@
 #include "exec/inflight_slots.hpp"
 
-#include "backends/state_file/state_file_format.hpp"
+#include "state/key_file_names.hpp"
 
 namespace ratelimit::backends {
+
+std::string slot_file_name(std::string_view key, int index) {
+  return key_file_stem(key) + ".slot-" + std::to_string(index);
+}
 
 io::FileDescriptor StateDirectorySlots::try_take(const std::string& key, int max_inflight) {
   for (int index = 0; index < max_inflight; ++index) {

@@ -1,6 +1,7 @@
 #pragma once
 
 #include <string>
+#include <string_view>
 
 #include "io/posix.hpp"
 #include "state/state_directory.hpp"
@@ -18,6 +19,9 @@ class InflightSlots {
 };
 
 // Slots as lock files KEY.slot-I in a state directory.
+// The lock file of slot `index` of `key`'s --max-inflight.
+std::string slot_file_name(std::string_view key, int index);
+
 class StateDirectorySlots final : public InflightSlots {
  public:
   explicit StateDirectorySlots(StateDirectory directory) : directory_(std::move(directory)) {}

@@ -4,9 +4,8 @@
 #include <cstddef>
 #include <optional>
 #include <span>
-#include <variant>
 
-#include "ratelimit/timetable.hpp"
+#include "control/new_rate.hpp"
 
 namespace ratelimit::pipe {
 
@@ -19,9 +18,6 @@ enum class Wake {
 };
 
 // What besides its deadline a wait is for.
-// What `ratelimit set` sent: one rate (units per second), or a timetable to follow from now on.
-using NewRate = std::variant<double, Timetable>;
-
 enum class WaitFor {
   deadline,   // nothing
   input,      // the input can be read (or is at its end) without blocking

@@ -52,7 +52,7 @@ class StateDirectory {
  public:
   // Opens `path`, creating it 0700 if missing. Throws UnsafeStateError unless it is a directory
   // (not a symbolic link to one: another user may have planted it in /tmp) owned by this user
-  // and not writable by group or others.
+  // and not writable by group or others; BackendUnavailable if it cannot be created or opened.
   static StateDirectory open(const std::string& path);
 
   // Opens `name` (creating it 0600) and waits for the lock.

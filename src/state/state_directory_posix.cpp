@@ -60,8 +60,11 @@ void LockedFile::replace(std::string_view bytes) {
 }
 
 StateDirectory StateDirectory::open(const std::string& path) {
-  if (::mkdir(path.c_str(), 0700) != 0 && errno != EEXIST)
-    io::throw_errno("create state directory '" + path + "'");
+  const auto unavailable = [&path](std::string_view what) {
+    return BackendUnavailable(fmt::format("{} state directory '{}': {}", what, path,
+                                          std::generic_category().message(errno)));
+  };
+  if (::mkdir(path.c_str(), 0700) != 0 && errno != EEXIST) throw unavailable("create");
   io::FileDescriptor fd(::open(path.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
   struct stat link_status {};
   if (!fd && (errno == ELOOP || errno == ENOTDIR) && ::lstat(path.c_str(), &link_status) == 0 &&
@@ -76,7 +79,7 @@ StateDirectory StateDirectory::open(const std::string& path) {
     struct stat status {};
     if (::lstat(path.c_str(), &status) == 0) check_ownership(status, path, "state directory");
     errno = error;
-    io::throw_errno("open state directory '" + path + "'");
+    throw unavailable("open");
   }
   check_ownership(stat_of(fd.get(), path), path, "state directory");
   return StateDirectory(std::move(fd), path);

@@ -10,6 +10,7 @@
 #include <string_view>
 
 #include "backends/state_file/state_file_format.hpp"
+#include "errors.hpp"
 #include "ratelimit/token_bucket.hpp"
 
 using namespace ratelimit;
@@ -44,7 +45,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     if (file_name.find('/') != std::string::npos || file_name == "." || file_name == "..")
       std::abort();
     if (backends::key_of_bucket_file(file_name) != std::string(bytes)) std::abort();
-  } catch (const std::invalid_argument&) {
+  } catch (const UsageError&) {
   }
   if (const std::optional<std::string> key = backends::key_of_bucket_file(bytes)) {
     if (backends::bucket_file_name(*key) != bytes) std::abort();

@@ -469,7 +469,7 @@ TEST(RedisFailures, PausedServerTimesOut) {
 // deadline (or after kAnswerGrace for one already due), long before --redis-timeout.
 TEST(RedisFailures, PausedServerRefusesAtTheRequestsDeadline) {
   RedisServer server;
-  RedisBackend redis(parse_redis_url(server.unix_url()), 30s);
+  RedisBackend redis(parse_redis_deployment(server.unix_url()), 30s);
   EXPECT_TRUE(redis.reserve(request("k", bursty(100)), real_waiter()).granted);
   for (const nanoseconds timeout : {nanoseconds::zero(), nanoseconds(300ms)}) {
     admin(server, {"CLIENT", "PAUSE", "1500", "ALL"});

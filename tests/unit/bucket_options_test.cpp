@@ -15,7 +15,7 @@ BucketParams parse(std::vector<std::string> args, RateUnits units = RateUnits::d
   add_bucket_options(app, options, RateUnits::data);
   std::reverse(args.begin(), args.end());
   app.parse(args);
-  return to_bucket_params(options, units);
+  return parse_bucket_options(options, units).params;
 }
 
 TEST(BucketOptions, DefaultIsGuavaOneSecondBursty) {

@@ -84,9 +84,8 @@ TEST(FallbackBackend, AllowGrantsAtOnceAfterOneWarningAndNeverAsksAgain) {
   fixture.shared->down = false;
   EXPECT_EQ(fixture.reserve().wait, 0ms);
   EXPECT_EQ(fixture.shared->calls, 2);
-  EXPECT_EQ(fixture.warnings,
-            std::vector<std::string>{"Redis at redis://h: Connection refused; running "
-                                     "unthrottled (--on-redis-error=allow)"});
+  EXPECT_EQ(fixture.warnings, std::vector<std::string>{
+                                  "Redis at redis://h: Connection refused; running unthrottled"});
 }
 
 TEST(FallbackBackend, LocalSwitchesToTheLocalBucketForTheRestOfTheRun) {
@@ -100,7 +99,7 @@ TEST(FallbackBackend, LocalSwitchesToTheLocalBucketForTheRestOfTheRun) {
   EXPECT_EQ(fixture.locals_opened, 1);
   EXPECT_EQ(fixture.warnings,
             std::vector<std::string>{"Redis at redis://h: Connection refused; using this host's "
-                                     "bucket 'api' (--on-redis-error=local)"});
+                                     "bucket 'api'"});
 }
 
 TEST(FallbackBackend, StatusAndResetFailWhateverThePolicy) {

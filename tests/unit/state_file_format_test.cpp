@@ -5,6 +5,7 @@
 #include <limits>
 #include <stdexcept>
 
+#include "exec/inflight_slots.hpp"
 #include "state/state_directory.hpp"
 
 namespace ratelimit::backends {
@@ -177,8 +178,8 @@ TEST(KeyNames, OtherFilesAreNotBuckets) {
 }
 
 TEST(KeyNames, LengthIsBounded) {
-  EXPECT_THROW(validate_key(""), std::invalid_argument);
-  EXPECT_THROW(validate_key(std::string(kMaxKeyBytes + 1, 'k')), std::invalid_argument);
+  EXPECT_THROW(validate_key(""), UsageError);
+  EXPECT_THROW(validate_key(std::string(kMaxKeyBytes + 1, 'k')), UsageError);
   EXPECT_NO_THROW(validate_key(std::string(kMaxKeyBytes, 'k')));
   // The longest name, every byte escaped, still fits in NAME_MAX (255).
   EXPECT_LE(slot_file_name(std::string(kMaxKeyBytes, '/'), 255).size(), 255u);

@@ -68,33 +68,6 @@ constexpr std::size_t kFixedRecordBytes = kMagic.size() + 4 * sizeof(std::uint32
 constexpr std::size_t kTimetableLengthOffset =
     kFixedRecordBytes - sizeof(std::uint64_t) - sizeof(std::uint32_t);
 
-bool is_plain_key_byte(char c) {
-  return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '-' ||
-         c == '_';
-}
-
-int hex_value(char c) {
-  if (c >= '0' && c <= '9') return c - '0';
-  if (c >= 'A' && c <= 'F') return c - 'A' + 10;
-  return -1;
-}
-
-std::string encode_key(std::string_view key) {
-  static constexpr char kHex[] = "0123456789ABCDEF";
-  std::string encoded;
-  for (char c : key) {
-    if (is_plain_key_byte(c)) {
-      encoded += c;
-    } else {
-      const auto byte = static_cast<unsigned char>(c);
-      encoded += '%';
-      encoded += kHex[byte >> 4];
-      encoded += kHex[byte & 0xF];
-    }
-  }
-  return encoded;
-}
-
 // Text fields are fixed-size, padded with blanks.
 std::string padded(std::string text, std::size_t size) {
   text.resize(size, ' ');
@@ -212,40 +185,13 @@ DecodedRecord decode_record(std::string_view bytes, std::chrono::nanoseconds now
   return {.record = std::move(record), .problem = {}};
 }
 
-void validate_key(std::string_view key) {
-  if (key.empty() || key.size() > kMaxKeyBytes)
-    throw std::invalid_argument("key '" + std::string(key) + "' must be 1 to " +
-                                std::to_string(kMaxKeyBytes) + " bytes long");
-}
-
 std::string bucket_file_name(std::string_view key) {
-  validate_key(key);
-  return encode_key(key) + std::string(kBucketSuffix);
+  return key_file_stem(key) + std::string(kBucketSuffix);
 }
 
 std::optional<std::string> key_of_bucket_file(std::string_view file_name) {
   if (!file_name.ends_with(kBucketSuffix)) return std::nullopt;
-  const std::string_view encoded = file_name.substr(0, file_name.size() - kBucketSuffix.size());
-  std::string key;
-  for (std::size_t i = 0; i < encoded.size(); ++i) {
-    if (is_plain_key_byte(encoded[i])) {
-      key += encoded[i];
-      continue;
-    }
-    if (encoded[i] != '%' || i + 2 >= encoded.size() || hex_value(encoded[i + 1]) < 0 ||
-        hex_value(encoded[i + 2]) < 0)
-      return std::nullopt;
-    key += static_cast<char>(hex_value(encoded[i + 1]) * 16 + hex_value(encoded[i + 2]));
-    i += 2;
-  }
-  if (key.empty() || key.size() > kMaxKeyBytes || bucket_file_name(key) != file_name)
-    return std::nullopt;
-  return key;
-}
-
-std::string slot_file_name(std::string_view key, int index) {
-  validate_key(key);
-  return encode_key(key) + ".slot-" + std::to_string(index);
+  return key_of_file_stem(file_name.substr(0, file_name.size() - kBucketSuffix.size()));
 }
 
 }  // namespace ratelimit::backends

@@ -7,6 +7,7 @@
 
 #include "backends/bucket_backend.hpp"
 #include "ratelimit/token_bucket.hpp"
+#include "state/key_file_names.hpp"
 
 // The state-file backend's on-disk format, without I/O: file names and the bucket record.
 namespace ratelimit::backends {
@@ -40,17 +41,9 @@ DecodedRecord decode_record(std::string_view bytes, std::chrono::nanoseconds now
 // ask for, each at the slowest interval the bucket charges.
 std::chrono::nanoseconds longest_booked_wait(const BucketParams& params);
 
-// Keys are at most this many bytes, so that every file name stays under NAME_MAX.
-inline constexpr std::size_t kMaxKeyBytes = 80;
-// Throws std::invalid_argument naming the key if it is empty or too long.
-void validate_key(std::string_view key);
-
-// The bucket file of `key`: bytes other than ASCII letters, digits, '-' and '_' are written %XX,
-// so that no key reaches another path ('/', '.', "..") or another key's name.
+// The bucket file of `key`: its key_file_stem() and ".bucket".
 std::string bucket_file_name(std::string_view key);
 // The key of a bucket file name, or none if `file_name` is not one.
 std::optional<std::string> key_of_bucket_file(std::string_view file_name);
-// The lock file of slot `index` of `key`'s --max-inflight.
-std::string slot_file_name(std::string_view key, int index);
 
 }  // namespace ratelimit::backends

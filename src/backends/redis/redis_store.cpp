@@ -1,0 +1,23 @@
+#include "backends/redis/redis_store.hpp"
+
+#include "backends/redis/redis_backend.hpp"
+#include "backends/redis/redis_deployment.hpp"
+#include "backends/redis/redis_url.hpp"
+
+namespace ratelimit::backends {
+
+std::unique_ptr<BucketBackend> open_redis_store(
+    const RedisOptions& options, const std::function<void(const std::string&)>& notify,
+    const std::function<void(const std::string&)>& warn) {
+  auto redis = std::make_unique<RedisBackend>(parse_redis_deployment(options.url), options.timeout,
+                                              notify, options.tls);
+  if (!options.tls.verify)
+    warn("--redis-tls-insecure: the Redis server's certificate and name are not checked");
+  return redis;
+}
+
+std::string describe_store(const RedisOptions& options) {
+  return "Redis at " + hide_password(options.url);
+}
+
+}  // namespace ratelimit::backends

@@ -1,0 +1,25 @@
+#pragma once
+
+#include <functional>
+#include <memory>
+#include <string>
+
+#include "backends/bucket_backend.hpp"
+
+// The state-file store as open_backend() chooses it: its options, and opening it with them.
+namespace ratelimit::backends {
+
+struct StateFileOptions {
+  std::string directory;  // the state directory, as resolved once (state_dir_from_environment)
+};
+
+// This user's buckets on this host. Throws UnsafeStateError (77) for a directory another user
+// could tamper with, BackendUnavailable (69) for one that cannot be created or opened. `notify`
+// is told why a record was discarded (--verbose).
+std::unique_ptr<BucketBackend> open_state_file_store(
+    const StateFileOptions& options, const std::function<void(const std::string&)>& notify);
+
+// Where the buckets are, for messages: the directory.
+std::string describe_store(const StateFileOptions& options);
+
+}  // namespace ratelimit::backends

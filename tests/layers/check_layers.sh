@@ -1,0 +1,61 @@
+#!/usr/bin/env bash
+# Checks the include arrows of the source tree against its one declared floor order: the
+# "One line per room, lowest floor first" list of src/CMakeLists.txt, above the core's public
+# headers (ratelimit/, floor 0). A file may include its own folder and the folders below it,
+# never one above (with one total order, no two folders can then include each other); a store's
+# own folder (backends/NAME/) is entered only from backends/, where stores are chosen.
+# Usage: check_layers.sh SRC_DIR. Prints each wrong arrow; exits 1 if there is one.
+set -euo pipefail
+src=${1:?usage: check_layers.sh SRC_DIR}
+
+declare -A floor=([ratelimit]=0 [core]=0)
+order=(ratelimit)
+in_list=0
+while read -r line; do
+  if [[ $line == "# One line per room"* ]]; then in_list=1; continue; fi
+  ((in_list)) || continue
+  [[ $line == add_library* ]] && line=${line#*STATIC}
+  read -r first _ <<<"$line"
+  [[ -n $first ]] || continue
+  folder=${first%%/*}
+  if [[ $first =~ ^[a-z_]+/ && -z ${floor[$folder]+set} ]]; then
+    floor[$folder]=${#order[@]}
+    order+=("$folder")
+  fi
+  [[ $line == *")" ]] && break
+done <"$src/CMakeLists.txt"
+((${#order[@]} > 1)) || { echo "no room list in $src/CMakeLists.txt" >&2; exit 1; }
+
+wrong=0
+while IFS= read -r -d '' file; do
+  relative=${file#"$src"/}
+  [[ $relative == */* ]] || continue  # errors.hpp, exit_codes.hpp: below every folder
+  from=${relative%%/*}
+  if [[ -z ${floor[$from]+set} ]]; then
+    echo "$relative: folder '$from' is not in the room list of src/CMakeLists.txt"
+    wrong=1
+    continue
+  fi
+  while IFS= read -r included; do
+    to=${included%%/*}
+    if [[ -z ${floor[$to]+set} ]]; then
+      echo "$relative: includes \"$included\": folder '$to' is not in the room list"
+      wrong=1
+    elif ((floor[$to] > floor[$from])); then
+      echo "$relative: includes \"$included\": '$to' is a floor above '$from'" \
+        "(order: ${order[*]})"
+      wrong=1
+    elif [[ $included == backends/*/* && $from != backends ]]; then
+      echo "$relative: includes \"$included\": a store's folder is entered only from backends/"
+      wrong=1
+    elif [[ $included == backends/*/* && $relative == backends/*/* ]]; then
+      included_store=${included#backends/}
+      file_store=${relative#backends/}
+      if [[ ${included_store%%/*} != "${file_store%%/*}" ]]; then
+        echo "$relative: includes \"$included\": one store's folder never includes another's"
+        wrong=1
+      fi
+    fi
+  done < <(sed -n 's/^[[:space:]]*#[[:space:]]*include[[:space:]]*"\([^"]*\/[^"]*\)".*/\1/p' "$file")
+done < <(find "$src" \( -name '*.hpp' -o -name '*.cpp' -o -name '*.cpp.in' \) -print0)
+exit "$wrong"

@@ -1,0 +1,28 @@
+#!/usr/bin/env bash
+# The source tree keeps its floor order and its store rooms (check_layers.sh), and the check does
+# see each kind of wrong arrow when one is planted in a copy of the tree.
+set -euo pipefail
+src=${1:?usage: test_layers.sh SRC_DIR}
+check=$(dirname "$0")/check_layers.sh
+bash "$check" "$src"
+
+scratch=$(mktemp -d)
+trap 'rm -rf "$scratch"' EXIT
+expect_refused() {
+  local what=$1 file=$2 include=$3
+  rm -rf "$scratch/src"
+  cp -r "$src" "$scratch/src"
+  printf '#include "%s"\n' "$include" >>"$scratch/src/$file"
+  if bash "$check" "$scratch/src" >"$scratch/out"; then
+    echo "FAIL: $what ($file including $include) was not refused"
+    exit 1
+  fi
+  grep -q "includes \"$include\"" "$scratch/out" || { cat "$scratch/out"; exit 1; }
+}
+expect_refused "an arrow up a floor" io/posix.hpp cli/commands.hpp
+expect_refused "a circle" state/state_directory.hpp backends/bucket_backend.hpp
+expect_refused "a store's folder entered from outside" cli/units.cpp backends/redis/redis_url.hpp
+expect_refused "one store's folder entering another's" backends/redis/redis_store.cpp \
+  backends/state_file/state_file_format.hpp
+expect_refused "an undeclared folder" pipe/engine.hpp nowhere/thing.hpp
+echo "layers: ok"
