@@ -12,10 +12,10 @@
 #include "cli/commands.hpp"
 #include "cli/shared_bucket_options.hpp"
 #include "cli/units.hpp"
+#include "control/control.hpp"
 #include "exit_codes.hpp"
 #include "io/local_time_posix.hpp"
 #include "io/posix.hpp"
-#include "control/control.hpp"
 #include "pipe/engine.hpp"
 #include "pipe/files.hpp"
 #include "pipe/progress.hpp"
@@ -109,13 +109,13 @@ pipe::Result run_engine(const PipeOptions& options, const pipe::EngineOptions& e
   request.schedule = key_schedule;
   const auto on_replaced = [&](const BucketParams& replaced, const std::string& timetable) {
     announce_replaced_params(options.key, {replaced, timetable},
-                             {engine_options.bucket, key_schedule.timetable});
+                             {engine_options.bucket, key_schedule.timetable},
+                             notation_of(options.bucket.rate, pipe::counted(engine_options.unit)));
   };
   const auto follow_key = [&](const std::string& text) {
     std::optional<Timetable> timetable = schedule::parse_timetable_text(text);
     if (text.empty())
-      fmt::print(stderr, "ratelimit: key '{}' has no timetable now: its rate holds\n",
-                 options.key);
+      fmt::print(stderr, "ratelimit: key '{}' has no timetable now: its rate holds\n", options.key);
     else if (!timetable)
       fmt::print(stderr,
                  "ratelimit: warning: key '{}' has a timetable this version cannot read ('{}'): "
@@ -179,18 +179,14 @@ int run_pipe(const PipeOptions& options) {
 
   const bool show_progress =
       options.progress == "force" || (options.progress == "auto" && ::isatty(STDERR_FILENO));
-  // Amounts in the notation --rate was written in; a timetable's are plain SI bytes or units.
-  pipe::Notation notation;
-  if (!schedule::is_timetable(options.bucket.rate)) {
-    const Rate written = parse_rate(options.bucket.rate);
-    notation = {.binary_prefix = written.binary_prefix, .bits = written.unit == DataUnit::bits};
-  }
-  pipe::ProgressMeter meter(unit, io.total_bytes(), notation);
-  const auto publish = [&control, &unit, &io](const pipe::Totals& totals) {
-    control->publish({.counts_bytes = unit.counts_bytes(),
+  const format::Notation notation = notation_of(options.bucket.rate, pipe::counted(unit));
+  pipe::ProgressMeter meter(notation, io.total_bytes());
+  const auto publish = [&](const pipe::Totals& totals) {
+    control->publish({.notation = notation,
                       .rate = totals.rate,
                       .units = totals.units,
-                      .bytes = totals.bytes},
+                      .bytes = totals.bytes,
+                      .key = options.key},
                      io.now());
   };
   if (control) publish({.rate = engine_options.bucket.permits_per_second});
@@ -208,11 +204,11 @@ int run_pipe(const PipeOptions& options) {
   const pipe::Result result =
       run_engine(options, engine_options, key_schedule, schedule, io, on_progress);
   if (show_progress) fmt::print(stderr, "\n");
-  if (options.stats == "text") fmt::print(stderr, "{}\n", pipe::summary_text(result, unit));
+  if (options.stats == "text") fmt::print(stderr, "{}\n", pipe::summary_text(result, notation));
   if (options.stats == "json") {
     const auto unix_time_at_clock_zero =
         std::chrono::system_clock::now().time_since_epoch() - io.now();
-    fmt::print(stderr, "{}\n", pipe::summary_json(result, unit, unix_time_at_clock_zero));
+    fmt::print(stderr, "{}\n", pipe::summary_json(result, notation, unix_time_at_clock_zero));
   }
   return exit_code(result);
 }

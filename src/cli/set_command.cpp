@@ -11,8 +11,9 @@
 #include "cli/commands.hpp"
 #include "cli/shared_bucket_options.hpp"
 #include "cli/units.hpp"
-#include "exit_codes.hpp"
 #include "control/control.hpp"
+#include "exit_codes.hpp"
+#include "format/quantities.hpp"
 #include "schedule/timetable_text.hpp"
 #include "state/state_directory.hpp"
 
@@ -59,7 +60,10 @@ int run_set(const SetOptions& options) {
     if (error.code() == std::errc::no_such_device_or_address) throw UsageError(no_pipe);
     throw;
   }
-  const std::string_view unit = running->counts_bytes ? "bytes" : "records";
+  // What the pipe says it counts ("lines" for -l); the FIFO tells bytes from records only.
+  const std::string_view unit = before ? format::counted_name(before->notation.counted)
+                                : running->counts_bytes ? "bytes"
+                                                        : "records";
   const std::string new_rate =
       timetable ? fmt::format("timetable '{}' ({} {}/s now)", options.bucket.rate,
                               params.permits_per_second, unit)
@@ -69,10 +73,11 @@ int run_set(const SetOptions& options) {
     fmt::print(stderr, "ratelimit: process {}: rate set to {}\n", options.pid, new_rate);
     return exit_ok;
   }
+  // As the pipe's --rate was written.
   const std::string old_rate =
       std::isinf(before->rate)
           ? "off"
-          : fmt::format("{} ({} {}/s)", human_rate(before->rate, running->counts_bytes ? "B" : ""),
+          : fmt::format("{} ({} {}/s)", format::written_rate(before->rate, before->notation),
                         before->rate, unit);
   fmt::print(stderr, "ratelimit: process {}: rate set from {} to {}\n", options.pid, old_rate,
              new_rate);

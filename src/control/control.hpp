@@ -8,6 +8,7 @@
 #include <string_view>
 #include <vector>
 
+#include "format/quantities.hpp"
 #include "io/posix.hpp"
 #include "pipe/io.hpp"
 #include "state/state_directory.hpp"
@@ -21,14 +22,17 @@ std::optional<NewRate> decode_rate(std::string_view line);
 
 // What a running pipe tells `status` and `set` about itself.
 struct PipeStatus {
-  bool counts_bytes = true;
+  // What it counts and how its --rate was written, to show its rate alike.
+  format::Notation notation{.counted = format::Counted::bytes};
   double rate = 0.0;  // units per second in force; infinity: no limit (a timetable's "off")
   std::uint64_t units = 0;
   std::uint64_t bytes = 0;
+  std::string key{};  // the shared bucket; empty: none
   friend bool operator==(const PipeStatus&, const PipeStatus&) = default;
 };
-// One line, e.g. "ratelimit-pipe 1 bytes 52428800 1000 1000\n", and back; nullopt unless it is
-// exactly such a line (a torn or foreign file is not believed).
+// One line, e.g. "ratelimit-pipe 2 bits si 52428800 1000 1000 617069\n" (counted as bytes, bits
+// or lines or records; SI or IEC prefixes; the key in hex, "-" for none), and back; nullopt
+// unless it is exactly such a line (a torn or foreign file is not believed).
 std::string encode_status(const PipeStatus& status);
 std::optional<PipeStatus> decode_status(std::string_view record);
 
