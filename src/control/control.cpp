@@ -13,7 +13,7 @@ namespace ratelimit::pipe {
 namespace {
 
 constexpr std::string_view kTimetableTag = "timetable ";
-constexpr std::string_view kStatusTag = "ratelimit-pipe 2";
+constexpr std::string_view kStatusTag = "ratelimit-pipe 3";
 
 }  // namespace
 
@@ -92,9 +92,10 @@ std::optional<std::string> key_of_hex(std::string_view hex) {
 }  // namespace
 
 std::string encode_status(const PipeStatus& status) {
-  return fmt::format("{} {} {} {} {} {} {}\n", kStatusTag, counted_field(status.notation),
+  return fmt::format("{} {} {} {} {} {} {} {}\n", kStatusTag, counted_field(status.notation),
                      status.notation.binary_prefix ? "iec" : "si", status.rate, status.units,
-                     status.bytes, status.key.empty() ? kNoKey : format::hex_bytes(status.key));
+                     status.bytes, status.answered,
+                     status.key.empty() ? kNoKey : format::hex_bytes(status.key));
 }
 
 std::optional<PipeStatus> decode_status(std::string_view record) {
@@ -108,17 +109,20 @@ std::optional<PipeStatus> decode_status(std::string_view record) {
     fields.push_back(record.substr(0, end));
     record.remove_prefix(end);
   }
-  if (!record.empty() || fields.size() != 6) return std::nullopt;
+  if (!record.empty() || fields.size() != 7) return std::nullopt;
   const std::optional<format::Notation> notation = notation_of_fields(fields[0], fields[1]);
   const std::optional<double> rate = whole_field<double>(fields[2]);
   const std::optional<std::uint64_t> units = whole_field<std::uint64_t>(fields[3]);
   const std::optional<std::uint64_t> bytes = whole_field<std::uint64_t>(fields[4]);
-  std::optional<std::string> key = key_of_hex(fields[5]);
-  if (!notation || !rate || !(*rate > 0.0) || !units || !bytes || !key) return std::nullopt;
+  const std::optional<std::uint64_t> answered = whole_field<std::uint64_t>(fields[5]);
+  std::optional<std::string> key = key_of_hex(fields[6]);
+  if (!notation || !rate || !(*rate > 0.0) || !units || !bytes || !answered || !key)
+    return std::nullopt;
   return PipeStatus{.notation = *notation,
                     .rate = *rate,
                     .units = *units,
                     .bytes = *bytes,
+                    .answered = *answered,
                     .key = std::move(*key)};
 }
 

@@ -42,6 +42,7 @@ class FileIo final : public Io {
   bool input_exhausted() const override;
   bool input_ready_now() override;
   Moved read(std::span<char> buffer) override;
+  bool unread(std::size_t bytes) override;
   std::optional<std::size_t> write(std::span<const char> data) override;
   std::optional<Moved> splice(std::size_t max_bytes) override;
   std::optional<NewRate> take_new_rate() override;
@@ -55,6 +56,7 @@ class FileIo final : public Io {
     // What the input will still give, when known: the rest of a regular file, and what a pipe
     // holds once its last writer has closed.
     std::optional<std::size_t> bytes_left;
+    std::size_t bytes_read = 0;  // by read(), since the input was opened
   };
 
   bool at_end() const { return current_ == inputs_.size(); }

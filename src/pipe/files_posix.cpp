@@ -195,7 +195,23 @@ Moved FileIo::read(std::span<char> buffer) {
   if (got < 0) io::throw_errno("read " + input.name);
   if (got == 0) return Moved{0, next_input(), false};
   note_moved(input, static_cast<std::size_t>(got));
+  input.bytes_read += static_cast<std::size_t>(got);
   return Moved{static_cast<std::size_t>(got), false, false};
+}
+
+bool FileIo::unread(std::size_t bytes) {
+  if (at_end()) return false;
+  Input& input = inputs_[current_];
+  // Only a file's offset can move back; the descriptor of standard input is the caller's too, so
+  // the next command reading it starts there.
+  struct stat status {};
+  if (bytes > input.bytes_read || ::fstat(input.fd.get(), &status) != 0 ||
+      !(S_ISREG(status.st_mode) || S_ISBLK(status.st_mode)) ||
+      ::lseek(input.fd.get(), -static_cast<off_t>(bytes), SEEK_CUR) < 0)
+    return false;
+  input.bytes_read -= bytes;
+  if (input.bytes_left) *input.bytes_left += bytes;
+  return true;
 }
 
 std::optional<std::size_t> FileIo::write(std::span<const char> data) {

@@ -55,6 +55,10 @@ class Io {
   // Reads up to buffer.size() bytes after wait() or input_ready_now() said ready. Zero bytes
   // without end_of_input: one input ended and the next is not ready yet, wait again.
   virtual Moved read(std::span<char> buffer) = 0;
+  // Gives the last `bytes` read back to the input, so that its next reader (a command after this
+  // one on the same standard input) gets them first; false, and nothing given back, when the input
+  // cannot take them back (a pipe, a terminal, an input already ended).
+  virtual bool unread(std::size_t /*bytes*/) { return false; }
   // Writes some of `data` (at least one byte, blocking while the output is full); 0 when a stop
   // signal arrived while it blocked, before any byte went; nullopt when downstream has closed.
   virtual std::optional<std::size_t> write(std::span<const char> data) = 0;

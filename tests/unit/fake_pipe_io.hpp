@@ -39,6 +39,8 @@ class FakePipeIo final : public pipe::Io {
     rate_changes_.push_back({kStart + after, rate});
   }
   void allow_splice() { splice_allowed_ = true; }
+  // The input takes back what was read, as a file does (unread()).
+  void allow_unread() { unread_allowed_ = true; }
   // A wait that ends at its deadline ends this much later, as a real timer's slack does.
   void oversleep_by(std::chrono::nanoseconds slack) { slack_ = slack; }
   void limit_writes_to(std::size_t bytes) { max_write_ = bytes; }
@@ -56,6 +58,12 @@ class FakePipeIo final : public pipe::Io {
   std::string output() const {
     std::string all;
     for (const Write& write : writes_) all += write.data;
+    return all;
+  }
+  // What the input still holds for its next reader.
+  std::string rest() const {
+    std::string all;
+    for (std::size_t i = next_arrival_; i < arrivals_.size(); ++i) all += arrivals_[i].data;
     return all;
   }
   // Time passing outside the engine's waits (a slow call to a store).
@@ -97,7 +105,16 @@ class FakePipeIo final : public pipe::Io {
   pipe::Moved read(std::span<char> buffer) override {
     const std::string taken = take(buffer.size());
     std::copy(taken.begin(), taken.end(), buffer.begin());
+    read_ += taken;
     return pipe::Moved{taken.size(), taken.empty() && at_end(), false};
+  }
+
+  bool unread(std::size_t bytes) override {
+    if (!unread_allowed_ || bytes > read_.size()) return false;
+    arrivals_.insert(arrivals_.begin() + static_cast<std::ptrdiff_t>(next_arrival_),
+                     Arrival{now_, read_.substr(read_.size() - bytes)});
+    read_.resize(read_.size() - bytes);
+    return true;
   }
 
   std::optional<std::size_t> write(std::span<const char> data) override {
@@ -168,6 +185,8 @@ class FakePipeIo final : public pipe::Io {
   int stop_signal_ = 0;
   std::vector<RateChange> rate_changes_;
   bool splice_allowed_ = false;
+  bool unread_allowed_ = false;
+  std::string read_;  // by read()
   std::chrono::nanoseconds slack_{0};
   std::size_t max_write_ = std::string::npos;
   std::optional<std::size_t> close_after_;

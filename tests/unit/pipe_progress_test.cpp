@@ -173,8 +173,8 @@ TEST(ControlMessage, RoundTripsATimetable) {
 }
 
 TEST(PipeStatusRecord, RoundTripsWhatAPipeSays) {
-  const PipeStatus bytes{.rate = 10485760, .units = 123456, .bytes = 123456};
-  EXPECT_EQ(encode_status(bytes), "ratelimit-pipe 2 bytes si 10485760 123456 123456 -\n");
+  const PipeStatus bytes{.rate = 10485760, .units = 123456, .bytes = 123456, .answered = 3};
+  EXPECT_EQ(encode_status(bytes), "ratelimit-pipe 3 bytes si 10485760 123456 123456 3 -\n");
   EXPECT_EQ(decode_status(encode_status(bytes)), bytes);
   const PipeStatus lines{.notation = kLines, .rate = 1.0 / 3, .units = 7, .bytes = 700};
   EXPECT_EQ(decode_status(encode_status(lines)), lines);
@@ -183,7 +183,7 @@ TEST(PipeStatusRecord, RoundTripsWhatAPipeSays) {
       .notation = {.counted = format::Counted::bytes, .binary_prefix = true, .bits = true},
       .rate = 1e6,
       .key = "k \xff\n-"};
-  EXPECT_EQ(encode_status(bits), "ratelimit-pipe 2 bits iec 1000000 0 0 6b20ff0a2d\n");
+  EXPECT_EQ(encode_status(bits), "ratelimit-pipe 3 bits iec 1000000 0 0 0 6b20ff0a2d\n");
   EXPECT_EQ(decode_status(encode_status(bits)), bits);
   const PipeStatus records{.notation = {.counted = format::Counted::records}, .rate = 5};
   EXPECT_EQ(decode_status(encode_status(records)), records);
@@ -202,18 +202,20 @@ TEST(PipeStatusRecord, BelievesOnlyAWholeRecord) {
   for (std::size_t size = 0; size < record.size(); ++size)
     EXPECT_EQ(decode_status(record.substr(0, size)), std::nullopt) << size;
   EXPECT_EQ(decode_status(record + record), std::nullopt);
-  EXPECT_EQ(decode_status("ratelimit-pipe 1 bytes 5 1 1\n"), std::nullopt);
-  EXPECT_EQ(decode_status("ratelimit-pipe 2 blocks si 5 1 1 -\n"), std::nullopt);
-  EXPECT_EQ(decode_status("ratelimit-pipe 2 bytes metric 5 1 1 -\n"), std::nullopt);
-  EXPECT_EQ(decode_status("ratelimit-pipe 2 bytes si 0 1 1 -\n"), std::nullopt);
-  EXPECT_EQ(decode_status("ratelimit-pipe 2 bytes si nan 1 1 -\n"), std::nullopt);
-  EXPECT_EQ(decode_status("ratelimit-pipe 2 bytes si 5 -1 1 -\n"), std::nullopt);
-  EXPECT_EQ(decode_status("ratelimit-pipe 2 bytes si 5 1 1 - 1\n"), std::nullopt);
-  EXPECT_EQ(decode_status("ratelimit-pipe 2 bytes si 5  1 1 -\n"), std::nullopt);
-  EXPECT_EQ(decode_status("ratelimit-pipe 2 bytes si 5 1 1 - \n"), std::nullopt);
-  EXPECT_EQ(decode_status("ratelimit-pipe 2 bytes si 5 1 1 6b2\n"), std::nullopt);
-  EXPECT_EQ(decode_status("ratelimit-pipe 2 bytes si 5 1 1 6x\n"), std::nullopt);
-  EXPECT_EQ(decode_status("ratelimit-pipe 2 bytes si 5 1 1 \n"), std::nullopt);
+  EXPECT_EQ(decode_status("ratelimit-pipe 2 bytes 5 1 1 0\n"), std::nullopt);
+  EXPECT_EQ(decode_status("ratelimit-pipe 3 bytes si 5 1 1 -\n"), std::nullopt);
+  EXPECT_EQ(decode_status("ratelimit-pipe 3 blocks si 5 1 1 0 -\n"), std::nullopt);
+  EXPECT_EQ(decode_status("ratelimit-pipe 3 bytes metric 5 1 1 0 -\n"), std::nullopt);
+  EXPECT_EQ(decode_status("ratelimit-pipe 3 bytes si 0 1 1 0 -\n"), std::nullopt);
+  EXPECT_EQ(decode_status("ratelimit-pipe 3 bytes si nan 1 1 0 -\n"), std::nullopt);
+  EXPECT_EQ(decode_status("ratelimit-pipe 3 bytes si 5 -1 1 0 -\n"), std::nullopt);
+  EXPECT_EQ(decode_status("ratelimit-pipe 3 bytes si 5 1 1 -1 -\n"), std::nullopt);
+  EXPECT_EQ(decode_status("ratelimit-pipe 3 bytes si 5 1 1 0 - 1\n"), std::nullopt);
+  EXPECT_EQ(decode_status("ratelimit-pipe 3 bytes si 5  1 1 0 -\n"), std::nullopt);
+  EXPECT_EQ(decode_status("ratelimit-pipe 3 bytes si 5 1 1 0 - \n"), std::nullopt);
+  EXPECT_EQ(decode_status("ratelimit-pipe 3 bytes si 5 1 1 0 6b2\n"), std::nullopt);
+  EXPECT_EQ(decode_status("ratelimit-pipe 3 bytes si 5 1 1 0 6x\n"), std::nullopt);
+  EXPECT_EQ(decode_status("ratelimit-pipe 3 bytes si 5 1 1 0 \n"), std::nullopt);
 }
 
 }  // namespace
