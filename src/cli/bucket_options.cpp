@@ -7,6 +7,7 @@
 #include <stdexcept>
 
 #include "cli/units.hpp"
+#include "format/quantities.hpp"
 #include "io/local_time_posix.hpp"
 #include "schedule/timetable_text.hpp"
 
@@ -157,7 +158,7 @@ ParsedBucket parse_bucket_options(const BucketOptions& options, RateUnits units,
   // Once the options are known to be good: a warning before an error would be noise.
   if (!parsed.timetable && 1.0 / params.permits_per_second > kSlowestQuietSeconds)
     fmt::print(stderr, "ratelimit: warning: at rate '{}' one unit takes {}\n", options.rate,
-               human_duration(std::chrono::duration<double>(1.0 / params.permits_per_second)));
+               format::human_duration(std::chrono::duration<double>(1.0 / params.permits_per_second)));
   return parsed;
 }
 

@@ -109,7 +109,8 @@ pipe::Result run_engine(const PipeOptions& options, const pipe::EngineOptions& e
   request.schedule = key_schedule;
   const auto on_replaced = [&](const BucketParams& replaced, const std::string& timetable) {
     announce_replaced_params(options.key, {replaced, timetable},
-                             {engine_options.bucket, key_schedule.timetable});
+                             {engine_options.bucket, key_schedule.timetable},
+                             notation_of(options.bucket.rate, pipe::counted(engine_options.unit)));
   };
   const auto follow_key = [&](const std::string& text) {
     std::optional<Timetable> timetable = schedule::parse_timetable_text(text);
@@ -173,16 +174,17 @@ bool shows_progress(const PipeOptions& options) {
 
 // What the engine calls as the data moves: the status for `status` and `set` (when there is a
 // control channel) and the progress line (when shown); none when neither.
-pipe::Engine::ProgressCallback watch_progress(const PipeOptions& options, const pipe::Unit& unit,
+pipe::Engine::ProgressCallback watch_progress(const PipeOptions& options,
+                                              const format::Notation& notation,
                                               pipe::ControlChannel* control, pipe::FileIo& io,
                                               pipe::ProgressMeter& meter, double rate) {
   const bool show_progress = shows_progress(options);
-  const auto publish = [control, counts_bytes = unit.counts_bytes(),
-                        &io](const pipe::Totals& totals) {
-    control->publish({.counts_bytes = counts_bytes,
+  const auto publish = [control, notation, &key = options.key, &io](const pipe::Totals& totals) {
+    control->publish({.notation = notation,
                       .rate = totals.rate,
                       .units = totals.units,
-                      .bytes = totals.bytes},
+                      .bytes = totals.bytes,
+                      .key = key},
                      io.now());
   };
   if (control) publish({.rate = rate});
@@ -198,14 +200,14 @@ pipe::Engine::ProgressCallback watch_progress(const PipeOptions& options, const 
 }
 
 // What is said on standard error once the data has moved: the end of the progress line, --stats.
-void report_end(const PipeOptions& options, const pipe::Result& result, const pipe::Unit& unit,
-                pipe::FileIo& io) {
+void report_end(const PipeOptions& options, const pipe::Result& result,
+                const format::Notation& notation, pipe::FileIo& io) {
   if (shows_progress(options)) fmt::print(stderr, "\n");
-  if (options.stats == "text") fmt::print(stderr, "{}\n", pipe::summary_text(result, unit));
+  if (options.stats == "text") fmt::print(stderr, "{}\n", pipe::summary_text(result, notation));
   if (options.stats == "json") {
     const auto unix_time_at_clock_zero =
         std::chrono::system_clock::now().time_since_epoch() - io.now();
-    fmt::print(stderr, "{}\n", pipe::summary_json(result, unit, unix_time_at_clock_zero));
+    fmt::print(stderr, "{}\n", pipe::summary_json(result, notation, unix_time_at_clock_zero));
   }
 }
 
@@ -226,12 +228,13 @@ int run_pipe(const PipeOptions& options) {
   engine_options.bucket = bucket.params;
   engine_options.schedule = &schedule;
   choose_chunk(options, engine_options, io);
-  pipe::ProgressMeter meter(unit, io.total_bytes(), bucket.notation);
+  const format::Notation notation = notation_of(options.bucket.rate, pipe::counted(unit));
+  pipe::ProgressMeter meter(notation, io.total_bytes());
   const pipe::Engine::ProgressCallback on_progress =
-      watch_progress(options, unit, control.get(), io, meter, bucket.params.permits_per_second);
+      watch_progress(options, notation, control.get(), io, meter, bucket.params.permits_per_second);
   const pipe::Result result =
       run_engine(options, engine_options, bucket.key_schedule, schedule, io, on_progress);
-  report_end(options, result, unit, io);
+  report_end(options, result, notation, io);
   return exit_code(result);
 }
 

@@ -13,6 +13,7 @@
 #include "cli/units.hpp"
 #include "control/control.hpp"
 #include "exit_codes.hpp"
+#include "format/quantities.hpp"
 #include "schedule/timetable_text.hpp"
 
 namespace ratelimit::cli {
@@ -43,16 +44,22 @@ void report_answer(const SetOptions& options, const pipe::RunningPipe& running,
   constexpr std::chrono::seconds kLongestAnswer{1};
   const std::optional<pipe::PipeStatus> answer =
       pipe::await_answer(running, before ? before->answered : 0, kLongestAnswer);
-  const std::string_view unit = running.counts_bytes ? "bytes" : "records";
+  // What the pipe says it counts ("lines" for -l; its FIFO tells bytes from records only) and
+  // how its --rate was written.
+  const std::optional<pipe::PipeStatus>& said = answer ? answer : before;
+  const format::Notation notation =
+      said ? said->notation
+           : format::Notation{.counted = running.counts_bytes ? format::Counted::bytes
+                                                              : format::Counted::records};
+  const std::string_view unit = format::counted_name(notation.counted);
   const auto per_second = [&](double rate) {
     return std::isinf(rate) ? std::string("off") : fmt::format("{} {}/s", rate, unit);
   };
-  // "10MiB (10485760 bytes/s)": as written if given, else as human_rate() writes it.
+  // "10MiB/s (10485760 bytes/s)": as written if given, else as the pipe's --rate was.
   const auto rate_text = [&](double rate, const std::string& written) {
     if (std::isinf(rate)) return std::string("off");
-    return fmt::format(
-        "{} ({})", written.empty() ? human_rate(rate, running.counts_bytes ? "B" : "") : written,
-        per_second(rate));
+    return fmt::format("{} ({})", written.empty() ? format::written_rate(rate, notation) : written,
+                       per_second(rate));
   };
   const bool timetable = schedule::is_timetable(options.bucket.rate);
   if (!answer) {

@@ -36,9 +36,11 @@ std::string_view policy_name(backends::OnUnavailable policy) {
   return {};
 }
 
-std::string describe_params(const BucketParams& params, const std::string& timetable) {
-  const std::string rate = timetable.empty() ? fmt::format("rate {:g}/s", params.permits_per_second)
-                                             : fmt::format("timetable '{}'", timetable);
+std::string describe_params(const BucketParams& params, const std::string& timetable,
+                            const format::Notation& notation) {
+  const std::string rate = timetable.empty()
+                               ? "rate " + format::written_rate(params.permits_per_second, notation)
+                               : fmt::format("timetable '{}'", timetable);
   if (params.shape == BucketShape::warming_up)
     return fmt::format("{}, warm-up {:g}s, cold factor {:g}", rate,
                        std::chrono::duration<double>(params.warmup).count(), params.cold_factor);
@@ -213,10 +215,10 @@ int admit_then(const PermitOptions& options, int max_inflight,
 }
 
 void announce_replaced_params(const std::string& key, const KeyParams& replaced,
-                              const KeyParams& now_in_force) {
+                              const KeyParams& now_in_force, const format::Notation& notation) {
   fmt::print(stderr, "ratelimit: key '{}' now has {} (was {})\n", key,
-             describe_params(now_in_force.params, now_in_force.timetable),
-             describe_params(replaced.params, replaced.timetable));
+             describe_params(now_in_force.params, now_in_force.timetable, notation),
+             describe_params(replaced.params, replaced.timetable, notation));
 }
 
 }  // namespace ratelimit::cli

@@ -10,6 +10,7 @@
 #include "backends/open_backend.hpp"
 #include "cli/bucket_options.hpp"
 #include "exec/admission.hpp"
+#include "format/quantities.hpp"
 
 namespace ratelimit::cli {
 
@@ -72,8 +73,9 @@ struct KeyParams {
   std::string timetable;
 };
 
-// The one line on stderr that says a request changed a shared key's parameters.
+// The one line on stderr that says a request changed a shared key's parameters, its rates in
+// `notation` (the request's).
 void announce_replaced_params(const std::string& key, const KeyParams& replaced,
-                              const KeyParams& now_in_force);
+                              const KeyParams& now_in_force, const format::Notation& notation = {});
 
 }  // namespace ratelimit::cli

@@ -1,9 +1,7 @@
 #include <fmt/core.h>
-#include <fmt/format.h>
 
 #include <algorithm>
 #include <chrono>
-#include <cmath>
 #include <filesystem>
 #include <memory>
 #include <string>
@@ -12,9 +10,12 @@
 #include "cli/commands.hpp"
 #include "cli/shared_bucket_options.hpp"
 #include "cli/units.hpp"
-#include "exit_codes.hpp"
-#include "io/local_time_posix.hpp"
 #include "control/control.hpp"
+#include "exit_codes.hpp"
+#include "format/escaping.hpp"
+#include "format/json.hpp"
+#include "format/quantities.hpp"
+#include "io/local_time_posix.hpp"
 #include "schedule/timetable_text.hpp"
 #include "state/state_directory.hpp"
 
@@ -31,40 +32,13 @@ double seconds(std::chrono::nanoseconds duration) {
   return std::chrono::duration<double>(duration).count();
 }
 
-// A key as the terminal should show it: control bytes, backslash and DEL as \xNN.
-std::string printable(const std::string& key) {
-  std::string shown;
-  for (const char c : key) {
-    const auto byte = static_cast<unsigned char>(c);
-    if (byte < 0x20 || byte == 0x7f || c == '\\')
-      shown += fmt::format("\\x{:02x}", byte);
-    else
-      shown += c;
-  }
-  return shown;
-}
-
-// A JSON string: quotes, backslashes and control bytes escaped.
-std::string json_string(const std::string& text) {
-  std::string quoted = "\"";
-  for (const char c : text) {
-    const auto byte = static_cast<unsigned char>(c);
-    if (c == '"' || c == '\\')
-      quoted += fmt::format("\\{}", c);
-    else if (byte < 0x20 || byte == 0x7f)
-      quoted += fmt::format("\\u{:04x}", byte);
-    else
-      quoted += c;
-  }
-  return quoted + "\"";
-}
-
 std::string describe_shape(const BucketParams& params) {
   std::string shape =
       params.shape == BucketShape::warming_up
-          ? fmt::format("warmup {} x{:g}", human_duration(params.warmup), params.cold_factor)
-          : fmt::format("burst {}",
-                        human_duration(std::chrono::duration<double>(params.max_burst_seconds)));
+          ? fmt::format("warmup {} x{:g}", format::human_duration(params.warmup),
+                        params.cold_factor)
+          : fmt::format("burst {}", format::human_duration(
+                                        std::chrono::duration<double>(params.max_burst_seconds)));
   if (params.start_full) shape += " start-full";
   if (params.pay_first) shape += " pay-first";
   return shape;
@@ -75,13 +49,7 @@ std::string describe_next_free(std::chrono::nanoseconds next_free_in) {
   // A booking at a vanishing rate saturates near 292 years: no one waits for it.
   constexpr std::chrono::nanoseconds kCentury = std::chrono::hours(24 * 36525);
   if (next_free_in > kCentury) return "in over 100 years";
-  return "in " + human_duration(next_free_in);
-}
-
-// A pipe's rate as written: "off" for no limit.
-std::string pipe_rate(const pipe::PipeStatus& status) {
-  if (std::isinf(status.rate)) return "off";
-  return human_rate(status.rate, status.counts_bytes ? "B" : "");
+  return "in " + format::human_duration(next_free_in);
 }
 
 // Where a key's timetable stands, in local time (TZ honoured).
@@ -101,13 +69,18 @@ std::optional<TimetableNow> timetable_now(const backends::KeySchedule& schedule)
   const io::LocalTimeZone zone;
   const TimetablePeriod period = timetable->at(std::chrono::floor<std::chrono::seconds>(now), zone);
   const TimetablePeriod next = timetable->at(period.next_change, zone);
-  const auto as_written = [](double rate) { return human_rate(rate); };
+  const auto as_written = [](double rate) { return format::written_rate(rate); };
   return TimetableNow{
       .entry = schedule::entry_text(timetable->entries()[period.entry], as_written),
       .next_entry = schedule::entry_text(timetable->entries()[next.entry], as_written),
       .next_change = period.next_change,
       .next_change_in =
           std::chrono::duration_cast<std::chrono::nanoseconds>(period.next_change - now)};
+}
+
+// What a pipe counts as its FIFO's name tells: bytes or records (lines among them).
+std::string fifo_counts(const pipe::ListedPipe& pipe) {
+  return pipe.counts_bytes ? "bytes" : "records";
 }
 
 void print_table(const std::vector<std::vector<std::string>>& rows) {
@@ -137,12 +110,13 @@ void print_text(const std::vector<backends::BucketStatus>& buckets,
   std::vector<std::string> unusable;
   for (const auto& bucket : buckets) {
     if (!bucket.problem.empty()) {
-      unusable.push_back(fmt::format("{}: unusable ({}): fresh on next use", printable(bucket.key),
-                                     bucket.problem));
+      unusable.push_back(fmt::format("{}: unusable ({}): fresh on next use",
+                                     format::escaped_bytes(bucket.key), bucket.problem));
       continue;
     }
-    rows.push_back({printable(bucket.key), human_rate(bucket.params.permits_per_second),
-                    describe_shape(bucket.params), fmt::format("{:.2f}", bucket.stored_permits),
+    rows.push_back({format::escaped_bytes(bucket.key),
+                    format::written_rate(bucket.params.permits_per_second),
+                    describe_shape(bucket.params), format::stored_count(bucket.stored_permits),
                     describe_next_free(bucket.next_free_in)});
     if (!timetables) continue;
     const std::optional<TimetableNow> timetable = timetable_now(bucket.schedule);
@@ -161,71 +135,86 @@ void print_text(const std::vector<backends::BucketStatus>& buckets,
   if (pipes.empty()) return;
   fmt::print("\n");
   std::vector<std::vector<std::string>> pipe_rows = {
-      {"PIPE PID", "COUNTS", "RATE", "UNITS", "BYTES"}};
+      {"PIPE PID", "COUNTS", "RATE", "UNITS", "BYTES", "KEY"}};
   for (const pipe::ListedPipe& pipe : pipes) {
-    std::vector<std::string> row = {std::to_string(pipe.pid),
-                                    pipe.counts_bytes ? "bytes" : "records"};
     // A pipe that has not yet said anything (it has just started) shows its FIFO only.
-    if (pipe.status) {
-      row.insert(row.end(), {pipe_rate(*pipe.status), std::to_string(pipe.status->units),
-                             std::to_string(pipe.status->bytes)});
-    } else {
-      row.insert(row.end(), {"-", "-", "-"});
+    if (!pipe.status) {
+      pipe_rows.push_back({std::to_string(pipe.pid), fifo_counts(pipe), "-", "-", "-", "-"});
+      continue;
     }
-    pipe_rows.push_back(std::move(row));
+    const pipe::PipeStatus& status = *pipe.status;
+    pipe_rows.push_back({std::to_string(pipe.pid),
+                         std::string(format::counted_name(status.notation.counted)),
+                         format::written_rate(status.rate, status.notation),
+                         std::to_string(status.units), std::to_string(status.bytes),
+                         status.key.empty() ? "-" : format::escaped_bytes(status.key)});
   }
   print_table(pipe_rows);
 }
 
+// "key" as JSON can carry it, and "key_hex" with its exact bytes when they are not UTF-8.
+void add_key(format::Json& object, const std::string& key) {
+  object["key"] = format::json_text(key);
+  if (!format::is_utf8(key)) object["key_hex"] = format::hex_bytes(key);
+}
+
+format::Json bucket_json(const backends::BucketStatus& bucket) {
+  format::Json object;
+  add_key(object, bucket.key);
+  if (!bucket.problem.empty()) {
+    object["problem"] = format::json_text(bucket.problem);
+    return object;
+  }
+  const BucketParams& params = bucket.params;
+  object["rate"] = format::written_rate(params.permits_per_second);
+  object["permits_per_second"] = format::json_number(params.permits_per_second);
+  if (params.shape == BucketShape::warming_up) {
+    object["shape"] = "warming_up";
+    object["warmup_seconds"] = format::json_number(seconds(params.warmup));
+    object["cold_factor"] = format::json_number(params.cold_factor);
+  } else {
+    object["shape"] = "bursty";
+    object["burst_seconds"] = format::json_number(params.max_burst_seconds);
+  }
+  object["start_full"] = params.start_full;
+  object["pay_first"] = params.pay_first;
+  if (const std::optional<TimetableNow> timetable = timetable_now(bucket.schedule)) {
+    object["timetable"] = format::json_text(bucket.schedule.timetable);
+    if (!timetable->entry.empty()) {
+      object["timetable_entry"] = timetable->entry;
+      object["next_entry"] = timetable->next_entry;
+      object["next_change_unix_time"] = timetable->next_change.time_since_epoch().count();
+      object["next_change_in_seconds"] =
+          format::json_number(std::max(0.0, seconds(timetable->next_change_in)));
+    }
+  }
+  object["stored_permits"] = format::json_number(bucket.stored_permits);
+  object["next_free_in_seconds"] = format::json_number(std::max(0.0, seconds(bucket.next_free_in)));
+  return object;
+}
+
+format::Json pipe_json(const pipe::ListedPipe& pipe) {
+  format::Json object = {{"pid", pipe.pid}, {"counts", fifo_counts(pipe)}};
+  if (const auto& status = pipe.status) {
+    object["counts"] = format::counted_name(status->notation.counted);
+    object["rate"] = format::written_rate(status->rate, status->notation);
+    object["units_per_second"] = format::json_number(status->rate);
+    object["units"] = status->units;
+    object["bytes"] = status->bytes;
+    if (status->key.empty())
+      object["key"] = nullptr;
+    else
+      add_key(object, status->key);
+  }
+  return object;
+}
+
 void print_json(const std::vector<backends::BucketStatus>& buckets,
                 const std::vector<pipe::ListedPipe>& pipes) {
-  std::vector<std::string> objects;
-  for (const auto& bucket : buckets) {
-    if (!bucket.problem.empty()) {
-      objects.push_back(fmt::format(R"({{"key":{},"problem":{}}})", json_string(bucket.key),
-                                    json_string(bucket.problem)));
-      continue;
-    }
-    const BucketParams& params = bucket.params;
-    const std::string shape =
-        params.shape == BucketShape::warming_up
-            ? fmt::format(R"("shape":"warming_up","warmup_seconds":{},"cold_factor":{})",
-                          seconds(params.warmup), params.cold_factor)
-            : fmt::format(R"("shape":"bursty","burst_seconds":{})", params.max_burst_seconds);
-    std::string terms =
-        fmt::format(R"("start_full":{},"pay_first":{})", params.start_full, params.pay_first);
-    if (const std::optional<TimetableNow> timetable = timetable_now(bucket.schedule)) {
-      terms += fmt::format(R"(,"timetable":{})", json_string(bucket.schedule.timetable));
-      if (!timetable->entry.empty())
-        terms += fmt::format(R"(,"timetable_entry":{},"next_entry":{},"next_change_unix_time":{},)"
-                             R"("next_change_in_seconds":{})",
-                             json_string(timetable->entry), json_string(timetable->next_entry),
-                             timetable->next_change.time_since_epoch().count(),
-                             std::max(0.0, seconds(timetable->next_change_in)));
-    }
-    objects.push_back(
-        fmt::format(R"({{"key":{},"rate":{},"permits_per_second":{},{},{},"stored_permits":{},)"
-                    R"("next_free_in_seconds":{}}})",
-                    json_string(bucket.key), json_string(human_rate(params.permits_per_second)),
-                    params.permits_per_second, shape, terms, bucket.stored_permits,
-                    std::max(0.0, seconds(bucket.next_free_in))));
-  }
-  std::vector<std::string> pipe_objects;
-  for (const pipe::ListedPipe& pipe : pipes) {
-    std::string object = fmt::format(R"({{"pid":{},"counts":"{}")", pipe.pid,
-                                     pipe.counts_bytes ? "bytes" : "records");
-    if (const auto& status = pipe.status) {
-      // JSON has no infinity: no limit is a null rate per second.
-      const std::string per_second =
-          std::isinf(status->rate) ? "null" : fmt::format("{}", status->rate);
-      object +=
-          fmt::format(R"(,"rate":{},"units_per_second":{},"units":{},"bytes":{})",
-                      json_string(pipe_rate(*status)), per_second, status->units, status->bytes);
-    }
-    pipe_objects.push_back(object + "}");
-  }
-  fmt::print("{{\"buckets\":[{}],\"pipes\":[{}]}}\n", fmt::join(objects, ","),
-             fmt::join(pipe_objects, ","));
+  format::Json status = {{"buckets", format::Json::array()}, {"pipes", format::Json::array()}};
+  for (const auto& bucket : buckets) status["buckets"].push_back(bucket_json(bucket));
+  for (const pipe::ListedPipe& pipe : pipes) status["pipes"].push_back(pipe_json(pipe));
+  fmt::print("{}\n", status.dump());
 }
 
 int run_status(const StatusOptions& options) {
@@ -238,7 +227,7 @@ int run_status(const StatusOptions& options) {
                   ->status(options.key.empty() ? std::nullopt : std::optional(options.key));
   if (options.key.empty() && std::filesystem::exists(path)) pipes = pipe::list_running_pipes(path);
   if (buckets.empty() && !options.key.empty()) {
-    fmt::print(stderr, "ratelimit: no bucket '{}' in {}\n", printable(options.key),
+    fmt::print(stderr, "ratelimit: no bucket '{}' in {}\n", format::escaped_bytes(options.key),
                store_of(options.store));
     return exit_no_input;
   }

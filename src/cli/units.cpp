@@ -9,6 +9,8 @@
 #include <optional>
 #include <utility>
 
+#include "schedule/timetable_text.hpp"
+
 namespace ratelimit::cli {
 namespace {
 
@@ -157,6 +159,15 @@ Rate parse_rate(std::string_view text) {
   return Rate{per_second_value, amount.unit, amount.binary_prefix};
 }
 
+format::Notation notation_of(std::string_view rate_text, format::Counted counted) {
+  format::Notation notation{.counted = counted};
+  if (schedule::is_timetable(rate_text)) return notation;
+  const Rate rate = parse_rate(rate_text);
+  notation.binary_prefix = rate.binary_prefix;
+  notation.bits = rate.unit == DataUnit::bits;
+  return notation;
+}
+
 Amount parse_size(std::string_view text) {
   constexpr auto kind = "size"sv;
   std::string_view rest = text;
@@ -185,84 +196,6 @@ std::chrono::nanoseconds parse_duration(std::string_view text) {
   // Beyond ~292 years nanoseconds overflow; no user means that.
   if (!(seconds < 9.2e9)) reject(kind, text, "too long");
   return std::chrono::nanoseconds(static_cast<std::int64_t>(std::llround(seconds * 1e9)));
-}
-
-std::string human_duration(std::chrono::duration<double> duration) {
-  constexpr double kYear = 365.25 * 86400.0;
-  const double seconds = duration.count();
-  if (seconds < 59.9995) {
-    std::string text = fmt::format("{:.3f}", std::max(seconds, 0.0));
-    text.erase(text.find_last_not_of('0') + 1);
-    if (text.back() == '.') text.pop_back();
-    return text + "s";
-  }
-  if (seconds >= 1000 * kYear) return "over 1000 years";
-  if (seconds >= kYear) return fmt::format("{:.1f} years", seconds / kYear);
-  // Whole seconds not yet over: a wait of 3599.9 s is "59m59s", as a countdown shows it.
-  const auto total = static_cast<std::int64_t>(seconds);
-  const std::pair<std::int64_t, char> parts[] = {
-      {total / 86400, 'd'}, {total / 3600 % 24, 'h'}, {total / 60 % 60, 'm'}, {total % 60, 's'}};
-  std::string text;
-  for (const auto& [count, symbol] : parts) {
-    if (count > 0) text += fmt::format("{}{}", count, symbol);
-  }
-  return text;
-}
-
-namespace {
-
-bool is_whole(double count) { return std::abs(count - std::round(count)) <= 1e-9 * count; }
-
-// `count` with the prefix that writes it shortest and exactly ("1G", "10Mi", "1.5k", "250"),
-// or to four significant digits when no prefix is exact.
-std::string compact_count(double count) {
-  std::string best;
-  for (const Prefix& prefix : std::initializer_list<Prefix>{{""sv, 1.0},
-                                                            {"k"sv, 1e3},
-                                                            {"M"sv, 1e6},
-                                                            {"G"sv, 1e9},
-                                                            {"T"sv, 1e12},
-                                                            {"Ki"sv, 1024.0},
-                                                            {"Mi"sv, 1048576.0},
-                                                            {"Gi"sv, 1073741824.0},
-                                                            {"Ti"sv, 1099511627776.0}}) {
-    const double scaled = count / prefix.factor;
-    // Without a prefix a whole count is written in full ("123456789"), as people would.
-    const bool plain = prefix.factor == 1.0 && is_whole(count);
-    if (scaled >= (plain ? 1e15 : 1e6) || (scaled < 1.0 && !plain)) continue;
-    const std::string text = fmt::format("{:.{}g}{}", scaled, plain ? 15 : 6, prefix.symbol);
-    bool binary = false;
-    std::string_view rest = text;
-    const double back = take_number(rest, "rate", text) * take_prefix(rest, binary);
-    if (std::abs(back - count) <= 1e-9 * count && (best.empty() || text.size() < best.size()))
-      best = text;
-  }
-  if (!best.empty()) return best;
-  for (const Prefix& prefix :
-       {Prefix{"T"sv, 1e12}, Prefix{"G"sv, 1e9}, Prefix{"M"sv, 1e6}, Prefix{"k"sv, 1e3}}) {
-    if (count >= prefix.factor)
-      return fmt::format("{:.4g}{}", count / prefix.factor, prefix.symbol);
-  }
-  return fmt::format("{:.4g}", count);
-}
-
-}  // namespace
-
-std::string human_rate(double units_per_second, std::string_view unit) {
-  constexpr std::pair<std::string_view, double> kPeriods[] = {
-      {""sv, 1.0}, {"/m"sv, 60.0}, {"/h"sv, 3600.0}, {"/d"sv, 86400.0}};
-  const auto written = [&](const std::pair<std::string_view, double>& period) {
-    return compact_count(units_per_second * period.second) + std::string(unit) +
-           std::string(period.first);
-  };
-  for (const auto& period : kPeriods) {
-    const double count = units_per_second * period.second;
-    if (count >= 1.0 && is_whole(count)) return written(period);
-  }
-  for (const auto& period : kPeriods) {
-    if (units_per_second * period.second >= 1.0) return written(period);
-  }
-  return written(kPeriods[std::size(kPeriods) - 1]);
 }
 
 namespace {

@@ -8,6 +8,7 @@
 #include <string_view>
 
 #include "errors.hpp"
+#include "format/quantities.hpp"
 
 namespace ratelimit::cli {
 
@@ -24,6 +25,10 @@ struct Rate {
   bool binary_prefix = false;  // written with Ki, Mi, ...: shown back in powers of 1024
 };
 
+// How `rate_text` (a --rate: one rate or a timetable) was written, to show rates and amounts of
+// `counted` back alike; a timetable's are shown with SI prefixes.
+format::Notation notation_of(std::string_view rate_text, format::Counted counted);
+
 // "5000", "1.5M", "10MiB/s", "8Mbit/s", "8Mbps", "5MiBps", "10MB/sec", "2/s", "100/min",
 // "300/15s", "1k/500ms".
 Rate parse_rate(std::string_view text);
@@ -39,12 +44,6 @@ Amount parse_size(std::string_view text);
 bool ends_in_time_unit(std::string_view text);
 // "500ms", "10s", "2m", "1h", "1d", "1.5s"; a bare number is seconds.
 std::chrono::nanoseconds parse_duration(std::string_view text);
-
-// A wait as people say it: "0.25s", "1.5s", "59m59s", "2h", "3d4h", "31.7 years".
-std::string human_duration(std::chrono::duration<double> duration);
-// A rate as people write it, read back the same by parse_rate: "5k", "1G", "10MiB" (with
-// `unit` "B"), "100/m", "1/h". The period is the shortest that makes the count whole.
-std::string human_rate(double units_per_second, std::string_view unit = "");
 
 // CLI11 checks for a number from `low` to `high` whose message names the value as written, e.g.
 // "'abc' is not a whole number from 1 to 256" (CLI11's own Range prints 1.000000 and the like).

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <charconv>
 
+#include "format/escaping.hpp"
 #include "schedule/timetable_text.hpp"
 
 namespace ratelimit::pipe {
@@ -12,7 +13,7 @@ namespace ratelimit::pipe {
 namespace {
 
 constexpr std::string_view kTimetableTag = "timetable ";
-constexpr std::string_view kStatusTag = "ratelimit-pipe 2";
+constexpr std::string_view kStatusTag = "ratelimit-pipe 3";
 
 }  // namespace
 
@@ -38,19 +39,63 @@ std::optional<NewRate> decode_rate(std::string_view line) {
 
 namespace {
 
-template <typename T>
-std::optional<T> whole_field(std::string_view field) {
+template <typename T, typename... Base>
+std::optional<T> whole_field(std::string_view field, Base... base) {
   T value{};
-  const auto [end, error] = std::from_chars(field.data(), field.data() + field.size(), value);
+  const auto [end, error] =
+      std::from_chars(field.data(), field.data() + field.size(), value, base...);
   if (error != std::errc() || end != field.data() + field.size()) return std::nullopt;
   return value;
 }
 
 }  // namespace
 
+namespace {
+
+// The counted field of a status record: bytes shown as bits are "bits".
+std::string_view counted_field(const format::Notation& notation) {
+  if (notation.counted == format::Counted::bytes && notation.bits) return "bits";
+  return format::counted_name(notation.counted);
+}
+
+std::optional<format::Notation> notation_of_fields(std::string_view counted,
+                                                   std::string_view prefixes) {
+  if (prefixes != "si" && prefixes != "iec") return std::nullopt;
+  format::Notation notation{.binary_prefix = prefixes == "iec"};
+  if (counted == "bytes" || counted == "bits") {
+    notation.counted = format::Counted::bytes;
+    notation.bits = counted == "bits";
+  } else if (counted == "lines") {
+    notation.counted = format::Counted::lines;
+  } else if (counted == "records") {
+    notation.counted = format::Counted::records;
+  } else {
+    return std::nullopt;
+  }
+  return notation;
+}
+
+constexpr std::string_view kNoKey = "-";
+
+std::optional<std::string> key_of_hex(std::string_view hex) {
+  if (hex == kNoKey) return std::string();
+  if (hex.empty() || hex.size() % 2 != 0) return std::nullopt;
+  std::string key;
+  for (std::size_t i = 0; i < hex.size(); i += 2) {
+    const std::optional<unsigned> byte = whole_field<unsigned>(hex.substr(i, 2), 16);
+    if (!byte) return std::nullopt;
+    key += static_cast<char>(*byte);
+  }
+  return key;
+}
+
+}  // namespace
+
 std::string encode_status(const PipeStatus& status) {
-  return fmt::format("{} {} {} {} {} {}\n", kStatusTag, status.counts_bytes ? "bytes" : "records",
-                     status.rate, status.units, status.bytes, status.answered);
+  return fmt::format("{} {} {} {} {} {} {} {}\n", kStatusTag, counted_field(status.notation),
+                     status.notation.binary_prefix ? "iec" : "si", status.rate, status.units,
+                     status.bytes, status.answered,
+                     status.key.empty() ? kNoKey : format::hex_bytes(status.key));
 }
 
 std::optional<PipeStatus> decode_status(std::string_view record) {
@@ -64,18 +109,21 @@ std::optional<PipeStatus> decode_status(std::string_view record) {
     fields.push_back(record.substr(0, end));
     record.remove_prefix(end);
   }
-  if (!record.empty() || fields.size() != 5) return std::nullopt;
-  if (fields[0] != "bytes" && fields[0] != "records") return std::nullopt;
-  const std::optional<double> rate = whole_field<double>(fields[1]);
-  const std::optional<std::uint64_t> units = whole_field<std::uint64_t>(fields[2]);
-  const std::optional<std::uint64_t> bytes = whole_field<std::uint64_t>(fields[3]);
-  const std::optional<std::uint64_t> answered = whole_field<std::uint64_t>(fields[4]);
-  if (!rate || !(*rate > 0.0) || !units || !bytes || !answered) return std::nullopt;
-  return PipeStatus{.counts_bytes = fields[0] == "bytes",
+  if (!record.empty() || fields.size() != 7) return std::nullopt;
+  const std::optional<format::Notation> notation = notation_of_fields(fields[0], fields[1]);
+  const std::optional<double> rate = whole_field<double>(fields[2]);
+  const std::optional<std::uint64_t> units = whole_field<std::uint64_t>(fields[3]);
+  const std::optional<std::uint64_t> bytes = whole_field<std::uint64_t>(fields[4]);
+  const std::optional<std::uint64_t> answered = whole_field<std::uint64_t>(fields[5]);
+  std::optional<std::string> key = key_of_hex(fields[6]);
+  if (!notation || !rate || !(*rate > 0.0) || !units || !bytes || !answered || !key)
+    return std::nullopt;
+  return PipeStatus{.notation = *notation,
                     .rate = *rate,
                     .units = *units,
                     .bytes = *bytes,
-                    .answered = *answered};
+                    .answered = *answered,
+                    .key = std::move(*key)};
 }
 
 }  // namespace ratelimit::pipe

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "control/new_rate.hpp"
+#include "format/quantities.hpp"
 #include "io/posix.hpp"
 #include "state/state_directory.hpp"
 
@@ -21,17 +22,21 @@ std::optional<NewRate> decode_rate(std::string_view line);
 
 // What a running pipe tells `status` and `set` about itself.
 struct PipeStatus {
-  bool counts_bytes = true;
+  // What it counts and how its --rate was written, to show its rate alike.
+  format::Notation notation{.counted = format::Counted::bytes};
   double rate = 0.0;  // units per second in force; infinity: no limit (a timetable's "off")
   std::uint64_t units = 0;
   std::uint64_t bytes = 0;
   // Control messages the pipe has read and acted on, counted by its ControlChannel: `set` waits
   // for a status that counts its own, whose rate is then the one in force.
   std::uint64_t answered = 0;
+  std::string key{};  // the shared bucket; empty: none
   friend bool operator==(const PipeStatus&, const PipeStatus&) = default;
 };
-// One line, e.g. "ratelimit-pipe 2 bytes 52428800 1000 1000 0\n", and back; nullopt unless it is
-// exactly such a line (a torn or foreign file is not believed).
+// One line, e.g. "ratelimit-pipe 3 bits si 52428800 1000 1000 0 617069\n" (counted as bytes, bits
+// or lines or records; SI or IEC prefixes; rate, units, bytes, answered; the key in hex, "-" for
+// none), and back; nullopt unless it is exactly such a line (a torn or foreign file is not
+// believed).
 std::string encode_status(const PipeStatus& status);
 std::optional<PipeStatus> decode_status(std::string_view record);
 

@@ -31,8 +31,8 @@ std::optional<backends::StateDirectory> control_directory(const std::string& pat
   }
 }
 
-// Longer than any line encode_status() makes.
-constexpr std::size_t kMaxStatusBytes = 128;
+// Longer than any line encode_status() makes (a key of 80 bytes is 160 in hex).
+constexpr std::size_t kMaxStatusBytes = 384;
 // How often a pipe's status is published while its rate stays the same.
 constexpr std::chrono::seconds kStatusInterval{1};
 

@@ -3,7 +3,8 @@
 #include <fmt/core.h>
 
 #include <algorithm>
-#include <cmath>
+
+#include "format/json.hpp"
 
 namespace ratelimit::pipe {
 
@@ -35,27 +36,10 @@ const char* ending_name(Ending ending) {
 
 }  // namespace
 
-UnitNames unit_names(const Unit& unit) {
-  if (unit.counts_bytes()) return {"B", "bytes"};
-  if (*unit.delimiter == '\n') return {"lines", "lines"};
-  return {"records", "records"};
-}
-
-std::string si_number(double value, bool binary_prefix) {
-  static constexpr const char* kSiPrefixes[] = {"", "k", "M", "G", "T"};
-  static constexpr const char* kBinaryPrefixes[] = {"", "Ki", "Mi", "Gi", "Ti"};
-  const auto& prefixes = binary_prefix ? kBinaryPrefixes : kSiPrefixes;
-  const double base = binary_prefix ? 1024.0 : 1000.0;
-  std::size_t prefix = 0;
-  while (value >= 999.5 && prefix + 1 < std::size(prefixes)) {
-    value /= base;
-    ++prefix;
-  }
-  const int decimals = prefix == 0 && value == std::floor(value) ? 0
-                       : value < 9.995                           ? 2
-                       : value < 99.95                           ? 1
-                                                                 : 0;
-  return fmt::format("{:.{}f} {}", value, decimals, prefixes[prefix]);
+format::Counted counted(const Unit& unit) {
+  if (unit.counts_bytes()) return format::Counted::bytes;
+  if (*unit.delimiter == '\n') return format::Counted::lines;
+  return format::Counted::records;
 }
 
 // Seconds as nanoseconds, nanoseconds::max() for what does not fit (about 292 years and more).
@@ -71,13 +55,9 @@ std::string clock_time(nanoseconds duration) {
   return fmt::format("{}:{:02}:{:02}", total / 3600, total / 60 % 60, total % 60);
 }
 
-ProgressMeter::ProgressMeter(const Unit& unit, std::optional<std::uint64_t> total_bytes,
-                             Notation notation)
-    : names_(unit_names(unit)),
-      notation_{notation.binary_prefix, notation.bits && unit.counts_bytes()},
-      total_bytes_(total_bytes) {
-  if (notation_.bits) names_.short_name = "bit";
-}
+ProgressMeter::ProgressMeter(const format::Notation& notation,
+                             std::optional<std::uint64_t> total_bytes)
+    : notation_(notation), total_bytes_(total_bytes) {}
 
 std::string ProgressMeter::line(const Totals& totals, int width) {
   last_second_.push_back({totals.now, totals.units});
@@ -88,14 +68,12 @@ std::string ProgressMeter::line(const Totals& totals, int width) {
   const double current = window > 0.0 ? static_cast<double>(totals.units - oldest.units) / window
                                       : average_rate(totals);
 
-  const double scale = notation_.bits ? 8.0 : 1.0;
-  const auto amount = [&](double units) {
-    return si_number(units * scale, notation_.binary_prefix) + names_.short_name;
-  };
-  const std::string done_so_far = amount(static_cast<double>(totals.units));
-  const std::string elapsed_text = " " + clock_time(totals.now - totals.started);
-  const std::string current_text = " [" + amount(current) + "/s]";
-  const std::string average_text = " [avg " + amount(average_rate(totals)) + "/s]";
+  const std::string done_so_far =
+      format::measured_amount(static_cast<double>(totals.units), notation_);
+  const std::string elapsed_text = fmt::format(" {}", clock_time(totals.now - totals.started));
+  const std::string current_text = fmt::format(" [{}]", format::measured_rate(current, notation_));
+  const std::string average_text =
+      fmt::format(" [avg {}]", format::measured_rate(average_rate(totals), notation_));
   std::string percent_text;
   std::string eta_text;
   double done = 0.0;
@@ -141,34 +119,48 @@ std::string ProgressMeter::line(const Totals& totals, int width) {
   return line;
 }
 
-std::string summary_text(const Result& result, const Unit& unit) {
+namespace {
+
+// Guava's first acquire is free: over a few chunks the average is above the rate.
+bool average_above_rate(const Totals& totals) { return average_rate(totals) > totals.rate; }
+
+}  // namespace
+
+std::string summary_text(const Result& result, const format::Notation& notation) {
   const Totals& totals = result.totals;
-  const UnitNames names = unit_names(unit);
-  std::string line = fmt::format("ratelimit: {} {} in {:.3f} s, {}{}/s (rate {}{}/s)", totals.units,
-                                 names.long_name, seconds(totals.now - totals.started),
-                                 si_number(average_rate(totals)), names.short_name,
-                                 si_number(totals.rate), names.short_name);
-  if (!unit.counts_bytes()) line += fmt::format(", {} bytes", totals.bytes);
+  std::string line =
+      fmt::format("ratelimit: {} {} in {:.3f} s, {} (rate {}{})", totals.units,
+                  format::counted_name(notation.counted), seconds(totals.now - totals.started),
+                  format::measured_rate(average_rate(totals), notation),
+                  format::written_rate(totals.rate, notation),
+                  average_above_rate(totals) ? "; the first chunk is free" : "");
+  if (notation.counted != format::Counted::bytes) line += fmt::format(", {} bytes", totals.bytes);
   return line;
 }
 
-std::string summary_json(const Result& result, const Unit& unit,
+std::string summary_json(const Result& result, const format::Notation& notation,
                          std::chrono::nanoseconds unix_time_at_clock_zero) {
-  // JSON has no infinity: a rate of no limit is null.
-  auto json_rate = [](double rate) {
-    return std::isinf(rate) ? std::string("null") : fmt::format("{}", rate);
-  };
-  std::string changes;
+  format::Json changes = format::Json::array();
   for (const RateChange& change : result.rate_changes) {
-    changes += fmt::format(R"({}{{"unix_time":{:.3f},"rate":{}}})", changes.empty() ? "" : ",",
-                           seconds(change.at + unix_time_at_clock_zero), json_rate(change.rate));
+    const format::Json listed = {
+        {"unix_time", format::json_number(seconds(change.at + unix_time_at_clock_zero), 3)},
+        {"rate", format::json_number(change.rate)},
+        {"rate_text", format::written_rate(change.rate, notation)}};
+    changes.push_back(listed);
   }
   const Totals& totals = result.totals;
-  return fmt::format(
-      R"({{"unit":"{}","units":{},"bytes":{},"seconds":{:.6f},"average_rate":{:.3f},)"
-      R"("rate":{},"ending":"{}","rate_changes":[{}]}})",
-      unit_names(unit).long_name, totals.units, totals.bytes, seconds(totals.now - totals.started),
-      average_rate(totals), json_rate(totals.rate), ending_name(result.ending), changes);
+  const format::Json summary = {
+      {"unit", format::counted_name(notation.counted)},
+      {"units", totals.units},
+      {"bytes", totals.bytes},
+      {"seconds", format::json_number(seconds(totals.now - totals.started), 6)},
+      {"average_rate", format::json_number(average_rate(totals), 3)},
+      {"rate", format::json_number(totals.rate)},
+      {"rate_text", format::written_rate(totals.rate, notation)},
+      {"average_above_rate", average_above_rate(totals)},
+      {"ending", ending_name(result.ending)},
+      {"rate_changes", changes}};
+  return summary.dump();
 }
 
 }  // namespace ratelimit::pipe

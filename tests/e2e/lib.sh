@@ -83,7 +83,7 @@ boundary_in() {
 # 100 ms after $boundary.
 expect_change_at_boundary() {
   local changed late_ms
-  changed=$(grep -o '{"unix_time":[0-9.]*,"rate":null}' "$1" | head -n 1 | tr -dc '0-9.')
+  changed=$(grep -o '{"unix_time":[0-9.]*,"rate":null,"rate_text":"off"}' "$1" | head -n 1 | tr -dc '0-9.')
   [ -n "$changed" ] || fail "no change to no limit in $(cat "$1")"
   late_ms=$(awk -v changed="$changed" -v boundary="$boundary" \
     'BEGIN { printf "%d", (changed - boundary) * 1000 }')

@@ -10,7 +10,7 @@ export RATELIMIT_STATE_DIR=$WORK/state
 units_listed() {
   local units tries
   for ((tries = 0; tries < $1 * 20; tries++)); do
-    units=$("$RATELIMIT" status | awk -v pid="$2" -v rate="$3" '$1 == pid && $2 == "records" && $3 == rate { print $4 }')
+    units=$("$RATELIMIT" status | awk -v pid="$2" -v rate="$3" '$1 == pid && $2 == "lines" && $3 == rate { print $4 }')
     [ -n "$units" ] && [ "$units" -gt "${4:--1}" ] && { echo "$units"; return; }
     sleep 0.05
   done
@@ -18,20 +18,20 @@ units_listed() {
 
 yes | "$RATELIMIT" --lines --rate 200/s >/dev/null &
 pid=$!
-first=$(units_listed 10 "$pid" 200)
+first=$(units_listed 10 "$pid" 200/s)
 [ -n "$first" ] || fail "the pipe is not listed at 200/s: $("$RATELIMIT" status)"
 # Published about once a second: the count grows within a few.
-later=$(units_listed 5 "$pid" 200 "$first")
+later=$(units_listed 5 "$pid" 200/s "$first")
 [ -n "$later" ] || fail "the unit count does not grow from $first: $("$RATELIMIT" status)"
 # Lines of "y\n": two bytes each, as said.
 "$RATELIMIT" status | awk -v pid="$pid" '$1 == pid && $5 >= 2 * $4 && $5 <= 2 * $4 + 2 { found = 1 } END { exit !found }' ||
   fail "bytes do not match the lines: $("$RATELIMIT" status)"
 
 expect_status 0 "$RATELIMIT" set "$pid" --rate 20/s
-expect_stderr "ratelimit: process $pid: rate set from 200 (200 records/s) to 20/s (20 records/s)"
-[ -n "$(units_listed 5 "$pid" 20)" ] || fail "status does not show the new rate: $("$RATELIMIT" status)"
+expect_stderr "ratelimit: process $pid: rate set from 200/s (200 lines/s) to 20/s (20 lines/s)"
+[ -n "$(units_listed 5 "$pid" 20/s)" ] || fail "status does not show the new rate: $("$RATELIMIT" status)"
 expect_status 0 "$RATELIMIT" set "$pid" --rate 1k/s
-expect_stderr "ratelimit: process $pid: rate set from 20 (20 records/s) to 1k/s (1000 records/s)"
+expect_stderr "ratelimit: process $pid: rate set from 20/s (20 lines/s) to 1k/s (1000 lines/s)"
 
 kill -9 "$pid"
 wait "$pid" 2>/dev/null || true

@@ -9,7 +9,7 @@ boundary_in 3
 seq 200000 >"$WORK/in"
 "$RATELIMIT" -l --rate "$before,30/m $at,off" --stats=json "$WORK/in" >"$WORK/out" 2>"$WORK/stats"
 cmp "$WORK/in" "$WORK/out"
-grep -q '"rate":null,"ending":"end_of_input","rate_changes":\[{"unix_time":[0-9.]*,"rate":null}\]' \
+grep -q '"rate":null,"rate_text":"off","average_above_rate":false,"ending":"end_of_input","rate_changes":\[{"unix_time":[0-9.]*,"rate":null,"rate_text":"off"}\]' \
   "$WORK/stats" || fail "not one change to no limit in $(cat "$WORK/stats")"
 expect_change_at_boundary "$WORK/stats"
 

@@ -33,7 +33,7 @@ export RATELIMIT_REDIS=unix://$sock
 # $RATELIMIT_REDIS is used; status shows the bucket, reset forgets it.
 expect_status 0 "$RATELIMIT" acquire --rate 4/s --key env --permits 2
 "$RATELIMIT" status --key env >"$WORK/status"
-grep -qE '^env +4 +burst 1s +0\.00 +in 0\.[0-9]+s$' "$WORK/status" || fail "status: $(cat "$WORK/status")"
+grep -qE '^env +4/s +burst 1s +0\.00 +in 0\.[0-9]+s$' "$WORK/status" || fail "status: $(cat "$WORK/status")"
 [ "$(redis_cli main exists 'ratelimit:{env}')" = 1 ] || fail "no key ratelimit:{env}"
 expect_status 0 "$RATELIMIT" reset --key env
 [ "$(redis_cli main exists 'ratelimit:{env}')" = 0 ] || fail "reset left the key"

@@ -7,7 +7,7 @@ export RATELIMIT_STATE_DIR=$WORK/state
 "$RATELIMIT" acquire --rate 100/m --key mail --warmup 10s
 expect_status 0 "$RATELIMIT" status
 status=$("$RATELIMIT" status)
-grep -Eq '^api +2 +burst 1s +0\.00 +in 0\.[0-9]{1,3}s$' <<<"$status" || fail "status: $status"
+grep -Eq '^api +2/s +burst 1s +0\.00 +in 0\.[0-9]{1,3}s$' <<<"$status" || fail "status: $status"
 grep -Eq '^mail +100/m +warmup 10s x3 ' <<<"$status" || fail "status: $status"
 [ "$("$RATELIMIT" status --key api | wc -l)" -eq 2 ] || fail "status --key shows other buckets"
 # A booking at a vanishing rate is shown as such, not as billions of seconds.
@@ -30,4 +30,4 @@ start=$(now_ns)
 for _ in $(seq 5); do "$RATELIMIT" acquire --rate 20/s --burst 0 --key p; done
 ms=$(ms_since "$start")
 [ "$ms" -ge 1800 ] && [ "$ms" -lt 4000 ] || fail "after a rate change 5 acquires took ${ms} ms, expected about 2200"
-"$RATELIMIT" status --key p | grep -Eq '^p +20 +burst 0s ' || fail "status does not show the new rate"
+"$RATELIMIT" status --key p | grep -Eq '^p +20/s +burst 0s ' || fail "status does not show the new rate"

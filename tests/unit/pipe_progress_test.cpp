@@ -19,17 +19,13 @@ Totals totals_at(std::chrono::nanoseconds elapsed, std::uint64_t bytes) {
   return totals;
 }
 
-TEST(Progress, SiNumbersHaveThreeSignificantDigits) {
-  EXPECT_EQ(si_number(0), "0 ");
-  EXPECT_EQ(si_number(999), "999 ");
-  EXPECT_EQ(si_number(1234), "1.23 k");
-  EXPECT_EQ(si_number(20000), "20.0 k");
-  EXPECT_EQ(si_number(1.5e9), "1.50 G");
-  EXPECT_EQ(clock_time(3725s), "1:02:05");
-}
+TEST(Progress, ClockTime) { EXPECT_EQ(clock_time(3725s), "1:02:05"); }
+
+constexpr format::Notation kBytes{.counted = format::Counted::bytes};
+constexpr format::Notation kLines{.counted = format::Counted::lines};
 
 TEST(Progress, LineShowsAmountTimeRatesAndWithATotalTheEta) {
-  ProgressMeter meter(Unit{}, 4000);
+  ProgressMeter meter(kBytes, 4000);
   meter.line(totals_at(0s, 0));
   EXPECT_EQ(meter.line(totals_at(1s, 1000), 100),
             "1.00 kB 0:00:01 [1.00 kB/s] [avg 1.00 kB/s] [=========>                          ]  "
@@ -37,7 +33,7 @@ TEST(Progress, LineShowsAmountTimeRatesAndWithATotalTheEta) {
 }
 
 TEST(Progress, LineFitsTheTerminalLessOneColumn) {
-  ProgressMeter meter(Unit{}, 4'000'000'000);
+  ProgressMeter meter(kBytes, 4'000'000'000);
   meter.line(totals_at(0s, 0));
   const Totals totals = totals_at(3725s, 1'000'000'000);
   // The widest numbers: 1.00 GB at 268 kB/s, with a bar, a percentage and an ETA.
@@ -55,22 +51,22 @@ TEST(Progress, LineFitsTheTerminalLessOneColumn) {
 }
 
 TEST(Progress, UnitsAsTheRateWasWritten) {
-  ProgressMeter binary(Unit{}, std::nullopt, {.binary_prefix = true, .bits = false});
+  ProgressMeter binary({.counted = format::Counted::bytes, .binary_prefix = true}, std::nullopt);
   binary.line(totals_at(0s, 0));
   EXPECT_EQ(binary.line(totals_at(1s, 10 * 1024 * 1024)),
             "10.0 MiB 0:00:01 [10.0 MiB/s] [avg 10.0 MiB/s]");
-  ProgressMeter bits(Unit{}, std::nullopt, {.binary_prefix = false, .bits = true});
+  ProgressMeter bits({.counted = format::Counted::bytes, .bits = true}, std::nullopt);
   bits.line(totals_at(0s, 0));
   EXPECT_EQ(bits.line(totals_at(1s, 1'000'000)),
             "8.00 Mbit 0:00:01 [8.00 Mbit/s] [avg 8.00 Mbit/s]");
   // Records are never bits.
-  ProgressMeter lines(Unit{'\n'}, std::nullopt, {.binary_prefix = false, .bits = true});
+  ProgressMeter lines({.counted = format::Counted::lines, .bits = true}, std::nullopt);
   lines.line(totals_at(0s, 0));
   EXPECT_EQ(lines.line(totals_at(1s, 20)), "20 lines 0:00:01 [20 lines/s] [avg 20 lines/s]");
 }
 
 TEST(Progress, AnEtaBeyondWhatNanosecondsHoldSaturates) {
-  ProgressMeter meter(Unit{}, 1'000'000'000'000'000'000);
+  ProgressMeter meter(kBytes, 1'000'000'000'000'000'000);
   meter.line(totals_at(0s, 0));
   // About 3e13 years left: shown as the longest time there is, not as 0:00:00.
   const std::string line = meter.line(totals_at(1000s, 1));
@@ -78,7 +74,7 @@ TEST(Progress, AnEtaBeyondWhatNanosecondsHoldSaturates) {
 }
 
 TEST(Progress, CurrentRateIsOverTheLastSecond) {
-  ProgressMeter meter(Unit{'\n'}, std::nullopt);
+  ProgressMeter meter(kLines, std::nullopt);
   meter.line(totals_at(0s, 0));
   meter.line(totals_at(1s, 100));
   meter.line(totals_at(2s, 100));
@@ -86,23 +82,64 @@ TEST(Progress, CurrentRateIsOverTheLastSecond) {
 }
 
 TEST(Summary, TextAndJson) {
+  Result result{Ending::end_of_input, 0, totals_at(2s, 2000), {}};
+  EXPECT_EQ(summary_text(result, kBytes),
+            "ratelimit: 2000 bytes in 2.000 s, 1.00 kB/s (rate 1kB/s)");
+  EXPECT_EQ(summary_json(result, kBytes, 0s),
+            R"({"unit":"bytes","units":2000,"bytes":2000,"seconds":2,"average_rate":1000,)"
+            R"("rate":1000,"rate_text":"1kB/s","average_above_rate":false,"ending":"end_of_input",)"
+            R"("rate_changes":[]})");
+}
+
+TEST(Summary, InTheNotationOfTheRate) {
+  Totals totals = totals_at(1s, 1'000'000);
+  totals.rate = 1'000'000;
+  const Result result{Ending::end_of_input, 0, totals, {}};
+  // As the progress line shows it: 8Mbit/s is not shown as 1.00 MB/s.
+  EXPECT_EQ(summary_text(result, {.counted = format::Counted::bytes, .bits = true}),
+            "ratelimit: 1000000 bytes in 1.000 s, 8.00 Mbit/s (rate 8Mbit/s)");
+  Totals lines = totals_at(2s, 2);
+  lines.bytes = 4;
+  lines.rate = 1;
+  EXPECT_EQ(summary_text({Ending::end_of_input, 0, lines, {}}, kLines),
+            "ratelimit: 2 lines in 2.000 s, 1 lines/s (rate 1/s), 4 bytes");
+}
+
+TEST(Summary, SaysWhyTheAverageIsAboveTheRate) {
   Result result{Ending::end_of_input, 0, totals_at(2s, 4000), {}};
-  EXPECT_EQ(summary_text(result, Unit{}),
-            "ratelimit: 4000 bytes in 2.000 s, 2.00 kB/s (rate 1.00 kB/s)");
-  EXPECT_EQ(summary_json(result, Unit{}, 0s),
-            R"({"unit":"bytes","units":4000,"bytes":4000,"seconds":2.000000,)"
-            R"("average_rate":2000.000,"rate":1000,"ending":"end_of_input","rate_changes":[]})");
+  EXPECT_EQ(summary_text(result, kBytes),
+            "ratelimit: 4000 bytes in 2.000 s, 2.00 kB/s (rate 1kB/s; the first chunk is free)");
+  EXPECT_NE(summary_json(result, kBytes, 0s).find(R"("average_above_rate":true)"),
+            std::string::npos);
+}
+
+TEST(Summary, ReadableAtTheExtremes) {
+  Totals huge = totals_at(1s, 100);
+  huge.rate = 1e300;
+  EXPECT_EQ(summary_text({Ending::end_of_input, 0, huge, {}}, kBytes),
+            "ratelimit: 100 bytes in 1.000 s, 100 B/s (rate 1e300B/s)");
+  Totals hourly = totals_at(3600s, 1);
+  hourly.rate = 1.0 / 3600;
+  EXPECT_EQ(summary_text({Ending::end_of_input, 0, hourly, {}}, kBytes),
+            "ratelimit: 1 bytes in 3600.000 s, 1 B/h (rate 1B/h)");
+  Totals unlimited = totals_at(1s, 100);
+  unlimited.rate = std::numeric_limits<double>::infinity();
+  const Result off{Ending::end_of_input, 0, unlimited, {}};
+  EXPECT_EQ(summary_text(off, kBytes), "ratelimit: 100 bytes in 1.000 s, 100 B/s (rate off)");
+  EXPECT_NE(summary_json(off, kBytes, 0s).find(R"("rate":null,"rate_text":"off")"),
+            std::string::npos);
 }
 
 TEST(Summary, JsonListsRateChangesAtTheirWallClockTimes) {
   Result result{Ending::end_of_input,
                 0,
-                totals_at(2s, 4000),
+                totals_at(2s, 2000),
                 {{1500ms, std::numeric_limits<double>::infinity()}, {1750ms, 20.0}}};
-  EXPECT_EQ(summary_json(result, Unit{}, 1'764'460'800s),
-            R"({"unit":"bytes","units":4000,"bytes":4000,"seconds":2.000000,)"
-            R"("average_rate":2000.000,"rate":1000,"ending":"end_of_input","rate_changes":[)"
-            R"({"unix_time":1764460801.500,"rate":null},{"unix_time":1764460801.750,"rate":20}]})");
+  EXPECT_EQ(summary_json(result, kBytes, 1'764'460'800s),
+            R"({"unit":"bytes","units":2000,"bytes":2000,"seconds":2,"average_rate":1000,)"
+            R"("rate":1000,"rate_text":"1kB/s","average_above_rate":false,"ending":"end_of_input",)"
+            R"("rate_changes":[{"unix_time":1764460801.5,"rate":null,"rate_text":"off"},)"
+            R"({"unix_time":1764460801.75,"rate":20,"rate_text":"20B/s"}]})");
 }
 
 // The rate of a decoded message; none if it is not a rate.
@@ -136,18 +173,27 @@ TEST(ControlMessage, RoundTripsATimetable) {
 }
 
 TEST(PipeStatusRecord, RoundTripsWhatAPipeSays) {
-  const PipeStatus bytes{
-      .counts_bytes = true, .rate = 10485760, .units = 123456, .bytes = 123456, .answered = 3};
-  EXPECT_EQ(encode_status(bytes), "ratelimit-pipe 2 bytes 10485760 123456 123456 3\n");
+  const PipeStatus bytes{.rate = 10485760, .units = 123456, .bytes = 123456, .answered = 3};
+  EXPECT_EQ(encode_status(bytes), "ratelimit-pipe 3 bytes si 10485760 123456 123456 3 -\n");
   EXPECT_EQ(decode_status(encode_status(bytes)), bytes);
-  const PipeStatus lines{.counts_bytes = false, .rate = 1.0 / 3, .units = 7, .bytes = 700};
+  const PipeStatus lines{.notation = kLines, .rate = 1.0 / 3, .units = 7, .bytes = 700};
   EXPECT_EQ(decode_status(encode_status(lines)), lines);
+  // How the rate was written, and the key, whatever its bytes.
+  const PipeStatus bits{
+      .notation = {.counted = format::Counted::bytes, .binary_prefix = true, .bits = true},
+      .rate = 1e6,
+      .key = "k \xff\n-"};
+  EXPECT_EQ(encode_status(bits), "ratelimit-pipe 3 bits iec 1000000 0 0 0 6b20ff0a2d\n");
+  EXPECT_EQ(decode_status(encode_status(bits)), bits);
+  const PipeStatus records{.notation = {.counted = format::Counted::records}, .rate = 5};
+  EXPECT_EQ(decode_status(encode_status(records)), records);
   // A timetable's "off".
   const PipeStatus unlimited{.rate = std::numeric_limits<double>::infinity(), .units = 1};
   EXPECT_EQ(decode_status(encode_status(unlimited)), unlimited);
   const PipeStatus most{.rate = 1e300,
                         .units = std::numeric_limits<std::uint64_t>::max(),
-                        .bytes = std::numeric_limits<std::uint64_t>::max()};
+                        .bytes = std::numeric_limits<std::uint64_t>::max(),
+                        .key = std::string(80, '\xff')};
   EXPECT_EQ(decode_status(encode_status(most)), most);
 }
 
@@ -156,16 +202,20 @@ TEST(PipeStatusRecord, BelievesOnlyAWholeRecord) {
   for (std::size_t size = 0; size < record.size(); ++size)
     EXPECT_EQ(decode_status(record.substr(0, size)), std::nullopt) << size;
   EXPECT_EQ(decode_status(record + record), std::nullopt);
-  EXPECT_EQ(decode_status("ratelimit-pipe 1 bytes 5 1 1 0\n"), std::nullopt);
-  EXPECT_EQ(decode_status("ratelimit-pipe 2 bytes 5 1 1\n"), std::nullopt);
-  EXPECT_EQ(decode_status("ratelimit-pipe 2 blocks 5 1 1 0\n"), std::nullopt);
-  EXPECT_EQ(decode_status("ratelimit-pipe 2 bytes 0 1 1 0\n"), std::nullopt);
-  EXPECT_EQ(decode_status("ratelimit-pipe 2 bytes nan 1 1 0\n"), std::nullopt);
-  EXPECT_EQ(decode_status("ratelimit-pipe 2 bytes 5 -1 1 0\n"), std::nullopt);
-  EXPECT_EQ(decode_status("ratelimit-pipe 2 bytes 5 1 1 -1\n"), std::nullopt);
-  EXPECT_EQ(decode_status("ratelimit-pipe 2 bytes 5 1 1 0 1\n"), std::nullopt);
-  EXPECT_EQ(decode_status("ratelimit-pipe 2 bytes 5  1 1 0\n"), std::nullopt);
-  EXPECT_EQ(decode_status("ratelimit-pipe 2 bytes 5 1 1 0 \n"), std::nullopt);
+  EXPECT_EQ(decode_status("ratelimit-pipe 2 bytes 5 1 1 0\n"), std::nullopt);
+  EXPECT_EQ(decode_status("ratelimit-pipe 3 bytes si 5 1 1 -\n"), std::nullopt);
+  EXPECT_EQ(decode_status("ratelimit-pipe 3 blocks si 5 1 1 0 -\n"), std::nullopt);
+  EXPECT_EQ(decode_status("ratelimit-pipe 3 bytes metric 5 1 1 0 -\n"), std::nullopt);
+  EXPECT_EQ(decode_status("ratelimit-pipe 3 bytes si 0 1 1 0 -\n"), std::nullopt);
+  EXPECT_EQ(decode_status("ratelimit-pipe 3 bytes si nan 1 1 0 -\n"), std::nullopt);
+  EXPECT_EQ(decode_status("ratelimit-pipe 3 bytes si 5 -1 1 0 -\n"), std::nullopt);
+  EXPECT_EQ(decode_status("ratelimit-pipe 3 bytes si 5 1 1 -1 -\n"), std::nullopt);
+  EXPECT_EQ(decode_status("ratelimit-pipe 3 bytes si 5 1 1 0 - 1\n"), std::nullopt);
+  EXPECT_EQ(decode_status("ratelimit-pipe 3 bytes si 5  1 1 0 -\n"), std::nullopt);
+  EXPECT_EQ(decode_status("ratelimit-pipe 3 bytes si 5 1 1 0 - \n"), std::nullopt);
+  EXPECT_EQ(decode_status("ratelimit-pipe 3 bytes si 5 1 1 0 6b2\n"), std::nullopt);
+  EXPECT_EQ(decode_status("ratelimit-pipe 3 bytes si 5 1 1 0 6x\n"), std::nullopt);
+  EXPECT_EQ(decode_status("ratelimit-pipe 3 bytes si 5 1 1 0 \n"), std::nullopt);
 }
 
 }  // namespace

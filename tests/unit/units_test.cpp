@@ -102,31 +102,23 @@ TEST(ParseSize, CountsWithPrefixes) {
   EXPECT_EQ(error_of(parse_size, "-1"), "invalid size '-1': must not be negative");
 }
 
-TEST(HumanDuration, AsPeopleSayIt) {
-  EXPECT_EQ(human_duration(0s), "0s");
-  EXPECT_EQ(human_duration(250ms), "0.25s");
-  EXPECT_EQ(human_duration(1500ms), "1.5s");
-  EXPECT_EQ(human_duration(59s), "59s");
-  EXPECT_EQ(human_duration(3599s), "59m59s");
-  EXPECT_EQ(human_duration(2h), "2h");
-  EXPECT_EQ(human_duration(76h), "3d4h");
-  EXPECT_EQ(human_duration(std::chrono::duration<double>(1e9)), "31.7 years");
-  EXPECT_EQ(human_duration(std::chrono::duration<double>(1e300)), "over 1000 years");
+TEST(WrittenRate, ReadBackAsTheSameRate) {
+  for (const double rate : {1.0 / 3600, 100.0 / 60, 1e9, 1536.0, 0.5, 123456789.0, 1e300}) {
+    EXPECT_NEAR(parse_rate(format::written_rate(rate)).units_per_second, rate, 1e-9 * rate) << rate;
+  }
+  const format::Notation bits{.counted = format::Counted::bytes, .bits = true};
+  EXPECT_EQ(parse_rate(format::written_rate(1e6, bits)).units_per_second, 1e6);
 }
 
-TEST(HumanRate, AsUsersWriteThem) {
-  EXPECT_EQ(human_rate(1.0 / 3600), "1/h");
-  EXPECT_EQ(human_rate(100.0 / 60), "100/m");
-  EXPECT_EQ(human_rate(1e9), "1G");
-  EXPECT_EQ(human_rate(5000), "5k");
-  EXPECT_EQ(human_rate(2), "2");
-  EXPECT_EQ(human_rate(0.5), "30/m");
-  EXPECT_EQ(human_rate(10.0 * 1024 * 1024, "B"), "10MiB");
-  EXPECT_EQ(human_rate(1.0 / 7), "8.571/m");
-  // Read back by the parser as the same rate.
-  for (const double rate : {1.0 / 3600, 100.0 / 60, 1e9, 1536.0, 0.5, 123456789.0}) {
-    EXPECT_NEAR(parse_rate(human_rate(rate)).units_per_second, rate, 1e-9 * rate) << rate;
-  }
+TEST(NotationOf, AsTheRateWasWritten) {
+  EXPECT_EQ(notation_of("8Mbit/s", format::Counted::bytes),
+            (format::Notation{.counted = format::Counted::bytes, .bits = true}));
+  EXPECT_EQ(notation_of("10MiB/s", format::Counted::bytes),
+            (format::Notation{.counted = format::Counted::bytes, .binary_prefix = true}));
+  EXPECT_EQ(notation_of("20", format::Counted::lines),
+            (format::Notation{.counted = format::Counted::lines}));
+  EXPECT_EQ(notation_of("08:00,1Mi 18:00,off", format::Counted::bytes),
+            (format::Notation{.counted = format::Counted::bytes}));
 }
 
 TEST(ParseDuration, UnitsAndBareSeconds) {
