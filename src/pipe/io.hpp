@@ -55,6 +55,13 @@ class Io {
   // Reads up to buffer.size() bytes after wait() or input_ready_now() said ready. Zero bytes
   // without end_of_input: one input ended and the next is not ready yet, wait again.
   virtual Moved read(std::span<char> buffer) = 0;
+  // True when the current input can take back what was read from it (a regular file, whose
+  // offset moves back): the engine then reads ahead in large reads, and a stop puts back what
+  // it was not going to write yet.
+  virtual bool input_takes_back() const = 0;
+  // Puts the last `bytes` read from the current input back, as if never read, as far as it
+  // takes them; returns how many it took.
+  virtual std::size_t unread(std::size_t bytes) = 0;
   // Writes some of `data` (at least one byte, blocking while the output is full); 0 when a stop
   // signal arrived while it blocked, before any byte went; nullopt when downstream has closed.
   virtual std::optional<std::size_t> write(std::span<const char> data) = 0;

@@ -39,6 +39,8 @@ class FakePipeIo final : public pipe::Io {
     rate_changes_.push_back({kStart + after, rate});
   }
   void allow_splice() { splice_allowed_ = true; }
+  // The input is a file: what was read can be put back (unread()).
+  void take_back_reads() { takes_back_ = true; }
   // A wait that ends at its deadline ends this much later, as a real timer's slack does.
   void oversleep_by(std::chrono::nanoseconds slack) { slack_ = slack; }
   void limit_writes_to(std::size_t bytes) { max_write_ = bytes; }
@@ -62,6 +64,9 @@ class FakePipeIo final : public pipe::Io {
   void pass(std::chrono::nanoseconds duration) { now_ += duration; }
   std::chrono::nanoseconds elapsed() const { return now_ - kStart; }
   std::size_t splices() const { return splices_; }
+  std::size_t reads() const { return reads_; }
+  // What was read and not put back.
+  std::size_t bytes_read() const { return read_.size(); }
 
   std::chrono::nanoseconds now() override { return now_; }
 
@@ -95,9 +100,23 @@ class FakePipeIo final : public pipe::Io {
   bool input_ready_now() override { return readable() || at_end(); }
 
   pipe::Moved read(std::span<char> buffer) override {
+    ++reads_;
     const std::string taken = take(buffer.size());
     std::copy(taken.begin(), taken.end(), buffer.begin());
+    read_ += taken;
     return pipe::Moved{taken.size(), taken.empty() && at_end(), false};
+  }
+
+  bool input_takes_back() const override { return takes_back_; }
+
+  std::size_t unread(std::size_t bytes) override {
+    if (!takes_back_) return 0;
+    bytes = std::min(bytes, read_.size());
+    // Readable again at once, before what has not arrived yet.
+    arrivals_.insert(arrivals_.begin() + static_cast<std::ptrdiff_t>(next_arrival_),
+                     Arrival{now_, read_.substr(read_.size() - bytes)});
+    read_.erase(read_.size() - bytes);
+    return bytes;
   }
 
   std::optional<std::size_t> write(std::span<const char> data) override {
@@ -168,6 +187,9 @@ class FakePipeIo final : public pipe::Io {
   int stop_signal_ = 0;
   std::vector<RateChange> rate_changes_;
   bool splice_allowed_ = false;
+  bool takes_back_ = false;
+  std::string read_;
+  std::size_t reads_ = 0;
   std::chrono::nanoseconds slack_{0};
   std::size_t max_write_ = std::string::npos;
   std::optional<std::size_t> close_after_;
