@@ -9,8 +9,8 @@
 namespace ratelimit::pipe {
 
 // The time between writes by default. Any 100 ms window then holds at most 11 writes' worth,
-// 1.10 times the rate, for a wake-up every 10 ms (bench/results/cpu.md: less CPU than pv -L at
-// 1 kB/s, 100 kB/s and 10 MB/s). `--chunk 5ms` halves the window's excess for twice the wake-ups.
+// 1.10 times the rate, for a wake-up every 10 ms: the wake-ups are most of the CPU that shaping
+// costs (bench/results/cpu.md). `--chunk 5ms` halves the window's excess for twice the wake-ups.
 inline constexpr std::chrono::nanoseconds kDefaultWriteInterval = std::chrono::milliseconds(10);
 
 // The units per write for a rate written every `interval`: at least one, at most `max_units`.
