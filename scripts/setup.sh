@@ -2,7 +2,8 @@
 set -euo pipefail
 
 RATELIMIT_ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
-RATELIMIT_BUILD_PACKAGES=(cmake g++ make libcli11-dev libfmt-dev libgtest-dev libgmock-dev libhiredis-dev)
+RATELIMIT_BUILD_PACKAGES=(cmake g++ make libcli11-dev libfmt-dev libgtest-dev libgmock-dev libhiredis-dev
+  libssl-dev libc-ares-dev)
 
 # ensure_packages PACKAGE...: installs the Debian packages that are missing (as root), or says
 # which are missing and stops.

@@ -4,7 +4,8 @@
 # threaded tests under ThreadSanitizer, then about a minute of libFuzzer.
 source "$(dirname "${BASH_SOURCE[0]}")/setup.sh"
 ensure_packages "${RATELIMIT_BUILD_PACKAGES[@]}" libbenchmark-dev tmux strace dpkg-dev \
-  bash-completion fish groff-base mandoc file redis-server redis-tools tzdata python3
+  bash-completion fish groff-base mandoc file redis-server redis-tools tzdata python3 openssl \
+  iproute2
 
 run_ctest() {
   local dir=$1

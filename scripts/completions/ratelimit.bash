@@ -11,7 +11,8 @@ _ratelimit() {
   done
 
   local value_options=" --rate -r --burst --warmup --cold-factor --delimiter --chunk --key -k --permits \
---timeout --max-inflight --output -o --state-dir --redis --redis-timeout --on-redis-error "
+--timeout --max-inflight --output -o --state-dir --redis --redis-timeout --on-redis-error \
+--redis-tls-ca --redis-tls-cert --redis-tls-key "
   # exec: from the command on (after -- or at its first word), complete as that command.
   if [[ $command == exec ]]; then
     for ((i = command_index + 1; i < cword; i++)); do
@@ -29,7 +30,8 @@ _ratelimit() {
   fi
 
   local rate_options="--rate -r --burst --warmup --cold-factor --start-full --pay-first"
-  local shared_options="--key -k --state-dir --verbose -v --redis --redis-timeout"
+  local shared_options="--key -k --state-dir --verbose -v --redis --redis-timeout --redis-tls-ca
+                        --redis-tls-cert --redis-tls-key --redis-tls-insecure"
   local options
   case $command in
     "") options="$rate_options $shared_options --output -o --lines -l --null -0 --delimiter --chunk
@@ -44,10 +46,10 @@ _ratelimit() {
   esac
 
   case $prev in
-    --output | -o) _filedir; return ;;
+    --output | -o | --redis-tls-ca | --redis-tls-cert | --redis-tls-key) _filedir; return ;;
     --state-dir) _filedir -d; return ;;
     --on-redis-error) COMPREPLY=($(compgen -W "fail allow local" -- "$cur")); return ;;
-    --redis) COMPREPLY=($(compgen -W "redis:// unix://" -- "$cur")); compopt -o nospace; return ;;
+    --redis) COMPREPLY=($(compgen -W "redis:// rediss:// unix://" -- "$cur")); compopt -o nospace; return ;;
     --rate | -r | --burst | --warmup | --cold-factor | --delimiter | --chunk | --key | -k | \
       --permits | --timeout | --max-inflight | --redis-timeout) return ;;
   esac

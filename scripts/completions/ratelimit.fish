@@ -7,7 +7,8 @@ function __ratelimit_exec_command
     set -l words (commandline -opc)
     test (count $words) -ge 2; and test $words[2] = exec; or return 1
     set -l value_options --rate -r --burst --warmup --cold-factor --key -k --state-dir --permits \
-        --timeout --max-inflight --redis --redis-timeout --on-redis-error
+        --timeout --max-inflight --redis --redis-timeout --on-redis-error --redis-tls-ca \
+        --redis-tls-cert --redis-tls-key
     set -l i 3
     while test $i -le (count $words)
         switch $words[$i]
@@ -61,8 +62,12 @@ set -l shared "$own"
 complete -c ratelimit -n "$shared" -s k -l key -x -d 'Name of the shared bucket'
 complete -c ratelimit -n "$shared" -l state-dir -x -a '(__fish_complete_directories)' -d 'Directory of the bucket files'
 complete -c ratelimit -n "$shared" -s v -l verbose -d 'Say why a bucket record was discarded'
-complete -c ratelimit -n "$shared" -l redis -x -a 'redis:// unix://' -d 'Keep the buckets in Redis'
+complete -c ratelimit -n "$shared" -l redis -x -a 'redis:// rediss:// unix://' -d 'Keep the buckets in Redis'
 complete -c ratelimit -n "$shared" -l redis-timeout -x -d 'Give up on Redis after this long'
+complete -c ratelimit -n "$shared" -l redis-tls-ca -r -F -d 'Trust the CAs in this PEM file'
+complete -c ratelimit -n "$shared" -l redis-tls-cert -r -F -d 'Client certificate (PEM)'
+complete -c ratelimit -n "$shared" -l redis-tls-key -r -F -d 'Private key of the client certificate'
+complete -c ratelimit -n "$shared" -l redis-tls-insecure -d 'Do not check the server certificate'
 complete -c ratelimit -n "__fish_seen_subcommand_from exec acquire; and $own; or $pipe" -l on-redis-error -x -a 'fail allow local' -d 'If Redis cannot answer'
 set -l taking "__fish_seen_subcommand_from exec acquire; and $own"
 complete -c ratelimit -n "$taking" -l permits -x -d 'Permits to take'

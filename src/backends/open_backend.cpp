@@ -29,10 +29,13 @@ std::unique_ptr<BucketBackend> open_state_file_backend(const BackendOptions& opt
 
 std::unique_ptr<BucketBackend> open_backend(const BackendOptions& options) {
   if (options.redis_url.empty()) return open_state_file_backend(options);
+  auto redis = std::make_unique<RedisBackend>(
+      parse_redis_url(options.redis_url), options.redis_timeout, options.notify, options.redis_tls);
+  if (!options.redis_tls.verify)
+    options.warn("--redis-tls-insecure: the Redis server's certificate and name are not checked");
   return std::make_unique<FallbackBackend>(
-      std::make_unique<RedisBackend>(parse_redis_url(options.redis_url), options.redis_timeout,
-                                     options.notify),
-      options.on_redis_error, [options] { return open_state_file_backend(options); }, options.warn);
+      std::move(redis), options.on_redis_error,
+      [options] { return open_state_file_backend(options); }, options.warn);
 }
 
 std::unique_ptr<InflightSlots> open_inflight_slots(const BackendOptions& options) {

@@ -7,6 +7,7 @@
 
 #include "backends/bucket_backend.hpp"
 #include "backends/fallback_backend.hpp"
+#include "backends/redis/redis_url.hpp"
 #include "exec/inflight_slots.hpp"
 
 namespace ratelimit::backends {
@@ -22,6 +23,7 @@ struct BackendOptions {
   // OnUnavailable::local, as the fallback). Empty: the state directory.
   std::string redis_url;
   std::chrono::milliseconds redis_timeout{1000};
+  RedisTlsOptions redis_tls;  // for a rediss:// URL
   OnUnavailable on_redis_error = OnUnavailable::fail;
   // Told once that Redis failed and what happens instead.
   std::function<void(const std::string&)> warn = [](const std::string&) {};

@@ -2,12 +2,17 @@
 
 #include "cli/commands.hpp"
 #include "cli/shared_bucket_options.hpp"
+#include "errors.hpp"
 #include "exit_codes.hpp"
 
 namespace ratelimit::cli {
 namespace {
 
 int run_acquire(const PermitOptions& options) {
+  // No bucket everybody shares by default: unrelated loops would refuse each other's permits.
+  if (options.key.empty())
+    throw UsageError(
+        "acquire needs --key NAME: the bucket that the calls of one loop share (e.g. --key mail)");
   return admit_then(options, 0, [](exec::Admission&) { return exit_ok; });
 }
 
@@ -18,6 +23,7 @@ Command setup_acquire(CLI::App& app) {
   CLI::App* acquire = app.add_subcommand(
       "acquire", "Take permits from a bucket shared by every process of a shell loop, then exit 0");
   add_permit_options(*acquire, *options);
+  acquire->get_option("--key")->description("Name of the shared bucket (required)");
   acquire->footer(R"(Examples:
   ratelimit acquire --rate 100/m --key mail && sendmail "$to" < message
   ratelimit acquire --rate 10/s --permits 5 --key api      take 5 permits at once

@@ -3,11 +3,13 @@
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
+#include <filesystem>
 #include <memory>
 #include <string>
 #include <string_view>
 #include <vector>
 
+#include "backends/state_file/state_file_format.hpp"
 #include "cli/commands.hpp"
 #include "cli/shared_bucket_options.hpp"
 #include "cli/units.hpp"
@@ -31,11 +33,21 @@ int command_failed(const std::string& name, int error) {
   return not_found ? exit_command_not_found : exit_cannot_execute;
 }
 
+// Without --key, the bucket of the command's name ("curl" for /usr/bin/curl): the calls of one
+// loop share it, and unrelated loops do not refuse each other or change each other's rate.
+std::string key_of(const ExecOptions& options) {
+  if (!options.permits.key.empty()) return options.permits.key;
+  return std::filesystem::path(options.command.front()).filename().string();
+}
+
 int run_exec(const ExecOptions& options) {
   // Looked up before a permit is taken: a typo must not wait for, and use up, a permit.
   if (const int error = io::find_command(options.command.front()); error != 0)
     return command_failed(options.command.front(), error);
-  return admit_then(options.permits, options.max_inflight, [&](exec::Admission& admission) {
+  PermitOptions permits = options.permits;
+  permits.key = key_of(options);
+  backends::validate_key(permits.key);
+  return admit_then(permits, options.max_inflight, [&](exec::Admission& admission) {
     // The slot stays taken while the command (and whatever inherits the descriptor) runs; the
     // bucket's file was closed when the permits were booked and never reaches the command.
     if (admission.slot) io::keep_across_exec(admission.slot);
@@ -86,6 +98,8 @@ Command setup_exec(CLI::App& app) {
   CLI::App* exec = app.add_subcommand(
       "exec", "Take permits from a bucket shared by every process of a shell loop, then run CMD");
   add_permit_options(*exec, options->permits);
+  exec->get_option("--key")->description(
+      "Name of the shared bucket [default: the command's name, e.g. curl for /usr/bin/curl]");
   exec->add_option("--max-inflight", options->max_inflight,
                    "At most this many commands of the key run at once")
       ->check(whole_number_in(1, 256))
@@ -102,7 +116,8 @@ Command setup_exec(CLI::App& app) {
   ratelimit exec --rate 100/m --max-inflight 4 -- make     100 a minute, 4 at once at most
   ratelimit exec --rate 1/s --try -- notify-send hi        exit 75 at once if no permit now
 
-Rates count commands: 2/s, 100/m, 1/h (no B or bit).)");
+Rates count commands: 2/s, 100/m, 1/h (no B or bit). Without --key the bucket is the command's
+name (make, notify-send): every call of it shares one.)");
   return {.app = exec,
           .run = [options] { return run_exec(*options); },
           .take_command_words =

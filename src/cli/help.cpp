@@ -1,8 +1,10 @@
 #include "cli/help.hpp"
 
 #include <fmt/core.h>
+#include <fmt/ranges.h>
 
 #include <algorithm>
+#include <cctype>
 #include <filesystem>
 #include <numeric>
 #include <sstream>
@@ -48,19 +50,6 @@ std::size_t edit_distance(std::string_view a, std::string_view b) {
 
 const std::vector<std::string> kCommandNames = {"exec", "acquire", "status", "reset", "set"};
 
-bool is_command(std::string_view word) {
-  return std::find(kCommandNames.begin(), kCommandNames.end(), word) != kCommandNames.end();
-}
-
-// Options whose next word is their value, never a command.
-bool takes_value(std::string_view option) {
-  for (const std::string_view name : {"-o", "--output", "-k", "--key", "--delimiter", "--state-dir",
-                                      "-r", "--rate", "--burst", "--warmup", "--chunk"}) {
-    if (option == name) return true;
-  }
-  return false;
-}
-
 void collect_option_names(const CLI::App& app, std::vector<std::string>& names) {
   for (const CLI::Option* option : app.get_options()) {
     for (const std::string& name : option->get_lnames()) names.push_back("--" + name);
@@ -69,12 +58,52 @@ void collect_option_names(const CLI::App& app, std::vector<std::string>& names) 
     collect_option_names(*subcommand, names);
 }
 
+// `ratelimit help WORD` for a WORD that names no command.
+UsageError unknown_command(const std::string& word) {
+  if (const auto command = nearest_word(word, kCommandNames))
+    return UsageError(fmt::format("unknown command '{}'; did you mean '{}'?", word, *command));
+  return UsageError(fmt::format("unknown command '{}' (the commands are {})", word,
+                                fmt::join(kCommandNames, ", ")));
+}
+
 }  // namespace
+
+bool is_command(std::string_view word) {
+  return std::find(kCommandNames.begin(), kCommandNames.end(), word) != kCommandNames.end();
+}
+
+bool takes_value(std::string_view option) {
+  for (const std::string_view name : {"-o",
+                                      "--output",
+                                      "-k",
+                                      "--key",
+                                      "--delimiter",
+                                      "--state-dir",
+                                      "-r",
+                                      "--rate",
+                                      "--burst",
+                                      "--warmup",
+                                      "--cold-factor",
+                                      "--chunk",
+                                      "--timeout",
+                                      "--permits",
+                                      "--max-inflight",
+                                      "--redis",
+                                      "--redis-timeout",
+                                      "--on-redis-error",
+                                      "--redis-tls-ca",
+                                      "--redis-tls-cert",
+                                      "--redis-tls-key"}) {
+    if (option == name) return true;
+  }
+  return false;
+}
 
 std::vector<char*> check_command_words(std::vector<char*> arguments) {
   static char help_flag[] = "--help";
   if (arguments.size() > 1 && std::string_view(arguments[1]) == "help") {
     arguments.erase(arguments.begin() + 1);
+    if (arguments.size() > 1 && !is_command(arguments[1])) throw unknown_command(arguments[1]);
     arguments.push_back(help_flag);
     return arguments;
   }
@@ -110,6 +139,28 @@ std::string with_suggestion(const std::string& message, const CLI::App& app) {
       return fmt::format("{}; did you mean {}?", message, *option);
   }
   return message;
+}
+
+CLI::Validator one_of(std::vector<std::string> choices) {
+  return CLI::Validator(
+      [choices](std::string& text) -> std::string {
+        std::string word = text;
+        std::transform(word.begin(), word.end(), word.begin(),
+                       [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+        if (std::find(choices.begin(), choices.end(), word) != choices.end()) {
+          text = word;
+          return {};
+        }
+        std::string expected = choices.back();
+        if (choices.size() > 1)
+          expected = fmt::format("{} or {}", fmt::join(choices.begin(), choices.end() - 1, ", "),
+                                 expected);
+        std::string message = fmt::format("invalid value '{}': expected {}", text, expected);
+        if (const auto near = nearest_word(word, choices))
+          message += fmt::format("; did you mean '{}'?", *near);
+        return message;
+      },
+      fmt::format("{}", fmt::join(choices, "|")));
 }
 
 std::shared_ptr<CLI::Formatter> help_formatter() { return std::make_shared<HelpFormatter>(); }

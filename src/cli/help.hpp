@@ -20,6 +20,17 @@ std::shared_ptr<CLI::Formatter> help_formatter();
 std::optional<std::string> nearest_word(std::string_view word,
                                         const std::vector<std::string>& candidates);
 
+// A CLI11 transform for an option whose value is one word of `choices`, in any case (turned to
+// lower case): otherwise "invalid value 'lcoal': expected fail, allow or local; did you mean
+// 'local'?", which CLI11 prefixes with the option's name. Declared after a transform that maps
+// the word (transforms run last declared first), it checks the word before that one sees it.
+CLI::Validator one_of(std::vector<std::string> choices);
+
+// Whether `word` names a command: exec, acquire, status, reset or set.
+bool is_command(std::string_view word);
+// Whether the option `option`, written alone ("--rate", "-k"), takes the next word as its value.
+bool takes_value(std::string_view option);
+
 // The command line with `help [COMMAND]` read as `[COMMAND] --help`. Throws UsageError for a
 // command word that is misspelt ("exce: neither a file nor a command; did you mean 'exec'?") or
 // not first ("ratelimit --rate 5 exec -- true"), which the parser would take for a file.

@@ -6,6 +6,7 @@
 
 #include "cli/commands.hpp"
 #include "cli/help.hpp"
+#include "cli/typo_hints.hpp"
 #include "cli/units.hpp"
 #include "errors.hpp"
 #include "exit_codes.hpp"
@@ -79,6 +80,7 @@ int main(int argc, char** argv) {
   std::vector<char*> arguments(argv, argv + argc);
   try {
     arguments = ratelimit::cli::check_command_words(std::move(arguments));
+    ratelimit::cli::check_typos(arguments);
   } catch (const ratelimit::UsageError& error) {
     return report(error, ratelimit::exit_usage);
   }

@@ -10,6 +10,7 @@
 
 #include "cli/bucket_options.hpp"
 #include "cli/commands.hpp"
+#include "cli/help.hpp"
 #include "cli/shared_bucket_options.hpp"
 #include "cli/units.hpp"
 #include "control/control.hpp"
@@ -137,7 +138,10 @@ pipe::Result run_engine(const PipeOptions& options, const pipe::EngineOptions& e
                  text);
     schedule.follow(std::move(timetable));
   };
-  pipe::SharedPermitSource source(*backend, request, io.waiter(), on_replaced, follow_key);
+  const auto warn = [](const std::string& warning) {
+    fmt::print(stderr, "ratelimit: warning: {}\n", warning);
+  };
+  pipe::SharedPermitSource source(*backend, request, io.waiter(), on_replaced, follow_key, warn);
   return pipe::Engine(engine_options, io, source, draw).run();
 }
 
@@ -274,12 +278,12 @@ Command setup_pipe(CLI::App& app) {
       ->group("Pipe");
   app.add_flag("-p{auto},--progress{auto}", options->progress,
                "Draw a progress line on standard error when it is a terminal (=force: always)")
-      ->check(CLI::IsMember({"auto", "force"}))
+      ->transform(one_of({"auto", "force"}))
       ->option_text("[=force]")
       ->group("Output");
   app.add_flag("--stats{text}", options->stats,
                "Print a summary line on standard error at the end (=json: as JSON)")
-      ->check(CLI::IsMember({"text", "json"}))
+      ->transform(one_of({"text", "json"}))
       ->option_text("[=json]")
       ->group("Output");
   return Command{&app, [options] { return run_pipe(*options); }};

@@ -11,8 +11,8 @@
 #include "cli/commands.hpp"
 #include "cli/shared_bucket_options.hpp"
 #include "cli/units.hpp"
-#include "exit_codes.hpp"
 #include "control/control.hpp"
+#include "exit_codes.hpp"
 #include "schedule/timetable_text.hpp"
 #include "state/state_directory.hpp"
 
@@ -38,6 +38,46 @@ int set_key_rate(const SetOptions& options) {
   return exit_ok;
 }
 
+// What `set` says: the rate the pipe had and the one it answers is in force now, each also in
+// units per second. Without an answer in time, only what was sent.
+void report_answer(const SetOptions& options, const pipe::RunningPipe& running,
+                   const std::optional<pipe::PipeStatus>& before, double sent_rate) {
+  constexpr std::chrono::seconds kLongestAnswer{1};
+  const std::optional<pipe::PipeStatus> answer =
+      pipe::await_answer(running, before ? before->answered : 0, kLongestAnswer);
+  const std::string_view unit = running.counts_bytes ? "bytes" : "records";
+  const auto per_second = [&](double rate) {
+    return std::isinf(rate) ? std::string("off") : fmt::format("{} {}/s", rate, unit);
+  };
+  // "10MiB (10485760 bytes/s)": as written if given, else as human_rate() writes it.
+  const auto rate_text = [&](double rate, const std::string& written) {
+    if (std::isinf(rate)) return std::string("off");
+    return fmt::format(
+        "{} ({})", written.empty() ? human_rate(rate, running.counts_bytes ? "B" : "") : written,
+        per_second(rate));
+  };
+  const bool timetable = schedule::is_timetable(options.bucket.rate);
+  if (!answer) {
+    fmt::print(stderr,
+               "ratelimit: process {}: sent rate {}; no answer within {}s (a pipe waiting for its "
+               "reader reads it once it can write)\n",
+               options.pid, rate_text(sent_rate, options.bucket.rate), kLongestAnswer.count());
+    return;
+  }
+  // As written when the pipe took it as sent; a timetable's entry in force as the pipe says.
+  const std::string now_text =
+      timetable
+          ? fmt::format("timetable '{}' ({} now)", options.bucket.rate, per_second(answer->rate))
+          : rate_text(answer->rate, answer->rate == sent_rate ? options.bucket.rate : "");
+  if (!before) {
+    // A pipe that has only just started had not published its rate yet.
+    fmt::print(stderr, "ratelimit: process {}: rate set to {}\n", options.pid, now_text);
+    return;
+  }
+  fmt::print(stderr, "ratelimit: process {}: rate set from {} to {}\n", options.pid,
+             rate_text(before->rate, ""), now_text);
+}
+
 int run_set(const SetOptions& options) {
   if (!options.key.empty()) return set_key_rate(options);
   if (options.pid == 0) throw UsageError("set needs a PID or --key NAME");
@@ -45,7 +85,7 @@ int run_set(const SetOptions& options) {
       fmt::format("no ratelimit pipe runs as process {} (no pipe-{}.bytes or .records in {})",
                   options.pid, options.pid, backends::state_dir_from_environment(""));
   const std::optional<pipe::RunningPipe> running = pipe::find_running_pipe(options.pid);
-  if (!running) throw UsageError(no_pipe);
+  if (!running) throw InputError(no_pipe);
   // Checked against what the pipe counts, as its own --rate was.
   const RateUnits units = running->counts_bytes ? RateUnits::data : RateUnits::plain;
   const BucketParams params = to_bucket_params(options.bucket, units);
@@ -56,26 +96,10 @@ int run_set(const SetOptions& options) {
                                         : pipe::NewRate(params.permits_per_second));
   } catch (const std::system_error& error) {
     // The FIFO of a process killed before it could remove it.
-    if (error.code() == std::errc::no_such_device_or_address) throw UsageError(no_pipe);
+    if (error.code() == std::errc::no_such_device_or_address) throw InputError(no_pipe);
     throw;
   }
-  const std::string_view unit = running->counts_bytes ? "bytes" : "records";
-  const std::string new_rate =
-      timetable ? fmt::format("timetable '{}' ({} {}/s now)", options.bucket.rate,
-                              params.permits_per_second, unit)
-                : fmt::format("{} ({} {}/s)", options.bucket.rate, params.permits_per_second, unit);
-  if (!before) {
-    // A pipe that has only just started has not published its rate yet.
-    fmt::print(stderr, "ratelimit: process {}: rate set to {}\n", options.pid, new_rate);
-    return exit_ok;
-  }
-  const std::string old_rate =
-      std::isinf(before->rate)
-          ? "off"
-          : fmt::format("{} ({} {}/s)", human_rate(before->rate, running->counts_bytes ? "B" : ""),
-                        before->rate, unit);
-  fmt::print(stderr, "ratelimit: process {}: rate set from {} to {}\n", options.pid, old_rate,
-             new_rate);
+  report_answer(options, *running, before, params.permits_per_second);
   return exit_ok;
 }
 

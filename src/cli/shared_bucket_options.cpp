@@ -8,6 +8,7 @@
 
 #include "backends/redis/redis_url.hpp"
 #include "backends/state_file/state_file_format.hpp"
+#include "cli/help.hpp"
 #include "cli/units.hpp"
 #include "exit_codes.hpp"
 #include "io/waiter.hpp"
@@ -57,15 +58,33 @@ void add_store_options(CLI::App& app, StoreOptions& options) {
       ->option_text("DIR")
       ->group("Shared bucket");
   app.add_flag("-v,--verbose", options.verbose, "Say why a bucket's record was discarded");
-  app.add_option("--redis", options.redis,
-                 "Keep the buckets in Redis, shared by every host: redis://[[user]:password@]"
-                 "host[:port][/db] or unix:///path[?db=N] [default: $RATELIMIT_REDIS]")
+  app.add_option(
+         "--redis", options.redis,
+         "Keep the buckets in Redis, shared by every host: redis[s]://[[user]:password@]"
+         "host[:port][/db] (rediss: TLS) or unix:///path[?db=N] [default: $RATELIMIT_REDIS]")
       ->envname("RATELIMIT_REDIS")
       ->group("Shared bucket");
   app.add_option("--redis-timeout", options.redis_timeout,
-                 "Give up on Redis if it does not connect or answer within this long")
+                 "Give up on Redis if an operation (connect, TLS, its commands) takes longer")
       ->check(syntax_check(parse_redis_timeout, "DURATION"))
       ->capture_default_str()
+      ->group("Shared bucket");
+  app.add_option("--redis-tls-ca", options.redis_tls.ca_file,
+                 "rediss://: trust the CAs in this PEM file [default: the system's]")
+      ->option_text("FILE")
+      ->group("Shared bucket");
+  auto* cert = app.add_option("--redis-tls-cert", options.redis_tls.cert_file,
+                              "rediss://: this client's certificate (PEM), for a server that "
+                              "asks for one")
+                   ->option_text("FILE")
+                   ->group("Shared bucket");
+  app.add_option("--redis-tls-key", options.redis_tls.key_file,
+                 "The private key of --redis-tls-cert (PEM) [default: in its file]")
+      ->option_text("FILE")
+      ->needs(cert)
+      ->group("Shared bucket");
+  app.add_flag("--redis-tls-insecure", options.redis_tls_insecure,
+               "rediss://: do not check the server's certificate and name (warns)")
       ->group("Shared bucket");
 }
 
@@ -78,6 +97,7 @@ void add_redis_policy_option(CLI::App& app, StoreOptions& options) {
                                                          {"allow", backends::OnUnavailable::allow},
                                                          {"local", backends::OnUnavailable::local}},
           CLI::ignore_case))
+      ->transform(one_of({"fail", "allow", "local"}))
       ->option_text("fail|allow|local")
       ->group("Shared bucket");
 }
@@ -92,6 +112,10 @@ backends::BackendOptions backend_options(const StoreOptions& options) {
       .redis_url = options.redis,
       .redis_timeout =
           std::chrono::ceil<std::chrono::milliseconds>(parse_redis_timeout(options.redis_timeout)),
+      .redis_tls = {.ca_file = options.redis_tls.ca_file,
+                    .cert_file = options.redis_tls.cert_file,
+                    .key_file = options.redis_tls.key_file,
+                    .verify = !options.redis_tls_insecure},
       .on_redis_error = options.on_redis_error,
       .warn = [](const std::string& message) { fmt::print(stderr, "ratelimit: {}\n", message); }};
 }
@@ -117,7 +141,7 @@ void add_permit_options(CLI::App& app, PermitOptions& options) {
   add_bucket_options(app, options.bucket, RateUnits::plain);
   add_store_options(app, options.store);
   add_redis_policy_option(app, options.store);
-  add_key_option(app, options.key)->description("Name of the shared bucket [default: default]");
+  add_key_option(app, options.key);
   app.add_option("--permits", options.permits, "Permits to take [default: 1]")
       ->check(whole_number_in(1, std::numeric_limits<std::int64_t>::max()))
       ->option_text("N")

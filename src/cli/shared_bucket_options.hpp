@@ -20,6 +20,8 @@ struct StoreOptions {
   bool verbose = false;
   std::string redis;  // a Redis URL: the buckets are kept there instead
   std::string redis_timeout = "1s";
+  backends::RedisTlsOptions redis_tls;
+  bool redis_tls_insecure = false;
   backends::OnUnavailable on_redis_error = backends::OnUnavailable::fail;
 };
 
@@ -45,7 +47,7 @@ bool may_hold_buckets(const StoreOptions& options);
 struct PermitOptions {
   BucketOptions bucket;
   StoreOptions store;
-  std::string key = "default";
+  std::string key;  // empty: none given (exec takes its command's name, acquire refuses)
   std::int64_t permits = 1;
   bool try_only = false;
   std::string timeout;  // empty: wait as long as it takes

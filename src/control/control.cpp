@@ -12,7 +12,7 @@ namespace ratelimit::pipe {
 namespace {
 
 constexpr std::string_view kTimetableTag = "timetable ";
-constexpr std::string_view kStatusTag = "ratelimit-pipe 1";
+constexpr std::string_view kStatusTag = "ratelimit-pipe 2";
 
 }  // namespace
 
@@ -49,8 +49,8 @@ std::optional<T> whole_field(std::string_view field) {
 }  // namespace
 
 std::string encode_status(const PipeStatus& status) {
-  return fmt::format("{} {} {} {} {}\n", kStatusTag, status.counts_bytes ? "bytes" : "records",
-                     status.rate, status.units, status.bytes);
+  return fmt::format("{} {} {} {} {} {}\n", kStatusTag, status.counts_bytes ? "bytes" : "records",
+                     status.rate, status.units, status.bytes, status.answered);
 }
 
 std::optional<PipeStatus> decode_status(std::string_view record) {
@@ -64,14 +64,18 @@ std::optional<PipeStatus> decode_status(std::string_view record) {
     fields.push_back(record.substr(0, end));
     record.remove_prefix(end);
   }
-  if (!record.empty() || fields.size() != 4) return std::nullopt;
+  if (!record.empty() || fields.size() != 5) return std::nullopt;
   if (fields[0] != "bytes" && fields[0] != "records") return std::nullopt;
   const std::optional<double> rate = whole_field<double>(fields[1]);
   const std::optional<std::uint64_t> units = whole_field<std::uint64_t>(fields[2]);
   const std::optional<std::uint64_t> bytes = whole_field<std::uint64_t>(fields[3]);
-  if (!rate || !(*rate > 0.0) || !units || !bytes) return std::nullopt;
-  return PipeStatus{
-      .counts_bytes = fields[0] == "bytes", .rate = *rate, .units = *units, .bytes = *bytes};
+  const std::optional<std::uint64_t> answered = whole_field<std::uint64_t>(fields[4]);
+  if (!rate || !(*rate > 0.0) || !units || !bytes || !answered) return std::nullopt;
+  return PipeStatus{.counts_bytes = fields[0] == "bytes",
+                    .rate = *rate,
+                    .units = *units,
+                    .bytes = *bytes,
+                    .answered = *answered};
 }
 
 }  // namespace ratelimit::pipe

@@ -25,9 +25,12 @@ struct PipeStatus {
   double rate = 0.0;  // units per second in force; infinity: no limit (a timetable's "off")
   std::uint64_t units = 0;
   std::uint64_t bytes = 0;
+  // Control messages the pipe has read and acted on, counted by its ControlChannel: `set` waits
+  // for a status that counts its own, whose rate is then the one in force.
+  std::uint64_t answered = 0;
   friend bool operator==(const PipeStatus&, const PipeStatus&) = default;
 };
-// One line, e.g. "ratelimit-pipe 1 bytes 52428800 1000 1000\n", and back; nullopt unless it is
+// One line, e.g. "ratelimit-pipe 2 bytes 52428800 1000 1000 0\n", and back; nullopt unless it is
 // exactly such a line (a torn or foreign file is not believed).
 std::string encode_status(const PipeStatus& status);
 std::optional<PipeStatus> decode_status(std::string_view record);
@@ -51,10 +54,11 @@ class ControlChannel {
   // whole, so what is kept of a line stays small whatever is written.
   std::vector<std::string> take_lines();
 
-  // Publishes this pipe's status beside its FIFO ("pipe-PID.status", replaced whole) when the rate
-  // changed or about a second has passed since the last time (`now` on any steady clock). A status
-  // that cannot be written is skipped: it is news, not data.
-  void publish(const PipeStatus& status, std::chrono::nanoseconds now);
+  // Publishes this pipe's status beside its FIFO ("pipe-PID.status", replaced whole) with the count
+  // of lines taken so far, when the rate or that count changed or about a second has passed since
+  // the last time (`now` on any steady clock). A status that cannot be written is skipped: it is
+  // news, not data.
+  void publish(PipeStatus status, std::chrono::nanoseconds now);
 
  private:
   ControlChannel(backends::StateDirectory directory, std::string name, io::FileDescriptor fifo);
@@ -66,6 +70,7 @@ class ControlChannel {
   std::optional<PipeStatus> published_;
   std::chrono::nanoseconds published_at_{0};
   std::string partial_line_;
+  std::uint64_t lines_taken_ = 0;
   bool dropping_line_ = false;  // the line in progress is too long: skipped up to its end
 };
 
@@ -91,5 +96,11 @@ std::vector<ListedPipe> list_running_pipes(const std::string& path);
 
 // Sends a new rate. Throws std::system_error; ENXIO means that the pipe has gone.
 void send_rate(const RunningPipe& pipe, const NewRate& rate);
+
+// The pipe's answer to a message sent after it had answered `answered`: its first status that
+// counts more, read within `timeout`; nullopt if none came (a pipe blocked on its output reads
+// its FIFO only once it can write again).
+std::optional<PipeStatus> await_answer(const RunningPipe& pipe, std::uint64_t answered,
+                                       std::chrono::nanoseconds timeout);
 
 }  // namespace ratelimit::pipe

@@ -9,6 +9,7 @@
 #include <exception>
 #include <initializer_list>
 #include <system_error>
+#include <thread>
 
 #include "backends/bucket_backend.hpp"
 #include "control/control.hpp"
@@ -134,6 +135,7 @@ std::vector<std::string> ControlChannel::take_lines() {
          0) {
     for (const char byte : std::string_view(buffer, static_cast<std::size_t>(got))) {
       if (byte == '\n') {
+        ++lines_taken_;
         if (!dropping_line_) lines.push_back(std::move(partial_line_));
         partial_line_.clear();
         dropping_line_ = false;
@@ -148,9 +150,11 @@ std::vector<std::string> ControlChannel::take_lines() {
   return lines;
 }
 
-void ControlChannel::publish(const PipeStatus& status, std::chrono::nanoseconds now) {
-  const bool due =
-      !published_ || published_->rate != status.rate || now - published_at_ >= kStatusInterval;
+void ControlChannel::publish(PipeStatus status, std::chrono::nanoseconds now) {
+  status.answered = lines_taken_;
+  const bool due = !published_ || published_->rate != status.rate ||
+                   published_->answered != status.answered ||
+                   now - published_at_ >= kStatusInterval;
   if (!due) return;
   try {
     directory_.replace_unlocked(status_name_, encode_status(status));
@@ -197,6 +201,19 @@ void send_rate(const RunningPipe& pipe, const NewRate& rate) {
   // Shorter than PIPE_BUF, so written whole or not at all.
   if (io::retry_on_eintr([&] { return ::write(fifo.get(), line.data(), line.size()); }) < 0)
     io::throw_errno(pipe.directory.path() + "/" + pipe.fifo_name);
+}
+
+std::optional<PipeStatus> await_answer(const RunningPipe& pipe, std::uint64_t answered,
+                                       std::chrono::nanoseconds timeout) {
+  constexpr std::chrono::milliseconds kPoll{2};
+  const auto deadline = std::chrono::steady_clock::now() + timeout;
+  while (true) {
+    if (const std::optional<PipeStatus> status = read_status(pipe);
+        status && status->answered > answered)
+      return status;
+    if (std::chrono::steady_clock::now() >= deadline) return std::nullopt;
+    std::this_thread::sleep_for(kPoll);
+  }
 }
 
 }  // namespace ratelimit::pipe

@@ -90,6 +90,18 @@ std::optional<Result> Engine::run_spliced() {
 }
 
 Result Engine::run_buffered() {
+  try {
+    return move_buffered();
+  } catch (...) {
+    // Permits cannot be asked for any more (or the data cannot move): what was read goes out or
+    // back to the input all the same, then the failure ends the run.
+    failed_ = stopping_ = true;
+    write_due_give_back_rest();
+    throw;
+  }
+}
+
+Result Engine::move_buffered() {
   // Byte mode grows the buffer toward the chunk only as reads fill it: a --chunk of 900M costs
   // no more than the input holds, and what memory refuses is a smaller write, not an abort.
   // An input that takes back what was read (a regular file) is read ahead in large reads, one
@@ -249,9 +261,10 @@ Engine::Span Engine::next_span(bool end_of_input) const {
 }
 
 Engine::Written Engine::write_buffered(std::size_t bytes, nanoseconds requested_at) {
-  while (bytes > 0) {
+  due_ = bytes;
+  while (due_ > 0) {
     const std::optional<std::size_t> written =
-        io_.write(std::span<const char>(buffer_.data() + begin_, bytes));
+        io_.write(std::span<const char>(buffer_.data() + begin_, due_));
     if (!written) return Written::downstream_closed;
     if (*written == 0) return Written::stopped;
     const char* const first = buffer_.data() + begin_;
@@ -264,17 +277,18 @@ Engine::Written Engine::write_buffered(std::size_t bytes, nanoseconds requested_
       units = std::count(first, last, *options_.unit.delimiter) + (inside_record_ ? 1 : 0) -
               (was_inside ? 1 : 0);
     }
-    charge(*written, units, requested_at);
+    // Out before it is charged: a charge that fails does not write it again.
     begin_ += *written;
-    bytes -= *written;
+    due_ -= *written;
+    charge(*written, units, requested_at);
     // A stop signal that cut a write short after some bytes: the rest is the stop's business.
-    if (bytes > 0 && !stopping_ && io_.stop_signal() != 0) return Written::stopped;
+    if (due_ > 0 && !stopping_ && io_.stop_signal() != 0) return Written::stopped;
   }
   return Written::all;
 }
 
 void Engine::charge(std::size_t bytes, std::int64_t units, nanoseconds requested_at) {
-  source_.consume(units, requested_at);
+  if (!failed_) source_.consume(units, requested_at);
   totals_.bytes += bytes;
   totals_.units += static_cast<std::uint64_t>(units);
 }
@@ -292,6 +306,8 @@ Wake Engine::wait(nanoseconds deadline, WaitFor what) {
     const Wake wake = io_.wait(std::min({deadline, next_progress_, scheduled_.until}), what);
     if (wake == Wake::control) {
       if (std::optional<NewRate> sent = io_.take_new_rate()) apply(std::move(*sent), io_.now());
+      // At once, not at the next tick: `ratelimit set` waits for the status this publishes.
+      if (on_progress_) report_progress(io_.now());
       continue;
     }
     // A ready for input_end is news to check at the top: the input may still hold bytes.
@@ -343,13 +359,34 @@ void Engine::note_rate(double units_per_second, nanoseconds now) {
 Result Engine::stop_after_writing_buffer() {
   const int signal = io_.stop_signal();
   stopping_ = true;
-  // What a read took ahead of the chunk goes back to the input, where it can.
-  if (io_.input_takes_back()) end_ -= io_.unread(end_ - begin_ - next_span(false).bytes);
-  complete_last_record();
-  // What was read still goes out, unless another stop signal cuts the wait for the output short.
-  const Written written = write_buffered(end_ - begin_, io_.now());
+  const Written written = write_due_give_back_rest();
   return finish(written == Written::downstream_closed ? Ending::downstream_closed : Ending::stopped,
                 signal);
+}
+
+Engine::Written Engine::write_due_give_back_rest() {
+  std::size_t due = due_;
+  if (!options_.unit.counts_bytes()) {
+    // A record begun goes out whole: its units are charged.
+    const char delimiter = *options_.unit.delimiter;
+    const char* const first = buffer_.data() + begin_;
+    const char* const last = buffer_.data() + end_;
+    if (due > 0 ? first[due - 1] != delimiter : inside_record_ && first != last) {
+      const char* const record_end = std::find(first + due, last, delimiter);
+      if (record_end == last) complete_last_record();
+      due = record_end == last ? end_ - begin_ : static_cast<std::size_t>(record_end + 1 - first);
+    }
+  }
+  const std::size_t rest = end_ - begin_ - due;
+  if (rest > 0 && io_.unread(rest)) {
+    end_ -= rest;
+  } else if (rest > 0) {
+    // Read from a pipe, it can only go out: late for the rate rather than lost.
+    complete_last_record();
+    due = end_ - begin_;
+  }
+  // Unless another stop signal cuts the wait for the output short.
+  return write_buffered(due, io_.now());
 }
 
 Result Engine::finish(Ending ending, int signal) {

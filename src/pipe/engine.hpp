@@ -74,8 +74,10 @@ struct Result {
 // Moves the input to the output at the rate of a permit source: asks it when a chunk may go
 // (with pay_first, not before the chunk's units exist), waits until then, writes at most a chunk,
 // then tells it what was written (Guava's packet example). In record modes a wait never falls
-// inside a record. Everything read is written, even when a stop signal arrives; nothing is waited
-// for after the end of the input.
+// inside a record. Nothing is waited for after the end of the input. Nothing read is lost: at a
+// stop signal, or when the permit source fails (its exception then ends run()), what is due goes
+// out (the rest of a chunk being written, of a record begun) and what else was read goes back to
+// the input if it can take it (a file), else out at once.
 class Engine {
  public:
   using ProgressCallback = std::function<void(const Totals&)>;
@@ -98,6 +100,7 @@ class Engine {
   // nullopt: splicing is impossible for these descriptors, nothing was moved by the last try.
   std::optional<Result> run_spliced();
   Result run_buffered();
+  Result move_buffered();
   // Waits for the deadline (and input, if asked), serving control messages and progress ticks.
   // A new rate ends a wait for a turn with Wake::control: the turn is to be asked for again.
   Wake wait(std::chrono::nanoseconds deadline, WaitFor what);
@@ -121,6 +124,9 @@ class Engine {
   // `requested_at`; stops early when downstream closes or a stop signal cuts a blocked write short.
   Written write_buffered(std::size_t bytes, std::chrono::nanoseconds requested_at);
   void charge(std::size_t bytes, std::int64_t units, std::chrono::nanoseconds requested_at);
+  // At a stop or a failure: writes what is due, and what was read after it unless the input takes
+  // that back.
+  Written write_due_give_back_rest();
   void report_progress(std::chrono::nanoseconds now);
   // Applies the schedule's rate when it has moved to another entry since the last look.
   void follow_schedule(std::chrono::nanoseconds now);
@@ -150,7 +156,11 @@ class Engine {
   std::optional<std::size_t> shortest_record_;
   bool last_read_filled_ = false;  // the last read took all it asked for: more may be there now
   bool inside_record_ = false;     // the last byte written did not end a record
-  bool stopping_ = false;          // a stop signal came: writing what was read, then done
+  bool stopping_ = false;  // a stop signal or a failure came: writing what is due, then done
+  bool failed_ = false;    // what goes out is not charged: the run failed
+  // Bytes at the start of the unwritten data whose turn has come: the rest of the chunk being
+  // written.
+  std::size_t due_ = 0;
 };
 
 }  // namespace ratelimit::pipe

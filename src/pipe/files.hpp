@@ -43,7 +43,7 @@ class FileIo final : public Io {
   bool input_ready_now() override;
   Moved read(std::span<char> buffer) override;
   bool input_takes_back() const override;
-  std::size_t unread(std::size_t bytes) override;
+  bool unread(std::size_t bytes) override;
   std::optional<std::size_t> write(std::span<const char> data) override;
   std::optional<Moved> splice(std::size_t max_bytes) override;
   std::optional<NewRate> take_new_rate() override;
@@ -57,8 +57,8 @@ class FileIo final : public Io {
     // What the input will still give, when known: the rest of a regular file, and what a pipe
     // holds once its last writer has closed.
     std::optional<std::size_t> bytes_left;
-    bool is_regular;
-    std::size_t bytes_read = 0;  // what unread() can put back
+    bool takes_back;             // a file or a block device: its offset moves back
+    std::size_t bytes_read = 0;  // by read(), since the input was opened
   };
   // How a write reaches the output without blocking while the stop signals are held back.
   enum class OutputWrite {

@@ -69,8 +69,8 @@ FileIo::FileIo(const std::vector<std::string>& inputs, const std::string& output
       bytes_left = static_cast<std::size_t>(std::max<off_t>(status.st_size - position, 0));
       regular_bytes += *bytes_left;
     }
-    inputs_.push_back(
-        Input{shown, std::move(fd), S_ISFIFO(status.st_mode), bytes_left, S_ISREG(status.st_mode)});
+    inputs_.push_back(Input{shown, std::move(fd), S_ISFIFO(status.st_mode), bytes_left,
+                            S_ISREG(status.st_mode) || S_ISBLK(status.st_mode)});
   }
   if (all_regular) total_bytes_ = regular_bytes;
 
@@ -207,16 +207,18 @@ Moved FileIo::read(std::span<char> buffer) {
   return Moved{static_cast<std::size_t>(got), false, false};
 }
 
-bool FileIo::input_takes_back() const { return !at_end() && inputs_[current_].is_regular; }
+bool FileIo::input_takes_back() const { return !at_end() && inputs_[current_].takes_back; }
 
-std::size_t FileIo::unread(std::size_t bytes) {
-  if (!input_takes_back()) return 0;
+bool FileIo::unread(std::size_t bytes) {
+  // Only a file's offset can move back; the descriptor of standard input is the caller's too, so
+  // the next command reading it starts there.
+  if (!input_takes_back()) return false;
   Input& input = inputs_[current_];
-  const std::size_t back = std::min(bytes, input.bytes_read);
-  if (back == 0 || ::lseek(input.fd.get(), -static_cast<off_t>(back), SEEK_CUR) < 0) return 0;
-  input.bytes_read -= back;
-  if (input.bytes_left) *input.bytes_left += back;
-  return back;
+  if (bytes > input.bytes_read || ::lseek(input.fd.get(), -static_cast<off_t>(bytes), SEEK_CUR) < 0)
+    return false;
+  input.bytes_read -= bytes;
+  if (input.bytes_left) *input.bytes_left += bytes;
+  return true;
 }
 
 std::optional<std::size_t> FileIo::write(std::span<const char> data) {

@@ -55,13 +55,14 @@ class Io {
   // Reads up to buffer.size() bytes after wait() or input_ready_now() said ready. Zero bytes
   // without end_of_input: one input ended and the next is not ready yet, wait again.
   virtual Moved read(std::span<char> buffer) = 0;
-  // True when the current input can take back what was read from it (a regular file, whose
-  // offset moves back): the engine then reads ahead in large reads, and a stop puts back what
-  // it was not going to write yet.
-  virtual bool input_takes_back() const = 0;
-  // Puts the last `bytes` read from the current input back, as if never read, as far as it
-  // takes them; returns how many it took.
-  virtual std::size_t unread(std::size_t bytes) = 0;
+  // True when the current input takes back what was read from it (a file, whose offset moves
+  // back): the engine then reads ahead in large reads, one per many writes, and a stop or a
+  // failure gives back what is not due (unread()).
+  virtual bool input_takes_back() const { return false; }
+  // Gives the last `bytes` read back to the input, so that its next reader (a command after this
+  // one on the same standard input) gets them first; false, and nothing given back, when the input
+  // cannot take them back (a pipe, a terminal, an input already ended).
+  virtual bool unread(std::size_t /*bytes*/) { return false; }
   // Writes some of `data` (at least one byte, blocking while the output is full); 0 when a stop
   // signal arrived while it blocked, before any byte went; nullopt when downstream has closed.
   virtual std::optional<std::size_t> write(std::span<const char> data) = 0;

@@ -4,7 +4,6 @@
 #include <cmath>
 #include <utility>
 
-#include "errors.hpp"
 #include "pipe/chunk.hpp"
 #include "schedule/timetable_text.hpp"
 
@@ -44,12 +43,14 @@ void LocalPermitSource::set_timetable(const Timetable&, double units_per_second,
 
 SharedPermitSource::SharedPermitSource(backends::BucketBackend& backend,
                                        backends::PermitRequest request, io::Waiter& waiter,
-                                       OnReplaced on_replaced, OnKeyTimetable on_key_timetable)
+                                       OnReplaced on_replaced, OnKeyTimetable on_key_timetable,
+                                       Warn warn)
     : backend_(backend),
       request_(std::move(request)),
       waiter_(waiter),
       on_replaced_(std::move(on_replaced)),
-      on_key_timetable_(std::move(on_key_timetable)) {
+      on_key_timetable_(std::move(on_key_timetable)),
+      warn_(std::move(warn)) {
   request_.apply_params = true;
   request_.deadline = nanoseconds::max();
 }
@@ -85,6 +86,7 @@ std::int64_t SharedPermitSource::trimmed(std::int64_t booked, double rate_before
 }
 
 std::optional<nanoseconds> SharedPermitSource::turn(std::int64_t units, nanoseconds) {
+  if (failure_) std::rethrow_exception(failure_);
   if (credit_ < units && ahead_ > 0) {
     credit_ += std::exchange(ahead_, 0);
     credit_due_ = std::max(credit_due_, ahead_due_);
@@ -103,7 +105,15 @@ std::optional<nanoseconds> SharedPermitSource::turn(std::int64_t units, nanoseco
     // once per chunk (a state-file update is a write and a rename).
     const double rate_before = request_.params.permits_per_second;
     const std::int64_t booking = std::max(units, default_chunk_units(rate_before, kLargestBooking));
-    const std::optional<nanoseconds> due = book(booking);
+    std::optional<nanoseconds> due;
+    try {
+      due = book(booking);
+    } catch (...) {
+      // The units asked for are booked: they go at their turn, and then the run ends.
+      if (credit_ < units) throw;
+      failure_ = std::current_exception();
+      return credit_due_;
+    }
     if (!due) return std::nullopt;
     ahead_ = trimmed(booking, rate_before);
     ahead_due_ = *due;
@@ -132,8 +142,11 @@ void SharedPermitSource::finish() {
   try {
     backend_.give_back(request_.key, unused);
     credit_ = ahead_ = 0;
-  } catch (const BackendUnavailable&) {
+  } catch (const std::exception& error) {
     // The units stay booked: the key is only slower for a moment, and the data has gone out.
+    if (warn_)
+      warn_("key '" + request_.key + "': " + std::to_string(unused) +
+            " unused permits not given back: " + error.what());
   }
 }
 

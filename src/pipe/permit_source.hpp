@@ -2,6 +2,7 @@
 
 #include <chrono>
 #include <cstdint>
+#include <exception>
 #include <functional>
 #include <optional>
 #include <string>
@@ -21,6 +22,7 @@ class PermitSource {
   virtual ~PermitSource() = default;
   // When up to `units` may be moved, on the engine's clock; none when a stop signal ended the
   // call to the store first.
+  // Throws what the store threw when it cannot answer.
   virtual std::optional<std::chrono::nanoseconds> turn(std::int64_t units,
                                                        std::chrono::nanoseconds now) = 0;
   // `units` were moved, as requested at `requested_at`.
@@ -34,7 +36,8 @@ class PermitSource {
   // A timetable set by hand, from now on; its entry in force has this rate and end.
   virtual void set_timetable(const Timetable& timetable, double units_per_second,
                              std::int64_t entry_until, std::chrono::nanoseconds now) = 0;
-  // The run is over, not by a stop signal: nothing more is asked for.
+  // The run is over, not by a stop signal: nothing more is asked for. Never throws: what is left
+  // to tidy up is best effort.
   virtual void finish() = 0;
   // The rate that permits come at when someone else changed it since the last call (another user
   // of a shared key); none otherwise.
@@ -70,7 +73,9 @@ class LocalPermitSource final : public PermitSource {
 // this pipe's next chunk instead of idle (idle time would be stored as a burst for everyone).
 // Units booked and not moved (a short read, the end of a slow producer's burst) are kept as
 // local credit for the next turn: never booked twice. At the end of the run they are given back to
-// the key, so that a loop of short pipes on one key gets the key's whole rate. The first booking
+// the key, so that a loop of short pipes on one key gets the key's whole rate; a give-back that
+// fails is only a warning, as the data has gone out. A booking ahead that fails leaves the turn
+// already booked to go; the failure is thrown at the next turn. The first booking
 // applies the request's parameters and timetable to the key (saying so through `on_replaced` if
 // they differed); later ones keep the key's, so that two users with other parameters do not flip
 // the key back and forth. A timetable's change of entry goes to the key with the next booking (the
@@ -81,12 +86,13 @@ class SharedPermitSource final : public PermitSource {
   using OnReplaced =
       std::function<void(const BucketParams& replaced, const std::string& timetable)>;
   using OnKeyTimetable = std::function<void(const std::string& timetable)>;
+  using Warn = std::function<void(const std::string& warning)>;
 
   // `waiter` is on the engine's clock; `request` names the key, the parameters and the timetable
   // (its permits and deadline are the source's business).
   SharedPermitSource(backends::BucketBackend& backend, backends::PermitRequest request,
                      io::Waiter& waiter, OnReplaced on_replaced = {},
-                     OnKeyTimetable on_key_timetable = {});
+                     OnKeyTimetable on_key_timetable = {}, Warn warn = {});
   std::optional<std::chrono::nanoseconds> turn(std::int64_t units,
                                                std::chrono::nanoseconds now) override;
   void consume(std::int64_t units, std::chrono::nanoseconds requested_at) override;
@@ -114,11 +120,13 @@ class SharedPermitSource final : public PermitSource {
   io::Waiter& waiter_;
   OnReplaced on_replaced_;
   OnKeyTimetable on_key_timetable_;
+  Warn warn_;
   std::int64_t credit_ = 0;
   std::chrono::nanoseconds credit_due_{0};
   std::int64_t ahead_ = 0;  // the chunk booked ahead
   std::chrono::nanoseconds ahead_due_{0};
   std::optional<double> key_rate_news_;
+  std::exception_ptr failure_;  // of the booking ahead, thrown at the next turn
 };
 
 }  // namespace ratelimit::pipe

@@ -4,6 +4,7 @@
 #include <stdexcept>
 #include <string>
 #include <string_view>
+#include <system_error>
 #include <vector>
 
 #include "errors.hpp"
@@ -103,6 +104,19 @@ class StateDirectory {
   io::FileDescriptor fd_;
   std::string path_;
 };
+
+// The one rule of the state directory's exit statuses: a system call that fails in it (a read-only
+// or full file system, no permission) makes the store unavailable: `operation`'s
+// std::system_error is thrown as BackendUnavailable (69). What is there and should not be (another
+// user's directory, a link, a FIFO) is thrown as UnsafeStateError (77) by StateDirectory itself.
+template <typename Operation>
+auto unavailable_on_failure(const StateDirectory& directory, Operation operation) {
+  try {
+    return operation();
+  } catch (const std::system_error& error) {
+    throw BackendUnavailable("state directory '" + directory.path() + "': " + error.what());
+  }
+}
 
 // The state directory: `option` (--state-dir) if given, else $RATELIMIT_STATE_DIR, else
 // $XDG_RUNTIME_DIR/ratelimit, else /tmp/ratelimit-UID. Unset or empty variables are passed as "".

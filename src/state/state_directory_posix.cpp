@@ -30,6 +30,12 @@ void check_ownership(const struct stat& status, const std::string& path, const c
         what, path, status.st_mode & 07777));
 }
 
+// Only a regular file can hold a record: anything else was put there by someone else.
+void check_regular_file(const struct stat& status, const std::string& path) {
+  if (!S_ISREG(status.st_mode))
+    throw UnsafeStateError(fmt::format("state file '{}' is not a regular file", path));
+}
+
 const char* getenv_or_empty(const char* name) {
   const char* value = std::getenv(name);
   return value != nullptr ? value : "";
@@ -64,7 +70,14 @@ StateDirectory StateDirectory::open(const std::string& path) {
         "state directory '{}' is a symbolic link: refusing to follow it (give its target with "
         "--state-dir)",
         path));
-  if (!fd) io::throw_errno("open state directory '" + path + "'");
+  if (!fd) {
+    const int error = errno;
+    // Another user's directory at our path (one we may not even enter) is unsafe, not missing.
+    struct stat status {};
+    if (::lstat(path.c_str(), &status) == 0) check_ownership(status, path, "state directory");
+    errno = error;
+    io::throw_errno("open state directory '" + path + "'");
+  }
   check_ownership(stat_of(fd.get(), path), path, "state directory");
   return StateDirectory(std::move(fd), path);
 }
@@ -81,11 +94,17 @@ io::FileDescriptor StateDirectory::open_file(const std::string& name, bool creat
     if (errno == ELOOP)
       throw UnsafeStateError(
           fmt::format("state file '{}' is a symbolic link: refusing to follow it", path));
+    const int error = errno;
+    // Something else at the path that cannot be opened as a file (a directory, a socket) is
+    // refused as a FIFO or a device that can is.
+    struct stat status {};
+    if (::fstatat(fd_.get(), name.c_str(), &status, AT_SYMLINK_NOFOLLOW) == 0)
+      check_regular_file(status, path);
+    errno = error;
     io::throw_errno("open state file '" + path + "'");
   }
   const struct stat status = stat_of(fd.get(), path);
-  if (!S_ISREG(status.st_mode))
-    throw UnsafeStateError(fmt::format("state file '{}' is not a regular file", path));
+  check_regular_file(status, path);
   check_ownership(status, path, "state file");
   // Another name for the same file (a hard link to one of the user's own files, planted or not)
   // would be overwritten with a record.

@@ -48,3 +48,46 @@ redis_cli() {
   shift
   redis-cli -s "$WORK/$name/sock" "$@"
 }
+
+# make_tls_files DIR: in DIR, a test CA (ca.crt), a server certificate it signed for localhost and
+# 127.0.0.1 (server.crt, server.key), a client certificate (client.crt, client.key), and for the
+# failures: another CA (other-ca.crt), a server certificate for another name (other-name.crt,
+# .key) and one that expired as it was made (expired.crt, .key). EC keys: fast to make.
+make_tls_files() {
+  local dir=$1 name
+  mkdir -p "$dir"
+  (
+    cd "$dir"
+    new_key() { openssl genpkey -algorithm EC -pkeyopt ec_paramgen_curve:prime256v1 -out "$1" 2>/dev/null; }
+    new_key ca.key
+    openssl req -x509 -key ca.key -out ca.crt -days 2 -subj /CN=ratelimit-test-ca 2>/dev/null
+    new_key other-ca.key
+    openssl req -x509 -key other-ca.key -out other-ca.crt -days 2 -subj /CN=another-ca 2>/dev/null
+    # sign NAME DAYS SUBJECT_ALT_NAMES: NAME.key and NAME.crt, signed by ca.key.
+    sign() {
+      new_key "$1.key"
+      openssl req -new -key "$1.key" -subj "/CN=$1" -addext "subjectAltName=$3" -out "$1.csr" \
+        2>/dev/null
+      openssl x509 -req -in "$1.csr" -CA ca.crt -CAkey ca.key -set_serial "$RANDOM$RANDOM" \
+        -days "$2" -copy_extensions copy -out "$1.crt" 2>/dev/null
+    }
+    sign server 2 DNS:localhost,IP:127.0.0.1
+    sign client 2 DNS:ratelimit-client
+    sign other-name 2 DNS:elsewhere.test
+    sign expired 0 DNS:localhost,IP:127.0.0.1
+  )
+  for name in ca.crt server.crt client.crt other-name.crt expired.crt; do
+    [ -s "$dir/$name" ] || fail "openssl did not make $dir/$name"
+  done
+}
+
+# start_tls_redis NAME DIR [redis-server options...]: start_redis NAME, also serving TLS with DIR's
+# server certificate (make_tls_files) on a free port, written to $WORK/NAME/tls-port; clients
+# are not asked for certificates.
+start_tls_redis() {
+  local name=$1 dir=$2 tls_port=$((20000 + RANDOM % 40000))
+  shift 2
+  start_redis "$name" --tls-port "$tls_port" --tls-cert-file "$dir/server.crt" \
+    --tls-key-file "$dir/server.key" --tls-ca-cert-file "$dir/ca.crt" --tls-auth-clients no "$@"
+  echo "$tls_port" >"$WORK/$name/tls-port"
+}

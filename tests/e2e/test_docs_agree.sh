@@ -142,7 +142,7 @@ while IFS= read -r command; do
   (cd "$WORK/examples" && RATELIMIT_STATE_DIR=$WORK/examples-state PATH=$WORK/no-commands \
     timeout 5 bash -c "ratelimit() { \"\$RATELIMIT\" \"\$@\"; }; $command" \
     </dev/null >/dev/null 2>"$WORK/stderr") || status=$?
-  if [ "$status" -eq 64 ] && ! grep -q '^ratelimit: no ratelimit pipe runs as process' "$WORK/stderr"; then
+  if [ "$status" -eq 64 ]; then
     fail "the documented '$command' does not parse: $(cat "$WORK/stderr")"
   fi
   [ "$status" -ne 124 ] || fail "the documented '$command' did not end within 5 s"

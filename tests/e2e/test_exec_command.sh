@@ -89,4 +89,5 @@ expected_text='command' expect_usage_error exec --rate 1 --key args --
 
 # acquire is the same without a command.
 expect_status 0 "$RATELIMIT" acquire --rate 1000 --key cmd
-expected_text='--rate' expect_usage_error acquire
+expected_text='--rate' expect_usage_error acquire --key k
+expected_text='--key' expect_usage_error acquire --rate 1

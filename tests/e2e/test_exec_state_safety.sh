@@ -20,13 +20,13 @@ expect_status 77 "$RATELIMIT" exec --rate 5 --state-dir "$WORK/open" -- touch "$
 grep -q "^ratelimit: state directory '$WORK/open' is writable by group or others" "$WORK/stderr" ||
   fail "unexpected error: $(cat "$WORK/stderr")"
 [ ! -e "$WORK/ran" ] || fail "the command ran in an unsafe directory"
-RATELIMIT_STATE_DIR=$WORK/open expect_status 77 "$RATELIMIT" acquire --rate 5
+RATELIMIT_STATE_DIR=$WORK/open expect_status 77 "$RATELIMIT" acquire --rate 5 --key k
 expect_status 77 "$RATELIMIT" status --state-dir "$WORK/open"
 
 # A missing directory is created private.
-expect_status 0 "$RATELIMIT" acquire --rate 5 --state-dir "$WORK/new"
+expect_status 0 "$RATELIMIT" acquire --rate 5 --key k --state-dir "$WORK/new"
 [ "$(stat -c %a "$WORK/new")" = 700 ] || fail "the state directory was created $(stat -c %a "$WORK/new")"
-[ "$(stat -c %a "$WORK/new/default.bucket")" = 600 ] || fail "the state file is not 0600"
+[ "$(stat -c %a "$WORK/new/k.bucket")" = 600 ] || fail "the state file is not 0600"
 
 # Keys cannot reach other paths.
 expect_status 0 "$RATELIMIT" acquire --rate 5 --state-dir "$state" --key ../escape

@@ -11,7 +11,7 @@ out=$(echo hi | RATELIMIT_STATE_DIR=$WORK/unsafe "$RATELIMIT" --rate 1k 2>"$WORK
 grep -qx "ratelimit: warning: no control FIFO in $WORK/unsafe (missing or unsafe): 'ratelimit set [0-9]*' cannot change this pipe's rate" \
   "$WORK/stderr" || fail "no warning for an uncontrollable pipe: $(cat "$WORK/stderr")"
 
-expect_status 64 "$RATELIMIT" set 999999 --rate 5
+expect_status 66 "$RATELIMIT" set 999999 --rate 5
 expect_stderr "ratelimit: no ratelimit pipe runs as process 999999 (no pipe-999999.bytes or .records in $WORK/state)"
 
 sleep 5 | "$RATELIMIT" --rate 1k >/dev/null &

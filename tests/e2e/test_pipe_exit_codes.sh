@@ -71,5 +71,5 @@ for source in /dev/zero -; do
 done
 
 # `set` names a process that runs no pipe.
-expect_status 64 "$RATELIMIT" set 999999 --rate 5
+expect_status 66 "$RATELIMIT" set 999999 --rate 5
 grep -q 'no ratelimit pipe runs as process 999999' "$WORK/stderr" || fail "set: $(cat "$WORK/stderr")"

@@ -41,7 +41,7 @@ wait "$pid" 2>/dev/null || true
 [ ! -s "$WORK/status" ] || [ "$(cat "$WORK/status")" = "KEY  RATE  SHAPE  STORED  NEXT FREE" ] ||
   fail "a killed pipe is listed: $(cat "$WORK/status")"
 "$RATELIMIT" status --json | grep -Fq '"pipes":[]' || fail "a killed pipe is in the JSON: $("$RATELIMIT" status --json)"
-expect_status 64 "$RATELIMIT" set "$pid" --rate 5
+expect_status 66 "$RATELIMIT" set "$pid" --rate 5
 expect_stderr "ratelimit: no ratelimit pipe runs as process $pid (no pipe-$pid.bytes or .records in $WORK/state)"
 
 # The next pipe tidies up what the killed one left.

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# A file is read ahead in large reads; a stop signal (SIGTERM) writes no more than the chunk due
+# A file is read ahead in large reads; a stop signal (SIGTERM) writes no more than what is due
 # and puts back the rest of what was read (the file's offset moves back), so the next reader of
 # the same open file continues where the output ended.
 source "$E2E_LIB"

@@ -100,10 +100,10 @@ class FuzzedIo final : public pipe::Io {
   }
 
   bool input_takes_back() const override { return takes_back_; }
-  std::size_t unread(std::size_t bytes) override {
-    const std::size_t back = takes_back_ ? std::min(bytes, read_) : 0;
-    read_ -= back;
-    return back;
+  bool unread(std::size_t bytes) override {
+    if (!takes_back_ || bytes > read_) return false;
+    read_ -= bytes;
+    return true;
   }
 
   std::optional<std::size_t> write(std::span<const char> data) override {

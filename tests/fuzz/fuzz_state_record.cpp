@@ -1,6 +1,7 @@
 // A state file's bytes, which anything may have written, and key names: decoding never crashes,
 // a record it accepts is one the core accepts and encodes back to itself, and keys and their
-// file names map one to one.
+// file names map one to one; an accepted record is within the bounds of its parameters.
+#include <chrono>
 #include <cstddef>
 #include <cstdint>
 #include <cstdlib>
@@ -12,15 +13,26 @@
 #include "ratelimit/token_bucket.hpp"
 
 using namespace ratelimit;
+using namespace std::chrono_literals;
+
+// When the records are read, on their clock.
+constexpr std::chrono::nanoseconds kNow = 1000s;
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   const std::string_view bytes(reinterpret_cast<const char*>(data), size);
 
-  const backends::DecodedRecord decoded = backends::decode_record(bytes);
+  const backends::DecodedRecord decoded = backends::decode_record(bytes, kNow);
   if (decoded.record) {
     if (backends::encode_record(*decoded.record) != bytes) std::abort();
     // A record that the core refuses would make every later call with this key fail.
     TokenBucket bucket(decoded.record->params, decoded.record->state);
+    // One beyond its parameters' bounds would hand out more than the rate, or hold the key longer
+    // than any request could.
+    const BucketState& state = decoded.record->state;
+    if (!(state.stored_permits <= bucket.max_permits() * (1.0 + 1e-9))) std::abort();
+    const std::chrono::nanoseconds longest = backends::longest_booked_wait(bucket.params());
+    if (kNow < std::chrono::nanoseconds::max() - longest && state.next_free > kNow + longest)
+      std::abort();
     bucket.reserve(1, decoded.record->state.next_free);
   } else if (decoded.problem.empty()) {
     std::abort();

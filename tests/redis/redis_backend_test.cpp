@@ -50,7 +50,9 @@ io::Waiter& real_waiter() {
 
 // Another client of the same server, for what the test does behind the backend's back.
 RedisValue admin(const RedisServer& server, const std::vector<std::string>& command) {
-  return RedisConnection(parse_redis_url(server.unix_url()), kTimeout).command(command);
+  RedisDeadline deadline(kTimeout);
+  return RedisConnection(parse_redis_url(server.unix_url()), nullptr, deadline)
+      .command(command, deadline);
 }
 
 class RedisBackendTest : public ::testing::Test {
@@ -109,6 +111,24 @@ TEST_F(RedisBackendTest, ScriptReachesEveryGoldenDecision) {
     RedisStore store(redis, "golden-" + vector.name);
     for (const std::string& mismatch : testing::replay(vector, store)) ADD_FAILURE() << mismatch;
   }
+}
+
+// The same over TLS: the transport beneath the protocol changes nothing in the decisions.
+TEST(RedisTls, ScriptReachesEveryGoldenDecisionOverTls) {
+  RedisServer server({}, true);
+  RedisBackend redis(
+      parse_redis_url(server.tls_url()), kTimeout, [](const std::string&) {},
+      RedisTlsOptions{.ca_file = server.ca_file()});
+  const auto vectors = testing::read_golden_vectors(RATELIMIT_GOLDEN_VECTORS);
+  ASSERT_GE(vectors.size(), 10u);
+  for (const testing::GoldenVector& vector : vectors) {
+    RedisStore store(redis, "golden-" + vector.name);
+    for (const std::string& mismatch : testing::replay(vector, store)) ADD_FAILURE() << mismatch;
+  }
+  // A bucket shared with plain clients of the same server.
+  RedisBackend plain(parse_redis_url(server.unix_url()), kTimeout);
+  EXPECT_EQ(redis.reserve_at(request("shared", bursty(10)), kForever, 0).wait, 0ms);
+  EXPECT_EQ(plain.reserve_at(request("shared", bursty(10)), kForever, 0).wait, 100ms);
 }
 
 // Beyond the vectors: long random sequences of every kind of request, decision for decision and

@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <cstdlib>
 #include <filesystem>
 #include <stdexcept>
 #include <string>
@@ -22,10 +23,15 @@
 namespace ratelimit::testing {
 
 // A real redis-server of the test's own: a unix socket in a temp dir and a loopback TCP port,
-// nothing saved, stopped by its pid.
+// nothing saved, stopped by its pid. With `tls`, also a TLS port, its certificate for localhost
+// signed by a CA made for the test (ca_file()).
 class RedisServer {
  public:
-  explicit RedisServer(std::string password = {}) : password_(std::move(password)) { start(); }
+  explicit RedisServer(std::string password = {}, bool tls = false)
+      : password_(std::move(password)), tls_(tls) {
+    if (tls_) make_certificates();
+    start();
+  }
   ~RedisServer() { stop(); }
   RedisServer(const RedisServer&) = delete;
   RedisServer& operator=(const RedisServer&) = delete;
@@ -34,6 +40,10 @@ class RedisServer {
   std::string tcp_url() const {
     return "redis://" + user_part() + "127.0.0.1:" + std::to_string(port_);
   }
+  std::string tls_url() const {
+    return "rediss://" + user_part() + "localhost:" + std::to_string(tls_port_);
+  }
+  std::string ca_file() const { return (dir_.path() / "ca.crt").string(); }
   std::string socket_path() const { return (dir_.path() / "sock").string(); }
   int port() const { return port_; }
   pid_t pid() const { return pid_; }
@@ -68,8 +78,23 @@ class RedisServer {
     return ntohs(address.sin_port);
   }
 
+  // ca.crt, and server.crt and server.key signed by it for localhost (EC keys: fast to make).
+  void make_certificates() const {
+    const std::string script =
+        "cd '" + dir_.string() +
+        "' && new_key() { openssl genpkey -algorithm EC -pkeyopt ec_paramgen_curve:prime256v1 "
+        "-out $1; } && new_key ca.key && openssl req -x509 -key ca.key -out ca.crt -days 2 "
+        "-subj /CN=ratelimit-test-ca && new_key server.key && openssl req -new -key server.key "
+        "-subj /CN=localhost -addext subjectAltName=DNS:localhost -out server.csr && openssl "
+        "x509 -req -in server.csr -CA ca.crt -CAkey ca.key -days 2 -copy_extensions copy -out "
+        "server.crt";
+    if (std::system((script + " 2>/dev/null").c_str()) != 0)
+      throw std::runtime_error("openssl could not make the test certificates");
+  }
+
   void start() {
     if (port_ == 0) port_ = free_loopback_port();
+    if (tls_ && tls_port_ == 0) tls_port_ = free_loopback_port();
     std::filesystem::remove(socket_path());
     std::vector<std::string> arguments{"redis-server", "--port",    std::to_string(port_),
                                        "--bind",       "127.0.0.1", "--unixsocket",
@@ -79,6 +104,14 @@ class RedisServer {
     if (!password_.empty()) {
       arguments.push_back("--requirepass");
       arguments.push_back(password_);
+    }
+    if (tls_) {
+      for (const std::string& argument :
+           {std::string("--tls-port"), std::to_string(tls_port_), std::string("--tls-cert-file"),
+            (dir_.path() / "server.crt").string(), std::string("--tls-key-file"),
+            (dir_.path() / "server.key").string(), std::string("--tls-ca-cert-file"), ca_file(),
+            std::string("--tls-auth-clients"), std::string("no")})
+        arguments.push_back(argument);
     }
     pid_ = ::fork();
     if (pid_ == 0) {
@@ -98,7 +131,7 @@ class RedisServer {
     }
     // Ready once it listens on both.
     for (int tries = 0; tries < 500; ++tries) {
-      if (unix_listening() && tcp_listening()) return;
+      if (unix_listening() && tcp_listening(port_) && (!tls_ || tcp_listening(tls_port_))) return;
       std::this_thread::sleep_for(std::chrono::milliseconds(10));
     }
     throw std::runtime_error("redis-server did not start within 5 s");
@@ -115,12 +148,12 @@ class RedisServer {
     return connected;
   }
 
-  bool tcp_listening() const {
+  static bool tcp_listening(int port) {
     const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
     sockaddr_in address{};
     address.sin_family = AF_INET;
     address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    address.sin_port = htons(static_cast<uint16_t>(port_));
+    address.sin_port = htons(static_cast<uint16_t>(port));
     const bool connected =
         ::connect(fd, reinterpret_cast<sockaddr*>(&address), sizeof address) == 0;
     ::close(fd);
@@ -129,7 +162,9 @@ class RedisServer {
 
   TempDir dir_;
   std::string password_;
+  bool tls_ = false;
   int port_ = 0;
+  int tls_port_ = 0;
   pid_t pid_ = -1;
 };
 

@@ -39,8 +39,8 @@ class FakePipeIo final : public pipe::Io {
     rate_changes_.push_back({kStart + after, rate});
   }
   void allow_splice() { splice_allowed_ = true; }
-  // The input is a file: what was read can be put back (unread()).
-  void take_back_reads() { takes_back_ = true; }
+  // The input takes back what was read, as a file does (unread()).
+  void allow_unread() { unread_allowed_ = true; }
   // A wait that ends at its deadline ends this much later, as a real timer's slack does.
   void oversleep_by(std::chrono::nanoseconds slack) { slack_ = slack; }
   void limit_writes_to(std::size_t bytes) { max_write_ = bytes; }
@@ -58,6 +58,12 @@ class FakePipeIo final : public pipe::Io {
   std::string output() const {
     std::string all;
     for (const Write& write : writes_) all += write.data;
+    return all;
+  }
+  // What the input still holds for its next reader.
+  std::string rest() const {
+    std::string all;
+    for (std::size_t i = next_arrival_; i < arrivals_.size(); ++i) all += arrivals_[i].data;
     return all;
   }
   // Time passing outside the engine's waits (a slow call to a store).
@@ -107,16 +113,14 @@ class FakePipeIo final : public pipe::Io {
     return pipe::Moved{taken.size(), taken.empty() && at_end(), false};
   }
 
-  bool input_takes_back() const override { return takes_back_; }
+  bool input_takes_back() const override { return unread_allowed_; }
 
-  std::size_t unread(std::size_t bytes) override {
-    if (!takes_back_) return 0;
-    bytes = std::min(bytes, read_.size());
-    // Readable again at once, before what has not arrived yet.
+  bool unread(std::size_t bytes) override {
+    if (!unread_allowed_ || bytes > read_.size()) return false;
     arrivals_.insert(arrivals_.begin() + static_cast<std::ptrdiff_t>(next_arrival_),
                      Arrival{now_, read_.substr(read_.size() - bytes)});
-    read_.erase(read_.size() - bytes);
-    return bytes;
+    read_.resize(read_.size() - bytes);
+    return true;
   }
 
   std::optional<std::size_t> write(std::span<const char> data) override {
@@ -187,8 +191,8 @@ class FakePipeIo final : public pipe::Io {
   int stop_signal_ = 0;
   std::vector<RateChange> rate_changes_;
   bool splice_allowed_ = false;
-  bool takes_back_ = false;
-  std::string read_;
+  bool unread_allowed_ = false;
+  std::string read_;  // by read()
   std::size_t reads_ = 0;
   std::chrono::nanoseconds slack_{0};
   std::size_t max_write_ = std::string::npos;

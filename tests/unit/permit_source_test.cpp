@@ -28,6 +28,7 @@ class FakeStore final : public testing::MemoryStore {
   explicit FakeStore(FakePipeIo& io) : MemoryStore(io), io_(io) {}
   backends::Reservation reserve(const backends::PermitRequest& request,
                                 io::Waiter& waiter) override {
+    if (fail || ++calls_seen == fail_from_call) fail = true;
     if (fail) throw BackendUnavailable("store gone");
     if (interrupt_with != 0)
       return {.granted = false, .wait = {}, .signal = interrupt_with, .replaced_params = {}};
@@ -36,8 +37,16 @@ class FakeStore final : public testing::MemoryStore {
     return reservation;
   }
 
+  void give_back(const std::string& key, std::int64_t permits) override {
+    if (fail_give_back) throw UnsafeStateError("record gone bad");
+    MemoryStore::give_back(key, permits);
+  }
+
   nanoseconds latency{0};
   bool fail = false;
+  bool fail_give_back = false;
+  int fail_from_call = 0;  // counted from 1; 0: never
+  int calls_seen = 0;
   int interrupt_with = 0;
 
  private:
@@ -66,10 +75,22 @@ class SharedEngine : public ::testing::TestWithParam<bool> {
         [this, &options](const std::string& timetable) {
           key_timetables.push_back(timetable);
           options.schedule->follow(schedule::parse_timetable_text(timetable));
-        });
+        },
+        [this](const std::string& warning) { warnings.push_back(warning); });
     const Result result = Engine(options, io, source).run();
     booked_unused = source.booked_unused();
     return result;
+  }
+
+  // A new input, from a file (it takes back what was read) or a pipe, and a new bucket.
+  void start_again(bool file) {
+    FakePipeIo fresh;
+    std::swap(io, fresh);
+    store.bucket.reset();
+    store.fail = false;
+    store.calls_seen = 0;
+    if (GetParam()) io.allow_splice();
+    if (file) io.allow_unread();
   }
 
   // `bytes` at 1000/s in default chunks of 5 bytes; at the third booking another user (`set
@@ -88,6 +109,7 @@ class SharedEngine : public ::testing::TestWithParam<bool> {
   testing::IoClockWaiter waiter{io};
   int replaced = 0;
   std::vector<std::string> key_timetables;  // as the source was told them
+  std::vector<std::string> warnings;
   std::int64_t booked_unused = 0;
 };
 
@@ -180,6 +202,51 @@ TEST_P(SharedEngine, UnavailableStoreEndsTheRun) {
   io.arrive(0s, "data");
   EXPECT_THROW(run(bytes_per_second(1000, 20)), BackendUnavailable);
   EXPECT_EQ(io.output(), "");
+  EXPECT_EQ(io.rest(), "data");  // asked before anything is read
+}
+
+TEST_P(SharedEngine, AStoreFailingMidRunLosesNothingReadAndWritesWhatWasBooked) {
+  const std::string data = std::string(20, 'a') + std::string(20, 'b') + std::string(60, 'c');
+  for (const bool file : {false, true}) {
+    SCOPED_TRACE(file ? "from a file" : "from a pipe");
+    start_again(file);
+    io.arrive(0s, data);
+    // Calls 1 and 2 book the first chunk and the one ahead; the third, booking ahead again, fails.
+    store.fail_from_call = 3;
+    EXPECT_THROW(run(bytes_per_second(1000, 20)), BackendUnavailable);
+    ASSERT_GE(io.writes().size(), 2u);
+    EXPECT_EQ(io.writes()[0], (FakePipeIo::Write{0ms, std::string(20, 'a')}));
+    // The chunk booked ahead still goes at its turn.
+    EXPECT_EQ(io.writes()[1], (FakePipeIo::Write{20ms, std::string(20, 'b')}));
+    EXPECT_EQ(io.output() + io.rest(), data);
+    // What a read took from a pipe after the failure goes out at once rather than being lost.
+    EXPECT_EQ(io.output().size(), file || GetParam() ? 40u : 60u);
+  }
+}
+
+TEST_P(SharedEngine, InRecordModesWhatWasReadBeforeTheStoreFailedIsKept) {
+  EngineOptions options = bytes_per_second(1000, 2);
+  options.unit = Unit{'\n'};
+  for (const bool file : {false, true}) {
+    SCOPED_TRACE(file ? "from a file" : "from a pipe");
+    start_again(file);
+    store.fail = true;
+    io.arrive(0s, "a\nb\nc\n");
+    EXPECT_THROW(run(options), BackendUnavailable);
+    EXPECT_EQ(io.output() + io.rest(), "a\nb\nc\n");
+    // Records are read to be counted before their permits are asked for.
+    EXPECT_EQ(io.output().empty(), file);
+  }
+}
+
+TEST_P(SharedEngine, AGiveBackThatFailsAfterAllDataWentOutIsAWarning) {
+  io.arrive(0s, "data");
+  store.fail_give_back = true;
+  const Result result = run(bytes_per_second(1000, 20));
+  EXPECT_EQ(result.ending, Ending::end_of_input);
+  EXPECT_EQ(io.output(), "data");
+  ASSERT_EQ(warnings.size(), 1u);
+  EXPECT_EQ(warnings.front(), "key 'k': 36 unused permits not given back: record gone bad");
 }
 
 TEST_P(SharedEngine, StopSignalDuringTheCallToTheStore) {

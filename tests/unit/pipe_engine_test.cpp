@@ -244,17 +244,44 @@ TEST(PipeEngine, NullRecords) {
                 {0ms, std::string("a\0", 2)}, {250ms, std::string("b\0", 2)}, {500ms, "c"}}));
 }
 
-TEST(PipeEngine, AStopSignalWritesWhatWasReadAndStopsAtOnce) {
-  FakePipeIo io;
-  io.arrive(0s, "a\nb\nc\n");
-  io.stop_at(150ms, SIGTERM);
-  // 1 line/s and chunk 1: "a" at 0; "b", read for the next chunk, goes out at the signal, not a
-  // second later; "c" was never read.
-  const Result result = Engine(lines_per_second(1, 1), io).run();
-  EXPECT_EQ(io.writes(), (std::vector<Write>{{0ms, "a\n"}, {150ms, "b\n"}}));
-  EXPECT_EQ(result.ending, Ending::stopped);
-  EXPECT_EQ(result.signal, SIGTERM);
-  EXPECT_EQ(io.elapsed(), 150ms);
+TEST(PipeEngine, AStopSignalWritesWhatIsDueKeepsTheRestAndStopsAtOnce) {
+  for (const bool file : {false, true}) {
+    SCOPED_TRACE(file ? "from a file" : "from a pipe");
+    FakePipeIo io;
+    if (file) io.allow_unread();
+    io.arrive(0s, "a\nb\nc\n");
+    io.stop_at(150ms, SIGTERM);
+    // 1 line/s and chunk 1: "a" at 0; "b", read for the next chunk, is not due before 1 s: a file
+    // takes it back for its next reader, from a pipe it goes out at the signal rather than be
+    // lost; "c" was never read.
+    const Result result = Engine(lines_per_second(1, 1), io).run();
+    const std::vector<Write> due{{0ms, "a\n"}};
+    const std::vector<Write> all_read{{0ms, "a\n"}, {150ms, "b\n"}};
+    EXPECT_EQ(io.writes(), file ? due : all_read);
+    EXPECT_EQ(io.output() + io.rest(), "a\nb\nc\n");
+    EXPECT_EQ(result.ending, Ending::stopped);
+    EXPECT_EQ(result.signal, SIGTERM);
+    EXPECT_EQ(io.elapsed(), 150ms);
+  }
+}
+
+TEST(PipeEngine, AStopReleasesNoChunkBeforeItsPermitsAreDue) {
+  // Paying first with no burst, 1000 lines at 1 line/s are due after 1000 s.
+  std::string lines;
+  for (int i = 1; i <= 5000; ++i) lines += std::to_string(i) + "\n";
+  for (const std::int64_t chunk : {1, 1000}) {
+    SCOPED_TRACE(chunk);
+    FakePipeIo io;
+    io.allow_unread();
+    io.arrive(0s, lines);
+    io.stop_at(1500ms, SIGINT);
+    EngineOptions options = lines_per_second(1, chunk);
+    options.bucket.max_burst_seconds = 0;
+    options.bucket.pay_first = true;
+    Engine(options, io).run();
+    EXPECT_EQ(io.output(), chunk == 1 ? "1\n" : "");
+    EXPECT_EQ(io.output() + io.rest(), lines);
+  }
 }
 
 TEST(PipeEngine, AStopInRecordModesWritesNoMoreThanTheNextChunk) {
@@ -409,26 +436,23 @@ TEST_P(BothPaths, AChunkGivenAsATimeIsThatTimeOfTheRate) {
 // back what it was not going to write, for the next reader.
 TEST(PipeEngine, AnInputThatTakesBackReadsIsReadAheadAndAStopPutsTheRestBack) {
   FakePipeIo io;
-  io.take_back_reads();
+  io.allow_unread();
   io.arrive(0s, std::string(1000, 'r'));
   io.stop_at(45ms, SIGTERM);
   const Result result = Engine(bytes_per_second(1000, 10), io).run();
   const std::string chunk(10, 'r');
-  // Due at 0, 10, 20, 30 and 40 ms; the next chunk, read for 50 ms, goes out at the signal.
-  EXPECT_EQ(io.writes(), (std::vector<Write>{{0ms, chunk},
-                                             {10ms, chunk},
-                                             {20ms, chunk},
-                                             {30ms, chunk},
-                                             {40ms, chunk},
-                                             {45ms, chunk}}));
+  // Due at 0, 10, 20, 30 and 40 ms, all from one read; the 950 bytes not due go back.
+  EXPECT_EQ(io.writes(),
+            (std::vector<Write>{
+                {0ms, chunk}, {10ms, chunk}, {20ms, chunk}, {30ms, chunk}, {40ms, chunk}}));
   EXPECT_EQ(io.reads(), 1u);
   EXPECT_EQ(result.ending, Ending::stopped);
-  EXPECT_EQ(io.bytes_read(), 60u);
+  EXPECT_EQ(io.bytes_read(), 50u);
 }
 
 TEST(PipeEngine, AnInputThatTakesBackReadsNeedsOneReadForManyWrites) {
   FakePipeIo io;
-  io.take_back_reads();
+  io.allow_unread();
   io.arrive(0s, std::string(100, 'r'));
   Engine(bytes_per_second(1000, 10), io).run();
   EXPECT_EQ(io.output(), std::string(100, 'r'));

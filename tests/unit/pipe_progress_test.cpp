@@ -136,8 +136,9 @@ TEST(ControlMessage, RoundTripsATimetable) {
 }
 
 TEST(PipeStatusRecord, RoundTripsWhatAPipeSays) {
-  const PipeStatus bytes{.counts_bytes = true, .rate = 10485760, .units = 123456, .bytes = 123456};
-  EXPECT_EQ(encode_status(bytes), "ratelimit-pipe 1 bytes 10485760 123456 123456\n");
+  const PipeStatus bytes{
+      .counts_bytes = true, .rate = 10485760, .units = 123456, .bytes = 123456, .answered = 3};
+  EXPECT_EQ(encode_status(bytes), "ratelimit-pipe 2 bytes 10485760 123456 123456 3\n");
   EXPECT_EQ(decode_status(encode_status(bytes)), bytes);
   const PipeStatus lines{.counts_bytes = false, .rate = 1.0 / 3, .units = 7, .bytes = 700};
   EXPECT_EQ(decode_status(encode_status(lines)), lines);
@@ -155,14 +156,16 @@ TEST(PipeStatusRecord, BelievesOnlyAWholeRecord) {
   for (std::size_t size = 0; size < record.size(); ++size)
     EXPECT_EQ(decode_status(record.substr(0, size)), std::nullopt) << size;
   EXPECT_EQ(decode_status(record + record), std::nullopt);
+  EXPECT_EQ(decode_status("ratelimit-pipe 1 bytes 5 1 1 0\n"), std::nullopt);
   EXPECT_EQ(decode_status("ratelimit-pipe 2 bytes 5 1 1\n"), std::nullopt);
-  EXPECT_EQ(decode_status("ratelimit-pipe 1 blocks 5 1 1\n"), std::nullopt);
-  EXPECT_EQ(decode_status("ratelimit-pipe 1 bytes 0 1 1\n"), std::nullopt);
-  EXPECT_EQ(decode_status("ratelimit-pipe 1 bytes nan 1 1\n"), std::nullopt);
-  EXPECT_EQ(decode_status("ratelimit-pipe 1 bytes 5 -1 1\n"), std::nullopt);
-  EXPECT_EQ(decode_status("ratelimit-pipe 1 bytes 5 1 1 1\n"), std::nullopt);
-  EXPECT_EQ(decode_status("ratelimit-pipe 1 bytes 5  1 1\n"), std::nullopt);
-  EXPECT_EQ(decode_status("ratelimit-pipe 1 bytes 5 1 1 \n"), std::nullopt);
+  EXPECT_EQ(decode_status("ratelimit-pipe 2 blocks 5 1 1 0\n"), std::nullopt);
+  EXPECT_EQ(decode_status("ratelimit-pipe 2 bytes 0 1 1 0\n"), std::nullopt);
+  EXPECT_EQ(decode_status("ratelimit-pipe 2 bytes nan 1 1 0\n"), std::nullopt);
+  EXPECT_EQ(decode_status("ratelimit-pipe 2 bytes 5 -1 1 0\n"), std::nullopt);
+  EXPECT_EQ(decode_status("ratelimit-pipe 2 bytes 5 1 1 -1\n"), std::nullopt);
+  EXPECT_EQ(decode_status("ratelimit-pipe 2 bytes 5 1 1 0 1\n"), std::nullopt);
+  EXPECT_EQ(decode_status("ratelimit-pipe 2 bytes 5  1 1 0\n"), std::nullopt);
+  EXPECT_EQ(decode_status("ratelimit-pipe 2 bytes 5 1 1 0 \n"), std::nullopt);
 }
 
 }  // namespace

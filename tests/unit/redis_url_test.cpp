@@ -55,7 +55,7 @@ TEST(RedisUrl, UnixSocket) {
 
 TEST(RedisUrl, BadUrlsAreNamedWithoutTheirPassword) {
   EXPECT_EQ(rejection("http://h"),
-            "bad Redis URL 'http://h': expected redis://[[user]:password@]host[:port][/db] or "
+            "bad Redis URL 'http://h': expected redis[s]://[[user]:password@]host[:port][/db] or "
             "unix:///path[?db=N]");
   EXPECT_EQ(rejection("redis://:hunter2@h:99999"),
             "bad Redis URL 'redis://:***@h:99999': the port must be a number from 1 to 65535");
@@ -73,8 +73,19 @@ TEST(RedisUrl, BadUrlsAreNamedWithoutTheirPassword) {
             "bad Redis URL 'unix://relative.sock': the socket path must be absolute: unix:///path");
   EXPECT_EQ(rejection("unix:///s?database=1"),
             "bad Redis URL 'unix:///s?database=1': the only query parameter is db=N");
-  EXPECT_EQ(rejection("rediss://h"),
-            "bad Redis URL 'rediss://h': TLS (rediss://) is not supported");
+  EXPECT_EQ(rejection("rediss://:hunter2@h:0"),
+            "bad Redis URL 'rediss://:***@h:0': the port must be a number from 1 to 65535");
+}
+
+TEST(RedisUrl, RedissIsTcpOverTls) {
+  const RedisAddress address = parse_redis_url("rediss://:pw@cache.example:6380/2");
+  EXPECT_EQ(address.kind, RedisAddress::Kind::tcp);
+  EXPECT_TRUE(address.tls);
+  EXPECT_EQ(address.host, "cache.example");
+  EXPECT_EQ(address.port, 6380);
+  EXPECT_EQ(address.database, 2);
+  EXPECT_EQ(address.shown, "rediss://:***@cache.example:6380/2");
+  EXPECT_FALSE(parse_redis_url("redis://cache.example").tls);
 }
 
 }  // namespace

@@ -156,6 +156,24 @@ TEST_F(StateFileBackendTest, TruncatedAndGarbageRecordsAreFreshBuckets) {
   EXPECT_EQ(notes_.size(), 2u);
 }
 
+TEST_F(StateFileBackendTest, ARecordBeyondItsParametersIsAFreshBucket) {
+  auto backend = process();
+  backend.reserve(request(bursty(1)), waiter_);
+  StateRecord record;
+  record.params = bursty(1);
+  record.state = {.stored_permits = 1e300, .next_free = clock_.now()};
+  record.machine_id = kMachine;
+  record.boot_id = kBoot;
+  write_file("api.bucket", encode_record(record));
+  EXPECT_NE(backend.status(std::nullopt).front().problem, "");
+  // 1e300 stored permits would let everything through; a fresh bucket lets one.
+  EXPECT_EQ(backend.reserve(request(bursty(1)), waiter_).wait, 0ns);
+  EXPECT_EQ(backend.reserve(request(bursty(1)), waiter_).wait, 1s);
+  ASSERT_EQ(notes_.size(), 1u);
+  EXPECT_EQ(notes_.front(),
+            "key 'api': stored permits 1e+300 above the bucket's 1; starting a fresh bucket");
+}
+
 TEST_F(StateFileBackendTest, RecordOfAPreviousBootIsAFreshBucket) {
   process("00000000-0000-0000-0000-000000000000").reserve(request(bursty(1)), waiter_);
   auto backend = process();

@@ -1,14 +1,19 @@
 #include "backends/state_file/state_file_format.hpp"
-#include "state/state_directory.hpp"
 
 #include <gtest/gtest.h>
 
+#include <limits>
 #include <stdexcept>
+
+#include "state/state_directory.hpp"
 
 namespace ratelimit::backends {
 namespace {
 
 using namespace std::chrono_literals;
+
+// When records are read: a little after the sample's next free moment.
+constexpr std::chrono::nanoseconds kNow = 200s;
 
 StateRecord sample_record() {
   StateRecord record;
@@ -26,7 +31,7 @@ StateRecord sample_record() {
 
 TEST(StateRecord, RoundTrips) {
   const StateRecord record = sample_record();
-  const DecodedRecord decoded = decode_record(encode_record(record));
+  const DecodedRecord decoded = decode_record(encode_record(record), kNow);
   ASSERT_TRUE(decoded.record) << decoded.problem;
   EXPECT_EQ(decoded.record->params, record.params);
   EXPECT_EQ(decoded.record->state, record.state);
@@ -38,13 +43,13 @@ TEST(StateRecord, RoundTrips) {
 TEST(StateRecord, KeepsTimetablesUpToTheirLimit) {
   StateRecord record = sample_record();
   record.schedule = {};
-  ASSERT_TRUE(decode_record(encode_record(record)).record);
+  ASSERT_TRUE(decode_record(encode_record(record), kNow).record);
   record.schedule.timetable = std::string(kMaxTimetableBytes, ';');
-  const DecodedRecord longest = decode_record(encode_record(record));
+  const DecodedRecord longest = decode_record(encode_record(record), kNow);
   ASSERT_TRUE(longest.record) << longest.problem;
   EXPECT_EQ(longest.record->schedule, record.schedule);
   record.schedule.timetable += ';';
-  const DecodedRecord too_long = decode_record(encode_record(record));
+  const DecodedRecord too_long = decode_record(encode_record(record), kNow);
   EXPECT_FALSE(too_long.record);
   EXPECT_NE(too_long.problem.find("bytes"), std::string::npos) << too_long.problem;
 }
@@ -55,7 +60,8 @@ TEST(StateRecord, KeepsStartFullAndPayFirst) {
     record.params.shape = BucketShape::bursty;
     record.params.start_full = start_full;
     record.params.pay_first = pay_first;
-    const DecodedRecord decoded = decode_record(encode_record(record));
+    record.state.stored_permits = 2.5;  // a full burst
+    const DecodedRecord decoded = decode_record(encode_record(record), kNow);
     ASSERT_TRUE(decoded.record) << decoded.problem;
     EXPECT_EQ(decoded.record->params, record.params);
   }
@@ -68,7 +74,7 @@ TEST(StateRecord, AnOlderVersionIsNamed) {
   const std::uint32_t version = 1;
   version_1.append(reinterpret_cast<const char*>(&version), sizeof version);
   version_1.resize(108, '\0');
-  const DecodedRecord decoded = decode_record(version_1);
+  const DecodedRecord decoded = decode_record(version_1, kNow);
   EXPECT_FALSE(decoded.record);
   EXPECT_EQ(decoded.problem, "record version 1, expected 4");
 }
@@ -79,7 +85,7 @@ TEST(StateRecord, AnyFlippedBitIsDetected) {
     for (int bit = 0; bit < 8; ++bit) {
       std::string damaged = bytes;
       damaged[i] = static_cast<char>(damaged[i] ^ (1 << bit));
-      EXPECT_FALSE(decode_record(damaged).record) << "byte " << i << " bit " << bit;
+      EXPECT_FALSE(decode_record(damaged, kNow).record) << "byte " << i << " bit " << bit;
     }
   }
 }
@@ -87,8 +93,8 @@ TEST(StateRecord, AnyFlippedBitIsDetected) {
 TEST(StateRecord, TruncatedOrExtendedIsRejected) {
   const std::string bytes = encode_record(sample_record());
   for (std::size_t size = 0; size < bytes.size(); ++size)
-    EXPECT_FALSE(decode_record(bytes.substr(0, size)).record) << size;
-  const DecodedRecord extended = decode_record(bytes + "x");
+    EXPECT_FALSE(decode_record(bytes.substr(0, size), kNow).record) << size;
+  const DecodedRecord extended = decode_record(bytes + "x", kNow);
   EXPECT_FALSE(extended.record);
   EXPECT_NE(extended.problem.find("bytes"), std::string::npos) << extended.problem;
 }
@@ -96,9 +102,52 @@ TEST(StateRecord, TruncatedOrExtendedIsRejected) {
 TEST(StateRecord, InvalidBucketWithGoodChecksumIsRejected) {
   StateRecord record = sample_record();
   record.params.permits_per_second = -1.0;
-  const DecodedRecord decoded = decode_record(encode_record(record));
+  const DecodedRecord decoded = decode_record(encode_record(record), kNow);
   EXPECT_FALSE(decoded.record);
   EXPECT_NE(decoded.problem.find("rate must be positive"), std::string::npos) << decoded.problem;
+}
+
+// A record within its checksum is still bounded by its parameters: a damaged one counts as a fresh
+// bucket, whatever wrote it.
+TEST(StateRecord, StoredPermitsAboveTheMaximumAreDamage) {
+  StateRecord record = sample_record();
+  record.params = {.shape = BucketShape::bursty, .permits_per_second = 10.0};
+  for (const double stored : {1e300, 10.5, std::numeric_limits<double>::infinity()}) {
+    record.state.stored_permits = stored;
+    const DecodedRecord decoded = decode_record(encode_record(record), kNow);
+    EXPECT_FALSE(decoded.record) << stored;
+    EXPECT_NE(decoded.problem.find("stored permits"), std::string::npos) << decoded.problem;
+  }
+  record.state.stored_permits = 10.0;  // a full burst
+  EXPECT_TRUE(decode_record(encode_record(record), kNow).record);
+  // An infinite rate stores infinitely many.
+  record.params.permits_per_second = std::numeric_limits<double>::infinity();
+  record.state.stored_permits = std::numeric_limits<double>::infinity();
+  EXPECT_TRUE(decode_record(encode_record(record), kNow).record);
+}
+
+TEST(StateRecord, ANextFreeMomentBeyondTheLongestBookingIsDamage) {
+  StateRecord record = sample_record();
+  record.params = {.shape = BucketShape::bursty, .permits_per_second = 1e12};
+  record.state.stored_permits = 0.0;
+  const std::chrono::nanoseconds longest = longest_booked_wait(record.params);
+  // 2^63 - 1 permits at 1 ps each: 107 days.
+  EXPECT_GT(longest, 9'223'000s);
+  EXPECT_LT(longest, 9'224'000s);
+  record.state.next_free = kNow + longest;
+  EXPECT_TRUE(decode_record(encode_record(record), kNow).record);
+  record.state.next_free += 1ns;
+  const DecodedRecord decoded = decode_record(encode_record(record), kNow);
+  EXPECT_FALSE(decoded.record);
+  EXPECT_NE(decoded.problem.find("next free moment"), std::string::npos) << decoded.problem;
+  // Slower buckets can be booked up to the end of time.
+  record.params.permits_per_second = 1.0;
+  record.state.next_free = std::chrono::nanoseconds::max();
+  EXPECT_TRUE(decode_record(encode_record(record), kNow).record);
+  // Without a limit nothing is ever booked ahead.
+  record.params.permits_per_second = std::numeric_limits<double>::infinity();
+  record.state.next_free = kNow + 1ns;
+  EXPECT_FALSE(decode_record(encode_record(record), kNow).record);
 }
 
 TEST(KeyNames, StayInsideTheDirectory) {

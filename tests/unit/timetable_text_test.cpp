@@ -3,6 +3,8 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <chrono>
+#include <fstream>
 #include <limits>
 #include <optional>
 #include <string>
@@ -71,8 +73,8 @@ TEST(TimetableText, OneFormWhateverTheWriting) {
   const Timetable written(
       parse_timetable("Sat-00:00,off  18:00,10M;mon-8:00,512k 07:30,1.5", rate_of));
   EXPECT_EQ(timetable_text(written), "07:30,1.5;18:00,1e+07;Mon-08:00,512000;Sat-00:00,off");
-  const Timetable reordered(parse_timetable("monday-08:00,512000 18:00,1e7 Sat-00:00,OFF 7:30,1.5",
-                                            rate_of));
+  const Timetable reordered(
+      parse_timetable("monday-08:00,512000 18:00,1e7 Sat-00:00,OFF 7:30,1.5", rate_of));
   EXPECT_EQ(timetable_text(reordered), timetable_text(written));
 }
 
@@ -95,8 +97,8 @@ TEST(TimetableText, ReadsBackWhatItWrites) {
 
 TEST(TimetableText, RefusesWhatItWouldNotWrite) {
   EXPECT_FALSE(parse_timetable_text(""));
-  EXPECT_FALSE(parse_timetable_text("08:00,1M"));    // units are the command line's
-  EXPECT_FALSE(parse_timetable_text("08:00,-5"));    // not a rate
+  EXPECT_FALSE(parse_timetable_text("08:00,1M"));         // units are the command line's
+  EXPECT_FALSE(parse_timetable_text("08:00,-5"));         // not a rate
   EXPECT_FALSE(parse_timetable_text("08:00,5 08:00,6"));  // the same time twice
   EXPECT_FALSE(parse_timetable_text("25:00,5"));
   EXPECT_TRUE(parse_timetable_text("08:00,5"));
@@ -107,6 +109,46 @@ TEST(TimetableText, EntryAsPeopleWriteIt) {
   EXPECT_EQ(entry_text({0, 8 * 60, 512000.0}, as_k), "Mon-08:00,512k");
   EXPECT_EQ(entry_text({std::nullopt, 18 * 60 + 5, std::numeric_limits<double>::infinity()}, as_k),
             "18:05,off");
+}
+
+class Utc final : public TimeZone {
+ public:
+  std::chrono::seconds utc_offset(std::chrono::sys_seconds) const override { return {}; }
+};
+
+// The README's timetable example, as its reader copies it: the quoted --rate of the command after
+// the comment that promises no limit over the weekend.
+std::string readme_weekend_example() {
+  std::ifstream readme(RATELIMIT_README);
+  std::string line;
+  while (std::getline(readme, line) &&
+         line.find("no limit over the weekend") == std::string::npos) {
+  }
+  std::getline(readme, line);
+  const std::size_t start = line.find("--rate \"") + 8;
+  return line.substr(start, line.find('"', start) - start);
+}
+
+TEST(TimetableText, ReadmeExampleDoesWhatItsCommentSays) {
+  using namespace std::chrono;
+  const std::string text = readme_weekend_example();
+  ASSERT_TRUE(is_timetable(text)) << "no timetable example found in the README: '" << text << "'";
+  const Timetable timetable(parse_timetable(text, rate_of));
+  const auto rate_at = [&](sys_days day, hours hour) {
+    return timetable.at(sys_seconds(day) + hour, Utc()).permits_per_second;
+  };
+  constexpr double kOff = std::numeric_limits<double>::infinity();
+  const sys_days monday = 2026y / November / 30, wednesday = monday + days(2),
+                 saturday = monday + days(5), sunday = monday + days(6);
+  // "512 kB/s on Mondays from 08:00, 10 MB/s from Monday 18:00 through Friday, no limit over
+  // the weekend"
+  EXPECT_EQ(rate_at(monday, 10h), 512e3);
+  EXPECT_EQ(rate_at(monday, 20h), 10e6);
+  EXPECT_EQ(rate_at(wednesday, 10h), 10e6);
+  EXPECT_EQ(rate_at(saturday, 1h), kOff);
+  EXPECT_EQ(rate_at(saturday, 20h), kOff);
+  EXPECT_EQ(rate_at(sunday, 20h), kOff);
+  EXPECT_EQ(rate_at(monday + days(7), 7h), kOff);
 }
 
 }  // namespace

@@ -45,12 +45,22 @@ std::string redis_key(const std::string& key) {
   return std::string(kKeyPrefix) + key + std::string(kKeySuffix);
 }
 
-RedisBackend::RedisBackend(RedisAddress address, std::chrono::milliseconds timeout, Notify notify)
-    : address_(std::move(address)), timeout_(timeout), notify_(std::move(notify)) {}
+RedisBackend::RedisBackend(RedisAddress address, std::chrono::milliseconds timeout, Notify notify,
+                           const RedisTlsOptions& tls)
+    : address_(std::move(address)), timeout_(timeout), notify_(std::move(notify)) {
+  if (address_.tls) {
+    tls_.emplace(tls);
+  } else if (!tls.ca_file.empty() || !tls.cert_file.empty() || !tls.key_file.empty() ||
+             !tls.verify) {
+    throw UsageError("the --redis-tls-* options need a rediss:// URL, not '" + address_.shown +
+                     "'");
+  }
+}
 
-RedisConnection& RedisBackend::connection(io::Waiter* stop_waiter) {
+RedisConnection& RedisBackend::connection(RedisDeadline& deadline) {
   // After a failure the next call connects again: a new request, never a retry of the lost one.
-  if (!connection_ || !connection_->open()) connection_.emplace(address_, timeout_, stop_waiter);
+  if (!connection_ || !connection_->open())
+    connection_.emplace(address_, tls_ ? &*tls_ : nullptr, deadline);
   return *connection_;
 }
 
@@ -62,17 +72,17 @@ void RedisBackend::unexpected_reply(const RedisValue& reply) const {
 }
 
 RedisValue RedisBackend::run_script(const std::string& key, std::vector<std::string> arguments,
-                                    io::Waiter* stop_waiter) {
+                                    RedisDeadline& deadline) {
   std::vector<std::string> call{"EVALSHA", std::string(kRedisBucketScriptSha1), "1",
                                 redis_key(key)};
   call.insert(call.end(), arguments.begin(), arguments.end());
-  RedisValue reply = connection(stop_waiter).command(call, stop_waiter);
+  RedisValue reply = connection(deadline).command(call, deadline);
   // NOSCRIPT: the script did not run, so running it with EVAL cannot book twice. EVAL also
   // caches it for the next EVALSHA.
   if (reply.type == RedisValue::Type::error && reply.text.starts_with("NOSCRIPT")) {
     call[0] = "EVAL";
     call[1] = kRedisBucketScript;
-    reply = connection(stop_waiter).command(call, stop_waiter);
+    reply = connection(deadline).command(call, deadline);
   }
   if (reply.type == RedisValue::Type::error) {
     // The connection may be fine, but the server refuses (NOAUTH, OOM, BUSY, a broken script).
@@ -82,21 +92,37 @@ RedisValue RedisBackend::run_script(const std::string& key, std::vector<std::str
 }
 
 Reservation RedisBackend::reserve(const PermitRequest& request, io::Waiter& waiter) {
-  const nanoseconds timeout = request.deadline == nanoseconds::max()
-                                  ? nanoseconds::max()
-                                  : std::max(request.deadline - waiter.now(), nanoseconds::zero());
+  RedisDeadline round_trip = operation_deadline(&waiter);
+  if (request.deadline != nanoseconds::max())
+    round_trip.refuse_after(std::max(request.deadline, waiter.now() + nanoseconds(kAnswerGrace)));
   try {
-    return reserve_at(request, timeout, std::nullopt, &waiter);
+    // Connected first, so that what is left of the request's timeout when the script runs is
+    // what the server judges by.
+    connection(round_trip);
+    const nanoseconds timeout =
+        request.deadline == nanoseconds::max()
+            ? nanoseconds::max()
+            : std::max(request.deadline - waiter.now(), nanoseconds::zero());
+    return reserve_at(request, timeout, std::nullopt, round_trip);
   } catch (const RedisInterrupted& interrupted) {
     Reservation reservation;
     reservation.signal = interrupted.signal;
     return reservation;
+  } catch (const RedisTooLate&) {
+    return {};
   }
 }
 
 Reservation RedisBackend::reserve_at(const PermitRequest& request, nanoseconds timeout,
                                      std::optional<std::int64_t> now_micros,
                                      io::Waiter* stop_waiter) {
+  RedisDeadline round_trip = operation_deadline(stop_waiter);
+  return reserve_at(request, timeout, now_micros, round_trip);
+}
+
+Reservation RedisBackend::reserve_at(const PermitRequest& request, nanoseconds timeout,
+                                     std::optional<std::int64_t> now_micros,
+                                     RedisDeadline& deadline) {
   validate(request.params);
   validate_permits(request.permits);
   const BucketParams& params = request.params;
@@ -109,7 +135,7 @@ Reservation RedisBackend::reserve_at(const PermitRequest& request, nanoseconds t
                   request.apply_params ? "1" : "0", params.start_full ? "1" : "0",
                   params.pay_first ? "1" : "0", request.schedule.timetable,
                   std::to_string(request.schedule.entry_until)},
-                 stop_waiter);
+                 deadline);
   // {granted, wait, replaced, problem, key's timetable, key's rate}, and when replaced the
   // replaced parameters (7 fields, as status gives them) and timetable.
   constexpr std::size_t kKeptFields = 6;
@@ -173,7 +199,8 @@ BucketParams RedisBackend::parse_params(const std::vector<RedisValue>& fields,
 
 std::optional<BucketStatus> RedisBackend::status_at(const std::string& key,
                                                     std::optional<std::int64_t> now_micros) {
-  const RedisValue reply = run_script(key, {"status", now_argument(now_micros)});
+  RedisDeadline round_trip = operation_deadline();
+  const RedisValue reply = run_script(key, {"status", now_argument(now_micros)}, round_trip);
   if (reply.type == RedisValue::Type::nil) return std::nullopt;
   if (reply.type != RedisValue::Type::array ||
       !std::all_of(reply.elements.begin(), reply.elements.end(), is_text))
@@ -202,11 +229,14 @@ std::vector<BucketStatus> RedisBackend::status(const std::optional<std::string>&
   if (key) {
     keys.push_back(*key);
   } else {
+    // The listing is one operation, then each key's status another.
+    RedisDeadline listing = operation_deadline();
     std::string cursor = "0";
     do {
-      const RedisValue reply = connection().command(
+      const RedisValue reply = connection(listing).command(
           {"SCAN", cursor, "MATCH", std::string(kKeyPrefix) + "*" + std::string(kKeySuffix),
-           "COUNT", "1000"});
+           "COUNT", "1000"},
+          listing);
       if (reply.type != RedisValue::Type::array || reply.elements.size() != 2 ||
           !is_text(reply.elements[0]) || reply.elements[1].type != RedisValue::Type::array)
         unexpected_reply(reply);
@@ -228,7 +258,8 @@ std::vector<BucketStatus> RedisBackend::status(const std::optional<std::string>&
 }
 
 bool RedisBackend::reset(const std::string& key) {
-  const RedisValue reply = connection().command({"DEL", redis_key(key)});
+  RedisDeadline round_trip = operation_deadline();
+  const RedisValue reply = connection(round_trip).command({"DEL", redis_key(key)}, round_trip);
   if (reply.type != RedisValue::Type::integer) unexpected_reply(reply);
   return reply.integer > 0;
 }
@@ -245,8 +276,9 @@ void RedisBackend::give_back(const std::string& key, std::int64_t permits) {
 void RedisBackend::give_back_at(const std::string& key, std::int64_t permits,
                                 std::optional<std::int64_t> now_micros) {
   validate_permits(permits);
+  RedisDeadline round_trip = operation_deadline();
   const RedisValue reply =
-      run_script(key, {"give_back", now_argument(now_micros), std::to_string(permits)});
+      run_script(key, {"give_back", now_argument(now_micros), std::to_string(permits)}, round_trip);
   if (reply.type != RedisValue::Type::nil &&
       (reply.type != RedisValue::Type::integer || reply.integer != 1))
     unexpected_reply(reply);
@@ -258,9 +290,12 @@ bool RedisBackend::set_rate_at(const std::string& key, double permits_per_second
   BucketParams checked;
   checked.permits_per_second = permits_per_second;
   validate(checked);
+  RedisDeadline round_trip = operation_deadline();
   const RedisValue reply =
-      run_script(key, {"set_rate", now_argument(now_micros), number_text(permits_per_second),
-                       schedule.timetable, std::to_string(schedule.entry_until)});
+      run_script(key,
+                 {"set_rate", now_argument(now_micros), number_text(permits_per_second),
+                  schedule.timetable, std::to_string(schedule.entry_until)},
+                 round_trip);
   if (reply.type == RedisValue::Type::nil) return false;
   if (reply.type != RedisValue::Type::integer || reply.integer != 1) unexpected_reply(reply);
   return true;

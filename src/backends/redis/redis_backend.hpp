@@ -21,14 +21,16 @@ class RedisBackend final : public BucketBackend {
   // Told why a record was discarded (for --verbose).
   using Notify = std::function<void(const std::string&)>;
 
-  // Connects at the first call. `timeout` bounds the connection and every command.
+  // Connects at the first call. `timeout` bounds each operation as a whole: its connection (TLS
+  // included, with `tls` for a rediss:// address) and every command it sends. Throws as RedisTls
+  // for TLS files that cannot be used, UsageError for TLS options without rediss://.
   RedisBackend(
       RedisAddress address, std::chrono::milliseconds timeout,
-      Notify notify = [](const std::string&) {});
+      Notify notify = [](const std::string&) {}, const RedisTlsOptions& tls = {});
 
-  // The round trip is bounded by the timeout, not by the request's deadline: a call that timed
-  // out may have booked, so it is never cut short and retried. A stop signal ends it at once, the
-  // connection closed (the call may have booked as well).
+  // The round trip counts against the request's deadline, as the state file's lock does: an
+  // answer not come by then (or by kAnswerGrace from the call, whichever is later) is a refusal,
+  // the connection closed (the call may have booked). A stop signal ends it at once, the same.
   Reservation reserve(const PermitRequest& request, io::Waiter& waiter) override;
   bool set_rate(const std::string& key, double permits_per_second,
                 const KeySchedule& schedule) override;
@@ -42,6 +44,8 @@ class RedisBackend final : public BucketBackend {
   // (RedisInterrupted).
   Reservation reserve_at(const PermitRequest& request, std::chrono::nanoseconds timeout,
                          std::optional<std::int64_t> now_micros, io::Waiter* stop_waiter = nullptr);
+  Reservation reserve_at(const PermitRequest& request, std::chrono::nanoseconds timeout,
+                         std::optional<std::int64_t> now_micros, RedisDeadline& deadline);
   std::optional<BucketStatus> status_at(const std::string& key,
                                         std::optional<std::int64_t> now_micros);
   void give_back_at(const std::string& key, std::int64_t permits,
@@ -52,12 +56,16 @@ class RedisBackend final : public BucketBackend {
   const std::string& shown_url() const { return address_.shown; }
 
  private:
-  // As RedisConnection's constructor with `stop_waiter` when it connects.
-  RedisConnection& connection(io::Waiter* stop_waiter = nullptr);
+  // The deadline of an operation starting now.
+  RedisDeadline operation_deadline(io::Waiter* stop_waiter = nullptr) const {
+    return RedisDeadline(timeout_, stop_waiter);
+  }
+  // As RedisConnection's constructor when it connects.
+  RedisConnection& connection(RedisDeadline& deadline);
   // Runs the script by its SHA-1, loading it once if the server does not have it (NOSCRIPT); as
-  // RedisConnection::command with `stop_waiter`.
+  // RedisConnection::command.
   RedisValue run_script(const std::string& key, std::vector<std::string> arguments,
-                        io::Waiter* stop_waiter = nullptr);
+                        RedisDeadline& deadline);
   [[noreturn]] void unexpected_reply(const RedisValue& reply) const;
   // shape, rate, burst, warm-up, cold factor as the script returns them; `reply` for errors.
   BucketParams parse_params(const std::vector<RedisValue>& fields, const RedisValue& reply) const;
@@ -65,8 +73,15 @@ class RedisBackend final : public BucketBackend {
   RedisAddress address_;
   std::chrono::milliseconds timeout_;
   Notify notify_;
+  std::optional<RedisTls> tls_;
   std::optional<RedisConnection> connection_;
 };
+
+// However near a request's deadline, a call waits this long for Redis's answer (connect included)
+// before it refuses: `--try` still asks a server that answers at once, and one that does not
+// answer within it is refused (exit 75) instead of waited for. Loopback and LAN round trips, a TLS
+// handshake included, take well under it.
+inline constexpr std::chrono::milliseconds kAnswerGrace{50};
 
 // The Redis key of a bucket.
 std::string redis_key(const std::string& key);

@@ -3,16 +3,21 @@
 #include <chrono>
 #include <memory>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "backends/redis/redis_url.hpp"
 #include "io/waiter.hpp"
 
-struct redisContext;
+struct redisReader;
+struct ssl_ctx_st;
 
-// The Redis client (hiredis) behind a small RAII type; its POSIX side is
-// redis_connection_posix.cpp.
+// A client of a Redis server: hiredis for the protocol (its reply reader and command formatting),
+// over a transport of ours (redis_connection_transport.hpp): a plain socket or TLS. Its POSIX
+// side is redis_connection_posix.cpp.
 namespace ratelimit::backends {
+
+class RedisTransport;
 
 // A reply, copied out of hiredis's.
 struct RedisValue {
@@ -29,38 +34,93 @@ struct RedisInterrupted {
   int signal;
 };
 
+// Thrown by a call whose request's deadline (RedisDeadline::refuse_after) passed before it got
+// its answer; as for RedisInterrupted, the connection is closed and the command may have run.
+struct RedisTooLate {};
+
+// The one deadline of one operation of ratelimit's on Redis (a reservation, a status, a reset):
+// resolving the host, connecting, the TLS handshake, AUTH, SELECT and every command and reply of
+// the operation all count against it, so --redis-timeout bounds the whole, not each step.
+class RedisDeadline {
+ public:
+  // `timeout` from now on: past it the server is unavailable. Waits go through `waiter`, so a
+  // stop signal ends them (RedisInterrupted); without one, no signal cuts them short.
+  explicit RedisDeadline(std::chrono::milliseconds timeout, io::Waiter* waiter = nullptr);
+
+  // Past `deadline` too (on the waiter's timeline), the call is refused (RedisTooLate) instead:
+  // the request's own deadline, when it ends before the timeout.
+  void refuse_after(std::chrono::nanoseconds deadline) { refused_at_ = deadline; }
+
+  io::Waiter& waiter() { return *waiter_; }
+  // Throws RedisInterrupted for a stop signal that came, RedisTooLate or BackendUnavailable's
+  // cause ("no AWAITED within 300ms", a RedisFailure) for a deadline that passed.
+  void check(std::string_view awaited);
+  // Waits until one of `fds` is ready or until `until`, whichever comes first, then throws as
+  // check() unless one is ready.
+  void wait(std::span<pollfd> fds, std::string_view awaited,
+            std::chrono::nanoseconds until = std::chrono::nanoseconds::max());
+
+ private:
+  io::Waiter* waiter_;
+  std::chrono::milliseconds timeout_;
+  std::chrono::nanoseconds unavailable_at_;
+  std::chrono::nanoseconds refused_at_ = std::chrono::nanoseconds::max();
+};
+
+// The TLS settings of every connection to a rediss:// server, loaded once: the CAs trusted, this
+// client's certificate and key. Throws InputError for a file that cannot be read, UsageError for
+// one that holds no certificate or key OpenSSL can use.
+class RedisTls {
+ public:
+  explicit RedisTls(const RedisTlsOptions& options);
+  RedisTls(RedisTls&&) noexcept;
+  RedisTls& operator=(RedisTls&&) noexcept;
+  ~RedisTls();
+
+  ssl_ctx_st* context() const { return context_.get(); }
+  bool verify() const { return verify_; }
+
+ private:
+  struct FreeContext {
+    void operator()(ssl_ctx_st* context) const;
+  };
+  std::unique_ptr<ssl_ctx_st, FreeContext> context_;
+  bool verify_ = true;
+};
+
 // One connection to a server, authenticated and on its database.
 class RedisConnection {
  public:
-  // Connects within `timeout`; every command must be answered within it as well. Throws
-  // BackendUnavailable naming the URL (password hidden) and the cause. With `stop_waiter`, a stop
-  // signal before or while connecting means no connection (RedisInterrupted), and one during AUTH
-  // or SELECT ends it as in command().
-  RedisConnection(const RedisAddress& address, std::chrono::milliseconds timeout,
-                  io::Waiter* stop_waiter = nullptr);
+  // Connects to `address` (over TLS with `tls`, required for a rediss:// address) within
+  // `deadline`. Throws BackendUnavailable naming the URL (password hidden) and the cause, or as
+  // RedisDeadline does.
+  RedisConnection(const RedisAddress& address, const RedisTls* tls, RedisDeadline& deadline);
   RedisConnection(RedisConnection&&) noexcept;
   RedisConnection& operator=(RedisConnection&&) noexcept;
   ~RedisConnection();
 
-  // Sends one command and waits for its reply; an error reply is returned, not thrown. Throws
-  // BackendUnavailable if the server cannot be reached or does not answer in time; the connection
-  // is then closed and the command's effect unknown, and every later command throws. The reply is
-  // waited for through `stop_waiter` when given, so a stop signal ends the wait at once
-  // (RedisInterrupted; one that came before the command is sent: nothing is sent); otherwise no
-  // signal cuts it short.
-  RedisValue command(const std::vector<std::string>& arguments, io::Waiter* stop_waiter = nullptr);
+  // Sends one command and waits for its reply within `deadline`; an error reply is returned, not
+  // thrown. Throws BackendUnavailable if the server cannot be reached or does not answer in time,
+  // or as RedisDeadline does; the connection is then closed and the command's effect unknown,
+  // and every later command throws. A stop signal or a deadline past before the command is sent:
+  // nothing is sent.
+  RedisValue command(const std::vector<std::string>& arguments, RedisDeadline& deadline);
   // False once a command failed.
-  bool open() const { return context_ != nullptr; }
+  bool open() const { return transport_ != nullptr; }
 
  private:
-  [[noreturn]] void fail(const std::string& cause);
+  // Runs `step`; whatever it throws closes the connection, a RedisFailure as BackendUnavailable.
+  template <typename Step>
+  auto closing_on_failure(Step step);
+  void send(std::string_view data, RedisDeadline& deadline);
+  RedisValue receive_reply(RedisDeadline& deadline);
 
-  struct FreeContext {
-    void operator()(redisContext* context) const;
+  struct FreeReader {
+    void operator()(redisReader* reader) const;
   };
-  std::unique_ptr<redisContext, FreeContext> context_;
+  std::unique_ptr<RedisTransport> transport_;
+  std::unique_ptr<redisReader, FreeReader> reader_;
   std::string shown_url_;
-  std::chrono::milliseconds timeout_;
 };
 
 }  // namespace ratelimit::backends

@@ -1,15 +1,14 @@
-#include <fcntl.h>
 #include <hiredis/hiredis.h>
 #include <poll.h>
 #include <signal.h>
-#include <sys/socket.h>
 
 #include <algorithm>
+#include <array>
 #include <cerrno>
-#include <cstring>
 #include <ctime>
 
 #include "backends/redis/redis_connection.hpp"
+#include "backends/redis/redis_connection_transport.hpp"
 #include "errors.hpp"
 #include "io/posix.hpp"
 
@@ -17,9 +16,9 @@ namespace ratelimit::backends {
 namespace {
 
 // While alive, SIGPIPE is blocked in this thread, and one raised by a write to a connection the
-// server closed is taken back before the mask is restored: a dropped connection is an error
-// return (EPIPE), never the death of the process, and the disposition is left as it was (a
-// command that `exec` runs inherits it).
+// server closed (a plain socket's or OpenSSL's) is taken back before the mask is restored: a
+// dropped connection is an error return (EPIPE), never the death of the process, and the
+// disposition is left as it was (a command that `exec` runs inherits it).
 class SigpipeBlocked {
  public:
   SigpipeBlocked() {
@@ -49,7 +48,7 @@ class SigpipeBlocked {
   bool was_pending_ = false;
 };
 
-// The monotonic clock and a poll that no signal cuts short, for commands sent without a stop
+// The monotonic clock and a poll that no signal cuts short, for operations run without a stop
 // waiter: status, reset and set run with the stop signals' default action, which ends the process
 // at once anyway.
 class UninterruptedWaiter final : public io::Waiter {
@@ -65,18 +64,6 @@ class UninterruptedWaiter final : public io::Waiter {
     return 0;
   }
 };
-
-// A stop signal that came before a step (connecting, sending a command) ends the call there.
-void stop_if_signalled(io::Waiter* stop_waiter) {
-  if (stop_waiter == nullptr) return;
-  if (const int signal = stop_waiter->wait_until(stop_waiter->now()))
-    throw RedisInterrupted{signal};
-}
-
-timeval to_timeval(std::chrono::milliseconds duration) {
-  return {.tv_sec = static_cast<time_t>(duration.count() / 1000),
-          .tv_usec = static_cast<suseconds_t>(duration.count() % 1000 * 1000)};
-}
 
 // `timeout` from `now` on, saturated.
 std::chrono::nanoseconds deadline_after(std::chrono::nanoseconds now,
@@ -118,127 +105,134 @@ RedisValue copy(const redisReply& reply) {
 
 }  // namespace
 
-void RedisConnection::FreeContext::operator()(redisContext* context) const { ::redisFree(context); }
+RedisDeadline::RedisDeadline(std::chrono::milliseconds timeout, io::Waiter* waiter)
+    : waiter_(waiter), timeout_(timeout) {
+  static UninterruptedWaiter uninterrupted;
+  if (waiter_ == nullptr) waiter_ = &uninterrupted;
+  unavailable_at_ = deadline_after(waiter_->now(), timeout);
+}
 
-RedisConnection::RedisConnection(const RedisAddress& address, std::chrono::milliseconds timeout,
-                                 io::Waiter* stop_waiter)
-    : shown_url_(address.shown), timeout_(timeout) {
-  stop_if_signalled(stop_waiter);
-  UninterruptedWaiter uninterrupted;
-  io::Waiter& waiter = stop_waiter != nullptr ? *stop_waiter : uninterrupted;
-  const std::chrono::nanoseconds deadline = deadline_after(waiter.now(), timeout);
-  // Started without blocking and waited for through the waiter, so that a stop signal ends the
-  // wait for a host that does not answer at once; then blocking, as command() expects.
-  {
+void RedisDeadline::check(std::string_view awaited) {
+  if (const int signal = waiter_->wait_until(waiter_->now())) throw RedisInterrupted{signal};
+  const std::chrono::nanoseconds now = waiter_->now();
+  if (now >= refused_at_ && refused_at_ <= unavailable_at_) throw RedisTooLate{};
+  if (now >= unavailable_at_)
+    throw RedisFailure("no " + std::string(awaited) + " within " + describe(timeout_));
+}
+
+void RedisDeadline::wait(std::span<pollfd> fds, std::string_view awaited,
+                         std::chrono::nanoseconds until) {
+  for (pollfd& fd : fds) fd.revents = 0;
+  if (const int signal = waiter_->wait_until(std::min({until, unavailable_at_, refused_at_}), fds))
+    throw RedisInterrupted{signal};
+  if (std::none_of(fds.begin(), fds.end(), [](const pollfd& fd) { return fd.revents != 0; }))
+    check(awaited);
+}
+
+void RedisConnection::FreeReader::operator()(redisReader* reader) const {
+  ::redisReaderFree(reader);
+}
+
+template <typename Step>
+auto RedisConnection::closing_on_failure(Step step) {
+  try {
     const SigpipeBlocked sigpipe_blocked;
-    context_.reset(address.kind == RedisAddress::Kind::tcp
-                       ? ::redisConnectNonBlock(address.host.c_str(), address.port)
-                       : ::redisConnectUnixNonBlock(address.socket_path.c_str()));
+    return step();
+  } catch (const RedisFailure& failure) {
+    transport_.reset();
+    throw BackendUnavailable("Redis at " + shown_url_ + ": " + failure.what());
+  } catch (...) {
+    transport_.reset();
+    throw;
   }
-  if (!context_) fail("out of memory");
-  if (context_->err) fail(context_->errstr);
-  while (true) {
-    pollfd writable{.fd = context_->fd, .events = POLLOUT, .revents = 0};
-    if (const int signal = waiter.wait_until(deadline, {&writable, 1})) {
-      context_.reset();
-      throw RedisInterrupted{signal};
+}
+
+RedisConnection::RedisConnection(const RedisAddress& address, const RedisTls* tls,
+                                 RedisDeadline& deadline)
+    : shown_url_(address.shown) {
+  closing_on_failure([&] {
+    deadline.check("connection");
+    io::FileDescriptor socket = connect_socket(address, deadline);
+    transport_ = address.tls ? tls_transport(std::move(socket), *tls, address, deadline)
+                             : plain_transport(std::move(socket));
+    reader_.reset(::redisReaderCreate());
+    if (!reader_) throw std::bad_alloc();
+  });
+  auto handshake = [&](const std::vector<std::string>& arguments) {
+    const RedisValue reply = command(arguments, deadline);
+    if (reply.type == RedisValue::Type::error) {
+      transport_.reset();
+      throw BackendUnavailable("Redis at " + shown_url_ + ": " + reply.text);
     }
-    if (writable.revents != 0) break;
-    if (waiter.now() >= deadline) fail("no connection within " + describe(timeout));
-  }
-  int connect_error = 0;
-  socklen_t length = sizeof connect_error;
-  if (::getsockopt(context_->fd, SOL_SOCKET, SO_ERROR, &connect_error, &length) != 0)
-    connect_error = errno;
-  if (connect_error != 0) fail(std::strerror(connect_error));
-  const int flags = ::fcntl(context_->fd, F_GETFL);
-  if (flags < 0 || ::fcntl(context_->fd, F_SETFL, flags & ~O_NONBLOCK) < 0)
-    fail(std::strerror(errno));
-  context_->flags |= REDIS_BLOCK;
-  if (::redisSetTimeout(context_.get(), to_timeval(timeout)) != REDIS_OK) fail(context_->errstr);
+  };
   if (!address.password.empty()) {
     std::vector<std::string> auth{"AUTH"};
     if (!address.user.empty()) auth.push_back(address.user);
     auth.push_back(address.password);
-    const RedisValue reply = command(auth, stop_waiter);
-    if (reply.type == RedisValue::Type::error) fail(reply.text);
+    handshake(auth);
   }
-  if (address.database != 0) {
-    const RedisValue reply = command({"SELECT", std::to_string(address.database)}, stop_waiter);
-    if (reply.type == RedisValue::Type::error) fail(reply.text);
-  }
+  if (address.database != 0) handshake({"SELECT", std::to_string(address.database)});
 }
 
 RedisConnection::RedisConnection(RedisConnection&&) noexcept = default;
 RedisConnection& RedisConnection::operator=(RedisConnection&&) noexcept = default;
 RedisConnection::~RedisConnection() = default;
 
-void RedisConnection::fail(const std::string& cause) {
-  context_.reset();
-  throw BackendUnavailable("Redis at " + shown_url_ + ": " + cause);
+RedisValue RedisConnection::command(const std::vector<std::string>& arguments,
+                                    RedisDeadline& deadline) {
+  if (!transport_) throw BackendUnavailable("Redis at " + shown_url_ + ": the connection was lost");
+  return closing_on_failure([&] {
+    deadline.check("reply");
+    std::vector<const char*> pointers;
+    std::vector<std::size_t> lengths;
+    for (const std::string& argument : arguments) {
+      pointers.push_back(argument.data());
+      lengths.push_back(argument.size());
+    }
+    char* formatted = nullptr;
+    const int length = ::redisFormatCommandArgv(&formatted, static_cast<int>(arguments.size()),
+                                                pointers.data(), lengths.data());
+    if (length < 0) throw std::bad_alloc();
+    const std::unique_ptr<char, decltype(&::redisFreeCommand)> owned(formatted,
+                                                                     &::redisFreeCommand);
+    send({formatted, static_cast<std::size_t>(length)}, deadline);
+    return receive_reply(deadline);
+  });
 }
 
-RedisValue RedisConnection::command(const std::vector<std::string>& arguments,
-                                    io::Waiter* stop_waiter) {
-  if (!context_) fail("the connection was lost");
-  stop_if_signalled(stop_waiter);
-  UninterruptedWaiter uninterrupted;
-  io::Waiter& waiter = stop_waiter != nullptr ? *stop_waiter : uninterrupted;
-  std::vector<const char*> pointers;
-  std::vector<std::size_t> lengths;
-  for (const std::string& argument : arguments) {
-    pointers.push_back(argument.data());
-    lengths.push_back(argument.size());
-  }
-  redisContext* const context = context_.get();
-  if (::redisAppendCommandArgv(context, static_cast<int>(arguments.size()), pointers.data(),
-                               lengths.data()) != REDIS_OK)
-    fail(context->errstr);
-  const std::chrono::nanoseconds reply_deadline = deadline_after(waiter.now(), timeout_);
-  // The socket stays blocking for the write, bounded by the send timeout that redisSetTimeout
-  // set: a command is at most the script's 13 kB, sent on a connection with nothing else in
-  // flight (each reply is read whole, a connection that lost one is closed), so the socket
-  // buffer takes it at once whether or not the server reads. Only the wait for the reply can be
-  // long, and it goes through the waiter. A non-blocking socket would contradict the blocking
-  // context hiredis keeps (its reads and writes take EAGAIN for an error there).
-  int write_errno = 0;
-  {
-    const SigpipeBlocked sigpipe_blocked;
-    int done = 0;
-    while (!done) {
-      errno = 0;
-      if (::redisBufferWrite(context, &done) != REDIS_OK) {
-        write_errno = errno;
-        break;
-      }
+void RedisConnection::send(std::string_view data, RedisDeadline& deadline) {
+  while (!data.empty()) {
+    short wanted = 0;
+    const std::size_t sent = transport_->send(data, wanted);
+    data.remove_prefix(sent);
+    if (sent == 0) {
+      pollfd ready{.fd = transport_->fd(), .events = wanted, .revents = 0};
+      deadline.wait({&ready, 1}, "reply");
     }
   }
-  if (context->err) {
-    // The send timeout expired: EAGAIN.
-    const bool timed_out = write_errno == EAGAIN || write_errno == EWOULDBLOCK;
-    fail(timed_out ? "no reply within " + describe(timeout_) : context->errstr);
-  }
-  void* reply = nullptr;
+}
+
+RedisValue RedisConnection::receive_reply(RedisDeadline& deadline) {
+  std::array<char, 16384> buffer;
   while (true) {
-    if (::redisGetReplyFromReader(context, &reply) != REDIS_OK) fail(context->errstr);
-    if (reply != nullptr) break;
-    pollfd readable{.fd = context->fd, .events = POLLIN, .revents = 0};
-    if (const int signal = waiter.wait_until(reply_deadline, {&readable, 1})) {
-      // The server may have run the command: its reply is never waited for, nor the command
-      // sent again.
-      context_.reset();
-      throw RedisInterrupted{signal};
+    void* reply = nullptr;
+    if (::redisReaderGetReply(reader_.get(), &reply) != REDIS_OK)
+      throw RedisFailure(reader_->errstr);
+    if (reply != nullptr) {
+      RedisValue value = copy(*static_cast<redisReply*>(reply));
+      ::freeReplyObject(reply);
+      return value;
     }
-    if (readable.revents != 0) {
-      // Readable, so the blocking read returns what came (or the end, or the error) at once.
-      if (::redisBufferRead(context) != REDIS_OK) fail(context->errstr);
-    } else if (waiter.now() >= reply_deadline) {
-      fail("no reply within " + describe(timeout_));
+    // Read before any wait: TLS may hold bytes already that no poll would announce.
+    short wanted = 0;
+    if (const std::size_t received = transport_->receive(buffer, wanted)) {
+      if (::redisReaderFeed(reader_.get(), buffer.data(), received) != REDIS_OK)
+        throw std::bad_alloc();
+      continue;
     }
+    pollfd ready{.fd = transport_->fd(), .events = wanted, .revents = 0};
+    deadline.wait({&ready, 1}, "reply");
   }
-  RedisValue value = copy(*static_cast<redisReply*>(reply));
-  ::freeReplyObject(reply);
-  return value;
 }
 
 }  // namespace ratelimit::backends

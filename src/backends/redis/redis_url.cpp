@@ -8,6 +8,7 @@ namespace ratelimit::backends {
 namespace {
 
 constexpr std::string_view kTcpScheme = "redis://";
+constexpr std::string_view kTlsScheme = "rediss://";
 constexpr std::string_view kUnixScheme = "unix://";
 constexpr std::string_view kHidden = "***";
 
@@ -71,10 +72,12 @@ class UrlParser {
     } else if (url_.starts_with(kUnixScheme)) {
       address_.kind = RedisAddress::Kind::unix_socket;
       rest = url_.substr(kUnixScheme.size());
-    } else if (url_.starts_with("rediss://")) {
-      reject("TLS (rediss://) is not supported");
+    } else if (url_.starts_with(kTlsScheme)) {
+      address_.kind = RedisAddress::Kind::tcp;
+      address_.tls = true;
+      rest = url_.substr(kTlsScheme.size());
     } else {
-      reject("expected redis://[[user]:password@]host[:port][/db] or unix:///path[?db=N]");
+      reject("expected redis[s]://[[user]:password@]host[:port][/db] or unix:///path[?db=N]");
     }
     if (const std::size_t at = rest.rfind('@'); at != std::string_view::npos) {
       parse_user_part(rest.substr(0, at));

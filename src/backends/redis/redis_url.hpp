@@ -9,6 +9,7 @@ namespace ratelimit::backends {
 struct RedisAddress {
   enum class Kind { tcp, unix_socket };
   Kind kind = Kind::tcp;
+  bool tls = false;  // rediss://: TCP with TLS, the host name checked against the certificate
   std::string host;  // tcp: a name or an address (IPv6 without brackets)
   int port = 6379;
   std::string socket_path;  // unix_socket
@@ -19,7 +20,15 @@ struct RedisAddress {
   std::string shown;
 };
 
-// Parses `redis://[[user]:password@]host[:port][/db]` and
+// How a client proves a rediss:// server is the one named, and itself to the server.
+struct RedisTlsOptions {
+  std::string ca_file;    // the CAs to trust; empty: the system's store
+  std::string cert_file;  // this client's certificate (chain); empty: none
+  std::string key_file;   // its private key; empty: in cert_file
+  bool verify = true;     // false: the server's certificate and name go unchecked
+};
+
+// Parses `redis://[[user]:password@]host[:port][/db]` (`rediss://` the same over TLS) and
 // `unix://[[user]:password@]/path/redis.sock[?db=N]`; user and password may be %-encoded.
 // Throws std::invalid_argument naming the URL (password hidden) and what is wrong with it.
 RedisAddress parse_redis_url(std::string_view url);

@@ -13,10 +13,10 @@ StateFileBackend::StateFileBackend(StateDirectory directory, Clock& clock, HostI
       host_(std::move(host)),
       notify_(std::move(notify)) {}
 
-DecodedRecord StateFileBackend::load(const LockedFile& file) const {
+DecodedRecord StateFileBackend::load(const LockedFile& file, std::chrono::nanoseconds now) const {
   const std::string bytes = file.read();
   if (bytes.empty()) return {.record = {}, .problem = {}};
-  DecodedRecord decoded = decode_record(bytes);
+  DecodedRecord decoded = decode_record(bytes, now);
   if (!decoded.record) return decoded;
   const StateRecord& record = *decoded.record;
   // Another machine's clock and bookings mean nothing here, and taking its record as a fresh
@@ -36,7 +36,7 @@ DecodedRecord StateFileBackend::load(const LockedFile& file) const {
 
 std::pair<TokenBucket, KeySchedule> StateFileBackend::load_bucket(
     const LockedFile& file, const PermitRequest& request, std::chrono::nanoseconds now) const {
-  DecodedRecord loaded = load(file);
+  DecodedRecord loaded = load(file, now);
   if (!loaded.problem.empty())
     notify_(fmt::format("key '{}': {}; starting a fresh bucket", request.key, loaded.problem));
   if (!loaded.record) return {TokenBucket(request.params, now), request.schedule};
@@ -54,7 +54,7 @@ void StateFileBackend::save(LockedFile& file, const TokenBucket& bucket,
 }
 
 Reservation StateFileBackend::reserve(const PermitRequest& request, io::Waiter& waiter) {
-  try {
+  return unavailable_on_failure(directory_, [&]() -> Reservation {
     LockWait locked =
         directory_.lock_until(bucket_file_name(request.key), waiter, request.deadline);
     if (!locked.file)
@@ -65,22 +65,22 @@ Reservation StateFileBackend::reserve(const PermitRequest& request, io::Waiter& 
     const Reservation reservation = decide(bucket, schedule, request, now);
     save(*locked.file, bucket, schedule);
     return reservation;
-  } catch (const std::system_error& error) {
-    throw BackendUnavailable(
-        fmt::format("state directory '{}': {}", directory_.path(), error.what()));
-  }
+  });
 }
 
 bool StateFileBackend::update_existing(const std::string& key, const Update& update) {
-  std::optional<LockedFile> file =
-      directory_.lock_existing(bucket_file_name(key), LockKind::exclusive);
-  if (!file) return false;
-  DecodedRecord loaded = load(*file);
-  if (!loaded.record) return false;
-  TokenBucket bucket(loaded.record->params, loaded.record->state);
-  update(bucket, loaded.record->schedule, clock_.now());
-  save(*file, bucket, loaded.record->schedule);
-  return true;
+  return unavailable_on_failure(directory_, [&] {
+    std::optional<LockedFile> file =
+        directory_.lock_existing(bucket_file_name(key), LockKind::exclusive);
+    if (!file) return false;
+    const auto now = clock_.now();
+    DecodedRecord loaded = load(*file, now);
+    if (!loaded.record) return false;
+    TokenBucket bucket(loaded.record->params, loaded.record->state);
+    update(bucket, loaded.record->schedule, now);
+    save(*file, bucket, loaded.record->schedule);
+    return true;
+  });
 }
 
 bool StateFileBackend::set_rate(const std::string& key, double permits_per_second,
@@ -100,17 +100,21 @@ void StateFileBackend::give_back(const std::string& key, std::int64_t permits) {
 
 std::vector<BucketStatus> StateFileBackend::status(const std::optional<std::string>& key) {
   std::vector<BucketStatus> buckets;
-  for (const std::string& name : directory_.file_names()) {
+  const std::vector<std::string> names =
+      unavailable_on_failure(directory_, [&] { return directory_.file_names(); });
+  for (const std::string& name : names) {
     const std::optional<std::string> file_key = key_of_bucket_file(name);
     if (!file_key || (key && *key != *file_key)) continue;
     // One unreadable or hostile file (a symlink, a FIFO, no permission) is reported as such and
     // does not hide the other buckets.
     std::optional<LockedFile> file;
     DecodedRecord loaded;
+    std::chrono::nanoseconds now{};
     try {
       file = directory_.lock_existing(name, LockKind::shared);
       if (!file) continue;  // reset meanwhile
-      loaded = load(*file);
+      now = clock_.now();
+      loaded = load(*file, now);
     } catch (const std::exception& error) {
       BucketStatus unusable;
       unusable.key = *file_key;
@@ -118,7 +122,6 @@ std::vector<BucketStatus> StateFileBackend::status(const std::optional<std::stri
       buckets.push_back(std::move(unusable));
       continue;
     }
-    const auto now = clock_.now();
     if (loaded.record) {
       buckets.push_back(describe(*file_key,
                                  TokenBucket(loaded.record->params, loaded.record->state),
@@ -134,7 +137,8 @@ std::vector<BucketStatus> StateFileBackend::status(const std::optional<std::stri
 }
 
 bool StateFileBackend::reset(const std::string& key) {
-  return directory_.remove(bucket_file_name(key));
+  return unavailable_on_failure(directory_,
+                                [&] { return directory_.remove(bucket_file_name(key)); });
 }
 
 }  // namespace ratelimit::backends

@@ -41,8 +41,8 @@ class StateFileBackend final : public BucketBackend {
   const StateDirectory& directory() const { return directory_; }
 
  private:
-  // The bucket a file holds, or why it cannot be used.
-  DecodedRecord load(const LockedFile& file) const;
+  // The bucket a file holds at `now`, or why it cannot be used.
+  DecodedRecord load(const LockedFile& file, std::chrono::nanoseconds now) const;
   // The bucket of `file` and its schedule at `now`: its record's, or a fresh one made by `request`.
   std::pair<TokenBucket, KeySchedule> load_bucket(const LockedFile& file,
                                                   const PermitRequest& request,

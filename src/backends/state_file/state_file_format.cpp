@@ -1,8 +1,11 @@
 #include "backends/state_file/state_file_format.hpp"
 
+#include <fmt/core.h>
+
 #include <cmath>
 #include <cstdint>
 #include <cstring>
+#include <limits>
 #include <stdexcept>
 #include <string>
 
@@ -125,7 +128,18 @@ std::string encode_record(const StateRecord& record) {
   return out;
 }
 
-DecodedRecord decode_record(std::string_view bytes) {
+std::chrono::nanoseconds longest_booked_wait(const BucketParams& params) {
+  const double slowest_interval_ns =
+      1e9 / params.permits_per_second *
+      (params.shape == BucketShape::warming_up ? params.cold_factor : 1.0);
+  const double wait_ns =
+      slowest_interval_ns * static_cast<double>(std::numeric_limits<std::int64_t>::max());
+  // 2^63: the first double that no longer fits in nanoseconds.
+  if (!(wait_ns < 9223372036854775808.0)) return std::chrono::nanoseconds::max();
+  return std::chrono::nanoseconds(static_cast<std::int64_t>(wait_ns));
+}
+
+DecodedRecord decode_record(std::string_view bytes, std::chrono::nanoseconds now) {
   FieldReader reader(bytes);
   // The version first, so that a record of another size from another version is named as such.
   if (bytes.size() >= kMagic.size() + sizeof(std::uint32_t) &&
@@ -178,10 +192,23 @@ DecodedRecord decode_record(std::string_view bytes) {
   record.schedule.entry_until = reader.next<std::int64_t>();
   record.schedule.timetable = std::string(reader.next_bytes(reader.next<std::uint32_t>()));
   try {
-    TokenBucket{record.params, record.state};  // validates parameters and state
+    const TokenBucket bucket{record.params, record.state};  // validates parameters and state
+    // Stored permits are rescaled with every change of rate: a rounding above the maximum is no
+    // damage.
+    if (!(record.state.stored_permits <= bucket.max_permits() * (1.0 + 1e-9)))
+      return {.record = {},
+              .problem = fmt::format("stored permits {:g} above the bucket's {:g}",
+                                     record.state.stored_permits, bucket.max_permits())};
   } catch (const std::invalid_argument& error) {
     return {.record = {}, .problem = std::string("invalid bucket: ") + error.what()};
   }
+  const std::chrono::nanoseconds longest = longest_booked_wait(record.params);
+  if (now < std::chrono::nanoseconds::max() - longest && record.state.next_free > now + longest)
+    return {.record = {},
+            .problem = fmt::format("next free moment {} s ahead, beyond the longest wait a "
+                                   "request can book ({} s)",
+                                   (record.state.next_free - now).count() / 1'000'000'000,
+                                   longest.count() / 1'000'000'000)};
   return {.record = std::move(record), .problem = {}};
 }
 

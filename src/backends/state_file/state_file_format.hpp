@@ -1,5 +1,6 @@
 #pragma once
 
+#include <chrono>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -30,7 +31,14 @@ struct DecodedRecord {
   std::optional<StateRecord> record;
   std::string problem;  // why there is no record, e.g. "bad checksum"
 };
-DecodedRecord decode_record(std::string_view bytes);
+// A record is damaged, as a corrupt one is, when a field is out of what its parameters allow:
+// more stored permits than the bucket holds, or a next free moment later than `now` (on the
+// record's clock) plus the longest wait one request can book.
+DecodedRecord decode_record(std::string_view bytes, std::chrono::nanoseconds now);
+
+// The longest wait one request can book on a bucket of `params`: the most permits a request may
+// ask for, each at the slowest interval the bucket charges.
+std::chrono::nanoseconds longest_booked_wait(const BucketParams& params);
 
 // Keys are at most this many bytes, so that every file name stays under NAME_MAX.
 inline constexpr std::size_t kMaxKeyBytes = 80;

@@ -1,0 +1,151 @@
+#include "cli/typo_hints.hpp"
+
+#include <fmt/core.h>
+
+#include <cctype>
+#include <filesystem>
+#include <optional>
+#include <string>
+#include <string_view>
+
+#include "cli/help.hpp"
+#include "cli/units.hpp"
+#include "errors.hpp"
+
+namespace ratelimit::cli {
+namespace {
+
+// What an option's value is written in, as its parser reads it.
+enum class ValueKind { rate, burst, duration, size };
+
+std::optional<ValueKind> kind_of(std::string_view option) {
+  if (option == "-r" || option == "--rate") return ValueKind::rate;
+  if (option == "--burst") return ValueKind::burst;
+  if (option == "--timeout" || option == "--warmup" || option == "--redis-timeout")
+    return ValueKind::duration;
+  if (option == "--chunk") return ValueKind::size;
+  return std::nullopt;
+}
+
+std::string_view kind_name(ValueKind kind) {
+  switch (kind) {
+    case ValueKind::rate:
+      return "rate";
+    case ValueKind::burst:
+      return "burst";
+    case ValueKind::duration:
+      return "duration";
+    case ValueKind::size:
+      return "size";
+  }
+  return "value";
+}
+
+bool parses_as(ValueKind kind, const std::string& text) {
+  try {
+    switch (kind) {
+      case ValueKind::rate:
+        parse_rate(text);
+        break;
+      case ValueKind::burst:
+        if (ends_in_time_unit(text))
+          parse_duration(text);
+        else
+          parse_size(text);
+        break;
+      case ValueKind::duration:
+        parse_duration(text);
+        break;
+      case ValueKind::size:
+        parse_size(text);
+        break;
+    }
+    return true;
+  } catch (const UsageError&) {
+    return false;
+  }
+}
+
+// "5" and "kb" meant as one value: what to write instead, if the two read as one. A lone "b" is
+// bytes or bits, so both are offered.
+std::optional<std::string> joined_value(ValueKind kind, const std::string& value,
+                                        const std::string& word, std::string_view option) {
+  if (word.empty() || !(std::isalpha(static_cast<unsigned char>(word[0])) || word[0] == '/'))
+    return std::nullopt;
+  const std::string joined = value + word;
+  if (parses_as(kind, joined)) return fmt::format("{} {}", option, joined);
+  if (word.ends_with('b')) {
+    const std::string stem = joined.substr(0, joined.size() - 1);
+    if (parses_as(kind, stem + "B") && parses_as(kind, stem + "bit"))
+      return fmt::format("{} {}B (or {}bit)", option, stem, stem);
+  }
+  return std::nullopt;
+}
+
+// "1,5M": a decimal comma, refused with the value it stands for.
+void check_decimal_comma(ValueKind kind, const std::string& value) {
+  const std::size_t comma = value.find(',');
+  if (comma == std::string::npos || comma == 0 || value.find(':') != std::string::npos ||
+      !std::isdigit(static_cast<unsigned char>(value[comma - 1])) ||
+      !std::isdigit(static_cast<unsigned char>(value[comma + 1])))
+    return;
+  std::string with_point = value;
+  with_point[comma] = '.';
+  if (parses_as(kind, with_point))
+    throw UsageError(fmt::format("invalid {} '{}': use a decimal point ({})", kind_name(kind),
+                                 value, with_point));
+}
+
+// The command line of exec for an acquire given a command: `words` from the one after "acquire",
+// `command_at` the first word of the command (after "--" if there is one).
+std::string as_exec(const std::vector<char*>& words, std::size_t command_at) {
+  std::string line = "ratelimit exec";
+  for (std::size_t i = 2; i < words.size(); ++i) {
+    if (i == command_at && std::string_view(words[i - 1]) != "--") line += " --";
+    line += fmt::format(" {}", words[i]);
+  }
+  return line;
+}
+
+}  // namespace
+
+void check_typos(const std::vector<char*>& arguments) {
+  const std::string_view command =
+      arguments.size() > 1 && is_command(arguments[1]) ? arguments[1] : "";
+  for (std::size_t i = command.empty() ? 1 : 2; i < arguments.size(); ++i) {
+    const std::string word = arguments[i];
+    if (word == "--" || !word.starts_with('-')) {
+      const std::size_t command_at = word == "--" ? i + 1 : i;
+      if (command == "acquire" && command_at < arguments.size())
+        throw UsageError(fmt::format("acquire runs no command: did you mean '{}'?",
+                                     as_exec(arguments, command_at)));
+      // exec's command begins here; other commands' words are files or a PID.
+      if (word == "--" || command == "exec") return;
+      continue;
+    }
+    if (word.starts_with("-p="))
+      throw UsageError(fmt::format("invalid option '{}': write --progress={}", word,
+                                   std::string_view(word).substr(3)));
+    const std::size_t equals = word.find('=');
+    const std::string option = word.substr(0, equals);
+    const std::optional<ValueKind> kind = kind_of(option);
+    if (!kind) {
+      if (equals == std::string::npos && takes_value(option)) ++i;
+      continue;
+    }
+    std::string value;
+    if (equals != std::string::npos) {
+      value = word.substr(equals + 1);
+    } else if (i + 1 < arguments.size()) {
+      value = arguments[++i];
+    }
+    check_decimal_comma(*kind, value);
+    if (i + 1 >= arguments.size() || std::filesystem::exists(arguments[i + 1])) continue;
+    const std::string next = arguments[i + 1];
+    if (const auto meant = joined_value(*kind, value, next, option))
+      throw UsageError(fmt::format("{} '{}': did you mean {}?",
+                                   command.empty() ? "no file" : "stray word", next, *meant));
+  }
+}
+
+}  // namespace ratelimit::cli

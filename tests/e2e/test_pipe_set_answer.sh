@@ -1,0 +1,28 @@
+#!/usr/bin/env bash
+# `set PID` reports what the pipe answers, not what its last periodic status said: sets in quick
+# succession each name the rate the one before set, and `status` right after a set shows it.
+source "$E2E_LIB"
+export RATELIMIT_STATE_DIR=$WORK/state
+
+mkfifo "$WORK/in"
+"$RATELIMIT" -l --rate 10 <"$WORK/in" >/dev/null 2>"$WORK/pipe.stderr" &
+pipe_pid=$!
+exec 3>"$WORK/in" # the pipe waits for input, its FIFO open
+wait_for_file "$WORK/state/pipe-$pipe_pid.status"
+
+previous=10
+for rate in 20 30 40 50 60 70; do
+  expect_status 0 "$RATELIMIT" set "$pipe_pid" --rate "$rate"
+  expect_stderr "ratelimit: process $pipe_pid: rate set from $previous ($previous records/s) to $rate ($rate records/s)"
+  "$RATELIMIT" status --json >"$WORK/status"
+  grep -q "\"pid\":$pipe_pid,[^}]*\"units_per_second\":$rate[,}]" "$WORK/status" ||
+    fail "status right after 'set --rate $rate' shows: $(cat "$WORK/status")"
+  previous=$rate
+done
+
+# A timetable: the entry in force as the pipe took it.
+expect_status 0 "$RATELIMIT" set "$pipe_pid" --rate "00:00,5 12:00,5"
+expect_stderr "ratelimit: process $pipe_pid: rate set from 70 (70 records/s) to timetable '00:00,5 12:00,5' (5 records/s now)"
+
+exec 3>&-
+wait "$pipe_pid" || fail "the pipe failed: $(cat "$WORK/pipe.stderr")"

@@ -1,0 +1,61 @@
+#!/usr/bin/env bash
+# A Redis host name is resolved within --redis-timeout and under the stop signals, without NSS
+# (the binary is static): from /etc/hosts, and from the name server of /etc/resolv.conf, here one
+# that never answers.
+# The test runs in private mount and network namespaces (unshare -mn: root only), where its own
+# resolv.conf and hosts are bound over /etc's and the name server is a silent UDP listener on the
+# namespace's own loopback: nothing leaves it, and the host's files are never touched.
+# Timing: loose bounds, run alone (RESOURCE_LOCK timing).
+if [ -z "${RATELIMIT_RESOLVE_TEST_INSIDE:-}" ]; then
+  if ! unshare -mn true 2>/dev/null; then
+    echo "skipped: unshare -mn is not permitted here (needs root)"
+    exit 0
+  fi
+  RATELIMIT_RESOLVE_TEST_INSIDE=1 exec unshare -mn bash "${BASH_SOURCE[0]}"
+fi
+source "$E2E_LIB"
+source "$(dirname "${BASH_SOURCE[0]}")/redis_server.sh"
+export RATELIMIT_STATE_DIR=$WORK/state
+ip link set lo up
+echo "nameserver 127.0.0.1" >"$WORK/resolv.conf"
+printf '127.0.0.1 localhost redis.test\n' >"$WORK/hosts"
+mount --bind "$WORK/resolv.conf" /etc/resolv.conf
+mount --bind "$WORK/hosts" /etc/hosts
+
+python3 -c '
+import socket, sys, time
+silent = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+silent.bind(("127.0.0.1", 53))
+open(sys.argv[1], "w").close()
+while True:
+    silent.recv(512)
+' "$WORK/dns.ready" &
+dns=$!
+REDIS_PIDS+=($dns)
+wait_for_file "$WORK/dns.ready"
+
+# A name in /etc/hosts reaches the server.
+start_redis main
+expect_status 0 "$RATELIMIT" acquire --redis "redis://redis.test:$(cat "$WORK/main/port")" \
+  --rate 10/s --key k
+
+# A name only the silent name server could give: 69 after the timeout, naming the host.
+start=$(now_ns)
+expect_status 69 "$RATELIMIT" acquire --redis redis://silent.test:6379 --redis-timeout 200ms \
+  --rate 10/s --key k
+ms=$(ms_since "$start")
+expect_stderr "ratelimit: Redis at redis://silent.test:6379: no address for silent.test within 200ms"
+[ "$ms" -ge 150 ] && [ "$ms" -lt 1000 ] || fail "resolving on a silent name server took ${ms} ms"
+
+# SIGTERM while resolving ends it at once.
+"$RATELIMIT" acquire --redis redis://silent.test:6379 --redis-timeout 30s --rate 10/s --key k \
+  2>"$WORK/stderr" &
+pid=$!
+sleep 0.5
+start=$(now_ns)
+kill -TERM "$pid"
+status=0
+wait "$pid" || status=$?
+ms=$(ms_since "$start")
+[ "$status" -eq 143 ] || fail "SIGTERM while resolving: exit $status, expected 143"
+[ "$ms" -lt 300 ] || fail "SIGTERM while resolving ended it after ${ms} ms"
