@@ -123,7 +123,7 @@ shaped "$TMP/warmup" "" "head -c 7000000 /dev/zero" "$RATELIMIT" --rate 1M --war
 # s*x + slope*(D^2 - (D-x)^2)/2 over the D = max - threshold cold permits, then x/rate; its
 # inverse is the units delivered by time t. The first chunk is free (its cost is paid by the
 # next), so the model is shifted by the first read. Compared every 0.5 s from 1 s on, with what
-# had arrived by then (one chunk, 1/200 s of the rate, is 1 % of the model at 1 s).
+# had arrived by then (one chunk, 1/100 s of the rate, is 1 % of the model at 1 s).
 awk -v rate=1e6 -v warmup=4 -v cold=3 -v out="$TMP/warmup_model" '
   function model(t) {
     return first + ((t <= warmup) ? (b - sqrt(b * b - 2 * slope * t)) / slope \
@@ -187,8 +187,9 @@ EOF
   echo "| throughput MB/s | $ratelimit_speed | $pv_speed | $cstream_speed | $mbuffer_speed |"
   echo "| CPU vs pv | $(vs_pv "$ratelimit_cpu") | 1.00x | $(vs_pv "$cstream_cpu") | $(vs_pv "$mbuffer_cpu") |"
   echo
-  echo "Cost while shaping: CPU time for 5 s worth of data at the rate (ratelimit writes 200 times"
-  echo "a second, pv 10: the price of the smaller window; 50 ms is 1 % of one core):"
+  echo "Cost while shaping: CPU time for 5 s worth of data at the rate (ratelimit writes 100 times"
+  echo "a second, pv 10: the price of the smaller window; 50 ms is 1 % of one core;"
+  echo "scripts/bench_cpu.sh measures it over many pipes):"
   echo
   echo "| rate | ratelimit | pv -L | cstream -t | mbuffer -r |"
   echo "| --- | --- | --- | --- | --- |"

@@ -11,8 +11,9 @@
 #   kept        the script's round trip on a kept connection, as a pipe makes it (redis-benchmark,
 #               one client, median) over each transport;
 #   throughput  the script's decisions per second from 8 concurrent clients (redis-benchmark
-#               running EVALSHA) on one key and on 8 keys, and the server's CPU per decision; over
-#               TLS on one key.
+#               running EVALSHA) on one key and on 8 keys, and the server's CPU per decision,
+#               against a minimal GCRA script (written here) in alternating rounds
+#               (BENCH_ROUNDS, default 5; medians); over TLS on one key.
 # Writes bench/results/redis.md.
 source "$(dirname "${BASH_SOURCE[0]}")/setup.sh"
 ensure_packages redis-server redis-tools openssl
@@ -113,29 +114,59 @@ cpu_tls=$(mean_cpu_ms 300 "$RATELIMIT" acquire --redis "$TLS_URL" "${TLS_CA[@]}"
 latency_result="state file $lat_file ms, Redis over the unix socket $lat_unix ms, over TCP $lat_tcp ms, over TLS $lat_tls ms; CPU of the client per call: unix socket $cpu_unix ms, TCP $cpu_tcp ms, TLS $cpu_tls ms"
 echo "$latency_result" >&2
 
-echo "== decisions per second, 8 clients" >&2
+echo "== decisions per second, 8 clients, against a minimal GCRA script" >&2
 sha=$(redis-cli -s "$TMP/redis/sock" script load "$(cat "$RATELIMIT_ROOT/src/backends/redis/redis_bucket.lua")")
+# The least a shared rate limit does per decision, for comparison: the server's TIME, one GET
+# and one SET with an expiry (GCRA: the key holds the theoretical arrival time, microseconds).
+cat >"$TMP/gcra.lua" <<'LUA'
+local time = redis.call("TIME")
+local now = time[1] * 1e6 + time[2]
+local interval, tolerance = tonumber(ARGV[1]), tonumber(ARGV[2])
+local tat = math.max(tonumber(redis.call("GET", KEYS[1])) or now, now)
+if now < tat - tolerance then return {0, tostring(tat - tolerance - now)} end
+tat = tat + interval
+redis.call("SET", KEYS[1], tat, "PX", math.ceil((tat - now) / 1000) + 1)
+return {1, "0"}
+LUA
+gcra_sha=$(redis-cli -s "$TMP/redis/sock" script load "$(cat "$TMP/gcra.lua")")
 server_cpu() {
   redis-cli -s "$TMP/redis/sock" info cpu | tr -d '\r' |
     awk -F: '/^used_cpu_(sys|user):/ { sum += $2 } END { printf "%.6f", sum }'
 }
-# throughput KEY CONNECTION [redis-benchmark options]: "N/s, U us of server CPU each".
+# throughput CONNECTION-OPTIONS... COMMAND...: "decisions/s us_of_server_CPU_each".
 throughput() {
-  local key=$1 requests=200000 before after rps
-  shift
+  local requests=100000 before after rps
   before=$(server_cpu)
-  rps=$(redis-benchmark -c 8 -n $requests -q "$@" \
-    EVALSHA "$sha" 1 "$key" reserve "" bursty 1e9 1 0 3 1 9223372036854775807 1 |
+  rps=$(redis-benchmark -c 8 -n $requests -q "$@" |
     tr '\r' '\n' | grep -oE '[0-9.]+ requests per second' | tail -1 | awk '{ print $1 }')
   after=$(server_cpu)
-  awk -v rps="$rps" -v cpu="$(awk -v a="$after" -v b="$before" 'BEGIN { print a - b }')" \
-    -v n=$requests 'BEGIN { printf "%.0f/s, %.1f us of server CPU each", rps, cpu / n * 1e6 }'
+  awk -v rps="$rps" -v a="$after" -v b="$before" -v n=$requests \
+    'BEGIN { printf "%.0f %.2f\n", rps, (a - b) / n * 1e6 }'
 }
-one_key=$(throughput 'ratelimit:{bench}' -s "$TMP/redis/sock")
-eight_keys=$(throughput 'ratelimit:{bench__rand_int__}' -s "$TMP/redis/sock" -r 8)
+unix_options=(-s "$TMP/redis/sock")
 tls_options=(-h 127.0.0.1 -p "$tls_port" --tls --cacert "$tls/ca.crt")
-tls_key=$(throughput 'ratelimit:{bench}' "${tls_options[@]}")
-throughput_result="one key: $one_key; 8 keys: $eight_keys; over TLS, one key: $tls_key"
+ours() { throughput "$@" EVALSHA "$sha" 1 'ratelimit:{bench__rand_int__}' reserve "" bursty 1e9 1 0 3 1 9223372036854775807 1; }
+gcra() { throughput "$@" EVALSHA "$gcra_sha" 1 'gcra:{bench__rand_int__}' 0.001 1000000; }
+median() { sort -g | awk '{ v[NR] = $1 } END { print (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2 }'; }
+ROUNDS=${BENCH_ROUNDS:-5}
+for round in $(seq "$ROUNDS"); do
+  # Alternating which goes first, as other work on the machine makes single figures noisy.
+  if [ $((round % 2)) -eq 1 ]; then
+    ours "${unix_options[@]}" >>"$TMP/ours"; gcra "${unix_options[@]}" >>"$TMP/gcra"
+  else
+    gcra "${unix_options[@]}" >>"$TMP/gcra"; ours "${unix_options[@]}" >>"$TMP/ours"
+  fi
+done
+ours "${unix_options[@]}" -r 8 >"$TMP/ours8"
+ours "${tls_options[@]}" >"$TMP/ours_tls"
+ours_rps=$(cut -d' ' -f1 "$TMP/ours" | median)
+ours_cpu=$(cut -d' ' -f2 "$TMP/ours" | median)
+gcra_rps=$(cut -d' ' -f1 "$TMP/gcra" | median)
+gcra_cpu=$(cut -d' ' -f2 "$TMP/gcra" | median)
+read -r eight_rps eight_cpu <"$TMP/ours8"
+read -r tls_rps tls_cpu <"$TMP/ours_tls"
+ratio=$(awk -v a="$ours_cpu" -v b="$gcra_cpu" 'BEGIN { printf "%.2f", a / b }')
+throughput_result="one key: ${ours_rps}/s, ${ours_cpu} us of server CPU each; minimal GCRA script on one key: ${gcra_rps}/s, ${gcra_cpu} us each (ratelimit's script ${ratio}x; medians of $ROUNDS alternating rounds of 100000); 8 keys: ${eight_rps}/s, ${eight_cpu} us each; over TLS, one key: ${tls_rps}/s, ${tls_cpu} us each"
 echo "$throughput_result" >&2
 
 echo "== the script's round trip on a kept connection" >&2

@@ -63,16 +63,28 @@ pipe::Unit unit_of(const PipeOptions& options) {
   return pipe::Unit{};
 }
 
-// Sets the chunk: the user's, or the default for the rate (which follows a new rate).
+// --chunk as a time between writes, from 1 ms to 1 min (a chunk of the rate then, which follows
+// a new rate).
+std::chrono::nanoseconds parse_chunk_interval(const std::string& text) {
+  const std::chrono::nanoseconds interval = parse_duration(text);
+  if (interval < std::chrono::milliseconds(1) || interval > std::chrono::minutes(1))
+    throw UsageError("invalid chunk '" + text + "': a time between writes must be from 1ms to 1m");
+  return interval;
+}
+
+// Sets the chunk: the user's size, or one interval of the rate in force (the user's or the
+// default).
 void choose_chunk(const PipeOptions& options, pipe::EngineOptions& engine_options,
                   pipe::FileIo& io) {
   const double rate = engine_options.bucket.permits_per_second;
-  if (options.chunk.empty()) {
+  if (options.chunk.empty() || ends_in_time_unit(options.chunk)) {
+    if (!options.chunk.empty()) engine_options.chunk_interval = parse_chunk_interval(options.chunk);
     if (!engine_options.unit.counts_bytes()) {
       engine_options.default_chunk_limit = kMaxRecordsPerChunk;
       return;
     }
-    const std::int64_t wanted = pipe::default_chunk_units(rate, kMaxBytesPerChunk);
+    const std::int64_t wanted =
+        pipe::default_chunk_units(rate, kMaxBytesPerChunk, engine_options.chunk_interval);
     engine_options.default_chunk_limit =
         static_cast<std::int64_t>(io.fit_pipes_to(static_cast<std::size_t>(wanted)));
     return;
@@ -273,9 +285,14 @@ Command setup_pipe(CLI::App& app) {
       ->excludes(null)
       ->group("Pipe");
   app.add_option("--chunk", options->chunk,
-                 "Units per write [default: 1/200 s of the rate, at most a pipe's capacity]")
-      ->check(syntax_check(parse_size, "SIZE"))
-      ->option_text("SIZE")
+                 "Units per write (64k), or the time between writes (50ms) [default: 10ms]")
+      ->check(syntax_check(
+          [](const std::string& text) {
+            return ends_in_time_unit(text) ? parse_chunk_interval(text).count()
+                                           : static_cast<std::int64_t>(parse_size(text).units);
+          },
+          "CHUNK"))
+      ->option_text("SIZE|TIME")
       ->group("Pipe");
   app.add_flag("-p{auto},--progress{auto}", options->progress,
                "Draw a progress line on standard error when it is a terminal (=force: always)")

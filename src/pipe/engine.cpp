@@ -29,8 +29,8 @@ Engine::Engine(const EngineOptions& options, Io& io, PermitSource& source,
 
 void Engine::start() {
   if (options_.default_chunk_limit)
-    options_.chunk_units =
-        default_chunk_units(options_.bucket.permits_per_second, *options_.default_chunk_limit);
+    options_.chunk_units = default_chunk_units(
+        options_.bucket.permits_per_second, *options_.default_chunk_limit, options_.chunk_interval);
   totals_.started = totals_.now = io_.now();
   totals_.rate = options_.bucket.permits_per_second;
   if (on_progress_) next_progress_ = totals_.started + options_.progress_interval;
@@ -104,8 +104,10 @@ Result Engine::run_buffered() {
 Result Engine::move_buffered() {
   // Byte mode grows the buffer toward the chunk only as reads fill it: a --chunk of 900M costs
   // no more than the input holds, and what memory refuses is a smaller write, not an abort.
+  // An input that takes back what was read (a regular file) is read ahead in large reads, one
+  // per many writes: a stop puts back what was not to be written yet.
   buffer_.resize(
-      options_.unit.counts_bytes()
+      options_.unit.counts_bytes() && !io_.input_takes_back()
           ? std::min(options_.buffer_bytes, static_cast<std::size_t>(options_.chunk_units))
           : options_.buffer_bytes);
   bool end_of_input = false;
@@ -154,10 +156,11 @@ bool Engine::read_more(const Span& complete) {
     end_ -= begin_;
     begin_ = 0;
   }
-  const std::size_t room =
-      options_.unit.counts_bytes()
-          ? std::min(buffer_.size(), static_cast<std::size_t>(options_.chunk_units))
-          : read_ahead_bytes(complete);
+  std::size_t room = buffer_.size() - end_;
+  if (!io_.input_takes_back())
+    room = options_.unit.counts_bytes()
+               ? std::min(room, static_cast<std::size_t>(options_.chunk_units))
+               : read_ahead_bytes(complete);
   const Moved got = io_.read(std::span(buffer_.data() + end_, room));
   last_read_filled_ = got.bytes == room;
   if (options_.unit.counts_bytes() && last_read_filled_) grow_buffer();
@@ -348,7 +351,8 @@ void Engine::note_rate(double units_per_second, nanoseconds now) {
   rate_changed_ = true;
   totals_.rate = units_per_second;
   if (options_.default_chunk_limit)
-    options_.chunk_units = default_chunk_units(units_per_second, *options_.default_chunk_limit);
+    options_.chunk_units = default_chunk_units(units_per_second, *options_.default_chunk_limit,
+                                               options_.chunk_interval);
   rate_changes_.push_back({now, units_per_second});
 }
 

@@ -27,9 +27,11 @@ struct EngineOptions {
   Unit unit;
   // Units per write: small enough that the output looks smooth, large enough to be cheap.
   std::int64_t chunk_units = 1;
-  // Set when the chunk was not chosen by the user: it follows the rate in force, as
-  // default_chunk_units(rate, *default_chunk_limit), also after a new rate from `ratelimit set`.
+  // Set when the chunk was not given as a size: it follows the rate in force, as
+  // default_chunk_units(rate, *default_chunk_limit, chunk_interval), also after a new rate from
+  // `ratelimit set`.
   std::optional<std::int64_t> default_chunk_limit;
+  std::chrono::nanoseconds chunk_interval = kDefaultWriteInterval;
   // Room for records in record modes and the largest write in byte mode.
   std::size_t buffer_bytes = 256 * 1024;
   // How often `on_progress` is called while data flows or waits.

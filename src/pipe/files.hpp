@@ -6,9 +6,9 @@
 #include <string>
 #include <vector>
 
+#include "control/control.hpp"
 #include "io/posix.hpp"
 #include "io/waiter.hpp"
-#include "control/control.hpp"
 #include "pipe/io.hpp"
 
 namespace ratelimit::pipe {
@@ -42,6 +42,7 @@ class FileIo final : public Io {
   bool input_exhausted() const override;
   bool input_ready_now() override;
   Moved read(std::span<char> buffer) override;
+  bool input_takes_back() const override;
   bool unread(std::size_t bytes) override;
   std::optional<std::size_t> write(std::span<const char> data) override;
   std::optional<Moved> splice(std::size_t max_bytes) override;
@@ -56,7 +57,17 @@ class FileIo final : public Io {
     // What the input will still give, when known: the rest of a regular file, and what a pipe
     // holds once its last writer has closed.
     std::optional<std::size_t> bytes_left;
+    bool takes_back;             // a file or a block device: its offset moves back
     std::size_t bytes_read = 0;  // by read(), since the input was opened
+  };
+  // How a write reaches the output without blocking while the stop signals are held back.
+  enum class OutputWrite {
+    // write(2) returns at once: a non-blocking description of our own (a pipe, a terminal), or
+    // an output no reader holds up (a regular file, a block device, /dev/null); a full output
+    // says EAGAIN and the signal-aware poll waits for room.
+    at_once,
+    socket,          // send(2) with MSG_DONTWAIT, then the same poll
+    signals_let_in,  // anything else: write(2) with the stop signals let in around it
   };
 
   bool at_end() const { return current_ == inputs_.size(); }
@@ -67,13 +78,15 @@ class FileIo final : public Io {
   // Waits until the output accepts data (true) or a stop signal newer than `seen` (a count of
   // them) arrives (false).
   bool wait_for_output(int seen);
+  // One write(2) or send(2) as output_write_ says; -1 with errno as they set it.
+  ssize_t write_once(std::span<const char> data, int seen);
 
   std::vector<Input> inputs_;
   std::size_t current_ = 0;
   std::string output_name_;
   io::FileDescriptor output_;
   bool output_is_pipe_;
-  bool output_never_blocks_ = false;  // our own non-blocking description of the output pipe
+  OutputWrite output_write_ = OutputWrite::signals_let_in;
   std::optional<io::SignalGuard> signals_;
   std::optional<io::SignalWaiter> waiter_;
   ControlChannel* control_;

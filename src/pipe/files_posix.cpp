@@ -1,7 +1,9 @@
 #include <fcntl.h>
 #include <fmt/core.h>
 #include <sys/ioctl.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/sysmacros.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -67,7 +69,8 @@ FileIo::FileIo(const std::vector<std::string>& inputs, const std::string& output
       bytes_left = static_cast<std::size_t>(std::max<off_t>(status.st_size - position, 0));
       regular_bytes += *bytes_left;
     }
-    inputs_.push_back(Input{shown, std::move(fd), S_ISFIFO(status.st_mode), bytes_left});
+    inputs_.push_back(Input{shown, std::move(fd), S_ISFIFO(status.st_mode), bytes_left,
+                            S_ISREG(status.st_mode) || S_ISBLK(status.st_mode)});
   }
   if (all_regular) total_bytes_ = regular_bytes;
 
@@ -82,18 +85,23 @@ FileIo::FileIo(const std::vector<std::string>& inputs, const std::string& output
   struct stat output_status {};
   if (::fstat(output_.get(), &output_status) != 0) io::throw_errno(output_name_);
   output_is_pipe_ = S_ISFIFO(output_status.st_mode);
-  if (output_is_pipe_) {
-    // A description of our own, non-blocking, for the same pipe: a write then never blocks, and
-    // the wait for room is the signal-aware poll, so that no stop signal can slip in between a
-    // check and a blocking write. The caller's description keeps its flags.
+  if (output_is_pipe_ || ::isatty(output_.get())) {
+    // A description of our own, non-blocking, for the same pipe or terminal: a write then never
+    // blocks, and the wait for room is the signal-aware poll, so that no stop signal can slip in
+    // between a check and a blocking write. The caller's description keeps its flags.
     io::FileDescriptor own(::open(fmt::format("/proc/self/fd/{}", output_.get()).c_str(),
-                                  O_WRONLY | O_NONBLOCK | O_CLOEXEC));
+                                  O_WRONLY | O_NONBLOCK | O_NOCTTY | O_CLOEXEC));
     struct stat own_status {};
     if (own && ::fstat(own.get(), &own_status) == 0 && own_status.st_dev == output_status.st_dev &&
-        own_status.st_ino == output_status.st_ino) {
+        own_status.st_ino == output_status.st_ino && own_status.st_rdev == output_status.st_rdev) {
       output_ = std::move(own);
-      output_never_blocks_ = true;
+      output_write_ = OutputWrite::at_once;
     }
+  } else if (S_ISREG(output_status.st_mode) || S_ISBLK(output_status.st_mode) ||
+             (S_ISCHR(output_status.st_mode) && output_status.st_rdev == makedev(1, 3))) {
+    output_write_ = OutputWrite::at_once;  // no reader holds these up; 1, 3 is /dev/null
+  } else if (S_ISSOCK(output_status.st_mode)) {
+    output_write_ = OutputWrite::socket;
   }
   if (S_ISREG(output_status.st_mode)) {
     const std::pair identity(output_status.st_dev, output_status.st_ino);
@@ -199,15 +207,14 @@ Moved FileIo::read(std::span<char> buffer) {
   return Moved{static_cast<std::size_t>(got), false, false};
 }
 
+bool FileIo::input_takes_back() const { return !at_end() && inputs_[current_].takes_back; }
+
 bool FileIo::unread(std::size_t bytes) {
-  if (at_end()) return false;
-  Input& input = inputs_[current_];
   // Only a file's offset can move back; the descriptor of standard input is the caller's too, so
   // the next command reading it starts there.
-  struct stat status {};
-  if (bytes > input.bytes_read || ::fstat(input.fd.get(), &status) != 0 ||
-      !(S_ISREG(status.st_mode) || S_ISBLK(status.st_mode)) ||
-      ::lseek(input.fd.get(), -static_cast<off_t>(bytes), SEEK_CUR) < 0)
+  if (!input_takes_back()) return false;
+  Input& input = inputs_[current_];
+  if (bytes > input.bytes_read || ::lseek(input.fd.get(), -static_cast<off_t>(bytes), SEEK_CUR) < 0)
     return false;
   input.bytes_read -= bytes;
   if (input.bytes_left) *input.bytes_left += bytes;
@@ -218,28 +225,28 @@ std::optional<std::size_t> FileIo::write(std::span<const char> data) {
   // The first stop signal cuts a blocked write short. After it the engine writes what it has read,
   // and only a further signal ends that.
   const int seen = std::min(signals_->count(), 1);
-  while (output_never_blocks_) {
-    if (signals_->count() != seen) return 0;
-    const ssize_t written =
-        io::retry_on_eintr([&] { return ::write(output_.get(), data.data(), data.size()); });
-    if (written >= 0) return static_cast<std::size_t>(written);
-    if (errno == EPIPE) return std::nullopt;
-    if (!would_block()) io::throw_errno("write " + output_name_);
-    if (!wait_for_output(seen)) return 0;
-  }
-  // Terminals and other descriptors that cannot be reopened: write(2) with the signals let in.
   while (true) {
-    const ssize_t written =
-        signals_->write_unless_stopped(output_.get(), data.data(), data.size(), seen);
+    if (signals_->count() != seen) return 0;
+    const ssize_t written = write_once(data, seen);
     if (written >= 0) return static_cast<std::size_t>(written);
-    if (errno == EINTR) {
-      if (signals_->count() != seen) return 0;
-      continue;
-    }
+    if (errno == EINTR) continue;
     if (errno == EPIPE) return std::nullopt;
     if (!would_block()) io::throw_errno("write " + output_name_);
     if (!wait_for_output(seen)) return 0;
   }
+}
+
+ssize_t FileIo::write_once(std::span<const char> data, int seen) {
+  switch (output_write_) {
+    case OutputWrite::at_once:
+      return ::write(output_.get(), data.data(), data.size());
+    case OutputWrite::socket:
+      return ::send(output_.get(), data.data(), data.size(), MSG_DONTWAIT | MSG_NOSIGNAL);
+    case OutputWrite::signals_let_in:
+      break;
+  }
+  // Terminals that cannot be reopened and other character devices.
+  return signals_->write_unless_stopped(output_.get(), data.data(), data.size(), seen);
 }
 
 std::optional<Moved> FileIo::splice(std::size_t max_bytes) {

@@ -51,6 +51,10 @@ class Io {
   // Reads up to buffer.size() bytes after wait() or input_ready_now() said ready. Zero bytes
   // without end_of_input: one input ended and the next is not ready yet, wait again.
   virtual Moved read(std::span<char> buffer) = 0;
+  // True when the current input takes back what was read from it (a file, whose offset moves
+  // back): the engine then reads ahead in large reads, one per many writes, and a stop or a
+  // failure gives back what is not due (unread()).
+  virtual bool input_takes_back() const { return false; }
   // Gives the last `bytes` read back to the input, so that its next reader (a command after this
   // one on the same standard input) gets them first; false, and nothing given back, when the input
   // cannot take them back (a pipe, a terminal, an input already ended).

@@ -100,8 +100,8 @@ std::optional<nanoseconds> SharedPermitSource::turn(std::int64_t units, nanoseco
     credit_due_ = std::max(credit_due_, *due);
   }
   if (ahead_ == 0) {
-    // At least 1/kWritesPerSecond of the rate at a time: where a chunk is capped at a pipe's
-    // capacity (above 13 MB/s) the store is asked at most kWritesPerSecond times a second, not
+    // At least a default write interval of the rate at a time: where a chunk is capped at a
+    // pipe's capacity the store is asked at most once per interval, not
     // once per chunk (a state-file update is a write and a rename).
     const double rate_before = request_.params.permits_per_second;
     const std::int64_t booking = std::max(units, default_chunk_units(rate_before, kLargestBooking));

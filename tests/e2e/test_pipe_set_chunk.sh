@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # `ratelimit set` to a lower rate also shrinks the default chunk: at 1 kB/s after 1 MB/s the output
-# grows by about 1000 bytes a second, not by the old 5000-byte chunk every 5 s. Timing: loose
+# grows by about 1000 bytes a second, not by the old 10000-byte chunk every 10 s. Timing: loose
 # bounds, run alone (RESOURCE_LOCK timing).
 source "$E2E_LIB"
 export RATELIMIT_STATE_DIR=$WORK/state
@@ -18,7 +18,7 @@ elapsed_ms=$(ms_since "$start")
 kill -TERM "$pid"
 wait || true
 growth=$((after - before))
-# 1000 bytes a second over the measured time, give or take two chunks of 5 and timer slack.
+# 1000 bytes a second over the measured time, give or take two chunks of 10 and timer slack.
 low=$((elapsed_ms * 1000 / 1000 - 500))
 high=$((elapsed_ms * 1000 / 1000 + 500))
 [ "$growth" -ge "$low" ] && [ "$growth" -le "$high" ] ||

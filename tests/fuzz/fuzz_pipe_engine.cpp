@@ -51,8 +51,8 @@ class FuzzedIo final : public pipe::Io {
     std::string data;
   };
 
-  FuzzedIo(Schedule& schedule, bool splice_allowed)
-      : schedule_(schedule), splice_allowed_(splice_allowed) {}
+  FuzzedIo(Schedule& schedule, bool splice_allowed, bool takes_back)
+      : schedule_(schedule), splice_allowed_(splice_allowed), takes_back_(takes_back) {}
 
   void arrive(nanoseconds at, std::string data) {
     input_ += data;
@@ -99,6 +99,13 @@ class FuzzedIo final : public pipe::Io {
     return {count, false, false};
   }
 
+  bool input_takes_back() const override { return takes_back_; }
+  bool unread(std::size_t bytes) override {
+    if (!takes_back_ || bytes > read_) return false;
+    read_ -= bytes;
+    return true;
+  }
+
   std::optional<std::size_t> write(std::span<const char> data) override {
     if (data.empty()) std::abort();
     const std::size_t count = std::min(data.size(), short_write_limit());
@@ -143,6 +150,7 @@ class FuzzedIo final : public pipe::Io {
 
   Schedule& schedule_;
   bool splice_allowed_;
+  bool takes_back_;
   nanoseconds now_{std::chrono::seconds(1)};
   std::string input_;
   std::vector<Arrival> arrivals_;
@@ -172,7 +180,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   const std::uint8_t mode = schedule.byte();
   if (mode % 3 == 1) options.unit = pipe::Unit{'\n'};
   if (mode % 3 == 2) options.unit = pipe::Unit{'\0'};
-  FuzzedIo io(schedule, mode & 4);
+  FuzzedIo io(schedule, mode & 4, mode & 16);
 
   nanoseconds at = io.now();
   const std::size_t pieces = 1 + schedule.byte() % 8;
@@ -209,8 +217,8 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   std::int64_t units_before = 0;
   for (const FuzzedIo::Write& write : io.writes()) {
     const double seconds = std::chrono::duration<double>(write.time - start).count();
-    // A shared source may also have its booking ahead (1/200 s of the rate) paid first.
-    const double ahead = shared ? std::max<double>(options.chunk_units, rate / 200) : 0.0;
+    // A shared source may also have its booking ahead (10 ms of the rate) paid first.
+    const double ahead = shared ? std::max<double>(options.chunk_units, rate / 100) : 0.0;
     if (static_cast<double>(units_before) > rate * seconds + rate + options.chunk_units + ahead + 1)
       std::abort();
     units_before += units_in(write.data, options.unit, inside_record);

@@ -281,14 +281,45 @@ TEST_F(RedisBackendTest, KeyOfAnotherTypeOrDamagedIsAFreshBucket) {
   EXPECT_EQ(unusable[0].problem, "a string, not a bucket");
 }
 
+// NaN or infinite numbers, or numbers a bucket cannot hold: damaged, so a fresh bucket that
+// expires, not a key that refuses every call or never expires.
+TEST_F(RedisBackendTest, KeyWithNumbersOutOfRangeIsAFreshBucket) {
+  RedisBackend redis = backend(server_.unix_url());
+  const std::vector<std::pair<std::string, std::string>> damages = {
+      {"free_ns", "nan"}, {"free_s", "inf"},   {"free_s", "-1"},   {"free_ns", "1e9"},
+      {"free_ns", "0.5"}, {"free_s", "1e300"}, {"stored", "nan"},  {"stored", "inf"},
+      {"stored", "-1"},   {"stored", "11"},    {"rate", "nan"},    {"burst", "inf"},
+      {"warmup", "inf"},  {"cold", "nan"},     {"expires", "nan"}, {"expires", "-5"}};
+  for (const auto& [field, value] : damages) {
+    SCOPED_TRACE(field + " " + value);
+    notes_.clear();
+    admin(server_, bucket_hash("ratelimit:{hurt}", {field, value}));
+    const Reservation first = redis.reserve_at(request("hurt", bursty(10)), kForever, 0);
+    EXPECT_TRUE(first.granted);
+    EXPECT_EQ(first.wait, 0ms);
+    EXPECT_EQ(redis.reserve_at(request("hurt", bursty(10)), kForever, 0).wait, 100ms);
+    EXPECT_EQ(notes_, (std::vector<std::string>{
+                          "key 'hurt': a damaged bucket in Redis; starting a fresh bucket"}));
+    EXPECT_GT(admin(server_, {"PTTL", "ratelimit:{hurt}"}).integer, 0);
+    admin(server_, {"DEL", "ratelimit:{hurt}"});
+  }
+}
+
 TEST_F(RedisBackendTest, IdleKeyExpiresOnceFullAgain) {
   RedisBackend redis = backend(server_.unix_url());
   redis.reserve(request("idle", bursty(10, 1.0)), real_waiter());
-  // Next free in 100 ms, then 10 permits at 100 ms each: full in 1.1 s, plus the 1 s margin.
+  // Next free in 100 ms, then 10 permits at 100 ms each: full in 1.1 s, plus twice the 1 s
+  // margin (moved again only once less than one margin is left).
   const RedisValue ttl = admin(server_, {"PTTL", "ratelimit:{idle}"});
   ASSERT_EQ(ttl.type, RedisValue::Type::integer);
-  EXPECT_GT(ttl.integer, 1900);
-  EXPECT_LE(ttl.integer, 2100);
+  EXPECT_GT(ttl.integer, 2900);
+  EXPECT_LE(ttl.integer, 3100);
+  // A busy key's expiry moves once per margin, not on every call, and never falls short.
+  for (int i = 0; i < 5; ++i) redis.reserve(request("idle", bursty(10, 1.0)), real_waiter());
+  const RedisValue busy_ttl = admin(server_, {"PTTL", "ratelimit:{idle}"});
+  EXPECT_LE(busy_ttl.integer, ttl.integer);  // moved, it would be 3.6 s
+  // Next free in 600 ms, then 1 s to fill, and the margin.
+  EXPECT_GT(busy_ttl.integer, 2600 - 300);
   // At a rate this small the next permit is due when nanoseconds since 1970 overflow (2262).
   redis.reserve(request("far", bursty(1e-12)), real_waiter());
   EXPECT_GT(admin(server_, {"PTTL", "ratelimit:{far}"}).integer, 200LL * 365 * 24 * 3600 * 1000);

@@ -70,6 +70,9 @@ class FakePipeIo final : public pipe::Io {
   void pass(std::chrono::nanoseconds duration) { now_ += duration; }
   std::chrono::nanoseconds elapsed() const { return now_ - kStart; }
   std::size_t splices() const { return splices_; }
+  std::size_t reads() const { return reads_; }
+  // What was read and not put back.
+  std::size_t bytes_read() const { return read_.size(); }
 
   std::chrono::nanoseconds now() override { return now_; }
 
@@ -103,11 +106,14 @@ class FakePipeIo final : public pipe::Io {
   bool input_ready_now() override { return readable() || at_end(); }
 
   pipe::Moved read(std::span<char> buffer) override {
+    ++reads_;
     const std::string taken = take(buffer.size());
     std::copy(taken.begin(), taken.end(), buffer.begin());
     read_ += taken;
     return pipe::Moved{taken.size(), taken.empty() && at_end(), false};
   }
+
+  bool input_takes_back() const override { return unread_allowed_; }
 
   bool unread(std::size_t bytes) override {
     if (!unread_allowed_ || bytes > read_.size()) return false;
@@ -187,6 +193,7 @@ class FakePipeIo final : public pipe::Io {
   bool splice_allowed_ = false;
   bool unread_allowed_ = false;
   std::string read_;  // by read()
+  std::size_t reads_ = 0;
   std::chrono::nanoseconds slack_{0};
   std::size_t max_write_ = std::string::npos;
   std::optional<std::size_t> close_after_;

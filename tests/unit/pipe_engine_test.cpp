@@ -1,5 +1,6 @@
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <csignal>
 #include <limits>
 
@@ -27,13 +28,20 @@ EngineOptions lines_per_second(double rate, std::int64_t chunk, std::size_t buff
   return options;
 }
 
-TEST(DefaultChunk, IsATwoHundredthOfTheRateWithinBounds) {
-  EXPECT_EQ(default_chunk_units(5000, 65536), 25);
-  EXPECT_EQ(default_chunk_units(1000, 65536), 5);
+TEST(DefaultChunk, IsAHundredthOfTheRateWithinBounds) {
+  EXPECT_EQ(default_chunk_units(5000, 65536), 50);
+  EXPECT_EQ(default_chunk_units(1000, 65536), 10);
   EXPECT_EQ(default_chunk_units(20, 4096), 1);
   EXPECT_EQ(default_chunk_units(0.5, 4096), 1);
   EXPECT_EQ(default_chunk_units(100e6, 65536), 65536);
   EXPECT_EQ(default_chunk_units(std::numeric_limits<double>::infinity(), 65536), 65536);
+}
+
+TEST(DefaultChunk, FollowsTheTimeBetweenWrites) {
+  EXPECT_EQ(default_chunk_units(1000, 65536, 50ms), 50);
+  EXPECT_EQ(default_chunk_units(3000, 65536, 1ms), 3);
+  EXPECT_EQ(default_chunk_units(20, 4096, 50ms), 1);
+  EXPECT_EQ(default_chunk_units(100e6, 65536, 1min), 65536);
 }
 
 TEST(PipeEngine, WritesChunksAtExactlyTheRate) {
@@ -396,11 +404,61 @@ TEST_P(BothPaths, ANewRateResizesTheDefaultChunk) {
   EngineOptions options = bytes_per_second(20000, 0);
   options.default_chunk_limit = 65536;
   Engine(options, io).run();
-  // 100 bytes a chunk at 20 kB/s; at 200 B/s 1 byte every 5 ms, not 100 bytes every 0.5 s.
+  // 200 bytes a chunk at 20 kB/s; at 200 B/s 2 bytes every 10 ms, not 200 bytes every second.
   ASSERT_GE(io.writes().size(), 3u);
-  EXPECT_EQ(io.writes()[0], (Write{0ms, std::string(100, 'c')}));
-  EXPECT_EQ(io.writes()[1], (Write{5ms, "c"}));
-  EXPECT_EQ(io.writes()[2], (Write{10ms, "c"}));
+  EXPECT_EQ(io.writes()[0], (Write{0ms, std::string(200, 'c')}));
+  EXPECT_EQ(io.writes()[1], (Write{10ms, "cc"}));
+  EXPECT_EQ(io.writes()[2], (Write{20ms, "cc"}));
+}
+
+// --chunk 50ms: a write every 50 ms of the rate in force, before and after a new rate.
+TEST_P(BothPaths, AChunkGivenAsATimeIsThatTimeOfTheRate) {
+  io.arrive(0s, std::string(1000, 't'));
+  io.new_rate_at(120ms, 2000.0);
+  EngineOptions options = bytes_per_second(1000, 0);
+  options.default_chunk_limit = 65536;
+  options.chunk_interval = 50ms;
+  Engine(options, io).run();
+  const std::vector<Write>& writes = io.writes();
+  ASSERT_GE(writes.size(), 5u);
+  EXPECT_EQ(writes[0], (Write{0ms, std::string(50, 't')}));
+  EXPECT_EQ(writes[1], (Write{50ms, std::string(50, 't')}));
+  EXPECT_EQ(writes[2], (Write{100ms, std::string(50, 't')}));
+  // Then 100 bytes every 50 ms (once what was read for the old chunk has gone).
+  const auto first_large = std::find_if(
+      writes.begin(), writes.end(), [](const Write& write) { return write.data.size() == 100; });
+  ASSERT_TRUE(first_large != writes.end() && first_large + 1 != writes.end());
+  EXPECT_EQ(first_large[1].time - first_large[0].time, 50ms);
+  EXPECT_EQ(first_large[1].data.size(), 100u);
+}
+
+// A file is read ahead in large reads, not one read per write, on the same schedule; a stop puts
+// back what it was not going to write, for the next reader.
+TEST(PipeEngine, AnInputThatTakesBackReadsIsReadAheadAndAStopPutsTheRestBack) {
+  FakePipeIo io;
+  io.allow_unread();
+  io.arrive(0s, std::string(1000, 'r'));
+  io.stop_at(45ms, SIGTERM);
+  const Result result = Engine(bytes_per_second(1000, 10), io).run();
+  const std::string chunk(10, 'r');
+  // Due at 0, 10, 20, 30 and 40 ms, all from one read; the 950 bytes not due go back.
+  EXPECT_EQ(io.writes(),
+            (std::vector<Write>{
+                {0ms, chunk}, {10ms, chunk}, {20ms, chunk}, {30ms, chunk}, {40ms, chunk}}));
+  EXPECT_EQ(io.reads(), 1u);
+  EXPECT_EQ(result.ending, Ending::stopped);
+  EXPECT_EQ(io.bytes_read(), 50u);
+}
+
+TEST(PipeEngine, AnInputThatTakesBackReadsNeedsOneReadForManyWrites) {
+  FakePipeIo io;
+  io.allow_unread();
+  io.arrive(0s, std::string(100, 'r'));
+  Engine(bytes_per_second(1000, 10), io).run();
+  EXPECT_EQ(io.output(), std::string(100, 'r'));
+  EXPECT_EQ(io.writes().size(), 10u);
+  EXPECT_EQ(io.writes().back().time, 90ms);
+  EXPECT_LE(io.reads(), 2u);  // the data, and the end
 }
 
 // Rates from given times on, as a timetable on the engine's clock would give them.

@@ -10,7 +10,8 @@
 -- KEYS[1]  ratelimit:{NAME}, a hash: v, shape, rate, burst, warmup, cold, start_full, pay_first
 --          (the parameters as the client wrote them; the last two "0" when absent), stored,
 --          free_s, free_ns (the next free moment, Unix time), timetable, entry_until (the key's
---          schedule; "" and "0" when absent, as in keys written before timetables).
+--          schedule; "" and "0" when absent, as in keys written before timetables), expires (the
+--          expiry last set, Unix milliseconds on the server's clock; absent or "0": none noted).
 -- ARGV[1]  "reserve", "status", "set_rate" or "give_back"
 -- ARGV[2]  the time in Unix microseconds for tests, or "" for the server's TIME
 -- reserve: ARGV[3..7] shape ("bursty" or "warming_up"), permits per second, max burst seconds,
@@ -36,10 +37,15 @@ local NS_PER_S = 1e9
 local CENTURY_NS = 100.0 * 365.25 * 86400e9
 local REP_LIMIT = 9223372036854775808 -- 2^63; stands for the saturated int64 maximum as well
 local FORMAT_VERSION = "1"
--- A key expires this long after the bucket would be full again: an idle key vanishes.
+-- A key expires this long or up to twice as long after the bucket would be full again: an idle
+-- key vanishes. The expiry is set a margin further than it must be, and noted in the hash
+-- (expires, Unix milliseconds), so that a busy key's expiry is moved about once per margin, not
+-- on every call.
 local EXPIRY_MARGIN_MS = 1000
 -- Beyond this (about 3000 years) a key is kept without expiry.
 local MAX_EXPIRY_MS = 1e14
+-- The latest next free moment, in Unix seconds: the int64 maximum of nanoseconds.
+local MAX_FREE_S = 9223372037
 
 local operation = ARGV[1]
 local key = KEYS[1]
@@ -54,6 +60,7 @@ else
   now_s = tonumber(time[1])
   now = tonumber(time[2]) * 1000
 end
+local now_ms = now_s * 1000 + math.floor(now / 1e6)
 -- Times below are nanoseconds after now_s; the int64 maximum since the epoch caps them, as in
 -- the core.
 local max_time = (REP_LIMIT - 1) - now_s * NS_PER_S
@@ -72,8 +79,14 @@ local function add_saturated(a, b)
 end
 
 local function integer_string(value)
+  if value == 0 then return "0" end
   if value >= REP_LIMIT then return "9223372036854775807" end
   return string.format("%.0f", value)
+end
+
+-- Neither NaN nor infinite.
+local function finite(value)
+  return value ~= nil and value > -math.huge and value < math.huge
 end
 
 -- Whether `text` is an int64 as std::to_string writes it: the only form compared below.
@@ -119,11 +132,13 @@ local function read_params(shape, rate, burst, warmup, cold, start_full, pay_fir
     cold = tonumber(cold),
   }
   if shape ~= "bursty" and shape ~= "warming_up" then return nil end
-  if not (params.rate and params.burst and params.warmup and params.cold) then return nil end
-  if not (params.rate > 0) then return nil end
-  if shape == "bursty" and not (params.burst >= 0 and params.burst < math.huge) then return nil end
-  if shape == "warming_up" and (params.start_full or
-      not (params.warmup >= 0 and params.cold >= 1 and params.cold < math.huge)) then
+  -- Only the rate may be infinite (no limit); NaN fails every comparison.
+  if not (params.rate and params.rate > 0 and finite(params.burst) and finite(params.warmup) and
+          finite(params.cold)) then
+    return nil
+  end
+  if shape == "bursty" and not (params.burst >= 0) then return nil end
+  if shape == "warming_up" and (params.start_full or not (params.warmup >= 0 and params.cold >= 1)) then
     return nil
   end
   return params
@@ -269,53 +284,114 @@ local function change_rate(bucket, rate)
 end
 
 -- The bucket the key holds, with its schedule; nil and why if there is none that can be used.
-local function load()
-  local kind = redis.call("TYPE", key)["ok"]
-  if kind == "none" then return nil, "" end
-  if kind ~= "hash" then return nil, "a " .. kind .. ", not a bucket" end
-  local f = redis.call("HMGET", key, "v", "shape", "rate", "burst", "warmup", "cold", "stored",
-                       "free_s", "free_ns", "start_full", "pay_first", "timetable", "entry_until")
-  if f[1] ~= FORMAT_VERSION then return nil, "not a bucket of this version" end
-  local params = read_params(f[2], f[3], f[4], f[5], f[6], f[10] or nil, f[11] or nil)
-  local stored, free_s, free_ns = tonumber(f[7]), tonumber(f[8]), tonumber(f[9])
+-- `params` (optional) are the caller's: kept when the key holds the same text, parsed only when
+-- it holds others. Every number must be what a bucket can hold, else the key is damaged (NaN or
+-- infinite permits or times would keep the key from expiring or refuse every call).
+local function load(params)
+  local f = redis.pcall("HMGET", key, "v", "shape", "rate", "burst", "warmup", "cold",
+                        "start_full", "pay_first", "stored", "free_s", "free_ns", "timetable",
+                        "entry_until", "expires")
+  if f.err then return nil, "a " .. redis.call("TYPE", key)["ok"] .. ", not a bucket" end
+  if f[1] ~= FORMAT_VERSION then
+    if f[1] == false and redis.call("EXISTS", key) == 0 then return nil, "" end
+    return nil, "not a bucket of this version"
+  end
+  local start_full, pay_first = f[7] or "0", f[8] or "0"
+  local text = params and params.text
+  if not (text and text.shape == f[2] and text.rate == f[3] and text.burst == f[4] and
+          text.warmup == f[5] and text.cold == f[6] and text.start_full == start_full and
+          text.pay_first == pay_first) then
+    params = read_params(f[2], f[3], f[4], f[5], f[6], start_full, pay_first)
+  end
+  local stored, free_s, free_ns = tonumber(f[9]), tonumber(f[10]), tonumber(f[11])
   local timetable, entry_until = f[12] or "", f[13] or "0"
-  if not (params and stored and free_s and free_ns and stored >= 0 and
-          is_int64_text(entry_until)) then
+  -- 0: none noted (keys written before expiries were), or kept without expiry.
+  local expires = tonumber(f[14] or "0")
+  if not (params and stored and stored >= 0 and finite(free_s) and free_s >= 0 and
+          finite(expires) and expires >= 0 and
+          free_s <= MAX_FREE_S and free_s == math.floor(free_s) and free_ns and free_ns >= 0 and
+          free_ns < NS_PER_S and free_ns == math.floor(free_ns) and is_int64_text(entry_until)) then
     return nil, "a damaged bucket"
   end
   local bucket = {params = params, stored = stored,
                   next_free = (free_s - now_s) * NS_PER_S + free_ns,
                   schedule = {timetable = timetable, entry_until = entry_until},
-                  saved_schedule = {timetable = timetable, entry_until = entry_until}}
+                  saved = {params = params, stored = stored, free_s = free_s, free_ns = free_ns,
+                           timetable = timetable, entry_until = entry_until, expires = expires}}
   derive(bucket)
+  -- Never more than the bucket holds (infinite only where it holds that much); a rescale may
+  -- round a full bucket a little above.
+  if not (stored <= bucket.max * (1 + 1e-9)) then return nil, "a damaged bucket" end
   return bucket, ""
 end
 
+-- Writes what changed since load() (everything for a new bucket) in one HSET, and the expiry.
 local function save(bucket)
   local t = bucket.next_free
   local ns = math.fmod(t, NS_PER_S)
   if ns < 0 then ns = ns + NS_PER_S end
   local s = now_s + math.floor((t - ns) / NS_PER_S + 0.5)
+  local saved = bucket.saved or {}
+  local changes = {"HSET", key}
   local text = bucket.params.text
-  redis.call("HSET", key, "v", FORMAT_VERSION, "shape", text.shape, "rate", text.rate, "burst",
-             text.burst, "warmup", text.warmup, "cold", text.cold, "start_full", text.start_full,
-             "pay_first", text.pay_first, "stored",
-             string.format("%.17g", bucket.stored), "free_s", string.format("%.0f", s), "free_ns",
-             string.format("%.0f", ns))
-  -- The schedule only when it changed, as most calls leave it.
-  local schedule, saved = bucket.schedule, bucket.saved_schedule
-  if schedule.timetable ~= saved.timetable or schedule.entry_until ~= saved.entry_until then
-    redis.call("HSET", key, "timetable", schedule.timetable, "entry_until", schedule.entry_until)
+  if bucket.params ~= saved.params and
+      not (saved.params and same_params(bucket.params, saved.params)) then
+    for _, name in ipairs(PARAM_NAMES) do
+      changes[#changes + 1] = name
+      changes[#changes + 1] = text[name]
+    end
+    changes[#changes + 1] = "v"
+    changes[#changes + 1] = FORMAT_VERSION
   end
+  -- Numbers go as they are: Redis writes them with every digit (%.17g), as tonumber() reads them.
+  if bucket.stored ~= saved.stored then
+    changes[#changes + 1] = "stored"
+    changes[#changes + 1] = bucket.stored == math.huge and "inf" or bucket.stored
+  end
+  if s ~= saved.free_s then
+    changes[#changes + 1] = "free_s"
+    changes[#changes + 1] = s
+  end
+  if ns ~= saved.free_ns then
+    changes[#changes + 1] = "free_ns"
+    changes[#changes + 1] = ns
+  end
+  local schedule = bucket.schedule
+  if schedule.timetable ~= (saved.timetable or "") or
+      schedule.entry_until ~= (saved.entry_until or "0") then
+    changes[#changes + 1] = "timetable"
+    changes[#changes + 1] = schedule.timetable
+    changes[#changes + 1] = "entry_until"
+    changes[#changes + 1] = schedule.entry_until
+  end
+  -- Nothing changed, so neither did the moment the bucket is full again: the expiry holds.
+  if #changes == 2 then return end
   -- Full again once the next free moment has passed and the missing permits have refilled.
   local refill = (bucket.max - bucket.stored) * bucket.cool_down
   if refill ~= refill or bucket.max == 0 then refill = 0 end
   local full_in_ms = math.ceil((math.max(bucket.next_free - now, 0) + refill) / 1e6)
-  if full_in_ms + EXPIRY_MARGIN_MS <= MAX_EXPIRY_MS then
-    redis.call("PEXPIRE", key, full_in_ms + EXPIRY_MARGIN_MS)
-  else
+  local expire_in_ms = full_in_ms + 2 * EXPIRY_MARGIN_MS
+  local expires = saved.expires or 0
+  if expire_in_ms > MAX_EXPIRY_MS then
+    if expires ~= 0 then
+      changes[#changes + 1] = "expires"
+      changes[#changes + 1] = 0
+    end
+    redis.call(unpack(changes))
     redis.call("PERSIST", key)
+    return
   end
+  -- Moved when the noted expiry is too soon, or further than it would be set now (the server's
+  -- clock went back, or the rate went up). On a time the caller gives (tests) it is always moved
+  -- and not noted: the expiry itself runs on the server's clock.
+  local earliest = now_ms + full_in_ms + EXPIRY_MARGIN_MS
+  local move_expiry = ARGV[2] ~= "" or expires < earliest or expires > earliest + EXPIRY_MARGIN_MS
+  if move_expiry and ARGV[2] == "" then
+    changes[#changes + 1] = "expires"
+    changes[#changes + 1] = now_ms + expire_in_ms
+  end
+  redis.call(unpack(changes))
+  if move_expiry then redis.call("PEXPIRE", key, expire_in_ms) end
 end
 
 -- decide()'s replace(): the bucket's parameters and timetable before, for the reply.
@@ -344,7 +420,9 @@ local function settle_params(bucket, params, schedule, apply)
     -- Under a timetable the rate is the latest entry's, settled above.
     local rate = bucket.params.text.rate
     if kept.timetable ~= "" and params.text.rate ~= rate then wanted = with_rate(params, rate) end
-    if not same_params(wanted, bucket.params) then return replace(bucket, wanted) end
+    if wanted ~= bucket.params and not same_params(wanted, bucket.params) then
+      return replace(bucket, wanted)
+    end
   end
   return nil
 end
@@ -359,11 +437,11 @@ if operation == "reserve" then
           is_int64_text(schedule.entry_until)) then
     return redis.error_reply("ERR ratelimit: bad arguments")
   end
-  local bucket, problem = load()
+  local bucket, problem = load(params)
   if problem ~= "" then redis.call("DEL", key) end
   if bucket == nil then
-    -- No key, or deleted above: no schedule saved.
-    bucket = {schedule = schedule, saved_schedule = {timetable = "", entry_until = "0"}}
+    -- No key, or deleted above: nothing saved.
+    bucket = {schedule = schedule}
     start(bucket, params)
   end
   local replaced, replaced_timetable = settle_params(bucket, params, schedule, apply)
