@@ -134,7 +134,6 @@ ParsedBucket parse_bucket_options(const BucketOptions& options, RateUnits units,
     const Rate rate = parse_rate(options.rate);
     check_data_unit("rate", options.rate, rate.unit, units);
     params.permits_per_second = rate.units_per_second;
-    parsed.notation = {.binary_prefix = rate.binary_prefix, .bits = rate.unit == DataUnit::bits};
   }
   params.start_full = options.start_full;
   params.pay_first = options.pay_first;

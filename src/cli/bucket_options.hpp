@@ -6,7 +6,6 @@
 #include <string>
 
 #include "backends/bucket_backend.hpp"
-#include "pipe/progress.hpp"
 #include "ratelimit/timetable.hpp"
 #include "ratelimit/token_bucket.hpp"
 
@@ -42,8 +41,6 @@ struct ParsedBucket {
   backends::KeySchedule key_schedule;
   // The timetable --rate gives, if it gives one.
   std::optional<Timetable> timetable;
-  // How --rate was written, for amounts shown back; a timetable's are plain SI.
-  pipe::Notation notation;
 };
 
 // Throws UsageError naming the bad value (a missing --rate, a bad timetable entry, or a rate in
