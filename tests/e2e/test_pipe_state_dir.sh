@@ -10,7 +10,7 @@ given=$WORK/given
 listed_rate() {
   local rate tries
   for ((tries = 0; tries < $1 * 20; tries++)); do
-    rate=$("$RATELIMIT" status --state-dir "$given" | awk -v pid="$2" '$1 == pid && $2 == "records" { print $3 }')
+    rate=$("$RATELIMIT" status --state-dir "$given" | awk -v pid="$2" '$1 == pid && $2 == "lines" { print $3 }')
     [ -n "$rate" ] && { echo "$rate"; return; }
     sleep 0.05
   done
@@ -20,7 +20,7 @@ yes | "$RATELIMIT" --lines --rate 200/s --state-dir "$given" >/dev/null &
 pid=$!
 # A failed check must not leave the pipe running.
 trap 'kill "$pid" 2>/dev/null; rm -rf "$WORK"' EXIT
-[ "$(listed_rate 10 "$pid")" = 200 ] ||
+[ "$(listed_rate 10 "$pid")" = 200/s ] ||
   fail "status --state-dir does not list the pipe: $("$RATELIMIT" status --state-dir "$given")"
 [ -p "$given/pipe-$pid.records" ] || fail "no FIFO in --state-dir: $(ls -A "$given")"
 [ ! -e "$RATELIMIT_STATE_DIR/pipe-$pid.records" ] || fail "the FIFO is in \$RATELIMIT_STATE_DIR"
@@ -28,7 +28,7 @@ trap 'kill "$pid" 2>/dev/null; rm -rf "$WORK"' EXIT
   fail "status without --state-dir lists the pipe: $("$RATELIMIT" status)"
 
 expect_status 0 "$RATELIMIT" set "$pid" --state-dir "$given" --rate 20/s
-expect_stderr "ratelimit: process $pid: rate set from 200 (200 records/s) to 20/s (20 records/s)"
+expect_stderr "ratelimit: process $pid: rate set from 200/s (200 lines/s) to 20/s (20 lines/s)"
 expect_status 66 "$RATELIMIT" set "$pid" --rate 30/s
 expect_stderr "ratelimit: no ratelimit pipe runs as process $pid (no pipe-$pid.bytes or .records in $RATELIMIT_STATE_DIR)"
 
