@@ -156,8 +156,9 @@ ParsedBucket parse_bucket_options(const BucketOptions& options, RateUnits units,
   }
   // Once the options are known to be good: a warning before an error would be noise.
   if (!parsed.timetable && 1.0 / params.permits_per_second > kSlowestQuietSeconds)
-    fmt::print(stderr, "ratelimit: warning: at rate '{}' one unit takes {}\n", options.rate,
-               format::human_duration(std::chrono::duration<double>(1.0 / params.permits_per_second)));
+    fmt::print(
+        stderr, "ratelimit: warning: at rate '{}' one unit takes {}\n", options.rate,
+        format::human_duration(std::chrono::duration<double>(1.0 / params.permits_per_second)));
   return parsed;
 }
 

@@ -45,6 +45,22 @@ ms_since() {
 }
 
 # wait_for_file PATH: waits up to 10 s for PATH to exist (a background command says it started).
+# expect_ended_by_sigterm WHAT COMMAND...: COMMAND, sent SIGTERM 0.3 s after it starts (while it
+# waits), ends with 143 within 1 s of the signal.
+expect_ended_by_sigterm() {
+  local what=$1 pid status=0 start ms
+  shift
+  env --default-signal=INT "$@" &
+  pid=$!
+  sleep 0.3
+  start=$(now_ns)
+  kill -TERM $pid
+  wait $pid || status=$?
+  ms=$(ms_since "$start")
+  [ "$status" -eq 143 ] || fail "SIGTERM $what: exit $status"
+  [ "$ms" -lt 1000 ] || fail "SIGTERM $what: it ended after ${ms} ms"
+}
+
 wait_for_file() {
   local tries=0
   until [ -e "$1" ]; do

@@ -114,16 +114,8 @@ start=$(now_ns)
 expect_status 69 "$RATELIMIT" acquire --redis-timeout 300ms --rate 10/s --key "$key"
 ms=$(ms_since "$start")
 [ "$ms" -ge 300 ] && [ "$ms" -lt 1800 ] || fail "a paused node was given up after ${ms} ms"
-env --default-signal=INT "$RATELIMIT" acquire --redis-timeout 30s --rate 10/s --key "$key" &
-pid=$!
-sleep 0.3
-start=$(now_ns)
-kill -TERM $pid
-status=0
-wait $pid || status=$?
-ms=$(ms_since "$start")
-[ "$status" -eq 143 ] || fail "SIGTERM while a node is paused: exit $status"
-[ "$ms" -lt 1000 ] || fail "SIGTERM ended the wait after ${ms} ms"
+expect_ended_by_sigterm "while a node is paused" \
+  "$RATELIMIT" acquire --redis-timeout 30s --rate 10/s --key "$key"
 redis_cli n1 client unpause >/dev/null
 stop_redis n2 KILL
 start=$(now_ns)

@@ -106,14 +106,5 @@ ms=$(ms_since "$start")
 grep -q "^ratelimit: Redis at $RATELIMIT_REDIS: no master 'cache' within 500ms (" "$WORK/stderr" ||
   fail "no master: $(cat "$WORK/stderr")"
 [ "$ms" -ge 500 ] && [ "$ms" -lt 2000 ] || fail "no master was given up after ${ms} ms"
-env --default-signal=INT "$RATELIMIT" acquire --redis-timeout 30s --rate 10/s --key k \
-  2>"$WORK/stderr" &
-pid=$!
-sleep 0.3
-start=$(now_ns)
-kill -TERM $pid
-status=0
-wait $pid || status=$?
-ms=$(ms_since "$start")
-[ "$status" -eq 143 ] || fail "SIGTERM during the search: exit $status"
-[ "$ms" -lt 1000 ] || fail "SIGTERM ended the search after ${ms} ms"
+expect_ended_by_sigterm "during the search" \
+  "$RATELIMIT" acquire --redis-timeout 30s --rate 10/s --key k
