@@ -84,7 +84,7 @@ void choose_chunk(const PipeOptions& options, pipe::EngineOptions& engine_option
       return;
     }
     const std::int64_t wanted =
-        pipe::default_chunk_units(rate, kMaxBytesPerChunk, engine_options.chunk_interval);
+        pipe::default_chunk_units(rate, kMaxBytesPerChunk, engine_options.write_interval());
     engine_options.default_chunk_limit =
         static_cast<std::int64_t>(io.fit_pipes_to(static_cast<std::size_t>(wanted)));
     return;
@@ -239,6 +239,7 @@ int run_pipe(const PipeOptions& options) {
   engine_options.unit = unit;
   engine_options.bucket = bucket.params;
   engine_options.schedule = &schedule;
+  engine_options.progress_wakes = shows_progress(options);
   choose_chunk(options, engine_options, io);
   const format::Notation notation = notation_of(options.bucket.rate, pipe::counted(unit));
   pipe::ProgressMeter meter(notation, io.total_bytes());
@@ -284,8 +285,9 @@ Command setup_pipe(CLI::App& app) {
       ->excludes(lines)
       ->excludes(null)
       ->group("Pipe");
-  app.add_option("--chunk", options->chunk,
-                 "Units per write (64k), or the time between writes (50ms) [default: 10ms]")
+  app.add_option(
+         "--chunk", options->chunk,
+         "Units per write (64k), or the time between writes (10ms) [default: 105ms, records 10ms]")
       ->check(syntax_check(
           [](const std::string& text) {
             return ends_in_time_unit(text) ? parse_chunk_interval(text).count()

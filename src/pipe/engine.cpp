@@ -29,8 +29,9 @@ Engine::Engine(const EngineOptions& options, Io& io, PermitSource& source,
 
 void Engine::start() {
   if (options_.default_chunk_limit)
-    options_.chunk_units = default_chunk_units(
-        options_.bucket.permits_per_second, *options_.default_chunk_limit, options_.chunk_interval);
+    options_.chunk_units =
+        default_chunk_units(options_.bucket.permits_per_second, *options_.default_chunk_limit,
+                            options_.write_interval());
   totals_.started = totals_.now = io_.now();
   totals_.rate = options_.bucket.permits_per_second;
   if (on_progress_) next_progress_ = totals_.started + options_.progress_interval;
@@ -81,7 +82,7 @@ std::optional<Result> Engine::run_spliced() {
       charge(moved->bytes, bytes, requested_at);
     } else if (moved->end_of_input) {
       return finish(Ending::end_of_input);
-    } else if (wait(kForever, WaitFor::input) == Wake::stop) {
+    } else if (wait_for_input() == Wake::stop) {
       return finish(Ending::stopped, io_.stop_signal());
     } else {
       input_seen_at = io_.now();
@@ -120,8 +121,7 @@ Result Engine::move_buffered() {
                              !end_of_input && !inside_record_ && end_ < buffer_.size();
     if (span.bytes == 0 || short_chunk) {
       if (end_of_input) return finish(Ending::end_of_input);
-      const Wake wake =
-          span.bytes == 0 ? wait(kForever, WaitFor::input) : io_.wait(io_.now(), WaitFor::input);
+      const Wake wake = span.bytes == 0 ? wait_for_input() : io_.wait(io_.now(), WaitFor::input);
       if (wake == Wake::stop) return stop_after_writing_buffer();
       if (wake == Wake::ready) {
         end_of_input = read_more(span);
@@ -303,7 +303,8 @@ Wake Engine::wait(nanoseconds deadline, WaitFor what) {
     if (now >= next_progress_) report_progress(now);
     if (what == WaitFor::input_end && io_.input_exhausted()) return Wake::ready;
     if (what != WaitFor::input && now >= deadline) return Wake::timeout;
-    const Wake wake = io_.wait(std::min({deadline, next_progress_, scheduled_.until}), what);
+    const nanoseconds progress_due = options_.progress_wakes ? next_progress_ : kForever;
+    const Wake wake = io_.wait(std::min({deadline, progress_due, scheduled_.until}), what);
     if (wake == Wake::control) {
       if (std::optional<NewRate> sent = io_.take_new_rate()) apply(std::move(*sent), io_.now());
       // At once, not at the next tick: `ratelimit set` waits for the status this publishes.
@@ -313,6 +314,15 @@ Wake Engine::wait(nanoseconds deadline, WaitFor what) {
     // A ready for input_end is news to check at the top: the input may still hold bytes.
     if (wake == Wake::stop || (wake == Wake::ready && what == WaitFor::input)) return wake;
   }
+}
+
+Wake Engine::wait_for_input() {
+  const nanoseconds called_at = io_.now();
+  const Wake wake = wait(kForever, WaitFor::input);
+  const nanoseconds now = io_.now();
+  if (wake == Wake::ready && now > called_at && own_source_ && totals_.bytes == 0 && begin_ == end_)
+    own_source_->restart(now);
+  return wake;
 }
 
 void Engine::report_progress(nanoseconds now) {
@@ -352,7 +362,7 @@ void Engine::note_rate(double units_per_second, nanoseconds now) {
   totals_.rate = units_per_second;
   if (options_.default_chunk_limit)
     options_.chunk_units = default_chunk_units(units_per_second, *options_.default_chunk_limit,
-                                               options_.chunk_interval);
+                                               options_.write_interval());
   rate_changes_.push_back({now, units_per_second});
 }
 

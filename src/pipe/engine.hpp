@@ -31,14 +31,23 @@ struct EngineOptions {
   // default_chunk_units(rate, *default_chunk_limit, chunk_interval), also after a new rate from
   // `ratelimit set`.
   std::optional<std::int64_t> default_chunk_limit;
-  std::chrono::nanoseconds chunk_interval = kDefaultWriteInterval;
+  // None: default_write_interval of the unit.
+  std::optional<std::chrono::nanoseconds> chunk_interval;
   // Room for records in record modes and the largest write in byte mode.
   std::size_t buffer_bytes = 256 * 1024;
   // How often `on_progress` is called while data flows or waits.
   std::chrono::nanoseconds progress_interval = std::chrono::milliseconds(100);
+  // Whether a wait is cut short to call `on_progress` on time. A progress line that a person
+  // watches is; a status record alone (for `ratelimit status`) is refreshed at the wake-ups the
+  // data makes anyway, as a wake-up of its own would double a slow pipe's CPU.
+  bool progress_wakes = true;
   // The rate over time (a timetable), followed from the start; also what a timetable sent by
   // `ratelimit set` replaces. None: the bucket's rate throughout, and sent timetables are ignored.
   RateSchedule* schedule = nullptr;
+
+  std::chrono::nanoseconds write_interval() const {
+    return chunk_interval.value_or(default_write_interval(unit.counts_bytes()));
+  }
 };
 
 // What has been moved so far.
@@ -104,6 +113,9 @@ class Engine {
   // Waits for the deadline (and input, if asked), serving control messages and progress ticks.
   // A new rate ends a wait for a turn with Wake::control: the turn is to be asked for again.
   Wake wait(std::chrono::nanoseconds deadline, WaitFor what);
+  // wait(forever, input), after which the pipe's own bucket starts anew if it waited for the
+  // first input: the producer's start-up is no idle time to be stored and sent as a burst.
+  Wake wait_for_input();
   // The next piece of the buffer to write; empty when more input is needed first.
   Span next_span(bool end_of_input) const;
   // Reads after the pending data, of which `complete` is the complete records (a short chunk, or

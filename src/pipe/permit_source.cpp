@@ -12,6 +12,8 @@ namespace {
 
 // Units booked at once at the most, for the fastest rates (and "off").
 constexpr std::int64_t kLargestBooking = std::int64_t{1} << 30;
+// The least a shared pipe books at a time, and keeps of a booking made at a higher rate.
+constexpr std::chrono::nanoseconds kLeastBookingInterval = std::chrono::milliseconds(10);
 
 }  // namespace
 
@@ -27,6 +29,8 @@ void LocalPermitSource::consume(std::int64_t units, nanoseconds requested_at) {
   // time spent writing is not added to the schedule.
   if (units > 0) bucket_.reserve(units, requested_at);
 }
+
+void LocalPermitSource::restart(nanoseconds now) { bucket_ = TokenBucket(bucket_.params(), now); }
 
 void LocalPermitSource::set_rate(double units_per_second, nanoseconds now) {
   backends::change_rate(bucket_, units_per_second, now);
@@ -79,7 +83,7 @@ std::optional<nanoseconds> SharedPermitSource::book(std::int64_t units) {
 std::int64_t SharedPermitSource::trimmed(std::int64_t booked, double rate_before) {
   const double rate = request_.params.permits_per_second;
   if (rate >= rate_before) return booked;
-  const std::int64_t needed = default_chunk_units(rate, kLargestBooking);
+  const std::int64_t needed = default_chunk_units(rate, kLargestBooking, kLeastBookingInterval);
   if (booked <= needed) return booked;
   backend_.give_back(request_.key, booked - needed);
   return needed;
@@ -100,11 +104,12 @@ std::optional<nanoseconds> SharedPermitSource::turn(std::int64_t units, nanoseco
     credit_due_ = std::max(credit_due_, *due);
   }
   if (ahead_ == 0) {
-    // At least a default write interval of the rate at a time: where a chunk is capped at a
-    // pipe's capacity the store is asked at most once per interval, not
-    // once per chunk (a state-file update is a write and a rename).
+    // At least kLeastBookingInterval of the rate at a time: where a chunk is capped at a pipe's
+    // capacity the store is asked at most once per interval, not once per chunk (a state-file
+    // update is a write and a rename).
     const double rate_before = request_.params.permits_per_second;
-    const std::int64_t booking = std::max(units, default_chunk_units(rate_before, kLargestBooking));
+    const std::int64_t booking =
+        std::max(units, default_chunk_units(rate_before, kLargestBooking, kLeastBookingInterval));
     std::optional<nanoseconds> due;
     try {
       due = book(booking);

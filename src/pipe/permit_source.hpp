@@ -61,6 +61,8 @@ class LocalPermitSource final : public PermitSource {
                      std::chrono::nanoseconds now) override;
   void finish() override {}
   std::optional<double> rate_set_elsewhere() override { return std::nullopt; }
+  // A new bucket from `now` on, at the rate in force: for a run whose input had not started.
+  void restart(std::chrono::nanoseconds now);
 
  private:
   TokenBucket bucket_;

@@ -67,8 +67,10 @@ terminated_at_once() {
   wait "$1" || status=$?
   [ "$status" -eq 143 ] || fail "$2: exit $status after SIGTERM, expected 143"
 }
+# More than the output pipe holds once grown toward a chunk (1 MiB at 10 MB/s).
+random_file "$WORK/large" 4000000
 # shellcheck disable=SC2002 # cat into ratelimit: its input must be a pipe
-cat "$WORK/in" | "$RATELIMIT" --rate 10M >"$WORK/stuck" &
+cat "$WORK/large" | "$RATELIMIT" --rate 10M >"$WORK/stuck" &
 pid=$!
 sleep 0.5
 terminated_at_once "$pid" "full output and no reader"
@@ -100,7 +102,7 @@ cmp "$WORK/in" "$WORK/out" || fail "SIGSTOP/SIGCONT of ratelimit lost data"
 
 # SIGSTOP/SIGCONT of the consumer: ratelimit blocks on the full pipe and goes on afterwards.
 mkfifo "$WORK/to_consumer"
-"$RATELIMIT" --rate 2M "$WORK/in" >"$WORK/to_consumer" &
+"$RATELIMIT" --rate 20M "$WORK/large" >"$WORK/to_consumer" &
 pid=$!
 cat "$WORK/to_consumer" >"$WORK/out" &
 consumer=$!
@@ -110,4 +112,4 @@ sleep 0.5
 kill -CONT "$consumer"
 wait "$pid" || fail "consumer stopped: exit $?"
 wait "$consumer"
-cmp "$WORK/in" "$WORK/out" || fail "SIGSTOP/SIGCONT of the consumer lost data"
+cmp "$WORK/large" "$WORK/out" || fail "SIGSTOP/SIGCONT of the consumer lost data"

@@ -98,6 +98,7 @@ class SharedEngine : public ::testing::TestWithParam<bool> {
   Result run_with_rate_set_elsewhere(double rate, std::size_t bytes) {
     EngineOptions options = bytes_per_second(1000, 5);
     options.default_chunk_limit = 1 << 20;
+    options.chunk_interval = 10ms;
     store.other_user_at_call = 3;
     store.other_user_rate = rate;
     io.arrive(0s, std::string(bytes, 'x'));

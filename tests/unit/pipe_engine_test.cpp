@@ -28,13 +28,25 @@ EngineOptions lines_per_second(double rate, std::int64_t chunk, std::size_t buff
   return options;
 }
 
-TEST(DefaultChunk, IsAHundredthOfTheRateWithinBounds) {
-  EXPECT_EQ(default_chunk_units(5000, 65536), 50);
-  EXPECT_EQ(default_chunk_units(1000, 65536), 10);
-  EXPECT_EQ(default_chunk_units(20, 4096), 1);
-  EXPECT_EQ(default_chunk_units(0.5, 4096), 1);
-  EXPECT_EQ(default_chunk_units(100e6, 65536), 65536);
-  EXPECT_EQ(default_chunk_units(std::numeric_limits<double>::infinity(), 65536), 65536);
+TEST(DefaultChunk, IsTheWriteIntervalOfTheRateWithinBounds) {
+  EXPECT_EQ(default_chunk_units(5000, 65536, 10ms), 50);
+  EXPECT_EQ(default_chunk_units(1000, 65536, 10ms), 10);
+  EXPECT_EQ(default_chunk_units(20, 4096, 10ms), 1);
+  EXPECT_EQ(default_chunk_units(0.5, 4096, 10ms), 1);
+  EXPECT_EQ(default_chunk_units(100e6, 65536, 10ms), 65536);
+  EXPECT_EQ(default_chunk_units(std::numeric_limits<double>::infinity(), 65536, 10ms), 65536);
+}
+
+// Bytes: one write per 105 ms, so that a 100 ms window never holds two; records one by one.
+TEST(DefaultChunk, BytesGoEvery105MsAndRecordsEvery10Ms) {
+  EngineOptions bytes;
+  EXPECT_EQ(bytes.write_interval(), 105ms);
+  EXPECT_EQ(default_chunk_units(1000, 65536, bytes.write_interval()), 105);
+  EngineOptions lines;
+  lines.unit = Unit{'\n'};
+  EXPECT_EQ(lines.write_interval(), 10ms);
+  lines.chunk_interval = 50ms;
+  EXPECT_EQ(lines.write_interval(), 50ms);
 }
 
 TEST(DefaultChunk, FollowsTheTimeBetweenWrites) {
@@ -398,11 +410,21 @@ TEST(PipeEngine, ANewRateAppliesFromTheNextChunk) {
   EXPECT_EQ(result.totals.rate, 2000);
 }
 
+// The wait for a late producer's first bytes is not stored: the second chunk waits its whole
+// cost (with 50 ms stored it would go at 100 ms, two chunks in one 100 ms window).
+TEST_P(BothPaths, TheBucketStartsWhenTheFirstInputArrives) {
+  io.arrive(50ms, std::string(300, 's'));
+  Engine(bytes_per_second(1000, 100), io).run();
+  const std::string chunk(100, 's');
+  EXPECT_EQ(io.writes(), (std::vector<Write>{{50ms, chunk}, {150ms, chunk}, {250ms, chunk}}));
+}
+
 TEST_P(BothPaths, ANewRateResizesTheDefaultChunk) {
   io.arrive(0s, std::string(400, 'c'));
   io.new_rate_at(1ms, 200.0);
   EngineOptions options = bytes_per_second(20000, 0);
   options.default_chunk_limit = 65536;
+  options.chunk_interval = 10ms;
   Engine(options, io).run();
   // 200 bytes a chunk at 20 kB/s; at 200 B/s 2 bytes every 10 ms, not 200 bytes every second.
   ASSERT_GE(io.writes().size(), 3u);
