@@ -1,12 +1,15 @@
-// pipe_probe [--lines] [--window SECONDS] [--trace FILE]
+// pipe_probe [--lines] [--window SECONDS] [--trace FILE [--absolute]] [--input FIFO]
 //
-// Reads standard input to its end and records the time and size of every read, as a consumer
-// sees the stream. Prints one line:
+// Reads standard input (or FIFO) to its end and records the time and size of every read, as a
+// consumer sees the stream. Prints one line:
 //   units=N seconds=S steady_rate=R max_window=W
 // where S is the time from the first to the last read, R the units after the first read divided
 // by S (the rate a shaper holds once it runs), and W the most units in any window of --window
 // seconds (default 0.1). With --trace, writes "seconds_since_first_read units_so_far" per read;
 // with --absolute too, the times are the monotonic clock's, so traces of several probes merge.
+// --input opens the FIFO once the probe runs: a shell's `<fifo` would open it before starting the
+// probe, whose start-up then delays the first read and makes the first gap look short.
+#include <fcntl.h>
 #include <fmt/core.h>
 #include <fmt/os.h>
 #include <unistd.h>
@@ -50,6 +53,7 @@ int main(int argc, char** argv) {
   bool absolute = false;
   double window = 0.1;
   std::string trace_path;
+  std::string input_path;
   for (int i = 1; i < argc; ++i) {
     const std::string argument = argv[i];
     if (argument == "--lines") {
@@ -60,8 +64,12 @@ int main(int argc, char** argv) {
       window = std::stod(argv[++i]);
     } else if (argument == "--trace" && i + 1 < argc) {
       trace_path = argv[++i];
+    } else if (argument == "--input" && i + 1 < argc) {
+      input_path = argv[++i];
     } else {
-      fmt::print(stderr, "usage: pipe_probe [--lines] [--window SECONDS] [--trace FILE [--absolute]]\n");
+      fmt::print(stderr,
+                 "usage: pipe_probe [--lines] [--window SECONDS] [--trace FILE [--absolute]] "
+                 "[--input FIFO]\n");
       return 64;
     }
   }
@@ -69,6 +77,14 @@ int main(int argc, char** argv) {
   std::vector<char> buffer(1 << 20);
   std::vector<Read> reads;
   reads.reserve(1 << 20);
+  if (!input_path.empty()) {
+    const int input = ::open(input_path.c_str(), O_RDONLY | O_CLOEXEC);
+    if (input < 0 || ::dup2(input, STDIN_FILENO) < 0) {
+      fmt::print(stderr, "pipe_probe: {}: {}\n", input_path, std::strerror(errno));
+      return 66;
+    }
+    ::close(input);
+  }
   while (true) {
     const ssize_t got = ::read(STDIN_FILENO, buffer.data(), buffer.size());
     if (got < 0 && errno == EINTR) continue;

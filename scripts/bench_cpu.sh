@@ -67,7 +67,7 @@ window() {
   local rate=$1 command=${2//RATE/$1}
   rm -f "$TMP/fifo"
   mkfifo "$TMP/fifo"
-  "$PROBE" <"$TMP/fifo" >"$TMP/probe.out" &
+  "$PROBE" --input "$TMP/fifo" >"$TMP/probe.out" &
   local probe=$!
   sleep 0.1
   # shellcheck disable=SC2086

@@ -14,14 +14,14 @@ TMP=$(mktemp -d)
 trap 'rm -rf "$TMP"' EXIT
 
 # shaped TRACE PROBE_ARGS PRODUCER SHAPER...: PRODUCER | SHAPER | pipe_probe. The probe starts
-# first and waits on a FIFO, so that its own start-up is not measured. Prints the probe's line.
+# first and opens the FIFO itself, so that its own start-up is not measured. Prints the probe's line.
 shaped() {
   local trace=$1 probe_args=$2 producer=$3
   shift 3
   rm -f "$TMP/fifo"
   mkfifo "$TMP/fifo"
   # shellcheck disable=SC2086
-  "$PROBE" $probe_args --trace "$trace" <"$TMP/fifo" >"$TMP/probe.out" &
+  "$PROBE" $probe_args --trace "$trace" --input "$TMP/fifo" >"$TMP/probe.out" &
   local probe=$!
   sleep 0.1
   bash -c "$producer" | "$@" >"$TMP/fifo"

@@ -61,7 +61,7 @@ echo "== 4 pipes on 4 hosts sharing 1 MB/s through one key" >&2
 for i in 0 1 2 3; do
   head -c 1000000 /dev/urandom >"$TMP/in$i"
   mkfifo "$TMP/fifo$i"
-  "$PROBE" --trace "$TMP/trace$i" --absolute <"$TMP/fifo$i" >/dev/null &
+  "$PROBE" --trace "$TMP/trace$i" --absolute --input "$TMP/fifo$i" >/dev/null &
 done
 sleep 0.2
 pipes=()

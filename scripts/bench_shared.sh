@@ -51,7 +51,7 @@ for i in 0 1 2 3; do head -c "${sizes[$i]}" /dev/urandom >"$TMP/in$i"; done
 # with the inputs (a tee between pipe and probe would add its own scheduling to the timing).
 for i in 0 1 2 3; do
   mkfifo "$TMP/fifo$i"
-  "$PROBE" --trace "$TMP/trace$i" --absolute <"$TMP/fifo$i" >/dev/null &
+  "$PROBE" --trace "$TMP/trace$i" --absolute --input "$TMP/fifo$i" >/dev/null &
 done
 sleep 0.2
 for i in 0 1 2 3; do "$RATELIMIT" --rate 1M --key four <"$TMP/in$i" >"$TMP/fifo$i" & done
@@ -68,7 +68,7 @@ head -c 4000000 /dev/urandom >"$TMP/one"
 one_pipe() {
   rm -f "$TMP/fifo"
   mkfifo "$TMP/fifo"
-  "$PROBE" --trace "$TMP/trace" --absolute <"$TMP/fifo" >/dev/null &
+  "$PROBE" --trace "$TMP/trace" --absolute --input "$TMP/fifo" >/dev/null &
   local probe=$!
   sleep 0.2
   "$RATELIMIT" --rate 1M "$@" <"$TMP/one" >"$TMP/fifo"

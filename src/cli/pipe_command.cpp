@@ -287,7 +287,7 @@ Command setup_pipe(CLI::App& app) {
       ->group("Pipe");
   app.add_option(
          "--chunk", options->chunk,
-         "Units per write (64k), or the time between writes (10ms) [default: 105ms, records 10ms]")
+         "Units per write (64k), or the time between writes (10ms) [default: 108ms, records 10ms]")
       ->check(syntax_check(
           [](const std::string& text) {
             return ends_in_time_unit(text) ? parse_chunk_interval(text).count()

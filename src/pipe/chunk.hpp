@@ -9,11 +9,12 @@
 namespace ratelimit::pipe {
 
 // The time between writes by default, in byte mode: any 100 ms window then holds at most one
-// write, 1.05 times the rate, with 5 ms to spare for a late wake-up; and it writes as often as
-// pv does, since the wake-ups (the shaper's and its reader's) are most of the CPU that shaping
-// costs (bench/results/cpu.md). `--chunk 10ms` is finer grained for ten times the wake-ups.
+// write, 1.08 times the rate, with 8 ms to spare for a late wake-up (the shaper's or its
+// reader's); and it writes as often as pv does, since the wake-ups (the shaper's and its reader's)
+// are most of the CPU that shaping costs (bench/results/cpu.md). `--chunk 10ms` is finer grained
+// for ten times the wake-ups.
 inline constexpr std::chrono::nanoseconds kDefaultByteWriteInterval =
-    std::chrono::milliseconds(105);
+    std::chrono::milliseconds(108);
 // In record modes: a record is often a job for the next command (`| xargs -n1`), so up to 100
 // records a second go one by one, evenly spaced, rather than in bunches.
 inline constexpr std::chrono::nanoseconds kDefaultRecordWriteInterval =

@@ -37,11 +37,11 @@ TEST(DefaultChunk, IsTheWriteIntervalOfTheRateWithinBounds) {
   EXPECT_EQ(default_chunk_units(std::numeric_limits<double>::infinity(), 65536, 10ms), 65536);
 }
 
-// Bytes: one write per 105 ms, so that a 100 ms window never holds two; records one by one.
-TEST(DefaultChunk, BytesGoEvery105MsAndRecordsEvery10Ms) {
+// Bytes: one write per 108 ms, so that a 100 ms window never holds two; records one by one.
+TEST(DefaultChunk, BytesGoEvery108MsAndRecordsEvery10Ms) {
   EngineOptions bytes;
-  EXPECT_EQ(bytes.write_interval(), 105ms);
-  EXPECT_EQ(default_chunk_units(1000, 65536, bytes.write_interval()), 105);
+  EXPECT_EQ(bytes.write_interval(), 108ms);
+  EXPECT_EQ(default_chunk_units(1000, 65536, bytes.write_interval()), 108);
   EngineOptions lines;
   lines.unit = Unit{'\n'};
   EXPECT_EQ(lines.write_interval(), 10ms);
