@@ -25,7 +25,7 @@ struct RedisDeployment {
 
 // Parses what parse_redis_url does, and
 // `redis-sentinel://[[user]:password@]host[:port][,host[:port]...]/MASTER_NAME[/db]` (a sentinel's
-// port defaults to 26379). Throws std::invalid_argument naming the URL (password hidden) and what
+// port defaults to 26379). Throws UsageError naming the URL (password hidden) and what
 // is wrong with it.
 RedisDeployment parse_redis_deployment(std::string_view url);
 
