@@ -74,7 +74,8 @@ void remove_files_of_gone_processes(const backends::StateDirectory& directory) {
   }
 }
 
-// A process reads the FIFO: opening it for writing does not fail with ENXIO.
+// A process reads the FIFO: it opens for writing. One that cannot be opened (removed meanwhile)
+// is read by nobody.
 bool is_read(const backends::StateDirectory& directory, const std::string& fifo) {
   try {
     return static_cast<bool>(directory.open_fifo_for_writing(fifo));
