@@ -36,20 +36,29 @@ double units_per_second(std::string_view text, RateUnits units) {
   return rate.units_per_second;
 }
 
-Timetable timetable_of(std::string_view text, RateUnits units) {
-  std::optional<Timetable> timetable;
+// The one place where the core's refusal of a value becomes a UsageError (64): here the CLI
+// hands the core what the user wrote. The core names the value in its std::invalid_argument and
+// knows no exit statuses; `context`, if any, says which option the value came from.
+template <typename Make>
+auto given_to_core(const std::string& context, Make make) {
   try {
-    timetable.emplace(schedule::parse_timetable(
-        text, [units](std::string_view rate) { return units_per_second(rate, units); }));
+    return make();
   } catch (const std::invalid_argument& error) {
-    throw UsageError("invalid timetable '" + std::string(text) + "': " + error.what());
+    throw UsageError(context + error.what());
   }
-  if (const std::size_t bytes = schedule::timetable_text(*timetable).size();
+}
+
+Timetable timetable_of(std::string_view text, RateUnits units) {
+  Timetable timetable = given_to_core("invalid timetable '" + std::string(text) + "': ", [&] {
+    return Timetable(schedule::parse_timetable(
+        text, [units](std::string_view rate) { return units_per_second(rate, units); }));
+  });
+  if (const std::size_t bytes = schedule::timetable_text(timetable).size();
       bytes > backends::kMaxTimetableBytes)
     throw UsageError(fmt::format(
         "invalid timetable of {} entries: too long ({} bytes as a key keeps it, at most {})",
-        timetable->entries().size(), bytes, backends::kMaxTimetableBytes));
-  return std::move(*timetable);
+        timetable.entries().size(), bytes, backends::kMaxTimetableBytes));
+  return timetable;
 }
 
 TimetablePeriod period_at(const Timetable& timetable, std::chrono::system_clock::time_point now) {
@@ -154,6 +163,7 @@ ParsedBucket parse_bucket_options(const BucketOptions& options, RateUnits units,
       throw UsageError("invalid burst '" + options.burst + "': longer than any duration at rate '" +
                        options.rate + "'");
   }
+  given_to_core("", [&] { validate(params); });
   // Once the options are known to be good: a warning before an error would be noise.
   if (!parsed.timetable && 1.0 / params.permits_per_second > kSlowestQuietSeconds)
     fmt::print(

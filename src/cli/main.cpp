@@ -81,6 +81,8 @@ int run_ratelimit(int argc, char** argv) {
     if (command.app != &app) command.app->set_version_flag("-V,--version", version_text());
   }
 
+  // CLI11 delivers help and the version as exceptions, and an unknown word is given a suggestion
+  // from the commands declared here; any other ParseError is the ladder's.
   try {
     app.parse(words_to_parse(commands, argc, argv), argv);
   } catch (const CLI::CallForHelp& help) {
@@ -91,8 +93,6 @@ int run_ratelimit(int argc, char** argv) {
     return app.exit(version);
   } catch (const CLI::ExtrasError& error) {
     throw ratelimit::UsageError(ratelimit::cli::with_suggestion(error.what(), app));
-  } catch (const CLI::ParseError& error) {
-    throw ratelimit::UsageError(error.what());
   }
 
   for (const auto& command : commands) {

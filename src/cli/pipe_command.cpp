@@ -232,8 +232,7 @@ int run_pipe(const PipeOptions& options) {
   // Always: `ratelimit set` may send a timetable to a pipe started with one rate.
   pipe::TimetableSchedule schedule(bucket.timetable, bucket.params.permits_per_second, local_time,
                                    [] { return std::chrono::system_clock::now(); });
-  const std::unique_ptr<pipe::ControlChannel> control =
-      open_control(state_dir_of(options.store), unit);
+  const std::unique_ptr<pipe::ControlChannel> control = open_control(options.store.state_dir, unit);
   pipe::FileIo io(options.files, options.output, control.get());
   pipe::EngineOptions engine_options;
   engine_options.unit = unit;

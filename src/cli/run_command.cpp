@@ -2,7 +2,6 @@
 
 #include <exception>
 #include <new>
-#include <stdexcept>
 #include <system_error>
 
 #include "cli/commands.hpp"
@@ -24,8 +23,8 @@ int run_command(const Command& command) {
     return command.run();
   } catch (const UsageError& error) {
     return report(error, exit_usage);
-  } catch (const std::invalid_argument& error) {
-    // A value the options' checks let through, refused by the core with the value named.
+  } catch (const CLI::ParseError& error) {
+    // A command line CLI11 refuses: its message as it words it.
     return report(error, exit_usage);
   } catch (const InputError& error) {
     return report(error, exit_no_input);

@@ -5,7 +5,6 @@
 #include <limits>
 #include <optional>
 #include <string>
-#include <system_error>
 
 #include "cli/bucket_options.hpp"
 #include "cli/commands.hpp"
@@ -86,7 +85,7 @@ void report_answer(const SetOptions& options, const pipe::RunningPipe& running,
 int run_set(const SetOptions& options) {
   if (!options.key.empty()) return set_key_rate(options);
   if (options.pid == 0) throw UsageError("set needs a PID or --key NAME");
-  const std::string state_dir = state_dir_of(options.store);
+  const std::string& state_dir = options.store.state_dir;
   const std::string no_pipe =
       fmt::format("no ratelimit pipe runs as process {} (no pipe-{}.bytes or .records in {})",
                   options.pid, options.pid, state_dir);
@@ -98,14 +97,9 @@ int run_set(const SetOptions& options) {
   const BucketParams& params = bucket.params;
   std::optional<Timetable>& timetable = bucket.timetable;
   const std::optional<pipe::PipeStatus> before = pipe::read_status(*running);
-  try {
-    pipe::send_rate(*running, timetable ? pipe::NewRate(std::move(*timetable))
-                                        : pipe::NewRate(params.permits_per_second));
-  } catch (const std::system_error& error) {
-    // The FIFO of a process killed before it could remove it.
-    if (error.code() == std::errc::no_such_device_or_address) throw InputError(no_pipe);
-    throw;
-  }
+  if (!pipe::send_rate(*running, timetable ? pipe::NewRate(std::move(*timetable))
+                                           : pipe::NewRate(params.permits_per_second)))
+    throw InputError(no_pipe);
   report_answer(options, *running, before, params.permits_per_second);
   return exit_ok;
 }

@@ -62,6 +62,8 @@ void add_store_options(CLI::App& app, StoreOptions& options) {
                  "$XDG_RUNTIME_DIR/ratelimit, /tmp/ratelimit-$UID]")
       ->option_text("DIR")
       ->group("Shared bucket");
+  app.final_callback(
+      [&options] { options.state_dir = backends::state_dir_from_environment(options.state_dir); });
   app.add_flag("-v,--verbose", options.verbose,
                "Say why a bucket's record was discarded, and which Redis node answered");
   app.add_option("--redis", options.redis,
@@ -109,7 +111,7 @@ void add_redis_policy_option(CLI::App& app, StoreOptions& options) {
 
 backends::BackendOptions backend_options(const StoreOptions& options) {
   backends::BackendOptions backend{
-      .local = {.directory = state_dir_of(options)},
+      .local = {.directory = options.state_dir},
       .redis = {},
       .on_unavailable = options.on_redis_error,
       .notify =
@@ -134,12 +136,8 @@ std::unique_ptr<backends::BucketBackend> open_backend(const StoreOptions& option
   return backends::open_backend(backend_options(options));
 }
 
-std::string state_dir_of(const StoreOptions& options) {
-  return backends::state_dir_from_environment(options.state_dir);
-}
-
 bool may_hold_buckets(const StoreOptions& options) {
-  return !options.redis.empty() || std::filesystem::exists(state_dir_of(options));
+  return !options.redis.empty() || std::filesystem::exists(options.state_dir);
 }
 
 std::string store_of(const StoreOptions& options) {
@@ -190,7 +188,7 @@ int admit_then(const PermitOptions& options, int max_inflight,
   std::unique_ptr<backends::InflightSlots> slots;
   if (max_inflight > 0)
     slots = std::make_unique<backends::StateDirectorySlots>(
-        backends::StateDirectory::open(state_dir_of(options.store)));
+        backends::StateDirectory::open(options.store.state_dir));
   exec::Admission admission;
   exec::AdmissionRequest request;
   {

@@ -14,10 +14,12 @@
 
 namespace ratelimit::cli {
 
-// Where the shared buckets are: options of exec, acquire, status and reset.
+// Where the shared buckets are: options of exec, acquire, status, reset, set and the pipe.
 struct StoreOptions {
-  std::string
-      state_dir;  // empty: $RATELIMIT_STATE_DIR, $XDG_RUNTIME_DIR/ratelimit, /tmp/ratelimit-UID
+  // The state directory, resolved once when the command line is parsed: --state-dir, else
+  // $RATELIMIT_STATE_DIR, else $XDG_RUNTIME_DIR/ratelimit, else /tmp/ratelimit-UID. What needs it
+  // (the state-file store, exec's slots, the pipe's control FIFO, set, status) is handed this.
+  std::string state_dir;
   bool verbose = false;
   std::string redis;  // a Redis URL: the buckets are kept there instead
   std::string redis_timeout = "1s";
@@ -26,6 +28,7 @@ struct StoreOptions {
   backends::OnUnavailable on_redis_error = backends::OnUnavailable::fail;
 };
 
+// Declares the store's options on `app`; options.state_dir is resolved once `app` is parsed.
 void add_store_options(CLI::App& app, StoreOptions& options);
 // --on-redis-error, for the commands that take permits (exec, acquire, pipe --key).
 void add_redis_policy_option(CLI::App& app, StoreOptions& options);
@@ -38,8 +41,6 @@ std::unique_ptr<backends::BucketBackend> open_backend(const StoreOptions& option
 // Where the buckets are, for messages: the state directory, or Redis and its URL (password
 // hidden).
 std::string store_of(const StoreOptions& options);
-// The state directory the options name (whether or not it exists).
-std::string state_dir_of(const StoreOptions& options);
 // False when looking would find nothing: no Redis, and no state directory (which status and reset
 // do not create).
 bool may_hold_buckets(const StoreOptions& options);

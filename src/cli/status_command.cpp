@@ -218,7 +218,7 @@ void print_json(const std::vector<backends::BucketStatus>& buckets,
 }
 
 int run_status(const StatusOptions& options) {
-  const std::string path = state_dir_of(options.store);
+  const std::string& path = options.store.state_dir;
   // Looking does not create the directory: none means no pipes, and no buckets unless in Redis.
   std::vector<backends::BucketStatus> buckets;
   std::vector<pipe::ListedPipe> pipes;

@@ -101,8 +101,9 @@ struct ListedPipe {
 };
 std::vector<ListedPipe> list_running_pipes(const std::string& path);
 
-// Sends a new rate. Throws std::system_error; ENXIO means that the pipe has gone.
-void send_rate(const RunningPipe& pipe, const NewRate& rate);
+// Sends a new rate; false when no process reads the pipe's FIFO (one killed before it could
+// remove it). Throws std::system_error.
+bool send_rate(const RunningPipe& pipe, const NewRate& rate);
 
 // The pipe's answer to a message sent after it had answered `answered`: its first status that
 // counts more, read within `timeout`; nullopt if none came (a pipe blocked on its output reads

@@ -74,11 +74,11 @@ void remove_files_of_gone_processes(const backends::StateDirectory& directory) {
   }
 }
 
-// A process reads the FIFO: opening it for writing does not fail with ENXIO.
+// A process reads the FIFO: it opens for writing. One that cannot be opened (removed meanwhile)
+// is read by nobody.
 bool is_read(const backends::StateDirectory& directory, const std::string& fifo) {
   try {
-    directory.open_fifo_for_writing(fifo);
-    return true;
+    return static_cast<bool>(directory.open_fifo_for_writing(fifo));
   } catch (const std::system_error&) {
     return false;
   }
@@ -195,13 +195,15 @@ std::optional<RunningPipe> find_running_pipe(const std::string& state_dir, long 
   return std::nullopt;
 }
 
-void send_rate(const RunningPipe& pipe, const NewRate& rate) {
-  // Non-blocking: a FIFO nobody reads (a process that was killed) fails with ENXIO at once.
+bool send_rate(const RunningPipe& pipe, const NewRate& rate) {
+  // Non-blocking: a FIFO nobody reads (a process that was killed) is known at once.
   const io::FileDescriptor fifo = pipe.directory.open_fifo_for_writing(pipe.fifo_name);
+  if (!fifo) return false;
   const std::string line = encode_rate(rate);
   // Shorter than PIPE_BUF, so written whole or not at all.
   if (io::retry_on_eintr([&] { return ::write(fifo.get(), line.data(), line.size()); }) < 0)
     io::throw_errno(pipe.directory.path() + "/" + pipe.fifo_name);
+  return true;
 }
 
 std::optional<PipeStatus> await_answer(const RunningPipe& pipe, std::uint64_t answered,

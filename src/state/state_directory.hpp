@@ -72,8 +72,8 @@ class StateDirectory {
   // Makes the FIFO `name` (0600), replacing a leftover of that name, and opens it for reading
   // and writing without blocking; an empty descriptor if it cannot.
   io::FileDescriptor make_fifo(const std::string& name) const;
-  // Opens the FIFO `name` for writing without blocking. Throws std::system_error: ENXIO when
-  // nobody reads it, ENOENT when it is missing.
+  // Opens the FIFO `name` for writing without blocking; an empty descriptor when nobody reads it
+  // (ENXIO). Throws std::system_error (ENOENT when it is missing).
   io::FileDescriptor open_fifo_for_writing(const std::string& name) const;
   bool is_fifo(const std::string& name) const;
 

@@ -191,7 +191,7 @@ io::FileDescriptor StateDirectory::open_fifo_for_writing(const std::string& name
   io::FileDescriptor fifo(io::retry_on_eintr([&] {
     return ::openat(fd_.get(), name.c_str(), O_WRONLY | O_NONBLOCK | O_NOFOLLOW | O_CLOEXEC);
   }));
-  if (!fifo) io::throw_errno(path_ + "/" + name);
+  if (!fifo && errno != ENXIO) io::throw_errno(path_ + "/" + name);
   return fifo;
 }
 

@@ -71,6 +71,33 @@ TEST(BucketOptions, RejectsBadCombinationsAndValues) {
   EXPECT_EQ(parse({"--rate", "2/s"}, RateUnits::plain).permits_per_second, 2.0);
 }
 
+// What the options' checks let through and the core refuses is bad usage too (64), the core's
+// words kept: parse_bucket_options is where the user's values are handed to the core.
+std::string refusal(const BucketOptions& options) {
+  try {
+    parse_bucket_options(options, RateUnits::data);
+  } catch (const UsageError& error) {
+    return error.what();
+  }
+  return "accepted";
+}
+
+TEST(BucketOptions, TheCoresRefusalIsAUsageErrorInTheCoresWords) {
+  BucketOptions twice;
+  twice.rate = "08:00,1M 08:00,2M";
+  EXPECT_EQ(refusal(twice),
+            "invalid timetable '08:00,1M 08:00,2M': timetable entry 08:00: another entry takes "
+            "effect at the same time (08:00)");
+  // CLI11 keeps --start-full from --warmup; the core refuses the pair even so.
+  BucketOptions warm_but_full;
+  warm_but_full.rate = "1M";
+  warm_but_full.warmup = "4s";
+  warm_but_full.start_full = true;
+  EXPECT_EQ(refusal(warm_but_full),
+            "start full applies to bursty buckets only: a warming-up bucket starts cold, full of "
+            "slow permits");
+}
+
 TEST(NumberChecks, NameTheValueAndTheRange) {
   std::string text = "0.5";
   EXPECT_EQ(number_in(1, 1e6)(text), "'0.5' is not a number from 1 to 1000000");

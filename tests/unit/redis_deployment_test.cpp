@@ -2,7 +2,7 @@
 
 #include <gtest/gtest.h>
 
-#include <stdexcept>
+#include "errors.hpp"
 
 namespace ratelimit::backends {
 namespace {
@@ -12,7 +12,7 @@ using Kind = RedisDeployment::Kind;
 std::string rejection(const std::string& url) {
   try {
     parse_redis_deployment(url);
-  } catch (const std::invalid_argument& error) {
+  } catch (const UsageError& error) {
     return error.what();
   }
   return "accepted";

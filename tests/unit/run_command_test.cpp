@@ -32,6 +32,16 @@ TEST(RunCommand, EachFailureIsOneLineAndItsExitStatus) {
             (Result{66, "ratelimit: in: No such file or directory\n"}));
   EXPECT_EQ(run_throwing([] { throw std::system_error(EIO, std::generic_category(), "write"); }),
             (Result{74, "ratelimit: write: Input/output error\n"}));
+  EXPECT_EQ(run_throwing([] { throw CLI::RequiredError("--rate"); }),
+            (Result{64, "ratelimit: --rate is required\n"}));
+}
+
+// Only the ladder gives exit statuses: a refusal the core words as std::invalid_argument is bad
+// usage only where the command line hands the core its values (cli/bucket_options.cpp); one that
+// gets here is a bug.
+TEST(RunCommand, TheCoresInvalidArgumentIsNoUsageErrorHere) {
+  EXPECT_EQ(run_throwing([] { throw std::invalid_argument("rate must be positive, got 0"); }),
+            (std::pair<int, std::string>{70, "ratelimit: rate must be positive, got 0\n"}));
 }
 
 TEST(RunCommand, WhatNobodyForesawIsExit70NeverAnAbort) {

@@ -1,6 +1,6 @@
 #include "backends/redis/redis_deployment.hpp"
 
-#include <stdexcept>
+#include "errors.hpp"
 
 namespace ratelimit::backends {
 namespace {
@@ -10,20 +10,12 @@ constexpr std::string_view kTcpScheme = "redis://";
 constexpr int kSentinelPort = 26379;
 
 [[noreturn]] void reject(const std::string& shown, std::string_view why) {
-  throw std::invalid_argument("bad Redis URL '" + shown + "': " + std::string(why));
+  throw UsageError("bad Redis URL '" + shown + "': " + std::string(why));
 }
 
 // `part` read as the tail of a redis:// URL, with its errors naming the whole URL `shown`.
 RedisAddress parse_part(const std::string& part, const std::string& shown) {
-  const std::string url = std::string(kTcpScheme) + part;
-  try {
-    return parse_redis_url(url);
-  } catch (const std::invalid_argument& error) {
-    const std::string own_prefix = "bad Redis URL '" + hide_password(url) + "': ";
-    std::string why = error.what();
-    if (why.starts_with(own_prefix)) why.erase(0, own_prefix.size());
-    reject(shown, why);
-  }
+  return parse_redis_url(std::string(kTcpScheme) + part, shown);
 }
 
 bool names_a_port(std::string_view host_port) {

@@ -20,8 +20,8 @@ struct RedisOptions {
 };
 
 // Buckets shared by every host that reaches the server; connects at the first call. Throws
-// std::invalid_argument (64) for a bad URL, naming it without its password. `notify` is told why
-// a record was discarded (--verbose), `warn` that the server's certificate goes unchecked.
+// UsageError (64) for a bad URL, naming it without its password. `notify` is told why a record
+// was discarded (--verbose), `warn` that the server's certificate goes unchecked.
 std::unique_ptr<BucketBackend> open_redis_store(
     const RedisOptions& options, const std::function<void(const std::string&)>& notify,
     const std::function<void(const std::string&)>& warn);

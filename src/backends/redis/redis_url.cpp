@@ -2,7 +2,9 @@
 
 #include <charconv>
 #include <optional>
-#include <stdexcept>
+#include <utility>
+
+#include "errors.hpp"
 
 namespace ratelimit::backends {
 namespace {
@@ -62,7 +64,9 @@ std::optional<int> whole_number(std::string_view text, int low, int high) {
 
 class UrlParser {
  public:
-  explicit UrlParser(std::string_view url) : url_(url) { address_.shown = hide_password(url); }
+  UrlParser(std::string_view url, std::string shown) : url_(url) {
+    address_.shown = std::move(shown);
+  }
 
   RedisAddress parse() {
     std::string_view rest;
@@ -92,7 +96,7 @@ class UrlParser {
 
  private:
   [[noreturn]] void reject(std::string_view why) const {
-    throw std::invalid_argument("bad Redis URL '" + address_.shown + "': " + std::string(why));
+    throw UsageError("bad Redis URL '" + address_.shown + "': " + std::string(why));
   }
 
   void parse_user_part(std::string_view user_part) {
@@ -171,6 +175,12 @@ std::string hide_password(std::string_view url) {
          std::string(url.substr(user_part->end));
 }
 
-RedisAddress parse_redis_url(std::string_view url) { return UrlParser(url).parse(); }
+RedisAddress parse_redis_url(std::string_view url) {
+  return parse_redis_url(url, hide_password(url));
+}
+
+RedisAddress parse_redis_url(std::string_view url, std::string shown) {
+  return UrlParser(url, std::move(shown)).parse();
+}
 
 }  // namespace ratelimit::backends

@@ -30,8 +30,11 @@ struct RedisTlsOptions {
 
 // Parses `redis://[[user]:password@]host[:port][/db]` (`rediss://` the same over TLS) and
 // `unix://[[user]:password@]/path/redis.sock[?db=N]`; user and password may be %-encoded.
-// Throws std::invalid_argument naming the URL (password hidden) and what is wrong with it.
+// Throws UsageError naming the URL (password hidden) and what is wrong with it.
 RedisAddress parse_redis_url(std::string_view url);
+// The same, its errors naming `shown` instead: for a URL made of a part of another (a sentinel's
+// host in a redis-sentinel:// URL), so that they name the URL the user wrote.
+RedisAddress parse_redis_url(std::string_view url, std::string shown);
 
 // `url` with the password of its user part, if any, replaced by "***" (the whole user part when
 // it is malformed), so that an error can show even a malformed URL.
