@@ -45,20 +45,21 @@ ms_since() {
 }
 
 # wait_for_file PATH: waits up to 10 s for PATH to exist (a background command says it started).
-# expect_ended_by_sigterm WHAT COMMAND...: COMMAND, sent SIGTERM 0.3 s after it starts (while it
-# waits), ends with 143 within 1 s of the signal.
-expect_ended_by_sigterm() {
-  local what=$1 pid status=0 start ms
-  shift
+# expect_ended_by_signal SIGNAL WHAT BOUND_MS COMMAND...: COMMAND, sent SIGNAL 0.3 s after it
+# starts (while it waits), ends with 128 + the signal's number within BOUND_MS of the signal.
+expect_ended_by_signal() {
+  local signal=$1 what=$2 bound=$3 pid status=0 start ms expected
+  shift 3
+  expected=$((128 + $(kill -l "$signal")))
   env --default-signal=INT "$@" &
   pid=$!
   sleep 0.3
   start=$(now_ns)
-  kill -TERM $pid
+  kill "-$signal" $pid
   wait $pid || status=$?
   ms=$(ms_since "$start")
-  [ "$status" -eq 143 ] || fail "SIGTERM $what: exit $status"
-  [ "$ms" -lt 1000 ] || fail "SIGTERM $what: it ended after ${ms} ms"
+  [ "$status" -eq "$expected" ] || fail "SIG$signal $what: exit $status, expected $expected"
+  [ "$ms" -lt "$bound" ] || fail "SIG$signal $what: it ended after ${ms} ms"
 }
 
 wait_for_file() {

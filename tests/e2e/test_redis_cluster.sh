@@ -114,7 +114,7 @@ start=$(now_ns)
 expect_status 69 "$RATELIMIT" acquire --redis-timeout 300ms --rate 10/s --key "$key"
 ms=$(ms_since "$start")
 [ "$ms" -ge 300 ] && [ "$ms" -lt 1800 ] || fail "a paused node was given up after ${ms} ms"
-expect_ended_by_sigterm "while a node is paused" \
+expect_ended_by_signal TERM "while a node is paused" 1000 \
   "$RATELIMIT" acquire --redis-timeout 30s --rate 10/s --key "$key"
 redis_cli n1 client unpause >/dev/null
 stop_redis n2 KILL

@@ -106,5 +106,5 @@ ms=$(ms_since "$start")
 grep -q "^ratelimit: Redis at $RATELIMIT_REDIS: no master 'cache' within 500ms (" "$WORK/stderr" ||
   fail "no master: $(cat "$WORK/stderr")"
 [ "$ms" -ge 500 ] && [ "$ms" -lt 2000 ] || fail "no master was given up after ${ms} ms"
-expect_ended_by_sigterm "during the search" \
+expect_ended_by_signal TERM "during the search" 1000 \
   "$RATELIMIT" acquire --redis-timeout 30s --rate 10/s --key k
