@@ -8,30 +8,44 @@ trap 'for pid in "${REDIS_PIDS[@]}"; do kill "$pid" 2>/dev/null || true; done; r
 # socket $WORK/NAME/sock and on a free loopback TCP port, written to $WORK/NAME/port; its pid is
 # in $WORK/NAME/pid.
 start_redis() {
-  local name=$1 dir=$WORK/$1 port tries
-  shift
+  start_on_a_free_port "redis-server $1" "$1" launch_redis redis_answers "${@:2}"
+}
+
+# launch_redis DIR PORT ARGS...: becomes the redis-server (so that its pid is the server's).
+launch_redis() {
+  rm -f "$1/sock"
+  exec redis-server --port "$2" --bind 127.0.0.1 --unixsocket "$1/sock" --save '' \
+    --appendonly no --dir "$1" --logfile "$1/log" "${@:3}"
+}
+
+# redis_answers DIR PORT: the server answers on its socket and its port.
+redis_answers() {
+  redis-cli -s "$1/sock" ping 2>/dev/null | grep -q -e PONG -e NOAUTH &&
+    redis-cli -p "$2" ping 2>/dev/null | grep -q -e PONG -e NOAUTH
+}
+
+# start_on_a_free_port WHAT NAME LAUNCH READY ARGS...: `LAUNCH DIR PORT ARGS...` in the background
+# on a random port, until `READY DIR PORT ARGS...` holds; another port when the server ends (the
+# port was taken), five at most. DIR is $WORK/NAME; its files pid and port say which.
+start_on_a_free_port() {
+  local what=$1 dir=$WORK/$2 launch=$3 ready=$4 port tries waited
+  shift 4
   mkdir -p "$dir"
   for tries in 1 2 3 4 5; do
     port=$((20000 + RANDOM % 40000))
-    rm -f "$dir/sock"
-    redis-server --port "$port" --bind 127.0.0.1 --unixsocket "$dir/sock" --save '' \
-      --appendonly no --dir "$dir" --logfile "$dir/log" "$@" >/dev/null 2>&1 &
+    "$launch" "$dir" "$port" "$@" >/dev/null 2>&1 &
     echo $! >"$dir/pid"
     REDIS_PIDS+=($!)
     disown # not a job of the test: no "Killed" notices, and `wait` does not wait for it
     echo "$port" >"$dir/port"
-    local waited=0
-    while [ $waited -lt 500 ]; do
-      if redis-cli -s "$dir/sock" ping 2>/dev/null | grep -q -e PONG -e NOAUTH; then
-        redis-cli -p "$port" ping 2>/dev/null | grep -q -e PONG -e NOAUTH && return 0
-      fi
-      kill -0 "$(cat "$dir/pid")" 2>/dev/null || break # the port was taken: try another
+    for waited in $(seq 500); do
+      "$ready" "$dir" "$port" "$@" && return 0
+      kill -0 "$(cat "$dir/pid")" 2>/dev/null || break
       sleep 0.01
-      waited=$((waited + 1))
     done
     kill -9 "$(cat "$dir/pid")" 2>/dev/null || true
   done
-  fail "redis-server $name did not start"
+  fail "$what did not start"
 }
 
 # stop_redis NAME [SIGNAL]: stops it (KILL: as a crash) and waits until it is gone.
@@ -69,39 +83,27 @@ start_tls_redis() {
 # port ($WORK/NAME/port) watching server MASTER_SERVER as MASTER_NAME, with a quorum of 1 and a
 # master deemed down after 300 ms; returns once it knows the master's replicas, if it has any.
 start_sentinel() {
-  local name=$1 master_name=$2 dir=$WORK/$1 port tries waited
-  local master_port
-  master_port=$(cat "$WORK/$3/port")
-  mkdir -p "$dir"
-  for tries in 1 2 3 4 5; do
-    port=$((20000 + RANDOM % 40000))
-    cat >"$dir/sentinel.conf" <<CONF
-port $port
+  start_on_a_free_port "redis-sentinel $1" "$1" launch_sentinel sentinel_knows_master "$2" \
+    "$(cat "$WORK/$3/port")"
+}
+
+# launch_sentinel DIR PORT MASTER_NAME MASTER_PORT: becomes the redis-sentinel.
+launch_sentinel() {
+  cat >"$1/sentinel.conf" <<CONF
+port $2
 bind 127.0.0.1
-dir $dir
-logfile $dir/log
-sentinel monitor $master_name 127.0.0.1 $master_port 1
-sentinel down-after-milliseconds $master_name 300
-sentinel failover-timeout $master_name 3000
+dir $1
+logfile $1/log
+sentinel monitor $3 127.0.0.1 $4 1
+sentinel down-after-milliseconds $3 300
+sentinel failover-timeout $3 3000
 CONF
-    redis-sentinel "$dir/sentinel.conf" >/dev/null 2>&1 &
-    echo $! >"$dir/pid"
-    REDIS_PIDS+=($!)
-    disown
-    echo "$port" >"$dir/port"
-    waited=0
-    while [ $waited -lt 500 ]; do
-      if redis-cli -p "$port" sentinel get-master-addr-by-name "$master_name" 2>/dev/null |
-        grep -q "$master_port"; then
-        return 0
-      fi
-      kill -0 "$(cat "$dir/pid")" 2>/dev/null || break
-      sleep 0.01
-      waited=$((waited + 1))
-    done
-    kill -9 "$(cat "$dir/pid")" 2>/dev/null || true
-  done
-  fail "redis-sentinel $name did not start"
+  exec redis-sentinel "$1/sentinel.conf"
+}
+
+# sentinel_knows_master DIR PORT MASTER_NAME MASTER_PORT: it answers with the master's address.
+sentinel_knows_master() {
+  redis-cli -p "$2" sentinel get-master-addr-by-name "$3" 2>/dev/null | grep -q "$4"
 }
 
 # wait_for_replica SENTINEL MASTER_NAME: until the sentinel lists a replica that is in sync.
