@@ -32,10 +32,10 @@
 --          without a bucket, else 1.
 -- Waits are strings of integer nanoseconds: a Lua number in a reply is truncated to an integer.
 --
--- EVAL runs this whole body on every call, creating each function and table in it afresh, and
--- that is most of a call's cost: the bucket is kept in locals rather than tables, and the
--- functions that the common call (a reserve on a key that holds the caller's parameters and
--- schedule) does not need are only created by the calls that do.
+-- EVAL runs this whole body on every call, creating each function and table in it afresh: the
+-- bucket is kept in locals rather than tables, and the functions that the common call (a reserve
+-- on a key that holds the caller's parameters and schedule) does not need are only created by
+-- the calls that do.
 
 local NS_PER_S = 1e9
 -- give_back()'s bound on a duration, as saturated_nanoseconds() of bucket_backend.cpp.
@@ -74,8 +74,8 @@ local now_ms = now_s * 1000 + floor(now / 1e6)
 -- the core.
 local max_time = (REP_LIMIT - 1) - now_s * NS_PER_S
 
--- The functions below that every call may use capture nothing (no upvalues, constants written
--- out): creating a closure costs little, capturing its outer locals is what costs.
+-- The functions below, made on every call, capture nothing (constants written out): a closure
+-- costs little to make, each local it captures costs more.
 
 -- As Java's (long) cast: toward zero, saturating at 2^63, NaN as 0.
 local function truncate_saturated(value)
@@ -225,12 +225,18 @@ else
 end
 
 -- The common call, a reserve on a key that holds the caller's parameters and schedule, settles
--- nothing, starts nothing and writes no parameters: these functions are for the other calls.
-local same_params, int64_less, resync, rescale, start, with_rate, change_params, change_rate
+-- nothing, starts nothing and writes no parameters. The other calls change the bucket through
+-- `bucket`, an object made only for them (its methods' closures would cost the common call),
+-- and copy its state back into the locals.
 local common = operation == "reserve" and held and params == wanted and
                wanted_timetable == timetable and wanted_entry_until == entry_until
+local bucket
 if not common then
-  function same_params(a, b)
+  bucket = {now = now, params = params, stored = stored, next_free = next_free, stable = stable,
+            max_permits = max_permits, cool_down = cool_down, threshold = threshold, slope = slope,
+            read_params = read_params, derive = derive}
+
+  function bucket.same_params(a, b)
     for i = 1, 7 do
       if a[i] ~= b[i] then return false end
     end
@@ -238,7 +244,7 @@ if not common then
   end
 
   -- a < b for int64 texts, exact where tonumber() would round above 2^53.
-  function int64_less(a, b)
+  function bucket.int64_less(a, b)
     if a == b then return false end
     local a_negative, b_negative = a:sub(1, 1) == "-", b:sub(1, 1) == "-"
     if a_negative ~= b_negative then return a_negative end
@@ -248,59 +254,64 @@ if not common then
     return a < b
   end
 
+  function bucket:rederive()
+    self.stable, self.max_permits, self.cool_down, self.threshold, self.slope =
+      self.derive(self.params)
+  end
+
   -- TokenBucket::resync()
-  function resync()
-    if now <= next_free then return end
-    if max_permits > 0 then
-      local idle = now - next_free
-      local new_permits = idle / cool_down
-      stored = min(max_permits, stored + new_permits)
+  function bucket:resync()
+    if self.now <= self.next_free then return end
+    if self.max_permits > 0 then
+      local idle = self.now - self.next_free
+      local new_permits = idle / self.cool_down
+      self.stored = math.min(self.max_permits, self.stored + new_permits)
     end
-    next_free = now
+    self.next_free = self.now
   end
 
   -- TokenBucket::rescale_stored_permits()
-  function rescale(old_max)
-    local warming = params[1] == "warming_up"
-    if old_max == huge then
-      if warming then stored = 0 else stored = max_permits end
+  function bucket:rescale(old_max)
+    local warming = self.params[1] == "warming_up"
+    if old_max == math.huge then
+      if warming then self.stored = 0 else self.stored = self.max_permits end
     elseif old_max == 0 then
-      if warming then stored = max_permits else stored = 0 end
-    elseif stored > 0 then
-      stored = stored * max_permits / old_max
+      if warming then self.stored = self.max_permits else self.stored = 0 end
+    elseif self.stored > 0 then
+      self.stored = self.stored * self.max_permits / old_max
     end
   end
 
   -- TokenBucket(params, now): empty, or full with start_full.
-  function start(new_params)
-    params, stored, next_free = new_params, 0, now
-    stable, max_permits, cool_down, threshold, slope = derive(params)
-    if params.start_full then stored = max_permits else rescale(0) end
+  function bucket:start(new_params)
+    self.params, self.stored, self.next_free = new_params, 0, self.now
+    self:rederive()
+    if new_params.start_full then self.stored = self.max_permits else self:rescale(0) end
   end
 
   -- `p` with another rate (the rate's text as the client sent it); nil if it is no rate.
-  function with_rate(p, rate)
-    return read_params(p[1], rate, p[3], p[4], p[5], p[6], p[7])
+  function bucket:with_rate(p, rate)
+    return self.read_params(p[1], rate, p[3], p[4], p[5], p[6], p[7])
   end
 
   -- change_params() of bucket_backend.cpp: to or from no limit, afresh; else
   -- TokenBucket::reconfigure().
-  function change_params(new_params)
-    local old_rate = params.rate
-    if (old_rate == huge or new_params.rate == huge) and old_rate ~= new_params.rate then
-      start(new_params)
+  function bucket:change_params(new_params)
+    local old_rate = self.params.rate
+    if (old_rate == math.huge or new_params.rate == math.huge) and old_rate ~= new_params.rate then
+      self:start(new_params)
       return
     end
-    resync()
-    local old_max = max_permits
-    params = new_params
-    stable, max_permits, cool_down, threshold, slope = derive(params)
-    rescale(old_max)
+    self:resync()
+    local old_max = self.max_permits
+    self.params = new_params
+    self:rederive()
+    self:rescale(old_max)
   end
 
   -- change_rate()
-  function change_rate(rate)
-    change_params(with_rate(params, rate))
+  function bucket:change_rate(rate)
+    self:change_params(self:with_rate(self.params, rate))
   end
 end
 
@@ -308,35 +319,39 @@ end
 local reply
 if operation == "reserve" then
   if problem ~= "" then redis.call("DEL", key) end
-  -- No key, or deleted above: nothing saved.
-  if not held then
-    timetable, entry_until = wanted_timetable, wanted_entry_until
-    start(wanted)
-  end
   -- decide() before the booking: the request's parameters and schedule against the key's; the
   -- replaced parameters and timetable, or nil.
   local replaced, replaced_timetable
-  if common then
-    -- Settled already.
-  elseif apply and wanted_timetable ~= timetable then
-    replaced, replaced_timetable = params, timetable
-    change_params(wanted)
-    timetable, entry_until = wanted_timetable, wanted_entry_until
-  else
-    if timetable ~= "" and wanted_timetable == timetable and
-        int64_less(entry_until, wanted_entry_until) then
-      entry_until = wanted_entry_until
-      change_rate(wanted[2])
+  if not common then
+    -- No key, or deleted above: nothing saved.
+    if not held then
+      timetable, entry_until = wanted_timetable, wanted_entry_until
+      bucket:start(wanted)
     end
-    if apply then
-      local applied = wanted
-      -- Under a timetable the rate is the latest entry's, settled above.
-      if timetable ~= "" and wanted[2] ~= params[2] then applied = with_rate(wanted, params[2]) end
-      if applied ~= params and not same_params(applied, params) then
-        replaced, replaced_timetable = params, timetable
-        change_params(applied)
+    if apply and wanted_timetable ~= timetable then
+      replaced, replaced_timetable = bucket.params, timetable
+      bucket:change_params(wanted)
+      timetable, entry_until = wanted_timetable, wanted_entry_until
+    else
+      if timetable ~= "" and wanted_timetable == timetable and
+          bucket.int64_less(entry_until, wanted_entry_until) then
+        entry_until = wanted_entry_until
+        bucket:change_rate(wanted[2])
+      end
+      if apply then
+        local applied = wanted
+        -- Under a timetable the rate is the latest entry's, settled above.
+        local rate = bucket.params[2]
+        if timetable ~= "" and wanted[2] ~= rate then applied = bucket:with_rate(wanted, rate) end
+        if applied ~= bucket.params and not bucket.same_params(applied, bucket.params) then
+          replaced, replaced_timetable = bucket.params, timetable
+          bucket:change_params(applied)
+        end
       end
     end
+    params, stored, next_free = bucket.params, bucket.stored, bucket.next_free
+    stable, max_permits, cool_down = bucket.stable, bucket.max_permits, bucket.cool_down
+    threshold, slope = bucket.threshold, bucket.slope
   end
   -- TokenBucket::book(): the state after booking `permits` now, and the caller's wait.
   local booked_stored, booked_free = stored, next_free
@@ -384,19 +399,21 @@ if operation == "reserve" then
 elseif operation == "status" then
   if problem ~= "" then return {"unusable", problem} end
   if not held then return nil end
-  resync()
+  bucket:resync()
   return {params[1], params[2], params[3], params[4], params[5], params[6], params[7],
-          string.format("%.17g", stored), integer_string(max(next_free - now, 0)), timetable,
-          entry_until}
+          string.format("%.17g", bucket.stored), integer_string(max(bucket.next_free - now, 0)),
+          timetable, entry_until}
 elseif operation == "set_rate" then
   if not held then return nil end
-  local new_params = with_rate(params, ARGV[3])
+  local new_params = bucket:with_rate(params, ARGV[3])
   if not new_params then return redis.error_reply("ERR ratelimit: bad rate") end
   local new_timetable, new_entry_until = ARGV[4], ARGV[5]
   if not (type(new_timetable) == "string" and is_int64_text(new_entry_until)) then
     return redis.error_reply("ERR ratelimit: bad arguments")
   end
-  change_params(new_params)
+  bucket:change_params(new_params)
+  params, stored, next_free = bucket.params, bucket.stored, bucket.next_free
+  max_permits, cool_down = bucket.max_permits, bucket.cool_down
   timetable, entry_until = new_timetable, new_entry_until
   reply = 1
 else
@@ -424,7 +441,7 @@ if ns < 0 then ns = ns + NS_PER_S end
 local s = now_s + floor((next_free - ns) / NS_PER_S + 0.5)
 local changes = {"HSET", key}
 local n = 2
-if params ~= saved_params and not (saved_params and same_params(params, saved_params)) then
+if params ~= saved_params and not (saved_params and bucket.same_params(params, saved_params)) then
   changes[3], changes[4], changes[5], changes[6] = "shape", params[1], "rate", params[2]
   changes[7], changes[8], changes[9], changes[10] = "burst", params[3], "warmup", params[4]
   changes[11], changes[12], changes[13], changes[14] = "cold", params[5], "start_full", params[6]
