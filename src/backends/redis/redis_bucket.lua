@@ -59,14 +59,16 @@ if operation ~= "reserve" and operation ~= "status" and operation ~= "set_rate" 
   return redis.error_reply("ERR ratelimit: unknown operation " .. tostring(operation))
 end
 
-local now_s, now
+-- now_s_text: TIME's seconds as the server wrote them (nil on a given time).
+local now_s, now, now_s_text
 if given_time ~= "" then
   local micros = tonumber(given_time)
   now_s = floor(micros / 1e6)
   now = (micros - now_s * 1e6) * 1000
 else
   local time = redis.call("TIME")
-  now_s = tonumber(time[1])
+  now_s_text = time[1]
+  now_s = tonumber(now_s_text)
   now = tonumber(time[2]) * 1000
 end
 local now_ms = now_s * 1000 + floor(now / 1e6)
@@ -203,7 +205,10 @@ else
   else
     params = read_params(f[2], f[3], f[4], f[5], f[6], start_full, pay_first)
   end
-  local free_s, free_ns = tonumber(f[10]), tonumber(f[11])
+  -- A busy key's next free moment is mostly in the current second, whose text TIME gave.
+  local free_s = f[10]
+  if free_s == now_s_text then free_s = now_s else free_s = tonumber(free_s) end
+  local free_ns = tonumber(f[11])
   stored, timetable, entry_until = tonumber(f[9]), f[12] or "", f[13] or "0"
   -- 0: none noted (keys written before expiries were), or kept without expiry.
   local expires = tonumber(f[14] or "0")
@@ -377,9 +382,12 @@ if operation == "reserve" then
     end
     stored_wait = add_saturated(stored_wait, truncate_saturated(stable * permits_to_take))
   end
-  local cost = add_saturated(stored_wait, truncate_saturated(fresh_permits * stable))
+  -- Adding 0 saturates nothing: skipped.
+  local cost = truncate_saturated(fresh_permits * stable)
+  if stored_wait ~= 0 then cost = add_saturated(stored_wait, cost) end
   local go_at = booked_free
-  booked_free = min(add_saturated(booked_free, cost), max_time)
+  if cost ~= 0 then booked_free = add_saturated(booked_free, cost) end
+  booked_free = min(booked_free, max_time)
   booked_stored = booked_stored - stored_to_spend
   if params.pay_first then go_at = booked_free end
   local wait = max(go_at - now, 0)
