@@ -20,9 +20,11 @@
 --          ARGV[11], ARGV[12] start full, pay first ("0" or "1"); ARGV[13], ARGV[14] the timetable
 --          the rate comes from and its entry's end (decimal Unix seconds). ARGV[11..14] may be
 --          left off (as scripts/bench_redis.sh does): "0", "0", "", "0".
---          Returns {granted 0|1, wait ns, parameters replaced 0|1, why the record was discarded,
---          the key's timetable and rate after the call}, followed when replaced by the replaced
---          parameters (as status gives them) and the replaced timetable.
+--          Returns {granted 0|1, wait ns} when the key holds the caller's rate and timetable
+--          after the call and no record was discarded, else {granted, wait, parameters replaced
+--          0|1, why the record was discarded, the key's timetable and rate after the call},
+--          followed when replaced by the replaced parameters (as status gives them) and the
+--          replaced timetable.
 -- status:  returns nil without a bucket, {"unusable", why} for a record that cannot be used,
 --          else {shape, rate, burst, warmup, cold, start_full, pay_first, stored permits now, ns
 --          until the next free, timetable, entry_until}.
@@ -401,6 +403,8 @@ if operation == "reserve" then
     reply = {granted, integer_string(wait), 1, problem, timetable, params[2], replaced[1],
              replaced[2], replaced[3], replaced[4], replaced[5], replaced[6], replaced[7],
              replaced_timetable}
+  elseif problem == "" and timetable == wanted_timetable and params[2] == wanted[2] then
+    reply = {granted, integer_string(wait)}
   else
     reply = {granted, integer_string(wait), 0, problem, timetable, params[2]}
   end
@@ -447,7 +451,8 @@ end
 local ns = math.fmod(next_free, NS_PER_S)
 if ns < 0 then ns = ns + NS_PER_S end
 local s = now_s + floor((next_free - ns) / NS_PER_S + 0.5)
-local changes = {"HSET", key}
+-- Room for the common call's changes made at once: a table grown by each one costs more.
+local changes = {"HSET", key, nil, nil, nil, nil, nil, nil}
 local n = 2
 if params ~= saved_params and not (saved_params and bucket.same_params(params, saved_params)) then
   changes[3], changes[4], changes[5], changes[6] = "shape", params[1], "rate", params[2]
@@ -483,8 +488,11 @@ local full_in_ms = math.ceil((max(next_free - now, 0) + refill) / 1e6)
 local expire_in_ms = full_in_ms + 2 * EXPIRY_MARGIN_MS
 local expires = saved_expires or 0
 if expire_in_ms > MAX_EXPIRY_MS then
-  if expires ~= 0 then changes[n + 1], changes[n + 2] = "expires", 0 end
-  redis.call(unpack(changes))
+  if expires ~= 0 then
+    changes[n + 1], changes[n + 2] = "expires", 0
+    n = n + 2
+  end
+  redis.call(unpack(changes, 1, n))
   redis.call("PERSIST", key)
   return reply
 end
@@ -495,7 +503,8 @@ local earliest = now_ms + full_in_ms + EXPIRY_MARGIN_MS
 local move_expiry = given_time ~= "" or expires < earliest or expires > earliest + EXPIRY_MARGIN_MS
 if move_expiry and given_time == "" then
   changes[n + 1], changes[n + 2] = "expires", now_ms + expire_in_ms
+  n = n + 2
 end
-redis.call(unpack(changes))
+redis.call(unpack(changes, 1, n))
 if move_expiry then redis.call("PEXPIRE", key, expire_in_ms) end
 return reply
