@@ -121,7 +121,9 @@ local function read_params(shape, rate, burst, warmup, cold, start_full, pay_fir
   end
   local params = {shape, rate, burst, warmup, cold, start_full, pay_first,
                   start_full = start_full == "1", pay_first = pay_first == "1",
-                  rate = tonumber(rate), burst = tonumber(burst), warmup = tonumber(warmup),
+                  -- A bursty bucket's warm-up, "0", is not parsed (tonumber() costs).
+                  rate = tonumber(rate), burst = tonumber(burst),
+                  warmup = warmup == "0" and 0 or tonumber(warmup),
                   cold = tonumber(cold)}
   if shape ~= "bursty" and shape ~= "warming_up" then return nil end
   -- Only the rate may be infinite (no limit); NaN fails every comparison.
@@ -176,7 +178,9 @@ if redis.replicate_commands then redis.replicate_commands() end
 local wanted, permits, timeout, apply, wanted_timetable, wanted_entry_until
 if operation == "reserve" then
   wanted = read_params(ARGV[3], ARGV[4], ARGV[5], ARGV[6], ARGV[7], ARGV[11], ARGV[12])
-  permits, timeout, apply = tonumber(ARGV[8]), tonumber(ARGV[9]), ARGV[10] == "1"
+  permits, timeout, apply = tonumber(ARGV[8]), ARGV[9], ARGV[10] == "1"
+  -- No timeout, the int64 maximum, as tonumber() would read it.
+  if timeout == "9223372036854775807" then timeout = 2 ^ 63 else timeout = tonumber(timeout) end
   wanted_timetable, wanted_entry_until = ARGV[13] or "", ARGV[14] or "0"
   if not (wanted and permits and permits > 0 and timeout and is_int64_text(wanted_entry_until)) then
     return redis.error_reply("ERR ratelimit: bad arguments")
