@@ -116,30 +116,28 @@ end
 local function read_params(shape, rate, burst, warmup, cold, start_full, pay_first)
   start_full = start_full or "0"
   pay_first = pay_first or "0"
-  if (start_full ~= "0" and start_full ~= "1") or (pay_first ~= "0" and pay_first ~= "1") then
+  if (start_full ~= "0" and start_full ~= "1") or (pay_first ~= "0" and pay_first ~= "1") or
+      (shape ~= "bursty" and shape ~= "warming_up") then
     return nil
   end
-  local params = {shape, rate, burst, warmup, cold, start_full, pay_first,
-                  start_full = start_full == "1", pay_first = pay_first == "1",
-                  -- A bursty bucket's warm-up, "0", is not parsed (tonumber() costs).
-                  rate = tonumber(rate), burst = tonumber(burst),
-                  warmup = warmup == "0" and 0 or tonumber(warmup),
-                  cold = tonumber(cold)}
-  if shape ~= "bursty" and shape ~= "warming_up" then return nil end
+  -- A bursty bucket's warm-up, "0", is not parsed (tonumber() costs).
+  local rate_value, burst_value, cold_value = tonumber(rate), tonumber(burst), tonumber(cold)
+  local warmup_value = warmup == "0" and 0 or tonumber(warmup)
   -- Only the rate may be infinite (no limit); NaN fails every comparison.
-  local huge, burst_value, warmup_value, cold_value = math.huge, params.burst, params.warmup,
-                                                      params.cold
-  if not (params.rate and params.rate > 0 and
+  local huge = math.huge
+  if not (rate_value and rate_value > 0 and
           burst_value and burst_value > -huge and burst_value < huge and
           warmup_value and warmup_value > -huge and warmup_value < huge and
           cold_value and cold_value > -huge and cold_value < huge) then
     return nil
   end
   if shape == "bursty" and not (burst_value >= 0) then return nil end
-  if shape == "warming_up" and (params.start_full or not (warmup_value >= 0 and cold_value >= 1)) then
+  if shape == "warming_up" and (start_full == "1" or not (warmup_value >= 0 and cold_value >= 1)) then
     return nil
   end
-  return params
+  return {shape, rate, burst, warmup, cold, start_full, pay_first,
+          start_full = start_full == "1", pay_first = pay_first == "1", rate = rate_value,
+          burst = burst_value, warmup = warmup_value, cold = cold_value}
 end
 
 -- TokenBucket::derive(): stable interval, max permits, cool-down interval, threshold, slope.
@@ -182,7 +180,8 @@ if operation == "reserve" then
   -- No timeout, the int64 maximum, as tonumber() would read it.
   if timeout == "9223372036854775807" then timeout = 2 ^ 63 else timeout = tonumber(timeout) end
   wanted_timetable, wanted_entry_until = ARGV[13] or "", ARGV[14] or "0"
-  if not (wanted and permits and permits > 0 and timeout and is_int64_text(wanted_entry_until)) then
+  if not (wanted and permits and permits > 0 and timeout and
+          (wanted_entry_until == "0" or is_int64_text(wanted_entry_until))) then
     return redis.error_reply("ERR ratelimit: bad arguments")
   end
 end
@@ -218,10 +217,11 @@ else
   stored, timetable, entry_until = tonumber(f[9]), f[12] or "", f[13] or "0"
   -- 0: none noted (keys written before expiries were), or kept without expiry.
   local expires = tonumber(f[14] or "0")
+  -- x % 1 == 0: whole, once the bounds before it have excluded the infinities.
   if params and stored and stored >= 0 and free_s and free_s >= 0 and free_s <= MAX_FREE_S and
-      free_s == floor(free_s) and expires and expires >= 0 and expires < huge and free_ns and
-      free_ns >= 0 and free_ns < NS_PER_S and free_ns == floor(free_ns) and
-      is_int64_text(entry_until) then
+      free_s % 1 == 0 and expires and expires >= 0 and expires < huge and free_ns and
+      free_ns >= 0 and free_ns < NS_PER_S and free_ns % 1 == 0 and
+      (entry_until == "0" or is_int64_text(entry_until)) then
     next_free = (free_s - now_s) * NS_PER_S + free_ns
     stable, max_permits, cool_down, threshold, slope = derive(params)
     -- Never more than the bucket holds (infinite only where it holds that much); a rescale may
