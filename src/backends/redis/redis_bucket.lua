@@ -175,11 +175,13 @@ if redis.replicate_commands then redis.replicate_commands() end
 -- reserve's arguments, checked before the key is read.
 local wanted, permits, timeout, apply, wanted_timetable, wanted_entry_until
 if operation == "reserve" then
-  wanted = read_params(ARGV[3], ARGV[4], ARGV[5], ARGV[6], ARGV[7], ARGV[11], ARGV[12])
-  permits, timeout, apply = tonumber(ARGV[8]), ARGV[9], ARGV[10] == "1"
+  -- A local: each use of the global costs a lookup.
+  local argv = ARGV
+  wanted = read_params(argv[3], argv[4], argv[5], argv[6], argv[7], argv[11], argv[12])
+  permits, timeout, apply = tonumber(argv[8]), argv[9], argv[10] == "1"
   -- No timeout, the int64 maximum, as tonumber() would read it.
   if timeout == "9223372036854775807" then timeout = 2 ^ 63 else timeout = tonumber(timeout) end
-  wanted_timetable, wanted_entry_until = ARGV[13] or "", ARGV[14] or "0"
+  wanted_timetable, wanted_entry_until = argv[13] or "", argv[14] or "0"
   if not (wanted and permits and permits > 0 and timeout and
           (wanted_entry_until == "0" or is_int64_text(wanted_entry_until))) then
     return redis.error_reply("ERR ratelimit: bad arguments")
