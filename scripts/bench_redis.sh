@@ -149,6 +149,8 @@ ours() { throughput "$@" EVALSHA "$sha" 1 'ratelimit:{bench__rand_int__}' reserv
 gcra() { throughput "$@" EVALSHA "$gcra_sha" 1 'gcra:{bench__rand_int__}' 0.001 1000000; }
 median() { sort -g | awk '{ v[NR] = $1 } END { print (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2 }'; }
 ROUNDS=${BENCH_ROUNDS:-5}
+# Other work on the machine slows both scripts: the load average before and after, with the figures.
+load_before=$(cut -d' ' -f1-3 /proc/loadavg)
 for round in $(seq "$ROUNDS"); do
   # Alternating which goes first, as other work on the machine makes single figures noisy.
   if [ $((round % 2)) -eq 1 ]; then
@@ -166,7 +168,8 @@ gcra_cpu=$(cut -d' ' -f2 "$TMP/gcra" | median)
 read -r eight_rps eight_cpu <"$TMP/ours8"
 read -r tls_rps tls_cpu <"$TMP/ours_tls"
 ratio=$(awk -v a="$ours_cpu" -v b="$gcra_cpu" 'BEGIN { printf "%.2f", a / b }')
-throughput_result="one key: ${ours_rps}/s, ${ours_cpu} us of server CPU each; minimal GCRA script on one key: ${gcra_rps}/s, ${gcra_cpu} us each (ratelimit's script ${ratio}x; medians of $ROUNDS alternating rounds of 100000); 8 keys: ${eight_rps}/s, ${eight_cpu} us each; over TLS, one key: ${tls_rps}/s, ${tls_cpu} us each"
+load_after=$(cut -d' ' -f1-3 /proc/loadavg)
+throughput_result="one key: ${ours_rps}/s, ${ours_cpu} us of server CPU each; minimal GCRA script on one key: ${gcra_rps}/s, ${gcra_cpu} us each (ratelimit's script ${ratio}x; medians of $ROUNDS alternating rounds of 100000; load average $load_before before, $load_after after); 8 keys: ${eight_rps}/s, ${eight_cpu} us each; over TLS, one key: ${tls_rps}/s, ${tls_cpu} us each"
 echo "$throughput_result" >&2
 
 echo "== the script's round trip on a kept connection" >&2

@@ -124,38 +124,47 @@ Reservation RedisBackend::reserve_at(const PermitRequest& request, nanoseconds t
                   params.pay_first ? "1" : "0", request.schedule.timetable,
                   std::to_string(request.schedule.entry_until)},
                  deadline);
-  // {granted, wait, replaced, problem, key's timetable, key's rate}, and when replaced the
+  // {granted, wait} when the key holds the request's rate and schedule and nothing was discarded;
+  // else {granted, wait, replaced, problem, key's timetable, key's rate}, and when replaced the
   // replaced parameters (7 fields, as status gives them) and timetable.
+  constexpr std::size_t kAsRequestedFields = 2;
   constexpr std::size_t kKeptFields = 6;
   constexpr std::size_t kReplacedFields = kKeptFields + 7 + 1;
   if (reply.type != RedisValue::Type::array) unexpected_reply(reply);
   const std::vector<RedisValue>& fields = reply.elements;
-  if (fields.size() != kKeptFields && fields.size() != kReplacedFields) unexpected_reply(reply);
+  if (fields.size() != kAsRequestedFields && fields.size() != kKeptFields &&
+      fields.size() != kReplacedFields)
+    unexpected_reply(reply);
   const RedisValue& granted = fields[0];
   const RedisValue& wait = fields[1];
+  const auto wait_ns = is_text(wait) ? parse_number<std::int64_t>(wait.text) : std::nullopt;
+  if (granted.type != RedisValue::Type::integer || (granted.integer != 0 && granted.integer != 1) ||
+      !wait_ns)
+    unexpected_reply(reply);
+  Reservation reservation{.granted = granted.integer == 1,
+                          .wait = nanoseconds(*wait_ns),
+                          .signal = 0,
+                          .replaced_params = {},
+                          .replaced_timetable = {},
+                          .key_timetable = request.schedule.timetable,
+                          .key_permits_per_second = params.permits_per_second};
+  if (fields.size() == kAsRequestedFields) return reservation;
   const RedisValue& replaced = fields[2];
   const RedisValue& problem = fields[3];
   const RedisValue& key_timetable = fields[4];
-  const auto wait_ns = is_text(wait) ? parse_number<std::int64_t>(wait.text) : std::nullopt;
   // Not a rate: 0, refused below.
   const double key_rate =
       is_text(fields[5]) ? parse_number<double>(fields[5].text).value_or(0.0) : 0.0;
   const bool replaced_follows = fields.size() == kReplacedFields;
-  if (granted.type != RedisValue::Type::integer || (granted.integer != 0 && granted.integer != 1) ||
-      !wait_ns || replaced.type != RedisValue::Type::integer ||
+  if (replaced.type != RedisValue::Type::integer ||
       replaced.integer != (replaced_follows ? 1 : 0) || !is_text(problem) ||
       !is_text(key_timetable) || !(key_rate > 0.0))
     unexpected_reply(reply);
   if (!problem.text.empty())
     notify_(
         fmt::format("key '{}': {} in Redis; starting a fresh bucket", request.key, problem.text));
-  Reservation reservation{.granted = granted.integer == 1,
-                          .wait = nanoseconds(*wait_ns),
-                          .signal = 0,
-                          .replaced_params = {},
-                          .replaced_timetable = {},
-                          .key_timetable = key_timetable.text,
-                          .key_permits_per_second = key_rate};
+  reservation.key_timetable = key_timetable.text;
+  reservation.key_permits_per_second = key_rate;
   if (replaced_follows) {
     const std::vector<RedisValue> replaced_params(fields.begin() + kKeptFields,
                                                   fields.begin() + kReplacedFields - 1);

@@ -20,9 +20,11 @@
 --          ARGV[11], ARGV[12] start full, pay first ("0" or "1"); ARGV[13], ARGV[14] the timetable
 --          the rate comes from and its entry's end (decimal Unix seconds). ARGV[11..14] may be
 --          left off (as scripts/bench_redis.sh does): "0", "0", "", "0".
---          Returns {granted 0|1, wait ns, parameters replaced 0|1, why the record was discarded,
---          the key's timetable and rate after the call}, followed when replaced by the replaced
---          parameters (as status gives them) and the replaced timetable.
+--          Returns {granted 0|1, wait ns} when the key holds the caller's rate and timetable
+--          after the call and no record was discarded, else {granted, wait, parameters replaced
+--          0|1, why the record was discarded, the key's timetable and rate after the call},
+--          followed when replaced by the replaced parameters (as status gives them) and the
+--          replaced timetable.
 -- status:  returns nil without a bucket, {"unusable", why} for a record that cannot be used,
 --          else {shape, rate, burst, warmup, cold, start_full, pay_first, stored permits now, ns
 --          until the next free, timetable, entry_until}.
@@ -31,6 +33,11 @@
 -- give_back: ARGV[3] permits booked and not used (give_back() of bucket_backend.cpp); returns nil
 --          without a bucket, else 1.
 -- Waits are strings of integer nanoseconds: a Lua number in a reply is truncated to an integer.
+--
+-- EVAL runs this whole body on every call, creating each function and table in it afresh: the
+-- bucket is kept in locals rather than tables, and the functions that the common call (a reserve
+-- on a key that holds the caller's parameters and schedule) does not need are only created by
+-- the calls that do.
 
 local NS_PER_S = 1e9
 -- give_back()'s bound on a duration, as saturated_nanoseconds() of bucket_backend.cpp.
@@ -46,47 +53,51 @@ local EXPIRY_MARGIN_MS = 1000
 local MAX_EXPIRY_MS = 1e14
 -- The latest next free moment, in Unix seconds: the int64 maximum of nanoseconds.
 local MAX_FREE_S = 9223372037
+local huge, floor, min, max = math.huge, math.floor, math.min, math.max
 
-local operation = ARGV[1]
-local key = KEYS[1]
+local operation, key, given_time = ARGV[1], KEYS[1], ARGV[2]
+if operation ~= "reserve" and operation ~= "status" and operation ~= "set_rate" and
+    operation ~= "give_back" then
+  return redis.error_reply("ERR ratelimit: unknown operation " .. tostring(operation))
+end
 
-local now_s, now
-if ARGV[2] ~= "" then
-  local micros = tonumber(ARGV[2])
-  now_s = math.floor(micros / 1e6)
+-- now_s_text: TIME's seconds as the server wrote them (nil on a given time).
+local now_s, now, now_s_text
+if given_time ~= "" then
+  local micros = tonumber(given_time)
+  now_s = floor(micros / 1e6)
   now = (micros - now_s * 1e6) * 1000
 else
   local time = redis.call("TIME")
-  now_s = tonumber(time[1])
+  now_s_text = time[1]
+  now_s = tonumber(now_s_text)
   now = tonumber(time[2]) * 1000
 end
-local now_ms = now_s * 1000 + math.floor(now / 1e6)
+local now_ms = now_s * 1000 + floor(now / 1e6)
 -- Times below are nanoseconds after now_s; the int64 maximum since the epoch caps them, as in
 -- the core.
 local max_time = (REP_LIMIT - 1) - now_s * NS_PER_S
 
--- As Java's (long) cast: toward zero, saturating, NaN as 0.
+-- The functions below, made on every call, capture nothing (constants written out): a closure
+-- costs little to make, each local it captures costs more.
+
+-- As Java's (long) cast: toward zero, saturating at 2^63, NaN as 0.
 local function truncate_saturated(value)
   if value ~= value then return 0 end
-  if value >= REP_LIMIT then return REP_LIMIT end
-  if value < -REP_LIMIT then return -REP_LIMIT end
+  if value >= 2 ^ 63 then return 2 ^ 63 end
+  if value < -2 ^ 63 then return -2 ^ 63 end
   if value >= 0 then return math.floor(value) end
   return math.ceil(value)
 end
 
 local function add_saturated(a, b)
-  return math.max(math.min(a + b, REP_LIMIT), -REP_LIMIT)
+  return math.max(math.min(a + b, 2 ^ 63), -2 ^ 63)
 end
 
 local function integer_string(value)
   if value == 0 then return "0" end
-  if value >= REP_LIMIT then return "9223372036854775807" end
+  if value >= 2 ^ 63 then return "9223372036854775807" end
   return string.format("%.0f", value)
-end
-
--- Neither NaN nor infinite.
-local function finite(value)
-  return value ~= nil and value > -math.huge and value < math.huge
 end
 
 -- Whether `text` is an int64 as std::to_string writes it: the only form compared below.
@@ -100,413 +111,406 @@ local function is_int64_text(text)
   return digits <= "9223372036854775807"
 end
 
--- a < b for int64 texts, exact where tonumber() would round above 2^53.
-local function int64_less(a, b)
-  if a == b then return false end
-  local a_negative, b_negative = a:sub(1, 1) == "-", b:sub(1, 1) == "-"
-  if a_negative ~= b_negative then return a_negative end
-  -- Between negatives, the larger magnitude is the smaller number.
-  if a_negative then a, b = b:sub(2), a:sub(2) end
-  if #a ~= #b then return #a < #b end
-  return a < b
-end
-
--- Parameters: the strings as the client sent them, and their values.
-local PARAM_NAMES = {"shape", "rate", "burst", "warmup", "cold", "start_full", "pay_first"}
-
+-- Parameters: [1..7] the texts as the client sent them (shape, rate, burst, warmup, cold,
+-- start_full, pay_first, the hash's order), and their values; nil if they are no bucket's.
 local function read_params(shape, rate, burst, warmup, cold, start_full, pay_first)
   start_full = start_full or "0"
   pay_first = pay_first or "0"
-  if (start_full ~= "0" and start_full ~= "1") or (pay_first ~= "0" and pay_first ~= "1") then
+  if (start_full ~= "0" and start_full ~= "1") or (pay_first ~= "0" and pay_first ~= "1") or
+      (shape ~= "bursty" and shape ~= "warming_up") then
     return nil
   end
-  local params = {
-    text = {shape = shape, rate = rate, burst = burst, warmup = warmup, cold = cold,
-            start_full = start_full, pay_first = pay_first},
-    start_full = start_full == "1",
-    pay_first = pay_first == "1",
-    shape = shape,
-    rate = tonumber(rate),
-    burst = tonumber(burst),
-    warmup = tonumber(warmup),
-    cold = tonumber(cold),
-  }
-  if shape ~= "bursty" and shape ~= "warming_up" then return nil end
+  -- A bursty bucket's warm-up, "0", is not parsed (tonumber() costs).
+  local rate_value, burst_value, cold_value = tonumber(rate), tonumber(burst), tonumber(cold)
+  local warmup_value = warmup == "0" and 0 or tonumber(warmup)
   -- Only the rate may be infinite (no limit); NaN fails every comparison.
-  if not (params.rate and params.rate > 0 and finite(params.burst) and finite(params.warmup) and
-          finite(params.cold)) then
+  local huge = math.huge
+  if not (rate_value and rate_value > 0 and
+          burst_value and burst_value > -huge and burst_value < huge and
+          warmup_value and warmup_value > -huge and warmup_value < huge and
+          cold_value and cold_value > -huge and cold_value < huge) then
     return nil
   end
-  if shape == "bursty" and not (params.burst >= 0) then return nil end
-  if shape == "warming_up" and (params.start_full or not (params.warmup >= 0 and params.cold >= 1)) then
+  if shape == "bursty" and not (burst_value >= 0) then return nil end
+  if shape == "warming_up" and (start_full == "1" or not (warmup_value >= 0 and cold_value >= 1)) then
     return nil
   end
-  return params
+  return {shape, rate, burst, warmup, cold, start_full, pay_first,
+          start_full = start_full == "1", pay_first = pay_first == "1", rate = rate_value,
+          burst = burst_value, warmup = warmup_value, cold = cold_value}
 end
 
-local function same_params(a, b)
-  for _, name in ipairs(PARAM_NAMES) do
-    if a.text[name] ~= b.text[name] then return false end
+-- TokenBucket::derive(): stable interval, max permits, cool-down interval, threshold, slope.
+local function derive(params)
+  local rate = params.rate
+  local stable = 1e9 / rate
+  if params[1] == "bursty" then
+    if params.burst == 0 then return stable, 0, stable, 0, 0 end
+    return stable, params.burst * rate, stable, 0, 0
   end
-  return true
-end
-
--- TokenBucket::derive()
-local function derive(bucket)
-  local p = bucket.params
-  local rate = p.rate
-  bucket.stable = NS_PER_S / rate
-  bucket.threshold = 0
-  bucket.slope = 0
-  if p.shape == "bursty" then
-    if p.burst == 0 then bucket.max = 0 else bucket.max = p.burst * rate end
-    bucket.cool_down = bucket.stable
-    return
-  end
-  local warmup_ns = p.warmup
-  if warmup_ns == 0 then
-    bucket.max = 0
-    bucket.cool_down = bucket.stable
-    return
-  end
-  if bucket.stable == 0 then
-    bucket.threshold = math.huge
-    bucket.max = math.huge
-    bucket.cool_down = 0
-    return
-  end
-  local cold_interval = bucket.stable * p.cold
-  bucket.threshold = 0.5 * warmup_ns / bucket.stable
-  bucket.max = bucket.threshold + 2.0 * warmup_ns / (bucket.stable + cold_interval)
-  local warmup_permits = bucket.max - bucket.threshold
+  local warmup_ns = params.warmup
+  if warmup_ns == 0 then return stable, 0, stable, 0, 0 end
+  if stable == 0 then return stable, math.huge, 0, math.huge, 0 end
+  local cold_interval = stable * params.cold
+  local threshold = 0.5 * warmup_ns / stable
+  local max_permits = threshold + 2.0 * warmup_ns / (stable + cold_interval)
+  local warmup_permits = max_permits - threshold
+  local slope = 0
   if warmup_permits > 0 and warmup_permits < math.huge then
-    bucket.slope = (cold_interval - bucket.stable) / warmup_permits
+    slope = (cold_interval - stable) / warmup_permits
   end
-  bucket.cool_down = warmup_ns / bucket.max
+  return stable, max_permits, warmup_ns / max_permits, threshold, slope
 end
 
--- TokenBucket::resync()
-local function resync(bucket)
-  if now <= bucket.next_free then return end
-  if bucket.max > 0 then
-    local idle = now - bucket.next_free
-    local new_permits = idle / bucket.cool_down
-    bucket.stored = math.min(bucket.max, bucket.stored + new_permits)
-  end
-  bucket.next_free = now
-end
-
--- TokenBucket::rescale_stored_permits()
-local function rescale(bucket, old_max)
-  local warming = bucket.params.shape == "warming_up"
-  if old_max == math.huge then
-    if warming then bucket.stored = 0 else bucket.stored = bucket.max end
-  elseif old_max == 0 then
-    if warming then bucket.stored = bucket.max else bucket.stored = 0 end
-  elseif bucket.stored > 0 then
-    bucket.stored = bucket.stored * bucket.max / old_max
-  end
-end
-
--- TokenBucket::stored_permits_wait_ns()
-local function stored_permits_wait(bucket, stored, permits_to_take)
-  if bucket.params.shape == "bursty" then return 0 end
-  local wait = 0
-  local above_threshold = stored - bucket.threshold
-  if above_threshold > 0 then
-    local taken_above = math.min(above_threshold, permits_to_take)
-    local length = (bucket.stable + above_threshold * bucket.slope) +
-                   (bucket.stable + (above_threshold - taken_above) * bucket.slope)
-    wait = truncate_saturated(taken_above * length / 2.0)
-    permits_to_take = permits_to_take - taken_above
-  end
-  return add_saturated(wait, truncate_saturated(bucket.stable * permits_to_take))
-end
-
--- TokenBucket::book(): the state after booking `permits` now, and the caller's wait; the bucket
--- itself is not changed.
-local function book(bucket, permits)
-  local stored, next_free = bucket.stored, bucket.next_free
-  if now > next_free then
-    if bucket.max > 0 then
-      stored = math.min(bucket.max, stored + (now - next_free) / bucket.cool_down)
-    end
-    next_free = now
-  end
-  local stored_to_spend = math.min(permits, stored)
-  local fresh_permits = permits - stored_to_spend
-  local cost = add_saturated(stored_permits_wait(bucket, stored, stored_to_spend),
-                             truncate_saturated(fresh_permits * bucket.stable))
-  local previous_paid_at = next_free
-  next_free = math.min(add_saturated(next_free, cost), max_time)
-  stored = stored - stored_to_spend
-  local go_at = previous_paid_at
-  if bucket.params.pay_first then go_at = next_free end
-  return stored, next_free, math.max(go_at - now, 0)
-end
-
--- TokenBucket::reconfigure()
-local function reconfigure(bucket, params)
-  resync(bucket)
-  local old_max = bucket.max
-  bucket.params = params
-  derive(bucket)
-  rescale(bucket, old_max)
-end
-
--- TokenBucket(params, now), in the table `bucket`: empty, or full with start_full.
-local function start(bucket, params)
-  bucket.params, bucket.stored, bucket.next_free = params, 0, now
-  derive(bucket)
-  if params.start_full then bucket.stored = bucket.max else rescale(bucket, 0) end
-end
-
--- `params` with another rate (the rate's text as the client sent it); nil if it is no rate.
-local function with_rate(params, rate)
-  local text = params.text
-  return read_params(text.shape, rate, text.burst, text.warmup, text.cold, text.start_full,
-                     text.pay_first)
-end
-
--- change_params() of bucket_backend.cpp: to or from no limit, afresh.
-local function change_params(bucket, params)
-  local old_rate = bucket.params.rate
-  if (old_rate == math.huge or params.rate == math.huge) and old_rate ~= params.rate then
-    start(bucket, params)
-  else
-    reconfigure(bucket, params)
-  end
-end
-
--- change_rate()
-local function change_rate(bucket, rate)
-  change_params(bucket, with_rate(bucket.params, rate))
-end
-
--- The bucket the key holds, with its schedule; nil and why if there is none that can be used.
--- `params` (optional) are the caller's: kept when the key holds the same text, parsed only when
--- it holds others. Every number must be what a bucket can hold, else the key is damaged (NaN or
--- infinite permits or times would keep the key from expiring or refuse every call).
-local function load(params)
-  local f = redis.pcall("HMGET", key, "v", "shape", "rate", "burst", "warmup", "cold",
-                        "start_full", "pay_first", "stored", "free_s", "free_ns", "timetable",
-                        "entry_until", "expires")
-  if f.err then return nil, "a " .. redis.call("TYPE", key)["ok"] .. ", not a bucket" end
-  if f[1] ~= FORMAT_VERSION then
-    if f[1] == false and redis.call("EXISTS", key) == 0 then return nil, "" end
-    return nil, "not a bucket of this version"
-  end
-  local start_full, pay_first = f[7] or "0", f[8] or "0"
-  local text = params and params.text
-  if not (text and text.shape == f[2] and text.rate == f[3] and text.burst == f[4] and
-          text.warmup == f[5] and text.cold == f[6] and text.start_full == start_full and
-          text.pay_first == pay_first) then
-    params = read_params(f[2], f[3], f[4], f[5], f[6], start_full, pay_first)
-  end
-  local stored, free_s, free_ns = tonumber(f[9]), tonumber(f[10]), tonumber(f[11])
-  local timetable, entry_until = f[12] or "", f[13] or "0"
-  -- 0: none noted (keys written before expiries were), or kept without expiry.
-  local expires = tonumber(f[14] or "0")
-  if not (params and stored and stored >= 0 and finite(free_s) and free_s >= 0 and
-          finite(expires) and expires >= 0 and
-          free_s <= MAX_FREE_S and free_s == math.floor(free_s) and free_ns and free_ns >= 0 and
-          free_ns < NS_PER_S and free_ns == math.floor(free_ns) and is_int64_text(entry_until)) then
-    return nil, "a damaged bucket"
-  end
-  local bucket = {params = params, stored = stored,
-                  next_free = (free_s - now_s) * NS_PER_S + free_ns,
-                  schedule = {timetable = timetable, entry_until = entry_until},
-                  saved = {params = params, stored = stored, free_s = free_s, free_ns = free_ns,
-                           timetable = timetable, entry_until = entry_until, expires = expires}}
-  derive(bucket)
-  -- Never more than the bucket holds (infinite only where it holds that much); a rescale may
-  -- round a full bucket a little above.
-  if not (stored <= bucket.max * (1 + 1e-9)) then return nil, "a damaged bucket" end
-  return bucket, ""
-end
-
--- Writes what changed since load() (everything for a new bucket) in one HSET, and the expiry.
-local function save(bucket)
-  local t = bucket.next_free
-  local ns = math.fmod(t, NS_PER_S)
-  if ns < 0 then ns = ns + NS_PER_S end
-  local s = now_s + math.floor((t - ns) / NS_PER_S + 0.5)
-  local saved = bucket.saved or {}
-  local changes = {"HSET", key}
-  local text = bucket.params.text
-  if bucket.params ~= saved.params and
-      not (saved.params and same_params(bucket.params, saved.params)) then
-    for _, name in ipairs(PARAM_NAMES) do
-      changes[#changes + 1] = name
-      changes[#changes + 1] = text[name]
-    end
-    changes[#changes + 1] = "v"
-    changes[#changes + 1] = FORMAT_VERSION
-  end
-  -- Numbers go as they are: Redis writes them with every digit (%.17g), as tonumber() reads them.
-  if bucket.stored ~= saved.stored then
-    changes[#changes + 1] = "stored"
-    changes[#changes + 1] = bucket.stored == math.huge and "inf" or bucket.stored
-  end
-  if s ~= saved.free_s then
-    changes[#changes + 1] = "free_s"
-    changes[#changes + 1] = s
-  end
-  if ns ~= saved.free_ns then
-    changes[#changes + 1] = "free_ns"
-    changes[#changes + 1] = ns
-  end
-  local schedule = bucket.schedule
-  if schedule.timetable ~= (saved.timetable or "") or
-      schedule.entry_until ~= (saved.entry_until or "0") then
-    changes[#changes + 1] = "timetable"
-    changes[#changes + 1] = schedule.timetable
-    changes[#changes + 1] = "entry_until"
-    changes[#changes + 1] = schedule.entry_until
-  end
-  -- Nothing changed, so neither did the moment the bucket is full again: the expiry holds.
-  if #changes == 2 then return end
-  -- Full again once the next free moment has passed and the missing permits have refilled.
-  local refill = (bucket.max - bucket.stored) * bucket.cool_down
-  if refill ~= refill or bucket.max == 0 then refill = 0 end
-  local full_in_ms = math.ceil((math.max(bucket.next_free - now, 0) + refill) / 1e6)
-  local expire_in_ms = full_in_ms + 2 * EXPIRY_MARGIN_MS
-  local expires = saved.expires or 0
-  if expire_in_ms > MAX_EXPIRY_MS then
-    if expires ~= 0 then
-      changes[#changes + 1] = "expires"
-      changes[#changes + 1] = 0
-    end
-    redis.call(unpack(changes))
-    redis.call("PERSIST", key)
-    return
-  end
-  -- Moved when the noted expiry is too soon, or further than it would be set now (the server's
-  -- clock went back, or the rate went up). On a time the caller gives (tests) it is always moved
-  -- and not noted: the expiry itself runs on the server's clock.
-  local earliest = now_ms + full_in_ms + EXPIRY_MARGIN_MS
-  local move_expiry = ARGV[2] ~= "" or expires < earliest or expires > earliest + EXPIRY_MARGIN_MS
-  if move_expiry and ARGV[2] == "" then
-    changes[#changes + 1] = "expires"
-    changes[#changes + 1] = now_ms + expire_in_ms
-  end
-  redis.call(unpack(changes))
-  if move_expiry then redis.call("PEXPIRE", key, expire_in_ms) end
-end
-
--- decide()'s replace(): the bucket's parameters and timetable before, for the reply.
-local function replace(bucket, params)
-  local replaced_params, replaced_timetable = bucket.params.text, bucket.schedule.timetable
-  change_params(bucket, params)
-  return replaced_params, replaced_timetable
-end
-
--- decide() before the booking: the request's parameters and schedule against the key's. Returns
--- the replaced parameters' text and timetable, or nil.
-local function settle_params(bucket, params, schedule, apply)
-  if apply and schedule.timetable ~= bucket.schedule.timetable then
-    local replaced_params, replaced_timetable = replace(bucket, params)
-    bucket.schedule = schedule
-    return replaced_params, replaced_timetable
-  end
-  local kept = bucket.schedule
-  if kept.timetable ~= "" and schedule.timetable == kept.timetable and
-      int64_less(kept.entry_until, schedule.entry_until) then
-    kept.entry_until = schedule.entry_until
-    change_rate(bucket, params.text.rate)
-  end
-  if apply then
-    local wanted = params
-    -- Under a timetable the rate is the latest entry's, settled above.
-    local rate = bucket.params.text.rate
-    if kept.timetable ~= "" and params.text.rate ~= rate then wanted = with_rate(params, rate) end
-    if wanted ~= bucket.params and not same_params(wanted, bucket.params) then
-      return replace(bucket, wanted)
-    end
-  end
-  return nil
-end
+-- The bucket: its parameters, TokenBucket's state and derived values, and its schedule.
+local params, stored, next_free
+local stable, max_permits, cool_down, threshold, slope
+local timetable, entry_until
+-- The record as the key held it (all nil for a new bucket), so that only what changed is written.
+local saved_params, saved_stored, saved_free_s, saved_free_ns, saved_timetable,
+      saved_entry_until, saved_expires
 
 if redis.replicate_commands then redis.replicate_commands() end
 
+-- reserve's arguments, checked before the key is read.
+local wanted, permits, timeout, apply, wanted_timetable, wanted_entry_until
 if operation == "reserve" then
-  local params = read_params(ARGV[3], ARGV[4], ARGV[5], ARGV[6], ARGV[7], ARGV[11], ARGV[12])
-  local permits, timeout, apply = tonumber(ARGV[8]), tonumber(ARGV[9]), ARGV[10] == "1"
-  local schedule = {timetable = ARGV[13] or "", entry_until = ARGV[14] or "0"}
-  if not (params and permits and permits > 0 and timeout and
-          is_int64_text(schedule.entry_until)) then
+  -- A local: each use of the global costs a lookup.
+  local argv = ARGV
+  wanted = read_params(argv[3], argv[4], argv[5], argv[6], argv[7], argv[11], argv[12])
+  permits, timeout, apply = tonumber(argv[8]), argv[9], argv[10] == "1"
+  -- No timeout, the int64 maximum, as tonumber() would read it.
+  if timeout == "9223372036854775807" then timeout = 2 ^ 63 else timeout = tonumber(timeout) end
+  wanted_timetable, wanted_entry_until = argv[13] or "", argv[14] or "0"
+  if not (wanted and permits and permits > 0 and timeout and
+          (wanted_entry_until == "0" or is_int64_text(wanted_entry_until))) then
     return redis.error_reply("ERR ratelimit: bad arguments")
   end
-  local bucket, problem = load(params)
+end
+
+-- The bucket the key holds, with its schedule: `held`, else why there is none that can be used
+-- (`problem`, "" for no key). The caller's parameters are kept when the key holds the same text,
+-- parsed only when it holds others. Every number must be what a bucket can hold, else the key is
+-- damaged (NaN or infinite permits or times would keep the key from expiring or refuse every
+-- call).
+local held, problem = false, ""
+local f = redis.pcall("HMGET", key, "v", "shape", "rate", "burst", "warmup", "cold",
+                      "start_full", "pay_first", "stored", "free_s", "free_ns", "timetable",
+                      "entry_until", "expires")
+if f.err then
+  problem = "a " .. redis.call("TYPE", key)["ok"] .. ", not a bucket"
+elseif f[1] ~= FORMAT_VERSION then
+  if not (f[1] == false and redis.call("EXISTS", key) == 0) then
+    problem = "not a bucket of this version"
+  end
+else
+  local start_full, pay_first = f[7] or "0", f[8] or "0"
+  if wanted and wanted[1] == f[2] and wanted[2] == f[3] and wanted[3] == f[4] and
+      wanted[4] == f[5] and wanted[5] == f[6] and wanted[6] == start_full and
+      wanted[7] == pay_first then
+    params = wanted
+  else
+    params = read_params(f[2], f[3], f[4], f[5], f[6], start_full, pay_first)
+  end
+  -- A busy key's next free moment is mostly in the current second, whose text TIME gave.
+  local free_s = f[10]
+  if free_s == now_s_text then free_s = now_s else free_s = tonumber(free_s) end
+  local free_ns = tonumber(f[11])
+  stored, timetable, entry_until = tonumber(f[9]), f[12] or "", f[13] or "0"
+  -- 0: none noted (keys written before expiries were), or kept without expiry.
+  local expires = tonumber(f[14] or "0")
+  -- x % 1 == 0: whole, once the bounds before it have excluded the infinities.
+  if params and stored and stored >= 0 and free_s and free_s >= 0 and free_s <= MAX_FREE_S and
+      free_s % 1 == 0 and expires and expires >= 0 and expires < huge and free_ns and
+      free_ns >= 0 and free_ns < NS_PER_S and free_ns % 1 == 0 and
+      (entry_until == "0" or is_int64_text(entry_until)) then
+    next_free = (free_s - now_s) * NS_PER_S + free_ns
+    stable, max_permits, cool_down, threshold, slope = derive(params)
+    -- Never more than the bucket holds (infinite only where it holds that much); a rescale may
+    -- round a full bucket a little above.
+    if stored <= max_permits * (1 + 1e-9) then
+      held = true
+      saved_params, saved_stored, saved_free_s, saved_free_ns = params, stored, free_s, free_ns
+      saved_timetable, saved_entry_until, saved_expires = timetable, entry_until, expires
+    end
+  end
+  if not held then problem = "a damaged bucket" end
+end
+
+-- The common call, a reserve on a key that holds the caller's parameters and schedule, settles
+-- nothing, starts nothing and writes no parameters. The other calls change the bucket through
+-- `bucket`, an object made only for them (its methods' closures would cost the common call),
+-- and copy its state back into the locals.
+local common = operation == "reserve" and held and params == wanted and
+               wanted_timetable == timetable and wanted_entry_until == entry_until
+local bucket
+if not common then
+  bucket = {now = now, params = params, stored = stored, next_free = next_free, stable = stable,
+            max_permits = max_permits, cool_down = cool_down, threshold = threshold, slope = slope,
+            read_params = read_params, derive = derive}
+
+  function bucket.same_params(a, b)
+    for i = 1, 7 do
+      if a[i] ~= b[i] then return false end
+    end
+    return true
+  end
+
+  -- a < b for int64 texts, exact where tonumber() would round above 2^53.
+  function bucket.int64_less(a, b)
+    if a == b then return false end
+    local a_negative, b_negative = a:sub(1, 1) == "-", b:sub(1, 1) == "-"
+    if a_negative ~= b_negative then return a_negative end
+    -- Between negatives, the larger magnitude is the smaller number.
+    if a_negative then a, b = b:sub(2), a:sub(2) end
+    if #a ~= #b then return #a < #b end
+    return a < b
+  end
+
+  function bucket:rederive()
+    self.stable, self.max_permits, self.cool_down, self.threshold, self.slope =
+      self.derive(self.params)
+  end
+
+  -- TokenBucket::resync()
+  function bucket:resync()
+    if self.now <= self.next_free then return end
+    if self.max_permits > 0 then
+      local idle = self.now - self.next_free
+      local new_permits = idle / self.cool_down
+      self.stored = math.min(self.max_permits, self.stored + new_permits)
+    end
+    self.next_free = self.now
+  end
+
+  -- TokenBucket::rescale_stored_permits()
+  function bucket:rescale(old_max)
+    local warming = self.params[1] == "warming_up"
+    if old_max == math.huge then
+      if warming then self.stored = 0 else self.stored = self.max_permits end
+    elseif old_max == 0 then
+      if warming then self.stored = self.max_permits else self.stored = 0 end
+    elseif self.stored > 0 then
+      self.stored = self.stored * self.max_permits / old_max
+    end
+  end
+
+  -- TokenBucket(params, now): empty, or full with start_full.
+  function bucket:start(new_params)
+    self.params, self.stored, self.next_free = new_params, 0, self.now
+    self:rederive()
+    if new_params.start_full then self.stored = self.max_permits else self:rescale(0) end
+  end
+
+  -- `p` with another rate (the rate's text as the client sent it); nil if it is no rate.
+  function bucket:with_rate(p, rate)
+    return self.read_params(p[1], rate, p[3], p[4], p[5], p[6], p[7])
+  end
+
+  -- change_params() of bucket_backend.cpp: to or from no limit, afresh; else
+  -- TokenBucket::reconfigure().
+  function bucket:change_params(new_params)
+    local old_rate = self.params.rate
+    if (old_rate == math.huge or new_params.rate == math.huge) and old_rate ~= new_params.rate then
+      self:start(new_params)
+      return
+    end
+    self:resync()
+    local old_max = self.max_permits
+    self.params = new_params
+    self:rederive()
+    self:rescale(old_max)
+  end
+
+  -- change_rate()
+  function bucket:change_rate(rate)
+    self:change_params(self:with_rate(self.params, rate))
+  end
+end
+
+-- Each operation but status changes the bucket and names its reply; the changes are saved below.
+local reply
+if operation == "reserve" then
   if problem ~= "" then redis.call("DEL", key) end
-  if bucket == nil then
+  -- decide() before the booking: the request's parameters and schedule against the key's; the
+  -- replaced parameters and timetable, or nil.
+  local replaced, replaced_timetable
+  if not common then
     -- No key, or deleted above: nothing saved.
-    bucket = {schedule = schedule}
-    start(bucket, params)
+    if not held then
+      timetable, entry_until = wanted_timetable, wanted_entry_until
+      bucket:start(wanted)
+    end
+    if apply and wanted_timetable ~= timetable then
+      replaced, replaced_timetable = bucket.params, timetable
+      bucket:change_params(wanted)
+      timetable, entry_until = wanted_timetable, wanted_entry_until
+    else
+      if timetable ~= "" and wanted_timetable == timetable and
+          bucket.int64_less(entry_until, wanted_entry_until) then
+        entry_until = wanted_entry_until
+        bucket:change_rate(wanted[2])
+      end
+      if apply then
+        local applied = wanted
+        -- Under a timetable the rate is the latest entry's, settled above.
+        local rate = bucket.params[2]
+        if timetable ~= "" and wanted[2] ~= rate then applied = bucket:with_rate(wanted, rate) end
+        if applied ~= bucket.params and not bucket.same_params(applied, bucket.params) then
+          replaced, replaced_timetable = bucket.params, timetable
+          bucket:change_params(applied)
+        end
+      end
+    end
+    params, stored, next_free = bucket.params, bucket.stored, bucket.next_free
+    stable, max_permits, cool_down = bucket.stable, bucket.max_permits, bucket.cool_down
+    threshold, slope = bucket.threshold, bucket.slope
   end
-  local replaced, replaced_timetable = settle_params(bucket, params, schedule, apply)
+  -- TokenBucket::book(): the state after booking `permits` now, and the caller's wait.
+  local booked_stored, booked_free = stored, next_free
+  if now > booked_free then
+    if max_permits > 0 then
+      booked_stored = min(max_permits, booked_stored + (now - booked_free) / cool_down)
+    end
+    booked_free = now
+  end
+  local stored_to_spend = min(permits, booked_stored)
+  local fresh_permits = permits - stored_to_spend
+  -- TokenBucket::stored_permits_wait_ns()
+  local stored_wait = 0
+  if params[1] ~= "bursty" then
+    local permits_to_take = stored_to_spend
+    local above_threshold = booked_stored - threshold
+    if above_threshold > 0 then
+      local taken_above = min(above_threshold, permits_to_take)
+      local length = (stable + above_threshold * slope) +
+                     (stable + (above_threshold - taken_above) * slope)
+      stored_wait = truncate_saturated(taken_above * length / 2.0)
+      permits_to_take = permits_to_take - taken_above
+    end
+    stored_wait = add_saturated(stored_wait, truncate_saturated(stable * permits_to_take))
+  end
+  -- Adding 0 saturates nothing: skipped.
+  local cost = truncate_saturated(fresh_permits * stable)
+  if stored_wait ~= 0 then cost = add_saturated(stored_wait, cost) end
+  local go_at = booked_free
+  if cost ~= 0 then booked_free = add_saturated(booked_free, cost) end
+  booked_free = min(booked_free, max_time)
+  booked_stored = booked_stored - stored_to_spend
+  if params.pay_first then go_at = booked_free end
+  local wait = max(go_at - now, 0)
   -- decide(): granted iff the wait is within the timeout; a refusal changes nothing.
-  local stored, next_free, wait = book(bucket, permits)
   local granted = 0
-  if wait <= math.max(timeout, 0) then
+  if wait <= max(timeout, 0) then
     granted = 1
-    bucket.stored, bucket.next_free = stored, next_free
+    stored, next_free = booked_stored, booked_free
   end
-  save(bucket)
   if replaced then
-    return {granted, integer_string(wait), 1, problem, bucket.schedule.timetable,
-            bucket.params.text.rate, replaced.shape,
-            replaced.rate, replaced.burst, replaced.warmup, replaced.cold, replaced.start_full,
-            replaced.pay_first, replaced_timetable}
+    reply = {granted, integer_string(wait), 1, problem, timetable, params[2], replaced[1],
+             replaced[2], replaced[3], replaced[4], replaced[5], replaced[6], replaced[7],
+             replaced_timetable}
+  elseif problem == "" and timetable == wanted_timetable and params[2] == wanted[2] then
+    reply = {granted, integer_string(wait)}
+  else
+    reply = {granted, integer_string(wait), 0, problem, timetable, params[2]}
   end
-  return {granted, integer_string(wait), 0, problem, bucket.schedule.timetable,
-          bucket.params.text.rate}
-end
-
-if operation == "status" then
-  local bucket, problem = load()
+elseif operation == "status" then
   if problem ~= "" then return {"unusable", problem} end
-  if bucket == nil then return nil end
-  resync(bucket)
-  local text = bucket.params.text
-  return {text.shape, text.rate, text.burst, text.warmup, text.cold, text.start_full,
-          text.pay_first, string.format("%.17g", bucket.stored),
-          integer_string(math.max(bucket.next_free - now, 0)), bucket.schedule.timetable,
-          bucket.schedule.entry_until}
-end
-
-if operation == "set_rate" then
-  local bucket = load()
-  if bucket == nil then return nil end
-  local params = with_rate(bucket.params, ARGV[3])
-  if not params then return redis.error_reply("ERR ratelimit: bad rate") end
-  local schedule = {timetable = ARGV[4], entry_until = ARGV[5]}
-  if not (type(schedule.timetable) == "string" and is_int64_text(schedule.entry_until)) then
+  if not held then return nil end
+  bucket:resync()
+  return {params[1], params[2], params[3], params[4], params[5], params[6], params[7],
+          string.format("%.17g", bucket.stored), integer_string(max(bucket.next_free - now, 0)),
+          timetable, entry_until}
+elseif operation == "set_rate" then
+  if not held then return nil end
+  local new_params = bucket:with_rate(params, ARGV[3])
+  if not new_params then return redis.error_reply("ERR ratelimit: bad rate") end
+  local new_timetable, new_entry_until = ARGV[4], ARGV[5]
+  if not (type(new_timetable) == "string" and is_int64_text(new_entry_until)) then
     return redis.error_reply("ERR ratelimit: bad arguments")
   end
-  change_params(bucket, params)
-  bucket.schedule = schedule
-  save(bucket)
-  return 1
-end
-
-if operation == "give_back" then
-  local permits = tonumber(ARGV[3])
-  if not (permits and permits > 0) then return redis.error_reply("ERR ratelimit: bad arguments") end
-  local bucket = load()
-  if bucket == nil then return nil end
+  bucket:change_params(new_params)
+  params, stored, next_free = bucket.params, bucket.stored, bucket.next_free
+  max_permits, cool_down = bucket.max_permits, bucket.cool_down
+  timetable, entry_until = new_timetable, new_entry_until
+  reply = 1
+else
+  local given_back = tonumber(ARGV[3])
+  if not (given_back and given_back > 0) then
+    return redis.error_reply("ERR ratelimit: bad arguments")
+  end
+  if not held then return nil end
   -- give_back(): back by what the permits cost, as if never booked, but not further than the
   -- bucket's fill time before now; durations truncated and at most a century.
-  local p = bucket.params
-  local cost = truncate_saturated(math.min(permits * bucket.stable, CENTURY_NS))
-  local fill = p.warmup
-  if p.shape == "bursty" then fill = truncate_saturated(math.min(p.burst * NS_PER_S, CENTURY_NS)) end
-  local moved_back = math.max(bucket.next_free - cost, now - fill)
-  if moved_back < bucket.next_free then
-    bucket.next_free = moved_back
-    save(bucket)
+  local cost = truncate_saturated(min(given_back * stable, CENTURY_NS))
+  local fill = params.warmup
+  if params[1] == "bursty" then
+    fill = truncate_saturated(min(params.burst * NS_PER_S, CENTURY_NS))
   end
-  return 1
+  local moved_back = max(next_free - cost, now - fill)
+  if moved_back >= next_free then return 1 end
+  next_free = moved_back
+  reply = 1
 end
 
-return redis.error_reply("ERR ratelimit: unknown operation " .. tostring(operation))
+-- What changed since the key was read (everything for a new bucket), in one HSET, and the expiry.
+local ns = math.fmod(next_free, NS_PER_S)
+if ns < 0 then ns = ns + NS_PER_S end
+local s = now_s + floor((next_free - ns) / NS_PER_S + 0.5)
+-- Room for the common call's changes made at once: a table grown by each one costs more.
+local changes = {"HSET", key, nil, nil, nil, nil, nil, nil}
+local n = 2
+if params ~= saved_params and not (saved_params and bucket.same_params(params, saved_params)) then
+  changes[3], changes[4], changes[5], changes[6] = "shape", params[1], "rate", params[2]
+  changes[7], changes[8], changes[9], changes[10] = "burst", params[3], "warmup", params[4]
+  changes[11], changes[12], changes[13], changes[14] = "cold", params[5], "start_full", params[6]
+  changes[15], changes[16], changes[17], changes[18] = "pay_first", params[7], "v", FORMAT_VERSION
+  n = 18
+end
+-- Numbers go as they are: Redis writes them with every digit (%.17g), as tonumber() reads them.
+if stored ~= saved_stored then
+  changes[n + 1], changes[n + 2] = "stored", stored == huge and "inf" or stored
+  n = n + 2
+end
+if s ~= saved_free_s then
+  changes[n + 1], changes[n + 2] = "free_s", s
+  n = n + 2
+end
+if ns ~= saved_free_ns then
+  changes[n + 1], changes[n + 2] = "free_ns", ns
+  n = n + 2
+end
+if timetable ~= (saved_timetable or "") or entry_until ~= (saved_entry_until or "0") then
+  changes[n + 1], changes[n + 2] = "timetable", timetable
+  changes[n + 3], changes[n + 4] = "entry_until", entry_until
+  n = n + 4
+end
+-- Nothing changed, so neither did the moment the bucket is full again: the expiry holds.
+if n == 2 then return reply end
+-- Full again once the next free moment has passed and the missing permits have refilled.
+local refill = (max_permits - stored) * cool_down
+if refill ~= refill or max_permits == 0 then refill = 0 end
+local full_in_ms = math.ceil((max(next_free - now, 0) + refill) / 1e6)
+local expire_in_ms = full_in_ms + 2 * EXPIRY_MARGIN_MS
+local expires = saved_expires or 0
+if expire_in_ms > MAX_EXPIRY_MS then
+  if expires ~= 0 then
+    changes[n + 1], changes[n + 2] = "expires", 0
+    n = n + 2
+  end
+  redis.call(unpack(changes, 1, n))
+  redis.call("PERSIST", key)
+  return reply
+end
+-- Moved when the noted expiry is too soon, or further than it would be set now (the server's
+-- clock went back, or the rate went up). On a time the caller gives (tests) it is always moved
+-- and not noted: the expiry itself runs on the server's clock.
+local earliest = now_ms + full_in_ms + EXPIRY_MARGIN_MS
+local move_expiry = given_time ~= "" or expires < earliest or expires > earliest + EXPIRY_MARGIN_MS
+if move_expiry and given_time == "" then
+  changes[n + 1], changes[n + 2] = "expires", now_ms + expire_in_ms
+  n = n + 2
+end
+redis.call(unpack(changes, 1, n))
+if move_expiry then redis.call("PEXPIRE", key, expire_in_ms) end
+return reply
