@@ -2,35 +2,48 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <cstdint>
 
 // How much the pipe moves per write when the user does not give a size: the engine's chunk and
 // the size of a shared pipe's booking ahead.
 namespace ratelimit::pipe {
 
-// The time between writes by default, in byte mode: any 100 ms window then holds at most one
-// write, 1.08 times the rate, with 8 ms to spare for a late wake-up (the shaper's or its
-// reader's); and it writes as often as pv does, since the wake-ups (the shaper's and its reader's)
-// are most of the CPU that shaping costs (bench/results/cpu.md). `--chunk 10ms` is finer grained
-// for ten times the wake-ups.
-inline constexpr std::chrono::nanoseconds kDefaultByteWriteInterval =
-    std::chrono::milliseconds(108);
-// In record modes: a record is often a job for the next command (`| xargs -n1`), so up to 100
-// records a second go one by one, evenly spaced, rather than in bunches.
-inline constexpr std::chrono::nanoseconds kDefaultRecordWriteInterval =
-    std::chrono::milliseconds(10);
+// The time between writes by default, in byte mode while that much of the rate fits a pipe's
+// usual capacity (64 KiB, up to about 600 kB/s): any 100 ms window then holds at most one write,
+// 1.08 times the rate, with 8 ms to spare for a late wake-up (the shaper's or its reader's), and
+// it writes as often as pv does, since the wake-ups are most of the CPU that a slow pipe costs
+// (bench/results/cpu.md). Larger writes are no longer moved at once (a pipe holds them only in
+// part, or grown), which spreads them and breaks that bound: faster rates are written every 10 ms,
+// where moving the data costs more than waking up.
+inline constexpr std::chrono::nanoseconds kSlowByteWriteInterval = std::chrono::milliseconds(108);
+inline constexpr std::int64_t kSlowByteWriteLimit = 65536;
+// Also in record modes: a record is often a job for the next command (`| xargs -n1`), so up to
+// 100 records a second go one by one, evenly spaced, rather than in bunches.
+inline constexpr std::chrono::nanoseconds kWriteInterval = std::chrono::milliseconds(10);
 
-inline std::chrono::nanoseconds default_write_interval(bool counts_bytes) {
-  return counts_bytes ? kDefaultByteWriteInterval : kDefaultRecordWriteInterval;
+inline std::chrono::nanoseconds default_write_interval(bool counts_bytes, double units_per_second) {
+  const double slow_write =
+      units_per_second * std::chrono::duration<double>(kSlowByteWriteInterval).count();
+  return counts_bytes && slow_write <= static_cast<double>(kSlowByteWriteLimit)
+             ? kSlowByteWriteInterval
+             : kWriteInterval;
 }
 
 // The units per write for a rate written every `interval`: at least one, at most `max_units`.
+// Where `interval` of the rate exceeds `max_units`, the interval is divided into the fewest equal
+// writes that fit: k writes per interval keep the window's bound, as any 100 ms then holds at most
+// k of them (k + 1 only after a late wake-up), where a chunk merely cut to `max_units` would
+// leave a period such as 65 ms, whose 100 ms windows hold two (1.31 times the rate).
 inline std::int64_t default_chunk_units(double units_per_second, std::int64_t max_units,
                                         std::chrono::nanoseconds interval) {
   // Divided last, so that whole rates and intervals give whole chunks (1000 B/s x 10 ms is 10).
   const double per_write = units_per_second * static_cast<double>(interval.count()) / 1e9;
-  if (!(per_write < static_cast<double>(max_units))) return max_units;  // also +inf
-  return std::max<std::int64_t>(1, static_cast<std::int64_t>(per_write));
+  const auto most = static_cast<double>(max_units);
+  if (per_write < most) return std::max<std::int64_t>(1, static_cast<std::int64_t>(per_write));
+  if (!(per_write < most * 1e6)) return max_units;  // also +inf: the period no longer matters
+  return std::max<std::int64_t>(1,
+                                static_cast<std::int64_t>(per_write / std::ceil(per_write / most)));
 }
 
 }  // namespace ratelimit::pipe

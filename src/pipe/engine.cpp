@@ -31,7 +31,7 @@ void Engine::start() {
   if (options_.default_chunk_limit)
     options_.chunk_units =
         default_chunk_units(options_.bucket.permits_per_second, *options_.default_chunk_limit,
-                            options_.write_interval());
+                            options_.write_interval(options_.bucket.permits_per_second));
   totals_.started = totals_.now = io_.now();
   totals_.rate = options_.bucket.permits_per_second;
   if (on_progress_) next_progress_ = totals_.started + options_.progress_interval;
@@ -361,8 +361,9 @@ void Engine::note_rate(double units_per_second, nanoseconds now) {
   rate_changed_ = true;
   totals_.rate = units_per_second;
   if (options_.default_chunk_limit)
-    options_.chunk_units = default_chunk_units(units_per_second, *options_.default_chunk_limit,
-                                               options_.write_interval());
+    options_.chunk_units =
+        default_chunk_units(units_per_second, *options_.default_chunk_limit,
+                            options_.write_interval(options_.bucket.permits_per_second));
   rate_changes_.push_back({now, units_per_second});
 }
 

@@ -33,27 +33,36 @@ TEST(DefaultChunk, IsTheWriteIntervalOfTheRateWithinBounds) {
   EXPECT_EQ(default_chunk_units(1000, 65536, 10ms), 10);
   EXPECT_EQ(default_chunk_units(20, 4096, 10ms), 1);
   EXPECT_EQ(default_chunk_units(0.5, 4096, 10ms), 1);
-  EXPECT_EQ(default_chunk_units(100e6, 65536, 10ms), 65536);
   EXPECT_EQ(default_chunk_units(std::numeric_limits<double>::infinity(), 65536, 10ms), 65536);
 }
 
-// Bytes: one write per 108 ms, so that a 100 ms window never holds two; records one by one.
-TEST(DefaultChunk, BytesGoEvery108MsAndRecordsEvery10Ms) {
+// 10 ms of 100 MB/s is 1 MB: in 16 writes of 62500 bytes, one every 625 us, rather than in
+// chunks of 65536 (a period of 655 us, whose 10 ms windows would hold 16 of them).
+TEST(DefaultChunk, AnIntervalOverTheLargestChunkIsDividedEvenly) {
+  EXPECT_EQ(default_chunk_units(100e6, 65536, 10ms), 62500);
+  EXPECT_EQ(default_chunk_units(10e6, 1 << 20, 108ms), 540000);
+  EXPECT_EQ(default_chunk_units(1e15, 65536, 10ms), 65536);
+}
+
+// Bytes: one write per 108 ms while that fits a pipe, so that a 100 ms window never holds two;
+// faster bytes, and records, every 10 ms.
+TEST(DefaultChunk, SlowBytesGoEvery108MsTheRestEvery10Ms) {
   EngineOptions bytes;
-  EXPECT_EQ(bytes.write_interval(), 108ms);
-  EXPECT_EQ(default_chunk_units(1000, 65536, bytes.write_interval()), 108);
+  EXPECT_EQ(bytes.write_interval(1000), 108ms);
+  EXPECT_EQ(default_chunk_units(1000, 65536, bytes.write_interval(1000)), 108);
+  EXPECT_EQ(bytes.write_interval(600e3), 108ms);
+  EXPECT_EQ(bytes.write_interval(700e3), 10ms);
   EngineOptions lines;
   lines.unit = Unit{'\n'};
-  EXPECT_EQ(lines.write_interval(), 10ms);
+  EXPECT_EQ(lines.write_interval(20), 10ms);
   lines.chunk_interval = 50ms;
-  EXPECT_EQ(lines.write_interval(), 50ms);
+  EXPECT_EQ(lines.write_interval(20), 50ms);
 }
 
 TEST(DefaultChunk, FollowsTheTimeBetweenWrites) {
   EXPECT_EQ(default_chunk_units(1000, 65536, 50ms), 50);
   EXPECT_EQ(default_chunk_units(3000, 65536, 1ms), 3);
   EXPECT_EQ(default_chunk_units(20, 4096, 50ms), 1);
-  EXPECT_EQ(default_chunk_units(100e6, 65536, 1min), 65536);
 }
 
 TEST(PipeEngine, WritesChunksAtExactlyTheRate) {
