@@ -3,10 +3,11 @@
 // Reads standard input (or FIFO) to its end and records the time and size of every read, as a
 // consumer sees the stream. Prints one line:
 //   units=N seconds=S steady_rate=R max_window=W
-// where S is the time from the first to the last read, R the units after the first read divided
-// by S (the rate a shaper holds once it runs), and W the most units in any window of --window
-// seconds (default 0.1). With --trace, writes "seconds_since_first_read units_so_far" per read;
-// with --absolute too, the times are the monotonic clock's, so traces of several probes merge.
+// where S is the time from the first to the last read, R the slope of the least-squares line
+// through the units delivered against time (the rate a shaper holds once it runs), and W the most
+// units in any window of --window seconds (default 0.1). With --trace, writes
+// "seconds_since_first_read units_so_far" per read; with --absolute too, the times are the
+// monotonic clock's, so traces of several probes merge.
 // --input opens the FIFO once the probe runs: a shell's `<fifo` would open it before starting the
 // probe, whose start-up then delays the first read and makes the first gap look short.
 #include <fcntl.h>
@@ -19,6 +20,7 @@
 #include <cstdint>
 #include <cstring>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace {
@@ -31,6 +33,34 @@ struct Read {
 double seconds_between(std::chrono::steady_clock::time_point from,
                        std::chrono::steady_clock::time_point to) {
   return std::chrono::duration<double>(to - from).count();
+}
+
+// The slope of the least-squares line through (time of a read, units delivered by it): a chunk
+// that is written before its wait (Guava's) and one written after it (pay first) give the same
+// rate, where "units after the first read over first to last read" counts one chunk short for
+// the first kind, an error as large as a chunk is against the whole run.
+double least_squares_rate(const std::vector<Read>& reads) {
+  double mean_time = 0.0;
+  double mean_units = 0.0;
+  std::uint64_t so_far = 0;
+  std::vector<std::pair<double, double>> points;
+  points.reserve(reads.size());
+  for (const Read& read : reads) {
+    so_far += read.units;
+    points.emplace_back(seconds_between(reads.front().time, read.time),
+                        static_cast<double>(so_far));
+    mean_time += points.back().first;
+    mean_units += points.back().second;
+  }
+  mean_time /= static_cast<double>(points.size());
+  mean_units /= static_cast<double>(points.size());
+  double covariance = 0.0;
+  double variance = 0.0;
+  for (const auto& [time, units] : points) {
+    covariance += (time - mean_time) * (units - mean_units);
+    variance += (time - mean_time) * (time - mean_time);
+  }
+  return variance > 0.0 ? covariance / variance : 0.0;
 }
 
 // The most units delivered within any `window` seconds, reads counted whole.
@@ -104,8 +134,7 @@ int main(int argc, char** argv) {
   for (const Read& read : reads) total += read.units;
   const double seconds =
       reads.size() > 1 ? seconds_between(reads.front().time, reads.back().time) : 0.0;
-  const double steady_rate =
-      seconds > 0.0 ? static_cast<double>(total - reads.front().units) / seconds : 0.0;
+  const double steady_rate = seconds > 0.0 ? least_squares_rate(reads) : 0.0;
   fmt::print("units={} seconds={:.4f} steady_rate={:.3f} max_window={}\n", total, seconds,
              steady_rate, max_in_window(reads, window));
 

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Pipe mode side by side with `pv -L`, `cstream -t` and `mbuffer -r` (Debian's), in one run of a few minutes:
-#   accuracy    steady rate (units after the first read, over first-to-last read) vs the target;
+#   accuracy    steady rate (the slope of a least-squares line through units against time) vs the target;
 #   smoothness  the most units in any 100 ms window, as a multiple of rate x 0.1 s;
 #   cost        CPU seconds per GiB and throughput at a rate above what the machine can move;
 #   warm-up     --warmup 4s --rate 1M against Guava's SmoothWarmingUp ramp.
@@ -172,7 +172,7 @@ EOF
     "mbuffer $(dpkg-query -W -f='${Version}' mbuffer)."
   echo "Fast producer (\`head -c\` of /dev/zero, or \`yes | head -n\` for lines); the consumer timestamps every read."
   echo
-  echo "Steady rate: units after the first read over first-to-last read (target: within ±0.5 %)."
+  echo "Steady rate: the slope of the least-squares line through the units delivered against time, read by read (target: within ±0.5 %)."
   echo "Window: the most units in any 100 ms window / (rate × 0.1 s) (target: ≤ 1.25)."
   echo
   echo "| target | ratelimit rate | window | pv -L rate | window | cstream -t rate | window | mbuffer -r rate | window |"
