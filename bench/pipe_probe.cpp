@@ -4,7 +4,8 @@
 // consumer sees the stream. Prints one line:
 //   units=N seconds=S steady_rate=R max_window=W
 // where S is the time from the first to the last read, R the slope of the least-squares line
-// through the units delivered against time (the rate a shaper holds once it runs), and W the most
+// through the units delivered against time, the last read left out (the rate a shaper holds once
+// it runs), and W the most
 // units in any window of --window seconds (default 0.1). With --trace, writes
 // "seconds_since_first_read units_so_far" per read; with --absolute too, the times are the
 // monotonic clock's, so traces of several probes merge.
@@ -35,11 +36,13 @@ double seconds_between(std::chrono::steady_clock::time_point from,
   return std::chrono::duration<double>(to - from).count();
 }
 
-// The slope of the least-squares line through (time of a read, units delivered by it): a chunk
-// that is written before its wait (Guava's) and one written after it (pay first) give the same
-// rate, where "units after the first read over first to last read" counts one chunk short for
-// the first kind, an error as large as a chunk is against the whole run.
-double least_squares_rate(const std::vector<Read>& reads) {
+// The slope of the least-squares line through (time of a read, units delivered by it), the last
+// read left out: a chunk that is written before its wait (Guava's) and one written after it (pay
+// first) give the same rate, where "units after the first read over first to last read" counts
+// one chunk short for the first kind, an error as large as a chunk is against the whole run; and
+// the last read is the input's remainder, a part of a chunk, which would bend the line down.
+double least_squares_rate(std::vector<Read> reads) {
+  if (reads.size() > 2) reads.pop_back();
   double mean_time = 0.0;
   double mean_units = 0.0;
   std::uint64_t so_far = 0;

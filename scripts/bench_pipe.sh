@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Pipe mode side by side with `pv -L`, `cstream -t` and `mbuffer -r` (Debian's), in one run of a few minutes:
-#   accuracy    steady rate (the slope of a least-squares line through units against time) vs the target;
+#   accuracy    steady rate (the slope of a least-squares line through units against time, the
+#               last read, a part of a chunk, left out) vs the target;
 #   smoothness  the most units in any 100 ms window, as a multiple of rate x 0.1 s;
 #   cost        CPU seconds per GiB and throughput at a rate above what the machine can move;
 #   warm-up     --warmup 4s --rate 1M against Guava's SmoothWarmingUp ramp.
@@ -172,7 +173,7 @@ EOF
     "mbuffer $(dpkg-query -W -f='${Version}' mbuffer)."
   echo "Fast producer (\`head -c\` of /dev/zero, or \`yes | head -n\` for lines); the consumer timestamps every read."
   echo
-  echo "Steady rate: the slope of the least-squares line through the units delivered against time, read by read (target: within ±0.5 %)."
+  echo "Steady rate: the slope of the least-squares line through the units delivered against time, read by read, the last read (the remainder, a part of a chunk) left out (target: within ±0.5 %)."
   echo "Window: the most units in any 100 ms window / (rate × 0.1 s) (target: ≤ 1.25)."
   echo
   echo "| target | ratelimit rate | window | pv -L rate | window | cstream -t rate | window | mbuffer -r rate | window |"
@@ -187,8 +188,8 @@ EOF
   echo "| throughput MB/s | $ratelimit_speed | $pv_speed | $cstream_speed | $mbuffer_speed |"
   echo "| CPU vs pv | $(vs_pv "$ratelimit_cpu") | 1.00x | $(vs_pv "$cstream_cpu") | $(vs_pv "$mbuffer_cpu") |"
   echo
-  echo "Cost while shaping: CPU time for 5 s worth of data at the rate (ratelimit writes 100 times"
-  echo "a second, pv 10: the price of the smaller window; 50 ms is 1 % of one core;"
+  echo "Cost while shaping: CPU time for 5 s worth of data at the rate (ratelimit writes 9 times a"
+  echo "second up to 600 kB/s and 100 times above, pv 10; 50 ms is 1 % of one core;"
   echo "scripts/bench_cpu.sh measures it over many pipes):"
   echo
   echo "| rate | ratelimit | pv -L | cstream -t | mbuffer -r |"
