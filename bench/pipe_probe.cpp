@@ -41,22 +41,20 @@ double seconds_between(std::chrono::steady_clock::time_point from,
 // first) give the same rate, where "units after the first read over first to last read" counts
 // one chunk short for the first kind, an error as large as a chunk is against the whole run; and
 // the last read is the input's remainder, a part of a chunk, which would bend the line down.
-double least_squares_rate(std::vector<Read> reads) {
-  if (reads.size() > 2) reads.pop_back();
+double least_squares_rate(const std::vector<Read>& reads) {
+  const std::size_t fitted = reads.size() > 2 ? reads.size() - 1 : reads.size();
+  std::vector<std::pair<double, double>> points;  // (seconds since the first read, units so far)
+  points.reserve(fitted);
+  std::uint64_t so_far = 0;
   double mean_time = 0.0;
   double mean_units = 0.0;
-  std::uint64_t so_far = 0;
-  std::vector<std::pair<double, double>> points;
-  points.reserve(reads.size());
-  for (const Read& read : reads) {
-    so_far += read.units;
-    points.emplace_back(seconds_between(reads.front().time, read.time),
-                        static_cast<double>(so_far));
-    mean_time += points.back().first;
-    mean_units += points.back().second;
+  for (std::size_t i = 0; i < fitted; ++i) {
+    so_far += reads[i].units;
+    const auto& point = points.emplace_back(seconds_between(reads.front().time, reads[i].time),
+                                            static_cast<double>(so_far));
+    mean_time += point.first / static_cast<double>(fitted);
+    mean_units += point.second / static_cast<double>(fitted);
   }
-  mean_time /= static_cast<double>(points.size());
-  mean_units /= static_cast<double>(points.size());
   double covariance = 0.0;
   double variance = 0.0;
   for (const auto& [time, units] : points) {

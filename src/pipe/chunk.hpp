@@ -22,26 +22,30 @@ inline constexpr std::int64_t kSlowByteWriteLimit = 65536;
 // 100 records a second go one by one, evenly spaced, rather than in bunches.
 inline constexpr std::chrono::nanoseconds kWriteInterval = std::chrono::milliseconds(10);
 
+// The units a rate gives in `interval`, divided last, so that whole rates and intervals give whole
+// numbers (1000 B/s x 10 ms is 10).
+inline double units_in(double units_per_second, std::chrono::nanoseconds interval) {
+  return units_per_second * static_cast<double>(interval.count()) / 1e9;
+}
+
 inline std::chrono::nanoseconds default_write_interval(bool counts_bytes, double units_per_second) {
-  const double slow_write =
-      units_per_second * std::chrono::duration<double>(kSlowByteWriteInterval).count();
-  return counts_bytes && slow_write <= static_cast<double>(kSlowByteWriteLimit)
+  return counts_bytes && units_in(units_per_second, kSlowByteWriteInterval) <=
+                             static_cast<double>(kSlowByteWriteLimit)
              ? kSlowByteWriteInterval
              : kWriteInterval;
 }
 
 // The units per write for a rate written every `interval`: at least one, at most `max_units`.
 // Where `interval` of the rate exceeds `max_units`, the interval is divided into the fewest equal
-// writes that fit: k writes per interval keep the window's bound, as any 100 ms then holds at most
-// k of them (k + 1 only after a late wake-up), where a chunk merely cut to `max_units` would
-// leave a period such as 65 ms, whose 100 ms windows hold two (1.31 times the rate).
+// writes that fit, so that the period stays a whole fraction of the interval and a 100 ms window
+// holds the same share of the rate as undivided; a chunk merely cut to `max_units` would leave a
+// period such as 65 ms of a 108 ms interval, whose 100 ms windows hold two (1.31 times the rate).
 inline std::int64_t default_chunk_units(double units_per_second, std::int64_t max_units,
                                         std::chrono::nanoseconds interval) {
-  // Divided last, so that whole rates and intervals give whole chunks (1000 B/s x 10 ms is 10).
-  const double per_write = units_per_second * static_cast<double>(interval.count()) / 1e9;
+  const double per_write = units_in(units_per_second, interval);
   const auto most = static_cast<double>(max_units);
   if (per_write < most) return std::max<std::int64_t>(1, static_cast<std::int64_t>(per_write));
-  if (!(per_write < most * 1e6)) return max_units;  // also +inf: the period no longer matters
+  if (!std::isfinite(per_write)) return max_units;  // "off"
   return std::max<std::int64_t>(1,
                                 static_cast<std::int64_t>(per_write / std::ceil(per_write / most)));
 }
