@@ -67,7 +67,9 @@ expect_stderr "ratelimit: no bucket 'nosuchkey' in $WORK/state"
 # A loop of short pipes on one key gets the key's rate: each pipe gives back the chunk it booked
 # ahead when its input ended (20 x 20 kB at 1 MB/s: about 0.4 s; without it, 0.5 s). Where the
 # loop alone, unthrottled, takes longer (process starts on a loaded machine), the key has stored
-# the idle time between the pipes, and the loop takes about that long instead.
+# the idle time between the pipes, and the loop takes about that long instead. Process starts on a
+# loaded machine vary between two loops, so the pair is measured up to three times: without the
+# give-back every attempt is at least 100 ms slow, on a quiet machine or a busy one.
 random_file "$WORK/short" 20000
 short_pipes() {
   local start
@@ -77,10 +79,14 @@ short_pipes() {
   done
   ms_since "$start"
 }
-unthrottled_ms=$(short_pipes loop-baseline 1G)
-: >"$WORK/short.out"
-ms=$(short_pipes loop 1MB/s)
-limit_ms=$((unthrottled_ms > 400 ? unthrottled_ms + 60 : 460))
-[ "$ms" -ge 360 ] && [ "$ms" -le "$limit_ms" ] ||
-  fail "20 x 20 kB at 1 MB/s on one key took ${ms} ms, expected 360..${limit_ms} (unthrottled: ${unthrottled_ms} ms)"
-for _ in $(seq 20); do cat "$WORK/short"; done | cmp - "$WORK/short.out"
+for attempt in 1 2 3; do
+  unthrottled_ms=$(short_pipes "loop-baseline-$attempt" 1G)
+  : >"$WORK/short.out"
+  ms=$(short_pipes "loop-$attempt" 1MB/s)
+  for _ in $(seq 20); do cat "$WORK/short"; done | cmp - "$WORK/short.out"
+  [ "$ms" -ge 360 ] || fail "20 x 20 kB at 1 MB/s on one key took ${ms} ms, under the rate's 400"
+  limit_ms=$((unthrottled_ms > 400 ? unthrottled_ms + 60 : 460))
+  [ "$ms" -le "$limit_ms" ] && break
+  [ "$attempt" -lt 3 ] ||
+    fail "20 x 20 kB at 1 MB/s on one key took ${ms} ms, over ${limit_ms} (unthrottled: ${unthrottled_ms} ms) in three attempts"
+done
