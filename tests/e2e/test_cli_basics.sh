@@ -3,7 +3,7 @@
 source "$E2E_LIB"
 
 expect_status 0 "$RATELIMIT" --help
-"$RATELIMIT" --help | grep -q 'Usage:' || fail "--help prints no usage"
+grep -q 'Usage:' <<<"$("$RATELIMIT" --help)" || fail "--help prints no usage"
 
 version=$("$RATELIMIT" --version)
 [[ $version =~ ^ratelimit\ [0-9]+\.[0-9]+\.[0-9]+\ \(fmt\ [0-9.]+,\ CLI11\ [0-9.]+\)$ ]] ||

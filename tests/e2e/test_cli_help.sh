@@ -16,9 +16,9 @@ for command in "" exec acquire status reset set; do
   # shellcheck disable=SC2086
   [ "$("$RATELIMIT" $command -V)" = "$("$RATELIMIT" --version)" ] || fail "'ratelimit $command -V' is not the version"
 done
-"$RATELIMIT" exec --help | grep -q 'MiB' && fail "exec --help suggests a byte rate, which exec refuses"
-"$RATELIMIT" --help | grep -qx '  -p,--progress\[=force\] .*' || fail "--help does not show -p,--progress[=force]"
-"$RATELIMIT" exec --help | grep -qx '  --permits N .*\[default: 1\]' || fail "--permits is not shown as 'N [default: 1]'"
+grep -q 'MiB' <<<"$("$RATELIMIT" exec --help)" && fail "exec --help suggests a byte rate, which exec refuses"
+grep -qx '  -p,--progress\[=force\] .*' <<<"$("$RATELIMIT" --help)" || fail "--help does not show -p,--progress[=force]"
+grep -qx '  --permits N .*\[default: 1\]' <<<"$("$RATELIMIT" exec --help)" || fail "--permits is not shown as 'N [default: 1]'"
 
 [ "$("$RATELIMIT" help)" = "$("$RATELIMIT" --help)" ] || fail "'ratelimit help' is not the help"
 [ "$("$RATELIMIT" help exec)" = "$("$RATELIMIT" exec --help)" ] || fail "'ratelimit help exec' is not exec's help"

@@ -21,5 +21,5 @@ expect_status 64 "$RATELIMIT" acquire --rate 5/s
 expect_stderr "ratelimit: acquire needs --key NAME: the bucket that the calls of one loop share (e.g. --key mail)"
 expect_status 0 "$RATELIMIT" acquire --rate 5/s --key mail
 
-"$RATELIMIT" exec --help | grep -q -- "--key NAME .*the command's name" || fail "exec --help does not say the key's default"
-"$RATELIMIT" acquire --help | grep -q -- "--key NAME .*(required)" || fail "acquire --help does not say --key is required"
+grep -q -- "--key NAME .*the command's name" <<<"$("$RATELIMIT" exec --help)" || fail "exec --help does not say the key's default"
+grep -q -- "--key NAME .*(required)" <<<"$("$RATELIMIT" acquire --help)" || fail "acquire --help does not say --key is required"

@@ -12,9 +12,9 @@ seq 20000 >"$WORK/lines"
 head -c 400000 /dev/urandom >"$WORK/bytes"
 
 # through_fifo IN OUT BREAK CMD...: CMD reads the FIFO that IN is written into, its output in OUT;
-# BREAK runs once CMD has written something. Then the FIFO's next reader takes what CMD left in
-# it: OUT followed by that must be IN. CMD's exit status is left in $status, its stderr in
-# $WORK/stderr.
+# BREAK runs once CMD has written something, given CMD's process id. Then the FIFO's next reader
+# takes what CMD left in it: OUT followed by that must be IN. CMD's exit status is left in
+# $status, its stderr in $WORK/stderr.
 through_fifo() {
   local in=$1 out=$2 break_store=$3 pid tries=0
   shift 3
@@ -31,7 +31,7 @@ through_fifo() {
     [ $((tries += 1)) -le 1000 ] || fail "'$*' wrote nothing within 10 s"
     sleep 0.01
   done
-  "$break_store"
+  "$break_store" "$pid"
   status=0
   wait "$pid" || status=$?
   (
@@ -71,11 +71,19 @@ through_fifo "$WORK/bytes" "$WORK/appended" pause_redis \
 expect_exit 69
 stop_redis main
 
-# The bucket file replaced by a symbolic link mid-run: 77.
+# The bucket file replaced by a symbolic link mid-run: 77. A replacement that lands between the
+# pipe's check of its locked file and its rename of the next record is renamed over (the link is
+# replaced, not followed), so the link is put back while the pipe runs, up to 5 s.
 replace_bucket() {
+  local pid=$1 tries=0
   : >"$WORK/elsewhere"
-  ln -sfn "$WORK/elsewhere" "$WORK/state/lines.new-link"
-  mv -T "$WORK/state/lines.new-link" "$WORK/state/lines.bucket"
+  while kill -0 "$pid" 2>/dev/null && [ $((tries += 1)) -le 500 ]; do
+    if [ ! -L "$WORK/state/lines.bucket" ]; then
+      ln -sfn "$WORK/elsewhere" "$WORK/state/lines.new-link"
+      mv -T "$WORK/state/lines.new-link" "$WORK/state/lines.bucket"
+    fi
+    sleep 0.01
+  done
 }
 through_fifo "$WORK/lines" "$WORK/out" replace_bucket "$RATELIMIT" -l --rate 5000 --key lines
 expect_exit 77
@@ -88,7 +96,7 @@ rm -f "$WORK/out"
   "$RATELIMIT" -l --rate 5000 --key lines <&0 2>"$WORK/stderr" >"$WORK/out" &
   pid=$!
   until [ -s "$WORK/out" ]; do sleep 0.01; done
-  replace_bucket
+  replace_bucket "$pid"
   status=0
   wait "$pid" || status=$?
   cat >"$WORK/rest"
