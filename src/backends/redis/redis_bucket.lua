@@ -12,9 +12,9 @@
 --          free_s, free_ns (the next free moment, Unix time), timetable, entry_until (the key's
 --          schedule; "" and "0" when absent, as in keys written before timetables), expires (the
 --          expiry last set, Unix milliseconds on the server's clock; absent or "0": none noted),
---          texts (the parameters' texts, entry_until and timetable joined by commas, so that the
---          common call compares them in one field; absent in keys written before it was, which
---          are read field by field and given it).
+--          texts (the format version, the parameters' texts, entry_until and timetable joined by
+--          commas, so that the common call compares them in one field; absent in keys written
+--          before it was, which are read field by field and given it).
 -- ARGV[1]  "reserve", "status", "set_rate" or "give_back"
 -- ARGV[2]  the time in Unix microseconds for tests, or "" for the server's TIME
 -- reserve: ARGV[3..7] shape ("bursty" or "warming_up"), permits per second, max burst seconds,
@@ -73,8 +73,9 @@ if given_time ~= "" then
 else
   local time = redis.call("TIME")
   now_s_text = time[1]
-  now_s = tonumber(now_s_text)
-  now = tonumber(time[2]) * 1000
+  -- Arithmetic reads a number's text once, tonumber() twice (whether it is one, then its value).
+  now_s = now_s_text + 0
+  now = time[2] * 1000
 end
 local now_ms = now_s * 1000 + floor(now / 1e6)
 -- Times below are nanoseconds after now_s; the int64 maximum since the epoch caps them, as in
@@ -117,15 +118,21 @@ end
 
 -- The values of parameters given as the texts the client sent (shape, rate, burst, warmup, cold,
 -- start_full, pay_first, the hash's order): rate, burst, warmup, cold; nil if they are no
--- bucket's.
-local function read_params(shape, rate, burst, warmup, cold, start_full, pay_first)
+-- bucket's. `numbers`: the texts are known to be numbers (they are the key's texts, written from
+-- numbers), read by arithmetic, which parses a text once where tonumber() parses it twice.
+local function read_params(shape, rate, burst, warmup, cold, start_full, pay_first, numbers)
   if (start_full ~= "0" and start_full ~= "1") or (pay_first ~= "0" and pay_first ~= "1") or
       (shape ~= "bursty" and shape ~= "warming_up") then
     return nil
   end
-  -- A bursty bucket's warm-up, "0", is not parsed (tonumber() costs).
-  local rate_value, burst_value, cold_value = tonumber(rate), tonumber(burst), tonumber(cold)
-  local warmup_value = warmup == "0" and 0 or tonumber(warmup)
+  local rate_value, burst_value, cold_value, warmup_value
+  if numbers then
+    rate_value, burst_value, cold_value = rate + 0, burst + 0, cold + 0
+  else
+    rate_value, burst_value, cold_value = tonumber(rate), tonumber(burst), tonumber(cold)
+  end
+  -- A bursty bucket's warm-up, "0", is not parsed.
+  if warmup == "0" then warmup_value = 0 else warmup_value = tonumber(warmup) end
   -- Only the rate may be infinite (no limit); NaN fails every comparison.
   local huge = math.huge
   if not (rate_value and rate_value > 0 and
@@ -152,12 +159,13 @@ local function params_table(shape, rate, burst, warmup, cold, start_full, pay_fi
           burst = burst_value, warmup = warmup_value, cold = cold_value}
 end
 
--- The key's `texts`: its parameters' texts (read_params() has found none holds a comma) and its
--- schedule, joined, the timetable last, so that the common call compares one field.
-local function joined_texts(shape, rate, burst, warmup, cold, start_full, pay_first, entry_until,
-                            timetable)
-  return shape .. "," .. rate .. "," .. burst .. "," .. warmup .. "," .. cold .. "," ..
-         start_full .. "," .. pay_first .. "," .. entry_until .. "," .. timetable
+-- The key's `texts`: the format version, its parameters' texts (read_params() has found none
+-- holds a comma) and its schedule, joined, the timetable last, so that the common call compares
+-- one field.
+local function joined_texts(version, shape, rate, burst, warmup, cold, start_full, pay_first,
+                            entry_until, timetable)
+  return version .. "," .. shape .. "," .. rate .. "," .. burst .. "," .. warmup .. "," ..
+         cold .. "," .. start_full .. "," .. pay_first .. "," .. entry_until .. "," .. timetable
 end
 
 -- TokenBucket::derive(): stable interval, max permits, cool-down interval, threshold, slope.
@@ -182,8 +190,8 @@ end
 
 if redis.replicate_commands then redis.replicate_commands() end
 
--- reserve's arguments, checked before the key is read: the parameters' texts and values, kept in
--- locals (a table costs the common call).
+-- reserve's arguments, checked before the key is read but for the parameters' values (read once
+-- the key's texts are known), kept in locals (a table costs the common call).
 local shape, rate, burst, warmup, cold, start_full, pay_first
 local rate_value, burst_value, warmup_value, cold_value
 local permits, timeout, apply, wanted_timetable, wanted_entry_until, wanted_texts
@@ -192,18 +200,18 @@ if operation == "reserve" then
   local argv = ARGV
   shape, rate, burst, warmup, cold = argv[3], argv[4], argv[5], argv[6], argv[7]
   start_full, pay_first = argv[11] or "0", argv[12] or "0"
-  rate_value, burst_value, warmup_value, cold_value =
-    read_params(shape, rate, burst, warmup, cold, start_full, pay_first)
-  permits, timeout, apply = tonumber(argv[8]), argv[9], argv[10] == "1"
+  -- Mostly one permit, not parsed (tonumber() costs).
+  permits, timeout, apply = argv[8] == "1" and 1 or tonumber(argv[8]), argv[9], argv[10] == "1"
   -- No timeout, the int64 maximum, as tonumber() would read it.
   if timeout == "9223372036854775807" then timeout = 2 ^ 63 else timeout = tonumber(timeout) end
   wanted_timetable, wanted_entry_until = argv[13] or "", argv[14] or "0"
-  if not (rate_value and permits and permits > 0 and timeout and
+  -- ARGV holds only texts, but may end before the parameters: no texts to join.
+  if not (cold and permits and permits > 0 and timeout and
           (wanted_entry_until == "0" or is_int64_text(wanted_entry_until))) then
     return redis.error_reply("ERR ratelimit: bad arguments")
   end
-  wanted_texts = joined_texts(shape, rate, burst, warmup, cold, start_full, pay_first,
-                              wanted_entry_until, wanted_timetable)
+  wanted_texts = joined_texts(FORMAT_VERSION, shape, rate, burst, warmup, cold, start_full,
+                              pay_first, wanted_entry_until, wanted_timetable)
 end
 
 -- The bucket: its parameters (a table as params_table() makes, on the calls that are not the
@@ -222,48 +230,58 @@ local saved_texts, saved_params, saved_stored, saved_free_s, saved_free_ns, save
 -- damaged (NaN or infinite permits or times would keep the key from expiring or refuse every
 -- call).
 local held, problem, common = false, "", false
-local f = redis.pcall("HMGET", key, "v", "texts", "stored", "free_s", "free_ns", "expires")
+local f = redis.pcall("HMGET", key, "texts", "stored", "free_s", "free_ns", "expires")
+if wanted_texts then
+  rate_value, burst_value, warmup_value, cold_value =
+    read_params(shape, rate, burst, warmup, cold, start_full, pay_first, f[1] == wanted_texts)
+  if not rate_value then return redis.error_reply("ERR ratelimit: bad arguments") end
+end
+-- Whether the key is a bucket of this version whose parameters and schedule can be used; nil if
+-- it is none of this version.
+local usable
 if f.err then
   problem = "a " .. redis.call("TYPE", key)["ok"] .. ", not a bucket"
-elseif f[1] ~= FORMAT_VERSION then
-  if not (f[1] == false and redis.call("EXISTS", key) == 0) then
-    problem = "not a bucket of this version"
-  end
+elseif wanted_texts and f[1] == wanted_texts then
+  -- The texts begin with the format version.
+  common, usable = true, true
+  timetable, entry_until = wanted_timetable, wanted_entry_until
+  stable, max_permits, cool_down, threshold, slope =
+    derive(shape, rate_value, burst_value, warmup_value, cold_value)
 else
-  local known
-  if wanted_texts and f[2] == wanted_texts then
-    common, known = true, true
-    timetable, entry_until = wanted_timetable, wanted_entry_until
-    stable, max_permits, cool_down, threshold, slope =
-      derive(shape, rate_value, burst_value, warmup_value, cold_value)
+  local p = redis.call("HMGET", key, "v", "shape", "rate", "burst", "warmup", "cold",
+                       "start_full", "pay_first", "timetable", "entry_until")
+  if p[1] ~= FORMAT_VERSION then
+    if not (p[1] == false and redis.call("EXISTS", key) == 0) then
+      problem = "not a bucket of this version"
+    end
   else
-    local p = redis.call("HMGET", key, "shape", "rate", "burst", "warmup", "cold", "start_full",
-                         "pay_first", "timetable", "entry_until")
-    timetable, entry_until = p[8] or "", p[9] or "0"
-    params = params_table(p[1], p[2], p[3], p[4], p[5], p[6] or "0", p[7] or "0")
-    if params and (entry_until == "0" or is_int64_text(entry_until)) then
-      known = true
+    timetable, entry_until = p[9] or "", p[10] or "0"
+    params = params_table(p[2], p[3], p[4], p[5], p[6], p[7] or "0", p[8] or "0")
+    usable = params ~= nil and (entry_until == "0" or is_int64_text(entry_until))
+    if usable then
       stable, max_permits, cool_down, threshold, slope =
         derive(params[1], params.rate, params.burst, params.warmup, params.cold)
     end
   end
+end
+if usable ~= nil then
   -- A busy key's next free moment is mostly in the current second, whose text TIME gave.
-  local free_s = f[4]
+  local free_s = f[3]
   if free_s == now_s_text then free_s = now_s else free_s = tonumber(free_s) end
-  local free_ns = tonumber(f[5])
-  stored = tonumber(f[3])
+  local free_ns = tonumber(f[4])
+  stored = tonumber(f[2])
   -- 0: none noted (keys written before expiries were), or kept without expiry.
-  local expires = tonumber(f[6] or "0")
+  local expires = tonumber(f[5] or "0")
   -- x % 1 == 0: whole, once the bounds before it have excluded the infinities.
   -- Never more than the bucket holds (infinite only where it holds that much); a rescale may
   -- round a full bucket a little above.
-  if known and stored and stored >= 0 and free_s and free_s >= 0 and free_s <= MAX_FREE_S and
+  if usable and stored and stored >= 0 and free_s and free_s >= 0 and free_s <= MAX_FREE_S and
       free_s % 1 == 0 and expires and expires >= 0 and expires < huge and free_ns and
       free_ns >= 0 and free_ns < NS_PER_S and free_ns % 1 == 0 and
       stored <= max_permits * (1 + 1e-9) then
     held = true
     next_free = (free_s - now_s) * NS_PER_S + free_ns
-    saved_texts, saved_params, saved_stored = f[2], params, stored
+    saved_texts, saved_params, saved_stored = f[1], params, stored
     saved_free_s, saved_free_ns = free_s, free_ns
     saved_timetable, saved_entry_until, saved_expires = timetable, entry_until, expires
   else
@@ -510,8 +528,8 @@ if not common then
     changes[3], changes[4] = "v", FORMAT_VERSION
     n = 4
   end
-  local texts = joined_texts(params[1], params[2], params[3], params[4], params[5], params[6],
-                             params[7], entry_until, timetable)
+  local texts = joined_texts(FORMAT_VERSION, params[1], params[2], params[3], params[4],
+                             params[5], params[6], params[7], entry_until, timetable)
   if texts ~= saved_texts then
     changes[n + 1], changes[n + 2] = "texts", texts
     n = n + 2
