@@ -236,8 +236,7 @@ if wanted_texts then
     read_params(shape, rate, burst, warmup, cold, start_full, pay_first, f[1] == wanted_texts)
   if not rate_value then return redis.error_reply("ERR ratelimit: bad arguments") end
 end
--- Whether the key is a bucket of this version whose parameters and schedule can be used; nil if
--- it is none of this version.
+-- Whether the key's parameters and schedule can be used; nil without a bucket of this version.
 local usable
 if f.err then
   problem = "a " .. redis.call("TYPE", key)["ok"] .. ", not a bucket"
