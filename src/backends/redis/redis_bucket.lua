@@ -14,7 +14,9 @@
 --          expiry last set, Unix milliseconds on the server's clock; absent or "0": none noted),
 --          texts (the format version, the parameters' texts, entry_until and timetable joined by
 --          commas, so that the common call compares them in one field; absent in keys written
---          before it was, which are read field by field and given it).
+--          before it was, which are read field by field and given it). An older ratelimit leaves
+--          `texts` as it was when it changes the parameters: the common call also compares
+--          `rate`, which every such change but one of burst, warm-up or shape alone rewrites.
 -- ARGV[1]  "reserve", "status", "set_rate" or "give_back"
 -- ARGV[2]  the time in Unix microseconds for tests, or "" for the server's TIME
 -- reserve: ARGV[3..7] shape ("bursty" or "warming_up"), permits per second, max burst seconds,
@@ -230,17 +232,18 @@ local saved_texts, saved_params, saved_stored, saved_free_s, saved_free_ns, save
 -- damaged (NaN or infinite permits or times would keep the key from expiring or refuse every
 -- call).
 local held, problem, common = false, "", false
-local f = redis.pcall("HMGET", key, "texts", "stored", "free_s", "free_ns", "expires")
+local f = redis.pcall("HMGET", key, "texts", "stored", "free_s", "free_ns", "expires", "rate")
+local texts_match = wanted_texts and f[1] == wanted_texts and f[6] == rate
 if wanted_texts then
   rate_value, burst_value, warmup_value, cold_value =
-    read_params(shape, rate, burst, warmup, cold, start_full, pay_first, f[1] == wanted_texts)
+    read_params(shape, rate, burst, warmup, cold, start_full, pay_first, texts_match)
   if not rate_value then return redis.error_reply("ERR ratelimit: bad arguments") end
 end
 -- Whether the key's parameters and schedule can be used; nil without a bucket of this version.
 local usable
 if f.err then
   problem = "a " .. redis.call("TYPE", key)["ok"] .. ", not a bucket"
-elseif wanted_texts and f[1] == wanted_texts then
+elseif texts_match then
   -- The texts begin with the format version.
   common, usable = true, true
   timetable, entry_until = wanted_timetable, wanted_entry_until
