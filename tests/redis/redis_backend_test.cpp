@@ -416,6 +416,21 @@ TEST_F(RedisBackendTest, KeyWrittenBeforeTimetablesHasNone) {
   EXPECT_TRUE(notes_.empty());
 }
 
+// The common call compares the key's parameters in one field, `texts`, which an older script
+// leaves as it was when its set_rate writes `rate` alone.
+TEST_F(RedisBackendTest, RateAnOlderScriptWroteIsTheKeys) {
+  RedisBackend redis = backend(server_.unix_url());
+  PermitRequest keeping = request("upgrade", bursty(10));
+  keeping.apply_params = false;
+  EXPECT_EQ(redis.reserve_at(keeping, kForever, 0).wait, 0ms);
+  admin(server_, {"HSET", "ratelimit:{upgrade}", "rate", "20"});
+  const Reservation at_the_keys_rate = redis.reserve_at(keeping, kForever, 0);
+  EXPECT_EQ(at_the_keys_rate.key_permits_per_second, 20);
+  EXPECT_EQ(at_the_keys_rate.wait, 100ms);
+  // Booked at 20/s: the next waits 50 ms longer, not 100.
+  EXPECT_EQ(redis.reserve_at(keeping, kForever, 0).wait, 150ms);
+}
+
 // scripts/bench_redis.sh calls the script with ten arguments: without start full, pay first and a
 // schedule.
 TEST_F(RedisBackendTest, ReserveArgumentsAfterTheTenthMayBeLeftOff) {

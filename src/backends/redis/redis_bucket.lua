@@ -11,7 +11,12 @@
 --          (the parameters as the client wrote them; the last two "0" when absent), stored,
 --          free_s, free_ns (the next free moment, Unix time), timetable, entry_until (the key's
 --          schedule; "" and "0" when absent, as in keys written before timetables), expires (the
---          expiry last set, Unix milliseconds on the server's clock; absent or "0": none noted).
+--          expiry last set, Unix milliseconds on the server's clock; absent or "0": none noted),
+--          texts (the format version, the parameters' texts, entry_until and timetable joined by
+--          commas, so that the common call compares them in one field; absent in keys written
+--          before it was, which are read field by field and given it). An older ratelimit leaves
+--          `texts` as it was when it changes the parameters: the common call also compares
+--          `rate`, which every such change but one of burst, warm-up or shape alone rewrites.
 -- ARGV[1]  "reserve", "status", "set_rate" or "give_back"
 -- ARGV[2]  the time in Unix microseconds for tests, or "" for the server's TIME
 -- reserve: ARGV[3..7] shape ("bursty" or "warming_up"), permits per second, max burst seconds,
@@ -70,16 +75,18 @@ if given_time ~= "" then
 else
   local time = redis.call("TIME")
   now_s_text = time[1]
-  now_s = tonumber(now_s_text)
-  now = tonumber(time[2]) * 1000
+  -- Arithmetic reads a number's text once, tonumber() twice (whether it is one, then its value).
+  now_s = now_s_text + 0
+  now = time[2] * 1000
 end
 local now_ms = now_s * 1000 + floor(now / 1e6)
 -- Times below are nanoseconds after now_s; the int64 maximum since the epoch caps them, as in
 -- the core.
 local max_time = (REP_LIMIT - 1) - now_s * NS_PER_S
 
--- The functions below, made on every call, capture nothing (constants written out): a closure
--- costs little to make, each local it captures costs more.
+-- The functions below, made on every call, capture nothing (constants written out) but
+-- params_table(), which the common call does not call: a closure costs little to make, each local
+-- it captures costs more.
 
 -- As Java's (long) cast: toward zero, saturating at 2^63, NaN as 0.
 local function truncate_saturated(value)
@@ -111,18 +118,23 @@ local function is_int64_text(text)
   return digits <= "9223372036854775807"
 end
 
--- Parameters: [1..7] the texts as the client sent them (shape, rate, burst, warmup, cold,
--- start_full, pay_first, the hash's order), and their values; nil if they are no bucket's.
-local function read_params(shape, rate, burst, warmup, cold, start_full, pay_first)
-  start_full = start_full or "0"
-  pay_first = pay_first or "0"
+-- The values of parameters given as the texts the client sent (shape, rate, burst, warmup, cold,
+-- start_full, pay_first, the hash's order): rate, burst, warmup, cold; nil if they are no
+-- bucket's. `numbers`: the texts are known to be numbers (they are the key's texts, written from
+-- numbers), read by arithmetic, which parses a text once where tonumber() parses it twice.
+local function read_params(shape, rate, burst, warmup, cold, start_full, pay_first, numbers)
   if (start_full ~= "0" and start_full ~= "1") or (pay_first ~= "0" and pay_first ~= "1") or
       (shape ~= "bursty" and shape ~= "warming_up") then
     return nil
   end
-  -- A bursty bucket's warm-up, "0", is not parsed (tonumber() costs).
-  local rate_value, burst_value, cold_value = tonumber(rate), tonumber(burst), tonumber(cold)
-  local warmup_value = warmup == "0" and 0 or tonumber(warmup)
+  local rate_value, burst_value, cold_value, warmup_value
+  if numbers then
+    rate_value, burst_value, cold_value = rate + 0, burst + 0, cold + 0
+  else
+    rate_value, burst_value, cold_value = tonumber(rate), tonumber(burst), tonumber(cold)
+  end
+  -- A bursty bucket's warm-up, "0", is not parsed.
+  if warmup == "0" then warmup_value = 0 else warmup_value = tonumber(warmup) end
   -- Only the rate may be infinite (no limit); NaN fails every comparison.
   local huge = math.huge
   if not (rate_value and rate_value > 0 and
@@ -135,23 +147,39 @@ local function read_params(shape, rate, burst, warmup, cold, start_full, pay_fir
   if shape == "warming_up" and (start_full == "1" or not (warmup_value >= 0 and cold_value >= 1)) then
     return nil
   end
+  return rate_value, burst_value, warmup_value, cold_value
+end
+
+-- Parameters as the calls other than the common one keep them: [1..7] their texts, and their
+-- values; nil if they are no bucket's.
+local function params_table(shape, rate, burst, warmup, cold, start_full, pay_first)
+  local rate_value, burst_value, warmup_value, cold_value =
+    read_params(shape, rate, burst, warmup, cold, start_full, pay_first)
+  if not rate_value then return nil end
   return {shape, rate, burst, warmup, cold, start_full, pay_first,
           start_full = start_full == "1", pay_first = pay_first == "1", rate = rate_value,
           burst = burst_value, warmup = warmup_value, cold = cold_value}
 end
 
+-- The key's `texts`: the format version, its parameters' texts (read_params() has found none
+-- holds a comma) and its schedule, joined, the timetable last, so that the common call compares
+-- one field.
+local function joined_texts(version, shape, rate, burst, warmup, cold, start_full, pay_first,
+                            entry_until, timetable)
+  return version .. "," .. shape .. "," .. rate .. "," .. burst .. "," .. warmup .. "," ..
+         cold .. "," .. start_full .. "," .. pay_first .. "," .. entry_until .. "," .. timetable
+end
+
 -- TokenBucket::derive(): stable interval, max permits, cool-down interval, threshold, slope.
-local function derive(params)
-  local rate = params.rate
+local function derive(shape, rate, burst, warmup_ns, cold)
   local stable = 1e9 / rate
-  if params[1] == "bursty" then
-    if params.burst == 0 then return stable, 0, stable, 0, 0 end
-    return stable, params.burst * rate, stable, 0, 0
+  if shape == "bursty" then
+    if burst == 0 then return stable, 0, stable, 0, 0 end
+    return stable, burst * rate, stable, 0, 0
   end
-  local warmup_ns = params.warmup
   if warmup_ns == 0 then return stable, 0, stable, 0, 0 end
   if stable == 0 then return stable, math.huge, 0, math.huge, 0 end
-  local cold_interval = stable * params.cold
+  local cold_interval = stable * cold
   local threshold = 0.5 * warmup_ns / stable
   local max_permits = threshold + 2.0 * warmup_ns / (stable + cold_interval)
   local warmup_permits = max_permits - threshold
@@ -162,92 +190,120 @@ local function derive(params)
   return stable, max_permits, warmup_ns / max_permits, threshold, slope
 end
 
--- The bucket: its parameters, TokenBucket's state and derived values, and its schedule.
+if redis.replicate_commands then redis.replicate_commands() end
+
+-- reserve's arguments, checked before the key is read but for the parameters' values (read once
+-- the key's texts are known), kept in locals (a table costs the common call).
+local shape, rate, burst, warmup, cold, start_full, pay_first
+local rate_value, burst_value, warmup_value, cold_value
+local permits, timeout, apply, wanted_timetable, wanted_entry_until, wanted_texts
+if operation == "reserve" then
+  -- A local: each use of the global costs a lookup.
+  local argv = ARGV
+  shape, rate, burst, warmup, cold = argv[3], argv[4], argv[5], argv[6], argv[7]
+  start_full, pay_first = argv[11] or "0", argv[12] or "0"
+  -- Mostly one permit, not parsed (tonumber() costs).
+  permits, timeout, apply = argv[8] == "1" and 1 or tonumber(argv[8]), argv[9], argv[10] == "1"
+  -- No timeout, the int64 maximum, as tonumber() would read it.
+  if timeout == "9223372036854775807" then timeout = 2 ^ 63 else timeout = tonumber(timeout) end
+  wanted_timetable, wanted_entry_until = argv[13] or "", argv[14] or "0"
+  -- ARGV holds only texts, but may end before the parameters: no texts to join.
+  if not (cold and permits and permits > 0 and timeout and
+          (wanted_entry_until == "0" or is_int64_text(wanted_entry_until))) then
+    return redis.error_reply("ERR ratelimit: bad arguments")
+  end
+  wanted_texts = joined_texts(FORMAT_VERSION, shape, rate, burst, warmup, cold, start_full,
+                              pay_first, wanted_entry_until, wanted_timetable)
+end
+
+-- The bucket: its parameters (a table as params_table() makes, on the calls that are not the
+-- common one), TokenBucket's state and derived values, and its schedule.
 local params, stored, next_free
 local stable, max_permits, cool_down, threshold, slope
 local timetable, entry_until
 -- The record as the key held it (all nil for a new bucket), so that only what changed is written.
-local saved_params, saved_stored, saved_free_s, saved_free_ns, saved_timetable,
+local saved_texts, saved_params, saved_stored, saved_free_s, saved_free_ns, saved_timetable,
       saved_entry_until, saved_expires
 
-if redis.replicate_commands then redis.replicate_commands() end
-
--- reserve's arguments, checked before the key is read.
-local wanted, permits, timeout, apply, wanted_timetable, wanted_entry_until
-if operation == "reserve" then
-  -- A local: each use of the global costs a lookup.
-  local argv = ARGV
-  wanted = read_params(argv[3], argv[4], argv[5], argv[6], argv[7], argv[11], argv[12])
-  permits, timeout, apply = tonumber(argv[8]), argv[9], argv[10] == "1"
-  -- No timeout, the int64 maximum, as tonumber() would read it.
-  if timeout == "9223372036854775807" then timeout = 2 ^ 63 else timeout = tonumber(timeout) end
-  wanted_timetable, wanted_entry_until = argv[13] or "", argv[14] or "0"
-  if not (wanted and permits and permits > 0 and timeout and
-          (wanted_entry_until == "0" or is_int64_text(wanted_entry_until))) then
-    return redis.error_reply("ERR ratelimit: bad arguments")
-  end
-end
-
 -- The bucket the key holds, with its schedule: `held`, else why there is none that can be used
--- (`problem`, "" for no key). The caller's parameters are kept when the key holds the same text,
--- parsed only when it holds others. Every number must be what a bucket can hold, else the key is
+-- (`problem`, "" for no key). A key whose `texts` are the caller's holds the common call's
+-- bucket, whose parameters are the caller's values; other keys (and those written before `texts`
+-- was) are read field by field. Every number must be what a bucket can hold, else the key is
 -- damaged (NaN or infinite permits or times would keep the key from expiring or refuse every
 -- call).
-local held, problem = false, ""
-local f = redis.pcall("HMGET", key, "v", "shape", "rate", "burst", "warmup", "cold",
-                      "start_full", "pay_first", "stored", "free_s", "free_ns", "timetable",
-                      "entry_until", "expires")
+local held, problem, common = false, "", false
+local f = redis.pcall("HMGET", key, "texts", "stored", "free_s", "free_ns", "expires", "rate")
+local texts_match = wanted_texts and f[1] == wanted_texts and f[6] == rate
+if wanted_texts then
+  rate_value, burst_value, warmup_value, cold_value =
+    read_params(shape, rate, burst, warmup, cold, start_full, pay_first, texts_match)
+  if not rate_value then return redis.error_reply("ERR ratelimit: bad arguments") end
+end
+-- Whether the key's parameters and schedule can be used; nil without a bucket of this version.
+local usable
 if f.err then
   problem = "a " .. redis.call("TYPE", key)["ok"] .. ", not a bucket"
-elseif f[1] ~= FORMAT_VERSION then
-  if not (f[1] == false and redis.call("EXISTS", key) == 0) then
-    problem = "not a bucket of this version"
-  end
+elseif texts_match then
+  -- The texts begin with the format version.
+  common, usable = true, true
+  timetable, entry_until = wanted_timetable, wanted_entry_until
+  stable, max_permits, cool_down, threshold, slope =
+    derive(shape, rate_value, burst_value, warmup_value, cold_value)
 else
-  local start_full, pay_first = f[7] or "0", f[8] or "0"
-  if wanted and wanted[1] == f[2] and wanted[2] == f[3] and wanted[3] == f[4] and
-      wanted[4] == f[5] and wanted[5] == f[6] and wanted[6] == start_full and
-      wanted[7] == pay_first then
-    params = wanted
+  local p = redis.call("HMGET", key, "v", "shape", "rate", "burst", "warmup", "cold",
+                       "start_full", "pay_first", "timetable", "entry_until")
+  if p[1] ~= FORMAT_VERSION then
+    if not (p[1] == false and redis.call("EXISTS", key) == 0) then
+      problem = "not a bucket of this version"
+    end
   else
-    params = read_params(f[2], f[3], f[4], f[5], f[6], start_full, pay_first)
-  end
-  -- A busy key's next free moment is mostly in the current second, whose text TIME gave.
-  local free_s = f[10]
-  if free_s == now_s_text then free_s = now_s else free_s = tonumber(free_s) end
-  local free_ns = tonumber(f[11])
-  stored, timetable, entry_until = tonumber(f[9]), f[12] or "", f[13] or "0"
-  -- 0: none noted (keys written before expiries were), or kept without expiry.
-  local expires = tonumber(f[14] or "0")
-  -- x % 1 == 0: whole, once the bounds before it have excluded the infinities.
-  if params and stored and stored >= 0 and free_s and free_s >= 0 and free_s <= MAX_FREE_S and
-      free_s % 1 == 0 and expires and expires >= 0 and expires < huge and free_ns and
-      free_ns >= 0 and free_ns < NS_PER_S and free_ns % 1 == 0 and
-      (entry_until == "0" or is_int64_text(entry_until)) then
-    next_free = (free_s - now_s) * NS_PER_S + free_ns
-    stable, max_permits, cool_down, threshold, slope = derive(params)
-    -- Never more than the bucket holds (infinite only where it holds that much); a rescale may
-    -- round a full bucket a little above.
-    if stored <= max_permits * (1 + 1e-9) then
-      held = true
-      saved_params, saved_stored, saved_free_s, saved_free_ns = params, stored, free_s, free_ns
-      saved_timetable, saved_entry_until, saved_expires = timetable, entry_until, expires
+    timetable, entry_until = p[9] or "", p[10] or "0"
+    params = params_table(p[2], p[3], p[4], p[5], p[6], p[7] or "0", p[8] or "0")
+    usable = params ~= nil and (entry_until == "0" or is_int64_text(entry_until))
+    if usable then
+      stable, max_permits, cool_down, threshold, slope =
+        derive(params[1], params.rate, params.burst, params.warmup, params.cold)
     end
   end
-  if not held then problem = "a damaged bucket" end
+end
+if usable ~= nil then
+  -- A busy key's next free moment is mostly in the current second, whose text TIME gave.
+  local free_s = f[3]
+  if free_s == now_s_text then free_s = now_s else free_s = tonumber(free_s) end
+  local free_ns = tonumber(f[4])
+  stored = tonumber(f[2])
+  -- 0: none noted (keys written before expiries were), or kept without expiry.
+  local expires = tonumber(f[5] or "0")
+  -- x % 1 == 0: whole, once the bounds before it have excluded the infinities.
+  -- Never more than the bucket holds (infinite only where it holds that much); a rescale may
+  -- round a full bucket a little above.
+  if usable and stored and stored >= 0 and free_s and free_s >= 0 and free_s <= MAX_FREE_S and
+      free_s % 1 == 0 and expires and expires >= 0 and expires < huge and free_ns and
+      free_ns >= 0 and free_ns < NS_PER_S and free_ns % 1 == 0 and
+      stored <= max_permits * (1 + 1e-9) then
+    held = true
+    next_free = (free_s - now_s) * NS_PER_S + free_ns
+    saved_texts, saved_params, saved_stored = f[1], params, stored
+    saved_free_s, saved_free_ns = free_s, free_ns
+    saved_timetable, saved_entry_until, saved_expires = timetable, entry_until, expires
+  else
+    common = false
+    problem = "a damaged bucket"
+  end
 end
 
 -- The common call, a reserve on a key that holds the caller's parameters and schedule, settles
 -- nothing, starts nothing and writes no parameters. The other calls change the bucket through
 -- `bucket`, an object made only for them (its methods' closures would cost the common call),
 -- and copy its state back into the locals.
-local common = operation == "reserve" and held and params == wanted and
-               wanted_timetable == timetable and wanted_entry_until == entry_until
-local bucket
+local bucket, wanted
 if not common then
   bucket = {now = now, params = params, stored = stored, next_free = next_free, stable = stable,
             max_permits = max_permits, cool_down = cool_down, threshold = threshold, slope = slope,
-            read_params = read_params, derive = derive}
+            params_table = params_table, derive = derive}
+  if operation == "reserve" then
+    wanted = params_table(shape, rate, burst, warmup, cold, start_full, pay_first)
+  end
 
   function bucket.same_params(a, b)
     for i = 1, 7 do
@@ -268,8 +324,9 @@ if not common then
   end
 
   function bucket:rederive()
+    local p = self.params
     self.stable, self.max_permits, self.cool_down, self.threshold, self.slope =
-      self.derive(self.params)
+      self.derive(p[1], p.rate, p.burst, p.warmup, p.cold)
   end
 
   -- TokenBucket::resync()
@@ -304,7 +361,7 @@ if not common then
 
   -- `p` with another rate (the rate's text as the client sent it); nil if it is no rate.
   function bucket:with_rate(p, rate)
-    return self.read_params(p[1], rate, p[3], p[4], p[5], p[6], p[7])
+    return self.params_table(p[1], rate, p[3], p[4], p[5], p[6], p[7])
   end
 
   -- change_params() of bucket_backend.cpp: to or from no limit, afresh; else
@@ -365,6 +422,7 @@ if operation == "reserve" then
     params, stored, next_free = bucket.params, bucket.stored, bucket.next_free
     stable, max_permits, cool_down = bucket.stable, bucket.max_permits, bucket.cool_down
     threshold, slope = bucket.threshold, bucket.slope
+    shape, pay_first = params[1], params[7]
   end
   -- TokenBucket::book(): the state after booking `permits` now, and the caller's wait.
   local booked_stored, booked_free = stored, next_free
@@ -378,7 +436,7 @@ if operation == "reserve" then
   local fresh_permits = permits - stored_to_spend
   -- TokenBucket::stored_permits_wait_ns()
   local stored_wait = 0
-  if params[1] ~= "bursty" then
+  if shape ~= "bursty" then
     local permits_to_take = stored_to_spend
     local above_threshold = booked_stored - threshold
     if above_threshold > 0 then
@@ -397,7 +455,7 @@ if operation == "reserve" then
   if cost ~= 0 then booked_free = add_saturated(booked_free, cost) end
   booked_free = min(booked_free, max_time)
   booked_stored = booked_stored - stored_to_spend
-  if params.pay_first then go_at = booked_free end
+  if pay_first == "1" then go_at = booked_free end
   local wait = max(go_at - now, 0)
   -- decide(): granted iff the wait is within the timeout; a refusal changes nothing.
   local granted = 0
@@ -409,7 +467,7 @@ if operation == "reserve" then
     reply = {granted, integer_string(wait), 1, problem, timetable, params[2], replaced[1],
              replaced[2], replaced[3], replaced[4], replaced[5], replaced[6], replaced[7],
              replaced_timetable}
-  elseif problem == "" and timetable == wanted_timetable and params[2] == wanted[2] then
+  elseif common or (problem == "" and timetable == wanted_timetable and params[2] == rate) then
     reply = {granted, integer_string(wait)}
   else
     reply = {granted, integer_string(wait), 0, problem, timetable, params[2]}
@@ -460,12 +518,24 @@ local s = now_s + floor((next_free - ns) / NS_PER_S + 0.5)
 -- Room for the common call's changes made at once: a table grown by each one costs more.
 local changes = {"HSET", key, nil, nil, nil, nil, nil, nil}
 local n = 2
-if params ~= saved_params and not (saved_params and bucket.same_params(params, saved_params)) then
-  changes[3], changes[4], changes[5], changes[6] = "shape", params[1], "rate", params[2]
-  changes[7], changes[8], changes[9], changes[10] = "burst", params[3], "warmup", params[4]
-  changes[11], changes[12], changes[13], changes[14] = "cold", params[5], "start_full", params[6]
-  changes[15], changes[16], changes[17], changes[18] = "pay_first", params[7], "v", FORMAT_VERSION
-  n = 18
+-- The common call keeps the parameters and schedule. A key written afresh holds the fields the
+-- common call reads first: Redis looks a small hash's fields up from its start.
+local params_changed, schedule_changed = false, false
+if not common then
+  params_changed = params ~= saved_params and
+                   not (saved_params and bucket.same_params(params, saved_params))
+  schedule_changed = timetable ~= (saved_timetable or "") or
+                     entry_until ~= (saved_entry_until or "0")
+  if params_changed then
+    changes[3], changes[4] = "v", FORMAT_VERSION
+    n = 4
+  end
+  local texts = joined_texts(FORMAT_VERSION, params[1], params[2], params[3], params[4],
+                             params[5], params[6], params[7], entry_until, timetable)
+  if texts ~= saved_texts then
+    changes[n + 1], changes[n + 2] = "texts", texts
+    n = n + 2
+  end
 end
 -- Numbers go as they are: Redis writes them with every digit (%.17g), as tonumber() reads them.
 if stored ~= saved_stored then
@@ -480,7 +550,17 @@ if ns ~= saved_free_ns then
   changes[n + 1], changes[n + 2] = "free_ns", ns
   n = n + 2
 end
-if timetable ~= (saved_timetable or "") or entry_until ~= (saved_entry_until or "0") then
+if params_changed then
+  changes[n + 1], changes[n + 2], changes[n + 3], changes[n + 4] =
+    "shape", params[1], "rate", params[2]
+  changes[n + 5], changes[n + 6], changes[n + 7], changes[n + 8] =
+    "burst", params[3], "warmup", params[4]
+  changes[n + 9], changes[n + 10], changes[n + 11], changes[n + 12] =
+    "cold", params[5], "start_full", params[6]
+  changes[n + 13], changes[n + 14] = "pay_first", params[7]
+  n = n + 14
+end
+if schedule_changed then
   changes[n + 1], changes[n + 2] = "timetable", timetable
   changes[n + 3], changes[n + 4] = "entry_until", entry_until
   n = n + 4
