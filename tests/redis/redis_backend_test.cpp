@@ -431,12 +431,12 @@ TEST_F(RedisBackendTest, RateAnOlderScriptWroteIsTheKeys) {
   EXPECT_EQ(redis.reserve_at(keeping, kForever, 0).wait, 150ms);
 }
 
-// scripts/bench_redis.sh calls the script with ten arguments: without start full, pay first and a
-// schedule.
-TEST_F(RedisBackendTest, ReserveArgumentsAfterTheTenthMayBeLeftOff) {
+// scripts/bench_redis.sh calls the script itself.
+TEST_F(RedisBackendTest, ReserveAsTheBenchCallsIt) {
   const RedisValue reply =
       admin(server_, {"EVAL", std::string(kRedisBucketScript), "1", "ratelimit:{short}", "reserve",
-                      "", "bursty", "1e9", "1", "0", "3", "1", "9223372036854775807", "1"});
+                      "", "1", "9223372036854775807", "1", "1,bursty,1e9,1,0,3,0,0,0,", "bursty",
+                      "1e9", "1", "0", "3", "0"});
   // Granted at once, and the key holds the caller's rate and schedule: nothing more to say.
   ASSERT_EQ(reply.type, RedisValue::Type::array);
   ASSERT_EQ(reply.elements.size(), 2u);

@@ -31,6 +31,17 @@ std::string shape_text(BucketShape shape) {
   return shape == BucketShape::warming_up ? "warming_up" : "bursty";
 }
 
+// The request's parameters and schedule as the script keeps them in a key's `texts` (its format
+// version first, the timetable last), so that the script compares them with the key's at once.
+std::string request_texts(const PermitRequest& request) {
+  const BucketParams& params = request.params;
+  return fmt::format("1,{},{},{},{},{},{},{},{},{}", shape_text(params.shape),
+                     number_text(params.permits_per_second), number_text(params.max_burst_seconds),
+                     params.warmup.count(), number_text(params.cold_factor),
+                     params.start_full ? "1" : "0", params.pay_first ? "1" : "0",
+                     request.schedule.entry_until, request.schedule.timetable);
+}
+
 std::string now_argument(std::optional<std::int64_t> now_micros) {
   return now_micros ? std::to_string(*now_micros) : std::string();
 }
@@ -114,16 +125,14 @@ Reservation RedisBackend::reserve_at(const PermitRequest& request, nanoseconds t
   validate(request.params);
   validate_permits(request.permits);
   const BucketParams& params = request.params;
-  const RedisValue reply =
-      run_script(request.key,
-                 {"reserve", now_argument(now_micros), shape_text(params.shape),
-                  number_text(params.permits_per_second), number_text(params.max_burst_seconds),
-                  std::to_string(params.warmup.count()), number_text(params.cold_factor),
-                  std::to_string(request.permits), std::to_string(timeout.count()),
-                  request.apply_params ? "1" : "0", params.start_full ? "1" : "0",
-                  params.pay_first ? "1" : "0", request.schedule.timetable,
-                  std::to_string(request.schedule.entry_until)},
-                 deadline);
+  const RedisValue reply = run_script(
+      request.key,
+      {"reserve", now_argument(now_micros), std::to_string(request.permits),
+       std::to_string(timeout.count()), request.apply_params ? "1" : "0", request_texts(request),
+       shape_text(params.shape), number_text(params.permits_per_second),
+       number_text(params.max_burst_seconds), std::to_string(params.warmup.count()),
+       number_text(params.cold_factor), params.pay_first ? "1" : "0"},
+      deadline);
   // {granted, wait} when the key holds the request's rate and schedule and nothing was discarded;
   // else {granted, wait, replaced, problem, key's timetable, key's rate}, and when replaced the
   // replaced parameters (7 fields, as status gives them) and timetable.

@@ -19,12 +19,14 @@
 --          `rate`, which every such change but one of burst, warm-up or shape alone rewrites.
 -- ARGV[1]  "reserve", "status", "set_rate" or "give_back"
 -- ARGV[2]  the time in Unix microseconds for tests, or "" for the server's TIME
--- reserve: ARGV[3..7] shape ("bursty" or "warming_up"), permits per second, max burst seconds,
---          warm-up nanoseconds, cold factor; ARGV[8] permits; ARGV[9] timeout nanoseconds;
---          ARGV[10] "1" to apply these parameters to a bucket kept with others, "0" to keep its;
---          ARGV[11], ARGV[12] start full, pay first ("0" or "1"); ARGV[13], ARGV[14] the timetable
---          the rate comes from and its entry's end (decimal Unix seconds). ARGV[11..14] may be
---          left off (as scripts/bench_redis.sh does): "0", "0", "", "0".
+-- reserve: ARGV[3] permits; ARGV[4] timeout nanoseconds; ARGV[5] "1" to apply the caller's
+--          parameters to a bucket kept with others, "0" to keep its; ARGV[6] the caller's texts,
+--          as the key keeps them: the format version, shape ("bursty" or "warming_up"), permits
+--          per second, max burst seconds, warm-up nanoseconds, cold factor, start full and pay
+--          first ("0" or "1"), the end of the timetable's entry the rate comes from (decimal Unix
+--          seconds, "0" for none) and the timetable ("" for none), joined by commas;
+--          ARGV[7..12] the texts among them that the common call reads: shape, permits per
+--          second, max burst seconds, warm-up nanoseconds, cold factor, pay first.
 --          Returns {granted 0|1, wait ns} when the key holds the caller's rate and timetable
 --          after the call and no record was discarded, else {granted, wait, parameters replaced
 --          0|1, why the record was discarded, the key's timetable and rate after the call},
@@ -42,7 +44,9 @@
 -- EVAL runs this whole body on every call, creating each function and table in it afresh: the
 -- bucket is kept in locals rather than tables, and the functions that the common call (a reserve
 -- on a key that holds the caller's parameters and schedule) does not need are only created by
--- the calls that do.
+-- the calls that do. Each argument costs the server on every call, and so does splitting a text:
+-- the caller's parameters and schedule come as one text, compared with the key's at once, and
+-- those the common call computes with come apart as well.
 
 local NS_PER_S = 1e9
 -- give_back()'s bound on a duration, as saturated_nanoseconds() of bucket_backend.cpp.
@@ -56,8 +60,6 @@ local FORMAT_VERSION = "1"
 local EXPIRY_MARGIN_MS = 1000
 -- Beyond this (about 3000 years) a key is kept without expiry.
 local MAX_EXPIRY_MS = 1e14
--- The latest next free moment, in Unix seconds: the int64 maximum of nanoseconds.
-local MAX_FREE_S = 9223372037
 local huge, floor, min, max = math.huge, math.floor, math.min, math.max
 
 local operation, key, given_time = ARGV[1], KEYS[1], ARGV[2]
@@ -84,9 +86,8 @@ local now_ms = now_s * 1000 + floor(now / 1e6)
 -- the core.
 local max_time = (REP_LIMIT - 1) - now_s * NS_PER_S
 
--- The functions below, made on every call, capture nothing (constants written out) but
--- params_table(), which the common call does not call: a closure costs little to make, each local
--- it captures costs more.
+-- The functions below, made on every call, are the ones the common call needs, and capture
+-- nothing (constants written out): a closure costs little to make, each local it captures more.
 
 -- As Java's (long) cast: toward zero, saturating at 2^63, NaN as 0.
 local function truncate_saturated(value)
@@ -105,69 +106,6 @@ local function integer_string(value)
   if value == 0 then return "0" end
   if value >= 2 ^ 63 then return "9223372036854775807" end
   return string.format("%.0f", value)
-end
-
--- Whether `text` is an int64 as std::to_string writes it: the only form compared below.
-local function is_int64_text(text)
-  if text == "0" then return true end
-  if type(text) ~= "string" then return false end
-  local digits = text:match("^%-?([1-9]%d*)$")
-  if digits == nil then return false end
-  if #digits ~= 19 then return #digits < 19 end
-  if text:sub(1, 1) == "-" then return digits <= "9223372036854775808" end
-  return digits <= "9223372036854775807"
-end
-
--- The values of parameters given as the texts the client sent (shape, rate, burst, warmup, cold,
--- start_full, pay_first, the hash's order): rate, burst, warmup, cold; nil if they are no
--- bucket's. `numbers`: the texts are known to be numbers (they are the key's texts, written from
--- numbers), read by arithmetic, which parses a text once where tonumber() parses it twice.
-local function read_params(shape, rate, burst, warmup, cold, start_full, pay_first, numbers)
-  if (start_full ~= "0" and start_full ~= "1") or (pay_first ~= "0" and pay_first ~= "1") or
-      (shape ~= "bursty" and shape ~= "warming_up") then
-    return nil
-  end
-  local rate_value, burst_value, cold_value, warmup_value
-  if numbers then
-    rate_value, burst_value, cold_value = rate + 0, burst + 0, cold + 0
-  else
-    rate_value, burst_value, cold_value = tonumber(rate), tonumber(burst), tonumber(cold)
-  end
-  -- A bursty bucket's warm-up, "0", is not parsed.
-  if warmup == "0" then warmup_value = 0 else warmup_value = tonumber(warmup) end
-  -- Only the rate may be infinite (no limit); NaN fails every comparison.
-  local huge = math.huge
-  if not (rate_value and rate_value > 0 and
-          burst_value and burst_value > -huge and burst_value < huge and
-          warmup_value and warmup_value > -huge and warmup_value < huge and
-          cold_value and cold_value > -huge and cold_value < huge) then
-    return nil
-  end
-  if shape == "bursty" and not (burst_value >= 0) then return nil end
-  if shape == "warming_up" and (start_full == "1" or not (warmup_value >= 0 and cold_value >= 1)) then
-    return nil
-  end
-  return rate_value, burst_value, warmup_value, cold_value
-end
-
--- Parameters as the calls other than the common one keep them: [1..7] their texts, and their
--- values; nil if they are no bucket's.
-local function params_table(shape, rate, burst, warmup, cold, start_full, pay_first)
-  local rate_value, burst_value, warmup_value, cold_value =
-    read_params(shape, rate, burst, warmup, cold, start_full, pay_first)
-  if not rate_value then return nil end
-  return {shape, rate, burst, warmup, cold, start_full, pay_first,
-          start_full = start_full == "1", pay_first = pay_first == "1", rate = rate_value,
-          burst = burst_value, warmup = warmup_value, cold = cold_value}
-end
-
--- The key's `texts`: the format version, its parameters' texts (read_params() has found none
--- holds a comma) and its schedule, joined, the timetable last, so that the common call compares
--- one field.
-local function joined_texts(version, shape, rate, burst, warmup, cold, start_full, pay_first,
-                            entry_until, timetable)
-  return version .. "," .. shape .. "," .. rate .. "," .. burst .. "," .. warmup .. "," ..
-         cold .. "," .. start_full .. "," .. pay_first .. "," .. entry_until .. "," .. timetable
 end
 
 -- TokenBucket::derive(): stable interval, max permits, cool-down interval, threshold, slope.
@@ -190,30 +128,46 @@ local function derive(shape, rate, burst, warmup_ns, cold)
   return stable, max_permits, warmup_ns / max_permits, threshold, slope
 end
 
+-- The state in `f`, HMGET's reply (stored, free_s, free_ns and expires at 2 to 5), of a bucket
+-- that holds up to max_permits: stored, the next free moment's seconds and nanoseconds, and
+-- expires (0: none noted, in keys written before expiries were, or kept without expiry); nil if
+-- a bucket cannot hold them (NaN or infinite permits or times would keep the key from expiring or
+-- refuse every call). `now_s_text`: TIME's seconds as the server wrote them, or nil.
+local function read_state(f, max_permits, now_s, now_s_text)
+  -- A busy key's next free moment is mostly in the current second, whose text TIME gave.
+  local free_s = f[3]
+  if free_s == now_s_text then free_s = now_s else free_s = tonumber(free_s) end
+  local stored, free_ns, expires = tonumber(f[2]), tonumber(f[4]), tonumber(f[5] or "0")
+  -- x % 1 == 0: whole, once the bounds before it have excluded the infinities. 9223372037: the
+  -- latest next free moment, in Unix seconds (the int64 maximum of nanoseconds).
+  -- Never more than the bucket holds (infinite only where it holds that much); a rescale may
+  -- round a full bucket a little above.
+  if stored and stored >= 0 and free_s and free_s >= 0 and free_s <= 9223372037 and
+      free_s % 1 == 0 and expires and expires >= 0 and expires < math.huge and free_ns and
+      free_ns >= 0 and free_ns < 1e9 and free_ns % 1 == 0 and
+      stored <= max_permits * (1 + 1e-9) then
+    return stored, free_s, free_ns, expires
+  end
+end
+
 if redis.replicate_commands then redis.replicate_commands() end
 
--- reserve's arguments, checked before the key is read but for the parameters' values (read once
--- the key's texts are known), kept in locals (a table costs the common call).
-local shape, rate, burst, warmup, cold, start_full, pay_first
-local rate_value, burst_value, warmup_value, cold_value
-local permits, timeout, apply, wanted_timetable, wanted_entry_until, wanted_texts
+-- reserve's arguments; the parameters' values are read once the key's texts are known, and
+-- checked only when they are not the key's, whose texts were checked before being written.
+local shape, rate, burst, warmup, cold, pay_first
+local permits, timeout, apply, wanted_texts
 if operation == "reserve" then
   -- A local: each use of the global costs a lookup.
   local argv = ARGV
-  shape, rate, burst, warmup, cold = argv[3], argv[4], argv[5], argv[6], argv[7]
-  start_full, pay_first = argv[11] or "0", argv[12] or "0"
   -- Mostly one permit, not parsed (tonumber() costs).
-  permits, timeout, apply = argv[8] == "1" and 1 or tonumber(argv[8]), argv[9], argv[10] == "1"
+  permits, timeout, apply = argv[3] == "1" and 1 or tonumber(argv[3]), argv[4], argv[5] == "1"
   -- No timeout, the int64 maximum, as tonumber() would read it.
   if timeout == "9223372036854775807" then timeout = 2 ^ 63 else timeout = tonumber(timeout) end
-  wanted_timetable, wanted_entry_until = argv[13] or "", argv[14] or "0"
-  -- ARGV holds only texts, but may end before the parameters: no texts to join.
-  if not (cold and permits and permits > 0 and timeout and
-          (wanted_entry_until == "0" or is_int64_text(wanted_entry_until))) then
+  wanted_texts, shape, rate, burst, warmup = argv[6], argv[7], argv[8], argv[9], argv[10]
+  cold, pay_first = argv[11], argv[12]
+  if not (pay_first and permits and permits > 0 and timeout) then
     return redis.error_reply("ERR ratelimit: bad arguments")
   end
-  wanted_texts = joined_texts(FORMAT_VERSION, shape, rate, burst, warmup, cold, start_full,
-                              pay_first, wanted_entry_until, wanted_timetable)
 end
 
 -- The bucket: its parameters (a table as params_table() makes, on the calls that are not the
@@ -226,84 +180,128 @@ local saved_texts, saved_params, saved_stored, saved_free_s, saved_free_ns, save
       saved_entry_until, saved_expires
 
 -- The bucket the key holds, with its schedule: `held`, else why there is none that can be used
--- (`problem`, "" for no key). A key whose `texts` are the caller's holds the common call's
--- bucket, whose parameters are the caller's values; other keys (and those written before `texts`
--- was) are read field by field. Every number must be what a bucket can hold, else the key is
--- damaged (NaN or infinite permits or times would keep the key from expiring or refuse every
--- call).
-local held, problem, common = false, "", false
+-- (`problem`, "" for no key). A key whose `texts` and `rate` are the caller's holds the common
+-- call's bucket, whose parameters are the caller's values; other keys (and those written before
+-- `texts` was, or with numbers a bucket cannot hold) are read field by field by the other calls.
+local held, problem = false, ""
 local f = redis.pcall("HMGET", key, "texts", "stored", "free_s", "free_ns", "expires", "rate")
-local texts_match = wanted_texts and f[1] == wanted_texts and f[6] == rate
-if wanted_texts then
-  rate_value, burst_value, warmup_value, cold_value =
-    read_params(shape, rate, burst, warmup, cold, start_full, pay_first, texts_match)
-  if not rate_value then return redis.error_reply("ERR ratelimit: bad arguments") end
-end
--- Whether the key's parameters and schedule can be used; nil without a bucket of this version.
-local usable
-if f.err then
-  problem = "a " .. redis.call("TYPE", key)["ok"] .. ", not a bucket"
-elseif texts_match then
-  -- The texts begin with the format version.
-  common, usable = true, true
-  timetable, entry_until = wanted_timetable, wanted_entry_until
+local common = wanted_texts ~= nil and f[1] == wanted_texts and f[6] == rate
+if common then
+  -- Arithmetic reads a number's text once, tonumber() twice; a bursty warm-up, "0", not at all.
+  local warmup_value = 0
+  if warmup ~= "0" then warmup_value = warmup + 0 end
   stable, max_permits, cool_down, threshold, slope =
-    derive(shape, rate_value, burst_value, warmup_value, cold_value)
-else
-  local p = redis.call("HMGET", key, "v", "shape", "rate", "burst", "warmup", "cold",
-                       "start_full", "pay_first", "timetable", "entry_until")
-  if p[1] ~= FORMAT_VERSION then
-    if not (p[1] == false and redis.call("EXISTS", key) == 0) then
-      problem = "not a bucket of this version"
-    end
-  else
-    timetable, entry_until = p[9] or "", p[10] or "0"
-    params = params_table(p[2], p[3], p[4], p[5], p[6], p[7] or "0", p[8] or "0")
-    usable = params ~= nil and (entry_until == "0" or is_int64_text(entry_until))
-    if usable then
-      stable, max_permits, cool_down, threshold, slope =
-        derive(params[1], params.rate, params.burst, params.warmup, params.cold)
-    end
-  end
-end
-if usable ~= nil then
-  -- A busy key's next free moment is mostly in the current second, whose text TIME gave.
-  local free_s = f[3]
-  if free_s == now_s_text then free_s = now_s else free_s = tonumber(free_s) end
-  local free_ns = tonumber(f[4])
-  stored = tonumber(f[2])
-  -- 0: none noted (keys written before expiries were), or kept without expiry.
-  local expires = tonumber(f[5] or "0")
-  -- x % 1 == 0: whole, once the bounds before it have excluded the infinities.
-  -- Never more than the bucket holds (infinite only where it holds that much); a rescale may
-  -- round a full bucket a little above.
-  if usable and stored and stored >= 0 and free_s and free_s >= 0 and free_s <= MAX_FREE_S and
-      free_s % 1 == 0 and expires and expires >= 0 and expires < huge and free_ns and
-      free_ns >= 0 and free_ns < NS_PER_S and free_ns % 1 == 0 and
-      stored <= max_permits * (1 + 1e-9) then
+    derive(shape, rate + 0, burst + 0, warmup_value, cold + 0)
+  local free_s, free_ns, expires
+  stored, free_s, free_ns, expires = read_state(f, max_permits, now_s, now_s_text)
+  if stored then
     held = true
     next_free = (free_s - now_s) * NS_PER_S + free_ns
-    saved_texts, saved_params, saved_stored = f[1], params, stored
-    saved_free_s, saved_free_ns = free_s, free_ns
-    saved_timetable, saved_entry_until, saved_expires = timetable, entry_until, expires
+    saved_texts, saved_stored, saved_free_s, saved_free_ns = f[1], stored, free_s, free_ns
+    saved_expires = expires
   else
     common = false
-    problem = "a damaged bucket"
   end
 end
 
--- The common call, a reserve on a key that holds the caller's parameters and schedule, settles
--- nothing, starts nothing and writes no parameters. The other calls change the bucket through
--- `bucket`, an object made only for them (its methods' closures would cost the common call),
--- and copy its state back into the locals.
-local bucket, wanted
+-- The other calls change the bucket through `bucket`, an object made only for them, as are the
+-- functions below, and copy its state back into the locals. The common call keeps the key's
+-- schedule, which it does not read.
+local bucket, wanted, wanted_timetable, wanted_entry_until
+local is_int64_text, params_table, joined_texts
 if not common then
+  -- Whether `text` is an int64 as std::to_string writes it: the only form compared below.
+  function is_int64_text(text)
+    if text == "0" then return true end
+    if type(text) ~= "string" then return false end
+    local digits = text:match("^%-?([1-9]%d*)$")
+    if digits == nil then return false end
+    if #digits ~= 19 then return #digits < 19 end
+    if text:sub(1, 1) == "-" then return digits <= "9223372036854775808" end
+    return digits <= "9223372036854775807"
+  end
+
+  -- Parameters given as the texts the client sent (shape, rate, burst, warmup, cold, start_full,
+  -- pay_first, the hash's order): [1..7] their texts, and their values; nil if they are no
+  -- bucket's.
+  function params_table(shape, rate, burst, warmup, cold, start_full, pay_first)
+    if (start_full ~= "0" and start_full ~= "1") or (pay_first ~= "0" and pay_first ~= "1") or
+        (shape ~= "bursty" and shape ~= "warming_up") then
+      return nil
+    end
+    local rate_value, burst_value, warmup_value, cold_value =
+      tonumber(rate), tonumber(burst), tonumber(warmup), tonumber(cold)
+    -- Only the rate may be infinite (no limit); NaN fails every comparison.
+    local huge = math.huge
+    if not (rate_value and rate_value > 0 and
+            burst_value and burst_value > -huge and burst_value < huge and
+            warmup_value and warmup_value > -huge and warmup_value < huge and
+            cold_value and cold_value > -huge and cold_value < huge) then
+      return nil
+    end
+    if shape == "bursty" and not (burst_value >= 0) then return nil end
+    if shape == "warming_up" and
+        (start_full == "1" or not (warmup_value >= 0 and cold_value >= 1)) then
+      return nil
+    end
+    return {shape, rate, burst, warmup, cold, start_full, pay_first,
+            start_full = start_full == "1", pay_first = pay_first == "1", rate = rate_value,
+            burst = burst_value, warmup = warmup_value, cold = cold_value}
+  end
+
+  -- The key's `texts`: the format version, its parameters' texts (params_table() has found none
+  -- holds a comma) and its schedule, joined, the timetable last, as the caller sends its own.
+  function joined_texts(p, entry_until, timetable)
+    return FORMAT_VERSION .. "," .. p[1] .. "," .. p[2] .. "," .. p[3] .. "," .. p[4] .. "," ..
+           p[5] .. "," .. p[6] .. "," .. p[7] .. "," .. entry_until .. "," .. timetable
+  end
+
+  if operation == "reserve" then
+    -- The texts' start full and schedule, the timetable last: it may hold commas. The texts must
+    -- be the other arguments'.
+    local start_full
+    start_full, wanted_entry_until, wanted_timetable = wanted_texts:match(
+      "^[^,]*,[^,]*,[^,]*,[^,]*,[^,]*,[^,]*,([^,]*),[^,]*,([^,]*),(.*)$")
+    wanted = start_full and params_table(shape, rate, burst, warmup, cold, start_full, pay_first)
+    if not (wanted and (wanted_entry_until == "0" or is_int64_text(wanted_entry_until)) and
+            wanted_texts == joined_texts(wanted, wanted_entry_until, wanted_timetable)) then
+      return redis.error_reply("ERR ratelimit: bad arguments")
+    end
+  end
+
+  if f.err then
+    problem = "a " .. redis.call("TYPE", key)["ok"] .. ", not a bucket"
+  else
+    local p = redis.call("HMGET", key, "v", "shape", "rate", "burst", "warmup", "cold",
+                         "start_full", "pay_first", "timetable", "entry_until")
+    if p[1] ~= FORMAT_VERSION then
+      if not (p[1] == false and redis.call("EXISTS", key) == 0) then
+        problem = "not a bucket of this version"
+      end
+    else
+      timetable, entry_until = p[9] or "", p[10] or "0"
+      params = params_table(p[2], p[3], p[4], p[5], p[6], p[7] or "0", p[8] or "0")
+      local free_s, free_ns, expires
+      if params and (entry_until == "0" or is_int64_text(entry_until)) then
+        stable, max_permits, cool_down, threshold, slope =
+          derive(params[1], params.rate, params.burst, params.warmup, params.cold)
+        stored, free_s, free_ns, expires = read_state(f, max_permits, now_s, now_s_text)
+      end
+      if stored then
+        held = true
+        next_free = (free_s - now_s) * NS_PER_S + free_ns
+        saved_texts, saved_params, saved_stored = f[1], params, stored
+        saved_free_s, saved_free_ns = free_s, free_ns
+        saved_timetable, saved_entry_until, saved_expires = timetable, entry_until, expires
+      else
+        problem = "a damaged bucket"
+      end
+    end
+  end
+
   bucket = {now = now, params = params, stored = stored, next_free = next_free, stable = stable,
             max_permits = max_permits, cool_down = cool_down, threshold = threshold, slope = slope,
             params_table = params_table, derive = derive}
-  if operation == "reserve" then
-    wanted = params_table(shape, rate, burst, warmup, cold, start_full, pay_first)
-  end
 
   function bucket.same_params(a, b)
     for i = 1, 7 do
@@ -530,8 +528,7 @@ if not common then
     changes[3], changes[4] = "v", FORMAT_VERSION
     n = 4
   end
-  local texts = joined_texts(FORMAT_VERSION, params[1], params[2], params[3], params[4],
-                             params[5], params[6], params[7], entry_until, timetable)
+  local texts = joined_texts(params, entry_until, timetable)
   if texts ~= saved_texts then
     changes[n + 1], changes[n + 2] = "texts", texts
     n = n + 2
