@@ -89,25 +89,6 @@ local max_time = (REP_LIMIT - 1) - now_s * NS_PER_S
 -- The functions below, made on every call, are the ones the common call needs, and capture
 -- nothing (constants written out): a closure costs little to make, each local it captures more.
 
--- As Java's (long) cast: toward zero, saturating at 2^63, NaN as 0.
-local function truncate_saturated(value)
-  if value ~= value then return 0 end
-  if value >= 2 ^ 63 then return 2 ^ 63 end
-  if value < -2 ^ 63 then return -2 ^ 63 end
-  if value >= 0 then return math.floor(value) end
-  return math.ceil(value)
-end
-
-local function add_saturated(a, b)
-  return math.max(math.min(a + b, 2 ^ 63), -2 ^ 63)
-end
-
-local function integer_string(value)
-  if value == 0 then return "0" end
-  if value >= 2 ^ 63 then return "9223372036854775807" end
-  return string.format("%.0f", value)
-end
-
 -- TokenBucket::derive(): stable interval, max permits, cool-down interval, threshold, slope.
 local function derive(shape, rate, burst, warmup_ns, cold)
   local stable = 1e9 / rate
@@ -132,12 +113,20 @@ end
 -- that holds up to max_permits: stored, the next free moment's seconds and nanoseconds, and
 -- expires (0: none noted, in keys written before expiries were, or kept without expiry); nil if
 -- a bucket cannot hold them (NaN or infinite permits or times would keep the key from expiring or
--- refuse every call). `now_s_text`: TIME's seconds as the server wrote them, or nil.
-local function read_state(f, max_permits, now_s, now_s_text)
-  -- A busy key's next free moment is mostly in the current second, whose text TIME gave.
-  local free_s = f[3]
-  if free_s == now_s_text then free_s = now_s else free_s = tonumber(free_s) end
-  local stored, free_ns, expires = tonumber(f[2]), tonumber(f[4]), tonumber(f[5] or "0")
+-- refuse every call). `now_s_text`: TIME's seconds as the server wrote them, or nil. `numbers`:
+-- the key's texts are the caller's, so this script wrote the fields, from numbers (but expires,
+-- absent where only a time the caller gave was known); read by arithmetic, which parses a text
+-- once where tonumber() parses it twice, and which a text that is no number would make fail.
+local function read_state(f, max_permits, now_s, now_s_text, numbers)
+  local stored, free_s, free_ns, expires
+  if numbers then
+    stored, free_s, free_ns, expires = f[2] + 0, f[3], f[4] + 0, (f[5] or 0) + 0
+    -- A busy key's next free moment is mostly in the current second, whose text TIME gave.
+    if free_s == now_s_text then free_s = now_s else free_s = free_s + 0 end
+  else
+    stored, free_s, free_ns, expires = tonumber(f[2]), tonumber(f[3]), tonumber(f[4]),
+                                       tonumber(f[5] or "0")
+  end
   -- x % 1 == 0: whole, once the bounds before it have excluded the infinities. 9223372037: the
   -- latest next free moment, in Unix seconds (the int64 maximum of nanoseconds).
   -- Never more than the bucket holds (infinite only where it holds that much); a rescale may
@@ -193,7 +182,7 @@ if common then
   stable, max_permits, cool_down, threshold, slope =
     derive(shape, rate + 0, burst + 0, warmup_value, cold + 0)
   local free_s, free_ns, expires
-  stored, free_s, free_ns, expires = read_state(f, max_permits, now_s, now_s_text)
+  stored, free_s, free_ns, expires = read_state(f, max_permits, now_s, now_s_text, true)
   if stored then
     held = true
     next_free = (free_s - now_s) * NS_PER_S + free_ns
@@ -208,8 +197,23 @@ end
 -- functions below, and copy its state back into the locals. The common call keeps the key's
 -- schedule, which it does not read.
 local bucket, wanted, wanted_timetable, wanted_entry_until
-local is_int64_text, params_table, joined_texts
+local is_int64_text, params_table, joined_texts, truncate_saturated, integer_string
 if not common then
+  -- As Java's (long) cast: toward zero, saturating at 2^63, NaN as 0.
+  function truncate_saturated(value)
+    if value ~= value then return 0 end
+    if value >= 2 ^ 63 then return 2 ^ 63 end
+    if value < -2 ^ 63 then return -2 ^ 63 end
+    if value >= 0 then return math.floor(value) end
+    return math.ceil(value)
+  end
+
+  function integer_string(value)
+    if value == 0 then return "0" end
+    if value >= 2 ^ 63 then return "9223372036854775807" end
+    return string.format("%.0f", value)
+  end
+
   -- Whether `text` is an int64 as std::to_string writes it: the only form compared below.
   function is_int64_text(text)
     if text == "0" then return true end
@@ -285,7 +289,7 @@ if not common then
       if params and (entry_until == "0" or is_int64_text(entry_until)) then
         stable, max_permits, cool_down, threshold, slope =
           derive(params[1], params.rate, params.burst, params.warmup, params.cold)
-        stored, free_s, free_ns, expires = read_state(f, max_permits, now_s, now_s_text)
+        stored, free_s, free_ns, expires = read_state(f, max_permits, now_s, now_s_text, false)
       end
       if stored then
         held = true
@@ -422,7 +426,10 @@ if operation == "reserve" then
     threshold, slope = bucket.threshold, bucket.slope
     shape, pay_first = params[1], params[7]
   end
-  -- TokenBucket::book(): the state after booking `permits` now, and the caller's wait.
+  -- TokenBucket::book(): the state after booking `permits` now, and the caller's wait. Its
+  -- durations and times are not negative here, so the core's truncation to int64 (NaN as 0,
+  -- saturating at 2^63) is a floor below 2^63 and its saturating sums a sum below it; written out
+  -- (x ~= x: NaN), as a function made on every call would cost the common call.
   local booked_stored, booked_free = stored, next_free
   if now > booked_free then
     if max_permits > 0 then
@@ -441,16 +448,20 @@ if operation == "reserve" then
       local taken_above = min(above_threshold, permits_to_take)
       local length = (stable + above_threshold * slope) +
                      (stable + (above_threshold - taken_above) * slope)
-      stored_wait = truncate_saturated(taken_above * length / 2.0)
+      stored_wait = taken_above * length / 2.0
+      stored_wait = stored_wait ~= stored_wait and 0 or min(floor(stored_wait), 2 ^ 63)
       permits_to_take = permits_to_take - taken_above
     end
-    stored_wait = add_saturated(stored_wait, truncate_saturated(stable * permits_to_take))
+    local rest_wait = stable * permits_to_take
+    rest_wait = rest_wait ~= rest_wait and 0 or min(floor(rest_wait), 2 ^ 63)
+    stored_wait = min(stored_wait + rest_wait, 2 ^ 63)
   end
   -- Adding 0 saturates nothing: skipped.
-  local cost = truncate_saturated(fresh_permits * stable)
-  if stored_wait ~= 0 then cost = add_saturated(stored_wait, cost) end
+  local cost = fresh_permits * stable
+  cost = cost ~= cost and 0 or min(floor(cost), 2 ^ 63)
+  if stored_wait ~= 0 then cost = min(stored_wait + cost, 2 ^ 63) end
   local go_at = booked_free
-  if cost ~= 0 then booked_free = add_saturated(booked_free, cost) end
+  if cost ~= 0 then booked_free = min(booked_free + cost, 2 ^ 63) end
   booked_free = min(booked_free, max_time)
   booked_stored = booked_stored - stored_to_spend
   if pay_first == "1" then go_at = booked_free end
@@ -461,14 +472,20 @@ if operation == "reserve" then
     granted = 1
     stored, next_free = booked_stored, booked_free
   end
+  -- As integer_string() writes it.
+  local wait_text = "0"
+  if wait >= 2 ^ 63 then
+    wait_text = "9223372036854775807"
+  elseif wait ~= 0 then
+    wait_text = string.format("%.0f", wait)
+  end
   if replaced then
-    reply = {granted, integer_string(wait), 1, problem, timetable, params[2], replaced[1],
-             replaced[2], replaced[3], replaced[4], replaced[5], replaced[6], replaced[7],
-             replaced_timetable}
+    reply = {granted, wait_text, 1, problem, timetable, params[2], replaced[1], replaced[2],
+             replaced[3], replaced[4], replaced[5], replaced[6], replaced[7], replaced_timetable}
   elseif common or (problem == "" and timetable == wanted_timetable and params[2] == rate) then
-    reply = {granted, integer_string(wait)}
+    reply = {granted, wait_text}
   else
-    reply = {granted, integer_string(wait), 0, problem, timetable, params[2]}
+    reply = {granted, wait_text, 0, problem, timetable, params[2]}
   end
 elseif operation == "status" then
   if problem ~= "" then return {"unusable", problem} end
