@@ -133,12 +133,26 @@ Reservation RedisBackend::reserve_at(const PermitRequest& request, nanoseconds t
        number_text(params.max_burst_seconds), std::to_string(params.warmup.count()),
        number_text(params.cold_factor), params.pay_first ? "1" : "0"},
       deadline);
-  // {granted, wait} when the key holds the request's rate and schedule and nothing was discarded;
-  // else {granted, wait, replaced, problem, key's timetable, key's rate}, and when replaced the
-  // replaced parameters (7 fields, as status gives them) and timetable.
+  // When the key holds the request's rate and schedule and nothing was discarded, the wait alone
+  // if granted, else {0, wait}; else {granted, wait, replaced, problem, key's timetable, key's
+  // rate}, and when replaced the replaced parameters (7 fields, as status gives them) and
+  // timetable.
   constexpr std::size_t kAsRequestedFields = 2;
   constexpr std::size_t kKeptFields = 6;
   constexpr std::size_t kReplacedFields = kKeptFields + 7 + 1;
+  Reservation reservation{.granted = true,
+                          .wait = {},
+                          .signal = 0,
+                          .replaced_params = {},
+                          .replaced_timetable = {},
+                          .key_timetable = request.schedule.timetable,
+                          .key_permits_per_second = params.permits_per_second};
+  if (reply.type == RedisValue::Type::string) {
+    const auto wait_ns = parse_number<std::int64_t>(reply.text);
+    if (!wait_ns) unexpected_reply(reply);
+    reservation.wait = nanoseconds(*wait_ns);
+    return reservation;
+  }
   if (reply.type != RedisValue::Type::array) unexpected_reply(reply);
   const std::vector<RedisValue>& fields = reply.elements;
   if (fields.size() != kAsRequestedFields && fields.size() != kKeptFields &&
@@ -150,13 +164,8 @@ Reservation RedisBackend::reserve_at(const PermitRequest& request, nanoseconds t
   if (granted.type != RedisValue::Type::integer || (granted.integer != 0 && granted.integer != 1) ||
       !wait_ns)
     unexpected_reply(reply);
-  Reservation reservation{.granted = granted.integer == 1,
-                          .wait = nanoseconds(*wait_ns),
-                          .signal = 0,
-                          .replaced_params = {},
-                          .replaced_timetable = {},
-                          .key_timetable = request.schedule.timetable,
-                          .key_permits_per_second = params.permits_per_second};
+  reservation.granted = granted.integer == 1;
+  reservation.wait = nanoseconds(*wait_ns);
   if (fields.size() == kAsRequestedFields) return reservation;
   const RedisValue& replaced = fields[2];
   const RedisValue& problem = fields[3];

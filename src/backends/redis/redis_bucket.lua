@@ -27,11 +27,12 @@
 --          seconds, "0" for none) and the timetable ("" for none), joined by commas;
 --          ARGV[7..12] the texts among them that the common call reads: shape, permits per
 --          second, max burst seconds, warm-up nanoseconds, cold factor, pay first.
---          Returns {granted 0|1, wait ns} when the key holds the caller's rate and timetable
---          after the call and no record was discarded, else {granted, wait, parameters replaced
---          0|1, why the record was discarded, the key's timetable and rate after the call},
---          followed when replaced by the replaced parameters (as status gives them) and the
---          replaced timetable.
+--          Returns when the key holds the caller's rate and timetable after the call and no record
+--          was discarded the wait in ns alone if granted (Redis turns a table into a reply at
+--          several times the cost of a text), else {0, wait ns}; else {granted 0|1, wait,
+--          parameters replaced 0|1, why the record was discarded, the key's timetable and rate
+--          after the call}, followed when replaced by the replaced parameters (as status gives
+--          them) and the replaced timetable.
 -- status:  returns nil without a bucket, {"unusable", why} for a record that cannot be used,
 --          else {shape, rate, burst, warmup, cold, start_full, pay_first, stored permits now, ns
 --          until the next free, timetable, entry_until}.
@@ -483,7 +484,7 @@ if operation == "reserve" then
     reply = {granted, wait_text, 1, problem, timetable, params[2], replaced[1], replaced[2],
              replaced[3], replaced[4], replaced[5], replaced[6], replaced[7], replaced_timetable}
   elseif common or (problem == "" and timetable == wanted_timetable and params[2] == rate) then
-    reply = {granted, wait_text}
+    if granted == 1 then reply = wait_text else reply = {0, wait_text} end
   else
     reply = {granted, wait_text, 0, problem, timetable, params[2]}
   end
