@@ -140,7 +140,9 @@ local function read_state(f, max_permits, now_s, now_s_text, numbers)
   end
 end
 
-if redis.replicate_commands then redis.replicate_commands() end
+-- A script that writes after TIME must have its effects replicated, not itself: Redis 7, which
+-- came with REDIS_VERSION_NUM, replicates nothing else, so only older servers are asked.
+if not redis.REDIS_VERSION_NUM and redis.replicate_commands then redis.replicate_commands() end
 
 -- reserve's arguments; the parameters' values are read once the key's texts are known, and
 -- checked only when they are not the key's, whose texts were checked before being written.
