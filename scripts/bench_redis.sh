@@ -145,7 +145,7 @@ throughput() {
 }
 unix_options=(-s "$TMP/redis/sock")
 tls_options=(-h 127.0.0.1 -p "$tls_port" --tls --cacert "$tls/ca.crt")
-ours() { throughput "$@" EVALSHA "$sha" 1 'ratelimit:{bench__rand_int__}' reserve "" 1 9223372036854775807 1 "1,bursty,1e9,1,0,3,0,0,0," bursty 1e9 1 0 3 0; }
+ours() { throughput "$@" EVALSHA "$sha" 1 'ratelimit:{bench__rand_int__}' reserve "" 1 9223372036854775807 "1,bursty,1e9,1,0,3,0,0,0," bursty 0 1e9 1; }
 gcra() { throughput "$@" EVALSHA "$gcra_sha" 1 'gcra:{bench__rand_int__}' 0.001 1000000; }
 median() { sort -g | awk '{ v[NR] = $1 } END { print (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2 }'; }
 ROUNDS=${BENCH_ROUNDS:-5}
@@ -176,7 +176,7 @@ echo "== the script's round trip on a kept connection" >&2
 # round_trip [redis-benchmark options]: the median of one client's EVALSHA round trips, in ms.
 round_trip() {
   redis-benchmark -c 1 -n 20000 -q "$@" \
-    EVALSHA "$sha" 1 'ratelimit:{kept}' reserve "" 1 9223372036854775807 1 "1,bursty,1e9,1,0,3,0,0,0," bursty 1e9 1 0 3 0 |
+    EVALSHA "$sha" 1 'ratelimit:{kept}' reserve "" 1 9223372036854775807 "1,bursty,1e9,1,0,3,0,0,0," bursty 0 1e9 1 |
     tr '\r' '\n' | grep -oE 'p50=[0-9.]+' | tail -1 | cut -d= -f2
 }
 kept_result="unix socket $(round_trip -s "$TMP/redis/sock") ms, TCP $(round_trip -h 127.0.0.1 -p "$port") ms, TLS $(round_trip "${tls_options[@]}") ms"

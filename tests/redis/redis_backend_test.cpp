@@ -434,9 +434,9 @@ TEST_F(RedisBackendTest, RateAnOlderScriptWroteIsTheKeys) {
 // scripts/bench_redis.sh calls the script itself.
 TEST_F(RedisBackendTest, ReserveAsTheBenchCallsIt) {
   const RedisValue reply =
-      admin(server_, {"EVAL", std::string(kRedisBucketScript), "1", "ratelimit:{short}", "reserve",
-                      "", "1", "9223372036854775807", "1", "1,bursty,1e9,1,0,3,0,0,0,", "bursty",
-                      "1e9", "1", "0", "3", "0"});
+      admin(server_,
+            {"EVAL", std::string(kRedisBucketScript), "1", "ratelimit:{short}", "reserve", "", "1",
+             "9223372036854775807", "1,bursty,1e9,1,0,3,0,0,0,", "bursty", "0", "1e9", "1"});
   // Granted at once, and the key holds the caller's rate and schedule: the wait says it all.
   ASSERT_EQ(reply.type, RedisValue::Type::string);
   EXPECT_EQ(reply.text, "0");

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <charconv>
+#include <utility>
 
 #include "backends/redis/redis_script.hpp"
 #include "errors.hpp"
@@ -125,14 +126,22 @@ Reservation RedisBackend::reserve_at(const PermitRequest& request, nanoseconds t
   validate(request.params);
   validate_permits(request.permits);
   const BucketParams& params = request.params;
-  const RedisValue reply = run_script(
-      request.key,
-      {"reserve", now_argument(now_micros), std::to_string(request.permits),
-       std::to_string(timeout.count()), request.apply_params ? "1" : "0", request_texts(request),
-       shape_text(params.shape), number_text(params.permits_per_second),
-       number_text(params.max_burst_seconds), std::to_string(params.warmup.count()),
-       number_text(params.cold_factor), params.pay_first ? "1" : "0"},
-      deadline);
+  std::vector<std::string> arguments{request.apply_params ? "reserve" : "reserve_keeping",
+                                     now_argument(now_micros),
+                                     std::to_string(request.permits),
+                                     std::to_string(timeout.count()),
+                                     request_texts(request),
+                                     shape_text(params.shape),
+                                     params.pay_first ? "1" : "0",
+                                     number_text(params.permits_per_second)};
+  // Only the shape's own: each argument costs the server.
+  if (params.shape == BucketShape::bursty) {
+    arguments.push_back(number_text(params.max_burst_seconds));
+  } else {
+    arguments.push_back(std::to_string(params.warmup.count()));
+    arguments.push_back(number_text(params.cold_factor));
+  }
+  const RedisValue reply = run_script(request.key, std::move(arguments), deadline);
   // When the key holds the request's rate and schedule and nothing was discarded, the wait alone
   // if granted, else {0, wait}; else {granted, wait, replaced, problem, key's timetable, key's
   // rate}, and when replaced the replaced parameters (7 fields, as status gives them) and

@@ -17,16 +17,17 @@
 --          before it was, which are read field by field and given it). An older ratelimit leaves
 --          `texts` as it was when it changes the parameters: the common call also compares
 --          `rate`, which every such change but one of burst, warm-up or shape alone rewrites.
--- ARGV[1]  "reserve", "status", "set_rate" or "give_back"
+-- ARGV[1]  "reserve", "reserve_keeping", "status", "set_rate" or "give_back"
 -- ARGV[2]  the time in Unix microseconds for tests, or "" for the server's TIME
--- reserve: ARGV[3] permits; ARGV[4] timeout nanoseconds; ARGV[5] "1" to apply the caller's
---          parameters to a bucket kept with others, "0" to keep its; ARGV[6] the caller's texts,
---          as the key keeps them: the format version, shape ("bursty" or "warming_up"), permits
---          per second, max burst seconds, warm-up nanoseconds, cold factor, start full and pay
---          first ("0" or "1"), the end of the timetable's entry the rate comes from (decimal Unix
---          seconds, "0" for none) and the timetable ("" for none), joined by commas;
---          ARGV[7..12] the texts among them that the common call reads: shape, permits per
---          second, max burst seconds, warm-up nanoseconds, cold factor, pay first.
+-- reserve and reserve_keeping (which keeps the parameters of a bucket kept with others where
+--          reserve applies the caller's): ARGV[3] permits; ARGV[4] timeout nanoseconds; ARGV[5]
+--          the caller's texts, as the key keeps them: the format version, shape ("bursty" or
+--          "warming_up"), permits per second, max burst seconds, warm-up nanoseconds, cold
+--          factor, start full and pay first ("0" or "1"), the end of the timetable's entry the
+--          rate comes from (decimal Unix seconds, "0" for none) and the timetable ("" for none),
+--          joined by commas; then those of them that the common call computes with: ARGV[6]
+--          shape, ARGV[7] pay first, ARGV[8] permits per second, and ARGV[9] max burst seconds
+--          (bursty) or ARGV[9], ARGV[10] warm-up nanoseconds and cold factor (warming_up).
 --          Returns when the key holds the caller's rate and timetable after the call and no record
 --          was discarded the wait in ns alone if granted (Redis turns a table into a reply at
 --          several times the cost of a text), else {0, wait ns}; else {granted 0|1, wait,
@@ -47,7 +48,7 @@
 -- on a key that holds the caller's parameters and schedule) does not need are only created by
 -- the calls that do. Each argument costs the server on every call, and so does splitting a text:
 -- the caller's parameters and schedule come as one text, compared with the key's at once, and
--- those the common call computes with come apart as well.
+-- only those the common call computes with come apart as well.
 
 local NS_PER_S = 1e9
 -- give_back()'s bound on a duration, as saturated_nanoseconds() of bucket_backend.cpp.
@@ -64,8 +65,8 @@ local MAX_EXPIRY_MS = 1e14
 local huge, floor, min, max = math.huge, math.floor, math.min, math.max
 
 local operation, key, given_time = ARGV[1], KEYS[1], ARGV[2]
-if operation ~= "reserve" and operation ~= "status" and operation ~= "set_rate" and
-    operation ~= "give_back" then
+if operation ~= "reserve" and operation ~= "reserve_keeping" and operation ~= "status" and
+    operation ~= "set_rate" and operation ~= "give_back" then
   return redis.error_reply("ERR ratelimit: unknown operation " .. tostring(operation))
 end
 
@@ -146,18 +147,20 @@ if not redis.REDIS_VERSION_NUM and redis.replicate_commands then redis.replicate
 
 -- reserve's arguments; the parameters' values are read once the key's texts are known, and
 -- checked only when they are not the key's, whose texts were checked before being written.
-local shape, rate, burst, warmup, cold, pay_first
-local permits, timeout, apply, wanted_texts
-if operation == "reserve" then
+local apply = operation == "reserve"
+local reserving = apply or operation == "reserve_keeping"
+local shape, pay_first, rate, burst, warmup, cold
+local permits, timeout, wanted_texts
+if reserving then
   -- A local: each use of the global costs a lookup.
   local argv = ARGV
   -- Mostly one permit, not parsed (tonumber() costs).
-  permits, timeout, apply = argv[3] == "1" and 1 or tonumber(argv[3]), argv[4], argv[5] == "1"
+  permits, timeout = argv[3] == "1" and 1 or tonumber(argv[3]), argv[4]
   -- No timeout, the int64 maximum, as tonumber() would read it.
   if timeout == "9223372036854775807" then timeout = 2 ^ 63 else timeout = tonumber(timeout) end
-  wanted_texts, shape, rate, burst, warmup = argv[6], argv[7], argv[8], argv[9], argv[10]
-  cold, pay_first = argv[11], argv[12]
-  if not (pay_first and permits and permits > 0 and timeout) then
+  wanted_texts, shape, pay_first, rate = argv[5], argv[6], argv[7], argv[8]
+  if shape == "bursty" then burst = argv[9] else warmup, cold = argv[9], argv[10] end
+  if not ((burst or cold) and permits and permits > 0 and timeout) then
     return redis.error_reply("ERR ratelimit: bad arguments")
   end
 end
@@ -179,11 +182,13 @@ local held, problem = false, ""
 local f = redis.pcall("HMGET", key, "texts", "stored", "free_s", "free_ns", "expires", "rate")
 local common = wanted_texts ~= nil and f[1] == wanted_texts and f[6] == rate
 if common then
-  -- Arithmetic reads a number's text once, tonumber() twice; a bursty warm-up, "0", not at all.
-  local warmup_value = 0
-  if warmup ~= "0" then warmup_value = warmup + 0 end
-  stable, max_permits, cool_down, threshold, slope =
-    derive(shape, rate + 0, burst + 0, warmup_value, cold + 0)
+  -- Arithmetic reads a number's text once, tonumber() twice.
+  if burst then
+    stable, max_permits, cool_down, threshold, slope = derive(shape, rate + 0, burst + 0)
+  else
+    stable, max_permits, cool_down, threshold, slope =
+      derive(shape, rate + 0, nil, warmup + 0, cold + 0)
+  end
   local free_s, free_ns, expires
   stored, free_s, free_ns, expires = read_state(f, max_permits, now_s, now_s_text, true)
   if stored then
@@ -263,15 +268,17 @@ if not common then
            p[5] .. "," .. p[6] .. "," .. p[7] .. "," .. entry_until .. "," .. timetable
   end
 
-  if operation == "reserve" then
-    -- The texts' start full and schedule, the timetable last: it may hold commas. The texts must
-    -- be the other arguments'.
-    local start_full
-    start_full, wanted_entry_until, wanted_timetable = wanted_texts:match(
-      "^[^,]*,[^,]*,[^,]*,[^,]*,[^,]*,[^,]*,([^,]*),[^,]*,([^,]*),(.*)$")
-    wanted = start_full and params_table(shape, rate, burst, warmup, cold, start_full, pay_first)
+  if reserving then
+    -- The caller's texts split, the timetable last: it may hold commas. Those that came apart
+    -- too must be the same.
+    local split = {wanted_texts:match(
+      "^([^,]*),([^,]*),([^,]*),([^,]*),([^,]*),([^,]*),([^,]*),([^,]*),([^,]*),(.*)$")}
+    wanted_entry_until, wanted_timetable = split[9], split[10]
+    wanted = split[1] == FORMAT_VERSION and
+             params_table(split[2], split[3], split[4], split[5], split[6], split[7], split[8])
     if not (wanted and (wanted_entry_until == "0" or is_int64_text(wanted_entry_until)) and
-            wanted_texts == joined_texts(wanted, wanted_entry_until, wanted_timetable)) then
+            shape == wanted[1] and pay_first == wanted[7] and rate == wanted[2] and
+            (burst == wanted[3] or warmup == wanted[4] and cold == wanted[5])) then
       return redis.error_reply("ERR ratelimit: bad arguments")
     end
   end
@@ -392,7 +399,7 @@ end
 
 -- Each operation but status changes the bucket and names its reply; the changes are saved below.
 local reply
-if operation == "reserve" then
+if reserving then
   if problem ~= "" then redis.call("DEL", key) end
   -- decide() before the booking: the request's parameters and schedule against the key's; the
   -- replaced parameters and timetable, or nil.
