@@ -540,6 +540,33 @@ end
 local ns = math.fmod(next_free, NS_PER_S)
 if ns < 0 then ns = ns + NS_PER_S end
 local s = now_s + floor((next_free - ns) / NS_PER_S + 0.5)
+local stored_changed, free_s_changed = stored ~= saved_stored, s ~= saved_free_s
+-- Nothing changed, so neither did the moment the bucket is full again: the expiry holds. The
+-- common call changes nothing else.
+if common and not (stored_changed or free_s_changed or ns ~= saved_free_ns) then return reply end
+-- Full again once the next free moment has passed and the missing permits have refilled.
+local refill = (max_permits - stored) * cool_down
+if refill ~= refill or max_permits == 0 then refill = 0 end
+local full_in_ms = math.ceil((max(next_free - now, 0) + refill) / 1e6)
+local expire_in_ms = full_in_ms + 2 * EXPIRY_MARGIN_MS
+local expires = saved_expires or 0
+-- Moved when the noted expiry is too soon, or further than it would be set now (the server's
+-- clock went back, or the rate went up). On a time the caller gives (tests) it is always moved
+-- and not noted: the expiry itself runs on the server's clock.
+local earliest = now_ms + full_in_ms + EXPIRY_MARGIN_MS
+local move_expiry = given_time ~= "" or expires < earliest or expires > earliest + EXPIRY_MARGIN_MS
+-- Numbers go as they are: Redis writes them with every digit (%.17g), as tonumber() reads them.
+local stored_value = stored == huge and "inf" or stored
+-- The common call mostly moves the next free moment within a second, spending or gaining stored
+-- permits or not, and keeps the expiry: its HSET made without a table, which would cost it more.
+if common and not (free_s_changed or move_expiry or expire_in_ms > MAX_EXPIRY_MS) then
+  if stored_changed then
+    redis.call("HSET", key, "stored", stored_value, "free_ns", ns)
+  else
+    redis.call("HSET", key, "free_ns", ns)
+  end
+  return reply
+end
 -- Room for the common call's changes made at once: a table grown by each one costs more.
 local changes = {"HSET", key, nil, nil, nil, nil, nil, nil}
 local n = 2
@@ -561,12 +588,11 @@ if not common then
     n = n + 2
   end
 end
--- Numbers go as they are: Redis writes them with every digit (%.17g), as tonumber() reads them.
-if stored ~= saved_stored then
-  changes[n + 1], changes[n + 2] = "stored", stored == huge and "inf" or stored
+if stored_changed then
+  changes[n + 1], changes[n + 2] = "stored", stored_value
   n = n + 2
 end
-if s ~= saved_free_s then
+if free_s_changed then
   changes[n + 1], changes[n + 2] = "free_s", s
   n = n + 2
 end
@@ -589,14 +615,7 @@ if schedule_changed then
   changes[n + 3], changes[n + 4] = "entry_until", entry_until
   n = n + 4
 end
--- Nothing changed, so neither did the moment the bucket is full again: the expiry holds.
 if n == 2 then return reply end
--- Full again once the next free moment has passed and the missing permits have refilled.
-local refill = (max_permits - stored) * cool_down
-if refill ~= refill or max_permits == 0 then refill = 0 end
-local full_in_ms = math.ceil((max(next_free - now, 0) + refill) / 1e6)
-local expire_in_ms = full_in_ms + 2 * EXPIRY_MARGIN_MS
-local expires = saved_expires or 0
 if expire_in_ms > MAX_EXPIRY_MS then
   if expires ~= 0 then
     changes[n + 1], changes[n + 2] = "expires", 0
@@ -606,11 +625,6 @@ if expire_in_ms > MAX_EXPIRY_MS then
   redis.call("PERSIST", key)
   return reply
 end
--- Moved when the noted expiry is too soon, or further than it would be set now (the server's
--- clock went back, or the rate went up). On a time the caller gives (tests) it is always moved
--- and not noted: the expiry itself runs on the server's clock.
-local earliest = now_ms + full_in_ms + EXPIRY_MARGIN_MS
-local move_expiry = given_time ~= "" or expires < earliest or expires > earliest + EXPIRY_MARGIN_MS
 if move_expiry and given_time == "" then
   changes[n + 1], changes[n + 2] = "expires", now_ms + expire_in_ms
   n = n + 2
