@@ -567,7 +567,7 @@ if common and not (free_s_changed or move_expiry or expire_in_ms > MAX_EXPIRY_MS
   end
   return reply
 end
--- Room for the common call's changes made at once: a table grown by each one costs more.
+-- Room for the usual changes made at once: a table grown by each one costs more.
 local changes = {"HSET", key, nil, nil, nil, nil, nil, nil}
 local n = 2
 -- The common call keeps the parameters and schedule. A key written afresh holds the fields the
