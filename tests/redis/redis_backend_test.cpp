@@ -305,6 +305,26 @@ TEST_F(RedisBackendTest, KeyWithNumbersOutOfRangeIsAFreshBucket) {
   }
 }
 
+// A key this script wrote (with `texts`, read by the common call), changed by hand: damaged too.
+TEST_F(RedisBackendTest, KeyOfThisScriptChangedByHandIsAFreshBucket) {
+  RedisBackend redis = backend(server_.unix_url());
+  const std::vector<std::pair<std::string, std::string>> damages = {
+      {"stored", "garbage"}, {"free_s", "garbage"}, {"free_ns", "garbage"}, {"expires", "garbage"},
+      {"stored", "nan"},     {"free_ns", "0.5"},    {"rate", "garbage"}};
+  for (const auto& [field, value] : damages) {
+    SCOPED_TRACE(field + " " + value);
+    notes_.clear();
+    EXPECT_EQ(redis.reserve_at(request("edited", bursty(10)), kForever, 0).wait, 0ms);
+    admin(server_, {"HSET", "ratelimit:{edited}", field, value});
+    const Reservation first = redis.reserve_at(request("edited", bursty(10)), kForever, 0);
+    EXPECT_TRUE(first.granted);
+    EXPECT_EQ(first.wait, 0ms);
+    EXPECT_EQ(notes_, (std::vector<std::string>{
+                          "key 'edited': a damaged bucket in Redis; starting a fresh bucket"}));
+    admin(server_, {"DEL", "ratelimit:{edited}"});
+  }
+}
+
 TEST_F(RedisBackendTest, IdleKeyExpiresOnceFullAgain) {
   RedisBackend redis = backend(server_.unix_url());
   redis.reserve(request("idle", bursty(10, 1.0)), real_waiter());

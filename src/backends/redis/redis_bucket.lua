@@ -115,20 +115,14 @@ end
 -- that holds up to max_permits: stored, the next free moment's seconds and nanoseconds, and
 -- expires (0: none noted, in keys written before expiries were, or kept without expiry); nil if
 -- a bucket cannot hold them (NaN or infinite permits or times would keep the key from expiring or
--- refuse every call). `now_s_text`: TIME's seconds as the server wrote them, or nil. `numbers`:
--- the key's texts are the caller's, so this script wrote the fields, from numbers (but expires,
--- absent where only a time the caller gave was known); read by arithmetic, which parses a text
--- once where tonumber() parses it twice, and which a text that is no number would make fail.
-local function read_state(f, max_permits, now_s, now_s_text, numbers)
-  local stored, free_s, free_ns, expires
-  if numbers then
-    stored, free_s, free_ns, expires = f[2] + 0, f[3], f[4] + 0, (f[5] or 0) + 0
-    -- A busy key's next free moment is mostly in the current second, whose text TIME gave.
-    if free_s == now_s_text then free_s = now_s else free_s = free_s + 0 end
-  else
-    stored, free_s, free_ns, expires = tonumber(f[2]), tonumber(f[3]), tonumber(f[4]),
-                                       tonumber(f[5] or "0")
-  end
+-- refuse every call). `now_s_text`: TIME's seconds as the server wrote them, or nil. tonumber(),
+-- not arithmetic, though it parses a text twice: a field changed by hand to a text that is no
+-- number makes a damaged bucket, not a script error on every call.
+local function read_state(f, max_permits, now_s, now_s_text)
+  local stored, free_s, free_ns, expires = tonumber(f[2]), f[3], tonumber(f[4]),
+                                           tonumber(f[5] or "0")
+  -- A busy key's next free moment is mostly in the current second, whose text TIME gave.
+  if free_s == now_s_text then free_s = now_s else free_s = tonumber(free_s) end
   -- x % 1 == 0: whole, once the bounds before it have excluded the infinities. 9223372037: the
   -- latest next free moment, in Unix seconds (the int64 maximum of nanoseconds).
   -- Never more than the bucket holds (infinite only where it holds that much); a rescale may
@@ -190,7 +184,7 @@ if common then
       derive(shape, rate + 0, nil, warmup + 0, cold + 0)
   end
   local free_s, free_ns, expires
-  stored, free_s, free_ns, expires = read_state(f, max_permits, now_s, now_s_text, true)
+  stored, free_s, free_ns, expires = read_state(f, max_permits, now_s, now_s_text)
   if stored then
     held = true
     next_free = (free_s - now_s) * NS_PER_S + free_ns
@@ -299,7 +293,7 @@ if not common then
       if params and (entry_until == "0" or is_int64_text(entry_until)) then
         stable, max_permits, cool_down, threshold, slope =
           derive(params[1], params.rate, params.burst, params.warmup, params.cold)
-        stored, free_s, free_ns, expires = read_state(f, max_permits, now_s, now_s_text, false)
+        stored, free_s, free_ns, expires = read_state(f, max_permits, now_s, now_s_text)
       end
       if stored then
         held = true
