@@ -13,7 +13,7 @@ namespace ratelimit::pipe {
 namespace {
 
 constexpr std::string_view kTimetableTag = "timetable ";
-constexpr std::string_view kStatusTag = "ratelimit-pipe 3";
+constexpr std::string_view kStatusTag = "ratelimit-pipe 4";
 
 }  // namespace
 
@@ -77,6 +77,16 @@ std::optional<format::Notation> notation_of_fields(std::string_view counted,
 
 constexpr std::string_view kNoKey = "-";
 
+// The record's check: a status file is rewritten in place, so a read may meet a write half done.
+std::uint32_t fnv1a(std::string_view text) {
+  std::uint32_t hash = 2166136261u;
+  for (const char byte : text) {
+    hash ^= static_cast<unsigned char>(byte);
+    hash *= 16777619u;
+  }
+  return hash;
+}
+
 std::optional<std::string> key_of_hex(std::string_view hex) {
   if (hex == kNoKey) return std::string();
   if (hex.empty() || hex.size() % 2 != 0) return std::nullopt;
@@ -92,16 +102,23 @@ std::optional<std::string> key_of_hex(std::string_view hex) {
 }  // namespace
 
 std::string encode_status(const PipeStatus& status) {
-  return fmt::format("{} {} {} {} {} {} {} {}\n", kStatusTag, counted_field(status.notation),
-                     status.notation.binary_prefix ? "iec" : "si", status.rate, status.units,
-                     status.bytes, status.answered,
-                     status.key.empty() ? kNoKey : format::hex_bytes(status.key));
+  const std::string fields = fmt::format(
+      "{} {} {} {} {} {} {} {}", kStatusTag, counted_field(status.notation),
+      status.notation.binary_prefix ? "iec" : "si", status.rate, status.units, status.bytes,
+      status.answered, status.key.empty() ? kNoKey : format::hex_bytes(status.key));
+  return fmt::format("{} {:08x}\n", fields, fnv1a(fields));
 }
 
 std::optional<PipeStatus> decode_status(std::string_view record) {
-  if (!record.starts_with(kStatusTag) || !record.ends_with('\n')) return std::nullopt;
+  constexpr std::size_t kCheckBytes = 1 + 8 + 1;  // " xxxxxxxx\n"
+  if (!record.starts_with(kStatusTag) || !record.ends_with('\n') ||
+      record.size() < kStatusTag.size() + kCheckBytes || record[record.size() - kCheckBytes] != ' ')
+    return std::nullopt;
+  const std::optional<std::uint32_t> check =
+      whole_field<std::uint32_t>(record.substr(record.size() - kCheckBytes + 1, 8), 16);
+  record.remove_suffix(kCheckBytes);
+  if (!check || *check != fnv1a(record)) return std::nullopt;
   record.remove_prefix(kStatusTag.size());
-  record.remove_suffix(1);
   std::vector<std::string_view> fields;
   while (record.starts_with(' ')) {
     record.remove_prefix(1);

@@ -33,10 +33,10 @@ struct PipeStatus {
   std::string key{};  // the shared bucket; empty: none
   friend bool operator==(const PipeStatus&, const PipeStatus&) = default;
 };
-// One line, e.g. "ratelimit-pipe 3 bits si 52428800 1000 1000 0 617069\n" (counted as bytes, bits
-// or lines or records; SI or IEC prefixes; rate, units, bytes, answered; the key in hex, "-" for
-// none), and back; nullopt unless it is exactly such a line (a torn or foreign file is not
-// believed).
+// One line, e.g. "ratelimit-pipe 4 bits si 52428800 1000 1000 0 617069 5d1f2c3a\n" (counted as
+// bytes, bits or lines or records; SI or IEC prefixes; rate, units, bytes, answered; the key in
+// hex, "-" for none; the FNV-1a hash of what comes before it), and back; nullopt unless it is
+// exactly such a line (a torn or foreign file is not believed).
 std::string encode_status(const PipeStatus& status);
 std::optional<PipeStatus> decode_status(std::string_view record);
 
@@ -60,10 +60,9 @@ class ControlChannel {
   // whole, so what is kept of a line stays small whatever is written.
   std::vector<std::string> take_lines();
 
-  // Publishes this pipe's status beside its FIFO ("pipe-PID.status", replaced whole) with the count
-  // of lines taken so far, when the rate or that count changed or about a second has passed since
-  // the last time (`now` on any steady clock). A status that cannot be written is skipped: it is
-  // news, not data.
+  // Publishes this pipe's status beside its FIFO ("pipe-PID.status") with the count of lines taken
+  // so far, when the rate or that count changed or about a second has passed since the last time
+  // (`now` on any steady clock). A status that cannot be written is skipped: it is news, not data.
   void publish(PipeStatus status, std::chrono::nanoseconds now);
 
  private:
@@ -78,6 +77,11 @@ class ControlChannel {
   std::string partial_line_;
   std::uint64_t lines_taken_ = 0;
   bool dropping_line_ = false;  // the line in progress is too long: skipped up to its end
+  // The status file, created by the first publish() and then rewritten in place (a reader that
+  // meets a write half done sees a record whose check fails): a file created and renamed every
+  // second cost a slow pipe about a third of its CPU on ext4 (scripts/bench_cpu.sh).
+  io::FileDescriptor status_file_;
+  std::size_t status_bytes_ = 0;
 };
 
 // The channel of the pipe running as process `pid` with the state directory `state_dir`, to send

@@ -85,9 +85,16 @@ bool is_read(const backends::StateDirectory& directory, const std::string& fifo)
 }
 
 std::optional<PipeStatus> read_status_of(const backends::StateDirectory& directory, long pid) {
-  const std::optional<std::string> record =
-      directory.read_regular(status_name(pid), kMaxStatusBytes);
-  return record ? decode_status(*record) : std::nullopt;
+  // A read that met a rewrite half done fails the record's check; a rewrite takes microseconds
+  // and comes at most once per wake-up of the pipe, so the next read finds it whole.
+  constexpr int kReads = 3;
+  for (int read = 0; read < kReads; ++read) {
+    const std::optional<std::string> record =
+        directory.read_regular(status_name(pid), kMaxStatusBytes);
+    if (!record) return std::nullopt;
+    if (std::optional<PipeStatus> status = decode_status(*record)) return status;
+  }
+  return std::nullopt;
 }
 
 }  // namespace
@@ -157,11 +164,16 @@ void ControlChannel::publish(PipeStatus status, std::chrono::nanoseconds now) {
                    published_->answered != status.answered ||
                    now - published_at_ >= kStatusInterval;
   if (!due) return;
+  const std::string record = encode_status(status);
   try {
-    directory_.replace_unlocked(status_name_, encode_status(status));
+    if (status_file_)
+      io::rewrite_from_start(status_file_, record, status_bytes_);
+    else
+      status_file_ = directory_.replace_unlocked(status_name_, record);
   } catch (const std::system_error&) {
     return;  // tried again at the next call
   }
+  status_bytes_ = record.size();
   published_ = status;
   published_at_ = now;
 }

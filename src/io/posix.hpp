@@ -10,6 +10,7 @@
 #include <csignal>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <system_error>
 
 namespace ratelimit::io {
@@ -54,6 +55,10 @@ class FileDescriptor {
  private:
   int fd_ = -1;
 };
+
+// Makes the regular file `fd` hold `bytes` from its start: one pwrite, and a truncation only when
+// the file held more (`held` bytes). Throws std::system_error.
+void rewrite_from_start(const FileDescriptor& fd, std::string_view bytes, std::size_t held);
 
 // The width in columns of the terminal `fd` is, asked anew each time so that a resized window
 // (SIGWINCH) is followed; nullopt when `fd` is not a terminal.

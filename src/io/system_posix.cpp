@@ -68,6 +68,17 @@ void FileDescriptor::reset() noexcept {
   fd_ = -1;
 }
 
+void rewrite_from_start(const FileDescriptor& fd, std::string_view bytes, std::size_t held) {
+  const ssize_t count =
+      retry_on_eintr([&] { return ::pwrite(fd.get(), bytes.data(), bytes.size(), 0); });
+  if (count < 0) throw_errno("rewrite");
+  if (static_cast<std::size_t>(count) != bytes.size())
+    throw std::system_error(ENOSPC, std::generic_category(), "rewrite");
+  if (held > bytes.size() &&
+      retry_on_eintr([&] { return ::ftruncate(fd.get(), static_cast<off_t>(bytes.size())); }) != 0)
+    throw_errno("rewrite");
+}
+
 std::optional<int> terminal_width(int fd) {
   struct winsize size {};
   if (::ioctl(fd, TIOCGWINSZ, &size) != 0 || size.ws_col == 0) return std::nullopt;

@@ -78,8 +78,9 @@ class StateDirectory {
   bool is_fifo(const std::string& name) const;
 
   // Gives `name` the content `bytes` whole (written to "name.new", then renamed over it), without
-  // a lock: for a file only this process writes. Throws std::system_error.
-  void replace_unlocked(const std::string& name, std::string_view bytes) const;
+  // a lock: for a file only this process writes, which it may rewrite through the descriptor
+  // returned. Throws std::system_error.
+  io::FileDescriptor replace_unlocked(const std::string& name, std::string_view bytes) const;
   // The content of the regular file `name`, at most `max_bytes` + 1 of it (more is not its kind);
   // nullopt if there is none (or something else is there).
   std::optional<std::string> read_regular(const std::string& name, std::size_t max_bytes) const;

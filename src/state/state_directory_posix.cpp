@@ -201,8 +201,9 @@ bool StateDirectory::is_fifo(const std::string& name) const {
          S_ISFIFO(status.st_mode);
 }
 
-void StateDirectory::replace_unlocked(const std::string& name, std::string_view bytes) const {
-  write_and_rename(name, bytes, false);
+io::FileDescriptor StateDirectory::replace_unlocked(const std::string& name,
+                                                    std::string_view bytes) const {
+  return write_and_rename(name, bytes, false);
 }
 
 io::FileDescriptor StateDirectory::write_and_rename(const std::string& name, std::string_view bytes,

@@ -1,9 +1,11 @@
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <limits>
 
 #include "control/control.hpp"
 #include "pipe/progress.hpp"
+#include "temp_dir.hpp"
 
 namespace ratelimit::pipe {
 namespace {
@@ -174,7 +176,8 @@ TEST(ControlMessage, RoundTripsATimetable) {
 
 TEST(PipeStatusRecord, RoundTripsWhatAPipeSays) {
   const PipeStatus bytes{.rate = 10485760, .units = 123456, .bytes = 123456, .answered = 3};
-  EXPECT_EQ(encode_status(bytes), "ratelimit-pipe 3 bytes si 10485760 123456 123456 3 -\n");
+  EXPECT_EQ(encode_status(bytes),
+            "ratelimit-pipe 4 bytes si 10485760 123456 123456 3 - 9a9950cd\n");
   EXPECT_EQ(decode_status(encode_status(bytes)), bytes);
   const PipeStatus lines{.notation = kLines, .rate = 1.0 / 3, .units = 7, .bytes = 700};
   EXPECT_EQ(decode_status(encode_status(lines)), lines);
@@ -183,7 +186,7 @@ TEST(PipeStatusRecord, RoundTripsWhatAPipeSays) {
       .notation = {.counted = format::Counted::bytes, .binary_prefix = true, .bits = true},
       .rate = 1e6,
       .key = "k \xff\n-"};
-  EXPECT_EQ(encode_status(bits), "ratelimit-pipe 3 bits iec 1000000 0 0 0 6b20ff0a2d\n");
+  EXPECT_EQ(encode_status(bits), "ratelimit-pipe 4 bits iec 1000000 0 0 0 6b20ff0a2d 51932376\n");
   EXPECT_EQ(decode_status(encode_status(bits)), bits);
   const PipeStatus records{.notation = {.counted = format::Counted::records}, .rate = 5};
   EXPECT_EQ(decode_status(encode_status(records)), records);
@@ -202,20 +205,43 @@ TEST(PipeStatusRecord, BelievesOnlyAWholeRecord) {
   for (std::size_t size = 0; size < record.size(); ++size)
     EXPECT_EQ(decode_status(record.substr(0, size)), std::nullopt) << size;
   EXPECT_EQ(decode_status(record + record), std::nullopt);
+  // A rewrite met half done: the new record's fields with the old one's check.
+  const std::string rewritten = encode_status({.rate = 5, .units = 1000, .bytes = 1000});
+  const std::size_t check = record.size() - 10;
+  EXPECT_EQ(decode_status(rewritten.substr(0, rewritten.size() - 10) + record.substr(check)),
+            std::nullopt);
   EXPECT_EQ(decode_status("ratelimit-pipe 2 bytes 5 1 1 0\n"), std::nullopt);
-  EXPECT_EQ(decode_status("ratelimit-pipe 3 bytes si 5 1 1 -\n"), std::nullopt);
-  EXPECT_EQ(decode_status("ratelimit-pipe 3 blocks si 5 1 1 0 -\n"), std::nullopt);
-  EXPECT_EQ(decode_status("ratelimit-pipe 3 bytes metric 5 1 1 0 -\n"), std::nullopt);
-  EXPECT_EQ(decode_status("ratelimit-pipe 3 bytes si 0 1 1 0 -\n"), std::nullopt);
-  EXPECT_EQ(decode_status("ratelimit-pipe 3 bytes si nan 1 1 0 -\n"), std::nullopt);
-  EXPECT_EQ(decode_status("ratelimit-pipe 3 bytes si 5 -1 1 0 -\n"), std::nullopt);
-  EXPECT_EQ(decode_status("ratelimit-pipe 3 bytes si 5 1 1 -1 -\n"), std::nullopt);
-  EXPECT_EQ(decode_status("ratelimit-pipe 3 bytes si 5 1 1 0 - 1\n"), std::nullopt);
-  EXPECT_EQ(decode_status("ratelimit-pipe 3 bytes si 5  1 1 0 -\n"), std::nullopt);
-  EXPECT_EQ(decode_status("ratelimit-pipe 3 bytes si 5 1 1 0 - \n"), std::nullopt);
-  EXPECT_EQ(decode_status("ratelimit-pipe 3 bytes si 5 1 1 0 6b2\n"), std::nullopt);
-  EXPECT_EQ(decode_status("ratelimit-pipe 3 bytes si 5 1 1 0 6x\n"), std::nullopt);
-  EXPECT_EQ(decode_status("ratelimit-pipe 3 bytes si 5 1 1 0 \n"), std::nullopt);
+  EXPECT_EQ(decode_status("ratelimit-pipe 4 bytes si 5 1 1 - 0329b3e2\n"), std::nullopt);
+  EXPECT_EQ(decode_status("ratelimit-pipe 4 blocks si 5 1 1 0 - 654c530b\n"), std::nullopt);
+  EXPECT_EQ(decode_status("ratelimit-pipe 4 bytes metric 5 1 1 0 - 3c413d2a\n"), std::nullopt);
+  EXPECT_EQ(decode_status("ratelimit-pipe 4 bytes si 0 1 1 0 - 2284de81\n"), std::nullopt);
+  EXPECT_EQ(decode_status("ratelimit-pipe 4 bytes si nan 1 1 0 - 55ee01d8\n"), std::nullopt);
+  EXPECT_EQ(decode_status("ratelimit-pipe 4 bytes si 5 -1 1 0 - fbcb067d\n"), std::nullopt);
+  EXPECT_EQ(decode_status("ratelimit-pipe 4 bytes si 5 1 1 -1 - da36b072\n"), std::nullopt);
+  EXPECT_EQ(decode_status("ratelimit-pipe 4 bytes si 5 1 1 0 - 1 a89c0f7d\n"), std::nullopt);
+  EXPECT_EQ(decode_status("ratelimit-pipe 4 bytes si 5  1 1 0 - ef3bab2c\n"), std::nullopt);
+  EXPECT_EQ(decode_status("ratelimit-pipe 4 bytes si 5 1 1 0 -  dbc6949e\n"), std::nullopt);
+  EXPECT_EQ(decode_status("ratelimit-pipe 4 bytes si 5 1 1 0 6b2 9284973f\n"), std::nullopt);
+  EXPECT_EQ(decode_status("ratelimit-pipe 4 bytes si 5 1 1 0 6x 2dd85ed5\n"), std::nullopt);
+  EXPECT_EQ(decode_status("ratelimit-pipe 4 bytes si 5 1 1 0  5a8b1ca3\n"), std::nullopt);
+}
+
+// The status file is created once and then rewritten in place, a shorter record included.
+TEST(PipeStatusRecord, ARunningPipesStatusIsItsLastPublished) {
+  const testing::TempDir state;
+  const std::unique_ptr<ControlChannel> channel = ControlChannel::create(state.string(), true);
+  ASSERT_TRUE(channel);
+  const std::optional<RunningPipe> pipe = find_running_pipe(state.string(), ::getpid());
+  ASSERT_TRUE(pipe);
+  const PipeStatus first{.rate = 5, .units = 10, .bytes = 10, .key = std::string(40, 'k')};
+  channel->publish(first, 0s);
+  EXPECT_EQ(read_status(*pipe), first);
+  const PipeStatus later{.rate = 5, .units = 20, .bytes = 20};
+  channel->publish(later, 1s);
+  EXPECT_EQ(read_status(*pipe), later);
+  const PipeStatus longer{.rate = 5e6, .units = 123456789, .bytes = 123456789, .key = "api"};
+  channel->publish(longer, 2s);
+  EXPECT_EQ(read_status(*pipe), longer);
 }
 
 }  // namespace
