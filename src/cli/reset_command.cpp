@@ -4,10 +4,10 @@
 #include <memory>
 #include <string>
 
-#include "state/state_directory.hpp"
 #include "cli/commands.hpp"
 #include "cli/shared_bucket_options.hpp"
 #include "exit_codes.hpp"
+#include "state/state_directory.hpp"
 
 namespace ratelimit::cli {
 namespace {

@@ -105,7 +105,7 @@ std::string entry_text(const TimetableEntry& entry,
   }
   const int hours = entry.minute_of_day / 60;
   const int minutes = entry.minute_of_day % 60;
-  text += {static_cast<char>('0' + hours / 10), static_cast<char>('0' + hours % 10), ':',
+  text += {static_cast<char>('0' + hours / 10),   static_cast<char>('0' + hours % 10),   ':',
            static_cast<char>('0' + minutes / 10), static_cast<char>('0' + minutes % 10), ','};
   text += std::isinf(entry.permits_per_second) ? "off" : rate_text(entry.permits_per_second);
   return text;
