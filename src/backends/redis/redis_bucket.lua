@@ -91,6 +91,20 @@ local max_time = (REP_LIMIT - 1) - now_s * NS_PER_S
 -- The functions below, made on every call, are the ones the common call needs, and capture
 -- nothing (constants written out): a closure costs little to make, each local it captures more.
 
+-- A duration or time in nanoseconds that is not negative, as the core truncates it to int64:
+-- toward zero, NaN as 0, saturating at 2^63.
+local function whole_ns(value)
+  if value ~= value then return 0 end
+  return math.min(math.floor(value), 2 ^ 63)
+end
+
+-- A whole number of nanoseconds as std::to_string writes the int64 it stands for.
+local function integer_string(value)
+  if value == 0 then return "0" end
+  if value >= 2 ^ 63 then return "9223372036854775807" end
+  return string.format("%.0f", value)
+end
+
 -- TokenBucket::derive(): stable interval, max permits, cool-down interval, threshold, slope.
 local function derive(shape, rate, burst, warmup_ns, cold)
   local stable = 1e9 / rate
@@ -199,23 +213,8 @@ end
 -- functions below, and copy its state back into the locals. The common call keeps the key's
 -- schedule, which it does not read.
 local bucket, wanted, wanted_timetable, wanted_entry_until
-local is_int64_text, params_table, joined_texts, truncate_saturated, integer_string
+local is_int64_text, params_table, joined_texts
 if not common then
-  -- As Java's (long) cast: toward zero, saturating at 2^63, NaN as 0.
-  function truncate_saturated(value)
-    if value ~= value then return 0 end
-    if value >= 2 ^ 63 then return 2 ^ 63 end
-    if value < -2 ^ 63 then return -2 ^ 63 end
-    if value >= 0 then return math.floor(value) end
-    return math.ceil(value)
-  end
-
-  function integer_string(value)
-    if value == 0 then return "0" end
-    if value >= 2 ^ 63 then return "9223372036854775807" end
-    return string.format("%.0f", value)
-  end
-
   -- Whether `text` is an int64 as std::to_string writes it: the only form compared below.
   function is_int64_text(text)
     if text == "0" then return true end
@@ -431,9 +430,8 @@ if reserving then
     shape, pay_first = params[1], params[7]
   end
   -- TokenBucket::book(): the state after booking `permits` now, and the caller's wait. Its
-  -- durations and times are not negative here, so the core's truncation to int64 (NaN as 0,
-  -- saturating at 2^63) is a floor below 2^63 and its saturating sums a sum below it; written out
-  -- (x ~= x: NaN), as a function made on every call would cost the common call.
+  -- durations and times are not negative here, so the core's saturating sums are sums capped at
+  -- 2^63.
   local booked_stored, booked_free = stored, next_free
   if now > booked_free then
     if max_permits > 0 then
@@ -452,17 +450,13 @@ if reserving then
       local taken_above = min(above_threshold, permits_to_take)
       local length = (stable + above_threshold * slope) +
                      (stable + (above_threshold - taken_above) * slope)
-      stored_wait = taken_above * length / 2.0
-      stored_wait = stored_wait ~= stored_wait and 0 or min(floor(stored_wait), 2 ^ 63)
+      stored_wait = whole_ns(taken_above * length / 2.0)
       permits_to_take = permits_to_take - taken_above
     end
-    local rest_wait = stable * permits_to_take
-    rest_wait = rest_wait ~= rest_wait and 0 or min(floor(rest_wait), 2 ^ 63)
-    stored_wait = min(stored_wait + rest_wait, 2 ^ 63)
+    stored_wait = min(stored_wait + whole_ns(stable * permits_to_take), 2 ^ 63)
   end
   -- Adding 0 saturates nothing: skipped.
-  local cost = fresh_permits * stable
-  cost = cost ~= cost and 0 or min(floor(cost), 2 ^ 63)
+  local cost = whole_ns(fresh_permits * stable)
   if stored_wait ~= 0 then cost = min(stored_wait + cost, 2 ^ 63) end
   local go_at = booked_free
   if cost ~= 0 then booked_free = min(booked_free + cost, 2 ^ 63) end
@@ -476,13 +470,7 @@ if reserving then
     granted = 1
     stored, next_free = booked_stored, booked_free
   end
-  -- As integer_string() writes it.
-  local wait_text = "0"
-  if wait >= 2 ^ 63 then
-    wait_text = "9223372036854775807"
-  elseif wait ~= 0 then
-    wait_text = string.format("%.0f", wait)
-  end
+  local wait_text = integer_string(wait)
   if replaced then
     reply = {granted, wait_text, 1, problem, timetable, params[2], replaced[1], replaced[2],
              replaced[3], replaced[4], replaced[5], replaced[6], replaced[7], replaced_timetable}
@@ -519,10 +507,10 @@ else
   if not held then return nil end
   -- give_back(): back by what the permits cost, as if never booked, but not further than the
   -- bucket's fill time before now; durations truncated and at most a century.
-  local cost = truncate_saturated(min(given_back * stable, CENTURY_NS))
+  local cost = whole_ns(min(given_back * stable, CENTURY_NS))
   local fill = params.warmup
   if params[1] == "bursty" then
-    fill = truncate_saturated(min(params.burst * NS_PER_S, CENTURY_NS))
+    fill = whole_ns(min(params.burst * NS_PER_S, CENTURY_NS))
   end
   local moved_back = max(next_free - cost, now - fill)
   if moved_back >= next_free then return 1 end
