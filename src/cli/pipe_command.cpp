@@ -84,7 +84,7 @@ void choose_chunk(const PipeOptions& options, pipe::EngineOptions& engine_option
       return;
     }
     const std::int64_t wanted =
-        pipe::default_chunk_units(rate, kMaxBytesPerChunk, engine_options.write_interval(rate));
+        pipe::default_chunk_units(rate, kMaxBytesPerChunk, engine_options.write_interval());
     engine_options.default_chunk_limit =
         static_cast<std::int64_t>(io.fit_pipes_to(static_cast<std::size_t>(wanted)));
     return;
@@ -284,9 +284,10 @@ Command setup_pipe(CLI::App& app) {
       ->excludes(lines)
       ->excludes(null)
       ->group("Pipe");
-  app.add_option("--chunk", options->chunk,
-                 "Units per write (64k), or the time between writes (10ms) [default: 108ms up to "
-                 "600kB/s, else 10ms]")
+  app.add_option(
+         "--chunk", options->chunk,
+         "Units per write (64k), or the time between writes (10ms) [default: 108ms for bytes, "
+         "10ms for records]")
       ->check(syntax_check(
           [](const std::string& text) {
             return ends_in_time_unit(text) ? parse_chunk_interval(text).count()

@@ -9,18 +9,16 @@
 // the size of a shared pipe's booking ahead.
 namespace ratelimit::pipe {
 
-// The time between writes by default, in byte mode while that much of the rate fits a pipe's
-// usual capacity (64 KiB, up to about 600 kB/s): any 100 ms window then holds at most one write,
-// 1.08 times the rate, with 8 ms to spare for a late wake-up (the shaper's or its reader's), and
-// it writes as often as pv does, since the wake-ups are most of the CPU that a slow pipe costs
-// (bench/results/cpu.md). Larger writes are no longer moved at once (a pipe holds them only in
-// part, or grown), which spreads them and breaks that bound: faster rates are written every 10 ms,
-// where moving the data costs more than waking up.
-inline constexpr std::chrono::nanoseconds kSlowByteWriteInterval = std::chrono::milliseconds(108);
-inline constexpr std::int64_t kSlowByteWriteLimit = 65536;
-// Also in record modes: a record is often a job for the next command (`| xargs -n1`), so up to
-// 100 records a second go one by one, evenly spaced, rather than in bunches.
-inline constexpr std::chrono::nanoseconds kWriteInterval = std::chrono::milliseconds(10);
+// The time between writes by default in byte mode: any 100 ms window then holds the writes of
+// one interval at most, 1.08 times the rate, with 8 ms to spare for a late wake-up (the shaper's
+// or its reader's). The wake-ups are most of the CPU that shaping costs (bench/results/cpu.md), so
+// this writes about as often as pv does (every 100 ms) where a finer grain would cost several
+// times more. An interval's data larger than a pipe holds is written in equal parts (see
+// default_chunk_units), which keeps the bound.
+inline constexpr std::chrono::nanoseconds kByteWriteInterval = std::chrono::milliseconds(108);
+// In record modes: a record is often a job for the next command (`| xargs -n1`), so up to 100
+// records a second go one by one, evenly spaced, rather than in bunches.
+inline constexpr std::chrono::nanoseconds kRecordWriteInterval = std::chrono::milliseconds(10);
 
 // The units a rate gives in `interval`, divided last, so that whole rates and intervals give whole
 // numbers (1000 B/s x 10 ms is 10).
@@ -28,11 +26,8 @@ inline double units_in(double units_per_second, std::chrono::nanoseconds interva
   return units_per_second * static_cast<double>(interval.count()) / 1e9;
 }
 
-inline std::chrono::nanoseconds default_write_interval(bool counts_bytes, double units_per_second) {
-  return counts_bytes && units_in(units_per_second, kSlowByteWriteInterval) <=
-                             static_cast<double>(kSlowByteWriteLimit)
-             ? kSlowByteWriteInterval
-             : kWriteInterval;
+inline std::chrono::nanoseconds default_write_interval(bool counts_bytes) {
+  return counts_bytes ? kByteWriteInterval : kRecordWriteInterval;
 }
 
 // The units per write for a rate written every `interval`: at least one, at most `max_units`.

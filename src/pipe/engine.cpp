@@ -31,7 +31,7 @@ void Engine::start() {
   if (options_.default_chunk_limit)
     options_.chunk_units =
         default_chunk_units(options_.bucket.permits_per_second, *options_.default_chunk_limit,
-                            options_.write_interval(options_.bucket.permits_per_second));
+                            options_.write_interval());
   totals_.started = totals_.now = io_.now();
   totals_.rate = options_.bucket.permits_per_second;
   if (on_progress_) next_progress_ = totals_.started + options_.progress_interval;
@@ -55,31 +55,40 @@ std::optional<Result> Engine::run_spliced() {
   // one wake-up per chunk while the producer is ahead. The chunk is asked for when it was both due
   // (the last turn) and there, as if it had been read at its arrival: a wake-up late
   // by the timer's slack would otherwise count as idle time, which a warming-up bucket pays for by
-  // cooling down. Its turn is then the bucket's answer for a whole chunk; what a short splice
-  // leaves unused is stored again by the next request. The turn is not waited for once the input
-  // is known to hold nothing more, so the end comes without a wait.
+  // cooling down. A chunk begun goes out whole before the next turn is asked for: what a short
+  // splice leaves (the producer a little behind) follows as the input delivers it, booked with the
+  // chunk. Asking at once instead would book the next chunk early by the part not yet there, and
+  // that part and the next chunk would then come close together: one 100 ms window could hold a
+  // third chunk. The turn is not waited for once the input is known to hold nothing more, so the
+  // end comes without a wait.
   nanoseconds input_seen_at = nanoseconds::min();
   nanoseconds last_turn = io_.now();
+  nanoseconds requested_at = last_turn;
+  std::int64_t chunk_rest = 0;  // of the chunk begun
   while (true) {
-    // Asked for and booked as of that moment: a bucket that pays first counts its wait from it.
-    const nanoseconds requested_at = std::min(io_.now(), std::max(last_turn, input_seen_at));
-    // A splice now finds the end of this input without moving anything: no turn is booked for it.
-    nanoseconds turn = requested_at;
-    if (!io_.input_exhausted()) {
-      const std::optional<nanoseconds> due = source_.turn(options_.chunk_units, requested_at);
-      // Nothing has been read yet, so a stop here leaves nothing behind.
-      if (!due) return finish(Ending::stopped, io_.stop_signal());
-      turn = last_turn = *due;
+    if (chunk_rest == 0) {
+      // Asked for and booked as of that moment: a bucket that pays first counts its wait from it.
+      requested_at = std::min(io_.now(), std::max(last_turn, input_seen_at));
+      // A splice now finds the end of this input without moving anything: no turn is booked.
+      nanoseconds turn = requested_at;
+      if (!io_.input_exhausted()) {
+        const std::optional<nanoseconds> due = source_.turn(options_.chunk_units, requested_at);
+        // Nothing has been read yet, so a stop here leaves nothing behind.
+        if (!due) return finish(Ending::stopped, io_.stop_signal());
+        turn = last_turn = *due;
+      }
+      const Wake wake = wait(turn, WaitFor::input_end);
+      if (wake == Wake::stop) return finish(Ending::stopped, io_.stop_signal());
+      if (wake == Wake::control) continue;
     }
-    const Wake wake = wait(turn, WaitFor::input_end);
-    if (wake == Wake::stop) return finish(Ending::stopped, io_.stop_signal());
-    if (wake == Wake::control) continue;
-    const std::optional<Moved> moved = io_.splice(static_cast<std::size_t>(options_.chunk_units));
+    const std::int64_t wanted = chunk_rest > 0 ? chunk_rest : options_.chunk_units;
+    const std::optional<Moved> moved = io_.splice(static_cast<std::size_t>(wanted));
     if (!moved) return std::nullopt;
     if (moved->output_closed) return finish(Ending::downstream_closed);
     if (moved->bytes > 0) {
       const auto bytes = static_cast<std::int64_t>(moved->bytes);
       charge(moved->bytes, bytes, requested_at);
+      chunk_rest = std::max<std::int64_t>(wanted - bytes, 0);
     } else if (moved->end_of_input) {
       return finish(Ending::end_of_input);
     } else if (wait_for_input() == Wake::stop) {
@@ -361,9 +370,8 @@ void Engine::note_rate(double units_per_second, nanoseconds now) {
   rate_changed_ = true;
   totals_.rate = units_per_second;
   if (options_.default_chunk_limit)
-    options_.chunk_units =
-        default_chunk_units(units_per_second, *options_.default_chunk_limit,
-                            options_.write_interval(options_.bucket.permits_per_second));
+    options_.chunk_units = default_chunk_units(units_per_second, *options_.default_chunk_limit,
+                                               options_.write_interval());
   rate_changes_.push_back({now, units_per_second});
 }
 

@@ -45,8 +45,8 @@ struct EngineOptions {
   // `ratelimit set` replaces. None: the bucket's rate throughout, and sent timetables are ignored.
   RateSchedule* schedule = nullptr;
 
-  std::chrono::nanoseconds write_interval(double units_per_second) const {
-    return chunk_interval.value_or(default_write_interval(unit.counts_bytes(), units_per_second));
+  std::chrono::nanoseconds write_interval() const {
+    return chunk_interval.value_or(default_write_interval(unit.counts_bytes()));
   }
 };
 

@@ -43,19 +43,18 @@ TEST(DefaultChunk, AnIntervalOverTheLargestChunkIsDividedEvenly) {
   EXPECT_EQ(default_chunk_units(10e6, 1 << 20, 108ms), 540000);
 }
 
-// Bytes: one write per 108 ms while that fits a pipe, so that a 100 ms window never holds two;
-// faster bytes, and records, every 10 ms.
-TEST(DefaultChunk, SlowBytesGoEvery108MsTheRestEvery10Ms) {
+// Bytes: one interval of 108 ms per write, or per writes of equal parts where it does not fit a
+// pipe, so that a 100 ms window never holds more than one interval; records every 10 ms.
+TEST(DefaultChunk, BytesGoEvery108MsRecordsEvery10Ms) {
   EngineOptions bytes;
-  EXPECT_EQ(bytes.write_interval(1000), 108ms);
-  EXPECT_EQ(default_chunk_units(1000, 65536, bytes.write_interval(1000)), 108);
-  EXPECT_EQ(bytes.write_interval(600e3), 108ms);
-  EXPECT_EQ(bytes.write_interval(700e3), 10ms);
+  EXPECT_EQ(bytes.write_interval(), 108ms);
+  EXPECT_EQ(default_chunk_units(1000, 65536, bytes.write_interval()), 108);
+  EXPECT_EQ(default_chunk_units(10e6, 1 << 20, bytes.write_interval()), 540000);
   EngineOptions lines;
   lines.unit = Unit{'\n'};
-  EXPECT_EQ(lines.write_interval(20), 10ms);
+  EXPECT_EQ(lines.write_interval(), 10ms);
   lines.chunk_interval = 50ms;
-  EXPECT_EQ(lines.write_interval(20), 50ms);
+  EXPECT_EQ(lines.write_interval(), 50ms);
 }
 
 TEST(DefaultChunk, FollowsTheTimeBetweenWrites) {
@@ -91,6 +90,23 @@ TEST(PipeEngine, SplicesOnTheSameScheduleWhenPossible) {
   EXPECT_GE(io.splices(), 3u);
   // The writer gone and its bytes moved: the end is found without waiting for the next turn.
   EXPECT_EQ(io.elapsed(), 40ms);
+}
+
+// The first chunk's turn came while the producer had written only part of it: the rest follows as
+// it arrives, and the next chunk keeps its turn. Asked for at once instead, the next turn would
+// come 12 ms after the start, and the 12 bytes at 0 ms, the next chunk at 12 ms and the one after
+// it at 32 ms would put 52 bytes (2.6 chunks) in one 40 ms window.
+TEST(PipeEngine, AChunkBegunGoesOutWholeBeforeTheNextTurn) {
+  FakePipeIo io;
+  io.allow_splice();
+  io.arrive(0ms, std::string(12, 'a'));
+  io.arrive(5ms, std::string(8, 'b') + std::string(40, 'c'));
+  Engine(bytes_per_second(1000, 20), io).run();
+
+  EXPECT_EQ(io.writes(), (std::vector<Write>{{0ms, std::string(12, 'a')},
+                                             {5ms, std::string(8, 'b')},
+                                             {20ms, std::string(20, 'c')},
+                                             {40ms, std::string(20, 'c')}}));
 }
 
 TEST(PipeEngine, FallsBackToReadAndWriteWhenSpliceIsImpossible) {
