@@ -189,7 +189,7 @@ bool shows_progress(const PipeOptions& options) {
 pipe::Engine::ProgressCallback watch_progress(const PipeOptions& options,
                                               const format::Notation& notation,
                                               pipe::ControlChannel* control, pipe::FileIo& io,
-                                              pipe::ProgressMeter& meter, double rate) {
+                                              pipe::ProgressMeter& meter) {
   const bool show_progress = shows_progress(options);
   const auto publish = [control, notation, &key = options.key, &io](const pipe::Totals& totals) {
     control->publish({.notation = notation,
@@ -199,7 +199,6 @@ pipe::Engine::ProgressCallback watch_progress(const PipeOptions& options,
                       .key = key},
                      io.now());
   };
-  if (control) publish({.rate = rate});
   if (!show_progress && !control) return {};
   return [publish, control, show_progress, &meter](const pipe::Totals& totals) {
     if (control) publish(totals);
@@ -243,7 +242,7 @@ int run_pipe(const PipeOptions& options) {
   const format::Notation notation = notation_of(options.bucket.rate, pipe::counted(unit));
   pipe::ProgressMeter meter(notation, io.total_bytes());
   const pipe::Engine::ProgressCallback on_progress =
-      watch_progress(options, notation, control.get(), io, meter, bucket.params.permits_per_second);
+      watch_progress(options, notation, control.get(), io, meter);
   const pipe::Result result =
       run_engine(options, engine_options, bucket.key_schedule, schedule, io, on_progress);
   report_end(options, result, notation, io);

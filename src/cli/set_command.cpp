@@ -36,11 +36,14 @@ int set_key_rate(const SetOptions& options) {
   return exit_ok;
 }
 
+// How long a pipe is waited for, for its status before and for its answer after: a pipe waiting for
+// its reader reads its FIFO only once it can write again.
+constexpr std::chrono::seconds kLongestAnswer{1};
+
 // What `set` says: the rate the pipe had and the one it answers is in force now, each also in
 // units per second. Without an answer in time, only what was sent.
 void report_answer(const SetOptions& options, const pipe::RunningPipe& running,
                    const std::optional<pipe::PipeStatus>& before, double sent_rate) {
-  constexpr std::chrono::seconds kLongestAnswer{1};
   const std::optional<pipe::PipeStatus> answer =
       pipe::await_answer(running, before ? before->answered : 0, kLongestAnswer);
   // What the pipe says it counts ("lines" for -l; its FIFO tells bytes from records only) and
@@ -74,7 +77,7 @@ void report_answer(const SetOptions& options, const pipe::RunningPipe& running,
           ? fmt::format("timetable '{}' ({} now)", options.bucket.rate, per_second(answer->rate))
           : rate_text(answer->rate, answer->rate == sent_rate ? options.bucket.rate : "");
   if (!before) {
-    // A pipe that has only just started had not published its rate yet.
+    // A pipe that did not answer in time before.
     fmt::print(stderr, "ratelimit: process {}: rate set to {}\n", options.pid, now_text);
     return;
   }
@@ -96,7 +99,7 @@ int run_set(const SetOptions& options) {
   ParsedBucket bucket = parse_bucket_options(options.bucket, units);
   const BucketParams& params = bucket.params;
   std::optional<Timetable>& timetable = bucket.timetable;
-  const std::optional<pipe::PipeStatus> before = pipe::read_status(*running);
+  const std::optional<pipe::PipeStatus> before = pipe::current_status(*running, kLongestAnswer);
   if (!pipe::send_rate(*running, timetable ? pipe::NewRate(std::move(*timetable))
                                            : pipe::NewRate(params.permits_per_second)))
     throw InputError(no_pipe);

@@ -61,8 +61,9 @@ class ControlChannel {
   std::vector<std::string> take_lines();
 
   // Publishes this pipe's status beside its FIFO ("pipe-PID.status") with the count of lines taken
-  // so far, when the rate or that count changed or about a second has passed since the last time
-  // (`now` on any steady clock). A status that cannot be written is skipped: it is news, not data.
+  // so far, once a line has come (`status` and `set` ask with one), then when the rate or that
+  // count changed or about a second has passed since the last time (`now` on any steady clock).
+  // A status that cannot be written is skipped: it is news, not data.
   void publish(PipeStatus status, std::chrono::nanoseconds now);
 
  private:
@@ -95,9 +96,13 @@ std::optional<RunningPipe> find_running_pipe(const std::string& state_dir, long 
 
 // What the pipe published last; nullopt if nothing (yet) or not a status.
 std::optional<PipeStatus> read_status(const RunningPipe& pipe);
+// What the pipe published last, asked for and awaited within `timeout` if it has published nothing
+// yet; nullopt if it did not answer. Throws std::system_error.
+std::optional<PipeStatus> current_status(const RunningPipe& pipe, std::chrono::nanoseconds timeout);
 
 // The pipes with a FIFO in the state directory `path` that a process still reads (one killed
-// before it could remove its FIFO is left out), by process id, with their status.
+// before it could remove its FIFO is left out), by process id, with their status (asked for from
+// those that have published none; nullopt if one did not answer within half a second).
 struct ListedPipe {
   long pid;
   bool counts_bytes;

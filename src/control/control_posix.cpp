@@ -33,8 +33,16 @@ std::optional<backends::StateDirectory> control_directory(const std::string& pat
 
 // Longer than any line encode_status() makes (a key of 80 bytes is 160 in hex).
 constexpr std::size_t kMaxStatusBytes = 384;
-// How often a pipe's status is published while its rate stays the same.
+// How often a pipe's status is published while its rate stays the same, once asked for.
 constexpr std::chrono::seconds kStatusInterval{1};
+// What `status` and `set` send to ask a pipe for its status: no rate, so a pipe only counts it
+// (an older one too). Nobody looks at most pipes, and a status file made by every pipe at its
+// start cost a slow one about a sixth of its CPU on ext4 (scripts/bench_cpu.sh at 1 kB/s).
+constexpr std::string_view kStatusRequest = "status\n";
+// How long `status` waits for the pipes it asked: a pipe waiting for its reader answers only once
+// it can write again, and is listed without its status.
+constexpr std::chrono::milliseconds kLongestStatusAnswer{500};
+constexpr std::chrono::milliseconds kAnswerPoll{2};
 
 std::string fifo_name(long pid, bool counts_bytes) {
   return "pipe-" + std::to_string(pid) + (counts_bytes ? ".bytes" : ".records");
@@ -74,16 +82,6 @@ void remove_files_of_gone_processes(const backends::StateDirectory& directory) {
   }
 }
 
-// A process reads the FIFO: it opens for writing. One that cannot be opened (removed meanwhile)
-// is read by nobody.
-bool is_read(const backends::StateDirectory& directory, const std::string& fifo) {
-  try {
-    return static_cast<bool>(directory.open_fifo_for_writing(fifo));
-  } catch (const std::system_error&) {
-    return false;
-  }
-}
-
 std::optional<PipeStatus> read_status_of(const backends::StateDirectory& directory, long pid) {
   // A read that met a rewrite half done fails the record's check; a rewrite takes microseconds
   // and comes at most once per wake-up of the pipe, so the next read finds it whole.
@@ -95,6 +93,23 @@ std::optional<PipeStatus> read_status_of(const backends::StateDirectory& directo
     if (std::optional<PipeStatus> status = decode_status(*record)) return status;
   }
   return std::nullopt;
+}
+
+// A writer of the FIFO `fifo`; none when no process reads it (one killed before it could remove
+// it). Non-blocking: such a FIFO is known at once.
+io::FileDescriptor open_fifo_writer(const backends::StateDirectory& directory,
+                                    const std::string& fifo) {
+  try {
+    return directory.open_fifo_for_writing(fifo);
+  } catch (const std::system_error&) {
+    return {};
+  }
+}
+
+// Shorter than PIPE_BUF, so written whole or not at all. Throws std::system_error.
+void write_line(const io::FileDescriptor& fifo, std::string_view line, const std::string& shown) {
+  if (io::retry_on_eintr([&] { return ::write(fifo.get(), line.data(), line.size()); }) < 0)
+    io::throw_errno(shown);
 }
 
 }  // namespace
@@ -159,6 +174,7 @@ std::vector<std::string> ControlChannel::take_lines() {
 }
 
 void ControlChannel::publish(PipeStatus status, std::chrono::nanoseconds now) {
+  if (lines_taken_ == 0) return;
   status.answered = lines_taken_;
   const bool due = !published_ || published_->rate != status.rate ||
                    published_->answered != status.answered ||
@@ -188,8 +204,19 @@ std::vector<ListedPipe> list_running_pipes(const std::string& path) {
   std::vector<ListedPipe> pipes;
   for (const std::string& name : directory.file_names()) {
     const std::optional<long> pid = pid_of_fifo(name);
-    if (!pid || !directory.is_fifo(name) || !is_read(directory, name)) continue;
-    pipes.push_back({*pid, name.ends_with(".bytes"), read_status_of(directory, *pid)});
+    if (!pid || !directory.is_fifo(name)) continue;
+    const io::FileDescriptor fifo = open_fifo_writer(directory, name);
+    if (!fifo) continue;
+    ListedPipe& pipe = pipes.emplace_back(
+        ListedPipe{*pid, name.ends_with(".bytes"), read_status_of(directory, *pid)});
+    if (!pipe.status) write_line(fifo, kStatusRequest, directory.path() + "/" + name);
+  }
+  // Asked all at once, then awaited together: each answers at its next wake-up.
+  const auto deadline = std::chrono::steady_clock::now() + kLongestStatusAnswer;
+  for (ListedPipe& pipe : pipes) {
+    while (!pipe.status && !(pipe.status = read_status_of(directory, pipe.pid)) &&
+           std::chrono::steady_clock::now() < deadline)
+      std::this_thread::sleep_for(kAnswerPoll);
   }
   std::sort(pipes.begin(), pipes.end(),
             [](const ListedPipe& a, const ListedPipe& b) { return a.pid < b.pid; });
@@ -208,26 +235,30 @@ std::optional<RunningPipe> find_running_pipe(const std::string& state_dir, long 
 }
 
 bool send_rate(const RunningPipe& pipe, const NewRate& rate) {
-  // Non-blocking: a FIFO nobody reads (a process that was killed) is known at once.
-  const io::FileDescriptor fifo = pipe.directory.open_fifo_for_writing(pipe.fifo_name);
+  const io::FileDescriptor fifo = open_fifo_writer(pipe.directory, pipe.fifo_name);
   if (!fifo) return false;
-  const std::string line = encode_rate(rate);
-  // Shorter than PIPE_BUF, so written whole or not at all.
-  if (io::retry_on_eintr([&] { return ::write(fifo.get(), line.data(), line.size()); }) < 0)
-    io::throw_errno(pipe.directory.path() + "/" + pipe.fifo_name);
+  write_line(fifo, encode_rate(rate), pipe.directory.path() + "/" + pipe.fifo_name);
   return true;
+}
+
+std::optional<PipeStatus> current_status(const RunningPipe& pipe,
+                                         std::chrono::nanoseconds timeout) {
+  if (std::optional<PipeStatus> status = read_status(pipe)) return status;
+  const io::FileDescriptor fifo = open_fifo_writer(pipe.directory, pipe.fifo_name);
+  if (!fifo) return std::nullopt;
+  write_line(fifo, kStatusRequest, pipe.directory.path() + "/" + pipe.fifo_name);
+  return await_answer(pipe, 0, timeout);
 }
 
 std::optional<PipeStatus> await_answer(const RunningPipe& pipe, std::uint64_t answered,
                                        std::chrono::nanoseconds timeout) {
-  constexpr std::chrono::milliseconds kPoll{2};
   const auto deadline = std::chrono::steady_clock::now() + timeout;
   while (true) {
     if (const std::optional<PipeStatus> status = read_status(pipe);
         status && status->answered > answered)
       return status;
     if (std::chrono::steady_clock::now() >= deadline) return std::nullopt;
-    std::this_thread::sleep_for(kPoll);
+    std::this_thread::sleep_for(kAnswerPoll);
   }
 }
 

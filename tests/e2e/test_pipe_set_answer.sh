@@ -8,7 +8,7 @@ mkfifo "$WORK/in"
 "$RATELIMIT" -l --rate 10 <"$WORK/in" >/dev/null 2>"$WORK/pipe.stderr" &
 pipe_pid=$!
 exec 3>"$WORK/in" # the pipe waits for input, its FIFO open
-wait_for_file "$WORK/state/pipe-$pipe_pid.status"
+wait_for_file "$WORK/state/pipe-$pipe_pid.records"
 
 previous=10
 for rate in 20 30 40 50 60 70; do

@@ -65,10 +65,10 @@ assert bytes.fromhex(latin["key_hex"]) == b"\xff\xfelatin", latin
 assert "key_hex" not in keys["hourly"], keys
 ' "$WORK/json" || fail "status --json: $(cat -A "$WORK/json")"
 
-# wait_for_status PID: until pipe PID has published its status.
-wait_for_status() {
+# wait_for_control PID: until pipe PID has made its FIFO (it publishes its status once asked).
+wait_for_control() {
   for _ in $(seq 100); do
-    [ -f "$RATELIMIT_STATE_DIR/pipe-$1.status" ] && return
+    [ -p "$RATELIMIT_STATE_DIR/pipe-$1.bytes" ] || [ -p "$RATELIMIT_STATE_DIR/pipe-$1.records" ] && return
     sleep 0.05
   done
 }
@@ -81,9 +81,11 @@ sleep 5 | "$RATELIMIT" -l --rate 8/s --key $'shared\xff' >/dev/null &
 lines_pid=$!
 sleep 5 | "$RATELIMIT" --rate 8Mbit/s >/dev/null &
 bits_pid=$!
-wait_for_status "$pipe_pid"
-wait_for_status "$lines_pid"
-wait_for_status "$bits_pid"
+wait_for_control "$pipe_pid"
+wait_for_control "$lines_pid"
+wait_for_control "$bits_pid"
+# Nobody has asked yet: no status file (a file per pipe at its start cost slow pipes CPU).
+[ ! -e "$RATELIMIT_STATE_DIR/pipe-$pipe_pid.status" ] || fail "a pipe nobody asked published a status"
 "$RATELIMIT" status >"$WORK/status"
 grep -Eq '^PIPE PID +COUNTS +RATE +UNITS +BYTES +KEY$' "$WORK/status" || fail "no KEY column: $(cat "$WORK/status")"
 grep -Eq "^$pipe_pid +bytes +1kB/s +0 +0 +-$" "$WORK/status" || fail "the pipe is not listed: $(cat "$WORK/status")"

@@ -1,7 +1,9 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <filesystem>
 #include <limits>
+#include <thread>
 
 #include "control/control.hpp"
 #include "pipe/progress.hpp"
@@ -233,15 +235,42 @@ TEST(PipeStatusRecord, ARunningPipesStatusIsItsLastPublished) {
   ASSERT_TRUE(channel);
   const std::optional<RunningPipe> pipe = find_running_pipe(state.string(), ::getpid());
   ASSERT_TRUE(pipe);
-  const PipeStatus first{.rate = 5, .units = 10, .bytes = 10, .key = std::string(40, 'k')};
+  ASSERT_TRUE(send_rate(*pipe, 5.0));
+  EXPECT_EQ(channel->take_lines(), std::vector<std::string>{"5"});
+  const PipeStatus first{
+      .rate = 5, .units = 10, .bytes = 10, .answered = 1, .key = std::string(40, 'k')};
   channel->publish(first, 0s);
   EXPECT_EQ(read_status(*pipe), first);
-  const PipeStatus later{.rate = 5, .units = 20, .bytes = 20};
+  const PipeStatus later{.rate = 5, .units = 20, .bytes = 20, .answered = 1};
   channel->publish(later, 1s);
   EXPECT_EQ(read_status(*pipe), later);
-  const PipeStatus longer{.rate = 5e6, .units = 123456789, .bytes = 123456789, .key = "api"};
+  const PipeStatus longer{
+      .rate = 5e6, .units = 123456789, .bytes = 123456789, .answered = 1, .key = "api"};
   channel->publish(longer, 2s);
   EXPECT_EQ(read_status(*pipe), longer);
+}
+
+// Nobody looks at most pipes: a pipe publishes nothing until a line comes through its FIFO, such
+// as the request that `status` sends, which carries no rate and is only counted.
+TEST(PipeStatusRecord, APipeNobodyAskedPublishesNothing) {
+  const testing::TempDir state;
+  const std::unique_ptr<ControlChannel> channel = ControlChannel::create(state.string(), true);
+  ASSERT_TRUE(channel);
+  const std::optional<RunningPipe> pipe = find_running_pipe(state.string(), ::getpid());
+  ASSERT_TRUE(pipe);
+  channel->publish({.rate = 5}, 0s);
+  channel->publish({.rate = 6}, 5s);
+  EXPECT_EQ(read_status(*pipe), std::nullopt);
+  EXPECT_FALSE(
+      std::filesystem::exists(state.path() / ("pipe-" + std::to_string(::getpid()) + ".status")));
+
+  // A request: `current_status` sends it, then waits for the answer that this test gives.
+  std::thread asker([&] { EXPECT_EQ(current_status(*pipe, 10s).value_or(PipeStatus{}).rate, 7); });
+  while (channel->take_lines().empty()) std::this_thread::sleep_for(1ms);
+  channel->publish({.rate = 7}, 6s);
+  asker.join();
+  EXPECT_EQ(read_status(*pipe), (PipeStatus{.rate = 7, .answered = 1}));
+  EXPECT_EQ(decode_rate("status"), std::nullopt);
 }
 
 }  // namespace
