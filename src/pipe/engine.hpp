@@ -82,7 +82,8 @@ struct Result {
 
 // Moves the input to the output at the rate of a permit source: asks it when a chunk may go
 // (with pay_first, not before the chunk's units exist), waits until then, writes at most a chunk,
-// then tells it what was written (Guava's packet example). In record modes a wait never falls
+// then tells it what was written (Guava's packet example); spliced, a chunk begun is finished as
+// the input delivers it before the next turn is asked for. In record modes a wait never falls
 // inside a record. Nothing is waited for after the end of the input. Nothing read is lost: at a
 // stop signal, or when the permit source fails (its exception then ends run()), what is due goes
 // out (the rest of a chunk being written, of a record begun) and what else was read goes back to
