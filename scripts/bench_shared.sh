@@ -27,7 +27,9 @@ merged_stats() {
       if (!(($3) in first)) first[$3] = $1
       last[$3] = $1 }
     END {
-      steady = (total - units[1]) / (time[NR] - time[1])
+      # The first read and the last, a part of a chunk, left out: a chunk of 108 ms counted over the
+      # time to the last read would understate the rate by nearly a chunk.
+      steady = (total - units[1] - units[NR]) / (time[NR - 1] - time[1])
       start = 0; sum = 0; worst = 0
       for (i = 1; i <= NR; i++) {
         sum += units[i]

@@ -30,8 +30,7 @@ Engine::Engine(const EngineOptions& options, Io& io, PermitSource& source,
 void Engine::start() {
   if (options_.default_chunk_limit)
     options_.chunk_units =
-        default_chunk_units(options_.bucket.permits_per_second, *options_.default_chunk_limit,
-                            options_.write_interval());
+        options_.default_chunk(options_.bucket.permits_per_second, *options_.default_chunk_limit);
   totals_.started = totals_.now = io_.now();
   totals_.rate = options_.bucket.permits_per_second;
   if (on_progress_) next_progress_ = totals_.started + options_.progress_interval;
@@ -370,8 +369,7 @@ void Engine::note_rate(double units_per_second, nanoseconds now) {
   rate_changed_ = true;
   totals_.rate = units_per_second;
   if (options_.default_chunk_limit)
-    options_.chunk_units = default_chunk_units(units_per_second, *options_.default_chunk_limit,
-                                               options_.write_interval());
+    options_.chunk_units = options_.default_chunk(units_per_second, *options_.default_chunk_limit);
   rate_changes_.push_back({now, units_per_second});
 }
 

@@ -48,6 +48,16 @@ struct EngineOptions {
   std::chrono::nanoseconds write_interval() const {
     return chunk_interval.value_or(default_write_interval(unit.counts_bytes()));
   }
+  // The default chunk at `units_per_second`, at most `max_units`: one write interval of the rate,
+  // of its coldest rate while a bucket warms up, so that no write is more than an interval's worth
+  // of the rate in force (a chunk of the stable rate would be three intervals at a cold factor
+  // of 3).
+  std::int64_t default_chunk(double units_per_second, std::int64_t max_units) const {
+    const double coldest = bucket.shape == BucketShape::warming_up
+                               ? units_per_second / bucket.cold_factor
+                               : units_per_second;
+    return default_chunk_units(coldest, max_units, write_interval());
+  }
 };
 
 // What has been moved so far.

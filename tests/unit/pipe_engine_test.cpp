@@ -53,6 +53,14 @@ TEST(DefaultChunk, BytesGoEvery108MsRecordsEvery10Ms) {
   EngineOptions lines;
   lines.unit = Unit{'\n'};
   EXPECT_EQ(lines.write_interval(), 10ms);
+  // While warming up, an interval of the coldest rate (cold factor 3).
+  EngineOptions warming = bytes;
+  warming.bucket.shape = BucketShape::warming_up;
+  EXPECT_EQ(warming.default_chunk(1e6, 1 << 20), 36000);
+  EXPECT_EQ(bytes.default_chunk(1e6, 1 << 20), 108000);
+  // A shared key's turns stay small: 108 ms only while that fits a pipe's usual capacity.
+  EXPECT_EQ(shared_byte_write_interval(600e3), 108ms);
+  EXPECT_EQ(shared_byte_write_interval(700e3), 10ms);
   lines.chunk_interval = 50ms;
   EXPECT_EQ(lines.write_interval(), 50ms);
 }

@@ -228,13 +228,23 @@ TEST(PipeStatusRecord, BelievesOnlyAWholeRecord) {
   EXPECT_EQ(decode_status("ratelimit-pipe 4 bytes si 5 1 1 0  5a8b1ca3\n"), std::nullopt);
 }
 
-// The status file is created once and then rewritten in place, a shorter record included.
-TEST(PipeStatusRecord, ARunningPipesStatusIsItsLastPublished) {
+// This process as a running pipe: its channel, and the pipe as `status` and `set` find it.
+class RunningPipeStatus : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    channel = ControlChannel::create(state.string(), true);
+    ASSERT_TRUE(channel);
+    pipe = find_running_pipe(state.string(), ::getpid());
+    ASSERT_TRUE(pipe);
+  }
+
   const testing::TempDir state;
-  const std::unique_ptr<ControlChannel> channel = ControlChannel::create(state.string(), true);
-  ASSERT_TRUE(channel);
-  const std::optional<RunningPipe> pipe = find_running_pipe(state.string(), ::getpid());
-  ASSERT_TRUE(pipe);
+  std::unique_ptr<ControlChannel> channel;
+  std::optional<RunningPipe> pipe;
+};
+
+// The status file is created once and then rewritten in place, a shorter record included.
+TEST_F(RunningPipeStatus, ARunningPipesStatusIsItsLastPublished) {
   ASSERT_TRUE(send_rate(*pipe, 5.0));
   EXPECT_EQ(channel->take_lines(), std::vector<std::string>{"5"});
   const PipeStatus first{
@@ -252,12 +262,7 @@ TEST(PipeStatusRecord, ARunningPipesStatusIsItsLastPublished) {
 
 // Nobody looks at most pipes: a pipe publishes nothing until a line comes through its FIFO, such
 // as the request that `status` sends, which carries no rate and is only counted.
-TEST(PipeStatusRecord, APipeNobodyAskedPublishesNothing) {
-  const testing::TempDir state;
-  const std::unique_ptr<ControlChannel> channel = ControlChannel::create(state.string(), true);
-  ASSERT_TRUE(channel);
-  const std::optional<RunningPipe> pipe = find_running_pipe(state.string(), ::getpid());
-  ASSERT_TRUE(pipe);
+TEST_F(RunningPipeStatus, APipeNobodyAskedPublishesNothing) {
   channel->publish({.rate = 5}, 0s);
   channel->publish({.rate = 6}, 5s);
   EXPECT_EQ(read_status(*pipe), std::nullopt);
@@ -266,7 +271,8 @@ TEST(PipeStatusRecord, APipeNobodyAskedPublishesNothing) {
 
   // A request: `current_status` sends it, then waits for the answer that this test gives.
   std::thread asker([&] { EXPECT_EQ(current_status(*pipe, 10s).value_or(PipeStatus{}).rate, 7); });
-  while (channel->take_lines().empty()) std::this_thread::sleep_for(1ms);
+  for (int tries = 0; tries < 10000 && channel->take_lines().empty(); ++tries)
+    std::this_thread::sleep_for(1ms);
   channel->publish({.rate = 7}, 6s);
   asker.join();
   EXPECT_EQ(read_status(*pipe), (PipeStatus{.rate = 7, .answered = 1}));
