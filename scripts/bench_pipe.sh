@@ -188,8 +188,8 @@ EOF
   echo "| throughput MB/s | $ratelimit_speed | $pv_speed | $cstream_speed | $mbuffer_speed |"
   echo "| CPU vs pv | $(vs_pv "$ratelimit_cpu") | 1.00x | $(vs_pv "$cstream_cpu") | $(vs_pv "$mbuffer_cpu") |"
   echo
-  echo "Cost while shaping: CPU time for 5 s worth of data at the rate (ratelimit writes 9 times a"
-  echo "second up to 600 kB/s and 100 times above, pv 10; 50 ms is 1 % of one core;"
+  echo "Cost while shaping: CPU time for 5 s worth of data at the rate (ratelimit writes every 108 ms,"
+  echo "above 1 MiB per write in equal parts, pv every 100 ms; 50 ms is 1 % of one core;"
   echo "scripts/bench_cpu.sh measures it over many pipes):"
   echo
   echo "| rate | ratelimit | pv -L | cstream -t | mbuffer -r |"
