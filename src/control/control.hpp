@@ -56,8 +56,9 @@ class ControlChannel {
   ControlChannel& operator=(const ControlChannel&) = delete;
 
   int fd() const { return fifo_.get(); }
-  // The complete lines received since the last call. A line longer than any message is dropped
-  // whole, so what is kept of a line stays small whatever is written.
+  // The complete lines received since the last call, except requests for the status (which only
+  // make the pipe publish). A line longer than any message is dropped whole, so what is kept of a
+  // line stays small whatever is written.
   std::vector<std::string> take_lines();
 
   // Publishes this pipe's status beside its FIFO ("pipe-PID.status") with the count of lines taken
@@ -78,6 +79,7 @@ class ControlChannel {
   std::string partial_line_;
   std::uint64_t lines_taken_ = 0;
   bool dropping_line_ = false;  // the line in progress is too long: skipped up to its end
+  bool asked_ = false;          // a line has come: someone looks at this pipe, which then publishes
   // The status file, created by the first publish() and then rewritten in place (a reader that
   // meets a write half done sees a record whose check fails): a file created and renamed every
   // second cost a slow pipe about a third of its CPU on ext4 (scripts/bench_cpu.sh).

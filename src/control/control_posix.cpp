@@ -7,6 +7,7 @@
 #include <cerrno>
 #include <charconv>
 #include <exception>
+#include <functional>
 #include <initializer_list>
 #include <system_error>
 #include <thread>
@@ -35,10 +36,12 @@ std::optional<backends::StateDirectory> control_directory(const std::string& pat
 constexpr std::size_t kMaxStatusBytes = 384;
 // How often a pipe's status is published while its rate stays the same, once asked for.
 constexpr std::chrono::seconds kStatusInterval{1};
-// What `status` and `set` send to ask a pipe for its status: no rate, so a pipe only counts it
-// (an older one too). Nobody looks at most pipes, and a status file made by every pipe at its
-// start cost a slow one about a sixth of its CPU on ext4 (scripts/bench_cpu.sh at 1 kB/s).
-constexpr std::string_view kStatusRequest = "status\n";
+// The line `status` and `set` send to ask a pipe for its status. It is no rate and not counted as
+// answered, so that a `set` at the same time still waits for the answer to its own line (an older
+// pipe counts it, and publishes anyway). Nobody looks at most pipes, and a status file made by
+// every pipe at its start cost a slow one about a sixth of its CPU on ext4 (scripts/bench_cpu.sh
+// at 1 kB/s).
+constexpr std::string_view kStatusRequest = "status";
 // How long `status` waits for the pipes it asked: a pipe waiting for its reader answers only once
 // it can write again, and is listed without its status.
 constexpr std::chrono::milliseconds kLongestStatusAnswer{500};
@@ -106,11 +109,32 @@ io::FileDescriptor open_fifo_writer(const backends::StateDirectory& directory,
   }
 }
 
-// Shorter than PIPE_BUF, so written whole or not at all. Throws std::system_error.
-void write_line(const io::FileDescriptor& fifo, std::string_view line, const std::string& shown) {
-  if (io::retry_on_eintr([&] { return ::write(fifo.get(), line.data(), line.size()); }) < 0)
-    io::throw_errno(shown);
+// Shorter than PIPE_BUF, so written whole or not at all; false when not (the FIFO is full: its
+// pipe has not read it for long).
+bool write_line(const io::FileDescriptor& fifo, std::string_view line) {
+  return io::retry_on_eintr([&] { return ::write(fifo.get(), line.data(), line.size()); }) >= 0;
 }
+
+// Asks the pipe reading `fifo` for its status; false if the request could not be written (the
+// pipe is then shown without one).
+bool ask_status(const io::FileDescriptor& fifo) {
+  return write_line(fifo, std::string(kStatusRequest) + '\n');
+}
+
+// The status of pipe `pid` once `wanted` accepts it, read until `deadline`; nullopt if none came.
+std::optional<PipeStatus> await_status(const backends::StateDirectory& directory, long pid,
+                                       std::chrono::steady_clock::time_point deadline,
+                                       const std::function<bool(const PipeStatus&)>& wanted) {
+  while (true) {
+    if (std::optional<PipeStatus> status = read_status_of(directory, pid);
+        status && wanted(*status))
+      return status;
+    if (std::chrono::steady_clock::now() >= deadline) return std::nullopt;
+    std::this_thread::sleep_for(kAnswerPoll);
+  }
+}
+
+bool any_status(const PipeStatus&) { return true; }
 
 }  // namespace
 
@@ -158,6 +182,11 @@ std::vector<std::string> ControlChannel::take_lines() {
          0) {
     for (const char byte : std::string_view(buffer, static_cast<std::size_t>(got))) {
       if (byte == '\n') {
+        asked_ = true;
+        if (!dropping_line_ && partial_line_ == kStatusRequest) {
+          partial_line_.clear();
+          continue;
+        }
         ++lines_taken_;
         if (!dropping_line_) lines.push_back(std::move(partial_line_));
         partial_line_.clear();
@@ -174,7 +203,7 @@ std::vector<std::string> ControlChannel::take_lines() {
 }
 
 void ControlChannel::publish(PipeStatus status, std::chrono::nanoseconds now) {
-  if (lines_taken_ == 0) return;
+  if (!asked_) return;
   status.answered = lines_taken_;
   const bool due = !published_ || published_->rate != status.rate ||
                    published_->answered != status.answered ||
@@ -202,6 +231,7 @@ std::optional<PipeStatus> read_status(const RunningPipe& pipe) {
 std::vector<ListedPipe> list_running_pipes(const std::string& path) {
   const backends::StateDirectory directory = backends::StateDirectory::open(path);
   std::vector<ListedPipe> pipes;
+  std::vector<std::size_t> asked;
   for (const std::string& name : directory.file_names()) {
     const std::optional<long> pid = pid_of_fifo(name);
     if (!pid || !directory.is_fifo(name)) continue;
@@ -209,15 +239,12 @@ std::vector<ListedPipe> list_running_pipes(const std::string& path) {
     if (!fifo) continue;
     ListedPipe& pipe = pipes.emplace_back(
         ListedPipe{*pid, name.ends_with(".bytes"), read_status_of(directory, *pid)});
-    if (!pipe.status) write_line(fifo, kStatusRequest, directory.path() + "/" + name);
+    if (!pipe.status && ask_status(fifo)) asked.push_back(pipes.size() - 1);
   }
   // Asked all at once, then awaited together: each answers at its next wake-up.
   const auto deadline = std::chrono::steady_clock::now() + kLongestStatusAnswer;
-  for (ListedPipe& pipe : pipes) {
-    while (!pipe.status && !(pipe.status = read_status_of(directory, pipe.pid)) &&
-           std::chrono::steady_clock::now() < deadline)
-      std::this_thread::sleep_for(kAnswerPoll);
-  }
+  for (const std::size_t index : asked)
+    pipes[index].status = await_status(directory, pipes[index].pid, deadline, any_status);
   std::sort(pipes.begin(), pipes.end(),
             [](const ListedPipe& a, const ListedPipe& b) { return a.pid < b.pid; });
   return pipes;
@@ -237,29 +264,26 @@ std::optional<RunningPipe> find_running_pipe(const std::string& state_dir, long 
 bool send_rate(const RunningPipe& pipe, const NewRate& rate) {
   const io::FileDescriptor fifo = open_fifo_writer(pipe.directory, pipe.fifo_name);
   if (!fifo) return false;
-  write_line(fifo, encode_rate(rate), pipe.directory.path() + "/" + pipe.fifo_name);
+  if (!write_line(fifo, encode_rate(rate)))
+    io::throw_errno(pipe.directory.path() + "/" + pipe.fifo_name);
   return true;
 }
 
 std::optional<PipeStatus> current_status(const RunningPipe& pipe,
                                          std::chrono::nanoseconds timeout) {
   if (std::optional<PipeStatus> status = read_status(pipe)) return status;
+  const std::optional<long> pid = pid_of_fifo(pipe.fifo_name);
   const io::FileDescriptor fifo = open_fifo_writer(pipe.directory, pipe.fifo_name);
-  if (!fifo) return std::nullopt;
-  write_line(fifo, kStatusRequest, pipe.directory.path() + "/" + pipe.fifo_name);
-  return await_answer(pipe, 0, timeout);
+  if (!pid || !fifo || !ask_status(fifo)) return std::nullopt;
+  return await_status(pipe.directory, *pid, std::chrono::steady_clock::now() + timeout, any_status);
 }
 
 std::optional<PipeStatus> await_answer(const RunningPipe& pipe, std::uint64_t answered,
                                        std::chrono::nanoseconds timeout) {
-  const auto deadline = std::chrono::steady_clock::now() + timeout;
-  while (true) {
-    if (const std::optional<PipeStatus> status = read_status(pipe);
-        status && status->answered > answered)
-      return status;
-    if (std::chrono::steady_clock::now() >= deadline) return std::nullopt;
-    std::this_thread::sleep_for(kAnswerPoll);
-  }
+  const std::optional<long> pid = pid_of_fifo(pipe.fifo_name);
+  if (!pid) return std::nullopt;
+  return await_status(pipe.directory, *pid, std::chrono::steady_clock::now() + timeout,
+                      [answered](const PipeStatus& status) { return status.answered > answered; });
 }
 
 }  // namespace ratelimit::pipe

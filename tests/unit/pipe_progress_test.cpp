@@ -1,4 +1,6 @@
+#include <fcntl.h>
 #include <gtest/gtest.h>
+#include <poll.h>
 #include <unistd.h>
 
 #include <filesystem>
@@ -269,13 +271,26 @@ TEST_F(RunningPipeStatus, APipeNobodyAskedPublishesNothing) {
   EXPECT_FALSE(
       std::filesystem::exists(state.path() / ("pipe-" + std::to_string(::getpid()) + ".status")));
 
-  // A request: `current_status` sends it, then waits for the answer that this test gives.
+  // A request: `current_status` sends it, then waits for the answer that this test gives. It is
+  // no rate and not counted as answered, so a `set` at the same time still waits for its own.
   std::thread asker([&] { EXPECT_EQ(current_status(*pipe, 10s).value_or(PipeStatus{}).rate, 7); });
-  for (int tries = 0; tries < 10000 && channel->take_lines().empty(); ++tries)
-    std::this_thread::sleep_for(1ms);
+  pollfd request{channel->fd(), POLLIN, 0};
+  EXPECT_EQ(::poll(&request, 1, 10000), 1);
+  EXPECT_EQ(channel->take_lines(), std::vector<std::string>{});
   channel->publish({.rate = 7}, 6s);
   asker.join();
-  EXPECT_EQ(read_status(*pipe), (PipeStatus{.rate = 7, .answered = 1}));
+  EXPECT_EQ(read_status(*pipe), (PipeStatus{.rate = 7, .answered = 0}));
+
+  // A rate and another request (as a `status` at the same time as a `set` sends it): only the
+  // rate is counted, as `set` expects.
+  ASSERT_TRUE(send_rate(*pipe, 8.0));
+  {
+    const io::FileDescriptor fifo(::open((state.path() / pipe->fifo_name).c_str(), O_WRONLY));
+    ASSERT_EQ(::write(fifo.get(), "status\n", 7), 7);
+  }
+  EXPECT_EQ(channel->take_lines(), std::vector<std::string>{"8"});
+  channel->publish({.rate = 8}, 7s);
+  EXPECT_EQ(read_status(*pipe), (PipeStatus{.rate = 8, .answered = 1}));
   EXPECT_EQ(decode_rate("status"), std::nullopt);
 }
 
