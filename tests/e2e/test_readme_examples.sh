@@ -2,14 +2,15 @@
 # The README's examples marked runnable work as a reader pastes them: each ```sh block after a
 # line `<!-- runnable -->` runs in an empty directory with `ratelimit` on PATH, exits 0 and
 # writes nothing to stderr; if a ```text block after a line `<!-- output -->` follows it, the
-# block's output is that text. Each runs twice on the same state directory (readers run an
-# example again), once with sh and once with bash.
+# block's output is that text. An example whose output depends on timing is marked
+# `<!-- runnable, at least N lines of output -->` instead. Each runs twice on the same state
+# directory (readers run an example again), once with sh and once with bash.
 source "$E2E_LIB"
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 readme=$root/README.md
 
 # Splits the marked blocks out of the README: N.sh, N.line (its line in the README) and, when
-# the README shows its output, N.expected.
+# the README shows its output, N.expected, or N.least, the fewest lines of output it expects.
 mkdir "$WORK/blocks"
 awk -v dir="$WORK/blocks" '
   function fail(message) {
@@ -50,9 +51,10 @@ awk -v dir="$WORK/blocks" '
       next
     }
   }
-  $0 == "<!-- runnable -->" {
+  $0 ~ /^<!-- runnable(, at least [0-9]+ lines of output)? -->$/ {
     n++
     state = "want code"
+    if (split($0, words, " ") == 9) print words[5] > (dir "/" n ".least")
   }
   $0 == "<!-- output -->" { fail("an output marker after no runnable block") }
   END {
@@ -79,6 +81,10 @@ for script in "$WORK"/blocks/*.sh; do
     if [ -f "$block.expected" ]; then
       diff "$block.expected" "$WORK/stdout" >"$WORK/diff" ||
         fail "$where printed other than the README shows (<), under $shell: $(cat "$WORK/diff")"
+    fi
+    if [ -f "$block.least" ]; then
+      [ "$(wc -l <"$WORK/stdout")" -ge "$(cat "$block.least")" ] ||
+        fail "$where printed fewer than $(cat "$block.least") lines under $shell: $(cat "$WORK/stdout")"
     fi
   done
 done
