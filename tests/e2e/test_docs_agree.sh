@@ -129,25 +129,34 @@ for option in $all_help; do
   fi
 done
 
-# Every ratelimit command line that README and the man page show parses: run with no input, no
-# command on PATH and a private state directory, it may fail for a missing file (66), a command
-# not found (127) or a pipe that is not running, but never as a malformed command line (64).
+# Every ratelimit command line that README, docs/ and the man page show parses: run with no
+# input, no command on PATH and a private state directory, it may fail for a missing file (66), a
+# command not found (127) or a pipe that is not running, but never as a malformed command line (64).
 documented_commands() {
-  sed -n '/^```sh/,/^```/p' "$root/README.md"
+  sed -n '/^```sh/,/^```/p' "$root/README.md" "$root"/docs/*.md
   sed -n '/^\.EX/,/^\.EE/p' "$man_page" | sed 's/\\-/-/g'
 }
 mkdir "$WORK/no-commands" "$WORK/examples"
+# timeout and bash by their paths: the empty PATH is for the command lines, and a timeout not
+# found would make every line exit 127 and pass.
+timeout_path=$(command -v timeout)
+bash_path=$(command -v bash)
 while IFS= read -r command; do
   status=0
   (cd "$WORK/examples" && RATELIMIT_STATE_DIR=$WORK/examples-state PATH=$WORK/no-commands \
-    timeout 5 bash -c "ratelimit() { \"\$RATELIMIT\" \"\$@\"; }; $command" \
+    "$timeout_path" 5 "$bash_path" -c "ratelimit() { \"\$RATELIMIT\" \"\$@\"; }; $command" \
     </dev/null >/dev/null 2>"$WORK/stderr") || status=$?
   if [ "$status" -eq 64 ]; then
     fail "the documented '$command' does not parse: $(cat "$WORK/stderr")"
   fi
   [ "$status" -ne 124 ] || fail "the documented '$command' did not end within 5 s"
   echo "$command" >>"$WORK/examples-run"
-done < <(documented_commands | grep -oE 'ratelimit( [^|;&<>#]*[^|;&<># ])?' | grep -E '^ratelimit [a-z-]' |
+# A command line continued with a backslash is read whole; it ends before a pipe, a list, a
+# comment or a redirection (the 2 of 2>/dev/null left out). The placeholder PID becomes a number:
+# no pipe of that process runs in the private state directory.
+done < <(documented_commands | sed -e ':a' -e '/\\$/{N;s/\\\n *//;ba' -e '}' |
+  grep -oE 'ratelimit( [^|;&<>#]*[^|;&<># ])?' | sed -E -e 's/ [0-9]$//' -e 's/ PID( |$)/ 4242\1/' |
+  grep -E '^ratelimit [a-z-]' |
   tr -d '[]' | sort -u)
 [ "$(wc -l <"$WORK/examples-run")" -ge 10 ] || fail "only $(wc -l <"$WORK/examples-run") documented commands found"
 
