@@ -63,14 +63,19 @@ FileIo::FileIo(const std::vector<std::string>& inputs, const std::string& output
     }
     all_regular = all_regular && S_ISREG(status.st_mode);
     std::optional<std::size_t> bytes_left;
+    const bool takes_back = S_ISREG(status.st_mode) || S_ISBLK(status.st_mode);
+    const off_t position = takes_back ? std::max<off_t>(::lseek(fd.get(), 0, SEEK_CUR), 0) : 0;
     if (S_ISREG(status.st_mode)) {
       regular_inputs.emplace_back(status.st_dev, status.st_ino);
-      const off_t position = std::max<off_t>(::lseek(fd.get(), 0, SEEK_CUR), 0);
       bytes_left = static_cast<std::size_t>(std::max<off_t>(status.st_size - position, 0));
       regular_bytes += *bytes_left;
     }
-    inputs_.push_back(Input{shown, std::move(fd), S_ISFIFO(status.st_mode), bytes_left,
-                            S_ISREG(status.st_mode) || S_ISBLK(status.st_mode)});
+    inputs_.push_back(Input{.name = shown,
+                            .fd = std::move(fd),
+                            .is_pipe = S_ISFIFO(status.st_mode),
+                            .bytes_left = bytes_left,
+                            .takes_back = takes_back,
+                            .read_offset = position});
   }
   if (all_regular) total_bytes_ = regular_bytes;
 
@@ -183,9 +188,24 @@ void FileIo::note_moved(Input& input, std::size_t bytes) {
 bool FileIo::input_exhausted() const { return at_end() || inputs_[current_].bytes_left == 0; }
 
 bool FileIo::next_input() {
-  inputs_[current_].fd.reset();
+  // Its offset still has to follow the bytes of it that are yet to go out.
+  if (inputs_[current_].unwritten == 0) inputs_[current_].fd.reset();
   ++current_;
   return at_end();
+}
+
+void FileIo::note_written(std::size_t bytes) {
+  while (bytes > 0 && oldest_unwritten_ < inputs_.size()) {
+    Input& input = inputs_[oldest_unwritten_];
+    const std::size_t taken = std::min(bytes, input.unwritten);
+    // Moved relative to where it is, never set: a reader that shares it may have moved it too.
+    if (taken > 0 && input.takes_back) ::lseek(input.fd.get(), static_cast<off_t>(taken), SEEK_CUR);
+    input.unwritten -= taken;
+    bytes -= taken;
+    if (input.unwritten > 0 || oldest_unwritten_ == current_) break;
+    if (oldest_unwritten_ < current_) input.fd.reset();
+    ++oldest_unwritten_;
+  }
 }
 
 bool FileIo::input_ready_now() {
@@ -197,13 +217,17 @@ bool FileIo::input_ready_now() {
 Moved FileIo::read(std::span<char> buffer) {
   if (at_end()) return Moved{0, true, false};
   Input& input = inputs_[current_];
-  const ssize_t got =
-      io::retry_on_eintr([&] { return ::read(input.fd.get(), buffer.data(), buffer.size()); });
+  const ssize_t got = io::retry_on_eintr([&] {
+    return input.takes_back
+               ? ::pread(input.fd.get(), buffer.data(), buffer.size(), input.read_offset)
+               : ::read(input.fd.get(), buffer.data(), buffer.size());
+  });
   if (got < 0 && would_block()) return Moved{0, false, false};
   if (got < 0) io::throw_errno("read " + input.name);
   if (got == 0) return Moved{0, next_input(), false};
   note_moved(input, static_cast<std::size_t>(got));
-  input.bytes_read += static_cast<std::size_t>(got);
+  input.read_offset += got;
+  input.unwritten += static_cast<std::size_t>(got);
   return Moved{static_cast<std::size_t>(got), false, false};
 }
 
@@ -214,9 +238,10 @@ bool FileIo::unread(std::size_t bytes) {
   // the next command reading it starts there.
   if (!input_takes_back()) return false;
   Input& input = inputs_[current_];
-  if (bytes > input.bytes_read || ::lseek(input.fd.get(), -static_cast<off_t>(bytes), SEEK_CUR) < 0)
-    return false;
-  input.bytes_read -= bytes;
+  // Bytes of an earlier input as well: those can only go out.
+  if (bytes > input.unwritten) return false;
+  input.read_offset -= static_cast<off_t>(bytes);
+  input.unwritten -= bytes;
   if (input.bytes_left) *input.bytes_left += bytes;
   return true;
 }
@@ -228,7 +253,10 @@ std::optional<std::size_t> FileIo::write(std::span<const char> data) {
   while (true) {
     if (signals_->count() != seen) return 0;
     const ssize_t written = write_once(data, seen);
-    if (written >= 0) return static_cast<std::size_t>(written);
+    if (written >= 0) {
+      note_written(static_cast<std::size_t>(written));
+      return static_cast<std::size_t>(written);
+    }
     if (errno == EINTR) continue;
     if (errno == EPIPE) return std::nullopt;
     if (!would_block()) io::throw_errno("write " + output_name_);
