@@ -75,6 +75,7 @@ FileIo::FileIo(const std::vector<std::string>& inputs, const std::string& output
                             .is_pipe = S_ISFIFO(status.st_mode),
                             .bytes_left = bytes_left,
                             .takes_back = takes_back,
+                            .shares_offset = takes_back && standard,
                             .read_offset = position});
   }
   if (all_regular) total_bytes_ = regular_bytes;
@@ -124,7 +125,10 @@ FileIo::FileIo(const std::vector<std::string>& inputs, const std::string& output
   waiter_.emplace(*signals_);
 }
 
-FileIo::~FileIo() { ::sigaction(SIGPIPE, &previous_sigpipe_, nullptr); }
+FileIo::~FileIo() {
+  sync_offsets();
+  ::sigaction(SIGPIPE, &previous_sigpipe_, nullptr);
+}
 
 std::size_t FileIo::fit_pipes_to(std::size_t wanted_bytes) {
   const auto grow = [wanted_bytes](int fd) {
@@ -144,6 +148,7 @@ std::size_t FileIo::fit_pipes_to(std::size_t wanted_bytes) {
 std::chrono::nanoseconds FileIo::now() { return io::monotonic_now(); }
 
 Wake FileIo::wait(std::chrono::nanoseconds deadline, WaitFor what) {
+  sync_offsets();
   pollfd fds[2];
   nfds_t count = 0;
   const bool for_input = what == WaitFor::input;
@@ -189,22 +194,31 @@ bool FileIo::input_exhausted() const { return at_end() || inputs_[current_].byte
 
 bool FileIo::next_input() {
   // Its offset still has to follow the bytes of it that are yet to go out.
-  if (inputs_[current_].unwritten == 0) inputs_[current_].fd.reset();
+  Input& input = inputs_[current_];
+  if (input.unwritten == 0 && input.unsynced == 0) input.fd.reset();
   ++current_;
   return at_end();
 }
 
 void FileIo::note_written(std::size_t bytes) {
-  while (bytes > 0 && oldest_unwritten_ < inputs_.size()) {
-    Input& input = inputs_[oldest_unwritten_];
+  for (std::size_t i = first_pending_; bytes > 0 && i <= current_ && i < inputs_.size(); ++i) {
+    Input& input = inputs_[i];
     const std::size_t taken = std::min(bytes, input.unwritten);
-    // Moved relative to where it is, never set: a reader that shares it may have moved it too.
-    if (taken > 0 && input.takes_back) ::lseek(input.fd.get(), static_cast<off_t>(taken), SEEK_CUR);
     input.unwritten -= taken;
+    input.unsynced += taken;
     bytes -= taken;
-    if (input.unwritten > 0 || oldest_unwritten_ == current_) break;
-    if (oldest_unwritten_ < current_) input.fd.reset();
-    ++oldest_unwritten_;
+  }
+}
+
+void FileIo::sync_offsets() {
+  for (; first_pending_ <= current_ && first_pending_ < inputs_.size(); ++first_pending_) {
+    Input& input = inputs_[first_pending_];
+    // Relative: the offset is where the last move left it.
+    if (input.unsynced > 0 && input.shares_offset)
+      ::lseek(input.fd.get(), static_cast<off_t>(input.unsynced), SEEK_CUR);
+    input.unsynced = 0;
+    if (first_pending_ == current_ || input.unwritten > 0) break;
+    input.fd.reset();
   }
 }
 
@@ -315,6 +329,7 @@ std::optional<NewRate> FileIo::take_new_rate() {
 int FileIo::stop_signal() const { return signals_->received(); }
 
 bool FileIo::wait_for_output(int seen) {
+  sync_offsets();
   pollfd output{output_.get(), POLLOUT, 0};
   return signals_->wait_until(std::chrono::nanoseconds::max(), &output, 1, seen) > 0;
 }
