@@ -24,7 +24,7 @@ cat "$WORK/shaped" "$WORK/rest" | cmp -s "$WORK/in" - ||
 
 # SIGKILL cannot be caught, so nothing is put back then: the offset the next reader shares must
 # never have moved past what was written. Lines at 2000/s for 1 s: the rest of the file is the
-# next reader's, a write at most read twice (the one under way when the kill came).
+# next reader's, a chunk at most read twice (the one under way when the kill came).
 seq 40000 >"$WORK/lines"
 {
   "$RATELIMIT" -l --rate 2000 -o "$WORK/killed" &
@@ -38,7 +38,7 @@ written=$(wc -l <"$WORK/killed")
 [ "$written" -gt 0 ] && [ "$written" -lt 40000 ] || fail "SIGKILL after 1 s: $written lines written"
 first_after=$(head -n 1 "$WORK/after_kill")
 last_written=$(tail -n 1 "$WORK/killed")
-# Lines written then read again: at most one write's (a chunk of 2000/s: well under 1000 lines).
+# Lines written then read again: at most one chunk's (at 2000/s: well under 1000 lines).
 [ -n "$first_after" ] && [ "$first_after" -le $((last_written + 1)) ] &&
   [ "$first_after" -gt $((last_written - 1000)) ] ||
   fail "after SIGKILL the next reader starts at line '$first_after', the output ended at $last_written"
