@@ -28,8 +28,8 @@ struct SetOptions {
 int set_key_rate(const SetOptions& options) {
   // A key may count bytes (its pipes') or permits: a rate in bytes is taken as written.
   const ParsedBucket bucket = parse_bucket_options(options.bucket, RateUnits::data);
-  if (!open_backend(options.store)
-           ->set_rate(options.key, bucket.params.permits_per_second, bucket.key_schedule)) {
+  if (!backends::set_key_rate_by_hand(*open_backend(options.store), options.key,
+                                      bucket.params.permits_per_second, bucket.key_schedule)) {
     fmt::print(stderr, "ratelimit: no bucket '{}' in {}\n", options.key, store_of(options.store));
     return exit_no_input;
   }

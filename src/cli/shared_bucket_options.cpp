@@ -59,11 +59,18 @@ CLI::Option* add_key_option(CLI::App& app, std::string& key) {
 void add_store_options(CLI::App& app, StoreOptions& options) {
   app.add_option("--state-dir", options.state_dir,
                  "Directory of the bucket files [default: $RATELIMIT_STATE_DIR, "
-                 "$XDG_RUNTIME_DIR/ratelimit, /tmp/ratelimit-$UID]")
+                 "$XDG_RUNTIME_DIR/ratelimit, /run/user/$UID/ratelimit, ~/.local/state/ratelimit]")
       ->option_text("DIR")
       ->group("Shared bucket");
-  app.final_callback(
-      [&options] { options.state_dir = backends::state_dir_from_environment(options.state_dir); });
+  app.final_callback([&options] {
+    options.state_dir = backends::state_dir_from_environment(options.state_dir);
+    // Without Redis they would be ignored: a typo'd or forgotten --redis would go unnoticed.
+    const backends::RedisTlsOptions& tls = options.redis_tls;
+    if (options.redis.empty() && (!tls.ca_file.empty() || !tls.cert_file.empty() ||
+                                  !tls.key_file.empty() || options.redis_tls_insecure))
+      throw UsageError(
+          "the --redis-tls-* options need a rediss:// URL (--redis or $RATELIMIT_REDIS)");
+  });
   app.add_flag("-v,--verbose", options.verbose,
                "Say why a bucket's record was discarded, and which Redis node answered");
   app.add_option("--redis", options.redis,

@@ -17,7 +17,8 @@ namespace ratelimit::cli {
 // Where the shared buckets are: options of exec, acquire, status, reset, set and the pipe.
 struct StoreOptions {
   // The state directory, resolved once when the command line is parsed: --state-dir, else
-  // $RATELIMIT_STATE_DIR, else $XDG_RUNTIME_DIR/ratelimit, else /tmp/ratelimit-UID. What needs it
+  // $RATELIMIT_STATE_DIR, else $XDG_RUNTIME_DIR/ratelimit, else a place of the user's own
+  // (backends::choose_state_dir). What needs it
   // (the state-file store, exec's slots, the pipe's control FIFO, set, status) is handed this.
   std::string state_dir;
   bool verbose = false;

@@ -12,7 +12,8 @@
 namespace ratelimit::io {
 namespace {
 
-constexpr int kStopSignals[] = {SIGINT, SIGTERM, SIGHUP};
+constexpr int kStopSignals[] = {SIGINT, SIGTERM, SIGHUP, SIGQUIT};
+static_assert(std::size(kStopSignals) == SignalGuard::kStopSignalCount);
 
 // Written only by the handler, which the other stop signals cannot interrupt; async-signal-safe
 // by construction.

@@ -104,6 +104,9 @@ seq 15 | cmp -s - "$WORK/loop.out" || fail "the exec loop's output differs: $(ca
 n3_url=redis://127.0.0.1:$(port n3)
 grep -q "answered by $n3_url after ASK $slot from redis://127.0.0.1:$(port n2)" "$WORK/pipe.err" ||
   fail "the pipe never followed an ASK: $(cat "$WORK/pipe.err")"
+# Said once, not once per booking while the slot migrates.
+[ "$(grep -c "after ASK" "$WORK/pipe.err")" -eq 1 ] ||
+  fail "the ASK was said more than once: $(cat "$WORK/pipe.err")"
 grep -q "answered by $n3_url after MOVED $slot from redis://127.0.0.1:$(port n2)" "$WORK/pipe.err" ||
   fail "the pipe never followed a MOVED: $(cat "$WORK/pipe.err")"
 

@@ -66,7 +66,7 @@ RedisBackend::RedisBackend(RedisDeployment deployment, std::chrono::milliseconds
 void RedisBackend::unexpected_reply(const RedisValue& reply) const {
   throw BackendUnavailable("Redis at " + shown_url() + ": " +
                            (reply.type == RedisValue::Type::error
-                                ? reply.text
+                                ? explain_refusal(reply.text)
                                 : std::string("unexpected reply to the bucket script")));
 }
 

@@ -73,8 +73,9 @@ class RedisDeadline {
 };
 
 // The TLS settings of every connection to a rediss:// server, loaded once: the CAs trusted, this
-// client's certificate and key. Throws InputError for a file that cannot be read, UsageError for
-// one that holds no certificate or key OpenSSL can use.
+// client's certificate and key. Throws InputError for a file that cannot be read (or is no regular
+// file: a FIFO would hang the read), UsageError for one that holds no certificate or key OpenSSL
+// can use.
 class RedisTls {
  public:
   explicit RedisTls(const RedisTlsOptions& options);
@@ -84,6 +85,8 @@ class RedisTls {
 
   ssl_ctx_st* context() const { return context_.get(); }
   bool verify() const { return verify_; }
+  // --redis-tls-ca's file; empty: the system's store.
+  const std::string& ca_file() const { return ca_file_; }
 
  private:
   struct FreeContext {
@@ -91,6 +94,7 @@ class RedisTls {
   };
   std::unique_ptr<ssl_ctx_st, FreeContext> context_;
   bool verify_ = true;
+  std::string ca_file_;
 };
 
 // One connection to a server, authenticated and on its database.

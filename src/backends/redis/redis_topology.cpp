@@ -118,9 +118,11 @@ RedisValue RedisTopology::command_in_cluster(const std::string& redis_key,
     // One MOVED (the slot has another master) and then one ASK (it is being migrated) at most:
     // a redirect more is returned, and reported as the error it is.
     if (!redirect || (redirect->ask ? asked : moved || asked)) {
-      if (!followed.empty())
-        notify_(fmt::format("Redis Cluster: {} answered by {} after {}", redis_key, node.shown,
-                            fmt::join(followed, ", ")));
+      if (!followed.empty()) {
+        std::string said = fmt::format("Redis Cluster: {} answered by {} after {}", redis_key,
+                                       node.shown, fmt::join(followed, ", "));
+        if (redirects_said_.insert(said).second) notify_(said);
+      }
       return reply;
     }
     followed.push_back(

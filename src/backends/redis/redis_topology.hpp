@@ -4,6 +4,7 @@
 #include <functional>
 #include <map>
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -70,6 +71,8 @@ class RedisTopology {
   std::map<std::string, RedisConnection> nodes_;
   // The node a MOVED named for a Redis key.
   std::map<std::string, RedisAddress> key_nodes_;
+  // The redirects said under --verbose: each once, not once per request while a slot migrates.
+  std::set<std::string> redirects_said_;
 };
 
 }  // namespace ratelimit::backends
