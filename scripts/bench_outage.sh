@@ -23,8 +23,9 @@ set +e
 hosts=4
 rate=100000
 outage_s=10
-# Each host's source: more than 'allow' moves in the run, so that no pipe runs dry.
-head -c 300000000 /dev/zero >"$WORK/zeros"
+# Each host's source: 100 MB, far more than the rate moves in the run (allow, unthrottled, may
+# move all of it: its row then says so by its size).
+head -c 100000000 /dev/zero >"$WORK/zeros"
 
 bytes_written() { cat "$WORK"/out.* 2>/dev/null | wc -c; }
 
@@ -58,8 +59,14 @@ for policy in fail allow local local:25%; do
     fi
     sleep 0.05
   done
+  # Each host asks about once a second: 2 s for all of them to be back.
+  [ -n "$back" ] && sleep 2
   kill "${pipes[@]}" 2>/dev/null
-  wait "${pipes[@]}" 2>/dev/null
+  statuses=""
+  for pipe in "${pipes[@]}"; do
+    wait "$pipe" 2>/dev/null
+    statuses+="$? "
+  done
   kill "$(cat "$WORK/$name/pid")" 2>/dev/null
   delivered=$((after - before))
   share=1
@@ -72,8 +79,9 @@ for policy in fail allow local local:25%; do
     if (p == "fail") { printf "%d", n * 2 * chunk; exit }
     chunks = n * 3 * chunk
     printf "%d", n * s * r * (ms / 1000 + 1) + chunks }')
-  exits=$(for host in $(seq $hosts); do tail -1 "$WORK/err.$host" | cut -c1-60; done | sort | uniq -c | sed 's/^ *//' | paste -sd';')
-  row="| $policy | $outage_ms ms | $delivered B | $bound | ${back:-not within 3 s} | $exits |"
+  said_back=$(cat "$WORK"/err.* | grep -c 'answers again; back on the shared bucket')
+  ratio=$(awk -v d=$delivered -v r=$rate -v ms="$outage_ms" 'BEGIN { printf "%.2f", d / (r * ms / 1000) }')
+  row="| $policy | $outage_ms ms | $delivered B | $bound | $ratio | ${back:-not within 3 s} | $said_back of $hosts | $statuses|"
   echo "$row" >&2
   rows+="$row"$'\n'
 done
@@ -85,11 +93,14 @@ done
   echo "through redis-server on a unix socket, SIGKILLed 2 s in and started again ${outage_s} s later."
   echo "delivered: bytes the hosts wrote between the kill and the restart; bound: N x share x rate"
   echo "x (T + burst) + 3 chunks a host (man page, --on-redis-error); back: restart to the key written"
-  echo "again (sampled every 50 ms; fail: the pipes had ended)."
+  echo "again (sampled every 50 ms; fail: the pipes had ended; allow: they may have run out of input);"
+  echo "x rate: delivered / (the key's rate x the outage); said back: hosts that printed the return line;"
+  echo "exit statuses: 143 is the bench's SIGTERM at the end of the row, 2 s after the key is back."
+  echo "Command: scripts/bench_outage.sh (RATELIMIT=build/release/src/ratelimit to skip the build)."
   echo "$(nproc) cores, load average $(cut -d' ' -f1 /proc/loadavg) at the end, $(date -u +%F)."
   echo
-  echo "| policy | outage | delivered | bound | back on the key | last line of each host's stderr |"
-  echo "| --- | --- | --- | --- | --- | --- |"
+  echo "| policy | outage | delivered | bound | x rate | back on the key | said back | exit statuses |"
+  echo "| --- | --- | --- | --- | --- | --- | --- | --- |"
   printf '%s' "$rows"
 } >"$RESULTS/outage.md"
 cat "$RESULTS/outage.md"
