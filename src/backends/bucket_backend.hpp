@@ -100,6 +100,10 @@ class BucketBackend {
   // Permits that reserve() booked and their user did not use (a pipe's chunk booked ahead when its
   // input ended), as give_back() takes them; nothing if there is no such bucket.
   virtual void give_back(const std::string& key, std::int64_t permits) = 0;
+  // Returns once the store answers for `key`'s bucket, throws BackendUnavailable if it does not
+  // within its own timeout; waits only through `waiter`. Books nothing: it asks whether a store
+  // that went away is back. A store on this host is there whenever it is asked.
+  virtual void ping(const std::string& /*key*/, io::Waiter& /*waiter*/) {}
 };
 
 // A new rate, as Guava's setRate (stored permits rescaled), except to and from no limit

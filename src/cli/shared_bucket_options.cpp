@@ -2,9 +2,11 @@
 
 #include <fmt/core.h>
 
+#include <algorithm>
+#include <cctype>
+#include <charconv>
 #include <filesystem>
 #include <limits>
-#include <map>
 
 #include "cli/help.hpp"
 #include "cli/units.hpp"
@@ -23,17 +25,35 @@ std::chrono::nanoseconds parse_redis_timeout(std::string_view text) {
   return duration;
 }
 
-// --on-redis-error's words.
+// --on-redis-error's words, and the prefix of local's share.
 constexpr std::pair<std::string_view, backends::OnUnavailable> kPolicies[] = {
     {"fail", backends::OnUnavailable::fail},
     {"allow", backends::OnUnavailable::allow},
     {"local", backends::OnUnavailable::local}};
+constexpr std::string_view kLocalShare = "local:";
 
-std::string_view policy_name(backends::OnUnavailable policy) {
-  for (const auto& [name, value] : kPolicies) {
-    if (value == policy) return name;
-  }
-  return {};
+std::string lower_case(std::string_view text) {
+  std::string lower(text);
+  std::transform(lower.begin(), lower.end(), lower.begin(),
+                 [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+  return lower;
+}
+
+// The policy's words as one_of() checks them (a typo gets its hint), and local:N%.
+CLI::Validator redis_error_policy() {
+  const CLI::Validator words = one_of({"fail", "allow", "local"});
+  return CLI::Validator(
+      [words](std::string& text) -> std::string {
+        if (!lower_case(text).starts_with(kLocalShare)) return words(text);
+        try {
+          parse_redis_error_policy(text);
+          text = lower_case(text);
+          return {};
+        } catch (const UsageError& error) {
+          return error.what();
+        }
+      },
+      "fail|allow|local[:N%]");
 }
 
 std::string describe_params(const BucketParams& params, const std::string& timetable,
@@ -48,6 +68,29 @@ std::string describe_params(const BucketParams& params, const std::string& timet
 }
 
 }  // namespace
+
+backends::UnavailablePolicy parse_redis_error_policy(std::string_view text) {
+  const std::string word = lower_case(text);
+  const std::string said_as = "--on-redis-error=" + word;
+  if (word.starts_with(kLocalShare)) {
+    const std::string_view percent = std::string_view(word).substr(kLocalShare.size());
+    double share = 0.0;
+    const auto [end, error] =
+        std::from_chars(percent.data(), percent.data() + percent.size(), share);
+    if (error != std::errc() || std::string_view(end) != "%" || !(share > 0.0) || share > 100.0)
+      throw UsageError(
+          fmt::format("invalid value '{}': expected local:N% with N above 0 and at "
+                      "most 100 (this host's share of the key's rate), e.g. local:25%",
+                      text));
+    return {
+        .action = backends::OnUnavailable::local, .local_share = share / 100.0, .said_as = said_as};
+  }
+  for (const auto& [name, action] : kPolicies) {
+    if (word == name) return {.action = action, .local_share = 1.0, .said_as = said_as};
+  }
+  throw UsageError(
+      fmt::format("invalid value '{}': expected fail, allow, local or local:N%", text));
+}
 
 CLI::Option* add_key_option(CLI::App& app, std::string& key) {
   return app.add_option("-k,--key", key, "Name of the shared bucket")
@@ -107,12 +150,10 @@ void add_store_options(CLI::App& app, StoreOptions& options) {
 void add_redis_policy_option(CLI::App& app, StoreOptions& options) {
   app.add_option("--on-redis-error", options.on_redis_error,
                  "If Redis cannot answer: fail (exit 69), allow (run unthrottled) or local (use "
-                 "this host's bucket of the key)")
-      ->transform(CLI::CheckedTransformer(std::map<std::string, backends::OnUnavailable>(
-                                              std::begin(kPolicies), std::end(kPolicies)),
-                                          CLI::ignore_case))
-      ->transform(one_of({"fail", "allow", "local"}))
-      ->option_text("fail|allow|local")
+                 "this host's bucket of the key; local:25%: at 25% of its rate), until Redis "
+                 "answers again")
+      ->transform(redis_error_policy())
+      ->option_text("fail|allow|local[:N%]")
       ->group("Shared bucket");
 }
 
@@ -120,14 +161,12 @@ backends::BackendOptions backend_options(const StoreOptions& options) {
   backends::BackendOptions backend{
       .local = {.directory = options.state_dir},
       .redis = {},
-      .on_unavailable = options.on_redis_error,
+      .on_unavailable = parse_redis_error_policy(options.on_redis_error),
       .notify =
           [verbose = options.verbose](const std::string& message) {
             if (verbose) fmt::print(stderr, "ratelimit: {}\n", message);
           },
-      .warn = [](const std::string& message) { fmt::print(stderr, "ratelimit: {}\n", message); },
-      .on_unavailable_said_as =
-          fmt::format("--on-redis-error={}", policy_name(options.on_redis_error))};
+      .warn = [](const std::string& message) { fmt::print(stderr, "ratelimit: {}\n", message); }};
   if (!options.redis.empty())
     backend.redis = backends::RedisOptions{.url = options.redis,
                                            .timeout = std::chrono::ceil<std::chrono::milliseconds>(

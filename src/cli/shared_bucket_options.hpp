@@ -26,8 +26,12 @@ struct StoreOptions {
   std::string redis_timeout = "1s";
   backends::RedisTlsOptions redis_tls;
   bool redis_tls_insecure = false;
-  backends::OnUnavailable on_redis_error = backends::OnUnavailable::fail;
+  std::string on_redis_error = "fail";  // as parse_redis_error_policy() reads it
 };
+
+// An --on-redis-error: fail, allow, local, or local:N% (this host's bucket at N% of the key's
+// rate, 0 < N <= 100). Throws UsageError naming the bad value.
+backends::UnavailablePolicy parse_redis_error_policy(std::string_view text);
 
 // Declares the store's options on `app`; options.state_dir is resolved once `app` is parsed.
 void add_store_options(CLI::App& app, StoreOptions& options);

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "backends/redis/redis_url.hpp"
+#include "errors.hpp"
 #include "io/waiter.hpp"
 
 struct redisReader;
@@ -37,6 +38,20 @@ struct RedisInterrupted {
 // Thrown by a call whose request's deadline (RedisDeadline::refuse_after) passed before it got
 // its answer; as for RedisInterrupted, the connection is closed and the command may have run.
 struct RedisTooLate {};
+
+// A connection that the server or the network ended (a restart, CLIENT KILL, a proxy's idle
+// timeout, a reset), as against one that timed out. Whether the command had gone out decides what
+// sending it again may cost.
+class RedisConnectionLost : public BackendUnavailable {
+ public:
+  RedisConnectionLost(const std::string& what, bool sent) : BackendUnavailable(what), sent_(sent) {}
+  // False: the server cannot have run the command (the connection was found closed before it
+  // went out, or it did not go out whole). True: it went out, and only its reply was lost.
+  bool sent() const { return sent_; }
+
+ private:
+  bool sent_;
+};
 
 // The one deadline of one operation of ratelimit's on Redis (a reservation, a status, a reset):
 // resolving the host, connecting, the TLS handshake, AUTH, SELECT and every command and reply of
@@ -110,9 +125,11 @@ class RedisConnection {
 
   // Sends one command and waits for its reply within `deadline`; an error reply is returned, not
   // thrown. Throws BackendUnavailable if the server cannot be reached or does not answer in time,
-  // or as RedisDeadline does; the connection is then closed and the command's effect unknown,
-  // and every later command throws. A stop signal or a deadline past before the command is sent:
-  // nothing is sent.
+  // RedisConnectionLost if it ended the connection, or as RedisDeadline does; the connection is
+  // then closed and the command's effect unknown (unless RedisConnectionLost says it was not
+  // sent), and every later command throws. A stop signal or a deadline past before the command is
+  // sent: nothing is sent. A connection idle since its last reply is looked at first, without
+  // waiting: one the server closed meanwhile is reported as lost before anything is sent.
   RedisValue command(const std::vector<std::string>& arguments, RedisDeadline& deadline);
   // False once a command failed.
   bool open() const { return transport_ != nullptr; }
@@ -121,6 +138,9 @@ class RedisConnection {
   // Runs `step`; whatever it throws closes the connection, a RedisFailure as BackendUnavailable.
   template <typename Step>
   auto closing_on_failure(Step step);
+  // Throws RedisConnectionLost (not sent) if the server closed the connection since the last
+  // reply.
+  void check_still_open();
   void send(std::string_view data, RedisDeadline& deadline);
   RedisValue receive_reply(RedisDeadline& deadline);
 
@@ -130,6 +150,8 @@ class RedisConnection {
   std::unique_ptr<RedisTransport> transport_;
   std::unique_ptr<redisReader, FreeReader> reader_;
   std::string shown_url_;
+  // A reply came on it: from then on, what it receives between commands can only be its end.
+  bool answered_ = false;
 };
 
 }  // namespace ratelimit::backends
