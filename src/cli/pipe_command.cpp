@@ -31,8 +31,8 @@ namespace {
 constexpr std::int64_t kMaxRecordsPerChunk = 65536;
 // Bytes per write at the highest rates: Linux's default limit for an unprivileged pipe's size.
 constexpr std::int64_t kMaxBytesPerChunk = 1 << 20;
-// The progress of lines or records counts them ahead in files up to this size (about 20 ms from
-// the page cache, bench/results/progress.md); beyond, it shows no percentage.
+// The progress of lines or records counts them ahead in files up to this size (about 0.1 s at
+// the limit from the page cache, bench/results/progress.md); beyond, it shows no percentage.
 constexpr std::uint64_t kMostBytesCountedAhead = std::uint64_t{64} << 20;
 
 struct PipeOptions {
