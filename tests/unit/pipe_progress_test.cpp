@@ -34,7 +34,7 @@ TEST(Progress, LineShowsAmountTimeRatesAndWithATotalTheEta) {
   ProgressMeter meter(kBytes, 4000);
   meter.line(totals_at(0s, 0));
   EXPECT_EQ(meter.line(totals_at(1s, 1000), 100),
-            "1.00 kB 0:00:01 [1.00 kB/s] [avg 1.00 kB/s] [=========>                          ]  "
+            "1.00 kB 0:00:01 [1.00 kB/s] [avg 1.00 kB/s] [========>                         ]  "
             "25% ETA 0:00:03");
 }
 
@@ -45,14 +45,14 @@ TEST(Progress, LineFitsTheTerminalLessThreeColumns) {
   totals.rate = 1e6;
   // The widest numbers: 1.00 GB at 268 kB/s, with a bar, a percentage and an ETA.
   EXPECT_EQ(meter.line(totals, 80),
-            "1.00 GB 1:02:05 [268 kB/s] [avg 268 kB/s] [==>             ]  25% ETA 3:06:15");
+            "1.00 GB 1:02:05 [268 kB/s] [avg 268 kB/s] [====>           ]  25% ETA 3:06:15");
   // A Ctrl-C echoed as "^C" after the line stays on its line, the last column free: a line that
   // reached it wrapped the "^C", and the final redraw then printed the line a second time.
   EXPECT_EQ(meter.line(totals, 80).size(), 77u);
   EXPECT_EQ(meter.line(totals, 200),
             "1.00 GB 1:02:05 [268 kB/s] [avg 268 kB/s] [==========>                             "
             "]  25% ETA 3:06:15");
-  EXPECT_EQ(meter.line(totals, 50), "1.00 GB 1:02:05 [268 kB/s] [==>           ]  25%");
+  EXPECT_EQ(meter.line(totals, 50), "1.00 GB 1:02:05 [268 kB/s] [===>         ]  25%");
   for (int width = 1; width <= 200; ++width)
     EXPECT_LE(meter.line(totals, width).size(), static_cast<std::size_t>(std::max(width - 3, 0)))
         << width;
@@ -83,7 +83,7 @@ TEST(Progress, LinesCountLinesNotBytes) {
   totals.bytes = 171;
   totals.rate = 20;
   EXPECT_EQ(meter.line(totals, 80),
-            "60 lines 0:00:03 [20 lines/s] [avg 20 lines/s] [===>         ]  30% ETA 0:00:07");
+            "60 lines 0:00:03 [20 lines/s] [avg 20 lines/s] [===>       ]  30% ETA 0:00:07");
 }
 
 TEST(Progress, EtaFollowsTheRateWhileTheAverageIsAboveIt) {
@@ -96,8 +96,8 @@ TEST(Progress, EtaFollowsTheRateWhileTheAverageIsAboveIt) {
   Totals one = totals_at(3s, 1);
   one.rate = 1.0 / 60;
   EXPECT_EQ(lines.line(one, 100),
-            "1 line 0:00:03 [20.0 lines/m] [avg 20.0 lines/m] [===>                                "
-            "]  10% ETA 0:09:00");
+            "1 line 0:00:03 [20 lines/m] [avg 20 lines/m] [===>                             ]  10% "
+            "ETA 0:09:00");
   // --rate 1/h on 692 bytes: 691 hours left.
   ProgressMeter bytes({.counted = format::Counted::bytes, .period_seconds = 3600}, 692);
   start.rate = 1.0 / 3600;
@@ -124,7 +124,7 @@ TEST(Progress, EveryRateOfTheLinePerOnePeriod) {
   meter.line(later);
   Totals idle = totals_at(6s, 2);
   idle.rate = 0.5;
-  EXPECT_EQ(meter.line(idle), "2 lines 0:00:06 [0 lines/m] [avg 20.0 lines/m]");
+  EXPECT_EQ(meter.line(idle), "2 lines 0:00:06 [0 lines/m] [avg 20 lines/m]");
 }
 
 TEST(Progress, UnitsAsTheRateWasWritten) {
@@ -252,7 +252,10 @@ TEST(ControlMessage, RoundTripsATimetable) {
 TEST(PipeStatusRecord, RoundTripsWhatAPipeSays) {
   const PipeStatus bytes{.rate = 10485760, .units = 123456, .bytes = 123456, .answered = 3};
   EXPECT_EQ(encode_status(bytes),
-            "ratelimit-pipe 4 bytes si 10485760 123456 123456 3 - 9a9950cd\n");
+            "ratelimit-pipe 4 bytes si 10485760 123456 123456 3 - 0 - 38f0b836\n");
+  // A pipe started before the period and the timetable were published: read as neither.
+  EXPECT_EQ(decode_status("ratelimit-pipe 4 bytes si 10485760 123456 123456 3 - 9a9950cd\n"),
+            bytes);
   EXPECT_EQ(decode_status(encode_status(bytes)), bytes);
   const PipeStatus lines{.notation = kLines, .rate = 1.0 / 3, .units = 7, .bytes = 700};
   EXPECT_EQ(decode_status(encode_status(lines)), lines);
@@ -261,10 +264,16 @@ TEST(PipeStatusRecord, RoundTripsWhatAPipeSays) {
       .notation = {.counted = format::Counted::bytes, .binary_prefix = true, .bits = true},
       .rate = 1e6,
       .key = "k \xff\n-"};
-  EXPECT_EQ(encode_status(bits), "ratelimit-pipe 4 bits iec 1000000 0 0 0 6b20ff0a2d 51932376\n");
+  EXPECT_EQ(encode_status(bits),
+            "ratelimit-pipe 4 bits iec 1000000 0 0 0 6b20ff0a2d 0 - 9223e1fd\n");
   EXPECT_EQ(decode_status(encode_status(bits)), bits);
   const PipeStatus records{.notation = {.counted = format::Counted::records}, .rate = 5};
   EXPECT_EQ(decode_status(encode_status(records)), records);
+  // The period the rate was written in, and the timetable followed.
+  const PipeStatus scheduled{.notation = {.counted = format::Counted::lines, .period_seconds = 10},
+                             .rate = 0.1,
+                             .timetable = "18:00,off;Mon-08:00,512000"};
+  EXPECT_EQ(decode_status(encode_status(scheduled)), scheduled);
   // A timetable's "off".
   const PipeStatus unlimited{.rate = std::numeric_limits<double>::infinity(), .units = 1};
   EXPECT_EQ(decode_status(encode_status(unlimited)), unlimited);
