@@ -56,7 +56,7 @@ _ratelimit() {
 
   if [[ $cur == -* ]]; then
     COMPREPLY=($(compgen -W "$options" -- "$cur"))
-    [[ $command == "" ]] && COMPREPLY+=($(compgen -W "--progress=force --stats=json" -- "$cur"))
+    [[ $command == "" ]] && COMPREPLY+=($(compgen -W "--progress=force --stats=text --stats=json" -- "$cur"))
   elif [[ $command == "" ]]; then
     COMPREPLY=($(compgen -W "set exec acquire status reset" -- "$cur"))
     _filedir

@@ -55,7 +55,7 @@ complete -c ratelimit -n "$pipe" -s 0 -l null -d 'Count NUL-terminated records'
 complete -c ratelimit -n "$pipe" -l delimiter -x -d 'Count records ended by this character'
 complete -c ratelimit -n "$pipe" -l chunk -x -d 'Units per write, or the time between writes (50ms)'
 complete -c ratelimit -n "$pipe" -s p -l progress -d 'Draw a progress line (=force: always)'
-complete -c ratelimit -n "$pipe" -l stats -d 'Print a summary at the end (=json: as JSON)'
+complete -c ratelimit -n "$pipe" -l stats -d 'Print a summary at the end (=text, the default; =json: as JSON)'
 
 # Shared buckets
 set -l shared "$own"

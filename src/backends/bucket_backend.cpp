@@ -51,11 +51,13 @@ void set_rate_by_hand(TokenBucket& bucket, double permits_per_second, nanosecond
                                                     .next_free = now + converted});
 }
 
-bool set_key_rate_by_hand(BucketBackend& backend, const std::string& key, double permits_per_second,
-                          const KeySchedule& schedule) {
-  const std::vector<BucketStatus> before = backend.status(key);
-  if (!backend.set_rate(key, permits_per_second, schedule)) return false;
-  if (before.size() != 1 || !before.front().problem.empty()) return true;
+std::optional<std::vector<BucketStatus>> set_key_rate_by_hand(BucketBackend& backend,
+                                                              const std::string& key,
+                                                              double permits_per_second,
+                                                              const KeySchedule& schedule) {
+  std::vector<BucketStatus> before = backend.status(key);
+  if (!backend.set_rate(key, permits_per_second, schedule)) return std::nullopt;
+  if (before.size() != 1 || !before.front().problem.empty()) return before;
   const double old_rate = before.front().params.permits_per_second;
   const nanoseconds owed = before.front().next_free_in;
   nanoseconds excess = owed - converted_turn(owed, old_rate, permits_per_second);
@@ -70,7 +72,7 @@ bool set_key_rate_by_hand(BucketBackend& backend, const std::string& key, double
     backend.give_back(key, given);
     excess -= saturated_nanoseconds(static_cast<double>(given) * (1e9 / permits_per_second));
   }
-  return true;
+  return before;
 }
 
 void give_back(TokenBucket& bucket, std::int64_t permits, nanoseconds now) {

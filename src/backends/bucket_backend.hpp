@@ -136,9 +136,12 @@ Reservation decide(TokenBucket& bucket, KeySchedule& schedule, const PermitReque
 // BucketBackend::set_rate() as set_rate_by_hand() does it: the key's status, the new rate, then
 // the permits that the key's turn owes beyond what they take at the new rate given back (at most
 // a century of them per call: a few calls). Not one atomic step: requests in between are booked
-// as they would be at either rate. False if there is no such bucket.
-bool set_key_rate_by_hand(BucketBackend& backend, const std::string& key, double permits_per_second,
-                          const KeySchedule& schedule);
+// as they would be at either rate. Returns the key's status from before the change, or nothing if
+// there is no such bucket.
+std::optional<std::vector<BucketStatus>> set_key_rate_by_hand(BucketBackend& backend,
+                                                              const std::string& key,
+                                                              double permits_per_second,
+                                                              const KeySchedule& schedule);
 
 // What status shows of a usable bucket at `now`.
 BucketStatus describe(const std::string& key, TokenBucket bucket, KeySchedule schedule,

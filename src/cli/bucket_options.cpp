@@ -19,20 +19,20 @@ bool is_duration(const std::string& text) { return ends_in_time_unit(text); }
 
 // One rule for --rate and --burst: bytes and bits only where bytes are counted.
 void check_data_unit(const std::string& option, const std::string& text, DataUnit unit,
-                     RateUnits units) {
-  if (units == RateUnits::plain && unit != DataUnit::unspecified)
+                     format::Counted counted) {
+  if (counted != format::Counted::bytes && unit != DataUnit::unspecified)
     throw UsageError(fmt::format(
-        "{} '{}' is in bytes or bits, but this command counts units: write it without B/bit",
-        option, text));
+        "{} '{}' is in bytes or bits, but this command counts {}: write it without B/bit", option,
+        text, format::counted_name(counted)));
 }
 
 // Rates slower than this look like a hang: the pipe or the command waits in silence.
 constexpr double kSlowestQuietSeconds = 3600.0;
 
 // Units per second of one rate as written, checked against what the command counts.
-double units_per_second(std::string_view text, RateUnits units) {
+double units_per_second(std::string_view text, format::Counted counted) {
   const Rate rate = parse_rate(text);
-  check_data_unit("rate", std::string(text), rate.unit, units);
+  check_data_unit("rate", std::string(text), rate.unit, counted);
   return rate.units_per_second;
 }
 
@@ -48,10 +48,10 @@ auto given_to_core(const std::string& context, Make make) {
   }
 }
 
-Timetable timetable_of(std::string_view text, RateUnits units) {
+Timetable timetable_of(std::string_view text, format::Counted counted) {
   Timetable timetable = given_to_core("invalid timetable '" + std::string(text) + "': ", [&] {
     return Timetable(schedule::parse_timetable(
-        text, [units](std::string_view rate) { return units_per_second(rate, units); }));
+        text, [counted](std::string_view rate) { return units_per_second(rate, counted); }));
   });
   if (const std::size_t bytes = schedule::timetable_text(timetable).size();
       bytes > backends::kMaxTimetableBytes)
@@ -69,20 +69,20 @@ TimetablePeriod period_at(const Timetable& timetable, std::chrono::system_clock:
 
 void check_rate_syntax(const std::string& text) {
   if (schedule::is_timetable(text)) {
-    timetable_of(text, RateUnits::data);
+    timetable_of(text, format::Counted::bytes);
   } else {
     parse_rate(text);
   }
 }
 
-void add_bucket_options(CLI::App& app, BucketOptions& options, RateUnits units) {
+void add_bucket_options(CLI::App& app, BucketOptions& options, format::Counted counted) {
+  const bool data = counted == format::Counted::bytes;
   app.add_option(
          "-r,--rate", options.rate,
-         units == RateUnits::data
-             ? "Rate: units per period, e.g. 5000, 1.5M, 10MiB/s, 8Mbit/s, 2/s, 100/m, 30/15s; or "
-               "a timetable, e.g. \"Mon-08:00,512k 18:00,10M Sat-00:00,off\""
-             : "Rate: permits per period, e.g. 2/s, 100/m, 1/h, 30/15s, 1.5k; or a timetable, "
-               "e.g. \"08:00,5/s 20:00,50/s\"")
+         data ? "Rate: units per period, e.g. 5000, 1.5M, 10MiB/s, 8Mbit/s, 2/s, 100/m, 30/15s; or "
+                "a timetable, e.g. \"Mon-08:00,512k 18:00,10M Sat-00:00,off\""
+              : "Rate: permits per period, e.g. 2/s, 100/m, 1/h, 30/15s, 1.5k; or a timetable, "
+                "e.g. \"08:00,5/s 20:00,50/s\"")
       ->check(syntax_check(check_rate_syntax, "RATE"))
       ->option_text("RATE")
       ->group("Rate");
@@ -93,11 +93,10 @@ void add_bucket_options(CLI::App& app, BucketOptions& options, RateUnits units) 
                      ->option_text("DURATION")
                      ->group("Rate");
   app.add_option("--burst", options.burst,
-                 units == RateUnits::data
-                     ? "Unused capacity stored for a burst, as time (2s) or units (64k); 0 is "
-                       "strictly smooth [default: 1s]"
-                     : "Unused capacity stored for a burst, as time (2s) or permits (10); 0 is "
-                       "strictly smooth [default: 1s]")
+                 data ? "Unused capacity stored for a burst, as time (2s) or units (64k); 0 is "
+                        "strictly smooth [default: 1s]"
+                      : "Unused capacity stored for a burst, as time (2s) or permits (10); 0 is "
+                        "strictly smooth [default: 1s]")
       ->check(syntax_check(
           [](const std::string& text) {
             return is_duration(text) ? static_cast<double>(parse_duration(text).count())
@@ -124,7 +123,13 @@ void add_bucket_options(CLI::App& app, BucketOptions& options, RateUnits units) 
       ->group("Rate");
 }
 
-ParsedBucket parse_bucket_options(const BucketOptions& options, RateUnits units,
+format::Notation notation_of(const BucketOptions& options, format::Counted counted) {
+  format::Notation notation = notation_of(options.rate, counted);
+  notation.burst_in_units = !options.burst.empty() && !is_duration(options.burst);
+  return notation;
+}
+
+ParsedBucket parse_bucket_options(const BucketOptions& options, format::Counted counted,
                                   std::chrono::system_clock::time_point now) {
   if (options.rate.empty()) throw UsageError("--rate is required (e.g. --rate 5000 or --rate 2/s)");
   ParsedBucket parsed;
@@ -134,14 +139,14 @@ ParsedBucket parse_bucket_options(const BucketOptions& options, RateUnits units,
       throw UsageError(
           "invalid burst '" + options.burst +
           "': with a timetable, give the burst as a time (e.g. 2s), as the rate changes");
-    const Timetable& timetable = parsed.timetable.emplace(timetable_of(options.rate, units));
+    const Timetable& timetable = parsed.timetable.emplace(timetable_of(options.rate, counted));
     const TimetablePeriod period = period_at(timetable, now);
     params.permits_per_second = period.permits_per_second;
     parsed.key_schedule = {.timetable = schedule::timetable_text(timetable),
                            .entry_until = period.next_change.time_since_epoch().count()};
   } else {
     const Rate rate = parse_rate(options.rate);
-    check_data_unit("rate", options.rate, rate.unit, units);
+    check_data_unit("rate", options.rate, rate.unit, counted);
     params.permits_per_second = rate.units_per_second;
   }
   params.start_full = options.start_full;
@@ -156,7 +161,7 @@ ParsedBucket parse_bucket_options(const BucketOptions& options, RateUnits units,
           std::chrono::duration<double>(parse_duration(options.burst)).count();
     } else {
       const Amount burst = parse_size(options.burst);
-      check_data_unit("burst", options.burst, burst.unit, units);
+      check_data_unit("burst", options.burst, burst.unit, counted);
       params.max_burst_seconds = burst.units / params.permits_per_second;
     }
     if (!std::isfinite(params.max_burst_seconds))

@@ -64,7 +64,9 @@ std::string describe_params(const BucketParams& params, const std::string& timet
   if (params.shape == BucketShape::warming_up)
     return fmt::format("{}, warm-up {:g}s, cold factor {:g}", rate,
                        std::chrono::duration<double>(params.warmup).count(), params.cold_factor);
-  return fmt::format("{}, burst {:g}s", rate, params.max_burst_seconds);
+  return fmt::format(
+      "{}, burst {}", rate,
+      format::written_burst(params.max_burst_seconds, params.permits_per_second, notation));
 }
 
 }  // namespace
@@ -122,11 +124,13 @@ void add_store_options(CLI::App& app, StoreOptions& options) {
                  "or redis-sentinel://[[user]:password@]host[:port][,host[:port]...]/MASTER[/db] "
                  "[default: $RATELIMIT_REDIS]")
       ->envname("RATELIMIT_REDIS")
+      ->option_text("URL")
       ->group("Shared bucket");
   app.add_option("--redis-timeout", options.redis_timeout,
-                 "Give up on Redis if an operation (connect, TLS, its commands) takes longer")
+                 "Give up on Redis if an operation (connect, TLS, its commands) takes longer "
+                 "[default: 1s]")
       ->check(syntax_check(parse_redis_timeout, "DURATION"))
-      ->capture_default_str()
+      ->option_text("DURATION")
       ->group("Shared bucket");
   app.add_option("--redis-tls-ca", options.redis_tls.ca_file,
                  "rediss://: trust the CAs in this PEM file [default: the system's]")
@@ -191,7 +195,7 @@ std::string store_of(const StoreOptions& options) {
 }
 
 void add_permit_options(CLI::App& app, PermitOptions& options) {
-  add_bucket_options(app, options.bucket, RateUnits::plain);
+  add_bucket_options(app, options.bucket, format::Counted::permits);
   add_store_options(app, options.store);
   add_redis_policy_option(app, options.store);
   add_key_option(app, options.key);
@@ -214,7 +218,7 @@ backends::PermitRequest to_permit_request(const PermitOptions& options,
                                           std::chrono::nanoseconds now) {
   backends::PermitRequest request;
   request.key = options.key;
-  ParsedBucket bucket = parse_bucket_options(options.bucket, RateUnits::plain);
+  ParsedBucket bucket = parse_bucket_options(options.bucket, format::Counted::permits);
   request.params = bucket.params;
   request.schedule = std::move(bucket.key_schedule);
   request.permits = options.permits;
@@ -246,7 +250,8 @@ int admit_then(const PermitOptions& options, int max_inflight,
   if (admission.replaced_params)
     announce_replaced_params(options.key,
                              {*admission.replaced_params, admission.replaced_timetable},
-                             {request.permits.params, request.permits.schedule.timetable});
+                             {request.permits.params, request.permits.schedule.timetable},
+                             notation_of(options.bucket, format::Counted::permits));
   switch (admission.result) {
     case exec::AdmissionResult::admitted:
       return admitted(admission);

@@ -29,6 +29,10 @@ class FileIo final : public Io {
 
   // The sum of the inputs' sizes when every input is a regular file.
   std::optional<std::uint64_t> total_bytes() const { return total_bytes_; }
+  // The records ended by `delimiter` that the inputs hold (a last one without its delimiter
+  // counts), read ahead without moving their offsets; none unless every input is a regular file
+  // of at most `most_bytes` in all, or if one cannot be read.
+  std::optional<std::uint64_t> count_records(char delimiter, std::uint64_t most_bytes) const;
   // Grows the pipes at either end toward `wanted_bytes`, as far as the system allows (fewer
   // system calls at high rates), and returns what one write can move without blocking: the
   // output pipe's capacity, or 64 KiB when the output is no pipe.

@@ -10,6 +10,7 @@
 #include <cerrno>
 #include <limits>
 #include <utility>
+#include <vector>
 
 #include "errors.hpp"
 #include "pipe/files.hpp"
@@ -42,6 +43,31 @@ struct stat status_of(int fd, const std::string& name) {
 }
 
 }  // namespace
+
+std::optional<std::uint64_t> FileIo::count_records(char delimiter, std::uint64_t most_bytes) const {
+  if (!total_bytes_ || *total_bytes_ > most_bytes) return std::nullopt;
+  std::vector<char> buffer(std::size_t{1} << 16);
+  std::uint64_t records = 0;
+  char last = delimiter;
+  for (const Input& input : inputs_) {
+    off_t offset = ::lseek(input.fd.get(), 0, SEEK_CUR);
+    std::size_t left = input.bytes_left.value_or(0);
+    if (offset < 0) return std::nullopt;
+    while (left > 0) {
+      const ssize_t got = io::retry_on_eintr([&] {
+        return ::pread(input.fd.get(), buffer.data(), std::min(buffer.size(), left), offset);
+      });
+      if (got <= 0) return std::nullopt;
+      const auto bytes = static_cast<std::size_t>(got);
+      records +=
+          static_cast<std::uint64_t>(std::count(buffer.data(), buffer.data() + bytes, delimiter));
+      last = buffer[bytes - 1];
+      offset += got;
+      left -= bytes;
+    }
+  }
+  return last == delimiter ? records : records + 1;
+}
 
 FileIo::FileIo(const std::vector<std::string>& inputs, const std::string& output,
                ControlChannel* control)

@@ -50,8 +50,8 @@ expect_status 66 "$RATELIMIT" --rate 5 notes.txt
 expect_stderr "ratelimit: notes.txt: No such file or directory"
 
 # A decimal comma.
-expect_error "ratelimit: invalid rate '1,5M': use a decimal point (1.5M)" "$RATELIMIT" --rate 1,5M
-expect_error "ratelimit: invalid duration '0,5s': use a decimal point (0.5s)" \
+expect_error "ratelimit: --rate: invalid rate '1,5M': use a decimal point (1.5M)" "$RATELIMIT" --rate 1,5M
+expect_error "ratelimit: --timeout: invalid duration '0,5s': use a decimal point (0.5s)" \
   "$RATELIMIT" acquire --rate 5 --key t --timeout=0,5s
 
 # -p takes its value only as --progress=VALUE.
