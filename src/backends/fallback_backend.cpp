@@ -147,6 +147,9 @@ void FallbackBackend::give_back(const std::string& key, std::int64_t permits) {
     permits -= returned;
     if (latest.permits == 0) bookings.pop_back();
   }
+  // Permits this run did not book are the key's own (set_key_rate_by_hand() gives back a turn
+  // booked at an old rate): they go to the shared store, unless it is away.
+  if (permits > 0 && !outage_) shared_alone().give_back(key, permits);
 }
 
 }  // namespace ratelimit::backends

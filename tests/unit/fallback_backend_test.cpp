@@ -252,6 +252,20 @@ TEST(FallbackBackend, PermitsGoBackWhereTheyWereBooked) {
   EXPECT_EQ(unthrottled.shared->given_back, 0);
 }
 
+TEST(FallbackBackend, PermitsThisRunDidNotBookGoToTheSharedStoreUnlessItIsAway) {
+  // As set_key_rate_by_hand() gives back a turn booked at an old rate by whoever used the key.
+  Fixture setter(OnUnavailable::local);
+  setter.backend->give_back("api", 9);
+  EXPECT_EQ(setter.shared->given_back, 9);
+
+  Fixture away(OnUnavailable::local);
+  away.shared->down = true;
+  away.reserve(2);
+  away.backend->give_back("api", 9);
+  EXPECT_EQ(away.local->given_back, 2);
+  EXPECT_EQ(away.shared->given_back, 0);
+}
+
 TEST(FallbackBackend, PermitsBookedAcrossAReturnGoBackToEachStoreItsPart) {
   Fixture fixture(OnUnavailable::local);
   fixture.reserve(10);  // shared
