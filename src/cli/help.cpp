@@ -90,6 +90,7 @@ bool takes_value(std::string_view option) {
                                       "--max-inflight",
                                       "--redis",
                                       "--redis-timeout",
+                                      "--redis-failover-timeout",
                                       "--on-redis-error",
                                       "--redis-tls-ca",
                                       "--redis-tls-cert",
