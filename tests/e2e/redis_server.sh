@@ -2,7 +2,8 @@
 # own in $WORK, stopped by pid when the test ends. No mock of Redis anywhere.
 
 REDIS_PIDS=()
-trap 'for pid in "${REDIS_PIDS[@]}"; do kill "$pid" 2>/dev/null || true; done; rm -rf "$WORK"' EXIT
+# CONT: a server a test stopped (SIGSTOP) and did not resume ends too.
+trap 'for pid in "${REDIS_PIDS[@]}"; do kill "$pid" 2>/dev/null && kill -CONT "$pid" 2>/dev/null || true; done; rm -rf "$WORK"' EXIT
 
 # start_redis NAME [redis-server options...]: starts a server in $WORK/NAME listening on the unix
 # socket $WORK/NAME/sock and on a free loopback TCP port, written to $WORK/NAME/port; its pid is
