@@ -15,8 +15,8 @@ namespace {
 using std::chrono::milliseconds;
 using std::chrono::nanoseconds;
 
-// Between two rounds of asking the sentinels while a failover is under way.
-constexpr milliseconds kSentinelPause{50};
+// Between two rounds of asking the sentinels, or the Cluster, while a failover is under way.
+constexpr milliseconds kFailoverPause{50};
 
 std::optional<int> port_number(std::string_view text) {
   int port = 0;
@@ -95,8 +95,16 @@ void RedisTopology::connect(const std::string& redis_key, RedisDeadline& deadlin
     return;
   }
   const auto moved_before = key_nodes_.find(redis_key);
-  node_connection(moved_before != key_nodes_.end() ? moved_before->second : deployment_.node,
-                  deadline);
+  if (moved_before != key_nodes_.end()) {
+    try {
+      node_connection(moved_before->second, deadline);
+      return;
+    } catch (const BackendUnavailable&) {
+      // Failing over, perhaps: the seed node says where the slot is now (command_in_cluster).
+      key_nodes_.erase(moved_before);
+    }
+  }
+  node_connection(deployment_.node, deadline);
 }
 
 RedisConnection& RedisTopology::node_connection(const RedisAddress& node, RedisDeadline& deadline) {
@@ -110,6 +118,42 @@ RedisConnection& RedisTopology::node_connection(const RedisAddress& node, RedisD
 RedisValue RedisTopology::command_in_cluster(const std::string& redis_key,
                                              const std::vector<std::string>& arguments,
                                              RedisDeadline& deadline) {
+  RedisDeadline failover = deadline.renewed(failover_timeout_);
+  RedisDeadline attempt = deadline;
+  bool told = false;
+  while (true) {
+    std::string cause;
+    try {
+      RedisValue reply = command_following_redirects(redis_key, arguments, attempt);
+      // The Cluster lost a master and has not promoted its replica yet: the command did not run.
+      if (reply.type != RedisValue::Type::error ||
+          !(reply.text.starts_with("CLUSTERDOWN") || reply.text.starts_with("TRYAGAIN")))
+        return reply;
+      cause = reply.text;
+    } catch (const BackendUnavailable& error) {
+      // A node that a MOVED named is lost or hangs: it may be failing over, and the seed node
+      // will name its replica once promoted. What it booked may be booked again: the key may pay
+      // twice. The seed node itself lost is an outage.
+      const auto moved_before = key_nodes_.find(redis_key);
+      if (moved_before == key_nodes_.end()) throw;
+      key_nodes_.erase(moved_before);
+      cause = error.what();
+    }
+    if (failover.passed())
+      throw BackendUnavailable(fmt::format(
+          "Redis at {}: no answer for {} within {} of a failover ({}); raise "
+          "--redis-failover-timeout above cluster-node-timeout plus the election",
+          deployment_.shown, redis_key, format::human_duration(failover_timeout_), cause));
+    if (!told) notify_(fmt::format("Redis Cluster: {}; asking the Cluster again", cause));
+    told = true;
+    failover.pause(kFailoverPause);
+    attempt = deadline.renewed(timeout_);
+  }
+}
+
+RedisValue RedisTopology::command_following_redirects(const std::string& redis_key,
+                                                      const std::vector<std::string>& arguments,
+                                                      RedisDeadline& deadline) {
   const auto moved_before = key_nodes_.find(redis_key);
   RedisAddress node = moved_before != key_nodes_.end() ? moved_before->second : deployment_.node;
   // What the redirects said, shown under --verbose once the command is answered.
@@ -255,7 +299,7 @@ RedisConnection RedisTopology::find_master(RedisDeadline& outage, RedisDeadline&
     if (!failing_over && outage.passed())
       throw BackendUnavailable(fmt::format("Redis at {}: no master '{}' within {}ms ({})",
                                            deployment_.shown, name, timeout_.count(), last_cause));
-    (failing_over ? failover : outage).pause(kSentinelPause);
+    (failing_over ? failover : outage).pause(kFailoverPause);
   }
 }
 

@@ -57,8 +57,14 @@ class RedisTopology {
 
  private:
   RedisValue command_on_master(const std::vector<std::string>& arguments, RedisDeadline& deadline);
+  // As command_following_redirects, and during a failover (a node a MOVED named lost or
+  // hanging, CLUSTERDOWN, TRYAGAIN) again, within the failover timeout.
   RedisValue command_in_cluster(const std::string& redis_key,
                                 const std::vector<std::string>& arguments, RedisDeadline& deadline);
+  // The command sent to the key's node, MOVED and ASK followed once each.
+  RedisValue command_following_redirects(const std::string& redis_key,
+                                         const std::vector<std::string>& arguments,
+                                         RedisDeadline& deadline);
   // The connection to the master, searched for within `search` if there is none.
   // The connection to the master, searched for if there is none (find_master).
   RedisConnection& master(RedisDeadline& deadline, RedisDeadline& failover, bool after_loss);
