@@ -5,7 +5,8 @@
 #   200 kB/s (--key up) across it is byte-exact and exits 0, and a loop of acquires loses no call;
 # - the master and the first sentinel SIGSTOPped together mid-pipe: the pipe goes on, byte-exact.
 # One sentinel naming a dead master, two others naming two masters: acquire finds one and warns
-# once of the split brain.
+# once of the split brain. A master refusing writes for want of replicas (NOREPLICAS) is asked
+# again until --redis-failover-timeout.
 # Timing: loose bounds, run alone (RESOURCE_LOCK timing).
 source "$E2E_LIB"
 source "$(dirname "${BASH_SOURCE[0]}")/redis_server.sh"
@@ -103,3 +104,16 @@ expect_status 0 "$RATELIMIT" acquire --rate 10/s --key split --redis \
 left=redis://127.0.0.1:$(cat "$WORK/left/port")
 right=redis://127.0.0.1:$(cat "$WORK/right/port")
 expect_stderr "ratelimit: Redis Sentinel: $left and $right both say they are the master of 'split' (redis-sentinel://127.0.0.1:$(cat "$WORK/split-s3/port") names $right): a split brain; until one is demoted, each grants the key's rate"
+
+# min-replicas-to-write with no replica: the master refuses (NOREPLICAS), nothing written; taken
+# for a master cut off and replaced, asked again until --redis-failover-timeout, which is named.
+start_redis lonely
+start_sentinel lonely-s lonely lonely
+redis_cli lonely config set min-replicas-to-write 1 >/dev/null
+start=$(now_ns)
+expect_status 69 "$RATELIMIT" acquire --redis-failover-timeout 1s --rate 10/s --key lonely \
+  --redis "redis-sentinel://127.0.0.1:$(cat "$WORK/lonely-s/port")/lonely"
+ms=$(ms_since "$start")
+grep -q "no master 'lonely' within 1s of a failover (redis://127.0.0.1:$(cat "$WORK/lonely/port"): NOREPLICAS .*); raise --redis-failover-timeout" "$WORK/stderr" ||
+  fail "NOREPLICAS: $(cat "$WORK/stderr")"
+[ "$ms" -ge 1000 ] && [ "$ms" -lt 2500 ] || fail "NOREPLICAS was given up after ${ms} ms"

@@ -202,10 +202,16 @@ RedisValue RedisTopology::command_on_master(const std::vector<std::string>& argu
     std::string cause;
     try {
       RedisValue reply = connection.command(arguments, attempt);
-      if (reply.type != RedisValue::Type::error || !reply.text.starts_with("READONLY"))
+      if (reply.type != RedisValue::Type::error) return reply;
+      if (reply.text.starts_with("READONLY")) {
+        cause = fmt::format("{} is no longer the master of '{}' (READONLY)", master_shown_,
+                            deployment_.master_name);
+      } else if (reply.text.starts_with("NOREPLICAS")) {
+        // min-replicas-to-write: a master cut off from its replicas, perhaps replaced already.
+        cause = fmt::format("{}: {}", master_shown_, reply.text);
+      } else {
         return reply;
-      cause = fmt::format("{} is no longer the master of '{}' (READONLY)", master_shown_,
-                          deployment_.master_name);
+      }
       notify_("Redis Sentinel: " + cause);
     } catch (const BackendUnavailable& error) {
       // Lost, or no answer within the deadline: the master went away or hangs. What it booked is
@@ -216,6 +222,7 @@ RedisValue RedisTopology::command_on_master(const std::vector<std::string>& argu
     }
     master_.reset();
     if (failover.passed()) failover_too_long(cause);
+    failover.pause(kFailoverPause);
     attempt = deadline.renewed(timeout_);
     lost = true;
   }

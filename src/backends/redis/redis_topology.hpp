@@ -38,11 +38,12 @@ class RedisTopology {
 
   // Sends `arguments`, a command on `redis_key` alone, to the node that serves the key, within
   // `deadline`; as RedisConnection::command otherwise. A Cluster's MOVED or ASK is followed once
-  // (the command did not run). Under Sentinel, a READONLY reply (a demoted master: nothing was
-  // written), a connection lost and a master that does not answer within `deadline` (it went
-  // away or hangs) send the command again, to the master the sentinels name, as long as the
-  // failover timeout lasts, each time within a new `timeout`: the one sent before may have
-  // booked, so a key can pay twice for one request, never grant twice. A request's own deadline
+  // (the command did not run). Failovers: under Sentinel, a READONLY reply (a demoted master:
+  // nothing was written), a connection lost and a master that does not answer within `deadline`
+  // (it went away or hangs); in a Cluster, a node that a MOVED named lost or hanging, CLUSTERDOWN
+  // and TRYAGAIN. Each sends the command again, to the master found anew, each time within a new
+  // `timeout`, as long as the failover timeout lasts: the one sent before may have booked, so a
+  // key can pay twice for one request, never grant twice. A request's own deadline
   // (RedisDeadline::refuse_after) still ends it.
   RedisValue command(const std::string& redis_key, const std::vector<std::string>& arguments,
                      RedisDeadline& deadline);
