@@ -2,8 +2,17 @@
 # own in $WORK, stopped by pid when the test ends. No mock of Redis anywhere.
 
 REDIS_PIDS=()
-# CONT: a server a test stopped (SIGSTOP) and did not resume ends too.
-trap 'for pid in "${REDIS_PIDS[@]}"; do kill "$pid" 2>/dev/null && kill -CONT "$pid" 2>/dev/null || true; done; rm -rf "$WORK"' EXIT
+# CONT: a server a test stopped (SIGSTOP) and did not resume ends too. $WORK is removed once they
+# are gone (a sentinel rewrites its configuration as it ends), 5 s at most.
+stop_all_redis() {
+  local pid waited
+  for pid in "${REDIS_PIDS[@]}"; do kill "$pid" 2>/dev/null && kill -CONT "$pid" 2>/dev/null || true; done
+  for pid in "${REDIS_PIDS[@]}"; do
+    for waited in $(seq 500); do kill -0 "$pid" 2>/dev/null && sleep 0.01 || break; done
+  done
+  rm -rf "$WORK"
+}
+trap stop_all_redis EXIT
 
 # start_redis NAME [redis-server options...]: starts a server in $WORK/NAME listening on the unix
 # socket $WORK/NAME/sock and on a free loopback TCP port, written to $WORK/NAME/port; its pid is
