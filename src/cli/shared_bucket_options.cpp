@@ -132,6 +132,12 @@ void add_store_options(CLI::App& app, StoreOptions& options) {
       ->check(syntax_check(parse_redis_timeout, "DURATION"))
       ->option_text("DURATION")
       ->group("Shared bucket");
+  app.add_option("--redis-failover-timeout", options.redis_failover_timeout,
+                 "Sentinel, Cluster: wait this long for a failover (a master gone, hung or not "
+                 "yet elected) before giving up on Redis")
+      ->check(syntax_check(parse_redis_timeout, "DURATION"))
+      ->capture_default_str()
+      ->group("Shared bucket");
   app.add_option("--redis-tls-ca", options.redis_tls.ca_file,
                  "rediss://: trust the CAs in this PEM file [default: the system's]")
       ->option_text("FILE")
@@ -172,13 +178,16 @@ backends::BackendOptions backend_options(const StoreOptions& options) {
           },
       .warn = [](const std::string& message) { fmt::print(stderr, "ratelimit: {}\n", message); }};
   if (!options.redis.empty())
-    backend.redis = backends::RedisOptions{.url = options.redis,
-                                           .timeout = std::chrono::ceil<std::chrono::milliseconds>(
-                                               parse_redis_timeout(options.redis_timeout)),
-                                           .tls = {.ca_file = options.redis_tls.ca_file,
-                                                   .cert_file = options.redis_tls.cert_file,
-                                                   .key_file = options.redis_tls.key_file,
-                                                   .verify = !options.redis_tls_insecure}};
+    backend.redis =
+        backends::RedisOptions{.url = options.redis,
+                               .timeout = std::chrono::ceil<std::chrono::milliseconds>(
+                                   parse_redis_timeout(options.redis_timeout)),
+                               .failover_timeout = std::chrono::ceil<std::chrono::milliseconds>(
+                                   parse_redis_timeout(options.redis_failover_timeout)),
+                               .tls = {.ca_file = options.redis_tls.ca_file,
+                                       .cert_file = options.redis_tls.cert_file,
+                                       .key_file = options.redis_tls.key_file,
+                                       .verify = !options.redis_tls_insecure}};
   return backend;
 }
 

@@ -24,6 +24,7 @@ struct StoreOptions {
   bool verbose = false;
   std::string redis;  // a Redis URL: the buckets are kept there instead
   std::string redis_timeout = "1s";
+  std::string redis_failover_timeout = "60s";
   backends::RedisTlsOptions redis_tls;
   bool redis_tls_insecure = false;
   std::string on_redis_error = "fail";  // as parse_redis_error_policy() reads it

@@ -58,10 +58,12 @@ std::string redis_key(const std::string& key) {
 }
 
 RedisBackend::RedisBackend(RedisDeployment deployment, std::chrono::milliseconds timeout,
-                           Notify notify, const RedisTlsOptions& tls)
+                           Notify notify, const RedisTlsOptions& tls,
+                           std::chrono::milliseconds failover_timeout, Notify warn)
     : notify_(notify),
       timeout_(timeout),
-      topology_(std::move(deployment), timeout, std::move(notify), tls) {}
+      topology_(std::move(deployment), timeout, failover_timeout, std::move(notify),
+                std::move(warn), tls) {}
 
 void RedisBackend::unexpected_reply(const RedisValue& reply) const {
   throw BackendUnavailable("Redis at " + shown_url() + ": " +

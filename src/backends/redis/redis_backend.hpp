@@ -22,13 +22,14 @@ class RedisBackend final : public BucketBackend {
   using Notify = std::function<void(const std::string&)>;
 
   // Connects at the first call. `timeout` bounds each operation as a whole: its connection (TLS
-  // included, with `tls` for rediss:// nodes) and every command it sends; after a failover, the
-  // search for the new master and the request sent again there have a timeout of their own.
-  // Throws as RedisTls for TLS files that cannot be used, UsageError for TLS options without
-  // rediss://.
+  // included, with `tls` for rediss:// nodes) and every command it sends; a failover has
+  // `failover_timeout` (RedisTopology), and `warn` is told of two masters at once. Throws as
+  // RedisTls for TLS files that cannot be used, UsageError for TLS options without rediss://.
   RedisBackend(
       RedisDeployment deployment, std::chrono::milliseconds timeout,
-      Notify notify = [](const std::string&) {}, const RedisTlsOptions& tls = {});
+      Notify notify = [](const std::string&) {}, const RedisTlsOptions& tls = {},
+      std::chrono::milliseconds failover_timeout = kDefaultFailoverTimeout,
+      Notify warn = [](const std::string&) {});
 
   // The round trip counts against the request's deadline, as the state file's lock does: an
   // answer not come by then (or by kAnswerGrace from the call, whichever is later) is a refusal,

@@ -65,6 +65,10 @@ class RedisDeadline {
   // Past `deadline` too (on the waiter's timeline), the call is refused (RedisTooLate) instead:
   // the request's own deadline, when it ends before the timeout.
   void refuse_after(std::chrono::nanoseconds deadline) { refused_at_ = deadline; }
+  // `timeout` from now on, for the same request: its waiter, and refused as this one is.
+  RedisDeadline renewed(std::chrono::milliseconds timeout) const;
+  // The same, but never later than this one: one step's part of a search.
+  RedisDeadline share(std::chrono::milliseconds timeout) const;
 
   io::Waiter& waiter() { return *waiter_; }
   // Whether the timeout has run out (the server is unavailable now).
@@ -112,12 +116,19 @@ class RedisTls {
   std::string ca_file_;
 };
 
+// Thrown when a server answered the handshake (AUTH, SELECT) with an error: it is there and
+// refuses this client, which waiting does not mend.
+class RedisRefused : public BackendUnavailable {
+ public:
+  using BackendUnavailable::BackendUnavailable;
+};
+
 // One connection to a server, authenticated and on its database.
 class RedisConnection {
  public:
   // Connects to `address` (over TLS with `tls`, required for a rediss:// address) within
-  // `deadline`. Throws BackendUnavailable naming the URL (password hidden) and the cause, or as
-  // RedisDeadline does.
+  // `deadline`. Throws BackendUnavailable naming the URL (password hidden) and the cause
+  // (RedisRefused for a refused handshake), or as RedisDeadline does.
   RedisConnection(const RedisAddress& address, const RedisTls* tls, RedisDeadline& deadline);
   RedisConnection(RedisConnection&&) noexcept;
   RedisConnection& operator=(RedisConnection&&) noexcept;

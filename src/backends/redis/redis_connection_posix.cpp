@@ -119,6 +119,18 @@ RedisDeadline::RedisDeadline(std::chrono::milliseconds timeout, io::Waiter* wait
   unavailable_at_ = deadline_after(waiter_->now(), timeout);
 }
 
+RedisDeadline RedisDeadline::renewed(std::chrono::milliseconds timeout) const {
+  RedisDeadline next(timeout, waiter_);
+  next.refused_at_ = refused_at_;
+  return next;
+}
+
+RedisDeadline RedisDeadline::share(std::chrono::milliseconds timeout) const {
+  RedisDeadline part = renewed(timeout);
+  part.unavailable_at_ = std::min(part.unavailable_at_, unavailable_at_);
+  return part;
+}
+
 void RedisDeadline::check(std::string_view awaited) {
   if (const int signal = waiter_->wait_until(waiter_->now())) throw RedisInterrupted{signal};
   const std::chrono::nanoseconds now = waiter_->now();
@@ -179,7 +191,7 @@ RedisConnection::RedisConnection(const RedisAddress& address, const RedisTls* tl
     const RedisValue reply = command(arguments, deadline);
     if (reply.type == RedisValue::Type::error) {
       transport_.reset();
-      throw BackendUnavailable("Redis at " + shown_url_ + ": " + reply.text);
+      throw RedisRefused("Redis at " + shown_url_ + ": " + reply.text);
     }
   };
   if (!address.password.empty()) {
