@@ -9,12 +9,7 @@
 # Writes bench/results/outage.md. RATELIMIT=path skips the bench build (any Release binary).
 source "$(dirname "${BASH_SOURCE[0]}")/setup.sh"
 ensure_packages redis-server redis-tools
-if [ -z "${RATELIMIT:-}" ]; then
-  build_bench_tree
-else
-  RESULTS=$RATELIMIT_ROOT/bench/results
-fi
-export RATELIMIT
+use_bench_binary
 E2E=$RATELIMIT_ROOT/tests/e2e
 source "$E2E/lib.sh"
 source "$E2E/redis_server.sh"

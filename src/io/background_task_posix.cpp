@@ -24,14 +24,9 @@ class StoppableWaiter final : public Waiter {
     watched.push_back({.fd = stop_, .events = POLLIN, .revents = 0});
     while (true) {
       timespec timeout{};
-      timespec* timeout_pointer = nullptr;
-      if (deadline != std::chrono::nanoseconds::max()) {
-        const auto remaining = std::max(deadline - now(), std::chrono::nanoseconds::zero());
-        timeout.tv_sec = static_cast<time_t>(remaining.count() / 1'000'000'000);
-        timeout.tv_nsec = static_cast<long>(remaining.count() % 1'000'000'000);
-        timeout_pointer = &timeout;
-      }
-      if (::ppoll(watched.data(), watched.size(), timeout_pointer, nullptr) >= 0) break;
+      if (::ppoll(watched.data(), watched.size(), time_left_for_ppoll(deadline, timeout),
+                  nullptr) >= 0)
+        break;
       if (errno != EINTR) throw_errno("poll");
     }
     std::copy(watched.begin(), watched.end() - 1, fds.begin());

@@ -4,6 +4,7 @@
 // another *_posix.cpp file, so EINTR and errno handling live in one place.
 
 #include <poll.h>
+#include <time.h>
 
 #include <cerrno>
 #include <chrono>
@@ -68,6 +69,10 @@ std::optional<int> terminal_width(int fd);
 // The monotonic clock that deadlines are written on (CLOCK_MONOTONIC, as std::steady_clock and
 // ratelimit::system_clock()).
 std::chrono::nanoseconds monotonic_now();
+
+// The time left until `deadline` (monotonic_now() timeline) as ppoll takes it, written into
+// `storage`: no time left is zero, and nanoseconds::max() is nullptr (no end).
+timespec* time_left_for_ppoll(std::chrono::nanoseconds deadline, timespec& storage);
 
 // While alive, SIGINT, SIGTERM, SIGHUP and SIGQUIT are blocked and their handlers only record the
 // signal (SIGQUIT too: its core dump would lose what was read and not yet written);

@@ -35,6 +35,14 @@ expect_stderr() {
   [ "$actual" = "$1" ] || fail "stderr was '$actual', expected '$1'"
 }
 
+# expect_error STDERR CMD...: CMD exits 64 (usage) with exactly STDERR, before reading anything.
+expect_error() {
+  local expected=$1
+  shift
+  expect_status 64 "$@" </dev/null
+  expect_stderr "$expected"
+}
+
 # random_file PATH BYTES: incompressible test data.
 random_file() {
   head -c "$2" /dev/urandom >"$1"

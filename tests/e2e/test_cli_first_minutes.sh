@@ -8,14 +8,6 @@ root=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 export RATELIMIT_STATE_DIR=$WORK/state
 cd "$WORK"
 
-# expect_error STDERR CMD...: CMD exits 64 with exactly STDERR.
-expect_error() {
-  local expected=$1
-  shift
-  expect_status 64 "$@" </dev/null
-  expect_stderr "$expected"
-}
-
 # An option followed by another option: its value is missing, whatever the command. Before, acquire
 # offered an exec line, exec ran "k" (127) and the pipe read a file "k" (66).
 expect_error "ratelimit: --redis needs a URL before --key" \

@@ -6,14 +6,6 @@ source "$E2E_LIB"
 export RATELIMIT_STATE_DIR=$WORK/state
 cd "$WORK"
 
-# expect_error STDERR CMD...: CMD exits 64 with exactly STDERR.
-expect_error() {
-  local expected=$1
-  shift
-  expect_status 64 "$@" </dev/null
-  expect_stderr "$expected"
-}
-
 expect_error "ratelimit: unknown command 'nosuch' (the commands are exec, acquire, status, reset, set)" \
   "$RATELIMIT" help nosuch
 expect_error "ratelimit: unknown command 'exce'; did you mean 'exec'?" "$RATELIMIT" help exce
