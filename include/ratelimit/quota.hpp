@@ -101,9 +101,10 @@ void validate(const QuotaParams& params);
 //
 // For a store that keeps the state itself: with go = max(rate's moment, every quota's
 // earliest(n, rate's moment)), where the rate's moment is now + rate.wait_for(n, now):
-//   book: rate.reserve(n, now); then the rate's next_free moves later by go minus the rate's
-//         moment (the rate's turn goes with the request: the requests that queued behind a quota
-//         do not all go at once when it frees); every quota books n at go.
+//   book: rate.reserve(n, now); then, unless the rate is no limit, the rate's next_free moves
+//         later by go minus the rate's moment (the rate's turn goes with the request: the
+//         requests that queued behind a quota do not all go at once when it frees); every quota
+//         books n at go.
 class QuotaBucket {
  public:
   QuotaBucket(TokenBucket rate, std::vector<Quota> quotas)

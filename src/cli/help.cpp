@@ -81,6 +81,7 @@ bool takes_value(std::string_view option) {
                                       "--state-dir",
                                       "-r",
                                       "--rate",
+                                      "--quota",
                                       "--burst",
                                       "--warmup",
                                       "--cold-factor",

@@ -1,6 +1,7 @@
 #include "ratelimit/quota.hpp"
 
 #include <algorithm>
+#include <cmath>
 #include <stdexcept>
 #include <string>
 
@@ -118,7 +119,8 @@ nanoseconds QuotaBucket::reserve(std::int64_t permits, nanoseconds now, nanoseco
   if (never(permits)) return nanoseconds::max();
   const Moments at = moments(permits, now);
   rate_.reserve(permits, now);
-  if (at.go > at.rate_go) {
+  // No limit has no turn to move: its next free moment stays now, as a store expects of it.
+  if (at.go > at.rate_go && !std::isinf(rate_.params().permits_per_second)) {
     BucketState state = rate_.state();
     const nanoseconds later = at.go - at.rate_go;
     state.next_free =

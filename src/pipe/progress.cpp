@@ -71,7 +71,8 @@ std::string ProgressMeter::line(const Totals& totals, int width) {
   const std::string done_so_far =
       format::measured_amount(static_cast<double>(totals.units), notation_);
   const std::string elapsed_text = fmt::format(" {}", clock_time(totals.now - totals.started));
-  const std::string current_text = fmt::format(" [{}]", format::measured_rate(current, notation_));
+  const std::string current_text = fmt::format(" [{}{}]", format::measured_rate(current, notation_),
+                                               totals.held_by_quota ? ", held by a quota" : "");
   const std::string average_text =
       fmt::format(" [avg {}]", format::measured_rate(average_rate(totals), notation_));
   std::string percent_text;
