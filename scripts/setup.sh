@@ -95,3 +95,13 @@ build_bench_tree() {
   RESULTS=$RATELIMIT_ROOT/bench/results
   mkdir -p "$RESULTS"
 }
+
+# The benchmarks' binary: $RATELIMIT when set (any Release build), else the bench tree's.
+use_bench_binary() {
+  if [ -n "${RATELIMIT:-}" ]; then
+    RESULTS=$RATELIMIT_ROOT/bench/results
+  else
+    build_bench_tree
+  fi
+  export RATELIMIT
+}

@@ -11,7 +11,7 @@ _ratelimit() {
   done
 
   local value_options=" --rate -r --quota --burst --warmup --cold-factor --delimiter --chunk --key -k --permits \
---timeout --max-inflight --output -o --state-dir --redis --redis-timeout --on-redis-error \
+--timeout --max-inflight --output -o --state-dir --redis --redis-timeout --redis-failover-timeout --on-redis-error \
 --redis-tls-ca --redis-tls-cert --redis-tls-key "
   # exec: from the command on (after -- or at its first word), complete as that command.
   if [[ $command == exec ]]; then
@@ -30,7 +30,8 @@ _ratelimit() {
   fi
 
   local rate_options="--rate -r --burst --warmup --cold-factor --start-full --pay-first --quota"
-  local shared_options="--key -k --state-dir --verbose -v --redis --redis-timeout --redis-tls-ca
+  local shared_options="--key -k --state-dir --verbose -v --redis --redis-timeout
+                        --redis-failover-timeout --redis-tls-ca
                         --redis-tls-cert --redis-tls-key --redis-tls-insecure"
   local options
   case $command in
@@ -51,12 +52,12 @@ _ratelimit() {
     --on-redis-error) COMPREPLY=($(compgen -W "fail allow local" -- "$cur")); return ;;
     --redis) COMPREPLY=($(compgen -W "redis:// rediss:// unix://" -- "$cur")); compopt -o nospace; return ;;
     --rate | -r | --burst | --warmup | --cold-factor | --delimiter | --chunk | --key | -k | \
-      --permits | --timeout | --max-inflight | --redis-timeout) return ;;
+      --permits | --timeout | --max-inflight | --redis-timeout | --redis-failover-timeout) return ;;
   esac
 
   if [[ $cur == -* ]]; then
     COMPREPLY=($(compgen -W "$options" -- "$cur"))
-    [[ $command == "" ]] && COMPREPLY+=($(compgen -W "--progress=force --stats=json" -- "$cur"))
+    [[ $command == "" ]] && COMPREPLY+=($(compgen -W "--progress=force --stats=text --stats=json" -- "$cur"))
   elif [[ $command == "" ]]; then
     COMPREPLY=($(compgen -W "set exec acquire status reset" -- "$cur"))
     _filedir

@@ -7,7 +7,7 @@ function __ratelimit_exec_command
     set -l words (commandline -opc)
     test (count $words) -ge 2; and test $words[2] = exec; or return 1
     set -l value_options --rate -r --burst --warmup --cold-factor --key -k --state-dir --permits \
-        --timeout --max-inflight --redis --redis-timeout --on-redis-error --redis-tls-ca \
+        --timeout --max-inflight --redis --redis-timeout --redis-failover-timeout --on-redis-error --redis-tls-ca \
         --redis-tls-cert --redis-tls-key
     set -l i 3
     while test $i -le (count $words)
@@ -56,7 +56,7 @@ complete -c ratelimit -n "$pipe" -s 0 -l null -d 'Count NUL-terminated records'
 complete -c ratelimit -n "$pipe" -l delimiter -x -d 'Count records ended by this character'
 complete -c ratelimit -n "$pipe" -l chunk -x -d 'Units per write, or the time between writes (50ms)'
 complete -c ratelimit -n "$pipe" -s p -l progress -d 'Draw a progress line (=force: always)'
-complete -c ratelimit -n "$pipe" -l stats -d 'Print a summary at the end (=json: as JSON)'
+complete -c ratelimit -n "$pipe" -l stats -d 'Print a summary at the end (=text, the default; =json: as JSON)'
 
 # Shared buckets
 set -l shared "$own"
@@ -65,6 +65,7 @@ complete -c ratelimit -n "$shared" -l state-dir -x -a '(__fish_complete_director
 complete -c ratelimit -n "$shared" -s v -l verbose -d 'Say why a bucket record was discarded'
 complete -c ratelimit -n "$shared" -l redis -x -a 'redis:// rediss:// unix:// redis-sentinel://' -d 'Keep the buckets in Redis'
 complete -c ratelimit -n "$shared" -l redis-timeout -x -d 'Give up on Redis after this long'
+complete -c ratelimit -n "$shared" -l redis-failover-timeout -x -d 'Wait this long for a Sentinel failover'
 complete -c ratelimit -n "$shared" -l redis-tls-ca -r -F -d 'Trust the CAs in this PEM file'
 complete -c ratelimit -n "$shared" -l redis-tls-cert -r -F -d 'Client certificate (PEM)'
 complete -c ratelimit -n "$shared" -l redis-tls-key -r -F -d 'Private key of the client certificate'

@@ -11,9 +11,10 @@ namespace {
 
 // A non-negative duration in nanoseconds, truncated as Java's (long) cast, at most a century: far
 // beyond any bucket's fill time, and far from overflow when subtracted from a time.
+constexpr double kCenturyNs = 100.0 * 365.25 * 86400e9;
+
 nanoseconds saturated_nanoseconds(double ns) {
-  constexpr double kCentury = 100.0 * 365.25 * 86400e9;
-  return nanoseconds(static_cast<std::int64_t>(std::min(ns, kCentury)));
+  return nanoseconds(static_cast<std::int64_t>(std::min(ns, kCenturyNs)));
 }
 
 // New parameters, as Guava's setRate when only the rate changes; to or from no limit, afresh.
@@ -32,6 +33,46 @@ void change_rate(TokenBucket& bucket, double permits_per_second, nanoseconds now
   BucketParams params = bucket.params();
   params.permits_per_second = permits_per_second;
   change_params(bucket, params, now);
+}
+
+nanoseconds converted_turn(nanoseconds owed, double old_rate, double new_rate) {
+  if (owed <= nanoseconds::zero() || !(new_rate > old_rate) || std::isinf(new_rate)) return owed;
+  return nanoseconds(
+      static_cast<std::int64_t>(static_cast<double>(owed.count()) * (old_rate / new_rate)));
+}
+
+void set_rate_by_hand(TokenBucket& bucket, double permits_per_second, nanoseconds now) {
+  const double old_rate = bucket.params().permits_per_second;
+  const nanoseconds owed = bucket.state().next_free - now;
+  change_rate(bucket, permits_per_second, now);
+  const nanoseconds converted = converted_turn(owed, old_rate, permits_per_second);
+  if (converted >= owed) return;
+  bucket = TokenBucket(bucket.params(), BucketState{.stored_permits = bucket.state().stored_permits,
+                                                    .next_free = now + converted});
+}
+
+std::optional<std::vector<BucketStatus>> set_key_rate_by_hand(BucketBackend& backend,
+                                                              const std::string& key,
+                                                              double permits_per_second,
+                                                              const KeySchedule& schedule) {
+  std::vector<BucketStatus> before = backend.status(key);
+  if (!backend.set_rate(key, permits_per_second, schedule)) return std::nullopt;
+  if (before.size() != 1 || !before.front().problem.empty()) return before;
+  const double old_rate = before.front().params.permits_per_second;
+  const nanoseconds owed = before.front().next_free_in;
+  nanoseconds excess = owed - converted_turn(owed, old_rate, permits_per_second);
+  // give_back() moves a turn back by at most a century per call, and a turn booked at a rate near
+  // zero is up to 292 years ahead (the int64 limit of nanoseconds).
+  constexpr int kMostCalls = 3;
+  for (int call = 0; call < kMostCalls && excess > nanoseconds::zero(); ++call) {
+    const double permits = std::floor(std::min(static_cast<double>(excess.count()), kCenturyNs) *
+                                      permits_per_second / 1e9);
+    if (!(permits >= 1.0)) break;
+    const auto given = static_cast<std::int64_t>(std::min(permits, 0x1p62));
+    backend.give_back(key, given);
+    excess -= saturated_nanoseconds(static_cast<double>(given) * (1e9 / permits_per_second));
+  }
+  return before;
 }
 
 void give_back(TokenBucket& bucket, std::int64_t permits, nanoseconds now) {

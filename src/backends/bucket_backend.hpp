@@ -61,7 +61,8 @@ struct Reservation {
   // How long until the permits may be used; when refused, how long that would have been (zero
   // when the store could not be asked in time).
   std::chrono::nanoseconds wait{0};
-  // Not granted because a stop signal (SIGINT, SIGTERM, SIGHUP) cut the call short: that signal.
+  // Not granted because a stop signal (SIGINT, SIGTERM, SIGHUP, SIGQUIT) cut the call short: that
+  // signal.
   int signal = 0;
   // The bucket's parameters that this request replaced (apply_params, and they or the timetable
   // differed), and the timetable they came with.
@@ -114,6 +115,10 @@ class BucketBackend {
   // input ended), as give_back() takes them; nothing if there is no such bucket. Quotas keep
   // counting them: a window holds no more than was granted.
   virtual void give_back(const std::string& key, std::int64_t permits) = 0;
+  // Returns once the store answers for `key`'s bucket, throws BackendUnavailable if it does not
+  // within its own timeout; waits only through `waiter`. Books nothing: it asks whether a store
+  // that went away is back. A store on this host is there whenever it is asked.
+  virtual void ping(const std::string& /*key*/, io::Waiter& /*waiter*/) {}
 };
 
 // A new rate, as Guava's setRate (stored permits rescaled), except to and from no limit
@@ -121,6 +126,16 @@ class BucketBackend {
 // saved up, and entering it does not wait out a turn booked at the old rate. Every rate change of
 // a timetable or of `ratelimit set` goes through here.
 void change_rate(TokenBucket& bucket, double permits_per_second, std::chrono::nanoseconds now);
+
+// A rate set by hand (`ratelimit set`): change_rate(), and then a turn booked ahead at a lower rate
+// is brought nearer, to when the permits it still owes are paid at the new rate (they are
+// converted, not the time): a rate mistyped (one permit at 0.001/s books the next 16 minutes
+// ahead) is undone by setting the rate meant. A lowered rate keeps the turn as Guava's setRate
+// does. Timetables' own changes of entry stay Guava's (change_rate()).
+void set_rate_by_hand(TokenBucket& bucket, double permits_per_second, std::chrono::nanoseconds now);
+// The same for a turn `owed` ahead, booked at `old_rate`: when it comes at `new_rate`.
+std::chrono::nanoseconds converted_turn(std::chrono::nanoseconds owed, double old_rate,
+                                        double new_rate);
 
 // Permits booked and not used go back, as if they had never been booked: the next free moment
 // moves back by what they cost at the stable rate, even into the past, where the bucket then
@@ -137,6 +152,16 @@ Reservation decide(TokenBucket& bucket, KeySchedule& schedule, std::vector<Quota
                    const PermitRequest& request, std::chrono::nanoseconds now);
 
 std::vector<QuotaParams> params_of(const std::vector<Quota>& quotas);
+
+// BucketBackend::set_rate() as set_rate_by_hand() does it: the key's status, the new rate, then
+// the permits that the key's turn owes beyond what they take at the new rate given back (at most
+// a century of them per call: a few calls). Not one atomic step: requests in between are booked
+// as they would be at either rate. Returns the key's status from before the change, or nothing if
+// there is no such bucket.
+std::optional<std::vector<BucketStatus>> set_key_rate_by_hand(BucketBackend& backend,
+                                                              const std::string& key,
+                                                              double permits_per_second,
+                                                              const KeySchedule& schedule);
 
 // What status shows of a usable bucket at `now`.
 BucketStatus describe(const std::string& key, TokenBucket bucket, KeySchedule schedule,

@@ -1,10 +1,16 @@
 #pragma once
 
+#include <chrono>
+#include <cstdint>
+#include <deque>
 #include <functional>
+#include <map>
 #include <memory>
 #include <string>
 
 #include "backends/bucket_backend.hpp"
+#include "errors.hpp"
+#include "io/background_task.hpp"
 
 namespace ratelimit::backends {
 
@@ -15,19 +21,42 @@ enum class OnUnavailable {
   local,  // take the permits from this host's bucket of the same key instead
 };
 
-// A shared store with a policy for its failures. Once the store failed, the rest of the run stays
-// with the policy's answer: a request that failed may have been booked, so it is never retried,
-// and a pipe does not flip between two buckets chunk by chunk.
+// The policy as the user chose it.
+struct UnavailablePolicy {
+  OnUnavailable action = OnUnavailable::fail;
+  // local: the share of the key's rate that this host's bucket grants (0 < share <= 1). A fleet
+  // of N hosts then grants at most N x share x rate while the store is away, plus each host's
+  // burst (README, man page).
+  double local_share = 1.0;
+  // How the user chose it, e.g. "--on-redis-error=local:25%", shown in parentheses after each
+  // message that it applies or ends; empty: not said.
+  std::string said_as;
+};
+
+// A shared store with a policy for its outages. A request that the store cannot answer (after
+// the store's own retries: a Redis connection lost is made again first) starts an outage: the
+// policy answers it and every request after it, while the store is asked again in the
+// background, at most once per kProbeInterval and never on a request's own time; the first
+// request after it answered goes to the store again. Each outage and each return is one line
+// through `warn`. A request whose answer was lost may have been booked by the store: it is not
+// sent again, and is booked again by the policy (the key may pay twice, never grant twice).
+// Permits booked during the outage are never booked again (the user holds them), and permits
+// given back go to the store that booked them.
 class FallbackBackend final : public BucketBackend {
  public:
   using OpenLocal = std::function<std::unique_ptr<BucketBackend>()>;
   using Warn = std::function<void(const std::string&)>;
+  using RunInBackground =
+      std::function<std::unique_ptr<io::BackgroundTask>(std::function<void(io::Waiter&)>)>;
 
-  // `open_local` opens this host's store, the first time it is needed. `warn` is told once what
-  // failed and what happens instead, followed by `policy_said_as` in parentheses unless empty
-  // (how the user chose the policy, e.g. "--on-redis-error=allow").
-  FallbackBackend(std::unique_ptr<BucketBackend> shared, OnUnavailable policy, OpenLocal open_local,
-                  Warn warn, std::string policy_said_as = {});
+  // `shared_name` names the shared store in messages ("Redis at redis://h"). `open_local` opens
+  // this host's store, the first time it is needed. `run_in_background` runs the probes.
+  FallbackBackend(std::unique_ptr<BucketBackend> shared, std::string shared_name,
+                  UnavailablePolicy policy, OpenLocal open_local, Warn warn,
+                  RunInBackground run_in_background = io::run_in_background);
+  ~FallbackBackend() override;
+  FallbackBackend(const FallbackBackend&) = delete;
+  FallbackBackend& operator=(const FallbackBackend&) = delete;
 
   Reservation reserve(const PermitRequest& request, io::Waiter& waiter) override;
   // set_rate, status and reset are about the shared store: its failure is always an error.
@@ -38,13 +67,40 @@ class FallbackBackend final : public BucketBackend {
   void give_back(const std::string& key, std::int64_t permits) override;
 
  private:
+  enum class Store { shared, local, none };
+  struct Booking {
+    Store store;
+    std::int64_t permits;
+  };
+
+  void begin_outage(const BackendUnavailable& error, const std::string& key,
+                    std::chrono::nanoseconds now);
+  // Ends the outage if the last probe found the store answering; starts the next probe when due.
+  void probe_or_return(const std::string& key, std::chrono::nanoseconds now);
+  // The shared store to itself again: no probe left running on it.
+  BucketBackend& shared_alone();
+  Reservation reserve_by_policy(const PermitRequest& request, io::Waiter& waiter);
+  void note_booking(const std::string& key, Store store, std::int64_t permits);
+  std::string said_as() const;
+
   std::unique_ptr<BucketBackend> shared_;
-  OnUnavailable policy_;
+  std::string shared_name_;
+  UnavailablePolicy policy_;
   OpenLocal open_local_;
   Warn warn_;
-  std::string policy_said_as_;
-  bool failed_ = false;
+  RunInBackground run_in_background_;
   std::unique_ptr<BucketBackend> local_;
+  bool outage_ = false;
+  std::chrono::nanoseconds next_probe_at_{0};
+  std::unique_ptr<io::BackgroundTask> probe_;
+  // Set by the probe before it returns: read only once probe_ is done.
+  bool probe_answered_ = false;
+  // The last bookings of each key, latest last: unused permits (the latest booked) go back to
+  // the store that booked them.
+  std::map<std::string, std::deque<Booking>> bookings_;
 };
+
+// How often a store that went away is asked again.
+inline constexpr std::chrono::nanoseconds kProbeInterval = std::chrono::seconds(1);
 
 }  // namespace ratelimit::backends

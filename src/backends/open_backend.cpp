@@ -9,8 +9,8 @@ std::unique_ptr<BucketBackend> open_backend(const BackendOptions& options) {
   std::unique_ptr<BucketBackend> shared;
   if (options.redis) shared = open_redis_store(*options.redis, options.notify, options.warn);
   if (!shared) return open_local();
-  return std::make_unique<FallbackBackend>(std::move(shared), options.on_unavailable, open_local,
-                                           options.warn, options.on_unavailable_said_as);
+  return std::make_unique<FallbackBackend>(std::move(shared), describe_store(*options.redis),
+                                           options.on_unavailable, open_local, options.warn);
 }
 
 std::string describe_store(const BackendOptions& options) {

@@ -22,14 +22,11 @@ struct BackendOptions {
   // A store shared by every host.
   std::optional<RedisOptions> redis;
   // What to do when the shared store cannot answer.
-  OnUnavailable on_unavailable = OnUnavailable::fail;
+  UnavailablePolicy on_unavailable;
   // Told why a record was discarded (--verbose).
   std::function<void(const std::string&)> notify = [](const std::string&) {};
-  // Told once that the shared store failed and what happens instead.
+  // Told that the shared store failed and what happens instead, and that it answers again.
   std::function<void(const std::string&)> warn = [](const std::string&) {};
-  // How the user chose `on_unavailable`, for the warning that it applies, e.g.
-  // "--on-redis-error=allow"; empty: not said.
-  std::string on_unavailable_said_as;
 };
 
 // The store of shared buckets. Throws what the chosen store's opening throws.

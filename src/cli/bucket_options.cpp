@@ -20,20 +20,20 @@ bool is_duration(const std::string& text) { return ends_in_time_unit(text); }
 
 // One rule for --rate and --burst: bytes and bits only where bytes are counted.
 void check_data_unit(const std::string& option, const std::string& text, DataUnit unit,
-                     RateUnits units) {
-  if (units == RateUnits::plain && unit != DataUnit::unspecified)
+                     format::Counted counted) {
+  if (counted != format::Counted::bytes && unit != DataUnit::unspecified)
     throw UsageError(fmt::format(
-        "{} '{}' is in bytes or bits, but this command counts units: write it without B/bit",
-        option, text));
+        "{} '{}' is in bytes or bits, but this command counts {}: write it without B/bit", option,
+        text, format::counted_name(counted)));
 }
 
 // Rates slower than this look like a hang: the pipe or the command waits in silence.
 constexpr double kSlowestQuietSeconds = 3600.0;
 
 // Units per second of one rate as written, checked against what the command counts.
-double units_per_second(std::string_view text, RateUnits units) {
+double units_per_second(std::string_view text, format::Counted counted) {
   const Rate rate = parse_rate(text);
-  check_data_unit("rate", std::string(text), rate.unit, units);
+  check_data_unit("rate", std::string(text), rate.unit, counted);
   return rate.units_per_second;
 }
 
@@ -49,16 +49,16 @@ auto given_to_core(const std::string& context, Make make) {
   }
 }
 
-QuotaParams quota_of(const std::string& text, RateUnits units) {
+QuotaParams quota_of(const std::string& text, format::Counted counted) {
   const QuotaAmount quota = parse_quota(text);
-  check_data_unit("quota", text, quota.unit, units);
+  check_data_unit("quota", text, quota.unit, counted);
   return QuotaParams{.limit = static_cast<std::int64_t>(quota.units), .period = quota.period};
 }
 
-Timetable timetable_of(std::string_view text, RateUnits units) {
+Timetable timetable_of(std::string_view text, format::Counted counted) {
   Timetable timetable = given_to_core("invalid timetable '" + std::string(text) + "': ", [&] {
     return Timetable(schedule::parse_timetable(
-        text, [units](std::string_view rate) { return units_per_second(rate, units); }));
+        text, [counted](std::string_view rate) { return units_per_second(rate, counted); }));
   });
   if (const std::size_t bytes = schedule::timetable_text(timetable).size();
       bytes > backends::kMaxTimetableBytes)
@@ -76,20 +76,20 @@ TimetablePeriod period_at(const Timetable& timetable, std::chrono::system_clock:
 
 void check_rate_syntax(const std::string& text) {
   if (schedule::is_timetable(text)) {
-    timetable_of(text, RateUnits::data);
+    timetable_of(text, format::Counted::bytes);
   } else {
     parse_rate(text);
   }
 }
 
-void add_bucket_options(CLI::App& app, BucketOptions& options, RateUnits units) {
+void add_bucket_options(CLI::App& app, BucketOptions& options, format::Counted counted) {
+  const bool data = counted == format::Counted::bytes;
   app.add_option(
          "-r,--rate", options.rate,
-         units == RateUnits::data
-             ? "Rate: units per period, e.g. 5000, 1.5M, 10MiB/s, 8Mbit/s, 2/s, 100/m, 30/15s; or "
-               "a timetable, e.g. \"Mon-08:00,512k 18:00,10M Sat-00:00,off\""
-             : "Rate: permits per period, e.g. 2/s, 100/m, 1/h, 30/15s, 1.5k; or a timetable, "
-               "e.g. \"08:00,5/s 20:00,50/s\"")
+         data ? "Rate: units per period, e.g. 5000, 1.5M, 10MiB/s, 8Mbit/s, 2/s, 100/m, 30/15s; or "
+                "a timetable, e.g. \"Mon-08:00,512k 18:00,10M Sat-00:00,off\""
+              : "Rate: permits per period, e.g. 2/s, 100/m, 1/h, 30/15s, 1.5k; or a timetable, "
+                "e.g. \"08:00,5/s 20:00,50/s\"")
       ->check(syntax_check(check_rate_syntax, "RATE"))
       ->option_text("RATE")
       ->group("Rate");
@@ -100,11 +100,10 @@ void add_bucket_options(CLI::App& app, BucketOptions& options, RateUnits units) 
                      ->option_text("DURATION")
                      ->group("Rate");
   app.add_option("--burst", options.burst,
-                 units == RateUnits::data
-                     ? "Unused capacity stored for a burst, as time (2s) or units (64k); 0 is "
-                       "strictly smooth [default: 1s]"
-                     : "Unused capacity stored for a burst, as time (2s) or permits (10); 0 is "
-                       "strictly smooth [default: 1s]")
+                 data ? "Unused capacity stored for a burst, as time (2s) or units (64k); 0 is "
+                        "strictly smooth [default: 1s]"
+                      : "Unused capacity stored for a burst, as time (2s) or permits (10); 0 is "
+                        "strictly smooth [default: 1s]")
       ->check(syntax_check(
           [](const std::string& text) {
             return is_duration(text) ? static_cast<double>(parse_duration(text).count())
@@ -130,11 +129,10 @@ void add_bucket_options(CLI::App& app, BucketOptions& options, RateUnits units) 
                "the next request pays, as Guava]")
       ->group("Rate");
   app.add_option("--quota", options.quotas,
-                 units == RateUnits::data
-                     ? "At most N units in any window of PERIOD, beside the rate; repeatable, "
-                       "e.g. 50GB/d, 5000/h, 300/10m"
-                     : "At most N permits in any window of PERIOD, beside the rate; repeatable, "
-                       "e.g. 5000/h, 350/10s")
+                 data ? "At most N units in any window of PERIOD, beside the rate; repeatable, "
+                        "e.g. 50GB/d, 5000/h, 300/10m"
+                      : "At most N permits in any window of PERIOD, beside the rate; repeatable, "
+                        "e.g. 5000/h, 350/10s")
       ->check(syntax_check(parse_quota, "QUOTA"))
       ->option_text("N/PERIOD")
       ->allow_extra_args(false)
@@ -142,13 +140,19 @@ void add_bucket_options(CLI::App& app, BucketOptions& options, RateUnits units) 
       ->group("Rate");
 }
 
-ParsedBucket parse_bucket_options(const BucketOptions& options, RateUnits units,
+format::Notation notation_of(const BucketOptions& options, format::Counted counted) {
+  format::Notation notation = notation_of(options.rate, counted);
+  notation.burst_in_units = !options.burst.empty() && !is_duration(options.burst);
+  return notation;
+}
+
+ParsedBucket parse_bucket_options(const BucketOptions& options, format::Counted counted,
                                   std::chrono::system_clock::time_point now) {
   ParsedBucket parsed;
   if (options.quotas.size() > kMaxQuotas)
     throw UsageError(
         fmt::format("too many --quota: {} given, at most {}", options.quotas.size(), kMaxQuotas));
-  for (const std::string& quota : options.quotas) parsed.quotas.push_back(quota_of(quota, units));
+  for (const std::string& quota : options.quotas) parsed.quotas.push_back(quota_of(quota, counted));
   BucketParams& params = parsed.params;
   if (options.rate.empty()) {
     if (parsed.quotas.empty())
@@ -165,14 +169,14 @@ ParsedBucket parse_bucket_options(const BucketOptions& options, RateUnits units,
       throw UsageError(
           "invalid burst '" + options.burst +
           "': with a timetable, give the burst as a time (e.g. 2s), as the rate changes");
-    const Timetable& timetable = parsed.timetable.emplace(timetable_of(options.rate, units));
+    const Timetable& timetable = parsed.timetable.emplace(timetable_of(options.rate, counted));
     const TimetablePeriod period = period_at(timetable, now);
     params.permits_per_second = period.permits_per_second;
     parsed.key_schedule = {.timetable = schedule::timetable_text(timetable),
                            .entry_until = period.next_change.time_since_epoch().count()};
   } else {
     const Rate rate = parse_rate(options.rate);
-    check_data_unit("rate", options.rate, rate.unit, units);
+    check_data_unit("rate", options.rate, rate.unit, counted);
     params.permits_per_second = rate.units_per_second;
   }
   params.start_full = options.start_full;
@@ -187,7 +191,7 @@ ParsedBucket parse_bucket_options(const BucketOptions& options, RateUnits units,
           std::chrono::duration<double>(parse_duration(options.burst)).count();
     } else {
       const Amount burst = parse_size(options.burst);
-      check_data_unit("burst", options.burst, burst.unit, units);
+      check_data_unit("burst", options.burst, burst.unit, counted);
       params.max_burst_seconds = burst.units / params.permits_per_second;
     }
     if (!std::isfinite(params.max_burst_seconds))

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "backends/bucket_backend.hpp"
+#include "format/quantities.hpp"
 #include "ratelimit/quota.hpp"
 #include "ratelimit/timetable.hpp"
 #include "ratelimit/token_bucket.hpp"
@@ -27,16 +28,12 @@ struct BucketOptions {
 // How many --quota options a command takes at the most.
 inline constexpr std::size_t kMaxQuotas = 8;
 
-// What a rate may be written in: `data` allows bytes and bits (byte mode), otherwise only plain
-// units (lines, records, permits).
-enum class RateUnits { data, plain };
-
 // The syntax of --rate, whatever the command counts: one rate, or a timetable. Throws UsageError.
 void check_rate_syntax(const std::string& text);
 
 // Declares --rate, --burst, --warmup, --cold-factor, --start-full, --pay-first and --quota on
-// `app`, with their syntax checks; the help's examples are in `units`.
-void add_bucket_options(CLI::App& app, BucketOptions& options, RateUnits units);
+// `app`, with their syntax checks; the help's examples are in what the command counts, `counted`.
+void add_bucket_options(CLI::App& app, BucketOptions& options, format::Counted counted);
 
 // --rate and the other bucket options, parsed once at one instant: all a command takes of them.
 struct ParsedBucket {
@@ -51,10 +48,15 @@ struct ParsedBucket {
   std::vector<QuotaParams> quotas;
 };
 
+// How the options were written, to show the bucket's rates and burst back alike (see
+// notation_of() of units.hpp).
+format::Notation notation_of(const BucketOptions& options, format::Counted counted);
+
 // Throws UsageError naming the bad value (neither --rate nor --quota, a bad timetable entry, or a
-// rate in bytes where units are counted).
+// rate or quota in bytes or bits where `counted` is not bytes: only a command that counts bytes
+// takes B and bit).
 ParsedBucket parse_bucket_options(
-    const BucketOptions& options, RateUnits units,
+    const BucketOptions& options, format::Counted counted,
     std::chrono::system_clock::time_point now = std::chrono::system_clock::now());
 
 }  // namespace ratelimit::cli

@@ -26,6 +26,18 @@ class HelpFormatter : public CLI::Formatter {
     return CLI::detail::join(names, ",");
   }
 
+  // CLI11 writes "ratelimit [OPTIONS] [FILE...] [SUBCOMMAND]", but a command must come first:
+  // the pipe's usage and the commands' on a line each.
+  std::string make_usage(const CLI::App* app, std::string name) const override {
+    std::string usage = CLI::Formatter::make_usage(app, name);
+    constexpr std::string_view kCommandLast = " [SUBCOMMAND]";
+    const std::size_t at = usage.find(kCommandLast);
+    if (at == std::string::npos) return usage;
+    usage.erase(at, kCommandLast.size());
+    usage.insert(usage.find('\n', at), fmt::format("\n       {} COMMAND [OPTIONS] ...", name));
+    return usage;
+  }
+
   std::string make_option_opts(const CLI::Option* option) const override {
     const std::string& text = option->get_option_text();
     if (text.empty()) return "";
@@ -72,33 +84,50 @@ bool is_command(std::string_view word) {
   return std::find(kCommandNames.begin(), kCommandNames.end(), word) != kCommandNames.end();
 }
 
-bool takes_value(std::string_view option) {
-  for (const std::string_view name : {"-o",
-                                      "--output",
-                                      "-k",
-                                      "--key",
-                                      "--delimiter",
-                                      "--state-dir",
-                                      "-r",
-                                      "--rate",
-                                      "--quota",
-                                      "--burst",
-                                      "--warmup",
-                                      "--cold-factor",
-                                      "--chunk",
-                                      "--timeout",
-                                      "--permits",
-                                      "--max-inflight",
-                                      "--redis",
-                                      "--redis-timeout",
-                                      "--on-redis-error",
-                                      "--redis-tls-ca",
-                                      "--redis-tls-cert",
-                                      "--redis-tls-key"}) {
-    if (option == name) return true;
+namespace {
+
+// Every option that takes a value, and what that value is, for "--redis needs a URL".
+struct ValueOption {
+  std::string_view name;
+  std::string_view value;
+};
+
+constexpr ValueOption kValueOptions[] = {
+    {"-o", "a FILE"},
+    {"--output", "a FILE"},
+    {"-k", "a NAME"},
+    {"--key", "a NAME"},
+    {"--delimiter", "a CHAR"},
+    {"--state-dir", "a DIR"},
+    {"-r", "a RATE"},
+    {"--rate", "a RATE"},
+    {"--quota", "a QUOTA (N/PERIOD)"},
+    {"--burst", "a BURST (a time or an amount)"},
+    {"--warmup", "a DURATION"},
+    {"--cold-factor", "a number"},
+    {"--chunk", "a SIZE or a TIME"},
+    {"--timeout", "a DURATION"},
+    {"--permits", "a number"},
+    {"--max-inflight", "a number"},
+    {"--redis", "a URL"},
+    {"--redis-timeout", "a DURATION"},
+    {"--redis-failover-timeout", "a DURATION"},
+    {"--on-redis-error", "fail, allow, local or local:N%"},
+    {"--redis-tls-ca", "a FILE"},
+    {"--redis-tls-cert", "a FILE"},
+    {"--redis-tls-key", "a FILE"},
+};
+
+}  // namespace
+
+std::optional<std::string_view> value_of_option(std::string_view option) {
+  for (const ValueOption& known : kValueOptions) {
+    if (option == known.name) return known.value;
   }
-  return false;
+  return std::nullopt;
 }
+
+bool takes_value(std::string_view option) { return value_of_option(option).has_value(); }
 
 std::vector<char*> check_command_words(std::vector<char*> arguments) {
   static char help_flag[] = "--help";

@@ -30,6 +30,9 @@ CLI::Validator one_of(std::vector<std::string> choices);
 bool is_command(std::string_view word);
 // Whether the option `option`, written alone ("--rate", "-k"), takes the next word as its value.
 bool takes_value(std::string_view option);
+// What that value is, as an error says it is missing ("a URL" for --redis); none for an option
+// that takes no value.
+std::optional<std::string_view> value_of_option(std::string_view option);
 
 // The command line with `help [COMMAND]` read as `[COMMAND] --help`. Throws UsageError for a
 // command word that is misspelt ("exce: neither a file nor a command; did you mean 'exec'?") or

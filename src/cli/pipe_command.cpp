@@ -31,6 +31,9 @@ namespace {
 constexpr std::int64_t kMaxRecordsPerChunk = 65536;
 // Bytes per write at the highest rates: Linux's default limit for an unprivileged pipe's size.
 constexpr std::int64_t kMaxBytesPerChunk = 1 << 20;
+// The progress of lines or records counts them ahead in files up to this size (about 0.1 s at
+// the limit from the page cache, bench/results/progress.md); beyond, it shows no percentage.
+constexpr std::uint64_t kMostBytesCountedAhead = std::uint64_t{64} << 20;
 
 struct PipeOptions {
   BucketOptions bucket;
@@ -126,12 +129,12 @@ int exit_code(const pipe::Result& result) {
 
 // `key_schedule` is what the key is to keep of --rate; `schedule` what the engine follows, which
 // becomes the key's timetable when another user sets one.
+// `backend` keeps the key's bucket; none without --key.
 pipe::Result run_engine(const PipeOptions& options, const pipe::EngineOptions& engine_options,
-                        const backends::KeySchedule& key_schedule,
+                        backends::BucketBackend* backend, const backends::KeySchedule& key_schedule,
                         pipe::TimetableSchedule& schedule, pipe::FileIo& io,
                         const pipe::Engine::ProgressCallback& draw) {
-  if (options.key.empty()) return pipe::Engine(engine_options, io, draw).run();
-  const std::unique_ptr<backends::BucketBackend> backend = open_backend(options.store);
+  if (!backend) return pipe::Engine(engine_options, io, draw).run();
   backends::PermitRequest request;
   request.key = options.key;
   request.params = engine_options.bucket;
@@ -140,7 +143,7 @@ pipe::Result run_engine(const PipeOptions& options, const pipe::EngineOptions& e
   const auto on_replaced = [&](const BucketParams& replaced, const std::string& timetable) {
     announce_replaced_params(options.key, {replaced, timetable},
                              {engine_options.bucket, key_schedule.timetable},
-                             notation_of(options.bucket.rate, pipe::counted(engine_options.unit)));
+                             notation_of(options.bucket, pipe::counted(engine_options.unit)));
   };
   const auto follow_key = [&](const std::string& text) {
     std::optional<Timetable> timetable = schedule::parse_timetable_text(text);
@@ -206,15 +209,18 @@ bool shows_progress(const PipeOptions& options) {
 // control channel) and the progress line (when shown); none when neither.
 pipe::Engine::ProgressCallback watch_progress(const PipeOptions& options,
                                               const format::Notation& notation,
-                                              pipe::ControlChannel* control, pipe::FileIo& io,
-                                              pipe::ProgressMeter& meter) {
+                                              pipe::ControlChannel* control,
+                                              const pipe::TimetableSchedule& schedule,
+                                              pipe::FileIo& io, pipe::ProgressMeter& meter) {
   const bool show_progress = shows_progress(options);
-  const auto publish = [control, notation, &key = options.key, &io](const pipe::Totals& totals) {
+  const auto publish = [control, notation, &key = options.key, &schedule,
+                        &io](const pipe::Totals& totals) {
     control->publish({.notation = notation,
                       .rate = totals.rate,
                       .units = totals.units,
                       .bytes = totals.bytes,
-                      .key = key},
+                      .key = key,
+                      .timetable = schedule.timetable_text()},
                      io.now());
   };
   if (!show_progress && !control) return {};
@@ -240,15 +246,26 @@ void report_end(const PipeOptions& options, const pipe::Result& result,
   }
 }
 
+// What the inputs hold in the units counted, for the progress line's percentage and ETA.
+std::optional<std::uint64_t> total_units(const PipeOptions& options, const pipe::Unit& unit,
+                                         const pipe::FileIo& io) {
+  if (unit.counts_bytes()) return io.total_bytes();
+  if (!shows_progress(options)) return std::nullopt;
+  return io.count_records(*unit.delimiter, kMostBytesCountedAhead);
+}
+
 int run_pipe(const PipeOptions& options) {
   check_flag_values_in_files(options);
   const pipe::Unit unit = unit_of(options);
-  const ParsedBucket bucket = parse_bucket_options(
-      options.bucket, unit.counts_bytes() ? RateUnits::data : RateUnits::plain);
+  const ParsedBucket bucket = parse_bucket_options(options.bucket, pipe::counted(unit));
   const io::LocalTimeZone local_time;
   // Always: `ratelimit set` may send a timetable to a pipe started with one rate.
   pipe::TimetableSchedule schedule(bucket.timetable, bucket.params.permits_per_second, local_time,
                                    [] { return std::chrono::system_clock::now(); });
+  // Before the control FIFO: a state directory that cannot keep the key is an error, said alone
+  // rather than after a warning that the FIFO cannot be made there either.
+  const std::unique_ptr<backends::BucketBackend> backend =
+      options.key.empty() ? nullptr : open_backend(options.store);
   const std::unique_ptr<pipe::ControlChannel> control = open_control(options.store.state_dir, unit);
   pipe::FileIo io(options.files, options.output, control.get());
   pipe::EngineOptions engine_options;
@@ -259,12 +276,12 @@ int run_pipe(const PipeOptions& options) {
   engine_options.progress_wakes = shows_progress(options);
   choose_chunk(options, engine_options, io);
   fit_chunk_to_quotas(options, engine_options);
-  const format::Notation notation = notation_of(options.bucket.rate, pipe::counted(unit));
-  pipe::ProgressMeter meter(notation, io.total_bytes());
+  const format::Notation notation = notation_of(options.bucket, pipe::counted(unit));
+  pipe::ProgressMeter meter(notation, total_units(options, unit, io));
   const pipe::Engine::ProgressCallback on_progress =
-      watch_progress(options, notation, control.get(), io, meter);
-  const pipe::Result result =
-      run_engine(options, engine_options, bucket.key_schedule, schedule, io, on_progress);
+      watch_progress(options, notation, control.get(), schedule, io, meter);
+  const pipe::Result result = run_engine(options, engine_options, backend.get(),
+                                         bucket.key_schedule, schedule, io, on_progress);
   report_end(options, result, notation, io);
   return exit_code(result);
 }
@@ -273,7 +290,7 @@ int run_pipe(const PipeOptions& options) {
 
 Command setup_pipe(CLI::App& app) {
   auto options = std::make_shared<PipeOptions>();
-  add_bucket_options(app, options->bucket, RateUnits::data);
+  add_bucket_options(app, options->bucket, format::Counted::bytes);
   add_key_option(app, options->key)
       ->description("Share the bucket NAME with every pipe, exec and acquire that names it");
   add_store_options(app, options->store);
@@ -321,9 +338,10 @@ Command setup_pipe(CLI::App& app) {
       ->option_text("[=force]")
       ->group("Output");
   app.add_flag("--stats{text}", options->stats,
-               "Print a summary line on standard error at the end (=json: as JSON)")
+               "Print a summary line on standard error at the end (=text, the default; =json: "
+               "as JSON)")
       ->transform(one_of({"text", "json"}))
-      ->option_text("[=json]")
+      ->option_text("[=text|json]")
       ->group("Output");
   return Command{&app, [options] { return run_pipe(*options); }};
 }

@@ -3,8 +3,10 @@
 
 #include <cmath>
 #include <limits>
+#include <memory>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "cli/bucket_options.hpp"
 #include "cli/commands.hpp"
@@ -12,6 +14,7 @@
 #include "cli/units.hpp"
 #include "control/control.hpp"
 #include "exit_codes.hpp"
+#include "format/escaping.hpp"
 #include "format/quantities.hpp"
 #include "schedule/timetable_text.hpp"
 
@@ -25,14 +28,35 @@ struct SetOptions {
   BucketOptions bucket;  // only the rate
 };
 
+// "now at 7/s (was 5/s)": the rate as the user wrote it, the one it replaced alike.
 int set_key_rate(const SetOptions& options) {
   // A key may count bytes (its pipes') or permits: a rate in bytes is taken as written.
-  const ParsedBucket bucket = parse_bucket_options(options.bucket, RateUnits::data);
-  if (!open_backend(options.store)
-           ->set_rate(options.key, bucket.params.permits_per_second, bucket.key_schedule)) {
+  const ParsedBucket bucket = parse_bucket_options(options.bucket, format::Counted::bytes);
+  const std::optional<std::vector<backends::BucketStatus>> before =
+      backends::set_key_rate_by_hand(*open_backend(options.store), options.key,
+                                     bucket.params.permits_per_second, bucket.key_schedule);
+  if (!before) {
     fmt::print(stderr, "ratelimit: no bucket '{}' in {}\n", options.key, store_of(options.store));
     return exit_no_input;
   }
+  // Bytes when the rate says so (a key of pipes in byte mode), else permits.
+  const bool in_bytes =
+      !bucket.timetable && parse_rate(options.bucket.rate).unit != DataUnit::unspecified;
+  const format::Notation notation = notation_of(
+      options.bucket.rate, in_bytes ? format::Counted::bytes : format::Counted::permits);
+  const std::string now_text =
+      bucket.timetable
+          ? std::string("follows the timetable")
+          : "now at " + format::written_rate(bucket.params.permits_per_second, notation);
+  std::string was;
+  if (!before->empty() && before->front().problem.empty()) {
+    const backends::BucketStatus& old = before->front();
+    was = old.schedule.timetable.empty()
+              ? format::written_rate(old.params.permits_per_second, notation)
+              : "a timetable";
+  }
+  fmt::print(stderr, "ratelimit: key '{}' {}{}\n", format::escaped_bytes(options.key), now_text,
+             was.empty() ? "" : fmt::format(" (was {})", was));
   return exit_ok;
 }
 
@@ -40,49 +64,41 @@ int set_key_rate(const SetOptions& options) {
 // its reader reads its FIFO only once it can write again.
 constexpr std::chrono::seconds kLongestAnswer{1};
 
-// What `set` says: the rate the pipe had and the one it answers is in force now, each also in
-// units per second. Without an answer in time, only what was sent.
+// What a running pipe counts, as it says, or as its FIFO's name tells (bytes or records).
+format::Counted counted_by(const pipe::RunningPipe& running,
+                           const std::optional<pipe::PipeStatus>& status) {
+  if (status) return status->notation.counted;
+  return running.counts_bytes ? format::Counted::bytes : format::Counted::records;
+}
+
+// What `set` says, on one line within 80 columns: the rate the pipe answers is in force now, as
+// the user wrote it, and the one it had before as its own --rate was written. Without an answer
+// in time, only what was sent.
 void report_answer(const SetOptions& options, const pipe::RunningPipe& running,
                    const std::optional<pipe::PipeStatus>& before, double sent_rate) {
   const std::optional<pipe::PipeStatus> answer =
       pipe::await_answer(running, before ? before->answered : 0, kLongestAnswer);
-  // What the pipe says it counts ("lines" for -l; its FIFO tells bytes from records only) and
-  // how its --rate was written.
-  const std::optional<pipe::PipeStatus>& said = answer ? answer : before;
-  const format::Notation notation =
-      said ? said->notation
-           : format::Notation{.counted = running.counts_bytes ? format::Counted::bytes
-                                                              : format::Counted::records};
-  const std::string_view unit = format::counted_name(notation.counted);
-  const auto per_second = [&](double rate) {
-    return std::isinf(rate) ? std::string("off") : fmt::format("{} {}/s", rate, unit);
-  };
-  // "10MiB/s (10485760 bytes/s)": as written if given, else as the pipe's --rate was.
-  const auto rate_text = [&](double rate, const std::string& written) {
-    if (std::isinf(rate)) return std::string("off");
-    return fmt::format("{} ({})", written.empty() ? format::written_rate(rate, notation) : written,
-                       per_second(rate));
-  };
+  const format::Counted counted = counted_by(running, answer ? answer : before);
+  const format::Notation written = notation_of(options.bucket.rate, counted);
   const bool timetable = schedule::is_timetable(options.bucket.rate);
   if (!answer) {
     fmt::print(stderr,
-               "ratelimit: process {}: sent rate {}; no answer within {}s (a pipe waiting for its "
-               "reader reads it once it can write)\n",
-               options.pid, rate_text(sent_rate, options.bucket.rate), kLongestAnswer.count());
+               "ratelimit: sent {} to pipe {}: no answer in {}s (waiting for its reader?)\n",
+               timetable ? fmt::format("'{}'", options.bucket.rate)
+                         : format::rate_with_unit(sent_rate, written),
+               options.pid, kLongestAnswer.count());
     return;
   }
-  // As written when the pipe took it as sent; a timetable's entry in force as the pipe says.
   const std::string now_text =
       timetable
-          ? fmt::format("timetable '{}' ({} now)", options.bucket.rate, per_second(answer->rate))
-          : rate_text(answer->rate, answer->rate == sent_rate ? options.bucket.rate : "");
-  if (!before) {
-    // A pipe that did not answer in time before.
-    fmt::print(stderr, "ratelimit: process {}: rate set to {}\n", options.pid, now_text);
-    return;
-  }
-  fmt::print(stderr, "ratelimit: process {}: rate set from {} to {}\n", options.pid,
-             rate_text(before->rate, ""), now_text);
+          ? fmt::format("follows the timetable: {} now",
+                        format::rate_with_unit(answer->rate, answer->notation))
+          : "now at " + format::rate_with_unit(
+                            answer->rate, answer->rate == sent_rate ? written : answer->notation);
+  fmt::print(stderr, "ratelimit: pipe {} {}{}\n", options.pid, now_text,
+             before
+                 ? fmt::format(" (was {})", format::rate_with_unit(before->rate, before->notation))
+                 : "");
 }
 
 int run_set(const SetOptions& options) {
@@ -94,12 +110,11 @@ int run_set(const SetOptions& options) {
                   options.pid, options.pid, state_dir);
   const std::optional<pipe::RunningPipe> running = pipe::find_running_pipe(state_dir, options.pid);
   if (!running) throw InputError(no_pipe);
+  const std::optional<pipe::PipeStatus> before = pipe::current_status(*running, kLongestAnswer);
   // Checked against what the pipe counts, as its own --rate was.
-  const RateUnits units = running->counts_bytes ? RateUnits::data : RateUnits::plain;
-  ParsedBucket bucket = parse_bucket_options(options.bucket, units);
+  ParsedBucket bucket = parse_bucket_options(options.bucket, counted_by(*running, before));
   const BucketParams& params = bucket.params;
   std::optional<Timetable>& timetable = bucket.timetable;
-  const std::optional<pipe::PipeStatus> before = pipe::current_status(*running, kLongestAnswer);
   if (!pipe::send_rate(*running, timetable ? pipe::NewRate(std::move(*timetable))
                                            : pipe::NewRate(params.permits_per_second)))
     throw InputError(no_pipe);

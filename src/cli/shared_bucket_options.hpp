@@ -18,16 +18,22 @@ namespace ratelimit::cli {
 // Where the shared buckets are: options of exec, acquire, status, reset, set and the pipe.
 struct StoreOptions {
   // The state directory, resolved once when the command line is parsed: --state-dir, else
-  // $RATELIMIT_STATE_DIR, else $XDG_RUNTIME_DIR/ratelimit, else /tmp/ratelimit-UID. What needs it
+  // $RATELIMIT_STATE_DIR, else $XDG_RUNTIME_DIR/ratelimit, else a place of the user's own
+  // (backends::choose_state_dir). What needs it
   // (the state-file store, exec's slots, the pipe's control FIFO, set, status) is handed this.
   std::string state_dir;
   bool verbose = false;
   std::string redis;  // a Redis URL: the buckets are kept there instead
   std::string redis_timeout = "1s";
+  std::string redis_failover_timeout = "60s";
   backends::RedisTlsOptions redis_tls;
   bool redis_tls_insecure = false;
-  backends::OnUnavailable on_redis_error = backends::OnUnavailable::fail;
+  std::string on_redis_error = "fail";  // as parse_redis_error_policy() reads it
 };
+
+// An --on-redis-error: fail, allow, local, or local:N% (this host's bucket at N% of the key's
+// rate, 0 < N <= 100). Throws UsageError naming the bad value.
+backends::UnavailablePolicy parse_redis_error_policy(std::string_view text);
 
 // Declares the store's options on `app`; options.state_dir is resolved once `app` is parsed.
 void add_store_options(CLI::App& app, StoreOptions& options);

@@ -60,23 +60,26 @@ std::string quota_text(const QuotaParams& quota) {
 // Where a key's timetable stands, in local time (TZ honoured).
 struct TimetableNow {
   std::string entry;       // in force, e.g. "18:00,10M"
+  double rate = 0.0;       // the entry's, units per second
   std::string next_entry;  // the next one, e.g. "Mon-08:00,512k"
   std::chrono::sys_seconds next_change;
   std::chrono::nanoseconds next_change_in{0};
 };
 
 // None for a key without a timetable; entries empty for a timetable this version cannot read.
-std::optional<TimetableNow> timetable_now(const backends::KeySchedule& schedule) {
-  if (schedule.timetable.empty()) return std::nullopt;
-  const std::optional<Timetable> timetable = schedule::parse_timetable_text(schedule.timetable);
+std::optional<TimetableNow> timetable_now(const std::string& text,
+                                          const format::Notation& notation = {}) {
+  if (text.empty()) return std::nullopt;
+  const std::optional<Timetable> timetable = schedule::parse_timetable_text(text);
   if (!timetable) return TimetableNow{};
   const auto now = std::chrono::system_clock::now();
   const io::LocalTimeZone zone;
   const TimetablePeriod period = timetable->at(std::chrono::floor<std::chrono::seconds>(now), zone);
   const TimetablePeriod next = timetable->at(period.next_change, zone);
-  const auto as_written = [](double rate) { return format::written_rate(rate); };
+  const auto as_written = [&notation](double rate) { return format::written_rate(rate, notation); };
   return TimetableNow{
       .entry = schedule::entry_text(timetable->entries()[period.entry], as_written),
+      .rate = period.permits_per_second,
       .next_entry = schedule::entry_text(timetable->entries()[next.entry], as_written),
       .next_change = period.next_change,
       .next_change_in =
@@ -105,8 +108,32 @@ void print_table(const std::vector<std::vector<std::string>>& rows) {
   }
 }
 
+// Whether a key's rate is not yet the one of the entry in force here: nobody has used the key
+// since the entry began (the first user past a change moves the key on), or the users that did
+// read the timetable in another time zone.
+bool entry_pending(const TimetableNow& timetable, double key_rate) {
+  return !timetable.entry.empty() && timetable.rate != key_rate;
+}
+
+// The TIMETABLE ENTRY and NEXT ENTRY columns of a bucket or a pipe following `text`; with
+// `key_rate`, the entry is said to apply from the next use when the key's rate is not its.
+std::vector<std::string> timetable_columns(const std::string& text,
+                                           const format::Notation& notation = {},
+                                           std::optional<double> key_rate = std::nullopt) {
+  const std::optional<TimetableNow> timetable = timetable_now(text, notation);
+  if (!timetable) return {"-", "-"};
+  if (timetable->entry.empty()) return {"(unreadable)", "-"};
+  return {
+      timetable->entry + (key_rate && entry_pending(*timetable, *key_rate) ? " from next use" : ""),
+      fmt::format("{} {}", timetable->next_entry, describe_next_free(timetable->next_change_in))};
+}
+
 void print_text(const std::vector<backends::BucketStatus>& buckets,
                 const std::vector<pipe::ListedPipe>& pipes) {
+  if (buckets.empty() && pipes.empty()) {
+    fmt::print("no pipes or keys\n");
+    return;
+  }
   std::vector<std::vector<std::string>> rows = {{"KEY", "RATE", "SHAPE", "STORED", "NEXT FREE"}};
   const bool timetables = std::any_of(buckets.begin(), buckets.end(), [](const auto& bucket) {
     return bucket.problem.empty() && !bucket.schedule.timetable.empty();
@@ -129,28 +156,27 @@ void print_text(const std::vector<backends::BucketStatus>& buckets,
                                    format::escaped_bytes(bucket.key), quota_text(quota.params),
                                    quota.used, describe_next_free(quota.next_free_in)));
     if (!timetables) continue;
-    const std::optional<TimetableNow> timetable = timetable_now(bucket.schedule);
-    if (!timetable)
-      rows.back().insert(rows.back().end(), {"-", "-"});
-    else if (timetable->entry.empty())
-      rows.back().insert(rows.back().end(), {"(unreadable)", "-"});
-    else
-      rows.back().insert(
-          rows.back().end(),
-          {timetable->entry, fmt::format("{} {}", timetable->next_entry,
-                                         describe_next_free(timetable->next_change_in))});
+    const std::vector<std::string> columns =
+        timetable_columns(bucket.schedule.timetable, {}, bucket.params.permits_per_second);
+    rows.back().insert(rows.back().end(), columns.begin(), columns.end());
   }
-  print_table(rows);
+  if (!buckets.empty()) print_table(rows);
   for (const std::string& line : quotas) fmt::print("{}\n", line);
   for (const std::string& line : unusable) fmt::print("{}\n", line);
   if (pipes.empty()) return;
-  fmt::print("\n");
+  if (!buckets.empty()) fmt::print("\n");
   std::vector<std::vector<std::string>> pipe_rows = {
       {"PIPE PID", "COUNTS", "RATE", "UNITS", "BYTES", "KEY"}};
+  const bool pipe_timetables = std::any_of(pipes.begin(), pipes.end(), [](const auto& pipe) {
+    return pipe.status && !pipe.status->timetable.empty();
+  });
+  if (pipe_timetables)
+    pipe_rows.front().insert(pipe_rows.front().end(), {"TIMETABLE ENTRY", "NEXT ENTRY"});
   for (const pipe::ListedPipe& pipe : pipes) {
     // A pipe that has not yet said anything (it has just started) shows its FIFO only.
     if (!pipe.status) {
       pipe_rows.push_back({std::to_string(pipe.pid), fifo_counts(pipe), "-", "-", "-", "-"});
+      if (pipe_timetables) pipe_rows.back().insert(pipe_rows.back().end(), {"-", "-"});
       continue;
     }
     const pipe::PipeStatus& status = *pipe.status;
@@ -159,6 +185,9 @@ void print_text(const std::vector<backends::BucketStatus>& buckets,
                          format::written_rate(status.rate, status.notation),
                          std::to_string(status.units), std::to_string(status.bytes),
                          status.key.empty() ? "-" : format::escaped_bytes(status.key)});
+    if (!pipe_timetables) continue;
+    const std::vector<std::string> columns = timetable_columns(status.timetable, status.notation);
+    pipe_rows.back().insert(pipe_rows.back().end(), columns.begin(), columns.end());
   }
   print_table(pipe_rows);
 }
@@ -167,6 +196,22 @@ void print_text(const std::vector<backends::BucketStatus>& buckets,
 void add_key(format::Json& object, const std::string& key) {
   object["key"] = format::json_text(key);
   if (!format::is_utf8(key)) object["key_hex"] = format::hex_bytes(key);
+}
+
+// The timetable followed, if any, and where it stands now.
+void add_timetable(format::Json& object, const std::string& text,
+                   const format::Notation& notation = {},
+                   std::optional<double> key_rate = std::nullopt) {
+  const std::optional<TimetableNow> timetable = timetable_now(text, notation);
+  if (!timetable) return;
+  object["timetable"] = format::json_text(text);
+  if (timetable->entry.empty()) return;
+  object["timetable_entry"] = timetable->entry;
+  object["next_entry"] = timetable->next_entry;
+  object["next_change_unix_time"] = timetable->next_change.time_since_epoch().count();
+  object["next_change_in_seconds"] =
+      format::json_number(std::max(0.0, seconds(timetable->next_change_in)));
+  if (key_rate) object["entry_from_next_use"] = entry_pending(*timetable, *key_rate);
 }
 
 format::Json bucket_json(const backends::BucketStatus& bucket) {
@@ -189,16 +234,7 @@ format::Json bucket_json(const backends::BucketStatus& bucket) {
   }
   object["start_full"] = params.start_full;
   object["pay_first"] = params.pay_first;
-  if (const std::optional<TimetableNow> timetable = timetable_now(bucket.schedule)) {
-    object["timetable"] = format::json_text(bucket.schedule.timetable);
-    if (!timetable->entry.empty()) {
-      object["timetable_entry"] = timetable->entry;
-      object["next_entry"] = timetable->next_entry;
-      object["next_change_unix_time"] = timetable->next_change.time_since_epoch().count();
-      object["next_change_in_seconds"] =
-          format::json_number(std::max(0.0, seconds(timetable->next_change_in)));
-    }
-  }
+  add_timetable(object, bucket.schedule.timetable, {}, params.permits_per_second);
   object["stored_permits"] = format::json_number(bucket.stored_permits);
   object["next_free_in_seconds"] = format::json_number(std::max(0.0, seconds(bucket.next_free_in)));
   object["quotas"] = format::Json::array();
@@ -225,6 +261,7 @@ format::Json pipe_json(const pipe::ListedPipe& pipe) {
       object["key"] = nullptr;
     else
       add_key(object, status->key);
+    add_timetable(object, status->timetable, status->notation);
   }
   return object;
 }

@@ -74,16 +74,19 @@ std::optional<std::string> joined_value(ValueKind kind, const std::string& value
     return std::nullopt;
   const std::string joined = value + word;
   if (parses_as(kind, joined)) return fmt::format("{} {}", option, joined);
-  if (word.ends_with('b')) {
-    const std::string stem = joined.substr(0, joined.size() - 1);
-    if (parses_as(kind, stem + "B") && parses_as(kind, stem + "bit"))
-      return fmt::format("{} {}B (or {}bit)", option, stem, stem);
+  // "5 kb" or "5 kb/s": a lone "b" at the end or before the period.
+  const std::size_t slash = std::min(joined.find('/'), joined.size());
+  if (slash > value.size() && joined[slash - 1] == 'b') {
+    const std::string stem = joined.substr(0, slash - 1);
+    const std::string period = joined.substr(slash);
+    if (parses_as(kind, stem + "B" + period) && parses_as(kind, stem + "bit" + period))
+      return fmt::format("{} {}B{} (or {}bit{})", option, stem, period, stem, period);
   }
   return std::nullopt;
 }
 
 // "1,5M": a decimal comma, refused with the value it stands for.
-void check_decimal_comma(ValueKind kind, const std::string& value) {
+void check_decimal_comma(ValueKind kind, const std::string& value, std::string_view option) {
   const std::size_t comma = value.find(',');
   if (comma == std::string::npos || comma == 0 || value.find(':') != std::string::npos ||
       !std::isdigit(static_cast<unsigned char>(value[comma - 1])) ||
@@ -92,8 +95,8 @@ void check_decimal_comma(ValueKind kind, const std::string& value) {
   std::string with_point = value;
   with_point[comma] = '.';
   if (parses_as(kind, with_point))
-    throw UsageError(fmt::format("invalid {} '{}': use a decimal point ({})", kind_name(kind),
-                                 value, with_point));
+    throw UsageError(fmt::format("{}: invalid {} '{}': use a decimal point ({})", option,
+                                 kind_name(kind), value, with_point));
 }
 
 // The command line of exec for an acquire given a command: `words` from the one after "acquire",
@@ -105,6 +108,25 @@ std::string as_exec(const std::vector<char*>& words, std::size_t command_at) {
     line += fmt::format(" {}", words[i]);
   }
   return line;
+}
+
+// Whether `word` is an option ("--key", "-k", "--"), not a value that begins with a dash ("-" for
+// standard output, "-5").
+bool is_option(std::string_view word) {
+  if (word.size() < 2 || word[0] != '-') return false;
+  return word[1] == '-' || std::isalpha(static_cast<unsigned char>(word[1]));
+}
+
+// `--redis --key k`: an option written without its value, which would take the next option for
+// it (or leave it without one at the end).
+void check_value_given(const std::vector<char*>& arguments, std::size_t at) {
+  const std::optional<std::string_view> value = value_of_option(arguments[at]);
+  if (!value) return;
+  if (at + 1 >= arguments.size())
+    throw UsageError(fmt::format("{} needs {}", arguments[at], *value));
+  if (is_option(arguments[at + 1]))
+    throw UsageError(
+        fmt::format("{} needs {} before {}", arguments[at], *value, arguments[at + 1]));
 }
 
 }  // namespace
@@ -127,6 +149,7 @@ void check_typos(const std::vector<char*>& arguments) {
       throw UsageError(fmt::format("invalid option '{}': write --progress={}", word,
                                    std::string_view(word).substr(3)));
     const std::size_t equals = word.find('=');
+    if (equals == std::string::npos) check_value_given(arguments, i);
     const std::string option = word.substr(0, equals);
     const std::optional<ValueKind> kind = kind_of(option);
     if (!kind) {
@@ -139,7 +162,7 @@ void check_typos(const std::vector<char*>& arguments) {
     } else if (i + 1 < arguments.size()) {
       value = arguments[++i];
     }
-    check_decimal_comma(*kind, value);
+    check_decimal_comma(*kind, value, option);
     if (i + 1 >= arguments.size() || std::filesystem::exists(arguments[i + 1])) continue;
     const std::string next = arguments[i + 1];
     if (const auto meant = joined_value(*kind, value, next, option))

@@ -9,7 +9,8 @@ namespace ratelimit::cli {
 // saying what was meant:
 //   ratelimit --rate 5 kb          no file 'kb': did you mean --rate 5kB (or 5kbit)?
 //   acquire --timeout 2 s          stray word 's': did you mean --timeout 2s?
-//   ratelimit --rate 1,5M          invalid rate '1,5M': use a decimal point (1.5M)
+//   ratelimit --rate 1,5M          --rate: invalid rate '1,5M': use a decimal point (1.5M)
+//   acquire --redis --key k        --redis needs a URL before --key
 //   ratelimit -p=force             invalid option '-p=force': write --progress=force
 //   acquire --rate 2/s -- echo hi  acquire runs no command: did you mean 'ratelimit exec ...'?
 // A word that names an existing file is never second-guessed.

@@ -1,6 +1,7 @@
 #include "cli/units.hpp"
 
 #include <fmt/core.h>
+#include <fmt/ranges.h>
 
 #include <algorithm>
 #include <charconv>
@@ -8,6 +9,7 @@
 #include <cstdlib>
 #include <optional>
 #include <utility>
+#include <vector>
 
 #include "schedule/timetable_text.hpp"
 
@@ -138,25 +140,74 @@ Amount take_amount(std::string_view& rest, std::string_view kind, std::string_vi
   return amount;
 }
 
+// "Mon-08:00 1M 18:00 10M": a timetable whose times and rates are apart, which reads as no rate.
+// What was meant, with the commas; a sample entry if the words do not pair up.
+std::string timetable_hint(std::string_view text) {
+  std::vector<std::string_view> words;
+  constexpr std::string_view kSeparators = " \t;";
+  for (std::size_t at = 0; (at = text.find_first_not_of(kSeparators, at)) != text.npos;) {
+    const std::size_t end = std::min(text.find_first_of(kSeparators, at), text.size());
+    words.push_back(text.substr(at, end - at));
+    at = end;
+  }
+  std::string meant;
+  for (std::size_t i = 0; i + 1 < words.size(); i += 2) {
+    if (words[i].find(':') == std::string_view::npos) return {};
+    meant += fmt::format("{}{},{}", meant.empty() ? "" : " ", words[i], words[i + 1]);
+  }
+  if (words.size() % 2 != 0) return {};
+  return meant;
+}
+
+// An unknown unit right after the number: what was likely meant, e.g. "10m" as pv reads it (10M)
+// or as a period (10/m); empty if nothing is likely.
+std::string unit_hint(std::string_view text, std::string_view unit) {
+  const std::string_view number = text.substr(0, text.size() - unit.size());
+  std::vector<std::string> meant;
+  for (const Prefix& prefix : kPrefixes) {
+    if (unit.size() == 1 && prefix.symbol.size() == 1 &&
+        std::toupper(static_cast<unsigned char>(unit[0])) == prefix.symbol[0] &&
+        unit != prefix.symbol)
+      meant.push_back(fmt::format("{}{}", number, prefix.symbol));
+  }
+  if (std::any_of(std::begin(kTimeUnits), std::end(kTimeUnits),
+                  [unit](const TimeUnit& time) { return time.symbol == unit; }))
+    meant.push_back(fmt::format("{}/{}", number, unit));
+  if (meant.empty()) return {};
+  return fmt::format("did you mean {}?", fmt::join(meant, " or "));
+}
+
 }  // namespace
 
 Rate parse_rate(std::string_view text) {
   constexpr auto kind = "rate"sv;
+  if (text.find(':') != std::string_view::npos) {
+    const std::string meant = timetable_hint(text);
+    reject(kind, text,
+           meant.empty() ? "a timetable's entries are [DAY-]HH:MM,RATE, e.g. 'Mon-08:00,1M'"
+                         : fmt::format("a timetable's entries are [DAY-]HH:MM,RATE: did you mean "
+                                       "'{}'?",
+                                       meant));
+  }
   std::string_view rest = text;
   bool per_second = false;
   const Amount amount = take_amount(rest, kind, text, per_second);
   double period_seconds = 1.0;
+  double written_period = per_second ? 1.0 : 0.0;
   if (!per_second && rest.starts_with('/')) {
     rest.remove_prefix(1);
     period_seconds = duration_seconds(rest, true, kind, text);
+    written_period = period_seconds;
   } else if (!rest.empty()) {
-    reject(kind, text, fmt::format("unknown unit '{}' {}", rest, kKnownUnits));
+    const std::string meant = unit_hint(text, rest);
+    if (meant.empty()) reject(kind, text, fmt::format("unknown unit '{}' {}", rest, kKnownUnits));
+    reject(kind, text, fmt::format("unknown unit '{}': {}", rest, meant));
   }
   if (!(period_seconds > 0.0)) reject(kind, text, "the period must be longer than zero");
   const double per_second_value = amount.units / period_seconds;
   if (!(per_second_value > 0.0)) reject(kind, text, "must be more than zero");
   if (!std::isfinite(per_second_value)) reject(kind, text, "too large");
-  return Rate{per_second_value, amount.unit, amount.binary_prefix};
+  return Rate{per_second_value, amount.unit, amount.binary_prefix, written_period};
 }
 
 format::Notation notation_of(std::string_view rate_text, format::Counted counted) {
@@ -166,6 +217,7 @@ format::Notation notation_of(std::string_view rate_text, format::Counted counted
   const Rate rate = parse_rate(rate_text);
   notation.binary_prefix = rate.binary_prefix;
   notation.bits = rate.unit == DataUnit::bits;
+  notation.period_seconds = rate.period_seconds;
   return notation;
 }
 

@@ -22,7 +22,8 @@ enum class DataUnit { unspecified, bytes, bits };
 struct Rate {
   double units_per_second;  // bits already converted to bytes
   DataUnit unit;
-  bool binary_prefix = false;  // written with Ki, Mi, ...: shown back in powers of 1024
+  bool binary_prefix = false;   // written with Ki, Mi, ...: shown back in powers of 1024
+  double period_seconds = 0.0;  // the period written ("/15s", "/m", "ps"); 0: none
 };
 
 // How `rate_text` (a --rate: one rate or a timetable; empty: none) was written, to show rates and

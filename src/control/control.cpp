@@ -76,6 +76,7 @@ std::optional<format::Notation> notation_of_fields(std::string_view counted,
 }
 
 constexpr std::string_view kNoKey = "-";
+constexpr std::string_view kNoTimetable = "-";
 
 // The record's check: a status file is rewritten in place, so a read may meet a write half done.
 std::uint32_t fnv1a(std::string_view text) {
@@ -103,9 +104,10 @@ std::optional<std::string> key_of_hex(std::string_view hex) {
 
 std::string encode_status(const PipeStatus& status) {
   const std::string fields = fmt::format(
-      "{} {} {} {} {} {} {} {}", kStatusTag, counted_field(status.notation),
+      "{} {} {} {} {} {} {} {} {} {}", kStatusTag, counted_field(status.notation),
       status.notation.binary_prefix ? "iec" : "si", status.rate, status.units, status.bytes,
-      status.answered, status.key.empty() ? kNoKey : format::hex_bytes(status.key));
+      status.answered, status.key.empty() ? kNoKey : format::hex_bytes(status.key),
+      status.notation.period_seconds, status.timetable.empty() ? kNoTimetable : status.timetable);
   return fmt::format("{} {:08x}\n", fields, fnv1a(fields));
 }
 
@@ -126,8 +128,17 @@ std::optional<PipeStatus> decode_status(std::string_view record) {
     fields.push_back(record.substr(0, end));
     record.remove_prefix(end);
   }
-  if (!record.empty() || fields.size() != 7) return std::nullopt;
-  const std::optional<format::Notation> notation = notation_of_fields(fields[0], fields[1]);
+  // Seven fields from a pipe started before the period and the timetable were published.
+  if (!record.empty() || (fields.size() != 7 && fields.size() != 9)) return std::nullopt;
+  std::optional<format::Notation> notation = notation_of_fields(fields[0], fields[1]);
+  std::string timetable;
+  if (fields.size() == 9) {
+    const std::optional<double> period = whole_field<double>(fields[7]);
+    if (!notation || !period || !(*period >= 0.0) || fields[8].find(' ') != fields[8].npos)
+      return std::nullopt;
+    notation->period_seconds = *period;
+    if (fields[8] != kNoTimetable) timetable = fields[8];
+  }
   const std::optional<double> rate = whole_field<double>(fields[2]);
   const std::optional<std::uint64_t> units = whole_field<std::uint64_t>(fields[3]);
   const std::optional<std::uint64_t> bytes = whole_field<std::uint64_t>(fields[4]);
@@ -140,7 +151,8 @@ std::optional<PipeStatus> decode_status(std::string_view record) {
                     .units = *units,
                     .bytes = *bytes,
                     .answered = *answered,
-                    .key = std::move(*key)};
+                    .key = std::move(*key),
+                    .timetable = std::move(timetable)};
 }
 
 }  // namespace ratelimit::pipe

@@ -31,12 +31,16 @@ struct PipeStatus {
   // for a status that counts its own, whose rate is then the one in force.
   std::uint64_t answered = 0;
   std::string key{};  // the shared bucket; empty: none
+  // The timetable it follows, as schedule::timetable_text() writes it; empty: none.
+  std::string timetable{};
   friend bool operator==(const PipeStatus&, const PipeStatus&) = default;
 };
-// One line, e.g. "ratelimit-pipe 4 bits si 52428800 1000 1000 0 617069 5d1f2c3a\n" (counted as
-// bytes, bits or lines or records; SI or IEC prefixes; rate, units, bytes, answered; the key in
-// hex, "-" for none; the FNV-1a hash of what comes before it), and back; nullopt unless it is
-// exactly such a line (a torn or foreign file is not believed).
+// One line, e.g. "ratelimit-pipe 4 bits si 52428800 1000 1000 0 617069 1 - 5d1f2c3a\n" (counted
+// as bytes, bits or lines or records; SI or IEC prefixes; rate, units, bytes, answered; the key in
+// hex, "-" for none; the notation's period in seconds, 0 for none; the timetable, "-" for none;
+// the FNV-1a hash of what comes before it), and back; nullopt unless it is exactly such a line (a
+// torn or foreign file is not believed). A record without the period and the timetable (a pipe
+// of an earlier version) is read as having neither.
 std::string encode_status(const PipeStatus& status);
 std::optional<PipeStatus> decode_status(std::string_view record);
 

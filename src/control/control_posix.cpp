@@ -32,8 +32,9 @@ std::optional<backends::StateDirectory> control_directory(const std::string& pat
   }
 }
 
-// Longer than any line encode_status() makes (a key of 80 bytes is 160 in hex).
-constexpr std::size_t kMaxStatusBytes = 384;
+// Longer than any line encode_status() makes (a key of 80 bytes is 160 in hex, a timetable up to
+// kMaxTimetableBytes).
+constexpr std::size_t kMaxStatusBytes = 384 + backends::kMaxTimetableBytes;
 // How often a pipe's status is published while its rate stays the same, once asked for.
 constexpr std::chrono::seconds kStatusInterval{1};
 // The line `status` and `set` send to ask a pipe for its status. It is no rate and not counted as

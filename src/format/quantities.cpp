@@ -113,48 +113,84 @@ std::pair<std::string, std::string_view> three_digits(double value, bool binary_
   return {fmt::format("{:.{}f}", scaled, decimals), prefixes[prefix].symbol};
 }
 
-// "1.23 MB", "1.23k lines", with `period` after the unit.
+// "1.23 MB", "1.23k lines", "1 line", with `period` after the unit.
 std::string measured(double units, const Notation& notation, std::string_view period) {
   const auto [number, prefix] = three_digits(shown_units(units, notation), notation.binary_prefix);
   if (is_data(notation))
     return fmt::format("{} {}{}{}", number, prefix, data_symbol(notation), period);
-  return fmt::format("{}{} {}{}", number, prefix, counted_name(notation.counted), period);
+  const double count = number == "1" && prefix.empty() ? 1.0 : 0.0;
+  return fmt::format("{}{} {}{}", number, prefix, counted_name(notation.counted, count), period);
+}
+
+// "/s", "/m", "/h", "/d" for those periods, else in seconds: "/15s", "/0.5s".
+std::string period_symbol(double period_seconds) {
+  for (const Period& period : kPeriods) {
+    if (period.seconds == period_seconds) return std::string(period.symbol);
+  }
+  return fmt::format("/{:g}s", period_seconds);
+}
+
+// The period a rate is shown per: the notation's, or the natural one.
+double shown_period(double shown_per_second, const Notation& notation) {
+  if (notation.period_seconds > 0.0 && shown_per_second * notation.period_seconds >= 1.0)
+    return notation.period_seconds;
+  return natural_period(shown_per_second);
 }
 
 }  // namespace
 
-std::string_view counted_name(Counted counted) {
+std::string_view counted_name(Counted counted, double count) {
+  const bool one = count == 1.0;
   switch (counted) {
     case Counted::bytes:
-      return "bytes";
+      return one ? "byte" : "bytes";
     case Counted::lines:
-      return "lines";
+      return one ? "line" : "lines";
     case Counted::records:
-      return "records";
+      return one ? "record" : "records";
     case Counted::permits:
       break;
   }
-  return "permits";
+  return one ? "permit" : "permits";
+}
+
+double natural_period(double units_per_second) {
+  for (const Period& period : kPeriods) {
+    const double count = units_per_second * period.seconds;
+    if (count >= 1.0 && is_whole(count)) return period.seconds;
+  }
+  for (const Period& period : kPeriods) {
+    if (units_per_second * period.seconds >= 1.0) return period.seconds;
+  }
+  return kPeriods[std::size(kPeriods) - 1].seconds;
 }
 
 std::string written_rate(double units_per_second, const Notation& notation) {
   if (std::isinf(units_per_second)) return "off";
   const double per_second = shown_units(units_per_second, notation);
-  const std::string unit(is_data(notation) ? data_symbol(notation) : ""sv);
-  const auto written = [&](const Period& period) {
-    const double count = per_second * period.seconds;
-    std::string text = exact_count(count);
-    if (text.empty()) text = approximate_count(count);
-    return text + unit + std::string(period.symbol);
-  };
-  for (const Period& period : kPeriods) {
-    const double count = per_second * period.seconds;
-    if (count >= 1.0 && is_whole(count)) return written(period);
-  }
-  for (const Period& period : kPeriods) {
-    if (per_second * period.seconds >= 1.0) return written(period);
-  }
-  return written(kPeriods[std::size(kPeriods) - 1]);
+  const double period = shown_period(per_second, notation);
+  const double count = per_second * period;
+  std::string text = exact_count(count);
+  if (text.empty()) text = approximate_count(count);
+  return text + std::string(is_data(notation) ? data_symbol(notation) : ""sv) +
+         period_symbol(period);
+}
+
+std::string rate_with_unit(double units_per_second, const Notation& notation) {
+  std::string text = written_rate(units_per_second, notation);
+  const std::size_t slash = text.find('/');
+  if (is_data(notation) || slash == std::string::npos) return text;
+  const std::string_view count = std::string_view(text).substr(0, slash);
+  text.insert(slash, fmt::format(" {}", counted_name(notation.counted, count == "1" ? 1.0 : 0.0)));
+  return text;
+}
+
+std::string written_burst(double burst_seconds, double units_per_second, const Notation& notation) {
+  const double units = shown_units(burst_seconds * units_per_second, notation);
+  if (!notation.burst_in_units || !std::isfinite(units)) return fmt::format("{:g}s", burst_seconds);
+  std::string text = units == 0.0 ? "0" : exact_count(units);
+  if (text.empty()) text = approximate_count(units);
+  return text + std::string(is_data(notation) ? data_symbol(notation) : ""sv);
 }
 
 std::string measured_amount(double units, const Notation& notation) {
@@ -163,6 +199,9 @@ std::string measured_amount(double units, const Notation& notation) {
 
 std::string measured_rate(double units_per_second, const Notation& notation) {
   if (std::isinf(units_per_second)) return "off";
+  if (notation.period_seconds > 0.0)
+    return measured(units_per_second * notation.period_seconds, notation,
+                    period_symbol(notation.period_seconds));
   const double shown = shown_units(units_per_second, notation);
   for (const Period& period : kPeriods) {
     if (shown == 0.0 || shown * period.seconds >= 1.0 || &period == std::end(kPeriods) - 1)

@@ -19,23 +19,41 @@ struct Notation {
   // whichever prefix writes it shortest.
   bool binary_prefix = false;
   bool bits = false;  // bytes shown as bits (bytes only)
+  // The period the rate was written per, in seconds ("/m": 60, "/15s": 15, "Mbps": 1), which every
+  // rate is then shown per; 0: none written, each rate is shown per the shortest period in which
+  // it counts a whole unit.
+  double period_seconds = 0.0;
+  // A burst was written as an amount ("5", "64k"), not as a time ("2s"), and is shown so.
+  bool burst_in_units = false;
   friend bool operator==(const Notation&, const Notation&) = default;
 };
 
-// "bytes", "lines", "records" or "permits".
-std::string_view counted_name(Counted counted);
+// "bytes", "lines", "records" or "permits"; "line" and the like for a count of one.
+std::string_view counted_name(Counted counted, double count = 0.0);
+
+// The period a rate is shown per when none was written: the shortest of a second, a minute, an
+// hour and a day in which it counts a whole unit (a day at the slowest), in seconds.
+double natural_period(double units_per_second);
 
 // A rate as it is written to --rate, and read back by it as the same rate: "2/s", "5k/s",
-// "50kB/s", "10MiB/s", "8Mbit/s", "100/m", "1/h", "1e300/s"; "off" for no limit (infinity). The
-// period is the shortest that makes the count whole, the prefix the one that writes it shortest;
-// a count no prefix writes exactly has four significant digits ("8.571/m").
+// "50kB/s", "10MiB/s", "8Mbit/s", "100/m", "1/h", "1/10s", "1e300/s"; "off" for no limit
+// (infinity). The period is the notation's when it counts at least one unit in it, else the
+// shortest that makes the count whole; the prefix the one that writes it shortest; a count no
+// prefix writes exactly has four significant digits ("8.571/m").
 std::string written_rate(double units_per_second, const Notation& notation = {});
+// The same with what is counted when that is not bytes: "100 lines/s", "1 record/h", "5MB/s".
+std::string rate_with_unit(double units_per_second, const Notation& notation);
+
+// A bucket's burst as it was written: as an amount at `units_per_second` ("5", "64kB") when the
+// notation says so, else as a time ("1.5s").
+std::string written_burst(double burst_seconds, double units_per_second, const Notation& notation);
 
 // A measured amount to three significant digits: "1.23 MB", "8.04 Mbit", "20 lines",
 // "1.23k lines", "0 B"; beyond the largest prefix "1.00e15 B".
 std::string measured_amount(double units, const Notation& notation);
-// A measured rate the same way, per second, or below one unit a second per minute, hour or day
-// ("1.23 MB/s", "30 lines/m", "1.50 B/h"); "off" for infinity.
+// A measured rate the same way, per the notation's period ("1.23 MB/s", "4.00 lines/10s"), or
+// without one per second, or below one unit a second per minute, hour or day ("30 lines/m",
+// "1.50 B/h"); "off" for infinity.
 std::string measured_rate(double units_per_second, const Notation& notation);
 
 // A count of permits kept in a bucket: two decimals ("0.50", "12345.00"), in exponent notation

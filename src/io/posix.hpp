@@ -4,10 +4,12 @@
 // another *_posix.cpp file, so EINTR and errno handling live in one place.
 
 #include <poll.h>
+#include <time.h>
 
 #include <cerrno>
 #include <chrono>
 #include <csignal>
+#include <cstddef>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -68,12 +70,19 @@ std::optional<int> terminal_width(int fd);
 // ratelimit::system_clock()).
 std::chrono::nanoseconds monotonic_now();
 
-// While alive, SIGINT, SIGTERM and SIGHUP are blocked and their handlers only record the signal;
+// The time left until `deadline` (monotonic_now() timeline) as ppoll takes it, written into
+// `storage`: no time left is zero, and nanoseconds::max() is nullptr (no end).
+timespec* time_left_for_ppoll(std::chrono::nanoseconds deadline, timespec& storage);
+
+// While alive, SIGINT, SIGTERM, SIGHUP and SIGQUIT are blocked and their handlers only record the
+// signal (SIGQUIT too: its core dump would lose what was read and not yet written);
 // they are let through only inside wait_until() and write_unless_stopped(), so every interruption
 // arrives at a known place.
 // Those that were ignored stay ignored. The destructor restores the previous handlers and mask.
 class SignalGuard {
  public:
+  static constexpr std::size_t kStopSignalCount = 4;
+
   SignalGuard();
   ~SignalGuard();
   SignalGuard(const SignalGuard&) = delete;
@@ -100,7 +109,7 @@ class SignalGuard {
   sigset_t waiting_mask() const;
 
   sigset_t previous_mask_;
-  struct sigaction previous_actions_[3];
+  struct sigaction previous_actions_[kStopSignalCount];
 };
 
 }  // namespace ratelimit::io

@@ -12,7 +12,8 @@
 namespace ratelimit::io {
 namespace {
 
-constexpr int kStopSignals[] = {SIGINT, SIGTERM, SIGHUP};
+constexpr int kStopSignals[] = {SIGINT, SIGTERM, SIGHUP, SIGQUIT};
+static_assert(std::size(kStopSignals) == SignalGuard::kStopSignalCount);
 
 // Written only by the handler, which the other stop signals cannot interrupt; async-signal-safe
 // by construction.
@@ -85,6 +86,14 @@ std::optional<int> terminal_width(int fd) {
   return size.ws_col;
 }
 
+timespec* time_left_for_ppoll(std::chrono::nanoseconds deadline, timespec& storage) {
+  if (deadline == std::chrono::nanoseconds::max()) return nullptr;
+  const auto remaining = std::max(deadline - monotonic_now(), std::chrono::nanoseconds::zero());
+  storage.tv_sec = static_cast<time_t>(remaining.count() / 1'000'000'000);
+  storage.tv_nsec = static_cast<long>(remaining.count() % 1'000'000'000);
+  return &storage;
+}
+
 std::chrono::nanoseconds monotonic_now() {
   timespec now{};
   ::clock_gettime(CLOCK_MONOTONIC, &now);
@@ -127,14 +136,7 @@ int SignalGuard::wait_until(std::chrono::nanoseconds deadline, pollfd* fds, nfds
   const sigset_t wait_mask = waiting_mask();
   while (this->count() == seen) {
     timespec timeout{};
-    timespec* timeout_pointer = nullptr;
-    if (deadline != std::chrono::nanoseconds::max()) {
-      const auto remaining = std::max(deadline - monotonic_now(), std::chrono::nanoseconds::zero());
-      timeout.tv_sec = static_cast<time_t>(remaining.count() / 1'000'000'000);
-      timeout.tv_nsec = static_cast<long>(remaining.count() % 1'000'000'000);
-      timeout_pointer = &timeout;
-    }
-    const int ready = ::ppoll(fds, count, timeout_pointer, &wait_mask);
+    const int ready = ::ppoll(fds, count, time_left_for_ppoll(deadline, timeout), &wait_mask);
     if (ready >= 0) return ready;
     if (errno != EINTR) throw_errno("poll");
   }

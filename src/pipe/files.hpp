@@ -29,6 +29,10 @@ class FileIo final : public Io {
 
   // The sum of the inputs' sizes when every input is a regular file.
   std::optional<std::uint64_t> total_bytes() const { return total_bytes_; }
+  // The records ended by `delimiter` that the inputs hold (a last one without its delimiter
+  // counts), read ahead without moving their offsets; none unless every input is a regular file
+  // of at most `most_bytes` in all, or if one cannot be read.
+  std::optional<std::uint64_t> count_records(char delimiter, std::uint64_t most_bytes) const;
   // Grows the pipes at either end toward `wanted_bytes`, as far as the system allows (fewer
   // system calls at high rates), and returns what one write can move without blocking: the
   // output pipe's capacity, or 64 KiB when the output is no pipe.
@@ -57,8 +61,16 @@ class FileIo final : public Io {
     // What the input will still give, when known: the rest of a regular file, and what a pipe
     // holds once its last writer has closed.
     std::optional<std::size_t> bytes_left;
-    bool takes_back;             // a file or a block device: its offset moves back
-    std::size_t bytes_read = 0;  // by read(), since the input was opened
+    // A file or a block device: read at explicit offsets (pread). Standard input's offset, which
+    // the caller shares, follows what was written, moved before each wait (one system call per
+    // chunk, not per write): whatever ends the run, even SIGKILL, the next reader starts after
+    // the last chunk out, not after what was read ahead; what was read and not written is given
+    // back by not moving it. A file this process opened shares its offset with no one.
+    bool takes_back;
+    bool shares_offset;
+    off_t read_offset = 0;      // where the next pread starts
+    std::size_t unwritten = 0;  // read and neither written nor given back yet
+    std::size_t unsynced = 0;   // written, and the offset not yet moved past it
   };
   // How a write reaches the output without blocking while the stop signals are held back.
   enum class OutputWrite {
@@ -73,8 +85,13 @@ class FileIo final : public Io {
   bool at_end() const { return current_ == inputs_.size(); }
   static void note_writers_gone(Input& input);
   static void note_moved(Input& input, std::size_t bytes);
-  // Closes the input that ended; true when none is left.
+  // Moves on from the input that ended (closed once what was read of it is written); true when
+  // none is left.
   bool next_input();
+  // `bytes` were written: the offsets of the inputs they came from are to move past them.
+  void note_written(std::size_t bytes);
+  // Moves those offsets, and closes the inputs that ended and are written whole.
+  void sync_offsets();
   // Waits until the output accepts data (true) or a stop signal newer than `seen` (a count of
   // them) arrives (false).
   bool wait_for_output(int seen);
@@ -83,6 +100,7 @@ class FileIo final : public Io {
 
   std::vector<Input> inputs_;
   std::size_t current_ = 0;
+  std::size_t first_pending_ = 0;  // the first input that may have bytes unwritten or unsynced
   std::string output_name_;
   io::FileDescriptor output_;
   bool output_is_pipe_;

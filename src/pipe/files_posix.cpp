@@ -10,6 +10,7 @@
 #include <cerrno>
 #include <limits>
 #include <utility>
+#include <vector>
 
 #include "errors.hpp"
 #include "pipe/files.hpp"
@@ -43,6 +44,31 @@ struct stat status_of(int fd, const std::string& name) {
 
 }  // namespace
 
+std::optional<std::uint64_t> FileIo::count_records(char delimiter, std::uint64_t most_bytes) const {
+  if (!total_bytes_ || *total_bytes_ > most_bytes) return std::nullopt;
+  std::vector<char> buffer(std::size_t{1} << 16);
+  std::uint64_t records = 0;
+  char last = delimiter;
+  for (const Input& input : inputs_) {
+    off_t offset = ::lseek(input.fd.get(), 0, SEEK_CUR);
+    std::size_t left = input.bytes_left.value_or(0);
+    if (offset < 0) return std::nullopt;
+    while (left > 0) {
+      const ssize_t got = io::retry_on_eintr([&] {
+        return ::pread(input.fd.get(), buffer.data(), std::min(buffer.size(), left), offset);
+      });
+      if (got <= 0) return std::nullopt;
+      const auto bytes = static_cast<std::size_t>(got);
+      records +=
+          static_cast<std::uint64_t>(std::count(buffer.data(), buffer.data() + bytes, delimiter));
+      last = buffer[bytes - 1];
+      offset += got;
+      left -= bytes;
+    }
+  }
+  return last == delimiter ? records : records + 1;
+}
+
 FileIo::FileIo(const std::vector<std::string>& inputs, const std::string& output,
                ControlChannel* control)
     : control_(control) {
@@ -63,14 +89,20 @@ FileIo::FileIo(const std::vector<std::string>& inputs, const std::string& output
     }
     all_regular = all_regular && S_ISREG(status.st_mode);
     std::optional<std::size_t> bytes_left;
+    const bool takes_back = S_ISREG(status.st_mode) || S_ISBLK(status.st_mode);
+    const off_t position = takes_back ? std::max<off_t>(::lseek(fd.get(), 0, SEEK_CUR), 0) : 0;
     if (S_ISREG(status.st_mode)) {
       regular_inputs.emplace_back(status.st_dev, status.st_ino);
-      const off_t position = std::max<off_t>(::lseek(fd.get(), 0, SEEK_CUR), 0);
       bytes_left = static_cast<std::size_t>(std::max<off_t>(status.st_size - position, 0));
       regular_bytes += *bytes_left;
     }
-    inputs_.push_back(Input{shown, std::move(fd), S_ISFIFO(status.st_mode), bytes_left,
-                            S_ISREG(status.st_mode) || S_ISBLK(status.st_mode)});
+    inputs_.push_back(Input{.name = shown,
+                            .fd = std::move(fd),
+                            .is_pipe = S_ISFIFO(status.st_mode),
+                            .bytes_left = bytes_left,
+                            .takes_back = takes_back,
+                            .shares_offset = takes_back && standard,
+                            .read_offset = position});
   }
   if (all_regular) total_bytes_ = regular_bytes;
 
@@ -119,7 +151,10 @@ FileIo::FileIo(const std::vector<std::string>& inputs, const std::string& output
   waiter_.emplace(*signals_);
 }
 
-FileIo::~FileIo() { ::sigaction(SIGPIPE, &previous_sigpipe_, nullptr); }
+FileIo::~FileIo() {
+  sync_offsets();
+  ::sigaction(SIGPIPE, &previous_sigpipe_, nullptr);
+}
 
 std::size_t FileIo::fit_pipes_to(std::size_t wanted_bytes) {
   const auto grow = [wanted_bytes](int fd) {
@@ -139,6 +174,7 @@ std::size_t FileIo::fit_pipes_to(std::size_t wanted_bytes) {
 std::chrono::nanoseconds FileIo::now() { return io::monotonic_now(); }
 
 Wake FileIo::wait(std::chrono::nanoseconds deadline, WaitFor what) {
+  sync_offsets();
   pollfd fds[2];
   nfds_t count = 0;
   const bool for_input = what == WaitFor::input;
@@ -183,9 +219,33 @@ void FileIo::note_moved(Input& input, std::size_t bytes) {
 bool FileIo::input_exhausted() const { return at_end() || inputs_[current_].bytes_left == 0; }
 
 bool FileIo::next_input() {
-  inputs_[current_].fd.reset();
+  // Its offset still has to follow the bytes of it that are yet to go out.
+  Input& input = inputs_[current_];
+  if (input.unwritten == 0 && input.unsynced == 0) input.fd.reset();
   ++current_;
   return at_end();
+}
+
+void FileIo::note_written(std::size_t bytes) {
+  for (std::size_t i = first_pending_; bytes > 0 && i <= current_ && i < inputs_.size(); ++i) {
+    Input& input = inputs_[i];
+    const std::size_t taken = std::min(bytes, input.unwritten);
+    input.unwritten -= taken;
+    input.unsynced += taken;
+    bytes -= taken;
+  }
+}
+
+void FileIo::sync_offsets() {
+  for (; first_pending_ <= current_ && first_pending_ < inputs_.size(); ++first_pending_) {
+    Input& input = inputs_[first_pending_];
+    // Relative: the offset is where the last move left it.
+    if (input.unsynced > 0 && input.shares_offset)
+      ::lseek(input.fd.get(), static_cast<off_t>(input.unsynced), SEEK_CUR);
+    input.unsynced = 0;
+    if (first_pending_ == current_ || input.unwritten > 0) break;
+    input.fd.reset();
+  }
 }
 
 bool FileIo::input_ready_now() {
@@ -197,13 +257,17 @@ bool FileIo::input_ready_now() {
 Moved FileIo::read(std::span<char> buffer) {
   if (at_end()) return Moved{0, true, false};
   Input& input = inputs_[current_];
-  const ssize_t got =
-      io::retry_on_eintr([&] { return ::read(input.fd.get(), buffer.data(), buffer.size()); });
+  const ssize_t got = io::retry_on_eintr([&] {
+    return input.takes_back
+               ? ::pread(input.fd.get(), buffer.data(), buffer.size(), input.read_offset)
+               : ::read(input.fd.get(), buffer.data(), buffer.size());
+  });
   if (got < 0 && would_block()) return Moved{0, false, false};
   if (got < 0) io::throw_errno("read " + input.name);
   if (got == 0) return Moved{0, next_input(), false};
   note_moved(input, static_cast<std::size_t>(got));
-  input.bytes_read += static_cast<std::size_t>(got);
+  input.read_offset += got;
+  input.unwritten += static_cast<std::size_t>(got);
   return Moved{static_cast<std::size_t>(got), false, false};
 }
 
@@ -214,9 +278,10 @@ bool FileIo::unread(std::size_t bytes) {
   // the next command reading it starts there.
   if (!input_takes_back()) return false;
   Input& input = inputs_[current_];
-  if (bytes > input.bytes_read || ::lseek(input.fd.get(), -static_cast<off_t>(bytes), SEEK_CUR) < 0)
-    return false;
-  input.bytes_read -= bytes;
+  // Bytes of an earlier input as well: those can only go out.
+  if (bytes > input.unwritten) return false;
+  input.read_offset -= static_cast<off_t>(bytes);
+  input.unwritten -= bytes;
   if (input.bytes_left) *input.bytes_left += bytes;
   return true;
 }
@@ -228,7 +293,10 @@ std::optional<std::size_t> FileIo::write(std::span<const char> data) {
   while (true) {
     if (signals_->count() != seen) return 0;
     const ssize_t written = write_once(data, seen);
-    if (written >= 0) return static_cast<std::size_t>(written);
+    if (written >= 0) {
+      note_written(static_cast<std::size_t>(written));
+      return static_cast<std::size_t>(written);
+    }
     if (errno == EINTR) continue;
     if (errno == EPIPE) return std::nullopt;
     if (!would_block()) io::throw_errno("write " + output_name_);
@@ -287,6 +355,7 @@ std::optional<NewRate> FileIo::take_new_rate() {
 int FileIo::stop_signal() const { return signals_->received(); }
 
 bool FileIo::wait_for_output(int seen) {
+  sync_offsets();
   pollfd output{output_.get(), POLLOUT, 0};
   return signals_->wait_until(std::chrono::nanoseconds::max(), &output, 1, seen) > 0;
 }

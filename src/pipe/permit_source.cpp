@@ -51,11 +51,11 @@ void LocalPermitSource::restart(nanoseconds now) {
 }
 
 void LocalPermitSource::set_rate(double units_per_second, nanoseconds now) {
-  backends::change_rate(bucket_.rate(), units_per_second, now);
+  backends::set_rate_by_hand(bucket_.rate(), units_per_second, now);
 }
 
 void LocalPermitSource::enter_entry(double units_per_second, std::int64_t, nanoseconds now) {
-  set_rate(units_per_second, now);
+  backends::change_rate(bucket_.rate(), units_per_second, now);
 }
 
 void LocalPermitSource::set_timetable(const Timetable&, double units_per_second, std::int64_t,
@@ -179,9 +179,16 @@ void SharedPermitSource::finish() {
   }
 }
 
-void SharedPermitSource::set_rate(double units_per_second, nanoseconds) {
+void SharedPermitSource::set_rate(double units_per_second, nanoseconds now) {
+  // The turns this pipe holds were booked at the old rate: converted as the key's.
+  const double old_rate = request_.params.permits_per_second;
+  const auto converted = [&](nanoseconds due) {
+    return due > now ? now + backends::converted_turn(due - now, old_rate, units_per_second) : due;
+  };
+  credit_due_ = converted(credit_due_);
+  ahead_due_ = converted(ahead_due_);
   request_.params.permits_per_second = units_per_second;
-  backend_.set_rate(request_.key, units_per_second, request_.schedule);
+  backends::set_key_rate_by_hand(backend_, request_.key, units_per_second, request_.schedule);
 }
 
 void SharedPermitSource::enter_entry(double units_per_second, std::int64_t entry_until,

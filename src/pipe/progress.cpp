@@ -3,6 +3,7 @@
 #include <fmt/core.h>
 
 #include <algorithm>
+#include <cmath>
 
 #include "format/json.hpp"
 
@@ -56,8 +57,29 @@ std::string clock_time(nanoseconds duration) {
 }
 
 ProgressMeter::ProgressMeter(const format::Notation& notation,
-                             std::optional<std::uint64_t> total_bytes)
-    : notation_(notation), total_bytes_(total_bytes) {}
+                             std::optional<std::uint64_t> total_units)
+    : notation_(notation), total_units_(total_units) {}
+
+namespace {
+
+// A part of the progress line, left out when the line is too narrow for it.
+struct Field {
+  std::string text;
+  bool shown = true;
+  std::size_t length() const { return shown ? text.size() : 0; }
+};
+
+// Time left for `remaining` units at the measured average, or at the rate in force while the
+// average is above it: the first chunk is free (Guava), so early on the average runs ahead of
+// what the rate lets through, and at a slow rate it would promise an end hours too soon.
+std::string eta_text(double remaining, const Totals& totals) {
+  double speed = average_rate(totals);
+  if (std::isfinite(totals.rate) && (speed <= 0.0 || speed > totals.rate)) speed = totals.rate;
+  if (!(speed > 0.0)) return {};
+  return " ETA " + clock_time(saturating_nanoseconds(remaining / speed));
+}
+
+}  // namespace
 
 std::string ProgressMeter::line(const Totals& totals, int width) {
   last_second_.push_back({totals.now, totals.units});
@@ -68,55 +90,61 @@ std::string ProgressMeter::line(const Totals& totals, int width) {
   const double current = window > 0.0 ? static_cast<double>(totals.units - oldest.units) / window
                                       : average_rate(totals);
 
-  const std::string done_so_far =
-      format::measured_amount(static_cast<double>(totals.units), notation_);
-  const std::string elapsed_text = fmt::format(" {}", clock_time(totals.now - totals.started));
-  const std::string current_text = fmt::format(" [{}{}]", format::measured_rate(current, notation_),
-                                               totals.held_by_quota ? ", held by a quota" : "");
-  const std::string average_text =
-      fmt::format(" [avg {}]", format::measured_rate(average_rate(totals), notation_));
-  std::string percent_text;
-  std::string eta_text;
+  // Every rate of the line per one period: the user's, else the one that suits the rate in force.
+  format::Notation shown = notation_;
+  if (shown.period_seconds == 0.0) shown.period_seconds = format::natural_period(totals.rate);
+  Field amount{format::measured_amount(static_cast<double>(totals.units), shown)};
+  Field elapsed{fmt::format(" {}", clock_time(totals.now - totals.started))};
+  Field current_rate{fmt::format(" [{}{}]", format::measured_rate(current, shown),
+                                 totals.held_by_quota ? ", held by a quota" : "")};
+  Field average{fmt::format(" [avg {}]", format::measured_rate(average_rate(totals), shown))};
+  Field percent;
+  Field eta;
   double done = 0.0;
-  const bool known_total = total_bytes_ && *total_bytes_ > 0;
+  const bool known_total = total_units_ && *total_units_ > 0;
   if (known_total) {
-    done = std::min(1.0, static_cast<double>(totals.bytes) / static_cast<double>(*total_bytes_));
-    percent_text = fmt::format(" {:3.0f}%", done * 100.0);
-    const double elapsed = seconds(totals.now - totals.started);
-    if (done > 0.0 && done < 1.0 && elapsed > 0.0) {
-      eta_text = " ETA " + clock_time(saturating_nanoseconds(elapsed * (1.0 - done) / done));
-    }
+    const double total = static_cast<double>(*total_units_);
+    done = std::min(1.0, static_cast<double>(totals.units) / total);
+    percent.text = fmt::format(" {:3.0f}%", done * 100.0);
+    if (done < 1.0) eta.text = eta_text(total - static_cast<double>(totals.units), totals);
   }
 
-  // The parts that may be left out, least useful first.
-  const int room = std::max(width - 1, 0);
-  bool show_average = true;
-  bool show_eta = true;
-  bool show_elapsed = true;
-  const auto fixed_length = [&] {
-    return done_so_far.size() + (show_elapsed ? elapsed_text.size() : 0) + current_text.size() +
-           (show_average ? average_text.size() : 0) + percent_text.size() +
-           (show_eta ? eta_text.size() : 0);
+  // Room for the echo of a Ctrl-C ("^C") after the line, and the last column left free: a line
+  // that reaches it wraps on many terminals, and each redraw then leaves a line behind.
+  const int room = std::max(width - 3, 0);
+  const auto length = [&] {
+    return static_cast<int>(amount.length() + elapsed.length() + current_rate.length() +
+                            average.length() + percent.length() + eta.length());
   };
   // " [" + bar + "]"
-  const auto bar_room = [&] { return room - static_cast<int>(fixed_length()) - 3; };
-  for (bool* part : {&show_average, &show_eta, &show_elapsed}) {
-    if (known_total ? bar_room() >= kMinBarWidth : static_cast<int>(fixed_length()) <= room) break;
-    *part = false;
+  const auto bar_room = [&] { return room - length() - 3; };
+  // Whole parts are left out, least useful first: the bar shrinks first, then the average, the
+  // ETA and the elapsed time go, then the bar, the current rate and the percentage.
+  bool bar = known_total;
+  for (Field* part : {&average, &eta, &elapsed}) {
+    if (bar ? bar_room() >= kMinBarWidth : length() <= room) break;
+    part->shown = false;
   }
+  bar = bar && bar_room() >= kMinBarWidth;
+  for (Field* part : {&current_rate, &percent}) {
+    if (length() <= room) break;
+    part->shown = false;
+  }
+  if (length() > room) return {};
 
-  std::string line = done_so_far + (show_elapsed ? elapsed_text : "") + current_text +
-                     (show_average ? average_text : "");
-  if (known_total) {
-    const int bar_width = std::min(kMaxBarWidth, bar_room());
-    if (bar_width >= kMinBarWidth) {
-      const int filled = static_cast<int>(done * bar_width);
-      line += fmt::format(" [{:=<{}}{:<{}}]", "", filled, filled < bar_width ? ">" : "",
-                          bar_width - filled);
-    }
-    line += percent_text + (show_eta ? eta_text : "");
+  std::string line = amount.text;
+  for (const Field* part : {&elapsed, &current_rate, &average}) {
+    if (part->shown) line += part->text;
   }
-  if (static_cast<int>(line.size()) > room) line.resize(static_cast<std::size_t>(room));
+  if (bar) {
+    const int bar_width = std::min(kMaxBarWidth, bar_room());
+    const int filled = static_cast<int>(done * bar_width);
+    line += fmt::format(" [{:=<{}}{:<{}}]", "", filled, filled < bar_width ? ">" : "",
+                        bar_width - filled);
+  }
+  for (const Field* part : {&percent, &eta}) {
+    if (part->shown) line += part->text;
+  }
   return line;
 }
 
@@ -129,12 +157,12 @@ bool average_above_rate(const Totals& totals) { return average_rate(totals) > to
 
 std::string summary_text(const Result& result, const format::Notation& notation) {
   const Totals& totals = result.totals;
-  std::string line =
-      fmt::format("ratelimit: {} {} in {:.3f} s, {} (rate {}{})", totals.units,
-                  format::counted_name(notation.counted), seconds(totals.now - totals.started),
-                  format::measured_rate(average_rate(totals), notation),
-                  format::written_rate(totals.rate, notation),
-                  average_above_rate(totals) ? "; the first chunk is free" : "");
+  std::string line = fmt::format(
+      "ratelimit: {} {} in {:.3f} s, {} (rate {}{})", totals.units,
+      format::counted_name(notation.counted, static_cast<double>(totals.units)),
+      seconds(totals.now - totals.started), format::measured_rate(average_rate(totals), notation),
+      format::written_rate(totals.rate, notation),
+      average_above_rate(totals) ? "; the first chunk is free" : "");
   if (notation.counted != format::Counted::bytes) line += fmt::format(", {} bytes", totals.bytes);
   return line;
 }

@@ -17,15 +17,16 @@ format::Counted counted(const Unit& unit);
 std::string clock_time(std::chrono::nanoseconds duration);
 
 // The pv-like progress line: amount so far, elapsed time, current rate (over the last second),
-// average rate, and with a known total size a bar, the percentage and the ETA. It fits in
-// `width` columns less one (a line that reaches the last column wraps on many terminals, and
-// each redraw then leaves a line behind): the bar shrinks first, then the average rate, the ETA
-// and the elapsed time are left out.
+// average rate, and with a known total (bytes, or the records counted ahead) a bar, the
+// percentage and the ETA; every rate per the same period. It fits in `width` columns less three
+// (room for a "^C" echoed after it, and the last column free): the bar shrinks first, then whole
+// parts are left out, never cut.
 class ProgressMeter {
  public:
-  // Amounts in `notation`: the prefixes and data unit the user wrote the rate in (--rate 10MiB/s
-  // shows MiB/s, --rate 8Mbit/s Mbit/s).
-  ProgressMeter(const format::Notation& notation, std::optional<std::uint64_t> total_bytes);
+  // Amounts in `notation`: the prefixes, data unit and period the user wrote the rate in (--rate
+  // 10MiB/s shows MiB/s, --rate 8Mbit/s Mbit/s, --rate 30/m lines/m). `total_units`: what the
+  // input holds in the units counted, if known.
+  ProgressMeter(const format::Notation& notation, std::optional<std::uint64_t> total_units);
   std::string line(const Totals& totals, int width = 80);
 
  private:
@@ -34,7 +35,7 @@ class ProgressMeter {
     std::uint64_t units;
   };
   format::Notation notation_;
-  std::optional<std::uint64_t> total_bytes_;
+  std::optional<std::uint64_t> total_units_;
   std::deque<Sample> last_second_;
 };
 

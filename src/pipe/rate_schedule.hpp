@@ -4,6 +4,7 @@
 #include <cstdint>
 #include <functional>
 #include <optional>
+#include <string>
 
 #include "ratelimit/timetable.hpp"
 
@@ -42,9 +43,12 @@ class TimetableSchedule final : public RateSchedule {
 
   RatePeriod at(std::chrono::nanoseconds now) override;
   void follow(std::optional<Timetable> timetable) override;
+  // The timetable followed, as schedule::timetable_text() writes it; empty: none.
+  const std::string& timetable_text() const { return timetable_text_; }
 
  private:
   std::optional<Timetable> timetable_;
+  std::string timetable_text_;
   const TimeZone& zone_;
   WallClock wall_clock_;
   RatePeriod period_;

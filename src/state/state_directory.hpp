@@ -1,5 +1,7 @@
 #pragma once
 
+#include <sys/types.h>
+
 #include <optional>
 #include <stdexcept>
 #include <string>
@@ -119,11 +121,25 @@ auto unavailable_on_failure(const StateDirectory& directory, Operation operation
   }
 }
 
+// The places of this user's own that no other user can take first, for the state directory when
+// the environment names none: empty where there is none.
+struct PrivatePlaces {
+  unsigned uid = 0;
+  std::string runtime_dir;  // /run/user/UID, when it is a directory of the user's
+  std::string state_home;   // $XDG_STATE_HOME, else ~/.local/state when the home is the user's
+};
+// What this user has of them (a stat or two).
+PrivatePlaces find_private_places(uid_t uid);
+
 // The state directory: `option` (--state-dir) if given, else $RATELIMIT_STATE_DIR, else
-// $XDG_RUNTIME_DIR/ratelimit, else /tmp/ratelimit-UID. Unset or empty variables are passed as "".
+// $XDG_RUNTIME_DIR/ratelimit, else /run/user/UID/ratelimit, else $XDG_STATE_HOME/ratelimit (or
+// ~/.local/state/ratelimit), else /tmp/ratelimit-UID, which another user can take first (a
+// directory or a link there is then refused, exit 77): only for a user without a home of their
+// own. Unset or empty variables are passed as "".
 std::string choose_state_dir(std::string_view option, std::string_view ratelimit_state_dir,
-                             std::string_view xdg_runtime_dir, unsigned uid);
-// The state directory of this user: choose_state_dir() with the environment and effective uid.
+                             std::string_view xdg_runtime_dir, const PrivatePlaces& places);
+// The state directory of this user: choose_state_dir() with the environment and effective uid;
+// the missing parents of a state directory under the home are made (0700).
 std::string state_dir_from_environment(std::string_view option);
 
 // This boot's id (/proc/sys/kernel/random/boot_id); empty if the kernel does not tell.

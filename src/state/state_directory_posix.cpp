@@ -268,16 +268,62 @@ bool StateDirectory::remove(const std::string& name) const {
 }
 
 std::string choose_state_dir(std::string_view option, std::string_view ratelimit_state_dir,
-                             std::string_view xdg_runtime_dir, unsigned uid) {
+                             std::string_view xdg_runtime_dir, const PrivatePlaces& places) {
   if (!option.empty()) return std::string(option);
   if (!ratelimit_state_dir.empty()) return std::string(ratelimit_state_dir);
   if (!xdg_runtime_dir.empty()) return std::string(xdg_runtime_dir) + "/ratelimit";
-  return "/tmp/ratelimit-" + std::to_string(uid);
+  if (!places.runtime_dir.empty()) return places.runtime_dir + "/ratelimit";
+  if (!places.state_home.empty()) return places.state_home + "/ratelimit";
+  return "/tmp/ratelimit-" + std::to_string(places.uid);
+}
+
+namespace {
+
+// A directory of this user's own that no one else can replace (its parent decides that, and
+// /run/user and the homes are the system's): an existing directory owned by `uid`.
+bool is_own_directory(const std::string& path, uid_t uid) {
+  struct stat status {};
+  return !path.empty() && path.front() == '/' && ::stat(path.c_str(), &status) == 0 &&
+         S_ISDIR(status.st_mode) && status.st_uid == uid;
+}
+
+// `path` and its missing parents, each 0700 (as the XDG base directories are made); errors are
+// left to the state directory's own creation to report.
+void make_parents(const std::string& path) {
+  for (std::size_t slash = path.find('/', 1); slash != std::string::npos;
+       slash = path.find('/', slash + 1))
+    ::mkdir(path.substr(0, slash).c_str(), 0700);
+}
+
+}  // namespace
+
+PrivatePlaces find_private_places(uid_t uid) {
+  PrivatePlaces places{.uid = uid, .runtime_dir = {}, .state_home = {}};
+  if (const std::string runtime = "/run/user/" + std::to_string(uid);
+      is_own_directory(runtime, uid))
+    places.runtime_dir = runtime;
+  const std::string xdg_state_home = getenv_or_empty("XDG_STATE_HOME");
+  // The XDG base directory specification: a relative path is to be ignored.
+  if (xdg_state_home.starts_with('/')) {
+    places.state_home = xdg_state_home;
+  } else if (const std::string home = getenv_or_empty("HOME"); is_own_directory(home, uid)) {
+    // $HOME as cron, su and login set it. (Not the password database: its NSS modules would be
+    // loaded into a static binary.)
+    places.state_home = home + "/.local/state";
+  }
+  return places;
 }
 
 std::string state_dir_from_environment(std::string_view option) {
-  return choose_state_dir(option, getenv_or_empty("RATELIMIT_STATE_DIR"),
-                          getenv_or_empty("XDG_RUNTIME_DIR"), ::geteuid());
+  const std::string_view ratelimit_state_dir = getenv_or_empty("RATELIMIT_STATE_DIR");
+  const std::string_view xdg_runtime_dir = getenv_or_empty("XDG_RUNTIME_DIR");
+  // Looked for only when needed: each is a system call or two on every command.
+  if (!option.empty() || !ratelimit_state_dir.empty() || !xdg_runtime_dir.empty())
+    return choose_state_dir(option, ratelimit_state_dir, xdg_runtime_dir, {});
+  const PrivatePlaces places = find_private_places(::geteuid());
+  const std::string chosen = choose_state_dir(option, ratelimit_state_dir, xdg_runtime_dir, places);
+  if (places.runtime_dir.empty() && !places.state_home.empty()) make_parents(chosen);
+  return chosen;
 }
 
 namespace {

@@ -10,6 +10,12 @@ fail() {
   exit 1
 }
 
+# skip REASON: the test cannot run here (ctest reports it skipped: SKIP_RETURN_CODE, never a pass).
+skip() {
+  echo "SKIP: $*" >&2
+  exit 200
+}
+
 # expect_status CODE CMD...: runs CMD, fails unless it exits with CODE. Its stderr is kept in
 # $WORK/stderr for expect_stderr.
 expect_status() {
@@ -27,6 +33,14 @@ expect_stderr() {
   local actual
   actual=$(cat "$WORK/stderr")
   [ "$actual" = "$1" ] || fail "stderr was '$actual', expected '$1'"
+}
+
+# expect_error STDERR CMD...: CMD exits 64 (usage) with exactly STDERR, before reading anything.
+expect_error() {
+  local expected=$1
+  shift
+  expect_status 64 "$@" </dev/null
+  expect_stderr "$expected"
 }
 
 # random_file PATH BYTES: incompressible test data.

@@ -2,8 +2,8 @@
 # make_tls_files.sh DIR: in DIR, for tests and benchmarks of rediss://, a test CA (ca.crt), a
 # server certificate it signed for localhost and 127.0.0.1 (server.crt, server.key), a client
 # certificate (client.crt, client.key), and for the failures: another CA (other-ca.crt), a server
-# certificate for another name (other-name.crt, .key) and one that expired as it was made
-# (expired.crt, .key). EC keys: fast to make.
+# certificate for another name (other-name.crt, .key), one for localhost but not its address
+# (localhost-only.crt, .key) and one that expired as it was made (expired.crt, .key). EC keys: fast to make.
 set -euo pipefail
 mkdir -p "$1"
 cd "$1"
@@ -25,4 +25,5 @@ sign() {
 sign server 2 DNS:localhost,IP:127.0.0.1
 sign client 2 DNS:ratelimit-client
 sign other-name 2 DNS:elsewhere.test
+sign localhost-only 2 DNS:localhost
 sign expired 0 DNS:localhost,IP:127.0.0.1

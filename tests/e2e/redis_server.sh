@@ -2,7 +2,17 @@
 # own in $WORK, stopped by pid when the test ends. No mock of Redis anywhere.
 
 REDIS_PIDS=()
-trap 'for pid in "${REDIS_PIDS[@]}"; do kill "$pid" 2>/dev/null || true; done; rm -rf "$WORK"' EXIT
+# CONT: a server a test stopped (SIGSTOP) and did not resume ends too. $WORK is removed once they
+# are gone (a sentinel rewrites its configuration as it ends), 5 s at most.
+stop_all_redis() {
+  local pid waited
+  for pid in "${REDIS_PIDS[@]}"; do kill "$pid" 2>/dev/null && kill -CONT "$pid" 2>/dev/null || true; done
+  for pid in "${REDIS_PIDS[@]}"; do
+    for waited in $(seq 500); do kill -0 "$pid" 2>/dev/null && sleep 0.01 || break; done
+  done
+  rm -rf "$WORK"
+}
+trap stop_all_redis EXIT
 
 # start_redis NAME [redis-server options...]: starts a server in $WORK/NAME listening on the unix
 # socket $WORK/NAME/sock and on a free loopback TCP port, written to $WORK/NAME/port; its pid is
@@ -80,8 +90,9 @@ start_tls_redis() {
 }
 
 # start_sentinel NAME MASTER_NAME MASTER_SERVER: a redis-sentinel in $WORK/NAME on a free loopback
-# port ($WORK/NAME/port) watching server MASTER_SERVER as MASTER_NAME, with a quorum of 1 and a
-# master deemed down after 300 ms; returns once it knows the master's replicas, if it has any.
+# port ($WORK/NAME/port) watching server MASTER_SERVER as MASTER_NAME, with a quorum of
+# $SENTINEL_QUORUM (default 1) and a master deemed down after $SENTINEL_DOWN_AFTER ms (default
+# 300); returns once it knows the master's address.
 start_sentinel() {
   start_on_a_free_port "redis-sentinel $1" "$1" launch_sentinel sentinel_knows_master "$2" \
     "$(cat "$WORK/$3/port")"
@@ -94,8 +105,8 @@ port $2
 bind 127.0.0.1
 dir $1
 logfile $1/log
-sentinel monitor $3 127.0.0.1 $4 1
-sentinel down-after-milliseconds $3 300
+sentinel monitor $3 127.0.0.1 $4 ${SENTINEL_QUORUM:-1}
+sentinel down-after-milliseconds $3 ${SENTINEL_DOWN_AFTER:-300}
 sentinel failover-timeout $3 3000
 CONF
   exec redis-sentinel "$1/sentinel.conf"

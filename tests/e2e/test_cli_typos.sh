@@ -6,14 +6,6 @@ source "$E2E_LIB"
 export RATELIMIT_STATE_DIR=$WORK/state
 cd "$WORK"
 
-# expect_error STDERR CMD...: CMD exits 64 with exactly STDERR.
-expect_error() {
-  local expected=$1
-  shift
-  expect_status 64 "$@" </dev/null
-  expect_stderr "$expected"
-}
-
 expect_error "ratelimit: unknown command 'nosuch' (the commands are exec, acquire, status, reset, set)" \
   "$RATELIMIT" help nosuch
 expect_error "ratelimit: unknown command 'exce'; did you mean 'exec'?" "$RATELIMIT" help exce
@@ -50,8 +42,8 @@ expect_status 66 "$RATELIMIT" --rate 5 notes.txt
 expect_stderr "ratelimit: notes.txt: No such file or directory"
 
 # A decimal comma.
-expect_error "ratelimit: invalid rate '1,5M': use a decimal point (1.5M)" "$RATELIMIT" --rate 1,5M
-expect_error "ratelimit: invalid duration '0,5s': use a decimal point (0.5s)" \
+expect_error "ratelimit: --rate: invalid rate '1,5M': use a decimal point (1.5M)" "$RATELIMIT" --rate 1,5M
+expect_error "ratelimit: --timeout: invalid duration '0,5s': use a decimal point (0.5s)" \
   "$RATELIMIT" acquire --rate 5 --key t --timeout=0,5s
 
 # -p takes its value only as --progress=VALUE.

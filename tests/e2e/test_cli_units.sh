@@ -23,7 +23,7 @@ expect_status 0 "$RATELIMIT" acquire --rate 1/h --key slow
 grep -q "one unit takes 1h" "$WORK/stderr" && fail "warned at exactly one hour"
 
 expect_status 64 "$RATELIMIT" acquire --rate 5 --burst 5MB --key units
-expect_stderr "ratelimit: burst '5MB' is in bytes or bits, but this command counts units: write it without B/bit"
+expect_stderr "ratelimit: burst '5MB' is in bytes or bits, but this command counts permits: write it without B/bit"
 expect_status 64 "$RATELIMIT" acquire --rate 5MB --key units
-expect_stderr "ratelimit: rate '5MB' is in bytes or bits, but this command counts units: write it without B/bit"
+expect_stderr "ratelimit: rate '5MB' is in bytes or bits, but this command counts permits: write it without B/bit"
 expect_status 0 "$RATELIMIT" acquire --rate 5 --burst 2min --key units

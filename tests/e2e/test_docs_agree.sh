@@ -8,7 +8,7 @@ commands=("" set exec acquire status reset)
 
 # The options a command's --help declares: the first field of each option line.
 help_options() {
-  "$RATELIMIT" $1 --help | grep -E '^  +-' | awk '{print $1}' | sed 's/\[=[a-z]*\]//' | tr ',' '\n' |
+  "$RATELIMIT" $1 --help | grep -E '^  +-' | awk '{print $1}' | sed 's/\[=[a-z|]*\]//' | tr ',' '\n' |
     sort -u
 }
 

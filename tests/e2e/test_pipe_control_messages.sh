@@ -22,5 +22,5 @@ for _ in $(seq 100); do
 done
 [ -n "$pid" ] || fail "status lists no running pipe"
 expect_status 0 "$RATELIMIT" set "$pid" --rate 50MiB/s
-expect_stderr "ratelimit: process $pid: rate set from 1kB/s (1000 bytes/s) to 50MiB/s (52428800 bytes/s)"
+expect_stderr "ratelimit: pipe $pid now at 50MiB/s (was 1kB/s)"
 kill "$pid"

@@ -21,3 +21,40 @@ shaped=$(wc -c <"$WORK/shaped")
 [ "$shaped" -lt 40000 ] || fail "the stop wrote $shaped bytes: what was read ahead went out"
 cat "$WORK/shaped" "$WORK/rest" | cmp -s "$WORK/in" - ||
   fail "the rest of the file after the stop is not where the output ended"
+
+# SIGKILL cannot be caught, so nothing is put back then: the offset the next reader shares must
+# never have moved past what was written. Lines at 2000/s for 1 s: the rest of the file is the
+# next reader's, a chunk at most read twice (the one under way when the kill came).
+seq 40000 >"$WORK/lines"
+{
+  "$RATELIMIT" -l --rate 2000 -o "$WORK/killed" &
+  pipe=$!
+  sleep 1
+  kill -KILL "$pipe"
+  wait "$pipe" 2>/dev/null || true # no "Killed" notice
+  cat >"$WORK/after_kill"
+} <"$WORK/lines"
+written=$(wc -l <"$WORK/killed")
+[ "$written" -gt 0 ] && [ "$written" -lt 40000 ] || fail "SIGKILL after 1 s: $written lines written"
+first_after=$(head -n 1 "$WORK/after_kill")
+last_written=$(tail -n 1 "$WORK/killed")
+# Lines written then read again: at most one chunk's (at 2000/s: well under 1000 lines).
+[ -n "$first_after" ] && [ "$first_after" -le $((last_written + 1)) ] &&
+  [ "$first_after" -gt $((last_written - 1000)) ] ||
+  fail "after SIGKILL the next reader starts at line '$first_after', the output ended at $last_written"
+tail -n 1 "$WORK/after_kill" | grep -qx 40000 || fail "the next reader did not get the file's end"
+
+# SIGQUIT is a stop signal as SIGTERM: 131, and what was read ahead goes back.
+{
+  env --default-signal=QUIT "$RATELIMIT" --rate 20k -o "$WORK/quit" &
+  pipe=$!
+  sleep 0.3
+  kill -QUIT "$pipe"
+  status=0
+  wait "$pipe" || status=$?
+  echo "$status" >"$WORK/status"
+  cat >"$WORK/rest"
+} <"$WORK/in"
+[ "$(cat "$WORK/status")" -eq 131 ] || fail "SIGQUIT: exit $(cat "$WORK/status"), expected 131"
+cat "$WORK/quit" "$WORK/rest" | cmp -s "$WORK/in" - ||
+  fail "the rest of the file after SIGQUIT is not where the output ended"

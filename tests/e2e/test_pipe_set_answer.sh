@@ -13,7 +13,7 @@ wait_for_file "$WORK/state/pipe-$pipe_pid.records"
 previous=10
 for rate in 20 30 40 50 60 70; do
   expect_status 0 "$RATELIMIT" set "$pipe_pid" --rate "$rate"
-  expect_stderr "ratelimit: process $pipe_pid: rate set from $previous/s ($previous lines/s) to $rate ($rate lines/s)"
+  expect_stderr "ratelimit: pipe $pipe_pid now at $rate lines/s (was $previous lines/s)"
   "$RATELIMIT" status --json >"$WORK/status"
   grep -q "\"pid\":$pipe_pid,[^}]*\"units_per_second\":$rate[,}]" "$WORK/status" ||
     fail "status right after 'set --rate $rate' shows: $(cat "$WORK/status")"
@@ -22,7 +22,7 @@ done
 
 # A timetable: the entry in force as the pipe took it.
 expect_status 0 "$RATELIMIT" set "$pipe_pid" --rate "00:00,5 12:00,5"
-expect_stderr "ratelimit: process $pipe_pid: rate set from 70/s (70 lines/s) to timetable '00:00,5 12:00,5' (5 lines/s now)"
+expect_stderr "ratelimit: pipe $pipe_pid follows the timetable: 5 lines/s now (was 70 lines/s)"
 
 exec 3>&-
 wait "$pipe_pid" || fail "the pipe failed: $(cat "$WORK/pipe.stderr")"

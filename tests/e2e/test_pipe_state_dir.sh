@@ -28,7 +28,7 @@ trap 'kill "$pid" 2>/dev/null; rm -rf "$WORK"' EXIT
   fail "status without --state-dir lists the pipe: $("$RATELIMIT" status)"
 
 expect_status 0 "$RATELIMIT" set "$pid" --state-dir "$given" --rate 20/s
-expect_stderr "ratelimit: process $pid: rate set from 200/s (200 lines/s) to 20/s (20 lines/s)"
+expect_stderr "ratelimit: pipe $pid now at 20 lines/s (was 200 lines/s)"
 expect_status 66 "$RATELIMIT" set "$pid" --rate 30/s
 expect_stderr "ratelimit: no ratelimit pipe runs as process $pid (no pipe-$pid.bytes or .records in $RATELIMIT_STATE_DIR)"
 

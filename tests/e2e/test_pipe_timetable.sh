@@ -21,7 +21,7 @@ seq 100 | "$RATELIMIT" -l --rate "$before,1k $at,off" --progress=force --stats >
 expect_status 64 "$RATELIMIT" -l --rate "$before,20 25:00,off" "$WORK/in"
 expect_stderr "ratelimit: --rate: invalid timetable entry '25:00,off': the hour must be from 0 to 23"
 expect_status 64 "$RATELIMIT" -l --rate "$before,20kB" "$WORK/in"
-expect_stderr "ratelimit: invalid timetable entry '$before,20kB': rate '20kB' is in bytes or bits, but this command counts units: write it without B/bit"
+expect_stderr "ratelimit: invalid timetable entry '$before,20kB': rate '20kB' is in bytes or bits, but this command counts lines: write it without B/bit"
 
 # A timetable is at most 4000 bytes as a key keeps it; the error does not repeat all of it.
 long=$(for hour in $(seq -w 0 23); do for minute in 00 05 10 15 20 25 30 35 40 45 50 55; do

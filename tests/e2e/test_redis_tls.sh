@@ -31,15 +31,22 @@ expect_tls_failure() {
   expect_stderr "ratelimit: Redis at ${url_of_failure:-$url}: $cause"
   [ ! -e "$WORK/ran" ] || fail "the command ran after: $cause"
 }
-expect_tls_failure "TLS: the server's certificate is not trusted: self-signed certificate in certificate chain" \
+# A wrong CA and none (the system's store does not know the test CA) each say what to do.
+expect_tls_failure "TLS: the server's certificate is not trusted: self-signed certificate in certificate chain (no CA in --redis-tls-ca $tls/other-ca.crt signed it)" \
   --redis "$url" --redis-tls-ca "$tls/other-ca.crt"
-# The system's store (the default) does not know the test CA either.
-expect_tls_failure "TLS: the server's certificate is not trusted: self-signed certificate in certificate chain" \
+expect_tls_failure "TLS: the server's certificate is not trusted: self-signed certificate in certificate chain (no CA of the system's store signed it: give its CA with --redis-tls-ca FILE)" \
   --redis "$url"
+# Another name, or an address the certificate does not hold: the names it holds.
 redis_cli main config set tls-cert-file "$tls/other-name.crt" tls-key-file "$tls/other-name.key" \
   >/dev/null
-expect_tls_failure "TLS: the server's certificate is not trusted: hostname mismatch" \
+expect_tls_failure "TLS: the server's certificate is not trusted: hostname mismatch (it is for elsewhere.test, not localhost: name one of those in the URL)" \
   --redis "$url" "${ca[@]}"
+redis_cli main config set tls-cert-file "$tls/localhost-only.crt" \
+  tls-key-file "$tls/localhost-only.key" >/dev/null
+url_of_failure=rediss://127.0.0.1:$port
+expect_tls_failure "TLS: the server's certificate is not trusted: IP address mismatch (it is for localhost, not 127.0.0.1: name one of those in the URL)" \
+  --redis "$url_of_failure" "${ca[@]}"
+unset url_of_failure
 redis_cli main config set tls-cert-file "$tls/expired.crt" tls-key-file "$tls/expired.key" \
   >/dev/null
 expect_tls_failure "TLS: the server's certificate is not trusted: certificate has expired" \
@@ -71,6 +78,42 @@ expect_status 64 "$RATELIMIT" acquire --redis-tls-ca "$WORK/in" --rate 10/s --ke
 grep -q "^ratelimit: --redis-tls-ca $WORK/in: " "$WORK/stderr" || fail "not-PEM said $(cat "$WORK/stderr")"
 expect_status 64 "$RATELIMIT" acquire --redis "unix://$WORK/main/sock" "${ca[@]}" --rate 10/s --key k
 expect_stderr "ratelimit: the --redis-tls-* options need a rediss:// URL, not 'unix://$WORK/main/sock'"
+# Nor without any Redis URL: not ignored for the state file.
+(
+  unset RATELIMIT_REDIS
+  for options in "--redis-tls-ca $WORK/none.crt" --redis-tls-insecure; do
+    # shellcheck disable=SC2086 # the options are words
+    expect_status 64 "$RATELIMIT" acquire $options --key k --rate 5/s
+    expect_stderr "ratelimit: the --redis-tls-* options need a rediss:// URL (--redis or \$RATELIMIT_REDIS)"
+  done
+)
+# A FIFO (which would block the open or the read for good), a directory, a certificate without its
+# key, a key that is not the certificate's: one line each, at once.
+mkfifo "$WORK/fifo.pem"
+for option in --redis-tls-ca --redis-tls-cert; do
+  expect_status 66 timeout 10 "$RATELIMIT" acquire "$option" "$WORK/fifo.pem" --redis-timeout 1s \
+    --rate 10/s --key k
+  expect_stderr "ratelimit: $option $WORK/fifo.pem: not a regular file"
+  expect_status 66 "$RATELIMIT" acquire "$option" "$WORK" --rate 10/s --key k
+  expect_stderr "ratelimit: $option $WORK: Is a directory"
+done
+expect_status 66 timeout 10 "$RATELIMIT" acquire --redis-tls-cert "$tls/client.crt" \
+  --redis-tls-key "$WORK/fifo.pem" --rate 10/s --key k
+expect_stderr "ratelimit: --redis-tls-key $WORK/fifo.pem: not a regular file"
+expect_status 64 "$RATELIMIT" acquire --redis-tls-cert "$tls/client.crt" --rate 10/s --key k
+expect_stderr "ratelimit: --redis-tls-cert $tls/client.crt: no PEM private key in it (give it with --redis-tls-key FILE)"
+expect_status 64 "$RATELIMIT" acquire --redis-tls-cert "$tls/client.crt" \
+  --redis-tls-key "$tls/server.key" --rate 10/s --key k
+expect_stderr "ratelimit: --redis-tls-key $tls/server.key: not the key of the certificate in --redis-tls-cert $tls/client.crt"
+
+# A plain URL at the TLS port, and a TLS one at the plain port: a hint, not only the symptom.
+expect_status 69 "$RATELIMIT" acquire --redis "redis://127.0.0.1:$port" --rate 10/s --key k
+grep -qx "ratelimit: Redis at redis://127.0.0.1:$port: \(Connection reset by peer\|the server closed the connection\) before any reply: if this port speaks TLS, use rediss://" \
+  "$WORK/stderr" || fail "redis:// at the TLS port said: $(cat "$WORK/stderr")"
+plain_port=$(cat "$WORK/main/port")
+expect_status 69 "$RATELIMIT" acquire --redis "rediss://127.0.0.1:$plain_port" "${ca[@]}" \
+  --redis-timeout 300ms --rate 10/s --key k
+expect_stderr "ratelimit: Redis at rediss://127.0.0.1:$plain_port: no TLS handshake within 300ms (a Redis port without TLS never answers one: use redis:// there)"
 
 # A host that accepts the connection and never answers the handshake: --redis-timeout bounds
 # it, and SIGTERM ends it at once.
@@ -89,7 +132,8 @@ REDIS_PIDS+=($!)
 until [ -s "$WORK/silent.port" ]; do sleep 0.01; done
 url_of_failure=rediss://127.0.0.1:$(cat "$WORK/silent.port")
 start=$(now_ns)
-expect_tls_failure "no TLS handshake within 300ms" --redis "$url_of_failure" --redis-timeout 300ms
+expect_tls_failure "no TLS handshake within 300ms (a Redis port without TLS never answers one: use redis:// there)" \
+  --redis "$url_of_failure" --redis-timeout 300ms
 ms=$(ms_since "$start")
 [ "$ms" -ge 250 ] && [ "$ms" -lt 1000 ] || fail "a silent TLS handshake was given up after ${ms} ms"
 expect_ended_by_signal TERM "in the TLS handshake" 300 \

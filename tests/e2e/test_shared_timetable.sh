@@ -27,7 +27,7 @@ follow_key_timetable() {
 
   expect_status 0 "$RATELIMIT" set "$@" --key k --rate "$timetable"
   expect_status 0 "$RATELIMIT" set "$alone" --rate "$timetable"
-  grep -q "rate set from 1/s (1 lines/s) to timetable '$timetable' (5 lines/s now)" \
+  grep -q "pipe $alone follows the timetable: 5 lines/s now (was 1 line/s)" \
     "$WORK/stderr" || fail "set PID with a timetable said: $(cat "$WORK/stderr")"
   "$RATELIMIT" -l "$@" --key k --rate "$timetable" --stats=json "$WORK/in" >"$WORK/out2" \
     2>"$WORK/err2" &

@@ -16,7 +16,8 @@ grep -Eq '^ratelimit: 100 bytes in [0-9.]+ s, [0-9.]+ [kMG]?B/s \(rate 1e300B/s\
   fail "--rate 1e300: $(cat "$WORK/stderr")"
 
 head -c 1 "$WORK/in" | "$RATELIMIT" --rate 1/h --stats >/dev/null 2>"$WORK/stderr"
-grep -Eq '^ratelimit: 1 bytes in [0-9.]+ s, [0-9.]+ [kMG]?B/s \(rate 1B/h; the first chunk is free\)$' \
+# One byte, and the average per hour as the rate is written.
+grep -Eq '^ratelimit: 1 byte in [0-9.]+ s, [0-9.]+ [kMG]?B/h \(rate 1B/h; the first chunk is free\)$' \
   "$WORK/stderr" || fail "--rate 1/h: $(cat "$WORK/stderr")"
 
 seq 3 | "$RATELIMIT" -l --rate 100 --stats >/dev/null 2>"$WORK/stderr"

@@ -501,15 +501,36 @@ TEST(RedisFailures, ServerKilledMidRunIsUnavailableNotSigpipe) {
   EXPECT_TRUE(redis.reserve(request("k", bursty(100)), real_waiter()).granted);
 }
 
-TEST(RedisFailures, ConnectionDroppedByServerIsUnavailableNotSigpipe) {
-  RedisServer server;
-  RedisBackend redis(parse_redis_deployment(server.unix_url()), kTimeout);
-  EXPECT_TRUE(redis.reserve(request("k", bursty(100)), real_waiter()).granted);
-  admin(server, {"CLIENT", "KILL", "TYPE", "normal", "SKIPME", "yes"});
-  EXPECT_THROW(redis.reserve(request("k", bursty(100)), real_waiter()), BackendUnavailable);
-  sigset_t pending;
-  sigpending(&pending);
-  EXPECT_EQ(sigismember(&pending, SIGPIPE), 0);
+// CLIENT KILL (as a restart or a proxy's idle timeout) closes the connection while it is idle:
+// the next request finds it closed before sending anything, connects again and is booked once.
+TEST_F(RedisBackendTest, ConnectionDroppedWhileIdleIsMadeAgainAndTheRequestBookedOnce) {
+  for (const std::string& url : {server_.unix_url(), server_.tcp_url()}) {
+    RedisBackend redis = backend(url);
+    const std::string key = "dropped" + std::to_string(url.size());
+    EXPECT_EQ(redis.reserve(request(key, bursty(1)), real_waiter()).wait, 0ns);
+    admin(server_, {"CLIENT", "KILL", "TYPE", "normal", "SKIPME", "yes"});
+    const Reservation again = redis.reserve(request(key, bursty(1)), real_waiter());
+    EXPECT_TRUE(again.granted);
+    // One permit booked before at 1/s: the next is a second away, not two.
+    EXPECT_GT(again.wait, 900ms);
+    EXPECT_LE(again.wait, 1s);
+    sigset_t pending;
+    sigpending(&pending);
+    EXPECT_EQ(sigismember(&pending, SIGPIPE), 0);
+  }
+  ASSERT_EQ(notes_.size(), 2U);
+  EXPECT_NE(notes_[0].find(": the server closed the connection; connecting again"),
+            std::string::npos)
+      << notes_[0];
+}
+
+TEST_F(RedisBackendTest, PingAnswersWhileTheServerDoes) {
+  RedisBackend redis = backend(server_.unix_url());
+  EXPECT_NO_THROW(redis.ping("k", real_waiter()));
+  server_.stop(SIGKILL);
+  EXPECT_THROW(redis.ping("k", real_waiter()), BackendUnavailable);
+  server_.restart();
+  EXPECT_NO_THROW(redis.ping("k", real_waiter()));
 }
 
 TEST(RedisFailures, PausedServerTimesOut) {

@@ -9,13 +9,14 @@ namespace {
 
 using namespace std::chrono_literals;
 
-BucketParams parse(std::vector<std::string> args, RateUnits units = RateUnits::data) {
+BucketParams parse(std::vector<std::string> args,
+                   format::Counted counted = format::Counted::bytes) {
   CLI::App app;
   BucketOptions options;
-  add_bucket_options(app, options, RateUnits::data);
+  add_bucket_options(app, options, format::Counted::bytes);
   std::reverse(args.begin(), args.end());
   app.parse(args);
-  return parse_bucket_options(options, units).params;
+  return parse_bucket_options(options, counted).params;
 }
 
 TEST(BucketOptions, DefaultIsGuavaOneSecondBursty) {
@@ -40,8 +41,8 @@ TEST(BucketOptions, WarmupSelectsWarmingUp) {
 }
 
 TEST(BucketOptions, StartFullAndPayFirstMakeTheClassicBucket) {
-  const BucketParams classic =
-      parse({"--rate", "3/s", "--burst", "5", "--start-full", "--pay-first"}, RateUnits::plain);
+  const BucketParams classic = parse(
+      {"--rate", "3/s", "--burst", "5", "--start-full", "--pay-first"}, format::Counted::permits);
   EXPECT_TRUE(classic.start_full);
   EXPECT_TRUE(classic.pay_first);
   EXPECT_EQ(classic.max_burst_seconds * classic.permits_per_second, 5.0);
@@ -67,15 +68,15 @@ TEST(BucketOptions, RejectsBadCombinationsAndValues) {
                CLI::ValidationError);
   EXPECT_THROW(parse({"--rate", "1e-300", "--burst", "1e308"}), UsageError);
   EXPECT_THROW(parse({}), UsageError);
-  EXPECT_THROW(parse({"--rate", "10kB/s"}, RateUnits::plain), UsageError);
-  EXPECT_EQ(parse({"--rate", "2/s"}, RateUnits::plain).permits_per_second, 2.0);
+  EXPECT_THROW(parse({"--rate", "10kB/s"}, format::Counted::permits), UsageError);
+  EXPECT_EQ(parse({"--rate", "2/s"}, format::Counted::permits).permits_per_second, 2.0);
 }
 
 // What the options' checks let through and the core refuses is bad usage too (64), the core's
 // words kept: parse_bucket_options is where the user's values are handed to the core.
 std::string refusal(const BucketOptions& options) {
   try {
-    parse_bucket_options(options, RateUnits::data);
+    parse_bucket_options(options, format::Counted::bytes);
   } catch (const UsageError& error) {
     return error.what();
   }

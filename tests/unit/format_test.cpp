@@ -39,6 +39,32 @@ TEST(WrittenRate, InTheUnitAndPrefixesOfTheRate) {
   EXPECT_EQ(written_rate(1.5 * 1024 * 1024, kBytes), "1.5MiB/s");
 }
 
+TEST(WrittenRate, PerThePeriodTheRateWasWrittenIn) {
+  // --rate 1/10s is not "6/m", --rate 300/15s not "20B/s".
+  EXPECT_EQ(written_rate(0.1, {.period_seconds = 10}), "1/10s");
+  EXPECT_EQ(written_rate(20, {.counted = Counted::bytes, .period_seconds = 15}), "300B/15s");
+  EXPECT_EQ(written_rate(100.0 / 60, {.period_seconds = 60}), "100/m");
+  EXPECT_EQ(written_rate(2, {.period_seconds = 60}), "120/m");
+  EXPECT_EQ(written_rate(0.15, {.period_seconds = 10}), "1.5/10s");
+  // Less than one unit in that period: the period that fits.
+  EXPECT_EQ(written_rate(1.0 / 3600, {.period_seconds = 1}), "1/h");
+}
+
+TEST(WrittenRate, WithWhatIsCounted) {
+  EXPECT_EQ(rate_with_unit(100, kLines), "100 lines/s");
+  EXPECT_EQ(rate_with_unit(1.0 / 3600, kLines), "1 line/h");
+  EXPECT_EQ(rate_with_unit(1000, {.counted = Counted::records}), "1k records/s");
+  EXPECT_EQ(rate_with_unit(5e6, kBytes), "5MB/s");
+  EXPECT_EQ(rate_with_unit(kInfinity, kLines), "off");
+}
+
+TEST(WrittenBurst, InTheUnitItWasGivenIn) {
+  EXPECT_EQ(written_burst(5.0 / 3, 3, {.burst_in_units = true}), "5");
+  EXPECT_EQ(written_burst(5.0 / 3, 3, {}), "1.66667s");
+  EXPECT_EQ(written_burst(2, 1000, {.counted = Counted::bytes, .burst_in_units = true}), "2kB");
+  EXPECT_EQ(written_burst(0, 1000, {.burst_in_units = true}), "0");
+}
+
 TEST(WrittenRate, ReadableAtTheExtremes) {
   EXPECT_EQ(written_rate(kInfinity), "off");
   EXPECT_EQ(written_rate(kInfinity, kBits), "off");
@@ -60,6 +86,8 @@ TEST(MeasuredAmount, ThreeSignificantDigits) {
   EXPECT_EQ(measured_amount(10.0 * 1024 * 1024, kBinary), "10.0 MiB");
   EXPECT_EQ(measured_amount(1e6, kBits), "8.00 Mbit");
   EXPECT_EQ(measured_amount(20, kLines), "20 lines");
+  EXPECT_EQ(measured_amount(1, kLines), "1 line");
+  EXPECT_EQ(measured_amount(1, {.counted = Counted::records}), "1 record");
   EXPECT_EQ(measured_amount(1234, kLines), "1.23k lines");
   // Records are never bits.
   EXPECT_EQ(measured_amount(1000, {.counted = Counted::records, .bits = true}), "1.00k records");
@@ -79,6 +107,10 @@ TEST(MeasuredRate, PerSecondOrTheFirstPeriodWithAWholeUnit) {
   EXPECT_EQ(measured_rate(1.0 / 3600, kBytes), "1 B/h");
   EXPECT_EQ(measured_rate(1e-9, kBytes), "8.64e-5 B/d");
   EXPECT_EQ(measured_rate(kInfinity, kBytes), "off");
+  // Per the period the rate was written in, even where another would read shorter.
+  EXPECT_EQ(measured_rate(0.5, {.counted = Counted::lines, .period_seconds = 1}), "0.50 lines/s");
+  EXPECT_EQ(measured_rate(0, {.counted = Counted::lines, .period_seconds = 60}), "0 lines/m");
+  EXPECT_EQ(measured_rate(0.4, {.counted = Counted::lines, .period_seconds = 10}), "4 lines/10s");
 }
 
 TEST(StoredCount, TwoDecimalsAndReadableBeyond) {

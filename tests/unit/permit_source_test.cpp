@@ -9,6 +9,7 @@
 #include <optional>
 #include <vector>
 
+#include "backends/fallback_backend.hpp"
 #include "errors.hpp"
 #include "fake_pipe_io.hpp"
 #include "memory_store.hpp"
@@ -223,6 +224,79 @@ TEST_P(SharedEngine, AStoreFailingMidRunLosesNothingReadAndWritesWhatWasBooked) 
     // Nothing more is read once what the store granted is used up.
     EXPECT_EQ(io.output().size(), 40u);
   }
+}
+
+// A store that is away between two moments of the fake I/O's clock.
+class StoreAway final : public testing::MemoryStore {
+ public:
+  StoreAway(FakePipeIo& io, nanoseconds from, nanoseconds until)
+      : MemoryStore(io), io_(io), from_(from), until_(until) {}
+  backends::Reservation reserve(const backends::PermitRequest& request,
+                                io::Waiter& waiter) override {
+    check();
+    const backends::Reservation reservation = MemoryStore::reserve(request, waiter);
+    booked_at.push_back(io_.now());
+    return reservation;
+  }
+  void ping(const std::string&, io::Waiter&) override { check(); }
+  std::vector<nanoseconds> booked_at;
+
+ private:
+  void check() {
+    if (io_.now() >= from_ && io_.now() < until_) throw BackendUnavailable("store gone");
+  }
+  FakePipeIo& io_;
+  nanoseconds from_;
+  nanoseconds until_;
+};
+
+// Background work done at once, as a probe that is answered before the next request.
+class DoneAtOnce final : public io::BackgroundTask {
+ public:
+  bool done() const override { return true; }
+};
+
+TEST_P(SharedEngine, APipeBackOnTheKeyAfterAnOutageBooksEachUnitOnce) {
+  auto owned_shared = std::make_unique<StoreAway>(io, 300ms, 1200ms);
+  StoreAway& shared = *owned_shared;
+  testing::MemoryStore* local = nullptr;
+  std::vector<std::string> said;
+  backends::FallbackBackend store(
+      std::move(owned_shared), "the store",
+      {.action = backends::OnUnavailable::local, .local_share = 1.0, .said_as = {}},
+      [&] {
+        auto opened = std::make_unique<testing::MemoryStore>(io);
+        local = opened.get();
+        return opened;
+      },
+      [&](const std::string& line) { said.push_back(line); },
+      [&](std::function<void(io::Waiter&)> work) {
+        try {
+          work(waiter);
+        } catch (const BackendUnavailable&) {
+        }
+        return std::make_unique<DoneAtOnce>();
+      });
+  backends::PermitRequest request;
+  request.key = "k";
+  request.params.permits_per_second = 1000;
+  SharedPermitSource source(store, request, waiter);
+  const std::string data(3000, 'x');
+  io.arrive(0s, data);
+  Engine(bytes_per_second(1000, 20), io, source).run();
+  EXPECT_EQ(io.output(), data);
+  ASSERT_EQ(said.size(), 2U);
+  EXPECT_EQ(said[1], "the store answers again; back on the shared bucket 'k'");
+  ASSERT_NE(local, nullptr);
+  // Asked again a second after it failed, and booked from again once it answered.
+  ASSERT_FALSE(shared.booked_at.empty());
+  EXPECT_GE(shared.booked_at.back(), 1300ms);
+  // Every unit that went out was booked once, in one store or the other.
+  EXPECT_EQ(shared.booked + local->booked - shared.given_back - local->given_back,
+            static_cast<std::int64_t>(data.size()));
+  EXPECT_GT(local->booked, 0);
+  // Paced throughout, the outage included.
+  EXPECT_GE(io.writes().back().time, 2900ms);
 }
 
 TEST_P(SharedEngine, InRecordModesWhatWasReadBeforeTheStoreFailedIsKept) {

@@ -435,10 +435,11 @@ TEST(PipeEngine, ANewRateAppliesFromTheNextChunk) {
   io.arrive(0s, std::string(80, 'r'));
   io.new_rate_at(30ms, 2000.0);
   const Result result = Engine(bytes_per_second(1000, 20), io).run();
-  // Guava's setRate keeps the wait already booked (until 40 ms); later chunks cost 10 ms.
+  // The turn booked at the old rate (40 ms: 10 bytes still owed at 30 ms) is converted to the new
+  // rate (5 ms of 2000 B/s), where Guava's setRate would keep it; later chunks cost 10 ms.
   const std::string chunk(20, 'r');
   EXPECT_EQ(io.writes(),
-            (std::vector<Write>{{0ms, chunk}, {20ms, chunk}, {40ms, chunk}, {50ms, chunk}}));
+            (std::vector<Write>{{0ms, chunk}, {20ms, chunk}, {35ms, chunk}, {45ms, chunk}}));
   EXPECT_EQ(result.totals.rate, 2000);
 }
 
@@ -592,8 +593,10 @@ TEST(PipeEngine, ARateSetByHandHoldsUntilTheScheduleMovesOn) {
   const Result result = Engine(options, io).run();
   std::vector<std::chrono::nanoseconds> times;
   for (const Write& write : io.writes()) times.push_back(write.time);
-  EXPECT_EQ(times, (std::vector<std::chrono::nanoseconds>{0ms, 20ms, 40ms, 50ms, 60ms, 70ms, 80ms,
-                                                          90ms, 100ms, 140ms}));
+  // The turn booked for 40 ms is converted by the set (35 ms); the schedule's entry at 100 ms
+  // keeps the turn booked then (105 ms), as Guava's setRate.
+  EXPECT_EQ(times, (std::vector<std::chrono::nanoseconds>{0ms, 20ms, 35ms, 45ms, 55ms, 65ms, 75ms,
+                                                          85ms, 95ms, 105ms}));
   EXPECT_EQ(result.rate_changes,
             (std::vector<RateChange>{{io.start() + 30ms, 2000.0}, {io.start() + 100ms, 500.0}}));
 }

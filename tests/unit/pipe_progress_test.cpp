@@ -34,26 +34,97 @@ TEST(Progress, LineShowsAmountTimeRatesAndWithATotalTheEta) {
   ProgressMeter meter(kBytes, 4000);
   meter.line(totals_at(0s, 0));
   EXPECT_EQ(meter.line(totals_at(1s, 1000), 100),
-            "1.00 kB 0:00:01 [1.00 kB/s] [avg 1.00 kB/s] [=========>                          ]  "
+            "1.00 kB 0:00:01 [1.00 kB/s] [avg 1.00 kB/s] [========>                         ]  "
             "25% ETA 0:00:03");
 }
 
-TEST(Progress, LineFitsTheTerminalLessOneColumn) {
+TEST(Progress, LineFitsTheTerminalLessThreeColumns) {
   ProgressMeter meter(kBytes, 4'000'000'000);
   meter.line(totals_at(0s, 0));
-  const Totals totals = totals_at(3725s, 1'000'000'000);
+  Totals totals = totals_at(3725s, 1'000'000'000);
+  totals.rate = 1e6;
   // The widest numbers: 1.00 GB at 268 kB/s, with a bar, a percentage and an ETA.
   EXPECT_EQ(meter.line(totals, 80),
-            "1.00 GB 1:02:05 [268 kB/s] [avg 268 kB/s] [====>             ]  25% ETA 3:06:15");
-  EXPECT_EQ(meter.line(totals, 80).size(), 79u);
+            "1.00 GB 1:02:05 [268 kB/s] [avg 268 kB/s] [====>           ]  25% ETA 3:06:15");
+  // A Ctrl-C echoed as "^C" after the line stays on its line, the last column free: a line that
+  // reached it wrapped the "^C", and the final redraw then printed the line a second time.
+  EXPECT_EQ(meter.line(totals, 80).size(), 77u);
   EXPECT_EQ(meter.line(totals, 200),
             "1.00 GB 1:02:05 [268 kB/s] [avg 268 kB/s] [==========>                             "
             "]  25% ETA 3:06:15");
-  EXPECT_EQ(meter.line(totals, 50), "1.00 GB 1:02:05 [268 kB/s] [===>           ]  25%");
+  EXPECT_EQ(meter.line(totals, 50), "1.00 GB 1:02:05 [268 kB/s] [===>         ]  25%");
   for (int width = 1; width <= 200; ++width)
-    EXPECT_LE(meter.line(totals, width).size(), static_cast<std::size_t>(width - 1)) << width;
+    EXPECT_LE(meter.line(totals, width).size(), static_cast<std::size_t>(std::max(width - 3, 0)))
+        << width;
   EXPECT_EQ(meter.line(totals, 30), "1.00 GB [268 kB/s]  25%");
-  EXPECT_EQ(meter.line(totals, 10), "1.00 GB [");
+}
+
+TEST(Progress, NarrowLinesLeaveOutWholeParts) {
+  ProgressMeter meter(kBytes, 4'000'000'000);
+  meter.line(totals_at(0s, 0));
+  Totals totals = totals_at(3725s, 1'000'000'000);
+  totals.rate = 1e6;
+  EXPECT_EQ(meter.line(totals, 20), "1.00 GB  25%");
+  EXPECT_EQ(meter.line(totals, 12), "1.00 GB");
+  EXPECT_EQ(meter.line(totals, 6), "");
+  ProgressMeter no_total(kBytes, std::nullopt);
+  no_total.line(totals_at(0s, 0));
+  EXPECT_EQ(no_total.line(totals, 20), "1.00 GB");
+  EXPECT_EQ(no_total.line(totals, 30), "1.00 GB 1:02:05 [268 kB/s]");
+}
+
+TEST(Progress, LinesCountLinesNotBytes) {
+  // 200 lines of uneven lengths: 60 out is 30%, whatever their bytes.
+  ProgressMeter meter(kLines, 200);
+  Totals start = totals_at(0s, 0);
+  start.rate = 20;
+  meter.line(start);
+  Totals totals = totals_at(3s, 60);
+  totals.bytes = 171;
+  totals.rate = 20;
+  EXPECT_EQ(meter.line(totals, 80),
+            "60 lines 0:00:03 [20 lines/s] [avg 20 lines/s] [===>       ]  30% ETA 0:00:07");
+}
+
+TEST(Progress, EtaFollowsTheRateWhileTheAverageIsAboveIt) {
+  // -l --rate 1/m on 10 lines: the first line is free, so the average starts far above the rate;
+  // the 9 lines left take 9 minutes.
+  ProgressMeter lines({.counted = format::Counted::lines, .period_seconds = 60}, 10);
+  Totals start = totals_at(0s, 0);
+  start.rate = 1.0 / 60;
+  lines.line(start);
+  Totals one = totals_at(3s, 1);
+  one.rate = 1.0 / 60;
+  EXPECT_EQ(lines.line(one, 100),
+            "1 line 0:00:03 [20 lines/m] [avg 20 lines/m] [===>                             ]  10% "
+            "ETA 0:09:00");
+  // --rate 1/h on 692 bytes: 691 hours left.
+  ProgressMeter bytes({.counted = format::Counted::bytes, .period_seconds = 3600}, 692);
+  start.rate = 1.0 / 3600;
+  bytes.line(start);
+  Totals first = totals_at(1s, 1);
+  first.rate = 1.0 / 3600;
+  const std::string line = bytes.line(first, 100);
+  EXPECT_NE(line.find("ETA 691:00:00"), std::string::npos) << line;
+  // Below the rate (a slow producer) the average it measures holds.
+  ProgressMeter slow(kBytes, 4000);
+  slow.line(totals_at(0s, 0));
+  const std::string slow_line = slow.line(totals_at(2s, 1000), 100);
+  EXPECT_NE(slow_line.find("ETA 0:00:06"), std::string::npos) << slow_line;
+}
+
+TEST(Progress, EveryRateOfTheLinePerOnePeriod) {
+  // --rate 0.5 (no period written): 30 lines a minute; a current rate of 0 is "/m" too, not "/s".
+  ProgressMeter meter(kLines, std::nullopt);
+  Totals start = totals_at(0s, 0);
+  start.rate = 0.5;
+  meter.line(start);
+  Totals later = totals_at(4s, 2);
+  later.rate = 0.5;
+  meter.line(later);
+  Totals idle = totals_at(6s, 2);
+  idle.rate = 0.5;
+  EXPECT_EQ(meter.line(idle), "2 lines 0:00:06 [0 lines/m] [avg 20 lines/m]");
 }
 
 TEST(Progress, UnitsAsTheRateWasWritten) {
@@ -108,7 +179,7 @@ TEST(Summary, InTheNotationOfTheRate) {
   lines.bytes = 4;
   lines.rate = 1;
   EXPECT_EQ(summary_text({Ending::end_of_input, 0, lines, {}}, kLines),
-            "ratelimit: 2 lines in 2.000 s, 1 lines/s (rate 1/s), 4 bytes");
+            "ratelimit: 2 lines in 2.000 s, 1 line/s (rate 1/s), 4 bytes");
 }
 
 TEST(Summary, SaysWhyTheAverageIsAboveTheRate) {
@@ -127,7 +198,7 @@ TEST(Summary, ReadableAtTheExtremes) {
   Totals hourly = totals_at(3600s, 1);
   hourly.rate = 1.0 / 3600;
   EXPECT_EQ(summary_text({Ending::end_of_input, 0, hourly, {}}, kBytes),
-            "ratelimit: 1 bytes in 3600.000 s, 1 B/h (rate 1B/h)");
+            "ratelimit: 1 byte in 3600.000 s, 1 B/h (rate 1B/h)");
   Totals unlimited = totals_at(1s, 100);
   unlimited.rate = std::numeric_limits<double>::infinity();
   const Result off{Ending::end_of_input, 0, unlimited, {}};
@@ -181,7 +252,10 @@ TEST(ControlMessage, RoundTripsATimetable) {
 TEST(PipeStatusRecord, RoundTripsWhatAPipeSays) {
   const PipeStatus bytes{.rate = 10485760, .units = 123456, .bytes = 123456, .answered = 3};
   EXPECT_EQ(encode_status(bytes),
-            "ratelimit-pipe 4 bytes si 10485760 123456 123456 3 - 9a9950cd\n");
+            "ratelimit-pipe 4 bytes si 10485760 123456 123456 3 - 0 - 38f0b836\n");
+  // A pipe started before the period and the timetable were published: read as neither.
+  EXPECT_EQ(decode_status("ratelimit-pipe 4 bytes si 10485760 123456 123456 3 - 9a9950cd\n"),
+            bytes);
   EXPECT_EQ(decode_status(encode_status(bytes)), bytes);
   const PipeStatus lines{.notation = kLines, .rate = 1.0 / 3, .units = 7, .bytes = 700};
   EXPECT_EQ(decode_status(encode_status(lines)), lines);
@@ -190,10 +264,16 @@ TEST(PipeStatusRecord, RoundTripsWhatAPipeSays) {
       .notation = {.counted = format::Counted::bytes, .binary_prefix = true, .bits = true},
       .rate = 1e6,
       .key = "k \xff\n-"};
-  EXPECT_EQ(encode_status(bits), "ratelimit-pipe 4 bits iec 1000000 0 0 0 6b20ff0a2d 51932376\n");
+  EXPECT_EQ(encode_status(bits),
+            "ratelimit-pipe 4 bits iec 1000000 0 0 0 6b20ff0a2d 0 - 9223e1fd\n");
   EXPECT_EQ(decode_status(encode_status(bits)), bits);
   const PipeStatus records{.notation = {.counted = format::Counted::records}, .rate = 5};
   EXPECT_EQ(decode_status(encode_status(records)), records);
+  // The period the rate was written in, and the timetable followed.
+  const PipeStatus scheduled{.notation = {.counted = format::Counted::lines, .period_seconds = 10},
+                             .rate = 0.1,
+                             .timetable = "18:00,off;Mon-08:00,512000"};
+  EXPECT_EQ(decode_status(encode_status(scheduled)), scheduled);
   // A timetable's "off".
   const PipeStatus unlimited{.rate = std::numeric_limits<double>::infinity(), .units = 1};
   EXPECT_EQ(decode_status(encode_status(unlimited)), unlimited);

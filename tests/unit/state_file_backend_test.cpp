@@ -75,6 +75,37 @@ TEST_F(StateFileBackendTest, ProcessesShareOneBucketInArrivalOrder) {
   EXPECT_TRUE(notes_.empty());
 }
 
+// One permit at 0.001/s books the next 1000 s ahead; the rate meant, set by hand, converts what is
+// owed (1 permit) to the new rate, even from the 292-year limit; a lowered rate keeps the turn.
+TEST_F(StateFileBackendTest, ARaisedRateSetByHandConvertsTheBookedTurn) {
+  auto backend = process();
+  PermitRequest keeping = request(bursty(5));
+  keeping.apply_params = false;
+  for (const double typo : {0.001, 1e-300}) {
+    backend.reset("api");
+    EXPECT_EQ(backend.reserve(request(bursty(typo)), waiter_).wait, 0ms);
+    ASSERT_TRUE(set_key_rate_by_hand(backend, "api", 5, {}));
+    // 200 ms for what is owed, give or take a permit of rounding.
+    EXPECT_LT(backend.reserve(keeping, waiter_).wait, 500ms) << typo;
+  }
+  // Booked 200 ms ahead at 5/s; lowered to 1/s, still 200 ms (not the 1 s a permit takes now).
+  backend.reset("api");
+  EXPECT_EQ(backend.reserve(request(bursty(5)), waiter_).wait, 0ms);
+  ASSERT_TRUE(set_key_rate_by_hand(backend, "api", 1, {}));
+  keeping.params = bursty(1);
+  EXPECT_EQ(backend.reserve(keeping, waiter_).wait, 200ms);
+  EXPECT_FALSE(set_key_rate_by_hand(backend, "none", 5, {}));
+}
+
+TEST(SetRateByHand, ConvertsOnlyARaisedRate) {
+  TokenBucket bucket(bursty(1), 0s);
+  bucket.reserve(10, 0s);  // the next turn at 10 s
+  set_rate_by_hand(bucket, 10, 1s);
+  EXPECT_EQ(bucket.state().next_free, 1s + 900ms);  // 9 permits owed at 10/s
+  set_rate_by_hand(bucket, 1, 1s);
+  EXPECT_EQ(bucket.state().next_free, 1s + 900ms);  // as Guava's setRate
+}
+
 TEST_F(StateFileBackendTest, MatchesTheCoreDecisionForDecision) {
   auto backend = process();
   BucketParams params;

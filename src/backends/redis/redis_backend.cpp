@@ -58,15 +58,17 @@ std::string redis_key(const std::string& key) {
 }
 
 RedisBackend::RedisBackend(RedisDeployment deployment, std::chrono::milliseconds timeout,
-                           Notify notify, const RedisTlsOptions& tls)
+                           Notify notify, const RedisTlsOptions& tls,
+                           std::chrono::milliseconds failover_timeout, Notify warn)
     : notify_(notify),
       timeout_(timeout),
-      topology_(std::move(deployment), timeout, std::move(notify), tls) {}
+      topology_(std::move(deployment), timeout, failover_timeout, std::move(notify),
+                std::move(warn), tls) {}
 
 void RedisBackend::unexpected_reply(const RedisValue& reply) const {
   throw BackendUnavailable("Redis at " + shown_url() + ": " +
                            (reply.type == RedisValue::Type::error
-                                ? reply.text
+                                ? explain_refusal(reply.text)
                                 : std::string("unexpected reply to the bucket script")));
 }
 
@@ -76,19 +78,31 @@ RedisValue RedisBackend::run_script(const std::string& key, std::vector<std::str
                                 redis_key(key)};
   call.insert(call.end(), arguments.begin(), arguments.end());
   const std::string bucket_key = redis_key(key);
-  RedisValue reply = topology_.command(bucket_key, call, deadline);
+  RedisValue reply = command(bucket_key, call, deadline);
   // NOSCRIPT: the script did not run, so running it with EVAL cannot book twice. EVAL also
-  // caches it for the next EVALSHA.
+  // caches it for the next EVALSHA (a server started again has forgotten it).
   if (reply.type == RedisValue::Type::error && reply.text.starts_with("NOSCRIPT")) {
     call[0] = "EVAL";
     call[1] = kRedisBucketScript;
-    reply = topology_.command(bucket_key, call, deadline);
+    reply = command(bucket_key, call, deadline);
   }
   if (reply.type == RedisValue::Type::error) {
     // The connection may be fine, but the server refuses (NOAUTH, OOM, BUSY, a broken script).
     unexpected_reply(reply);
   }
   return reply;
+}
+
+RedisValue RedisBackend::command(const std::string& bucket_key,
+                                 const std::vector<std::string>& arguments,
+                                 RedisDeadline& deadline) {
+  try {
+    return topology_.command(bucket_key, arguments, deadline);
+  } catch (const RedisConnectionLost& lost) {
+    if (lost.sent() || deadline.passed()) throw;
+    notify_(std::string(lost.what()) + "; connecting again");
+    return topology_.command(bucket_key, arguments, deadline);
+  }
 }
 
 Reservation RedisBackend::reserve(const PermitRequest& request, io::Waiter& waiter) {
@@ -99,14 +113,24 @@ Reservation RedisBackend::reserve(const PermitRequest& request, io::Waiter& wait
   if (request.deadline != nanoseconds::max())
     round_trip.refuse_after(std::max(request.deadline, waiter.now() + nanoseconds(kAnswerGrace)));
   try {
-    // Connected first, so that what is left of the request's timeout when the script runs is
-    // what the server judges by.
-    topology_.connect(redis_key(request.key), round_trip);
-    const nanoseconds timeout =
-        request.deadline == nanoseconds::max()
-            ? nanoseconds::max()
-            : std::max(request.deadline - waiter.now(), nanoseconds::zero());
-    return reserve_at(request, timeout, std::nullopt, round_trip);
+    for (bool sent_again = false;; sent_again = true) {
+      try {
+        // Connected first, so that what is left of the request's timeout when the script runs
+        // is what the server judges by.
+        topology_.connect(redis_key(request.key), round_trip);
+        const nanoseconds timeout =
+            request.deadline == nanoseconds::max()
+                ? nanoseconds::max()
+                : std::max(request.deadline - waiter.now(), nanoseconds::zero());
+        return reserve_at(request, timeout, std::nullopt, round_trip);
+      } catch (const RedisConnectionLost& lost) {
+        // The reply was lost, not the time: the connection is made again and the request sent
+        // once more. The first may have been booked, so the key may pay twice for this one
+        // request: fewer grants, never more.
+        if (sent_again || round_trip.passed()) throw;
+        notify_(std::string(lost.what()) + "; sending the request again");
+      }
+    }
   } catch (const RedisInterrupted& interrupted) {
     Reservation reservation;
     reservation.signal = interrupted.signal;
@@ -290,7 +314,7 @@ std::vector<BucketStatus> RedisBackend::status(const std::optional<std::string>&
 bool RedisBackend::reset(const std::string& key) {
   RedisDeadline round_trip = operation_deadline();
   const std::string bucket_key = redis_key(key);
-  const RedisValue reply = topology_.command(bucket_key, {"DEL", bucket_key}, round_trip);
+  const RedisValue reply = command(bucket_key, {"DEL", bucket_key}, round_trip);
   if (reply.type != RedisValue::Type::integer) unexpected_reply(reply);
   return reply.integer > 0;
 }
@@ -298,6 +322,19 @@ bool RedisBackend::reset(const std::string& key) {
 bool RedisBackend::set_rate(const std::string& key, double permits_per_second,
                             const KeySchedule& schedule) {
   return set_rate_at(key, permits_per_second, schedule, std::nullopt);
+}
+
+void RedisBackend::ping(const std::string& key, io::Waiter& waiter) {
+  RedisDeadline round_trip = operation_deadline(&waiter);
+  const std::string bucket_key = redis_key(key);
+  try {
+    topology_.connect(bucket_key, round_trip);
+    // A server that accepts connections may still be loading its data (-LOADING).
+    const RedisValue reply = command(bucket_key, {"PING"}, round_trip);
+    if (reply.type != RedisValue::Type::status || reply.text != "PONG") unexpected_reply(reply);
+  } catch (const RedisInterrupted&) {
+    throw BackendUnavailable("Redis at " + shown_url() + ": not asked to the end");
+  }
 }
 
 void RedisBackend::give_back(const std::string& key, std::int64_t permits) {

@@ -22,23 +22,29 @@ class RedisBackend final : public BucketBackend {
   using Notify = std::function<void(const std::string&)>;
 
   // Connects at the first call. `timeout` bounds each operation as a whole: its connection (TLS
-  // included, with `tls` for rediss:// nodes) and every command it sends; after a failover, the
-  // search for the new master and the request sent again there have a timeout of their own.
-  // Throws as RedisTls for TLS files that cannot be used, UsageError for TLS options without
-  // rediss://.
+  // included, with `tls` for rediss:// nodes) and every command it sends; a failover has
+  // `failover_timeout` (RedisTopology), and `warn` is told of two masters at once. Throws as
+  // RedisTls for TLS files that cannot be used, UsageError for TLS options without rediss://.
   RedisBackend(
       RedisDeployment deployment, std::chrono::milliseconds timeout,
-      Notify notify = [](const std::string&) {}, const RedisTlsOptions& tls = {});
+      Notify notify = [](const std::string&) {}, const RedisTlsOptions& tls = {},
+      std::chrono::milliseconds failover_timeout = kDefaultFailoverTimeout,
+      Notify warn = [](const std::string&) {});
 
   // The round trip counts against the request's deadline, as the state file's lock does: an
   // answer not come by then (or by kAnswerGrace from the call, whichever is later) is a refusal,
   // the connection closed (the call may have booked). A stop signal ends it at once, the same.
+  // A connection the server ended while the reply was awaited (a restart, CLIENT KILL) is made
+  // again and the request sent once more, within the same timeout: the key may pay twice for it
+  // (the first may have been booked), never grant twice.
   Reservation reserve(const PermitRequest& request, io::Waiter& waiter) override;
   bool set_rate(const std::string& key, double permits_per_second,
                 const KeySchedule& schedule) override;
   std::vector<BucketStatus> status(const std::optional<std::string>& key) override;
   bool reset(const std::string& key) override;
   void give_back(const std::string& key, std::int64_t permits) override;
+  // Connected to the node (or master) that serves `key`, and a PING answered.
+  void ping(const std::string& key, io::Waiter& waiter) override;
 
   // The decision for permits due within `timeout` (Guava tryAcquire; nanoseconds::max(): no
   // limit), at a time the caller gives in Unix microseconds instead of the server's TIME: for the
@@ -62,8 +68,14 @@ class RedisBackend final : public BucketBackend {
   RedisDeadline operation_deadline(io::Waiter* stop_waiter = nullptr) const {
     return RedisDeadline(timeout_, stop_waiter);
   }
+  // As RedisTopology::command, except that a connection found ended before the command went out
+  // (the server restarted, CLIENT KILL, a proxy's idle timeout: all while it was idle) is made
+  // again the deployment's way (for Sentinel, by asking the sentinels) and the command sent there
+  // once more, within the same deadline: the server never ran it, so nothing is done twice.
+  RedisValue command(const std::string& bucket_key, const std::vector<std::string>& arguments,
+                     RedisDeadline& deadline);
   // Runs the script by its SHA-1, loading it once if the server does not have it (NOSCRIPT); as
-  // RedisTopology::command.
+  // command().
   RedisValue run_script(const std::string& key, std::vector<std::string> arguments,
                         RedisDeadline& deadline);
   [[noreturn]] void unexpected_reply(const RedisValue& reply) const;

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "backends/redis/redis_url.hpp"
+#include "errors.hpp"
 #include "io/waiter.hpp"
 
 struct redisReader;
@@ -38,6 +39,20 @@ struct RedisInterrupted {
 // its answer; as for RedisInterrupted, the connection is closed and the command may have run.
 struct RedisTooLate {};
 
+// A connection that the server or the network ended (a restart, CLIENT KILL, a proxy's idle
+// timeout, a reset), as against one that timed out. Whether the command had gone out decides what
+// sending it again may cost.
+class RedisConnectionLost : public BackendUnavailable {
+ public:
+  RedisConnectionLost(const std::string& what, bool sent) : BackendUnavailable(what), sent_(sent) {}
+  // False: the server cannot have run the command (the connection was found closed before it
+  // went out, or it did not go out whole). True: it went out, and only its reply was lost.
+  bool sent() const { return sent_; }
+
+ private:
+  bool sent_;
+};
+
 // The one deadline of one operation of ratelimit's on Redis (a reservation, a status, a reset):
 // resolving the host, connecting, the TLS handshake, AUTH, SELECT and every command and reply of
 // the operation all count against it, so --redis-timeout bounds the whole, not each step.
@@ -50,6 +65,10 @@ class RedisDeadline {
   // Past `deadline` too (on the waiter's timeline), the call is refused (RedisTooLate) instead:
   // the request's own deadline, when it ends before the timeout.
   void refuse_after(std::chrono::nanoseconds deadline) { refused_at_ = deadline; }
+  // `timeout` from now on, for the same request: its waiter, and refused as this one is.
+  RedisDeadline renewed(std::chrono::milliseconds timeout) const;
+  // The same, but never later than this one: one step's part of a search.
+  RedisDeadline share(std::chrono::milliseconds timeout) const;
 
   io::Waiter& waiter() { return *waiter_; }
   // Whether the timeout has run out (the server is unavailable now).
@@ -73,8 +92,9 @@ class RedisDeadline {
 };
 
 // The TLS settings of every connection to a rediss:// server, loaded once: the CAs trusted, this
-// client's certificate and key. Throws InputError for a file that cannot be read, UsageError for
-// one that holds no certificate or key OpenSSL can use.
+// client's certificate and key. Throws InputError for a file that cannot be read (or is no regular
+// file: a FIFO would hang the read), UsageError for one that holds no certificate or key OpenSSL
+// can use.
 class RedisTls {
  public:
   explicit RedisTls(const RedisTlsOptions& options);
@@ -84,6 +104,8 @@ class RedisTls {
 
   ssl_ctx_st* context() const { return context_.get(); }
   bool verify() const { return verify_; }
+  // --redis-tls-ca's file; empty: the system's store.
+  const std::string& ca_file() const { return ca_file_; }
 
  private:
   struct FreeContext {
@@ -91,14 +113,22 @@ class RedisTls {
   };
   std::unique_ptr<ssl_ctx_st, FreeContext> context_;
   bool verify_ = true;
+  std::string ca_file_;
+};
+
+// Thrown when a server answered the handshake (AUTH, SELECT) with an error: it is there and
+// refuses this client, which waiting does not mend.
+class RedisRefused : public BackendUnavailable {
+ public:
+  using BackendUnavailable::BackendUnavailable;
 };
 
 // One connection to a server, authenticated and on its database.
 class RedisConnection {
  public:
   // Connects to `address` (over TLS with `tls`, required for a rediss:// address) within
-  // `deadline`. Throws BackendUnavailable naming the URL (password hidden) and the cause, or as
-  // RedisDeadline does.
+  // `deadline`. Throws BackendUnavailable naming the URL (password hidden) and the cause
+  // (RedisRefused for a refused handshake), or as RedisDeadline does.
   RedisConnection(const RedisAddress& address, const RedisTls* tls, RedisDeadline& deadline);
   RedisConnection(RedisConnection&&) noexcept;
   RedisConnection& operator=(RedisConnection&&) noexcept;
@@ -106,9 +136,11 @@ class RedisConnection {
 
   // Sends one command and waits for its reply within `deadline`; an error reply is returned, not
   // thrown. Throws BackendUnavailable if the server cannot be reached or does not answer in time,
-  // or as RedisDeadline does; the connection is then closed and the command's effect unknown,
-  // and every later command throws. A stop signal or a deadline past before the command is sent:
-  // nothing is sent.
+  // RedisConnectionLost if it ended the connection, or as RedisDeadline does; the connection is
+  // then closed and the command's effect unknown (unless RedisConnectionLost says it was not
+  // sent), and every later command throws. A stop signal or a deadline past before the command is
+  // sent: nothing is sent. A connection idle since its last reply is looked at first, without
+  // waiting: one the server closed meanwhile is reported as lost before anything is sent.
   RedisValue command(const std::vector<std::string>& arguments, RedisDeadline& deadline);
   // False once a command failed.
   bool open() const { return transport_ != nullptr; }
@@ -117,6 +149,9 @@ class RedisConnection {
   // Runs `step`; whatever it throws closes the connection, a RedisFailure as BackendUnavailable.
   template <typename Step>
   auto closing_on_failure(Step step);
+  // Throws RedisConnectionLost (not sent) if the server closed the connection since the last
+  // reply.
+  void check_still_open();
   void send(std::string_view data, RedisDeadline& deadline);
   RedisValue receive_reply(RedisDeadline& deadline);
 
@@ -126,6 +161,8 @@ class RedisConnection {
   std::unique_ptr<RedisTransport> transport_;
   std::unique_ptr<redisReader, FreeReader> reader_;
   std::string shown_url_;
+  // A reply came on it: from then on, what it receives between commands can only be its end.
+  bool answered_ = false;
 };
 
 }  // namespace ratelimit::backends

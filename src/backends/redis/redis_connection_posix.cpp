@@ -48,6 +48,13 @@ class SigpipeBlocked {
   bool was_pending_ = false;
 };
 
+// A transport that failed under a command: the server or the network ended the connection.
+class TransportLost : public RedisFailure {
+ public:
+  TransportLost(const RedisFailure& cause, bool sent) : RedisFailure(cause), sent(sent) {}
+  bool sent;
+};
+
 // The monotonic clock and a poll that no signal cuts short, for operations run without a stop
 // waiter: status, reset and set run with the stop signals' default action, which ends the process
 // at once anyway.
@@ -112,6 +119,18 @@ RedisDeadline::RedisDeadline(std::chrono::milliseconds timeout, io::Waiter* wait
   unavailable_at_ = deadline_after(waiter_->now(), timeout);
 }
 
+RedisDeadline RedisDeadline::renewed(std::chrono::milliseconds timeout) const {
+  RedisDeadline next(timeout, waiter_);
+  next.refused_at_ = refused_at_;
+  return next;
+}
+
+RedisDeadline RedisDeadline::share(std::chrono::milliseconds timeout) const {
+  RedisDeadline part = renewed(timeout);
+  part.unavailable_at_ = std::min(part.unavailable_at_, unavailable_at_);
+  return part;
+}
+
 void RedisDeadline::check(std::string_view awaited) {
   if (const int signal = waiter_->wait_until(waiter_->now())) throw RedisInterrupted{signal};
   const std::chrono::nanoseconds now = waiter_->now();
@@ -145,6 +164,9 @@ auto RedisConnection::closing_on_failure(Step step) {
   try {
     const SigpipeBlocked sigpipe_blocked;
     return step();
+  } catch (const TransportLost& lost) {
+    transport_.reset();
+    throw RedisConnectionLost("Redis at " + shown_url_ + ": " + lost.what(), lost.sent);
   } catch (const RedisFailure& failure) {
     transport_.reset();
     throw BackendUnavailable("Redis at " + shown_url_ + ": " + failure.what());
@@ -169,7 +191,7 @@ RedisConnection::RedisConnection(const RedisAddress& address, const RedisTls* tl
     const RedisValue reply = command(arguments, deadline);
     if (reply.type == RedisValue::Type::error) {
       transport_.reset();
-      throw BackendUnavailable("Redis at " + shown_url_ + ": " + reply.text);
+      throw RedisRefused("Redis at " + shown_url_ + ": " + reply.text);
     }
   };
   if (!address.password.empty()) {
@@ -190,6 +212,7 @@ RedisValue RedisConnection::command(const std::vector<std::string>& arguments,
   if (!transport_) throw BackendUnavailable("Redis at " + shown_url_ + ": the connection was lost");
   return closing_on_failure([&] {
     deadline.check("reply");
+    if (answered_) check_still_open();
     std::vector<const char*> pointers;
     std::vector<std::size_t> lengths;
     for (const std::string& argument : arguments) {
@@ -207,10 +230,30 @@ RedisValue RedisConnection::command(const std::vector<std::string>& arguments,
   });
 }
 
+void RedisConnection::check_still_open() {
+  std::array<char, 512> buffer;
+  short wanted = 0;
+  std::size_t received = 0;
+  try {
+    received = transport_->receive(buffer, wanted);
+  } catch (const RedisFailure& failure) {
+    throw TransportLost(failure, false);
+  }
+  // Bytes nobody asked for: kept for the reader, as before this look.
+  if (received > 0 && ::redisReaderFeed(reader_.get(), buffer.data(), received) != REDIS_OK)
+    throw std::bad_alloc();
+}
+
 void RedisConnection::send(std::string_view data, RedisDeadline& deadline) {
   while (!data.empty()) {
     short wanted = 0;
-    const std::size_t sent = transport_->send(data, wanted);
+    std::size_t sent = 0;
+    try {
+      sent = transport_->send(data, wanted);
+    } catch (const RedisFailure& failure) {
+      // Not all of the command went out: the server cannot have run it.
+      throw TransportLost(failure, false);
+    }
     data.remove_prefix(sent);
     if (sent == 0) {
       pollfd ready{.fd = transport_->fd(), .events = wanted, .revents = 0};
@@ -228,11 +271,18 @@ RedisValue RedisConnection::receive_reply(RedisDeadline& deadline) {
     if (reply != nullptr) {
       RedisValue value = copy(*static_cast<redisReply*>(reply));
       ::freeReplyObject(reply);
+      answered_ = true;
       return value;
     }
     // Read before any wait: TLS may hold bytes already that no poll would announce.
     short wanted = 0;
-    if (const std::size_t received = transport_->receive(buffer, wanted)) {
+    std::size_t received = 0;
+    try {
+      received = transport_->receive(buffer, wanted);
+    } catch (const RedisFailure& failure) {
+      throw TransportLost(failure, true);
+    }
+    if (received > 0) {
       if (::redisReaderFeed(reader_.get(), buffer.data(), received) != REDIS_OK)
         throw std::bad_alloc();
       continue;

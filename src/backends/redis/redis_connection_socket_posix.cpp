@@ -13,6 +13,7 @@
 #include <cstring>
 #include <memory>
 #include <optional>
+#include <string>
 #include <vector>
 
 #include "backends/redis/redis_connection_transport.hpp"
@@ -140,7 +141,8 @@ io::FileDescriptor connect_to(const sockaddr* address, socklen_t length, RedisDe
 
 class PlainTransport final : public RedisTransport {
  public:
-  explicit PlainTransport(io::FileDescriptor socket) : socket_(std::move(socket)) {}
+  explicit PlainTransport(io::FileDescriptor socket)
+      : socket_(std::move(socket)), may_speak_tls_(!is_unix_socket(socket_.get())) {}
   int fd() const override { return socket_.get(); }
 
   std::size_t send(std::string_view data, short& wanted) override {
@@ -151,11 +153,27 @@ class PlainTransport final : public RedisTransport {
   std::size_t receive(std::span<char> buffer, short& wanted) override {
     const ssize_t received =
         io::retry_on_eintr([&] { return ::read(socket_.get(), buffer.data(), buffer.size()); });
-    if (received == 0) throw RedisFailure("the server closed the connection");
+    if (received == 0) throw RedisFailure(unanswered("the server closed the connection"));
+    if (received < 0 && errno == ECONNRESET) throw RedisFailure(unanswered(std::strerror(errno)));
+    if (received > 0) answered_ = true;
     return moved(received, POLLIN, wanted);
   }
 
  private:
+  static bool is_unix_socket(int fd) {
+    sockaddr_storage address{};
+    socklen_t length = sizeof address;
+    return ::getsockname(fd, reinterpret_cast<sockaddr*>(&address), &length) == 0 &&
+           address.ss_family == AF_UNIX;
+  }
+  // `cause` of a connection that ended, with a hint when it ended unanswered: a TLS port closes a
+  // plain connection at its first command without a word (a reset, or the end of the stream),
+  // where a Redis server says why before it closes one (maxclients, protected mode).
+  std::string unanswered(std::string cause) const {
+    if (answered_ || !may_speak_tls_) return cause;
+    return cause + " before any reply: if this port speaks TLS, use rediss://";
+  }
+
   static std::size_t moved(ssize_t result, short blocked_on, short& wanted) {
     if (result >= 0) return static_cast<std::size_t>(result);
     if (errno != EAGAIN && errno != EWOULDBLOCK) throw RedisFailure(std::strerror(errno));
@@ -163,6 +181,8 @@ class PlainTransport final : public RedisTransport {
     return 0;
   }
   io::FileDescriptor socket_;
+  bool may_speak_tls_;
+  bool answered_ = false;
 };
 
 }  // namespace

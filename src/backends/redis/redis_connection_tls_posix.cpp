@@ -1,15 +1,20 @@
 #include <arpa/inet.h>
 #include <fcntl.h>
 #include <openssl/err.h>
+#include <openssl/pem.h>
 #include <openssl/ssl.h>
 #include <openssl/x509v3.h>
 #include <poll.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <array>
 #include <cerrno>
+#include <cstdint>
 #include <cstring>
 #include <memory>
+#include <string>
+#include <vector>
 
 #include "backends/redis/redis_connection_transport.hpp"
 #include "errors.hpp"
@@ -25,16 +30,132 @@ std::string openssl_reason(std::string_view fallback) {
   return reason != nullptr ? reason : std::string(fallback);
 }
 
-// A file the user named, readable, or InputError naming the option and the file.
-void check_readable(std::string_view option, const std::string& file) {
-  const int fd = ::open(file.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) throw InputError(errno, std::string(option) + " " + file);
-  ::close(fd);
+// Certificates and keys are small; a CA bundle a few hundred KiB.
+constexpr std::size_t kLargestPemFile = std::size_t{16} << 20;
+
+// The whole of a file the user named: a regular file, opened without blocking (a FIFO there would
+// hang the open or the read with no deadline). Throws InputError naming the option and the file.
+std::string read_pem_file(std::string_view option, const std::string& file) {
+  const std::string named = std::string(option) + " " + file;
+  const io::FileDescriptor fd(io::retry_on_eintr(
+      [&] { return ::open(file.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC | O_NOCTTY); }));
+  if (!fd) throw InputError(errno, named);
+  struct stat status {};
+  if (::fstat(fd.get(), &status) != 0) throw InputError(errno, named);
+  if (S_ISDIR(status.st_mode)) throw InputError(EISDIR, named);
+  if (!S_ISREG(status.st_mode)) throw InputError(named + ": not a regular file");
+  if (static_cast<std::uintmax_t>(status.st_size) > kLargestPemFile)
+    throw UsageError(named + ": too large for a PEM file");
+  std::string bytes(static_cast<std::size_t>(status.st_size), '\0');
+  std::size_t got = 0;
+  while (got < bytes.size()) {
+    const ssize_t count = io::retry_on_eintr(
+        [&] { return ::pread(fd.get(), bytes.data() + got, bytes.size() - got, got); });
+    if (count < 0) throw InputError(errno, named);
+    if (count == 0) break;
+    got += static_cast<std::size_t>(count);
+  }
+  bytes.resize(got);
+  return bytes;
 }
 
-[[noreturn]] void unusable(std::string_view option, const std::string& file) {
-  throw UsageError(std::string(option) + " " + file + ": " +
-                   openssl_reason("not a PEM file OpenSSL can use"));
+struct FreeBio {
+  void operator()(BIO* bio) const { ::BIO_free(bio); }
+};
+using Bio = std::unique_ptr<BIO, FreeBio>;
+
+Bio memory_bio(const std::string& bytes) {
+  Bio bio(::BIO_new_mem_buf(bytes.data(), static_cast<int>(bytes.size())));
+  if (!bio) throw std::bad_alloc();
+  return bio;
+}
+
+// The certificates (and CRLs) of --redis-tls-ca's file, trusted.
+void trust_cas(SSL_CTX* context, const std::string& file) {
+  const std::string bytes = read_pem_file("--redis-tls-ca", file);
+  const Bio bio = memory_bio(bytes);
+  STACK_OF(X509_INFO)* const infos = ::PEM_X509_INFO_read_bio(bio.get(), nullptr, nullptr, nullptr);
+  X509_STORE* const store = ::SSL_CTX_get_cert_store(context);
+  int trusted = 0;
+  for (int i = 0; infos != nullptr && i < sk_X509_INFO_num(infos); ++i) {
+    const X509_INFO* const info = sk_X509_INFO_value(infos, i);
+    if (info->x509 != nullptr && ::X509_STORE_add_cert(store, info->x509) == 1) ++trusted;
+    if (info->crl != nullptr) ::X509_STORE_add_crl(store, info->crl);
+  }
+  if (infos != nullptr) sk_X509_INFO_pop_free(infos, ::X509_INFO_free);
+  ::ERR_clear_error();
+  if (trusted == 0) throw UsageError("--redis-tls-ca " + file + ": no PEM certificate in it");
+}
+
+// --redis-tls-cert's certificate and the chain after it.
+void use_certificate_chain(SSL_CTX* context, const std::string& file) {
+  const std::string bytes = read_pem_file("--redis-tls-cert", file);
+  const Bio bio = memory_bio(bytes);
+  X509* const certificate = ::PEM_read_bio_X509_AUX(bio.get(), nullptr, nullptr, nullptr);
+  const bool used = certificate != nullptr && ::SSL_CTX_use_certificate(context, certificate) == 1;
+  ::X509_free(certificate);
+  if (!used) {
+    ::ERR_clear_error();
+    throw UsageError("--redis-tls-cert " + file + ": no PEM certificate in it");
+  }
+  while (X509* const link = ::PEM_read_bio_X509(bio.get(), nullptr, nullptr, nullptr)) {
+    if (::SSL_CTX_add0_chain_cert(context, link) != 1) {
+      ::X509_free(link);
+      throw UsageError("--redis-tls-cert " + file + ": " + openssl_reason("a bad chain"));
+    }
+  }
+  ::ERR_clear_error();  // the end of the file, found as "no start line"
+}
+
+// The private key of --redis-tls-cert, from `file` (`option` names where it came from).
+void use_private_key(SSL_CTX* context, std::string_view option, const std::string& file,
+                     const std::string& cert_file) {
+  const std::string bytes = read_pem_file(option, file);
+  const Bio bio = memory_bio(bytes);
+  EVP_PKEY* const key = ::PEM_read_bio_PrivateKey(bio.get(), nullptr, nullptr, nullptr);
+  // Using a key checks it against the certificate.
+  const bool used = key != nullptr && ::SSL_CTX_use_PrivateKey(context, key) == 1 &&
+                    ::SSL_CTX_check_private_key(context) == 1;
+  ::ERR_clear_error();
+  const std::string named = std::string(option) + " " + file;
+  if (key == nullptr)
+    throw UsageError(named + ": no PEM private key in it" +
+                     (file == cert_file ? " (give it with --redis-tls-key FILE)" : ""));
+  ::EVP_PKEY_free(key);
+  if (!used)
+    throw UsageError(named + ": not the key of the certificate in --redis-tls-cert " + cert_file);
+}
+
+// The DNS names and IP addresses a certificate is for (its subjectAltName, else its common name),
+// joined by ", ".
+std::string certificate_names(X509* certificate) {
+  std::vector<std::string> names;
+  auto* const alt_names = static_cast<GENERAL_NAMES*>(
+      ::X509_get_ext_d2i(certificate, NID_subject_alt_name, nullptr, nullptr));
+  for (int i = 0; alt_names != nullptr && i < sk_GENERAL_NAME_num(alt_names); ++i) {
+    const GENERAL_NAME* const name = sk_GENERAL_NAME_value(alt_names, i);
+    if (name->type == GEN_DNS) {
+      names.emplace_back(reinterpret_cast<const char*>(::ASN1_STRING_get0_data(name->d.dNSName)),
+                         static_cast<std::size_t>(::ASN1_STRING_length(name->d.dNSName)));
+    } else if (name->type == GEN_IPADD) {
+      const int length = ::ASN1_STRING_length(name->d.iPAddress);
+      std::array<char, INET6_ADDRSTRLEN> text{};
+      if ((length == 4 || length == 16) &&
+          ::inet_ntop(length == 4 ? AF_INET : AF_INET6, ::ASN1_STRING_get0_data(name->d.iPAddress),
+                      text.data(), static_cast<socklen_t>(text.size())) != nullptr)
+        names.emplace_back(text.data());
+    }
+  }
+  GENERAL_NAMES_free(alt_names);
+  if (names.empty()) {
+    std::array<char, 256> common_name{};
+    if (::X509_NAME_get_text_by_NID(::X509_get_subject_name(certificate), NID_commonName,
+                                    common_name.data(), static_cast<int>(common_name.size())) > 0)
+      names.emplace_back(common_name.data());
+  }
+  std::string joined;
+  for (const std::string& name : names) joined += (joined.empty() ? "" : ", ") + name;
+  return joined;
 }
 
 bool is_ip_address(const std::string& host) {
@@ -46,7 +167,10 @@ bool is_ip_address(const std::string& host) {
 class TlsTransport final : public RedisTransport {
  public:
   TlsTransport(io::FileDescriptor socket, const RedisTls& tls, const RedisAddress& address)
-      : socket_(std::move(socket)), ssl_(::SSL_new(tls.context())) {
+      : socket_(std::move(socket)),
+        ssl_(::SSL_new(tls.context())),
+        ca_file_(tls.ca_file()),
+        host_(address.host) {
     if (!ssl_ || ::SSL_set_fd(ssl_.get(), socket_.get()) != 1)
       throw RedisFailure("TLS: " + openssl_reason("cannot start"));
     SSL_set_app_data(ssl_.get(), this);
@@ -69,7 +193,13 @@ class TlsTransport final : public RedisTransport {
       short wanted = 0;
       settle(result, wanted);
       pollfd ready{.fd = socket_.get(), .events = wanted, .revents = 0};
-      deadline.wait({&ready, 1}, "TLS handshake");
+      try {
+        deadline.wait({&ready, 1}, "TLS handshake");
+      } catch (const RedisFailure& failure) {
+        // A plain Redis port reads a handshake as the start of a command and waits for its end.
+        throw RedisFailure(std::string(failure.what()) +
+                           " (a Redis port without TLS never answers one: use redis:// there)");
+      }
     }
   }
 
@@ -124,9 +254,36 @@ class TlsTransport final : public RedisTransport {
     if (verified != X509_V_OK) {
       ::ERR_clear_error();
       throw RedisFailure(std::string("TLS: the server's certificate is not trusted: ") +
-                         ::X509_verify_cert_error_string(verified));
+                         ::X509_verify_cert_error_string(verified) + untrusted_hint(verified));
     }
     throw RedisFailure("TLS: " + openssl_reason("failed"));
+  }
+
+  // What to do about a certificate that failed the check `verified`, or nothing.
+  std::string untrusted_hint(long verified) const {
+    switch (verified) {
+      case X509_V_ERR_HOSTNAME_MISMATCH:
+      case X509_V_ERR_IP_ADDRESS_MISMATCH: {
+        // Verification stopped before the certificate became the peer's: the chain holds it.
+        STACK_OF(X509)* const chain = ::SSL_get_peer_cert_chain(ssl_.get());
+        const std::string names = chain != nullptr && sk_X509_num(chain) > 0
+                                      ? certificate_names(sk_X509_value(chain, 0))
+                                      : std::string();
+        if (names.empty()) return {};
+        return " (it is for " + names + ", not " + host_ + ": name one of those in the URL)";
+      }
+      case X509_V_ERR_SELF_SIGNED_CERT_IN_CHAIN:
+      case X509_V_ERR_DEPTH_ZERO_SELF_SIGNED_CERT:
+      case X509_V_ERR_UNABLE_TO_GET_ISSUER_CERT:
+      case X509_V_ERR_UNABLE_TO_GET_ISSUER_CERT_LOCALLY:
+      case X509_V_ERR_UNABLE_TO_VERIFY_LEAF_SIGNATURE:
+        return ca_file_.empty() ? std::string(
+                                      " (no CA of the system's store signed it: give its CA with "
+                                      "--redis-tls-ca FILE)")
+                                : " (no CA in --redis-tls-ca " + ca_file_ + " signed it)";
+      default:
+        return {};
+    }
   }
 
   struct FreeSsl {
@@ -134,6 +291,8 @@ class TlsTransport final : public RedisTransport {
   };
   io::FileDescriptor socket_;
   std::unique_ptr<SSL, FreeSsl> ssl_;
+  std::string ca_file_;
+  std::string host_;
   bool certificate_requested_ = false;
   bool answered_ = false;
 };
@@ -143,7 +302,9 @@ class TlsTransport final : public RedisTransport {
 void RedisTls::FreeContext::operator()(ssl_ctx_st* context) const { ::SSL_CTX_free(context); }
 
 RedisTls::RedisTls(const RedisTlsOptions& options)
-    : context_(::SSL_CTX_new(::TLS_client_method())), verify_(options.verify) {
+    : context_(::SSL_CTX_new(::TLS_client_method())),
+      verify_(options.verify),
+      ca_file_(options.ca_file) {
   if (!context_) throw std::bad_alloc();
   SSL_CTX* const context = context_.get();
   ::SSL_CTX_set_min_proto_version(context, TLS1_2_VERSION);
@@ -155,26 +316,16 @@ RedisTls::RedisTls(const RedisTlsOptions& options)
       if (::SSL_CTX_set_default_verify_paths(context) != 1)
         throw UsageError("the system's CA store: " + openssl_reason("cannot be loaded"));
     } else {
-      check_readable("--redis-tls-ca", options.ca_file);
-      if (::SSL_CTX_load_verify_locations(context, options.ca_file.c_str(), nullptr) != 1)
-        unusable("--redis-tls-ca", options.ca_file);
+      trust_cas(context, options.ca_file);
     }
   }
   if (options.cert_file.empty()) {
     ::SSL_CTX_set_client_cert_cb(context, TlsTransport::on_certificate_request);
   } else {
-    check_readable("--redis-tls-cert", options.cert_file);
-    if (::SSL_CTX_use_certificate_chain_file(context, options.cert_file.c_str()) != 1)
-      unusable("--redis-tls-cert", options.cert_file);
-  }
-  if (!options.key_file.empty() || !options.cert_file.empty()) {
+    use_certificate_chain(context, options.cert_file);
     const bool own_file = !options.key_file.empty();
-    const std::string& key_file = own_file ? options.key_file : options.cert_file;
-    const std::string_view option = own_file ? "--redis-tls-key" : "--redis-tls-cert";
-    check_readable(option, key_file);
-    if (::SSL_CTX_use_PrivateKey_file(context, key_file.c_str(), SSL_FILETYPE_PEM) != 1 ||
-        ::SSL_CTX_check_private_key(context) != 1)
-      unusable(option, key_file);
+    use_private_key(context, own_file ? "--redis-tls-key" : "--redis-tls-cert",
+                    own_file ? options.key_file : options.cert_file, options.cert_file);
   }
 }
 

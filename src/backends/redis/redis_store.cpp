@@ -10,7 +10,7 @@ std::unique_ptr<BucketBackend> open_redis_store(
     const RedisOptions& options, const std::function<void(const std::string&)>& notify,
     const std::function<void(const std::string&)>& warn) {
   auto redis = std::make_unique<RedisBackend>(parse_redis_deployment(options.url), options.timeout,
-                                              notify, options.tls);
+                                              notify, options.tls, options.failover_timeout, warn);
   if (!options.tls.verify)
     warn("--redis-tls-insecure: the Redis server's certificate and name are not checked");
   return redis;

@@ -6,6 +6,7 @@
 #include <string>
 
 #include "backends/bucket_backend.hpp"
+#include "backends/redis/redis_topology.hpp"
 #include "backends/redis/redis_url.hpp"
 
 // The Redis store as open_backend() chooses it: its options, parsed here, and opening it.
@@ -16,12 +17,15 @@ struct RedisOptions {
   std::string url;
   // Bounds the connection and every command.
   std::chrono::milliseconds timeout{1000};
+  // Bounds a failover: the search for the new master (redis_topology.hpp).
+  std::chrono::milliseconds failover_timeout = kDefaultFailoverTimeout;
   RedisTlsOptions tls;  // for a rediss:// URL
 };
 
 // Buckets shared by every host that reaches the server; connects at the first call. Throws
 // UsageError (64) for a bad URL, naming it without its password. `notify` is told why a record
-// was discarded (--verbose), `warn` that the server's certificate goes unchecked.
+// was discarded (--verbose), `warn` that the server's certificate goes unchecked or that Sentinel
+// has two masters.
 std::unique_ptr<BucketBackend> open_redis_store(
     const RedisOptions& options, const std::function<void(const std::string&)>& notify,
     const std::function<void(const std::string&)>& warn);

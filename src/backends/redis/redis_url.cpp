@@ -183,4 +183,12 @@ RedisAddress parse_redis_url(std::string_view url, std::string shown) {
   return UrlParser(url, std::move(shown)).parse();
 }
 
+std::string explain_refusal(const std::string& error) {
+  if (error.starts_with("NOAUTH") ||
+      error.find("Protocol error: unauthenticated") != std::string::npos)
+    return "the server needs a password: give it in the URL, as redis://:PASSWORD@host or "
+           "unix://:PASSWORD@/path (USER:PASSWORD for an ACL user)";
+  return error;
+}
+
 }  // namespace ratelimit::backends

@@ -40,4 +40,9 @@ RedisAddress parse_redis_url(std::string_view url, std::string shown);
 // it is malformed), so that an error can show even a malformed URL.
 std::string hide_password(std::string_view url);
 
+// A server's error reply as the user can act on it: a server that wants a password (NOAUTH, or the
+// protocol error it gives a long command sent without one) says so with the URL form that gives
+// one; any other error as it is.
+std::string explain_refusal(const std::string& error);
+
 }  // namespace ratelimit::backends
