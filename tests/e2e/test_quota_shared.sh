@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # --quota on a shared key: 8 processes x 200 acquires never exceed the quota in any window of its
 # period, measured from the moments they were granted; a refused request takes nothing; status
-# shows the quota; reset clears it.
+# shows the quota; reset clears it; a quota on a Redis key is refused.
 # Timing: grants measured as they come (RESOURCE_LOCK timing).
 source "$E2E_LIB"
 windows="python3 $(dirname "${BASH_SOURCE[0]}")/quota_windows.py"
@@ -9,6 +9,19 @@ state=(--state-dir "$WORK/state")
 
 expect_status 64 "$RATELIMIT" acquire --quota 3/h --permits 4 --key q "${state[@]}"
 expect_stderr "ratelimit: --permits 4 is more than quota '3/h' ever allows"
+
+# Quotas on Redis keys are not kept yet: refused before any data goes, even with no server there
+# and a policy that would fall back to the state file.
+redis_refused="ratelimit: --quota on a key kept in Redis is not supported yet: use the state file"
+unreachable=(--redis redis://127.0.0.1:1 --redis-timeout 100ms)
+expect_error "$redis_refused" "$RATELIMIT" acquire --quota 3/h --key q "${unreachable[@]}" "${state[@]}"
+expect_error "$redis_refused" "$RATELIMIT" exec --quota 3/h --key q --on-redis-error local \
+  "${unreachable[@]}" "${state[@]}" -- true
+echo data >"$WORK/input"
+expect_status 64 "$RATELIMIT" --quota 3/h --key q "${unreachable[@]}" "${state[@]}" "$WORK/input" \
+  -o "$WORK/redis_output"
+expect_stderr "$redis_refused"
+[ ! -s "$WORK/redis_output" ] || fail "a refused pipe wrote to its output"
 
 # Refused takes nothing: 3 an hour, the 4th --try is refused and the key still counts 3.
 for _ in 1 2 3; do "$RATELIMIT" acquire --quota 3/h --key refused "${state[@]}"; done
