@@ -10,7 +10,7 @@ _ratelimit() {
     esac
   done
 
-  local value_options=" --rate -r --burst --warmup --cold-factor --delimiter --chunk --key -k --permits \
+  local value_options=" --rate -r --quota --burst --warmup --cold-factor --delimiter --chunk --key -k --permits \
 --timeout --max-inflight --output -o --state-dir --redis --redis-timeout --redis-failover-timeout --on-redis-error \
 --redis-tls-ca --redis-tls-cert --redis-tls-key "
   # exec: from the command on (after -- or at its first word), complete as that command.
@@ -29,7 +29,7 @@ _ratelimit() {
     fi
   fi
 
-  local rate_options="--rate -r --burst --warmup --cold-factor --start-full --pay-first"
+  local rate_options="--rate -r --burst --warmup --cold-factor --start-full --pay-first --quota"
   local shared_options="--key -k --state-dir --verbose -v --redis --redis-timeout
                         --redis-failover-timeout --redis-tls-ca
                         --redis-tls-cert --redis-tls-key --redis-tls-insecure"

@@ -46,6 +46,7 @@ complete -c ratelimit -n "$with_rate" -l warmup -x -d 'Start cold and ramp up ov
 complete -c ratelimit -n "$with_rate" -l cold-factor -x -d 'With --warmup: how much slower a cold start is'
 complete -c ratelimit -n "$with_rate" -l start-full -d 'A new bucket holds its whole burst'
 complete -c ratelimit -n "$with_rate" -l pay-first -d 'A request waits until its permits exist'
+complete -c ratelimit -n "$with_rate" -l quota -x -d 'At most N units in any window of PERIOD, e.g. 5000/h, 50GB/d'
 
 # Pipe mode
 set -l pipe "not __fish_seen_subcommand_from $commands"

@@ -92,12 +92,48 @@ void give_back(TokenBucket& bucket, std::int64_t permits, nanoseconds now) {
                                            .next_free = moved_back});
 }
 
-Reservation decide(TokenBucket& bucket, KeySchedule& schedule, const PermitRequest& request,
-                   nanoseconds now) {
+std::vector<QuotaParams> params_of(const std::vector<Quota>& quotas) {
+  std::vector<QuotaParams> params;
+  for (const Quota& quota : quotas) params.push_back(quota.params());
+  return params;
+}
+
+namespace {
+
+std::vector<Quota> replaced_quotas(std::vector<Quota> old_quotas,
+                                   const std::vector<QuotaParams>& params, nanoseconds now) {
+  std::vector<Quota> quotas;
+  for (const QuotaParams& wanted : params) {
+    const auto same_period = std::find_if(old_quotas.begin(), old_quotas.end(), [&](auto& old) {
+      return old.params().period == wanted.period;
+    });
+    if (same_period == old_quotas.end()) {
+      quotas.emplace_back(wanted, now);
+    } else {
+      quotas.emplace_back(wanted, same_period->state());
+      old_quotas.erase(same_period);
+    }
+  }
+  return quotas;
+}
+
+}  // namespace
+
+Reservation decide(TokenBucket& bucket, KeySchedule& schedule, std::vector<Quota>& quotas,
+                   const PermitRequest& request, nanoseconds now) {
   Reservation reservation;
-  const auto replace = [&](const BucketParams& params) {
+  if (request.apply_params && request.quotas != params_of(quotas)) {
     reservation.replaced_params = bucket.params();
     reservation.replaced_timetable = schedule.timetable;
+    reservation.replaced_quotas = params_of(quotas);
+    quotas = replaced_quotas(std::move(quotas), request.quotas, now);
+  }
+  const auto replace = [&](const BucketParams& params) {
+    if (!reservation.replaced_params) {
+      reservation.replaced_params = bucket.params();
+      reservation.replaced_timetable = schedule.timetable;
+      reservation.replaced_quotas = params_of(quotas);
+    }
     change_params(bucket, params, now);
   };
   if (request.apply_params && request.schedule.timetable != schedule.timetable) {
@@ -122,22 +158,35 @@ Reservation decide(TokenBucket& bucket, KeySchedule& schedule, const PermitReque
   const nanoseconds timeout = request.deadline == nanoseconds::max()
                                   ? nanoseconds::max()
                                   : std::max(request.deadline - now, nanoseconds::zero());
-  const nanoseconds wait = bucket.wait_for(request.permits, now);
-  reservation.granted = wait <= timeout;
-  reservation.wait = reservation.granted ? bucket.reserve(request.permits, now) : wait;
+  QuotaBucket limits(bucket, quotas);
+  const nanoseconds wait = limits.wait_for(request.permits, now);
+  reservation.granted = !limits.never(request.permits) && wait <= timeout;
+  if (!reservation.granted) {
+    reservation.wait = wait;
+    return reservation;
+  }
+  reservation.wait = limits.reserve(request.permits, now);
+  bucket = limits.rate();
+  quotas = limits.quotas();
   return reservation;
 }
 
 BucketStatus describe(const std::string& key, TokenBucket bucket, KeySchedule schedule,
-                      nanoseconds now) {
+                      const std::vector<Quota>& quotas, nanoseconds now) {
   // Reconfiguring with the same parameters only brings the stored permits up to now.
   bucket.reconfigure(bucket.params(), now);
-  return {.key = key,
-          .problem = {},
-          .params = bucket.params(),
-          .schedule = std::move(schedule),
-          .stored_permits = bucket.state().stored_permits,
-          .next_free_in = std::max(bucket.state().next_free - now, nanoseconds::zero())};
+  BucketStatus status{
+      .key = key,
+      .problem = {},
+      .params = bucket.params(),
+      .schedule = std::move(schedule),
+      .stored_permits = bucket.state().stored_permits,
+      .next_free_in = std::max(bucket.state().next_free - now, nanoseconds::zero())};
+  for (const Quota& quota : quotas)
+    status.quotas.push_back({.params = quota.params(),
+                             .used = quota.used(now),
+                             .next_free_in = quota.earliest(1, now) - now});
+  return status;
 }
 
 }  // namespace ratelimit::backends

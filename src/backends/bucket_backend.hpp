@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "io/waiter.hpp"
+#include "ratelimit/quota.hpp"
 #include "ratelimit/token_bucket.hpp"
 
 // The contract of a store of shared buckets (design.md §5): the state file on one host, Redis
@@ -44,6 +45,9 @@ struct PermitRequest {
   // later entry than the key's, the key moves on to that entry's rate (the first user past a
   // change moves the key on), whatever apply_params says; an earlier entry changes nothing.
   KeySchedule schedule{};
+  // The key's quotas, applied as `params` are (apply_params): they replace the key's when they
+  // differ.
+  std::vector<QuotaParams> quotas{};
   std::int64_t permits = 1;
   // On the waiter's timeline (monotonic_now()): granted only if the permits are due by then
   // (Guava tryAcquire); the store's own waits (a lock, a round trip) count against it, and a call
@@ -64,10 +68,19 @@ struct Reservation {
   // differed), and the timetable they came with.
   std::optional<BucketParams> replaced_params;
   std::string replaced_timetable{};
+  std::vector<QuotaParams> replaced_quotas{};
   // The key's timetable and rate after the request: a user that keeps the key's parameters
   // follows them.
   std::string key_timetable{};
   double key_permits_per_second = 0.0;
+};
+
+// One quota of a key as `ratelimit status` shows it, as of now.
+struct QuotaStatus {
+  QuotaParams params;
+  std::int64_t used = 0;  // in the window that a request now is counted against
+  // Until one more unit may be granted (zero: now).
+  std::chrono::nanoseconds next_free_in{0};
 };
 
 // One bucket as `ratelimit status` shows it, as of now.
@@ -79,6 +92,7 @@ struct BucketStatus {
   KeySchedule schedule{};
   double stored_permits = 0.0;
   std::chrono::nanoseconds next_free_in{0};
+  std::vector<QuotaStatus> quotas{};
 };
 
 // Where shared buckets are kept. A store that cannot answer throws BackendUnavailable (exit 69);
@@ -98,7 +112,8 @@ class BucketBackend {
   // Forgets a bucket; false if there was none.
   virtual bool reset(const std::string& key) = 0;
   // Permits that reserve() booked and their user did not use (a pipe's chunk booked ahead when its
-  // input ended), as give_back() takes them; nothing if there is no such bucket.
+  // input ended), as give_back() takes them; nothing if there is no such bucket. Quotas keep
+  // counting them: a window holds no more than was granted.
   virtual void give_back(const std::string& key, std::int64_t permits) = 0;
   // Returns once the store answers for `key`'s bucket, throws BackendUnavailable if it does not
   // within its own timeout; waits only through `waiter`. Books nothing: it asks whether a store
@@ -128,10 +143,15 @@ std::chrono::nanoseconds converted_turn(std::chrono::nanoseconds owed, double ol
 // back than the time the bucket takes to fill. Stored permits are left alone.
 void give_back(TokenBucket& bucket, std::int64_t permits, std::chrono::nanoseconds now);
 
-// The decision on a bucket and its schedule loaded at `now` (on the request's deadline's
-// timeline), shared by every backend.
-Reservation decide(TokenBucket& bucket, KeySchedule& schedule, const PermitRequest& request,
-                   std::chrono::nanoseconds now);
+// The decision on a bucket, its schedule and its quotas loaded at `now` (on the request's
+// deadline's timeline), shared by every backend: granted at the later of the moments the rate and
+// every quota allow (QuotaBucket); refused, nothing is taken from any of them. New quotas keep the
+// counts of a quota of the same period (a new limit applies to what was granted), others start
+// empty.
+Reservation decide(TokenBucket& bucket, KeySchedule& schedule, std::vector<Quota>& quotas,
+                   const PermitRequest& request, std::chrono::nanoseconds now);
+
+std::vector<QuotaParams> params_of(const std::vector<Quota>& quotas);
 
 // BucketBackend::set_rate() as set_rate_by_hand() does it: the key's status, the new rate, then
 // the permits that the key's turn owes beyond what they take at the new rate given back (at most
@@ -145,6 +165,6 @@ std::optional<std::vector<BucketStatus>> set_key_rate_by_hand(BucketBackend& bac
 
 // What status shows of a usable bucket at `now`.
 BucketStatus describe(const std::string& key, TokenBucket bucket, KeySchedule schedule,
-                      std::chrono::nanoseconds now);
+                      const std::vector<Quota>& quotas, std::chrono::nanoseconds now);
 
 }  // namespace ratelimit::backends

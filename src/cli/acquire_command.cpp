@@ -28,6 +28,7 @@ Command setup_acquire(CLI::App& app) {
   ratelimit acquire --rate 100/m --key mail && sendmail "$to" < message
   ratelimit acquire --rate 10/s --permits 5 --key api      take 5 permits at once
   ratelimit acquire --rate 1/h --try --key report || exit 0
+  ratelimit acquire --rate 10/s --quota 5000/h --key api   and at most 5000 in any hour
 
 Rates count permits: 2/s, 100/m, 1/h (no B or bit).)");
   return {acquire, [options] { return run_acquire(*options); }};

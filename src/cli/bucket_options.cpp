@@ -4,6 +4,7 @@
 
 #include <chrono>
 #include <cmath>
+#include <limits>
 #include <stdexcept>
 
 #include "cli/units.hpp"
@@ -46,6 +47,12 @@ auto given_to_core(const std::string& context, Make make) {
   } catch (const std::invalid_argument& error) {
     throw UsageError(context + error.what());
   }
+}
+
+QuotaParams quota_of(const std::string& text, format::Counted counted) {
+  const QuotaAmount quota = parse_quota(text);
+  check_data_unit("quota", text, quota.unit, counted);
+  return QuotaParams{.limit = static_cast<std::int64_t>(quota.units), .period = quota.period};
 }
 
 Timetable timetable_of(std::string_view text, format::Counted counted) {
@@ -121,6 +128,16 @@ void add_bucket_options(CLI::App& app, BucketOptions& options, format::Counted c
                "A request waits until its permits exist, leaving no debt to the next [default: "
                "the next request pays, as Guava]")
       ->group("Rate");
+  app.add_option("--quota", options.quotas,
+                 data ? "At most N units in any window of PERIOD, beside the rate; repeatable, "
+                        "e.g. 50GB/d, 5000/h, 300/10m"
+                      : "At most N permits in any window of PERIOD, beside the rate; repeatable, "
+                        "e.g. 5000/h, 350/10s")
+      ->check(syntax_check(parse_quota, "QUOTA"))
+      ->option_text("N/PERIOD")
+      ->allow_extra_args(false)
+      ->take_all()
+      ->group("Rate");
 }
 
 format::Notation notation_of(const BucketOptions& options, format::Counted counted) {
@@ -131,9 +148,22 @@ format::Notation notation_of(const BucketOptions& options, format::Counted count
 
 ParsedBucket parse_bucket_options(const BucketOptions& options, format::Counted counted,
                                   std::chrono::system_clock::time_point now) {
-  if (options.rate.empty()) throw UsageError("--rate is required (e.g. --rate 5000 or --rate 2/s)");
   ParsedBucket parsed;
+  if (options.quotas.size() > kMaxQuotas)
+    throw UsageError(
+        fmt::format("too many --quota: {} given, at most {}", options.quotas.size(), kMaxQuotas));
+  for (const std::string& quota : options.quotas) parsed.quotas.push_back(quota_of(quota, counted));
   BucketParams& params = parsed.params;
+  if (options.rate.empty()) {
+    if (parsed.quotas.empty())
+      throw UsageError("--rate is required (e.g. --rate 5000 or --rate 2/s), or a --quota");
+    if (!options.burst.empty() || !options.warmup.empty() || options.start_full)
+      throw UsageError("--burst, --warmup and --start-full shape the rate: give --rate too");
+    // Quotas alone: no smoothing.
+    params.permits_per_second = std::numeric_limits<double>::infinity();
+    params.pay_first = options.pay_first;
+    return parsed;
+  }
   if (schedule::is_timetable(options.rate)) {
     if (!options.burst.empty() && !is_duration(options.burst))
       throw UsageError(

@@ -101,6 +101,7 @@ constexpr ValueOption kValueOptions[] = {
     {"--state-dir", "a DIR"},
     {"-r", "a RATE"},
     {"--rate", "a RATE"},
+    {"--quota", "a QUOTA (N/PERIOD)"},
     {"--burst", "a BURST (a time or an amount)"},
     {"--warmup", "a DURATION"},
     {"--cold-factor", "a number"},

@@ -100,6 +100,21 @@ void choose_chunk(const PipeOptions& options, pipe::EngineOptions& engine_option
   engine_options.chunk_units = static_cast<std::int64_t>(chunk);
 }
 
+// A chunk goes out whole, so none given may be larger than a quota, and the default fits a window
+// closely.
+void fit_chunk_to_quotas(const PipeOptions& options, pipe::EngineOptions& engine_options) {
+  for (std::size_t i = 0; i < engine_options.quotas.size(); ++i) {
+    const std::int64_t limit = engine_options.quotas[i].limit;
+    if (engine_options.default_chunk_limit) {
+      engine_options.default_chunk_limit =
+          std::min(*engine_options.default_chunk_limit, pipe::largest_chunk_under_quota(limit));
+    } else if (engine_options.chunk_units > limit) {
+      throw UsageError(fmt::format("invalid chunk '{}': larger than quota '{}'", options.chunk,
+                                   options.bucket.quotas[i]));
+    }
+  }
+}
+
 int exit_code(const pipe::Result& result) {
   switch (result.ending) {
     case pipe::Ending::end_of_input:
@@ -124,6 +139,7 @@ pipe::Result run_engine(const PipeOptions& options, const pipe::EngineOptions& e
   request.key = options.key;
   request.params = engine_options.bucket;
   request.schedule = key_schedule;
+  request.quotas = engine_options.quotas;
   const auto on_replaced = [&](const BucketParams& replaced, const std::string& timetable) {
     announce_replaced_params(options.key, {replaced, timetable},
                              {engine_options.bucket, key_schedule.timetable},
@@ -255,9 +271,11 @@ int run_pipe(const PipeOptions& options) {
   pipe::EngineOptions engine_options;
   engine_options.unit = unit;
   engine_options.bucket = bucket.params;
+  engine_options.quotas = bucket.quotas;
   engine_options.schedule = &schedule;
   engine_options.progress_wakes = shows_progress(options);
   choose_chunk(options, engine_options, io);
+  fit_chunk_to_quotas(options, engine_options);
   const format::Notation notation = notation_of(options.bucket, pipe::counted(unit));
   pipe::ProgressMeter meter(notation, total_units(options, unit, io));
   const pipe::Engine::ProgressCallback on_progress =

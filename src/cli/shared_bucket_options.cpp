@@ -57,16 +57,21 @@ CLI::Validator redis_error_policy() {
 }
 
 std::string describe_params(const BucketParams& params, const std::string& timetable,
+                            const std::vector<QuotaParams>& quotas,
                             const format::Notation& notation) {
   const std::string rate = timetable.empty()
                                ? "rate " + format::written_rate(params.permits_per_second, notation)
                                : fmt::format("timetable '{}'", timetable);
-  if (params.shape == BucketShape::warming_up)
-    return fmt::format("{}, warm-up {:g}s, cold factor {:g}", rate,
-                       std::chrono::duration<double>(params.warmup).count(), params.cold_factor);
-  return fmt::format(
-      "{}, burst {}", rate,
-      format::written_burst(params.max_burst_seconds, params.permits_per_second, notation));
+  std::string described =
+      params.shape == BucketShape::warming_up
+          ? fmt::format("{}, warm-up {:g}s, cold factor {:g}", rate,
+                        std::chrono::duration<double>(params.warmup).count(), params.cold_factor)
+          : fmt::format("{}, burst {}", rate,
+                        format::written_burst(params.max_burst_seconds, params.permits_per_second,
+                                              notation));
+  for (const QuotaParams& quota : quotas)
+    described += fmt::format(", quota {}/{}", quota.limit, format::human_duration(quota.period));
+  return described;
 }
 
 }  // namespace
@@ -231,6 +236,11 @@ backends::PermitRequest to_permit_request(const PermitOptions& options,
   request.params = bucket.params;
   request.schedule = std::move(bucket.key_schedule);
   request.permits = options.permits;
+  for (std::size_t i = 0; i < bucket.quotas.size(); ++i)
+    if (options.permits > bucket.quotas[i].limit)
+      throw UsageError(fmt::format("--permits {} is more than quota '{}' ever allows",
+                                   options.permits, options.bucket.quotas[i]));
+  request.quotas = std::move(bucket.quotas);
   std::chrono::nanoseconds timeout = std::chrono::nanoseconds::max();
   if (options.try_only) timeout = std::chrono::nanoseconds::zero();
   if (!options.timeout.empty()) timeout = parse_duration(options.timeout);
@@ -257,10 +267,11 @@ int admit_then(const PermitOptions& options, int max_inflight,
     admission = exec::admit(*backend, slots.get(), waiter, request);
   }
   if (admission.replaced_params)
-    announce_replaced_params(options.key,
-                             {*admission.replaced_params, admission.replaced_timetable},
-                             {request.permits.params, request.permits.schedule.timetable},
-                             notation_of(options.bucket, format::Counted::permits));
+    announce_replaced_params(
+        options.key,
+        {*admission.replaced_params, admission.replaced_timetable, admission.replaced_quotas},
+        {request.permits.params, request.permits.schedule.timetable, request.permits.quotas},
+        notation_of(options.bucket, format::Counted::permits));
   switch (admission.result) {
     case exec::AdmissionResult::admitted:
       return admitted(admission);
@@ -274,9 +285,10 @@ int admit_then(const PermitOptions& options, int max_inflight,
 
 void announce_replaced_params(const std::string& key, const KeyParams& replaced,
                               const KeyParams& now_in_force, const format::Notation& notation) {
-  fmt::print(stderr, "ratelimit: key '{}' now has {} (was {})\n", key,
-             describe_params(now_in_force.params, now_in_force.timetable, notation),
-             describe_params(replaced.params, replaced.timetable, notation));
+  fmt::print(
+      stderr, "ratelimit: key '{}' now has {} (was {})\n", key,
+      describe_params(now_in_force.params, now_in_force.timetable, now_in_force.quotas, notation),
+      describe_params(replaced.params, replaced.timetable, replaced.quotas, notation));
 }
 
 }  // namespace ratelimit::cli

@@ -6,6 +6,7 @@
 #include <functional>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "backends/open_backend.hpp"
 #include "cli/bucket_options.hpp"
@@ -78,6 +79,7 @@ int admit_then(const PermitOptions& options, int max_inflight,
 struct KeyParams {
   BucketParams params;
   std::string timetable;
+  std::vector<QuotaParams> quotas{};
 };
 
 // The one line on stderr that says a request changed a shared key's parameters, its rates in

@@ -52,6 +52,11 @@ std::string describe_next_free(std::chrono::nanoseconds next_free_in) {
   return "in " + format::human_duration(next_free_in);
 }
 
+// "5000/1h": as --quota is written.
+std::string quota_text(const QuotaParams& quota) {
+  return fmt::format("{}/{}", quota.limit, format::human_duration(quota.period));
+}
+
 // Where a key's timetable stands, in local time (TZ honoured).
 struct TimetableNow {
   std::string entry;       // in force, e.g. "18:00,10M"
@@ -135,6 +140,7 @@ void print_text(const std::vector<backends::BucketStatus>& buckets,
   });
   if (timetables) rows.front().insert(rows.front().end(), {"TIMETABLE ENTRY", "NEXT ENTRY"});
   std::vector<std::string> unusable;
+  std::vector<std::string> quotas;
   for (const auto& bucket : buckets) {
     if (!bucket.problem.empty()) {
       unusable.push_back(fmt::format("{}: unusable ({}): fresh on next use",
@@ -145,12 +151,17 @@ void print_text(const std::vector<backends::BucketStatus>& buckets,
                     format::written_rate(bucket.params.permits_per_second),
                     describe_shape(bucket.params), format::stored_count(bucket.stored_permits),
                     describe_next_free(bucket.next_free_in)});
+    for (const backends::QuotaStatus& quota : bucket.quotas)
+      quotas.push_back(fmt::format("{}: quota {}: {} used in the window, next unit free {}",
+                                   format::escaped_bytes(bucket.key), quota_text(quota.params),
+                                   quota.used, describe_next_free(quota.next_free_in)));
     if (!timetables) continue;
     const std::vector<std::string> columns =
         timetable_columns(bucket.schedule.timetable, {}, bucket.params.permits_per_second);
     rows.back().insert(rows.back().end(), columns.begin(), columns.end());
   }
   if (!buckets.empty()) print_table(rows);
+  for (const std::string& line : quotas) fmt::print("{}\n", line);
   for (const std::string& line : unusable) fmt::print("{}\n", line);
   if (pipes.empty()) return;
   if (!buckets.empty()) fmt::print("\n");
@@ -226,6 +237,15 @@ format::Json bucket_json(const backends::BucketStatus& bucket) {
   add_timetable(object, bucket.schedule.timetable, {}, params.permits_per_second);
   object["stored_permits"] = format::json_number(bucket.stored_permits);
   object["next_free_in_seconds"] = format::json_number(std::max(0.0, seconds(bucket.next_free_in)));
+  object["quotas"] = format::Json::array();
+  for (const backends::QuotaStatus& quota : bucket.quotas)
+    object["quotas"].push_back(
+        {{"quota", quota_text(quota.params)},
+         {"limit", quota.params.limit},
+         {"period_seconds", format::json_number(seconds(quota.params.period))},
+         {"used", quota.used},
+         {"next_free_in_seconds",
+          format::json_number(std::max(0.0, seconds(quota.next_free_in)))}});
   return object;
 }
 

@@ -212,12 +212,38 @@ Rate parse_rate(std::string_view text) {
 
 format::Notation notation_of(std::string_view rate_text, format::Counted counted) {
   format::Notation notation{.counted = counted};
-  if (schedule::is_timetable(rate_text)) return notation;
+  // No --rate (quotas alone), or a timetable.
+  if (rate_text.empty() || schedule::is_timetable(rate_text)) return notation;
   const Rate rate = parse_rate(rate_text);
   notation.binary_prefix = rate.binary_prefix;
   notation.bits = rate.unit == DataUnit::bits;
   notation.period_seconds = rate.period_seconds;
   return notation;
+}
+
+QuotaAmount parse_quota(std::string_view text) {
+  constexpr auto kind = "quota"sv;
+  std::string_view rest = text;
+  bool per_second = false;
+  const Amount amount = take_amount(rest, kind, text, per_second);
+  double period_seconds = 1.0;
+  if (!per_second) {
+    if (!rest.starts_with('/'))
+      reject(kind, text,
+             rest.empty() ? "expected a period, e.g. 5000/h or 50GB/d"
+                          : fmt::format("unknown unit '{}' {}", rest, kKnownUnits));
+    rest.remove_prefix(1);
+    period_seconds = duration_seconds(rest, true, kind, text);
+  } else if (!rest.empty()) {
+    reject(kind, text, fmt::format("unknown unit '{}' {}", rest, kKnownUnits));
+  }
+  if (!(amount.units >= 1.0) || amount.units != std::floor(amount.units))
+    reject(kind, text, "the amount must be a whole number of units, at least 1");
+  if (amount.units > 9007199254740992.0) reject(kind, text, "the amount must be at most 2^53");
+  if (!(period_seconds * 1e6 >= 1.0) || period_seconds > 3653 * 86400.0)
+    reject(kind, text, "the period must be from 1us to 10 years");
+  return QuotaAmount{amount.units, std::chrono::nanoseconds(std::llround(period_seconds * 1e9)),
+                     amount.unit};
 }
 
 Amount parse_size(std::string_view text) {

@@ -26,13 +26,21 @@ struct Rate {
   double period_seconds = 0.0;  // the period written ("/15s", "/m", "ps"); 0: none
 };
 
-// How `rate_text` (a --rate: one rate or a timetable) was written, to show rates and amounts of
-// `counted` back alike; a timetable's are shown with SI prefixes.
+// How `rate_text` (a --rate: one rate or a timetable; empty: none) was written, to show rates and
+// amounts of `counted` back alike; a timetable's are shown with SI prefixes.
 format::Notation notation_of(std::string_view rate_text, format::Counted counted);
 
 // "5000", "1.5M", "10MiB/s", "8Mbit/s", "8Mbps", "5MiBps", "10MB/sec", "2/s", "100/min",
 // "300/15s", "1k/500ms".
 Rate parse_rate(std::string_view text);
+
+// A --quota: "at most `units` in any window of `period`", e.g. "50GB/d", "5000/h", "300/10m".
+struct QuotaAmount {
+  double units = 0.0;  // bits already converted to bytes
+  std::chrono::nanoseconds period{0};
+  DataUnit unit = DataUnit::unspecified;
+};
+QuotaAmount parse_quota(std::string_view text);
 
 struct Amount {
   double units = 0.0;  // bits already converted to bytes

@@ -41,7 +41,8 @@ Admission admit(backends::BucketBackend& backend, backends::InflightSlots* slots
                    .signal = 0,
                    .slot = std::move(slot),
                    .replaced_params = reservation.replaced_params,
-                   .replaced_timetable = reservation.replaced_timetable};
+                   .replaced_timetable = reservation.replaced_timetable,
+                   .replaced_quotas = reservation.replaced_quotas};
 }
 
 }  // namespace ratelimit::exec

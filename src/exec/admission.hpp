@@ -3,6 +3,7 @@
 #include <chrono>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "backends/bucket_backend.hpp"
 #include "exec/inflight_slots.hpp"
@@ -31,6 +32,7 @@ struct Admission {
   // The bucket's parameters that this request replaced, if it did, and their timetable.
   std::optional<BucketParams> replaced_params;
   std::string replaced_timetable{};
+  std::vector<QuotaParams> replaced_quotas{};
 };
 
 // How often a caller waiting for a --max-inflight slot looks again: flock cannot wait for any one

@@ -20,6 +20,13 @@ inline constexpr std::chrono::nanoseconds kByteWriteInterval = std::chrono::mill
 // records a second go one by one, evenly spaced, rather than in bunches.
 inline constexpr std::chrono::nanoseconds kRecordWriteInterval = std::chrono::milliseconds(10);
 
+// The most units a pipe writes or books at once under a quota of `limit`: a chunk goes whole, so
+// one that does not fit what is left of a window waits for the next; at a 16th of the limit, at
+// most that much of a window is left unused (1 unit for limits below 32).
+inline std::int64_t largest_chunk_under_quota(std::int64_t limit) {
+  return std::max<std::int64_t>(limit / 16, 1);
+}
+
 // The units a rate gives in `interval`, divided last, so that whole rates and intervals give whole
 // numbers (1000 B/s x 10 ms is 10).
 inline double units_in(double units_per_second, std::chrono::nanoseconds interval) {

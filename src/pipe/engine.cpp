@@ -16,7 +16,7 @@ Engine::Engine(const EngineOptions& options, Io& io, ProgressCallback on_progres
     : options_(options),
       io_(io),
       on_progress_(std::move(on_progress)),
-      own_source_(std::in_place, options.bucket, io.now()),
+      own_source_(std::in_place, options.bucket, options.quotas, io.now()),
       source_(*own_source_) {
   start();
 }
@@ -296,7 +296,7 @@ Engine::Written Engine::write_buffered(std::size_t bytes, nanoseconds requested_
 }
 
 void Engine::charge(std::size_t bytes, std::int64_t units, nanoseconds requested_at) {
-  if (!failed_) source_.consume(units, requested_at);
+  if (!failed_) source_.consume(units, requested_at, io_.now());
   totals_.bytes += bytes;
   totals_.units += static_cast<std::uint64_t>(units);
 }
@@ -335,6 +335,7 @@ Wake Engine::wait_for_input() {
 
 void Engine::report_progress(nanoseconds now) {
   totals_.now = now;
+  totals_.held_by_quota = source_.held_by_quota();
   on_progress_(totals_);
   while (next_progress_ <= now) next_progress_ += options_.progress_interval;
 }

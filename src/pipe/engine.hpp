@@ -11,6 +11,7 @@
 #include "pipe/io.hpp"
 #include "pipe/permit_source.hpp"
 #include "pipe/rate_schedule.hpp"
+#include "ratelimit/quota.hpp"
 #include "ratelimit/token_bucket.hpp"
 
 namespace ratelimit::pipe {
@@ -24,6 +25,8 @@ struct Unit {
 
 struct EngineOptions {
   BucketParams bucket;
+  // At most N units in any window of the period, beside the rate (--quota).
+  std::vector<QuotaParams> quotas;
   Unit unit;
   // Units per write: small enough that the output looks smooth, large enough to be cheap.
   std::int64_t chunk_units = 1;
@@ -66,7 +69,8 @@ struct Totals {
   std::uint64_t units = 0;
   std::chrono::nanoseconds started{0};
   std::chrono::nanoseconds now{0};
-  double rate = 0.0;  // the rate in force, units per second
+  double rate = 0.0;           // the rate in force, units per second
+  bool held_by_quota = false;  // the turn waited for is a quota's, not the rate's
 };
 
 enum class Ending {

@@ -19,25 +19,43 @@ constexpr std::chrono::nanoseconds kLeastBookingInterval = std::chrono::millisec
 
 using std::chrono::nanoseconds;
 
+namespace {
+
+std::vector<Quota> new_quotas(const std::vector<QuotaParams>& params, nanoseconds now) {
+  std::vector<Quota> quotas;
+  for (const QuotaParams& quota : params) quotas.emplace_back(quota, now);
+  return quotas;
+}
+
+}  // namespace
+
+LocalPermitSource::LocalPermitSource(const BucketParams& params,
+                                     const std::vector<QuotaParams>& quotas, nanoseconds now)
+    : bucket_(TokenBucket(params, now), new_quotas(quotas, now)) {}
+
 std::optional<nanoseconds> LocalPermitSource::turn(std::int64_t units, nanoseconds now) {
   const nanoseconds wait = bucket_.wait_for(units, now);
+  held_by_quota_ = bucket_.held_by_quota(units, now);
   return wait > nanoseconds::max() - now ? nanoseconds::max() : now + wait;
 }
 
-void LocalPermitSource::consume(std::int64_t units, nanoseconds requested_at) {
-  // Booked at the time of the request, as Guava's acquire() does before it sleeps, so that the
-  // time spent writing is not added to the schedule.
-  if (units > 0) bucket_.reserve(units, requested_at);
+void LocalPermitSource::consume(std::int64_t units, nanoseconds requested_at,
+                                nanoseconds moved_at) {
+  // Booked in the bucket at the time of the request, as Guava's acquire() does before it sleeps,
+  // so that the time spent writing is not added to the schedule.
+  if (units > 0) bucket_.reserve(units, requested_at, moved_at);
 }
 
-void LocalPermitSource::restart(nanoseconds now) { bucket_ = TokenBucket(bucket_.params(), now); }
+void LocalPermitSource::restart(nanoseconds now) {
+  bucket_.rate() = TokenBucket(bucket_.rate().params(), now);
+}
 
 void LocalPermitSource::set_rate(double units_per_second, nanoseconds now) {
-  backends::set_rate_by_hand(bucket_, units_per_second, now);
+  backends::set_rate_by_hand(bucket_.rate(), units_per_second, now);
 }
 
 void LocalPermitSource::enter_entry(double units_per_second, std::int64_t, nanoseconds now) {
-  backends::change_rate(bucket_, units_per_second, now);
+  backends::change_rate(bucket_.rate(), units_per_second, now);
 }
 
 void LocalPermitSource::set_timetable(const Timetable&, double units_per_second, std::int64_t,
@@ -57,6 +75,10 @@ SharedPermitSource::SharedPermitSource(backends::BucketBackend& backend,
       warn_(std::move(warn)) {
   request_.apply_params = true;
   request_.deadline = nanoseconds::max();
+  // A booking larger than a quota would never be granted.
+  largest_booking_ = kLargestBooking;
+  for (const QuotaParams& quota : request_.quotas)
+    largest_booking_ = std::min(largest_booking_, largest_chunk_under_quota(quota.limit));
 }
 
 std::optional<nanoseconds> SharedPermitSource::book(std::int64_t units) {
@@ -83,7 +105,7 @@ std::optional<nanoseconds> SharedPermitSource::book(std::int64_t units) {
 std::int64_t SharedPermitSource::trimmed(std::int64_t booked, double rate_before) {
   const double rate = request_.params.permits_per_second;
   if (rate >= rate_before) return booked;
-  const std::int64_t needed = default_chunk_units(rate, kLargestBooking, kLeastBookingInterval);
+  const std::int64_t needed = default_chunk_units(rate, largest_booking_, kLeastBookingInterval);
   if (booked <= needed) return booked;
   backend_.give_back(request_.key, booked - needed);
   return needed;
@@ -109,7 +131,7 @@ std::optional<nanoseconds> SharedPermitSource::turn(std::int64_t units, nanoseco
     // update is a write and a rename).
     const double rate_before = request_.params.permits_per_second;
     const std::int64_t booking =
-        std::max(units, default_chunk_units(rate_before, kLargestBooking, kLeastBookingInterval));
+        std::max(units, default_chunk_units(rate_before, largest_booking_, kLeastBookingInterval));
     std::optional<nanoseconds> due;
     try {
       due = book(booking);
@@ -126,7 +148,7 @@ std::optional<nanoseconds> SharedPermitSource::turn(std::int64_t units, nanoseco
   return credit_due_;
 }
 
-void SharedPermitSource::consume(std::int64_t units, nanoseconds) {
+void SharedPermitSource::consume(std::int64_t units, nanoseconds, nanoseconds) {
   credit_ -= units;
   // More moved than booked (what was read goes out after a stop signal): the chunk booked ahead
   // covers it first, and what is left is booked now, not waited for, so the key counts it.

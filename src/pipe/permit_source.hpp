@@ -7,9 +7,11 @@
 #include <optional>
 #include <string>
 #include <utility>
+#include <vector>
 
 #include "backends/bucket_backend.hpp"
 #include "io/waiter.hpp"
+#include "ratelimit/quota.hpp"
 #include "ratelimit/timetable.hpp"
 #include "ratelimit/token_bucket.hpp"
 
@@ -25,8 +27,9 @@ class PermitSource {
   // Throws what the store threw when it cannot answer.
   virtual std::optional<std::chrono::nanoseconds> turn(std::int64_t units,
                                                        std::chrono::nanoseconds now) = 0;
-  // `units` were moved, as requested at `requested_at`.
-  virtual void consume(std::int64_t units, std::chrono::nanoseconds requested_at) = 0;
+  // `units` were moved at `moved_at`, as requested at `requested_at`.
+  virtual void consume(std::int64_t units, std::chrono::nanoseconds requested_at,
+                       std::chrono::nanoseconds moved_at) = 0;
   // A rate set by hand (`ratelimit set`), from now on.
   virtual void set_rate(double units_per_second, std::chrono::nanoseconds now) = 0;
   // The timetable followed moved on to an entry of this rate, which ends at `entry_until` (Unix
@@ -42,18 +45,22 @@ class PermitSource {
   // The rate that permits come at when someone else changed it since the last call (another user
   // of a shared key); none otherwise.
   virtual std::optional<double> rate_set_elsewhere() = 0;
+  // Whether the last turn was set by a quota, not by the rate.
+  virtual bool held_by_quota() const { return false; }
 };
 
-// The pipe's own bucket: the turn is the bucket's next free time and units are booked once
-// moved, at the time they were asked for (only what moved is charged; the wait is the same, as
-// Guava's cost is paid by the next request).
+// The pipe's own bucket and quotas: the turn is the later of the bucket's next free time and the
+// moment the quotas allow, and units are booked once moved: at the time they were asked for in the
+// bucket (only what moved is charged; the wait is the same, as Guava's cost is paid by the next
+// request), at the time they moved in the quotas (a late wake-up counts where the units went).
 class LocalPermitSource final : public PermitSource {
  public:
-  LocalPermitSource(const BucketParams& params, std::chrono::nanoseconds now)
-      : bucket_(params, now) {}
+  LocalPermitSource(const BucketParams& params, const std::vector<QuotaParams>& quotas,
+                    std::chrono::nanoseconds now);
   std::optional<std::chrono::nanoseconds> turn(std::int64_t units,
                                                std::chrono::nanoseconds now) override;
-  void consume(std::int64_t units, std::chrono::nanoseconds requested_at) override;
+  void consume(std::int64_t units, std::chrono::nanoseconds requested_at,
+               std::chrono::nanoseconds moved_at) override;
   void set_rate(double units_per_second, std::chrono::nanoseconds now) override;
   void enter_entry(double units_per_second, std::int64_t entry_until,
                    std::chrono::nanoseconds now) override;
@@ -61,11 +68,14 @@ class LocalPermitSource final : public PermitSource {
                      std::chrono::nanoseconds now) override;
   void finish() override {}
   std::optional<double> rate_set_elsewhere() override { return std::nullopt; }
-  // A new bucket from `now` on, at the rate in force: for a run whose input had not started.
+  bool held_by_quota() const override { return held_by_quota_; }
+  // A new bucket from `now` on, at the rate in force: for a run whose input had not started. The
+  // quotas keep what they counted.
   void restart(std::chrono::nanoseconds now);
 
  private:
-  TokenBucket bucket_;
+  QuotaBucket bucket_;
+  bool held_by_quota_ = false;
 };
 
 // A bucket that other pipes and commands share through a store: one atomic booking per chunk,
@@ -98,7 +108,8 @@ class SharedPermitSource final : public PermitSource {
                      OnKeyTimetable on_key_timetable = {}, Warn warn = {});
   std::optional<std::chrono::nanoseconds> turn(std::int64_t units,
                                                std::chrono::nanoseconds now) override;
-  void consume(std::int64_t units, std::chrono::nanoseconds requested_at) override;
+  void consume(std::int64_t units, std::chrono::nanoseconds requested_at,
+               std::chrono::nanoseconds moved_at) override;
   void set_rate(double units_per_second, std::chrono::nanoseconds now) override;
   void enter_entry(double units_per_second, std::int64_t entry_until,
                    std::chrono::nanoseconds now) override;
@@ -129,7 +140,8 @@ class SharedPermitSource final : public PermitSource {
   std::int64_t ahead_ = 0;  // the chunk booked ahead
   std::chrono::nanoseconds ahead_due_{0};
   std::optional<double> key_rate_news_;
-  std::exception_ptr failure_;  // of the booking ahead, thrown once the credit is used up
+  std::int64_t largest_booking_ = 0;  // units booked at once at the most
+  std::exception_ptr failure_;        // of the booking ahead, thrown once the credit is used up
 };
 
 }  // namespace ratelimit::pipe

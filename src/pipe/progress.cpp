@@ -95,7 +95,8 @@ std::string ProgressMeter::line(const Totals& totals, int width) {
   if (shown.period_seconds == 0.0) shown.period_seconds = format::natural_period(totals.rate);
   Field amount{format::measured_amount(static_cast<double>(totals.units), shown)};
   Field elapsed{fmt::format(" {}", clock_time(totals.now - totals.started))};
-  Field current_rate{fmt::format(" [{}]", format::measured_rate(current, shown))};
+  Field current_rate{fmt::format(" [{}{}]", format::measured_rate(current, shown),
+                                 totals.held_by_quota ? ", held by a quota" : "")};
   Field average{fmt::format(" [avg {}]", format::measured_rate(average_rate(totals), shown))};
   Field percent;
   Field eta;

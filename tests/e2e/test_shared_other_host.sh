@@ -6,10 +6,11 @@
 source "$E2E_LIB"
 export RATELIMIT_STATE_DIR=$WORK/state
 
-# The record (version 4, state_file_format.cpp): magic 8, version and shape 4 + 4, four doubles,
+# The record (version 5, state_file_format.cpp): magic 8, version and shape 4 + 4, four doubles,
 # flags 4 and two int64s (52), then the machine id (32 bytes), the boot id (36), the timetable's
-# entry (8) and length (4, here 0: no timetable), the checksum (8).
-readonly machine_at=68 boot_at=100 checksum_at=148
+# entry (8) and length (4, here 0: no timetable), the number of quotas (4, here 0), the checksum
+# (8).
+readonly machine_at=68 boot_at=100 checksum_at=152
 
 # rewrite FILE OFFSET TEXT: TEXT over the record's bytes at OFFSET, and the FNV-1a checksum
 # recomputed (bash arithmetic wraps at 64 bits, as the checksum does).

@@ -175,6 +175,7 @@ TEST_F(RedisBackendTest, ScriptMatchesTheCoreOnRandomSequences) {
     std::int64_t now_micros = origin_micros + static_cast<std::int64_t>(random() % 1000000);
     std::optional<TokenBucket> core;
     KeySchedule core_schedule;
+    std::vector<Quota> core_quotas;
     for (int step = 0; step < 60; ++step) {
       now_micros += static_cast<std::int64_t>(random() % 400000);
       if (random() % 10 == 0) params = random_params();
@@ -195,7 +196,7 @@ TEST_F(RedisBackendTest, ScriptMatchesTheCoreOnRandomSequences) {
         core_schedule = schedule;
       }
       const std::int64_t entry_before = core_schedule.entry_until;
-      const Reservation expected = decide(*core, core_schedule, permits, now);
+      const Reservation expected = decide(*core, core_schedule, core_quotas, permits, now);
       const Reservation actual = redis.reserve_at(permits, timeout, now_micros);
       const std::string where =
           "sequence " + std::to_string(sequence) + " step " + std::to_string(step);

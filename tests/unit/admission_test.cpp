@@ -27,7 +27,8 @@ class MemoryBackend final : public backends::BucketBackend {
     const nanoseconds now = clock_.now();
     auto [bucket, added] = buckets_.try_emplace(request.key, request.params, now);
     auto [schedule, new_schedule] = schedules_.try_emplace(request.key, request.schedule);
-    return backends::decide(bucket->second, schedule->second, request, now);
+    auto [quotas, new_quotas] = quotas_.try_emplace(request.key);
+    return backends::decide(bucket->second, schedule->second, quotas->second, request, now);
   }
   bool set_rate(const std::string&, double, const backends::KeySchedule&) override { return false; }
   std::vector<backends::BucketStatus> status(const std::optional<std::string>&) override {
@@ -42,6 +43,7 @@ class MemoryBackend final : public backends::BucketBackend {
   Clock& clock_;
   std::map<std::string, TokenBucket> buckets_;
   std::map<std::string, backends::KeySchedule> schedules_;
+  std::map<std::string, std::vector<Quota>> quotas_;
 };
 
 // The slots are busy until a given time.

@@ -45,7 +45,7 @@ class CoreStore final : public GoldenStore {
       bucket_.emplace(request.params, request.at);
       schedule_ = {.timetable = request.timetable, .entry_until = request.entry_until};
     }
-    return answer(backends::decide(*bucket_, schedule_,
+    return answer(backends::decide(*bucket_, schedule_, quotas_,
                                    permit_request(request, nanoseconds::zero()), request.at));
   }
   void set_rate(const GoldenSetRate& change) override {
@@ -59,6 +59,7 @@ class CoreStore final : public GoldenStore {
  private:
   std::optional<TokenBucket> bucket_;
   backends::KeySchedule schedule_;
+  std::vector<Quota> quotas_;
 };
 
 // The state-file backend in a directory of its own, on a fake clock that the vector's times move.

@@ -38,7 +38,7 @@ class MemoryStore : public backends::BucketBackend {
     if (++calls == other_user_at_call) set_rate(request.key, other_user_rate, other_user_schedule);
     applied.push_back(request.apply_params);
     const backends::Reservation reservation =
-        backends::decide(*bucket, schedule, request, io_.now());
+        backends::decide(*bucket, schedule, quotas, request, io_.now());
     if (reservation.granted) booked += request.permits;
     return reservation;
   }
@@ -59,6 +59,7 @@ class MemoryStore : public backends::BucketBackend {
 
   std::optional<TokenBucket> bucket;
   backends::KeySchedule schedule;
+  std::vector<Quota> quotas;
   std::vector<bool> applied;  // each call's apply_params
   std::int64_t booked = 0;
   std::int64_t given_back = 0;

@@ -30,6 +30,43 @@ StateRecord sample_record() {
   return record;
 }
 
+TEST(StateRecord, KeepsQuotas) {
+  StateRecord record = sample_record();
+  Quota hourly({.limit = 5000, .period = 1h}, kNow);
+  hourly.book(7, kNow);
+  record.quotas = {hourly, Quota({.limit = 3, .period = 2s}, kNow)};
+  const DecodedRecord decoded = decode_record(encode_record(record), kNow);
+  ASSERT_TRUE(decoded.record) << decoded.problem;
+  ASSERT_EQ(decoded.record->quotas.size(), 2u);
+  EXPECT_EQ(decoded.record->quotas[0].params(), hourly.params());
+  EXPECT_EQ(decoded.record->quotas[0].state(), hourly.state());
+  EXPECT_EQ(decoded.record->quotas[1].params().limit, 3);
+}
+
+// FNV-1a, as the records' checksum.
+std::uint64_t checksum_of(std::string_view bytes) {
+  std::uint64_t hash = 0xcbf29ce484222325ULL;
+  for (unsigned char byte : bytes) {
+    hash ^= byte;
+    hash *= 0x100000001b3ULL;
+  }
+  return hash;
+}
+
+TEST(StateRecord, ReadsARecordOfVersion4AsOneWithoutQuotas) {
+  // A version 5 record without quotas less its count of quotas is what version 4 wrote.
+  std::string bytes = encode_record(sample_record());
+  bytes.resize(bytes.size() - sizeof(std::uint64_t) - sizeof(std::uint32_t));
+  const std::uint32_t version = 4;
+  bytes.replace(8, sizeof version, reinterpret_cast<const char*>(&version), sizeof version);
+  const std::uint64_t checksum = checksum_of(bytes);
+  bytes.append(reinterpret_cast<const char*>(&checksum), sizeof checksum);
+  const DecodedRecord decoded = decode_record(bytes, kNow);
+  ASSERT_TRUE(decoded.record) << decoded.problem;
+  EXPECT_EQ(decoded.record->params, sample_record().params);
+  EXPECT_TRUE(decoded.record->quotas.empty());
+}
+
 TEST(StateRecord, RoundTrips) {
   const StateRecord record = sample_record();
   const DecodedRecord decoded = decode_record(encode_record(record), kNow);
@@ -77,7 +114,7 @@ TEST(StateRecord, AnOlderVersionIsNamed) {
   version_1.resize(108, '\0');
   const DecodedRecord decoded = decode_record(version_1, kNow);
   EXPECT_FALSE(decoded.record);
-  EXPECT_EQ(decoded.problem, "record version 1, expected 4");
+  EXPECT_EQ(decoded.problem, "record version 1, expected 5");
 }
 
 TEST(StateRecord, AnyFlippedBitIsDetected) {

@@ -106,6 +106,9 @@ RedisValue RedisBackend::command(const std::string& bucket_key,
 }
 
 Reservation RedisBackend::reserve(const PermitRequest& request, io::Waiter& waiter) {
+  // Refused rather than ignored: a quota not kept would let more through than it says.
+  if (!request.quotas.empty())
+    throw UsageError("--quota on a key kept in Redis is not supported yet: use the state file");
   RedisDeadline round_trip = operation_deadline(&waiter);
   if (request.deadline != nanoseconds::max())
     round_trip.refuse_after(std::max(request.deadline, waiter.now() + nanoseconds(kAnswerGrace)));

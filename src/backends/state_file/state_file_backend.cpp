@@ -34,21 +34,27 @@ DecodedRecord StateFileBackend::load(const LockedFile& file, std::chrono::nanose
   return decoded;
 }
 
-std::pair<TokenBucket, KeySchedule> StateFileBackend::load_bucket(
-    const LockedFile& file, const PermitRequest& request, std::chrono::nanoseconds now) const {
+StateFileBackend::KeyLimits StateFileBackend::load_bucket(const LockedFile& file,
+                                                          const PermitRequest& request,
+                                                          std::chrono::nanoseconds now) const {
   DecodedRecord loaded = load(file, now);
   if (!loaded.problem.empty())
     notify_(fmt::format("key '{}': {}; starting a fresh bucket", request.key, loaded.problem));
-  if (!loaded.record) return {TokenBucket(request.params, now), request.schedule};
+  if (!loaded.record) {
+    std::vector<Quota> quotas;
+    for (const QuotaParams& quota : request.quotas) quotas.emplace_back(quota, now);
+    return {TokenBucket(request.params, now), request.schedule, std::move(quotas)};
+  }
   return {TokenBucket(loaded.record->params, loaded.record->state),
-          std::move(loaded.record->schedule)};
+          std::move(loaded.record->schedule), std::move(loaded.record->quotas)};
 }
 
 void StateFileBackend::save(LockedFile& file, const TokenBucket& bucket,
-                            const KeySchedule& schedule) const {
+                            const KeySchedule& schedule, const std::vector<Quota>& quotas) const {
   file.replace(encode_record({.params = bucket.params(),
                               .state = bucket.state(),
                               .schedule = schedule,
+                              .quotas = quotas,
                               .machine_id = host_.machine_id,
                               .boot_id = host_.boot_id}));
 }
@@ -61,9 +67,9 @@ Reservation StateFileBackend::reserve(const PermitRequest& request, io::Waiter& 
       return {.granted = false, .wait = {}, .signal = locked.signal, .replaced_params = {}};
     // Read under the lock, so that the order of the times is the order of the bookings.
     const auto now = clock_.now();
-    auto [bucket, schedule] = load_bucket(*locked.file, request, now);
-    const Reservation reservation = decide(bucket, schedule, request, now);
-    save(*locked.file, bucket, schedule);
+    auto [bucket, schedule, quotas] = load_bucket(*locked.file, request, now);
+    const Reservation reservation = decide(bucket, schedule, quotas, request, now);
+    save(*locked.file, bucket, schedule, quotas);
     return reservation;
   });
 }
@@ -78,7 +84,7 @@ bool StateFileBackend::update_existing(const std::string& key, const Update& upd
     if (!loaded.record) return false;
     TokenBucket bucket(loaded.record->params, loaded.record->state);
     update(bucket, loaded.record->schedule, now);
-    save(*file, bucket, loaded.record->schedule);
+    save(*file, bucket, loaded.record->schedule, loaded.record->quotas);
     return true;
   });
 }
@@ -125,7 +131,7 @@ std::vector<BucketStatus> StateFileBackend::status(const std::optional<std::stri
     if (loaded.record) {
       buckets.push_back(describe(*file_key,
                                  TokenBucket(loaded.record->params, loaded.record->state),
-                                 loaded.record->schedule, now));
+                                 loaded.record->schedule, loaded.record->quotas, now));
     } else {
       BucketStatus unusable;
       unusable.key = *file_key;

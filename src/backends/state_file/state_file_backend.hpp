@@ -43,11 +43,17 @@ class StateFileBackend final : public BucketBackend {
  private:
   // The bucket a file holds at `now`, or why it cannot be used.
   DecodedRecord load(const LockedFile& file, std::chrono::nanoseconds now) const;
-  // The bucket of `file` and its schedule at `now`: its record's, or a fresh one made by `request`.
-  std::pair<TokenBucket, KeySchedule> load_bucket(const LockedFile& file,
-                                                  const PermitRequest& request,
-                                                  std::chrono::nanoseconds now) const;
-  void save(LockedFile& file, const TokenBucket& bucket, const KeySchedule& schedule) const;
+  struct KeyLimits {
+    TokenBucket bucket;
+    KeySchedule schedule;
+    std::vector<Quota> quotas;
+  };
+  // The bucket of `file`, its schedule and quotas at `now`: its record's, or fresh ones made by
+  // `request`.
+  KeyLimits load_bucket(const LockedFile& file, const PermitRequest& request,
+                        std::chrono::nanoseconds now) const;
+  void save(LockedFile& file, const TokenBucket& bucket, const KeySchedule& schedule,
+            const std::vector<Quota>& quotas) const;
   // Changes the bucket of `key` and its schedule under the lock, at the time given; false if there
   // is no bucket that can be used.
   using Update = std::function<void(TokenBucket&, KeySchedule&, std::chrono::nanoseconds now)>;

@@ -13,9 +13,14 @@ namespace ratelimit::backends {
 namespace {
 
 constexpr std::string_view kMagic = "RLBUCKET";
-// 2 added the flags (start_full, pay_first), 3 the machine id, 4 the schedule. A record of another
-// version counts as a fresh bucket, as a corrupt one does.
-constexpr std::uint32_t kVersion = 4;
+// 2 added the flags (start_full, pay_first), 3 the machine id, 4 the schedule, 5 the quotas. A
+// record of version 4 is read as one without quotas; of another version it counts as a fresh
+// bucket, as a corrupt one does.
+constexpr std::uint32_t kVersion = 5;
+constexpr std::uint32_t kVersionWithoutQuotas = 4;
+// Limit, period, newest slot and the counts.
+constexpr std::size_t kQuotaRecordBytes = (3 + kQuotaCounts) * sizeof(std::int64_t);
+constexpr std::uint32_t kMaxRecordQuotas = 64;
 constexpr std::uint32_t kStartFull = 1;
 constexpr std::uint32_t kPayFirst = 2;
 constexpr std::size_t kMachineIdBytes = 32;  // 128 bits in hex, as machine-id(5)
@@ -97,6 +102,13 @@ std::string encode_record(const StateRecord& record) {
   append(out, static_cast<std::int64_t>(record.schedule.entry_until));
   append(out, static_cast<std::uint32_t>(record.schedule.timetable.size()));
   out += record.schedule.timetable;
+  append(out, static_cast<std::uint32_t>(record.quotas.size()));
+  for (const Quota& quota : record.quotas) {
+    append(out, static_cast<std::int64_t>(quota.params().limit));
+    append(out, static_cast<std::int64_t>(quota.params().period.count()));
+    append(out, static_cast<std::int64_t>(quota.state().newest_slot));
+    for (const std::int64_t count : quota.state().counts) append(out, count);
+  }
   append(out, fnv1a(out));
   return out;
 }
@@ -115,13 +127,16 @@ std::chrono::nanoseconds longest_booked_wait(const BucketParams& params) {
 DecodedRecord decode_record(std::string_view bytes, std::chrono::nanoseconds now) {
   FieldReader reader(bytes);
   // The version first, so that a record of another size from another version is named as such.
+  std::uint32_t version = kVersion;
   if (bytes.size() >= kMagic.size() + sizeof(std::uint32_t) &&
       reader.next_bytes(kMagic.size()) == kMagic) {
-    if (const auto version = reader.next<std::uint32_t>(); version != kVersion)
+    version = reader.next<std::uint32_t>();
+    if (version != kVersion && version != kVersionWithoutQuotas)
       return {.record = {},
               .problem = "record version " + std::to_string(version) + ", expected " +
                          std::to_string(kVersion)};
   }
+  const bool has_quotas = version == kVersion;
   // The size first, from the timetable's length just before the timetable, so that a torn or
   // extended record is named as such.
   std::size_t expected_size = kFixedRecordBytes;
@@ -133,6 +148,21 @@ DecodedRecord decode_record(std::string_view bytes, std::chrono::nanoseconds now
               .problem = "timetable of " + std::to_string(timetable_bytes) + " bytes, at most " +
                          std::to_string(kMaxTimetableBytes)};
     expected_size += timetable_bytes;
+    if (has_quotas) {
+      // The number of quotas just after the timetable.
+      expected_size += sizeof(std::uint32_t);
+      std::uint32_t quotas = 0;
+      if (bytes.size() >= expected_size) {
+        std::memcpy(&quotas,
+                    bytes.data() + kTimetableLengthOffset + sizeof(std::uint32_t) + timetable_bytes,
+                    sizeof quotas);
+        if (quotas > kMaxRecordQuotas)
+          return {.record = {},
+                  .problem = "record of " + std::to_string(quotas) + " quotas, at most " +
+                             std::to_string(kMaxRecordQuotas)};
+      }
+      expected_size += quotas * kQuotaRecordBytes;
+    }
   }
   if (bytes.size() != expected_size)
     return {.record = {},
@@ -165,6 +195,16 @@ DecodedRecord decode_record(std::string_view bytes, std::chrono::nanoseconds now
   record.schedule.entry_until = reader.next<std::int64_t>();
   record.schedule.timetable = std::string(reader.next_bytes(reader.next<std::uint32_t>()));
   try {
+    const std::uint32_t quotas = has_quotas ? reader.next<std::uint32_t>() : 0;
+    for (std::uint32_t i = 0; i < quotas; ++i) {
+      QuotaParams params;
+      params.limit = reader.next<std::int64_t>();
+      params.period = std::chrono::nanoseconds(reader.next<std::int64_t>());
+      QuotaState state;
+      state.newest_slot = reader.next<std::int64_t>();
+      for (std::int64_t& count : state.counts) count = reader.next<std::int64_t>();
+      record.quotas.emplace_back(params, state);  // validates them
+    }
     const TokenBucket bucket{record.params, record.state};  // validates parameters and state
     // Stored permits are rescaled with every change of rate: a rounding above the maximum is no
     // damage.

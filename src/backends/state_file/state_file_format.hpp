@@ -4,6 +4,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "backends/bucket_backend.hpp"
 #include "ratelimit/token_bucket.hpp"
@@ -19,13 +20,16 @@ struct StateRecord {
   BucketParams params;
   BucketState state;
   KeySchedule schedule;
+  std::vector<Quota> quotas;
   std::string machine_id;  // /etc/machine-id; empty if the machine has none
   std::string boot_id;
 };
 
 // The record's bytes: magic, version, parameters, state, machine id, boot id, the schedule's entry
-// and timetable length, the timetable and an FNV-1a checksum of all that, in this machine's byte
-// order (a record of another machine is refused before its numbers are used).
+// and timetable length, the timetable, the quotas (their number, then each one's limit, period,
+// newest slot and kQuotaCounts counts) and an FNV-1a checksum of all that, in this machine's
+// byte order (a record of another machine is refused before its numbers are used). A record of
+// version 4 (before quotas) is read as one without quotas.
 std::string encode_record(const StateRecord& record);
 
 struct DecodedRecord {

@@ -1,0 +1,49 @@
+"""Helpers of the quota tests: a reader that notes when each read arrives, and the busiest window.
+
+  quota_windows.py read OUT LOG UNITS CMD...   runs CMD once ready to read, copies its output to
+                                    OUT and appends "<ns> <units>" per read to LOG; UNITS is
+                                    "bytes" or "lines" (the newlines read)
+  quota_windows.py busiest WINDOW_S LOG...   prints the most units of any window of WINDOW_S
+                                    seconds over the "<ns> <units>" lines of the logs
+"""
+import subprocess
+import sys
+import time
+
+
+def read(out_path, log_path, units, command):
+    # Started by the reader, so that no read waits for the reader to start.
+    process = subprocess.Popen(command, stdout=subprocess.PIPE)
+    with open(out_path, "wb") as out, open(log_path, "w") as log:
+        while True:
+            data = process.stdout.read1(1 << 16)
+            if not data:
+                break
+            count = data.count(b"\n") if units == "lines" else len(data)
+            log.write(f"{time.monotonic_ns()} {count}\n")
+            out.write(data)
+    sys.exit(process.wait())
+
+
+def busiest(window_s, log_paths):
+    events = []
+    for path in log_paths:
+        with open(path) as log:
+            events += [tuple(map(int, line.split())) for line in log if line.strip()]
+    events.sort()
+    window_ns = int(float(window_s) * 1e9)
+    most = held = first = 0
+    for at, units in events:
+        held += units
+        while events[first][0] <= at - window_ns:
+            held -= events[first][1]
+            first += 1
+        most = max(most, held)
+    print(most)
+
+
+if __name__ == "__main__":
+    if sys.argv[1] == "read":
+        read(sys.argv[2], sys.argv[3], sys.argv[4], sys.argv[5:])
+    else:
+        busiest(sys.argv[2], sys.argv[3:])
