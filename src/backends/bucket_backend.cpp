@@ -160,6 +160,7 @@ Reservation decide(TokenBucket& bucket, KeySchedule& schedule, std::vector<Quota
                                   : std::max(request.deadline - now, nanoseconds::zero());
   QuotaBucket limits(bucket, quotas);
   const nanoseconds wait = limits.wait_for(request.permits, now);
+  reservation.held_by_quota = limits.held_by_quota(request.permits, now);
   reservation.granted = !limits.never(request.permits) && wait <= timeout;
   if (!reservation.granted) {
     reservation.wait = wait;
@@ -175,17 +176,22 @@ BucketStatus describe(const std::string& key, TokenBucket bucket, KeySchedule sc
                       const std::vector<Quota>& quotas, nanoseconds now) {
   // Reconfiguring with the same parameters only brings the stored permits up to now.
   bucket.reconfigure(bucket.params(), now);
-  BucketStatus status{
-      .key = key,
-      .problem = {},
-      .params = bucket.params(),
-      .schedule = std::move(schedule),
-      .stored_permits = bucket.state().stored_permits,
-      .next_free_in = std::max(bucket.state().next_free - now, nanoseconds::zero())};
+  BucketStatus status{.key = key,
+                      .problem = {},
+                      .params = bucket.params(),
+                      .schedule = std::move(schedule),
+                      .stored_permits = bucket.state().stored_permits,
+                      .next_free_in = std::max(bucket.state().next_free - now, nanoseconds::zero()),
+                      .quotas = quota_status(quotas, now)};
+  return status;
+}
+
+std::vector<QuotaStatus> quota_status(const std::vector<Quota>& quotas, nanoseconds now) {
+  std::vector<QuotaStatus> status;
   for (const Quota& quota : quotas)
-    status.quotas.push_back({.params = quota.params(),
-                             .used = quota.used(now),
-                             .next_free_in = quota.earliest(1, now) - now});
+    status.push_back({.params = quota.params(),
+                      .used = quota.used(now),
+                      .next_free_in = quota.earliest(1, now) - now});
   return status;
 }
 

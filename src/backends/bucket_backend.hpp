@@ -48,6 +48,11 @@ struct PermitRequest {
   // The key's quotas, applied as `params` are (apply_params): they replace the key's when they
   // differ.
   std::vector<QuotaParams> quotas{};
+  // How the caller wrote its rate (format::notation_text(); empty: not said), for `status` to show
+  // the key's rates alike. The key keeps it when a request that applies its parameters makes the
+  // key or replaces the key's parameters; one that finds them already the key's leaves the key's
+  // notation as it is, and one that replaces them without a notation leaves none.
+  std::string notation{};
   std::int64_t permits = 1;
   // On the waiter's timeline (monotonic_now()): granted only if the permits are due by then
   // (Guava tryAcquire); the store's own waits (a lock, a round trip) count against it, and a call
@@ -61,6 +66,8 @@ struct Reservation {
   // How long until the permits may be used; when refused, how long that would have been (zero
   // when the store could not be asked in time).
   std::chrono::nanoseconds wait{0};
+  // The wait is a quota's, not the rate's.
+  bool held_by_quota = false;
   // Not granted because a stop signal (SIGINT, SIGTERM, SIGHUP, SIGQUIT) cut the call short: that
   // signal.
   int signal = 0;
@@ -93,6 +100,7 @@ struct BucketStatus {
   double stored_permits = 0.0;
   std::chrono::nanoseconds next_free_in{0};
   std::vector<QuotaStatus> quotas{};
+  std::string notation{};  // PermitRequest::notation, as the key keeps it; empty: none
 };
 
 // Where shared buckets are kept. A store that cannot answer throws BackendUnavailable (exit 69);
@@ -162,6 +170,10 @@ std::optional<std::vector<BucketStatus>> set_key_rate_by_hand(BucketBackend& bac
                                                               const std::string& key,
                                                               double permits_per_second,
                                                               const KeySchedule& schedule);
+
+// What status shows of `quotas` at `now`.
+std::vector<QuotaStatus> quota_status(const std::vector<Quota>& quotas,
+                                      std::chrono::nanoseconds now);
 
 // What status shows of a usable bucket at `now`.
 BucketStatus describe(const std::string& key, TokenBucket bucket, KeySchedule schedule,

@@ -134,16 +134,25 @@ pipe::Result run_engine(const PipeOptions& options, const pipe::EngineOptions& e
                         backends::BucketBackend* backend, const backends::KeySchedule& key_schedule,
                         pipe::TimetableSchedule& schedule, pipe::FileIo& io,
                         const pipe::Engine::ProgressCallback& draw) {
-  if (!backend) return pipe::Engine(engine_options, io, draw).run();
+  // The quotas are said by --stats only: a shared key's are asked of the store.
+  const auto run = [&options](pipe::Engine&& engine) {
+    pipe::Result result = engine.run();
+    if (!options.stats.empty()) result.quotas = engine.quota_status();
+    return result;
+  };
+  if (!backend) return run(pipe::Engine(engine_options, io, draw));
   backends::PermitRequest request;
   request.key = options.key;
   request.params = engine_options.bucket;
   request.schedule = key_schedule;
   request.quotas = engine_options.quotas;
-  const auto on_replaced = [&](const BucketParams& replaced, const std::string& timetable) {
-    announce_replaced_params(options.key, {replaced, timetable},
-                             {engine_options.bucket, key_schedule.timetable},
-                             notation_of(options.bucket, pipe::counted(engine_options.unit)));
+  const format::Notation notation = notation_of(options.bucket, pipe::counted(engine_options.unit));
+  request.notation = format::notation_text(notation);
+  const auto on_replaced = [&](const BucketParams& replaced, const std::string& timetable,
+                               const std::vector<QuotaParams>& quotas) {
+    announce_replaced_params(options.key, {replaced, timetable, quotas},
+                             {engine_options.bucket, key_schedule.timetable, engine_options.quotas},
+                             notation);
   };
   const auto follow_key = [&](const std::string& text) {
     std::optional<Timetable> timetable = schedule::parse_timetable_text(text);
@@ -163,7 +172,7 @@ pipe::Result run_engine(const PipeOptions& options, const pipe::EngineOptions& e
     fmt::print(stderr, "ratelimit: warning: {}\n", warning);
   };
   pipe::SharedPermitSource source(*backend, request, io.waiter(), on_replaced, follow_key, warn);
-  return pipe::Engine(engine_options, io, source, draw).run();
+  return run(pipe::Engine(engine_options, io, source, draw));
 }
 
 // `--stats json` reads "json" as a file: the value of a flag needs "=". Said before the missing

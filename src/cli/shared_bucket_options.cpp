@@ -69,8 +69,7 @@ std::string describe_params(const BucketParams& params, const std::string& timet
           : fmt::format("{}, burst {}", rate,
                         format::written_burst(params.max_burst_seconds, params.permits_per_second,
                                               notation));
-  for (const QuotaParams& quota : quotas)
-    described += fmt::format(", quota {}/{}", quota.limit, format::human_duration(quota.period));
+  for (const QuotaParams& quota : quotas) described += ", quota " + format::written_quota(quota);
   return described;
 }
 
@@ -241,6 +240,7 @@ backends::PermitRequest to_permit_request(const PermitOptions& options,
       throw UsageError(fmt::format("--permits {} is more than quota '{}' ever allows",
                                    options.permits, options.bucket.quotas[i]));
   request.quotas = std::move(bucket.quotas);
+  request.notation = format::notation_text(notation_of(options.bucket, format::Counted::permits));
   std::chrono::nanoseconds timeout = std::chrono::nanoseconds::max();
   if (options.try_only) timeout = std::chrono::nanoseconds::zero();
   if (!options.timeout.empty()) timeout = parse_duration(options.timeout);

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <filesystem>
 #include <memory>
 #include <string>
@@ -32,13 +33,41 @@ double seconds(std::chrono::nanoseconds duration) {
   return std::chrono::duration<double>(duration).count();
 }
 
-std::string describe_shape(const BucketParams& params) {
-  std::string shape =
-      params.shape == BucketShape::warming_up
-          ? fmt::format("warmup {} x{:g}", format::human_duration(params.warmup),
-                        params.cold_factor)
-          : fmt::format("burst {}", format::human_duration(
-                                        std::chrono::duration<double>(params.max_burst_seconds)));
+// How the key's users wrote its rate, if a user said so.
+std::optional<format::Notation> notation_of_key(const backends::BucketStatus& bucket) {
+  return format::notation_of_text(bucket.notation);
+}
+
+// A key that limits only by its quotas (no --rate): no rate, so no shape either.
+bool rate_off(const backends::BucketStatus& bucket) {
+  return std::isinf(bucket.params.permits_per_second) && bucket.schedule.timetable.empty();
+}
+
+// The key's rate in its notation: "10MB/s", "20 lines/s", "2/s"; as a count per period without
+// one ("10M/s").
+std::string key_rate(const backends::BucketStatus& bucket) {
+  const double rate = bucket.params.permits_per_second;
+  const std::optional<format::Notation> notation = notation_of_key(bucket);
+  if (!notation || notation->counted == format::Counted::permits)
+    return format::written_rate(rate, notation.value_or(format::Notation{}));
+  return format::rate_with_unit(rate, *notation);
+}
+
+// The burst as its users wrote it ("5", "64kB", "2s"); as a time without a notation.
+std::string key_burst(const backends::BucketStatus& bucket) {
+  const BucketParams& params = bucket.params;
+  if (const std::optional<format::Notation> notation = notation_of_key(bucket))
+    return format::written_burst(params.max_burst_seconds, params.permits_per_second, *notation);
+  return format::human_duration(std::chrono::duration<double>(params.max_burst_seconds));
+}
+
+std::string describe_shape(const backends::BucketStatus& bucket) {
+  if (rate_off(bucket)) return "-";
+  const BucketParams& params = bucket.params;
+  std::string shape = params.shape == BucketShape::warming_up
+                          ? fmt::format("warmup {} x{:g}", format::human_duration(params.warmup),
+                                        params.cold_factor)
+                          : fmt::format("burst {}", key_burst(bucket));
   if (params.start_full) shape += " start-full";
   if (params.pay_first) shape += " pay-first";
   return shape;
@@ -50,11 +79,6 @@ std::string describe_next_free(std::chrono::nanoseconds next_free_in) {
   constexpr std::chrono::nanoseconds kCentury = std::chrono::hours(24 * 36525);
   if (next_free_in > kCentury) return "in over 100 years";
   return "in " + format::human_duration(next_free_in);
-}
-
-// "5000/1h": as --quota is written.
-std::string quota_text(const QuotaParams& quota) {
-  return fmt::format("{}/{}", quota.limit, format::human_duration(quota.period));
 }
 
 // Where a key's timetable stands, in local time (TZ honoured).
@@ -147,17 +171,18 @@ void print_text(const std::vector<backends::BucketStatus>& buckets,
                                      format::escaped_bytes(bucket.key), bucket.problem));
       continue;
     }
-    rows.push_back({format::escaped_bytes(bucket.key),
-                    format::written_rate(bucket.params.permits_per_second),
-                    describe_shape(bucket.params), format::stored_count(bucket.stored_permits),
+    rows.push_back({format::escaped_bytes(bucket.key), key_rate(bucket), describe_shape(bucket),
+                    rate_off(bucket) ? "-" : format::stored_count(bucket.stored_permits),
                     describe_next_free(bucket.next_free_in)});
     for (const backends::QuotaStatus& quota : bucket.quotas)
       quotas.push_back(fmt::format("{}: quota {}: {} used in the window, next unit free {}",
-                                   format::escaped_bytes(bucket.key), quota_text(quota.params),
-                                   quota.used, describe_next_free(quota.next_free_in)));
+                                   format::escaped_bytes(bucket.key),
+                                   format::written_quota(quota.params), quota.used,
+                                   describe_next_free(quota.next_free_in)));
     if (!timetables) continue;
-    const std::vector<std::string> columns =
-        timetable_columns(bucket.schedule.timetable, {}, bucket.params.permits_per_second);
+    const std::vector<std::string> columns = timetable_columns(
+        bucket.schedule.timetable, notation_of_key(bucket).value_or(format::Notation{}),
+        bucket.params.permits_per_second);
     rows.back().insert(rows.back().end(), columns.begin(), columns.end());
   }
   if (!buckets.empty()) print_table(rows);
@@ -222,25 +247,32 @@ format::Json bucket_json(const backends::BucketStatus& bucket) {
     return object;
   }
   const BucketParams& params = bucket.params;
-  object["rate"] = format::written_rate(params.permits_per_second);
+  const std::optional<format::Notation> notation = notation_of_key(bucket);
+  object["rate"] =
+      format::written_rate(params.permits_per_second, notation.value_or(format::Notation{}));
+  if (notation) object["counts"] = format::counted_name(notation->counted);
   object["permits_per_second"] = format::json_number(params.permits_per_second);
-  if (params.shape == BucketShape::warming_up) {
+  if (rate_off(bucket)) {
+    object["shape"] = nullptr;
+  } else if (params.shape == BucketShape::warming_up) {
     object["shape"] = "warming_up";
     object["warmup_seconds"] = format::json_number(seconds(params.warmup));
     object["cold_factor"] = format::json_number(params.cold_factor);
   } else {
     object["shape"] = "bursty";
+    object["burst"] = key_burst(bucket);
     object["burst_seconds"] = format::json_number(params.max_burst_seconds);
   }
   object["start_full"] = params.start_full;
   object["pay_first"] = params.pay_first;
-  add_timetable(object, bucket.schedule.timetable, {}, params.permits_per_second);
+  add_timetable(object, bucket.schedule.timetable, notation.value_or(format::Notation{}),
+                params.permits_per_second);
   object["stored_permits"] = format::json_number(bucket.stored_permits);
   object["next_free_in_seconds"] = format::json_number(std::max(0.0, seconds(bucket.next_free_in)));
   object["quotas"] = format::Json::array();
   for (const backends::QuotaStatus& quota : bucket.quotas)
     object["quotas"].push_back(
-        {{"quota", quota_text(quota.params)},
+        {{"quota", format::written_quota(quota.params)},
          {"limit", quota.params.limit},
          {"period_seconds", format::json_number(seconds(quota.params.period))},
          {"used", quota.used},

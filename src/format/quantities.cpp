@@ -165,6 +165,43 @@ double natural_period(double units_per_second) {
   return kPeriods[std::size(kPeriods) - 1].seconds;
 }
 
+std::string notation_text(const Notation& notation) {
+  return fmt::format("{} {} {} {}",
+                     is_data(notation) && notation.bits ? "bits"sv : counted_name(notation.counted),
+                     notation.binary_prefix ? "iec" : "si", notation.period_seconds,
+                     notation.burst_in_units ? "units" : "time");
+}
+
+std::optional<Notation> notation_of_text(std::string_view text) {
+  std::string_view fields[4];
+  for (std::string_view& field : fields) {
+    const std::size_t end = std::min(text.find(' '), text.size());
+    field = text.substr(0, end);
+    text.remove_prefix(std::min(end + 1, text.size()));
+  }
+  Notation notation;
+  const auto [counted, prefixes, period, burst] = fields;
+  if (counted == "bytes" || counted == "bits") {
+    notation.counted = Counted::bytes;
+    notation.bits = counted == "bits";
+  } else if (counted == "lines") {
+    notation.counted = Counted::lines;
+  } else if (counted == "records") {
+    notation.counted = Counted::records;
+  } else if (counted != "permits") {
+    return std::nullopt;
+  }
+  const auto [end, error] =
+      std::from_chars(period.data(), period.data() + period.size(), notation.period_seconds);
+  if ((prefixes != "si" && prefixes != "iec") || error != std::errc() ||
+      end != period.data() + period.size() || !(notation.period_seconds >= 0.0) ||
+      std::isinf(notation.period_seconds) || (burst != "time" && burst != "units") || !text.empty())
+    return std::nullopt;
+  notation.binary_prefix = prefixes == "iec";
+  notation.burst_in_units = burst == "units";
+  return notation;
+}
+
 std::string written_rate(double units_per_second, const Notation& notation) {
   if (std::isinf(units_per_second)) return "off";
   const double per_second = shown_units(units_per_second, notation);
@@ -208,6 +245,10 @@ std::string measured_rate(double units_per_second, const Notation& notation) {
       return measured(units_per_second * period.seconds, notation, period.symbol);
   }
   return {};  // not reached: the last period always answers
+}
+
+std::string written_quota(const QuotaParams& quota) {
+  return fmt::format("{}/{}", quota.limit, human_duration(quota.period));
 }
 
 std::string stored_count(double permits) {

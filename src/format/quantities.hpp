@@ -1,8 +1,11 @@
 #pragma once
 
 #include <chrono>
+#include <optional>
 #include <string>
 #include <string_view>
+
+#include "ratelimit/quota.hpp"
 
 // How numbers are shown to people: rates and amounts in the notation the rate was written in,
 // and durations. The one place for this, used by the progress line, --stats, status and the
@@ -27,6 +30,13 @@ struct Notation {
   bool burst_in_units = false;
   friend bool operator==(const Notation&, const Notation&) = default;
 };
+
+// A notation as one line of text, as a shared key keeps it beside its parameters: what is counted
+// ("bytes", "bits", "lines", "records", "permits"), the prefixes ("si", "iec"), the period in
+// seconds (0: none) and how a burst was written ("time", "units"), e.g. "bytes si 1 time".
+std::string notation_text(const Notation& notation);
+// The notation of such a text; none if it is not one (a key kept by a later version).
+std::optional<Notation> notation_of_text(std::string_view text);
 
 // "bytes", "lines", "records" or "permits"; "line" and the like for a count of one.
 std::string_view counted_name(Counted counted, double count = 0.0);
@@ -55,6 +65,9 @@ std::string measured_amount(double units, const Notation& notation);
 // without one per second, or below one unit a second per minute, hour or day ("30 lines/m",
 // "1.50 B/h"); "off" for infinity.
 std::string measured_rate(double units_per_second, const Notation& notation);
+
+// A quota as --quota reads it: "5000/1h", "100000/2s".
+std::string written_quota(const QuotaParams& quota);
 
 // A count of permits kept in a bucket: two decimals ("0.50", "12345.00"), in exponent notation
 // from a billion on ("1.00e300"); "unlimited" for infinity (a bucket under "off").

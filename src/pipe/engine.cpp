@@ -76,7 +76,7 @@ std::optional<Result> Engine::run_spliced() {
         if (!due) return finish(Ending::stopped, io_.stop_signal());
         turn = last_turn = *due;
       }
-      const Wake wake = wait(turn, WaitFor::input_end);
+      const Wake wake = wait_for_turn(turn, WaitFor::input_end);
       if (wake == Wake::stop) return finish(Ending::stopped, io_.stop_signal());
       if (wake == Wake::control) continue;
     }
@@ -141,7 +141,7 @@ Result Engine::move_buffered() {
     if (span.units > 0) {
       const std::optional<nanoseconds> turn = source_.turn(span.units, requested_at);
       if (!turn) return stop_after_writing_buffer();
-      const Wake wake = wait(*turn, WaitFor::deadline);
+      const Wake wake = wait_for_turn(*turn, WaitFor::deadline);
       if (wake == Wake::stop) return stop_after_writing_buffer();
       // The chunk and the turn follow the new rate: the span and its turn are asked for again.
       if (wake == Wake::control) continue;
@@ -324,6 +324,14 @@ Wake Engine::wait(nanoseconds deadline, WaitFor what) {
   }
 }
 
+Wake Engine::wait_for_turn(nanoseconds turn, WaitFor what) {
+  const bool held_by_quota = source_.held_by_quota();
+  const nanoseconds from = io_.now();
+  const Wake wake = wait(turn, what);
+  if (held_by_quota) totals_.held_by_quotas += io_.now() - from;
+  return wake;
+}
+
 Wake Engine::wait_for_input() {
   const nanoseconds called_at = io_.now();
   const Wake wake = wait(kForever, WaitFor::input);
@@ -409,10 +417,16 @@ Engine::Written Engine::write_due_give_back_rest() {
 
 Result Engine::finish(Ending ending, int signal) {
   // After a stop signal the store is not asked again: the process ends at once.
-  if (ending != Ending::stopped) source_.finish();
+  stopped_ = ending == Ending::stopped;
+  if (!stopped_) source_.finish();
   totals_.now = io_.now();
   if (on_progress_) on_progress_(totals_);
   return Result{ending, signal, totals_, rate_changes_};
+}
+
+std::vector<backends::QuotaStatus> Engine::quota_status() {
+  if (options_.quotas.empty() || (stopped_ && !own_source_)) return {};
+  return source_.quota_status(io_.now());
 }
 
 }  // namespace ratelimit::pipe

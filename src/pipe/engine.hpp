@@ -69,8 +69,9 @@ struct Totals {
   std::uint64_t units = 0;
   std::chrono::nanoseconds started{0};
   std::chrono::nanoseconds now{0};
-  double rate = 0.0;           // the rate in force, units per second
-  bool held_by_quota = false;  // the turn waited for is a quota's, not the rate's
+  double rate = 0.0;                           // the rate in force, units per second
+  bool held_by_quota = false;                  // the turn waited for is a quota's, not the rate's
+  std::chrono::nanoseconds held_by_quotas{0};  // waited for turns that were quotas'
 };
 
 enum class Ending {
@@ -92,6 +93,8 @@ struct Result {
   int signal = 0;
   Totals totals;
   std::vector<RateChange> rate_changes;
+  // The quotas at the end (Engine::quota_status()), for --stats.
+  std::vector<backends::QuotaStatus> quotas{};
 };
 
 // Moves the input to the output at the rate of a permit source: asks it when a chunk may go
@@ -113,6 +116,9 @@ class Engine {
          ProgressCallback on_progress = {});
 
   Result run();
+  // The quotas of the bucket once run() has returned; none after a stop signal with a shared
+  // bucket, as the store is not asked again then.
+  std::vector<backends::QuotaStatus> quota_status();
 
  private:
   struct Span {
@@ -128,6 +134,8 @@ class Engine {
   // Waits for the deadline (and input, if asked), serving control messages and progress ticks.
   // A new rate ends a wait for a turn with Wake::control: the turn is to be asked for again.
   Wake wait(std::chrono::nanoseconds deadline, WaitFor what);
+  // wait() for a turn: the time waited counts in Totals::held_by_quotas when a quota set it.
+  Wake wait_for_turn(std::chrono::nanoseconds turn, WaitFor what);
   // wait(forever, input), after which the pipe's own bucket starts anew if it waited for the
   // first input: the producer's start-up is no idle time to be stored and sent as a burst.
   Wake wait_for_input();
@@ -184,6 +192,7 @@ class Engine {
   bool last_read_filled_ = false;  // the last read took all it asked for: more may be there now
   bool inside_record_ = false;     // the last byte written did not end a record
   bool stopping_ = false;  // a stop signal or a failure came: writing what is due, then done
+  bool stopped_ = false;   // run() ended at a stop signal
   bool failed_ = false;    // what goes out is not charged: the run failed
   // Bytes at the start of the unwritten data whose turn has come: the rest of the chunk being
   // written.

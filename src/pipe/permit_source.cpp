@@ -85,8 +85,10 @@ std::optional<nanoseconds> SharedPermitSource::book(std::int64_t units) {
   request_.permits = units;
   const backends::Reservation reservation = backend_.reserve(request_, waiter_);
   if (reservation.signal != 0) return std::nullopt;
+  last_held_by_quota_ = reservation.held_by_quota;
   if (reservation.replaced_params && on_replaced_)
-    on_replaced_(*reservation.replaced_params, reservation.replaced_timetable);
+    on_replaced_(*reservation.replaced_params, reservation.replaced_timetable,
+                 reservation.replaced_quotas);
   request_.apply_params = false;
   if (reservation.key_permits_per_second != request_.params.permits_per_second) {
     // Set by `set --key` or another user's parameters: the next bookings and chunks follow it.
@@ -115,6 +117,7 @@ std::optional<nanoseconds> SharedPermitSource::turn(std::int64_t units, nanoseco
   if (failure_) std::rethrow_exception(failure_);
   if (credit_ < units && ahead_ > 0) {
     credit_ += std::exchange(ahead_, 0);
+    if (ahead_due_ >= credit_due_) credit_held_by_quota_ = ahead_held_by_quota_;
     credit_due_ = std::max(credit_due_, ahead_due_);
   }
   if (credit_ < units) {
@@ -123,6 +126,7 @@ std::optional<nanoseconds> SharedPermitSource::turn(std::int64_t units, nanoseco
     if (!due) return std::nullopt;
     // Short of `units` only after a drop in rate, which makes the engine ask again anyway.
     credit_ += trimmed(units - credit_, rate_before);
+    if (*due >= credit_due_) credit_held_by_quota_ = last_held_by_quota_;
     credit_due_ = std::max(credit_due_, *due);
   }
   if (ahead_ == 0) {
@@ -144,6 +148,7 @@ std::optional<nanoseconds> SharedPermitSource::turn(std::int64_t units, nanoseco
     if (!due) return std::nullopt;
     ahead_ = trimmed(booking, rate_before);
     ahead_due_ = *due;
+    ahead_held_by_quota_ = last_held_by_quota_;
   }
   return credit_due_;
 }
@@ -177,6 +182,16 @@ void SharedPermitSource::finish() {
       warn_("key '" + request_.key + "': " + std::to_string(unused) +
             " unused permits not given back: " + error.what());
   }
+}
+
+std::vector<backends::QuotaStatus> SharedPermitSource::quota_status(nanoseconds) {
+  try {
+    std::vector<backends::BucketStatus> buckets = backend_.status(request_.key);
+    if (!buckets.empty()) return std::move(buckets.front().quotas);
+  } catch (const std::exception& error) {
+    if (warn_) warn_("key '" + request_.key + "': its quotas are not known: " + error.what());
+  }
+  return {};
 }
 
 void SharedPermitSource::set_rate(double units_per_second, nanoseconds now) {

@@ -47,6 +47,10 @@ class PermitSource {
   virtual std::optional<double> rate_set_elsewhere() = 0;
   // Whether the last turn was set by a quota, not by the rate.
   virtual bool held_by_quota() const { return false; }
+  // The quotas of the bucket as of `now`; none if it has none, or if they cannot be known.
+  virtual std::vector<backends::QuotaStatus> quota_status(std::chrono::nanoseconds /*now*/) {
+    return {};
+  }
 };
 
 // The pipe's own bucket and quotas: the turn is the later of the bucket's next free time and the
@@ -69,6 +73,9 @@ class LocalPermitSource final : public PermitSource {
   void finish() override {}
   std::optional<double> rate_set_elsewhere() override { return std::nullopt; }
   bool held_by_quota() const override { return held_by_quota_; }
+  std::vector<backends::QuotaStatus> quota_status(std::chrono::nanoseconds now) override {
+    return backends::quota_status(bucket_.quotas(), now);
+  }
   // A new bucket from `now` on, at the rate in force: for a run whose input had not started. The
   // quotas keep what they counted.
   void restart(std::chrono::nanoseconds now);
@@ -96,8 +103,8 @@ class LocalPermitSource final : public PermitSource {
 // the key's.
 class SharedPermitSource final : public PermitSource {
  public:
-  using OnReplaced =
-      std::function<void(const BucketParams& replaced, const std::string& timetable)>;
+  using OnReplaced = std::function<void(const BucketParams& replaced, const std::string& timetable,
+                                        const std::vector<QuotaParams>& quotas)>;
   using OnKeyTimetable = std::function<void(const std::string& timetable)>;
   using Warn = std::function<void(const std::string& warning)>;
 
@@ -117,6 +124,9 @@ class SharedPermitSource final : public PermitSource {
                      std::chrono::nanoseconds now) override;
   void finish() override;
   std::optional<double> rate_set_elsewhere() override { return std::exchange(key_rate_news_, {}); }
+  bool held_by_quota() const override { return credit_held_by_quota_; }
+  // The key's, as the store keeps them; none if it cannot say (a warning then).
+  std::vector<backends::QuotaStatus> quota_status(std::chrono::nanoseconds now) override;
 
   // Units booked and not yet moved, the chunk booked ahead included.
   std::int64_t booked_unused() const { return credit_ + ahead_; }
@@ -139,6 +149,10 @@ class SharedPermitSource final : public PermitSource {
   std::chrono::nanoseconds credit_due_{0};
   std::int64_t ahead_ = 0;  // the chunk booked ahead
   std::chrono::nanoseconds ahead_due_{0};
+  // Whether a quota set the turn of the credit, of the chunk booked ahead, of the last booking.
+  bool credit_held_by_quota_ = false;
+  bool ahead_held_by_quota_ = false;
+  bool last_held_by_quota_ = false;
   std::optional<double> key_rate_news_;
   std::int64_t largest_booking_ = 0;  // units booked at once at the most
   std::exception_ptr failure_;        // of the booking ahead, thrown once the credit is used up

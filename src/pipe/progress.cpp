@@ -164,6 +164,11 @@ std::string summary_text(const Result& result, const format::Notation& notation)
       format::written_rate(totals.rate, notation),
       average_above_rate(totals) ? "; the first chunk is free" : "");
   if (notation.counted != format::Counted::bytes) line += fmt::format(", {} bytes", totals.bytes);
+  if (!result.quotas.empty())
+    line += fmt::format("; held by quotas {}", format::human_duration(totals.held_by_quotas));
+  for (const backends::QuotaStatus& quota : result.quotas)
+    line += fmt::format("\nratelimit: quota {}: {} used in the window",
+                        format::written_quota(quota.params), quota.used);
   return line;
 }
 
@@ -177,18 +182,25 @@ std::string summary_json(const Result& result, const format::Notation& notation,
         {"rate_text", format::written_rate(change.rate, notation)}};
     changes.push_back(listed);
   }
+  format::Json quotas = format::Json::array();
+  for (const backends::QuotaStatus& quota : result.quotas)
+    quotas.push_back({{"quota", format::written_quota(quota.params)},
+                      {"limit", quota.params.limit},
+                      {"period_seconds", format::json_number(seconds(quota.params.period))},
+                      {"used", quota.used}});
   const Totals& totals = result.totals;
-  const format::Json summary = {
-      {"unit", format::counted_name(notation.counted)},
-      {"units", totals.units},
-      {"bytes", totals.bytes},
-      {"seconds", format::json_number(seconds(totals.now - totals.started), 6)},
-      {"average_rate", format::json_number(average_rate(totals), 3)},
-      {"rate", format::json_number(totals.rate)},
-      {"rate_text", format::written_rate(totals.rate, notation)},
-      {"average_above_rate", average_above_rate(totals)},
-      {"ending", ending_name(result.ending)},
-      {"rate_changes", changes}};
+  const format::Json summary = {{"unit", format::counted_name(notation.counted)},
+                          {"units", totals.units},
+                          {"bytes", totals.bytes},
+                          {"seconds", format::json_number(seconds(totals.now - totals.started), 6)},
+                          {"average_rate", format::json_number(average_rate(totals), 3)},
+                          {"rate", format::json_number(totals.rate)},
+                          {"rate_text", format::written_rate(totals.rate, notation)},
+                          {"average_above_rate", average_above_rate(totals)},
+                          {"ending", ending_name(result.ending)},
+                          {"rate_changes", changes},
+                          {"quotas", quotas},
+      {"held_by_quotas_seconds", format::json_number(seconds(totals.held_by_quotas), 6)}};
   return summary.dump();
 }
 

@@ -41,7 +41,9 @@ class ProgressMeter {
 
 // One line for --stats, the average and the rate in `notation`:
 // "ratelimit: 1048576 bytes in 5.003 s, 210 kB/s (rate 200kB/s; the first chunk is free)". The
-// note says why an average is above the rate (Guava's first acquire is free).
+// note says why an average is above the rate (Guava's first acquire is free). With quotas, how
+// long they held the pipe, and a line for each: "ratelimit: quota 100000/2s: 60000 used in the
+// window".
 std::string summary_text(const Result& result, const format::Notation& notation);
 // The same as a JSON object on one line, with the rate changes at their wall-clock times (the
 // engine's clock reads zero at `unix_time_at_clock_zero`); a rate of no limit is null, its

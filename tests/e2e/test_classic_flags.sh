@@ -65,13 +65,13 @@ expect_status 0 "$RATELIMIT" acquire --key made --rate 1/m --burst 3 --start-ful
 chmod 600 "$RATELIMIT_STATE_DIR/old.bucket"
 expect_status 0 "$RATELIMIT" acquire --key old --rate 1/m --burst 3 --start-full --pay-first \
   --permits 3 --try --verbose
-expect_stderr "ratelimit: key 'old': record version 1, expected 5; starting a fresh bucket"
+expect_stderr "ratelimit: key 'old': record version 1, expected 6; starting a fresh bucket"
 # The record keeps the flags of the last call, and status shows them.
 "$RATELIMIT" status --key old >"$WORK/status"
-grep -q '^old .* burst 3m start-full pay-first ' "$WORK/status" || fail "status shows $(cat "$WORK/status")"
+grep -q '^old .* burst 3 start-full pay-first ' "$WORK/status" || fail "status shows $(cat "$WORK/status")"
 expect_status 75 "$RATELIMIT" acquire --key old --rate 1/m --burst 3 --pay-first --try
 "$RATELIMIT" status --key old >"$WORK/status"
-grep -q '^old .* burst 3m pay-first ' "$WORK/status" || fail "status shows $(cat "$WORK/status")"
+grep -q '^old .* burst 3 pay-first ' "$WORK/status" || fail "status shows $(cat "$WORK/status")"
 
 # Pipes. Paying first, even a single line waits for its permit (Guava's goes at once).
 start=$(now_ns)

@@ -77,5 +77,5 @@ redraws=$(tr '\r' '\n' <"$WORK/stderr" | grep -c avg)
 grep -Eq '^ratelimit: 60000 bytes in [0-9]+\.[0-9]{3} s, [0-9.]+ [kM]B/s \(rate 1MB/s(; the first chunk is free)?\)$' "$WORK/stderr" ||
   fail "--stats: $(cat "$WORK/stderr")"
 seq 100 | "$RATELIMIT" -l --rate 1000 --stats=json >/dev/null 2>"$WORK/stderr"
-grep -Eq '^\{"unit":"lines","units":100,"bytes":292,"seconds":0\.[0-9]+,"average_rate":[0-9.]+,"rate":1000,"rate_text":"1k/s","average_above_rate":(true|false),"ending":"end_of_input","rate_changes":\[\]\}$' \
+grep -Eq '^\{"unit":"lines","units":100,"bytes":292,"seconds":0\.[0-9]+,"average_rate":[0-9.]+,"rate":1000,"rate_text":"1k/s","average_above_rate":(true|false),"ending":"end_of_input","rate_changes":\[\],"quotas":\[\],"held_by_quotas_seconds":0\}$' \
   "$WORK/stderr" || fail "--stats=json: $(cat "$WORK/stderr")"

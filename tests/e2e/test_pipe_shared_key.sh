@@ -43,7 +43,7 @@ wait "$slow"
 [ "$(cat "$WORK/fast.err")" = "ratelimit: key 'policy' now has rate 50kB/s, burst 1s (was rate 25kB/s, burst 1s)" ] ||
   fail "the pipe that changed the key's rate said: '$(cat "$WORK/fast.err")'"
 [ "$ms" -lt 2000 ] || fail "50 kB at 50 kB/s beside a 25 kB/s pipe of the key took ${ms} ms: the key flipped back"
-grep -q ' 50k/s ' <<<"$("$RATELIMIT" status --key policy)" || fail "the key's rate is not 50000 after both pipes"
+grep -q ' 50kB/s ' <<<"$("$RATELIMIT" status --key policy)" || fail "the key's rate is not 50000 after both pipes"
 
 # Without --key nothing is kept.
 "$RATELIMIT" --rate 1M "$WORK/a" >/dev/null
@@ -60,7 +60,7 @@ wait "$pipe"
 ms=$(ms_since "$start")
 cmp -s "$WORK/a" "$WORK/a.out" || fail "a pipe whose key changed rate changed its data"
 [ "$ms" -ge 1500 ] || fail "after set --key to 40 kB/s a pipe of the key finished in ${ms} ms"
-grep -q ' 40k/s ' <<<"$("$RATELIMIT" status --key live)" || fail "set --key did not change the key's rate"
+grep -q ' 40kB/s ' <<<"$("$RATELIMIT" status --key live)" || fail "set --key did not change the key's rate"
 expect_status 66 "$RATELIMIT" set --key nosuchkey --rate 1k
 expect_stderr "ratelimit: no bucket 'nosuchkey' in $WORK/state"
 

@@ -6,18 +6,19 @@
 source "$E2E_LIB"
 export RATELIMIT_STATE_DIR=$WORK/state
 
-# The record (version 5, state_file_format.cpp): magic 8, version and shape 4 + 4, four doubles,
+# The record (version 6, state_file_format.cpp): magic 8, version and shape 4 + 4, four doubles,
 # flags 4 and two int64s (52), then the machine id (32 bytes), the boot id (36), the timetable's
-# entry (8) and length (4, here 0: no timetable), the number of quotas (4, here 0), the checksum
-# (8).
-readonly machine_at=68 boot_at=100 checksum_at=152
+# entry (8) and length (4, here 0: no timetable), the number of quotas (4, here 0), the notation's
+# length (4) and the notation, the checksum (the last 8).
+readonly machine_at=68 boot_at=100
 
 # rewrite FILE OFFSET TEXT: TEXT over the record's bytes at OFFSET, and the FNV-1a checksum
 # recomputed (bash arithmetic wraps at 64 bits, as the checksum does).
 rewrite() {
-  local file=$1 offset=$2 text=$3 i hash
+  local file=$1 offset=$2 text=$3 i hash checksum_at
   local -a bytes
   read -r -a bytes <<<"$(od -An -tu1 -v "$file" | tr -s ' \n' ' ')"
+  checksum_at=$((${#bytes[@]} - 8))
   for ((i = 0; i < ${#text}; i++)); do
     bytes[offset + i]=$(printf '%d' "'${text:i:1}")
   done

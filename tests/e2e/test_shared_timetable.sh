@@ -34,7 +34,7 @@ follow_key_timetable() {
   second=$!
 
   "$RATELIMIT" status "$@" --key k >"$WORK/status"
-  grep -Eq "^k +5/s .* $before,5/s +$at,off in [0-9.]+s$" "$WORK/status" ||
+  grep -Eq "^k +5 lines/s .* $before,5/s +$at,off in [0-9.]+s$" "$WORK/status" ||
     fail "status does not show the entry in force and the next one: $(cat "$WORK/status")"
   "$RATELIMIT" status "$@" --key k --json >"$WORK/status.json"
   grep -q "\"timetable_entry\":\"$before,5/s\",\"next_entry\":\"$at,off\",\"next_change_unix_time\":$boundary," \
@@ -55,7 +55,7 @@ follow_key_timetable() {
   expect_status 0 "$RATELIMIT" set "$@" --key k --rate 7
   "$RATELIMIT" status "$@" --key k >"$WORK/status"
   grep -q "TIMETABLE" "$WORK/status" && fail "a timetable left after a plain rate: $(cat "$WORK/status")"
-  grep -Eq "^k +7/s " "$WORK/status" || fail "status after set --key: $(cat "$WORK/status")"
+  grep -Eq "^k +7 lines/s " "$WORK/status" || fail "status after set --key: $(cat "$WORK/status")"
 
   # exec and acquire with the key's own timetable replace nothing; one rate replaces it.
   expect_status 0 "$RATELIMIT" acquire "$@" --key t --rate "$timetable"

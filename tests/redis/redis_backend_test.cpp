@@ -424,6 +424,39 @@ TEST_F(RedisBackendTest, StatusShowsTheScheduleAndSetRateReplacesIt) {
   EXPECT_EQ(redis.status_at("tt", 0)->schedule, other.schedule);
 }
 
+// As the state file keeps it (state_file_backend_test.cpp): with the parameters a request applies
+// to a new key or in place of the key's; the argument comes after the shape's, so both shapes.
+TEST_F(RedisBackendTest, TheKeyKeepsTheNotationOfTheParametersApplied) {
+  RedisBackend redis = backend(server_.unix_url());
+  const auto notation_now = [&] { return redis.status_at("n", 0)->notation; };
+  PermitRequest made = request("n", bursty(10));
+  made.notation = "bytes si 1 time";
+  redis.reserve_at(made, kForever, 0);
+  EXPECT_EQ(notation_now(), "bytes si 1 time");
+  PermitRequest same = made;
+  same.notation = "permits si 0 time";
+  redis.reserve_at(same, kForever, 0);
+  EXPECT_EQ(notation_now(), "bytes si 1 time");
+  PermitRequest kept = request("n", bursty(20));
+  kept.apply_params = false;
+  kept.notation = "lines si 0 time";
+  redis.reserve_at(kept, kForever, 0);
+  EXPECT_EQ(notation_now(), "bytes si 1 time");
+  PermitRequest warming = request("n", bursty(20));
+  warming.params.shape = BucketShape::warming_up;
+  warming.params.warmup = 2s;
+  warming.notation = "lines si 60 units";
+  redis.reserve_at(warming, kForever, 0);
+  EXPECT_EQ(notation_now(), "lines si 60 units");
+  redis.reserve_at(request("n", bursty(30)), kForever, 0);
+  EXPECT_EQ(notation_now(), "");
+  redis.reserve_at(warming, kForever, 0);
+  EXPECT_TRUE(redis.set_rate_at("n", 40, {}, 0));
+  redis.give_back_at("n", 1, 0);
+  EXPECT_EQ(notation_now(), "lines si 60 units");
+  EXPECT_EQ(redis.status_at("none", 0), std::nullopt);
+}
+
 TEST_F(RedisBackendTest, KeyWrittenBeforeTimetablesHasNone) {
   RedisBackend redis = backend(server_.unix_url());
   admin(server_, bucket_hash("ratelimit:{old}"));

@@ -77,6 +77,28 @@ TEST(WrittenRate, ReadableAtTheExtremes) {
   EXPECT_EQ(written_rate(std::numeric_limits<double>::denorm_min()), "4.269e-319/d");
 }
 
+TEST(NotationText, ReadsBackAsTheSameNotation) {
+  const Notation notations[] = {
+      {},
+      kBits,
+      {.counted = Counted::bytes, .binary_prefix = true, .period_seconds = 60.0},
+      {.counted = Counted::lines, .period_seconds = 0.5, .burst_in_units = true},
+      {.counted = Counted::records, .period_seconds = 86400.0}};
+  for (const Notation& notation : notations)
+    EXPECT_EQ(notation_of_text(notation_text(notation)), notation) << notation_text(notation);
+  EXPECT_EQ(notation_text(kBinary), "bytes iec 0 time");
+  EXPECT_EQ(notation_text({.counted = Counted::permits, .period_seconds = 1.0}),
+            "permits si 1 time");
+}
+
+TEST(NotationText, AnythingElseIsNone) {
+  for (const std::string_view text :
+       {"", "bytes", "bytes si 1", "bytes si 1 time extra", "octets si 1 time", "bytes SI 1 time",
+        "bytes si -1 time", "bytes si nan time", "bytes si inf time", "bytes si 1x time",
+        "bytes si 1 seconds"})
+    EXPECT_EQ(notation_of_text(text), std::nullopt) << text;
+}
+
 TEST(MeasuredAmount, ThreeSignificantDigits) {
   EXPECT_EQ(measured_amount(0, kBytes), "0 B");
   EXPECT_EQ(measured_amount(999, kBytes), "999 B");

@@ -151,6 +151,38 @@ TEST_F(StateFileBackendTest, NewParametersApplyFromNowOn) {
   EXPECT_EQ(backend.status("api").front().params, bursty(10));
 }
 
+// The notation goes with the parameters that a request applies: to a new key, in place of the
+// key's (blank if the request has none); a request that finds them the key's, or keeps the key's,
+// leaves the key's notation.
+TEST_F(StateFileBackendTest, TheKeyKeepsTheNotationOfTheParametersApplied) {
+  auto backend = process();
+  const auto notation_now = [&] { return backend.status("api").at(0).notation; };
+  PermitRequest made = request(bursty(10));
+  made.notation = "bytes si 1 time";
+  backend.reserve(made, waiter_);
+  EXPECT_EQ(notation_now(), "bytes si 1 time");
+  PermitRequest same = made;
+  same.notation = "permits si 0 time";
+  backend.reserve(same, waiter_);
+  EXPECT_EQ(notation_now(), "bytes si 1 time");
+  PermitRequest kept = request(bursty(20));
+  kept.apply_params = false;
+  kept.notation = "lines si 0 time";
+  backend.reserve(kept, waiter_);
+  EXPECT_EQ(notation_now(), "bytes si 1 time");
+  PermitRequest replacing = request(bursty(20));
+  replacing.notation = "lines si 60 units";
+  backend.reserve(replacing, waiter_);
+  EXPECT_EQ(notation_now(), "lines si 60 units");
+  backend.reserve(request(bursty(30)), waiter_);
+  EXPECT_EQ(notation_now(), "");
+  // Kept by a change of rate by hand and a give-back.
+  backend.reserve(replacing, waiter_);
+  backend.set_rate("api", 40, {});
+  backend.give_back("api", 1);
+  EXPECT_EQ(notation_now(), "lines si 60 units");
+}
+
 TEST_F(StateFileBackendTest, IdleBucketStoresABurst) {
   auto backend = process();
   backend.reserve(request(bursty(10)), waiter_);

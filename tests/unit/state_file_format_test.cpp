@@ -27,6 +27,7 @@ StateRecord sample_record() {
   record.machine_id = "3d1219c7c4c5404aaa1f6d2a48adfda4";
   record.boot_id = "0f1e2d3c-4b5a-6978-8796-a5b4c3d2e1f0";
   record.schedule = {.timetable = "Mon-08:00,512000;18:00,off", .entry_until = 1'796'000'000};
+  record.notation = "bytes iec 60 units";
   return record;
 }
 
@@ -53,18 +54,62 @@ std::uint64_t checksum_of(std::string_view bytes) {
   return hash;
 }
 
-TEST(StateRecord, ReadsARecordOfVersion4AsOneWithoutQuotas) {
-  // A version 5 record without quotas less its count of quotas is what version 4 wrote.
-  std::string bytes = encode_record(sample_record());
-  bytes.resize(bytes.size() - sizeof(std::uint64_t) - sizeof(std::uint32_t));
-  const std::uint32_t version = 4;
+// The record of `record` as an older version wrote it: the current one less its last
+// `dropped_bytes` before the checksum, under `version`.
+std::string older_record(const StateRecord& record, std::size_t dropped_bytes,
+                         std::uint32_t version) {
+  std::string bytes = encode_record(record);
+  bytes.resize(bytes.size() - sizeof(std::uint64_t) - dropped_bytes);
   bytes.replace(8, sizeof version, reinterpret_cast<const char*>(&version), sizeof version);
   const std::uint64_t checksum = checksum_of(bytes);
   bytes.append(reinterpret_cast<const char*>(&checksum), sizeof checksum);
-  const DecodedRecord decoded = decode_record(bytes, kNow);
+  return bytes;
+}
+
+TEST(StateRecord, ReadsARecordOfVersion4AsOneWithoutQuotas) {
+  // A record without quotas or notation less its count of quotas and the notation's length is
+  // what version 4 wrote.
+  StateRecord record = sample_record();
+  record.notation.clear();
+  const DecodedRecord decoded =
+      decode_record(older_record(record, 2 * sizeof(std::uint32_t), 4), kNow);
   ASSERT_TRUE(decoded.record) << decoded.problem;
   EXPECT_EQ(decoded.record->params, sample_record().params);
   EXPECT_TRUE(decoded.record->quotas.empty());
+}
+
+TEST(StateRecord, ReadsARecordOfVersion5AsOneWithoutNotation) {
+  // A record without notation less the notation's length is what version 5 wrote.
+  StateRecord record = sample_record();
+  record.notation.clear();
+  record.quotas = {Quota({.limit = 3, .period = 2s}, kNow)};
+  const DecodedRecord decoded = decode_record(older_record(record, sizeof(std::uint32_t), 5), kNow);
+  ASSERT_TRUE(decoded.record) << decoded.problem;
+  EXPECT_EQ(decoded.record->params, sample_record().params);
+  ASSERT_EQ(decoded.record->quotas.size(), 1u);
+  EXPECT_EQ(decoded.record->quotas[0].params().limit, 3);
+  EXPECT_EQ(decoded.record->notation, "");
+}
+
+TEST(StateRecord, KeepsNotationsUpToTheirLimit) {
+  StateRecord record = sample_record();
+  record.notation = std::string(64, 'n');
+  const DecodedRecord longest = decode_record(encode_record(record), kNow);
+  ASSERT_TRUE(longest.record) << longest.problem;
+  EXPECT_EQ(longest.record->notation, record.notation);
+  // A longer one is cut when written, and one claiming more is refused when read.
+  record.notation += 'n';
+  const DecodedRecord cut = decode_record(encode_record(record), kNow);
+  ASSERT_TRUE(cut.record) << cut.problem;
+  EXPECT_EQ(cut.record->notation, std::string(64, 'n'));
+  std::string bytes = encode_record(sample_record());
+  const std::size_t length_at = bytes.size() - sizeof(std::uint64_t) -
+                                sample_record().notation.size() - sizeof(std::uint32_t);
+  const std::uint32_t claimed = 65;
+  bytes.replace(length_at, sizeof claimed, reinterpret_cast<const char*>(&claimed), sizeof claimed);
+  const DecodedRecord too_long = decode_record(bytes, kNow);
+  EXPECT_FALSE(too_long.record);
+  EXPECT_EQ(too_long.problem, "notation of 65 bytes, at most 64");
 }
 
 TEST(StateRecord, RoundTrips) {
@@ -76,6 +121,7 @@ TEST(StateRecord, RoundTrips) {
   EXPECT_EQ(decoded.record->machine_id, record.machine_id);
   EXPECT_EQ(decoded.record->boot_id, record.boot_id);
   EXPECT_EQ(decoded.record->schedule, record.schedule);
+  EXPECT_EQ(decoded.record->notation, record.notation);
 }
 
 TEST(StateRecord, KeepsTimetablesUpToTheirLimit) {
@@ -114,7 +160,7 @@ TEST(StateRecord, AnOlderVersionIsNamed) {
   version_1.resize(108, '\0');
   const DecodedRecord decoded = decode_record(version_1, kNow);
   EXPECT_FALSE(decoded.record);
-  EXPECT_EQ(decoded.problem, "record version 1, expected 5");
+  EXPECT_EQ(decoded.problem, "record version 1, expected 6");
 }
 
 TEST(StateRecord, AnyFlippedBitIsDetected) {

@@ -168,6 +168,9 @@ Reservation RedisBackend::reserve_at(const PermitRequest& request, nanoseconds t
     arguments.push_back(std::to_string(params.warmup.count()));
     arguments.push_back(number_text(params.cold_factor));
   }
+  // Only with the parameters the request applies: the script keeps it only with those, and the
+  // common call of a pipe (keeping the key's) need not send it.
+  if (request.apply_params && !request.notation.empty()) arguments.push_back(request.notation);
   const RedisValue reply = run_script(request.key, std::move(arguments), deadline);
   // When the key holds the request's rate and schedule and nothing was discarded, the wait alone
   // if granted, else {0, wait}; else {granted, wait, replaced, problem, key's timetable, key's
@@ -263,7 +266,7 @@ std::optional<BucketStatus> RedisBackend::status_at(const std::string& key,
     status.problem = fields[1].text;
     return status;
   }
-  if (fields.size() != 11) unexpected_reply(reply);
+  if (fields.size() != 12) unexpected_reply(reply);
   status.params = parse_params(fields, reply);
   const auto stored = parse_number<double>(fields[7].text);
   const auto next_free_in = parse_number<std::int64_t>(fields[8].text);
@@ -272,6 +275,7 @@ std::optional<BucketStatus> RedisBackend::status_at(const std::string& key,
   status.stored_permits = *stored;
   status.next_free_in = std::chrono::nanoseconds(*next_free_in);
   status.schedule = {.timetable = fields[9].text, .entry_until = *entry_until};
+  status.notation = fields[11].text;
   return status;
 }
 

@@ -17,6 +17,9 @@
 --          before it was, which are read field by field and given it). An older ratelimit leaves
 --          `texts` as it was when it changes the parameters: the common call also compares
 --          `rate`, which every such change but one of burst, warm-up or shape alone rewrites.
+--          notation: how the rate of the parameters was written (format::notation_text(), shown
+--          by `status`), kept outside `texts` so that the common call neither sends nor
+--          compares it; absent or "": none.
 -- ARGV[1]  "reserve", "reserve_keeping", "status", "set_rate" or "give_back"
 -- ARGV[2]  the time in Unix microseconds for tests, or "" for the server's TIME
 -- reserve and reserve_keeping (which keeps the parameters of a bucket kept with others where
@@ -27,7 +30,10 @@
 --          rate comes from (decimal Unix seconds, "0" for none) and the timetable ("" for none),
 --          joined by commas; then those of them that the common call computes with: ARGV[6]
 --          shape, ARGV[7] pay first, ARGV[8] permits per second, and ARGV[9] max burst seconds
---          (bursty) or ARGV[9], ARGV[10] warm-up nanoseconds and cold factor (warming_up).
+--          (bursty) or ARGV[9], ARGV[10] warm-up nanoseconds and cold factor (warming_up); then,
+--          optional, the caller's notation, which reserve writes with the caller's parameters
+--          to a new key or in place of the key's (a replacement without one leaves ""), and
+--          which is otherwise not read.
 --          Returns when the key holds the caller's rate and timetable after the call and no record
 --          was discarded the wait in ns alone if granted (Redis turns a table into a reply at
 --          several times the cost of a text), else {0, wait ns}; else {granted 0|1, wait,
@@ -36,7 +42,7 @@
 --          them) and the replaced timetable.
 -- status:  returns nil without a bucket, {"unusable", why} for a record that cannot be used,
 --          else {shape, rate, burst, warmup, cold, start_full, pay_first, stored permits now, ns
---          until the next free, timetable, entry_until}.
+--          until the next free, timetable, entry_until, notation ("" for none)}.
 -- set_rate: ARGV[3] the new rate, ARGV[4], ARGV[5] the new timetable and entry's end; returns nil
 --          without a bucket, else 1.
 -- give_back: ARGV[3] permits booked and not used (give_back() of bucket_backend.cpp); returns nil
@@ -158,7 +164,7 @@ if not redis.REDIS_VERSION_NUM and redis.replicate_commands then redis.replicate
 local apply = operation == "reserve"
 local reserving = apply or operation == "reserve_keeping"
 local shape, pay_first, rate, burst, warmup, cold
-local permits, timeout, wanted_texts
+local permits, timeout, wanted_texts, given_notation
 if reserving then
   -- A local: each use of the global costs a lookup.
   local argv = ARGV
@@ -167,7 +173,11 @@ if reserving then
   -- No timeout, the int64 maximum, as tonumber() would read it.
   if timeout == "9223372036854775807" then timeout = 2 ^ 63 else timeout = tonumber(timeout) end
   wanted_texts, shape, pay_first, rate = argv[5], argv[6], argv[7], argv[8]
-  if shape == "bursty" then burst = argv[9] else warmup, cold = argv[9], argv[10] end
+  if shape == "bursty" then
+    burst, given_notation = argv[9], argv[10]
+  else
+    warmup, cold, given_notation = argv[9], argv[10], argv[11]
+  end
   if not ((burst or cold) and permits and permits > 0 and timeout) then
     return redis.error_reply("ERR ratelimit: bad arguments")
   end
@@ -391,7 +401,8 @@ if not common then
 end
 
 -- Each operation but status changes the bucket and names its reply; the changes are saved below.
-local reply
+-- new_notation: the key's notation from now on, when reserve changes it.
+local reply, new_notation
 if reserving then
   if problem ~= "" then redis.call("DEL", key) end
   -- decide() before the booking: the request's parameters and schedule against the key's; the
@@ -424,6 +435,7 @@ if reserving then
         end
       end
     end
+    if apply and (replaced or not held) then new_notation = given_notation or "" end
     params, stored, next_free = bucket.params, bucket.stored, bucket.next_free
     stable, max_permits, cool_down = bucket.stable, bucket.max_permits, bucket.cool_down
     threshold, slope = bucket.threshold, bucket.slope
@@ -485,7 +497,7 @@ elseif operation == "status" then
   bucket:resync()
   return {params[1], params[2], params[3], params[4], params[5], params[6], params[7],
           string.format("%.17g", bucket.stored), integer_string(max(bucket.next_free - now, 0)),
-          timetable, entry_until}
+          timetable, entry_until, redis.call("HGET", key, "notation") or ""}
 elseif operation == "set_rate" then
   if not held then return nil end
   local new_params = bucket:with_rate(params, ARGV[3])
@@ -596,6 +608,10 @@ if schedule_changed then
   changes[n + 1], changes[n + 2] = "timetable", timetable
   changes[n + 3], changes[n + 4] = "entry_until", entry_until
   n = n + 4
+end
+if new_notation then
+  changes[n + 1], changes[n + 2] = "notation", new_notation
+  n = n + 2
 end
 if n == 2 then return reply end
 if expire_in_ms > MAX_EXPIRY_MS then

@@ -43,18 +43,27 @@ StateFileBackend::KeyLimits StateFileBackend::load_bucket(const LockedFile& file
   if (!loaded.record) {
     std::vector<Quota> quotas;
     for (const QuotaParams& quota : request.quotas) quotas.emplace_back(quota, now);
-    return {TokenBucket(request.params, now), request.schedule, std::move(quotas)};
+    return {.bucket = TokenBucket(request.params, now),
+            .schedule = request.schedule,
+            .quotas = std::move(quotas),
+            .notation = {},
+            .fresh = true};
   }
-  return {TokenBucket(loaded.record->params, loaded.record->state),
-          std::move(loaded.record->schedule), std::move(loaded.record->quotas)};
+  return {.bucket = TokenBucket(loaded.record->params, loaded.record->state),
+          .schedule = std::move(loaded.record->schedule),
+          .quotas = std::move(loaded.record->quotas),
+          .notation = std::move(loaded.record->notation),
+          .fresh = false};
 }
 
 void StateFileBackend::save(LockedFile& file, const TokenBucket& bucket,
-                            const KeySchedule& schedule, const std::vector<Quota>& quotas) const {
+                            const KeySchedule& schedule, const std::vector<Quota>& quotas,
+                            const std::string& notation) const {
   file.replace(encode_record({.params = bucket.params(),
                               .state = bucket.state(),
                               .schedule = schedule,
                               .quotas = quotas,
+                              .notation = notation,
                               .machine_id = host_.machine_id,
                               .boot_id = host_.boot_id}));
 }
@@ -67,9 +76,10 @@ Reservation StateFileBackend::reserve(const PermitRequest& request, io::Waiter& 
       return {.granted = false, .wait = {}, .signal = locked.signal, .replaced_params = {}};
     // Read under the lock, so that the order of the times is the order of the bookings.
     const auto now = clock_.now();
-    auto [bucket, schedule, quotas] = load_bucket(*locked.file, request, now);
+    auto [bucket, schedule, quotas, notation, fresh] = load_bucket(*locked.file, request, now);
     const Reservation reservation = decide(bucket, schedule, quotas, request, now);
-    save(*locked.file, bucket, schedule, quotas);
+    if (request.apply_params && (fresh || reservation.replaced_params)) notation = request.notation;
+    save(*locked.file, bucket, schedule, quotas, notation);
     return reservation;
   });
 }
@@ -84,7 +94,7 @@ bool StateFileBackend::update_existing(const std::string& key, const Update& upd
     if (!loaded.record) return false;
     TokenBucket bucket(loaded.record->params, loaded.record->state);
     update(bucket, loaded.record->schedule, now);
-    save(*file, bucket, loaded.record->schedule, loaded.record->quotas);
+    save(*file, bucket, loaded.record->schedule, loaded.record->quotas, loaded.record->notation);
     return true;
   });
 }
@@ -132,6 +142,7 @@ std::vector<BucketStatus> StateFileBackend::status(const std::optional<std::stri
       buckets.push_back(describe(*file_key,
                                  TokenBucket(loaded.record->params, loaded.record->state),
                                  loaded.record->schedule, loaded.record->quotas, now));
+      buckets.back().notation = loaded.record->notation;
     } else {
       BucketStatus unusable;
       unusable.key = *file_key;

@@ -47,13 +47,15 @@ class StateFileBackend final : public BucketBackend {
     TokenBucket bucket;
     KeySchedule schedule;
     std::vector<Quota> quotas;
+    std::string notation;
+    bool fresh = false;  // made by the request: the file held no bucket that can be used
   };
-  // The bucket of `file`, its schedule and quotas at `now`: its record's, or fresh ones made by
-  // `request`.
+  // The bucket of `file`, its schedule, quotas and notation at `now`: its record's, or fresh ones
+  // made by `request`.
   KeyLimits load_bucket(const LockedFile& file, const PermitRequest& request,
                         std::chrono::nanoseconds now) const;
   void save(LockedFile& file, const TokenBucket& bucket, const KeySchedule& schedule,
-            const std::vector<Quota>& quotas) const;
+            const std::vector<Quota>& quotas, const std::string& notation) const;
   // Changes the bucket of `key` and its schedule under the lock, at the time given; false if there
   // is no bucket that can be used.
   using Update = std::function<void(TokenBucket&, KeySchedule&, std::chrono::nanoseconds now)>;

@@ -13,11 +13,14 @@ namespace ratelimit::backends {
 namespace {
 
 constexpr std::string_view kMagic = "RLBUCKET";
-// 2 added the flags (start_full, pay_first), 3 the machine id, 4 the schedule, 5 the quotas. A
-// record of version 4 is read as one without quotas; of another version it counts as a fresh
-// bucket, as a corrupt one does.
-constexpr std::uint32_t kVersion = 5;
+// 2 added the flags (start_full, pay_first), 3 the machine id, 4 the schedule, 5 the quotas, 6
+// the notation. A record of version 4 or 5 is read as one without what came later; of another
+// version it counts as a fresh bucket, as a corrupt one does.
+constexpr std::uint32_t kVersion = 6;
+constexpr std::uint32_t kVersionWithoutNotation = 5;
 constexpr std::uint32_t kVersionWithoutQuotas = 4;
+// A notation is a few words (format::notation_text()).
+constexpr std::uint32_t kMaxNotationBytes = 64;
 // Limit, period, newest slot and the counts.
 constexpr std::size_t kQuotaRecordBytes = (3 + kQuotaCounts) * sizeof(std::int64_t);
 constexpr std::uint32_t kMaxRecordQuotas = 64;
@@ -109,6 +112,10 @@ std::string encode_record(const StateRecord& record) {
     append(out, static_cast<std::int64_t>(quota.state().newest_slot));
     for (const std::int64_t count : quota.state().counts) append(out, count);
   }
+  // Cut rather than refused: the notation only changes how `status` shows the key.
+  const std::string_view notation = std::string_view(record.notation).substr(0, kMaxNotationBytes);
+  append(out, static_cast<std::uint32_t>(notation.size()));
+  out += notation;
   append(out, fnv1a(out));
   return out;
 }
@@ -131,12 +138,14 @@ DecodedRecord decode_record(std::string_view bytes, std::chrono::nanoseconds now
   if (bytes.size() >= kMagic.size() + sizeof(std::uint32_t) &&
       reader.next_bytes(kMagic.size()) == kMagic) {
     version = reader.next<std::uint32_t>();
-    if (version != kVersion && version != kVersionWithoutQuotas)
+    if (version != kVersion && version != kVersionWithoutNotation &&
+        version != kVersionWithoutQuotas)
       return {.record = {},
               .problem = "record version " + std::to_string(version) + ", expected " +
                          std::to_string(kVersion)};
   }
-  const bool has_quotas = version == kVersion;
+  const bool has_quotas = version != kVersionWithoutQuotas;
+  const bool has_notation = version == kVersion;
   // The size first, from the timetable's length just before the timetable, so that a torn or
   // extended record is named as such.
   std::size_t expected_size = kFixedRecordBytes;
@@ -162,6 +171,20 @@ DecodedRecord decode_record(std::string_view bytes, std::chrono::nanoseconds now
                              std::to_string(kMaxRecordQuotas)};
       }
       expected_size += quotas * kQuotaRecordBytes;
+    }
+    if (has_notation) {
+      // The notation's length just after the quotas, before the checksum.
+      const std::size_t length_offset = expected_size - sizeof(std::uint64_t);
+      expected_size += sizeof(std::uint32_t);
+      std::uint32_t notation_bytes = 0;
+      if (bytes.size() >= length_offset + sizeof notation_bytes) {
+        std::memcpy(&notation_bytes, bytes.data() + length_offset, sizeof notation_bytes);
+        if (notation_bytes > kMaxNotationBytes)
+          return {.record = {},
+                  .problem = "notation of " + std::to_string(notation_bytes) + " bytes, at most " +
+                             std::to_string(kMaxNotationBytes)};
+      }
+      expected_size += notation_bytes;
     }
   }
   if (bytes.size() != expected_size)
@@ -205,6 +228,8 @@ DecodedRecord decode_record(std::string_view bytes, std::chrono::nanoseconds now
       for (std::int64_t& count : state.counts) count = reader.next<std::int64_t>();
       record.quotas.emplace_back(params, state);  // validates them
     }
+    if (has_notation)
+      record.notation = std::string(reader.next_bytes(reader.next<std::uint32_t>()));
     const TokenBucket bucket{record.params, record.state};  // validates parameters and state
     // Stored permits are rescaled with every change of rate: a rounding above the maximum is no
     // damage.

@@ -21,15 +21,17 @@ struct StateRecord {
   BucketState state;
   KeySchedule schedule;
   std::vector<Quota> quotas;
+  std::string notation;    // PermitRequest::notation as the key keeps it; empty: none
   std::string machine_id;  // /etc/machine-id; empty if the machine has none
   std::string boot_id;
 };
 
 // The record's bytes: magic, version, parameters, state, machine id, boot id, the schedule's entry
 // and timetable length, the timetable, the quotas (their number, then each one's limit, period,
-// newest slot and kQuotaCounts counts) and an FNV-1a checksum of all that, in this machine's
-// byte order (a record of another machine is refused before its numbers are used). A record of
-// version 4 (before quotas) is read as one without quotas.
+// newest slot and kQuotaCounts counts), the notation's length and the notation, and an FNV-1a
+// checksum of all that, in this machine's byte order (a record of another machine is refused
+// before its numbers are used). A record of version 5 (before the notation) is read as one
+// without a notation, of version 4 (before quotas) as one without quotas either.
 std::string encode_record(const StateRecord& record);
 
 struct DecodedRecord {
