@@ -72,7 +72,10 @@ class SharedEngine : public ::testing::TestWithParam<bool> {
     request.params = options.bucket;
     request.schedule = schedule;
     SharedPermitSource source(
-        store, request, waiter, [this](const BucketParams&, const std::string&) { ++replaced; },
+        store, request, waiter,
+        [this](const BucketParams&, const std::string&, const std::vector<QuotaParams>&) {
+          ++replaced;
+        },
         [this, &options](const std::string& timetable) {
           key_timetables.push_back(timetable);
           options.schedule->follow(schedule::parse_timetable_text(timetable));

@@ -87,6 +87,35 @@ TEST(PipeEngine, WritesChunksAtExactlyTheRate) {
   EXPECT_EQ(io.elapsed(), 80ms);
 }
 
+// --stats: how long the quotas held the pipe, not the rate, and what they counted at the end.
+TEST(PipeEngine, CountsTheTimeTheQuotasHoldIt) {
+  FakePipeIo io;
+  io.arrive(0s, std::string(100, 'x'));
+  EngineOptions options = bytes_per_second(std::numeric_limits<double>::infinity(), 20);
+  options.quotas = {{.limit = 40, .period = 1s}};
+  Engine engine(options, io);
+  const Result result = engine.run();
+  EXPECT_EQ(io.output(), std::string(100, 'x'));
+  // 40 at once, 40 a period later and 20 another period later: held two periods.
+  EXPECT_GE(result.totals.held_by_quotas, 1900ms);
+  EXPECT_LE(result.totals.held_by_quotas, io.elapsed());
+  const std::vector<backends::QuotaStatus> quotas = engine.quota_status();
+  ASSERT_EQ(quotas.size(), 1u);
+  EXPECT_EQ(quotas[0].params, options.quotas[0]);
+  EXPECT_GE(quotas[0].used, 20);
+  EXPECT_LE(quotas[0].used, 40);
+
+  // Held by the rate alone: nothing counted.
+  FakePipeIo by_rate;
+  by_rate.arrive(0s, std::string(100, 'x'));
+  options.bucket.permits_per_second = 100;
+  options.quotas = {{.limit = 1000, .period = 1s}};
+  Engine rate_engine(options, by_rate);
+  EXPECT_EQ(rate_engine.run().totals.held_by_quotas, 0ns);
+  EXPECT_EQ(by_rate.elapsed(), 800ms);
+  EXPECT_EQ(rate_engine.quota_status().at(0).used, 100);
+}
+
 TEST(PipeEngine, SplicesOnTheSameScheduleWhenPossible) {
   FakePipeIo io;
   io.allow_splice();
