@@ -165,7 +165,24 @@ TEST(Summary, TextAndJson) {
   EXPECT_EQ(summary_json(result, kBytes, 0s),
             R"({"unit":"bytes","units":2000,"bytes":2000,"seconds":2,"average_rate":1000,)"
             R"("rate":1000,"rate_text":"1kB/s","average_above_rate":false,"ending":"end_of_input",)"
-            R"("rate_changes":[]})");
+            R"("rate_changes":[],"quotas":[],"held_by_quotas_seconds":0})");
+}
+
+TEST(Summary, SaysWhatTheQuotasCountedAndHowLongTheyHeldThePipe) {
+  Result result{Ending::end_of_input, 0, totals_at(2s, 2000), {}};
+  result.totals.held_by_quotas = 1500ms;
+  result.quotas = {{.params = {.limit = 1000, .period = 1s}, .used = 900, .next_free_in = 0s},
+                   {.params = {.limit = 50000, .period = 24h}, .used = 2000, .next_free_in = 0s}};
+  EXPECT_EQ(summary_text(result, kBytes),
+            "ratelimit: 2000 bytes in 2.000 s, 1.00 kB/s (rate 1kB/s); held by quotas 1.5s\n"
+            "ratelimit: quota 1000/1s: 900 used in the window\n"
+            "ratelimit: quota 50000/1d: 2000 used in the window");
+  EXPECT_NE(summary_json(result, kBytes, 0s)
+                .find(R"("quotas":[{"quota":"1000/1s","limit":1000,"period_seconds":1,"used":900},)"
+                      R"({"quota":"50000/1d","limit":50000,"period_seconds":86400,"used":2000}],)"
+                      R"("held_by_quotas_seconds":1.5})"),
+            std::string::npos)
+      << summary_json(result, kBytes, 0s);
 }
 
 TEST(Summary, InTheNotationOfTheRate) {
@@ -216,7 +233,8 @@ TEST(Summary, JsonListsRateChangesAtTheirWallClockTimes) {
             R"({"unit":"bytes","units":2000,"bytes":2000,"seconds":2,"average_rate":1000,)"
             R"("rate":1000,"rate_text":"1kB/s","average_above_rate":false,"ending":"end_of_input",)"
             R"("rate_changes":[{"unix_time":1764460801.5,"rate":null,"rate_text":"off"},)"
-            R"({"unix_time":1764460801.75,"rate":20,"rate_text":"20B/s"}]})");
+            R"({"unix_time":1764460801.75,"rate":20,"rate_text":"20B/s"}],)"
+            R"("quotas":[],"held_by_quotas_seconds":0})");
 }
 
 // The rate of a decoded message; none if it is not a rate.
