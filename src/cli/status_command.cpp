@@ -53,10 +53,11 @@ std::string key_rate(const backends::BucketStatus& bucket) {
   return format::rate_with_unit(rate, *notation);
 }
 
-// The burst as its users wrote it ("5", "64kB", "2s"); as a time without a notation.
+// The burst as its users wrote it: an amount ("5", "64KiB") or a time ("2s", "2m").
 std::string key_burst(const backends::BucketStatus& bucket) {
   const BucketParams& params = bucket.params;
-  if (const std::optional<format::Notation> notation = notation_of_key(bucket))
+  const std::optional<format::Notation> notation = notation_of_key(bucket);
+  if (notation && notation->burst_in_units)
     return format::written_burst(params.max_burst_seconds, params.permits_per_second, *notation);
   return format::human_duration(std::chrono::duration<double>(params.max_burst_seconds));
 }

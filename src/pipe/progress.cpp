@@ -189,17 +189,18 @@ std::string summary_json(const Result& result, const format::Notation& notation,
                       {"period_seconds", format::json_number(seconds(quota.params.period))},
                       {"used", quota.used}});
   const Totals& totals = result.totals;
-  const format::Json summary = {{"unit", format::counted_name(notation.counted)},
-                          {"units", totals.units},
-                          {"bytes", totals.bytes},
-                          {"seconds", format::json_number(seconds(totals.now - totals.started), 6)},
-                          {"average_rate", format::json_number(average_rate(totals), 3)},
-                          {"rate", format::json_number(totals.rate)},
-                          {"rate_text", format::written_rate(totals.rate, notation)},
-                          {"average_above_rate", average_above_rate(totals)},
-                          {"ending", ending_name(result.ending)},
-                          {"rate_changes", changes},
-                          {"quotas", quotas},
+  const format::Json summary = {
+      {"unit", format::counted_name(notation.counted)},
+      {"units", totals.units},
+      {"bytes", totals.bytes},
+      {"seconds", format::json_number(seconds(totals.now - totals.started), 6)},
+      {"average_rate", format::json_number(average_rate(totals), 3)},
+      {"rate", format::json_number(totals.rate)},
+      {"rate_text", format::written_rate(totals.rate, notation)},
+      {"average_above_rate", average_above_rate(totals)},
+      {"ending", ending_name(result.ending)},
+      {"rate_changes", changes},
+      {"quotas", quotas},
       {"held_by_quotas_seconds", format::json_number(seconds(totals.held_by_quotas), 6)}};
   return summary.dump();
 }

@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # A shared key's rate and burst in `status` as its users wrote them (issue 27 item 8): 10MB/s, not
-# 10M/s; 20 lines/s; 2/s with a burst of 5, not 2.5s; 100/m; KiB; a key of quotas alone shows no
-# rate and no burst (issue 29; the state file: Redis keeps no quotas yet). In the state file and in
-# Redis, as text and as JSON; a Redis key without a notation shows as before.
+# 10M/s; 20 lines/s; 2/s with a burst of 5, not 2.5s; 100/m with a burst of 2m; KiB; a key of
+# quotas alone shows no rate and no burst (issue 29; the state file: Redis keeps no quotas yet).
+# In the state file and in Redis, as text and as JSON; a Redis key without a notation shows as
+# before.
 source "$E2E_LIB"
 source "$(dirname "${BASH_SOURCE[0]}")/redis_server.sh"
 export RATELIMIT_STATE_DIR=$WORK/state
@@ -27,7 +28,7 @@ make_keys() {
   kept kib
   expect_status 0 "$RATELIMIT" acquire --rate 2/s --burst 5 --key permits "$@"
   kept permits
-  expect_status 0 "$RATELIMIT" acquire --rate 100/m --key minute "$@"
+  expect_status 0 "$RATELIMIT" acquire --rate 100/m --burst 2m --key minute "$@"
   kept minute
   [ -n "$QUOTAS" ] || return 0
   expect_status 0 "$RATELIMIT" acquire --quota 3/h --key quota "$@"
@@ -39,7 +40,7 @@ check_keys() {
   shift
   "$RATELIMIT" status "$@" >"$WORK/status" || fail "$where: status failed"
   local expected lines=('^mb +10MB/s +burst 1s ' '^lines +20 lines/s +burst 1s '
-    '^kib +512KiB/s +burst 64KiB ' '^permits +2/s +burst 5 ' '^minute +100/m +burst 1s ')
+    '^kib +512KiB/s +burst 64KiB ' '^permits +2/s +burst 5 ' '^minute +100/m +burst 2m ')
   [ -z "$QUOTAS" ] ||
     lines+=('^quota +off +- +- +now$' '^quota: quota 3/1h: 1 used in the window, next unit free now$')
   for expected in "${lines[@]}"; do
@@ -55,7 +56,7 @@ assert shown("mb", "rate", "counts", "burst", "burst_seconds") == ["10MB/s", "by
 assert shown("lines", "rate", "counts") == ["20/s", "lines"], buckets["lines"]
 assert shown("kib", "rate", "burst") == ["512KiB/s", "64KiB"], buckets["kib"]
 assert shown("permits", "rate", "counts", "burst") == ["2/s", "permits", "5"], buckets["permits"]
-assert shown("minute", "rate") == ["100/m"], buckets["minute"]
+assert shown("minute", "rate", "burst", "burst_seconds") == ["100/m", "2m", 120], buckets["minute"]
 if sys.argv[2] != "1":
     sys.exit(0)
 quota = buckets["quota"]
