@@ -1,0 +1,123 @@
+#!/usr/bin/env bash
+# The host agent against direct connections, on a redis-server of its own (loopback TCP and TLS),
+# in about two minutes: loops of `ratelimit acquire` on one key at a rate that never waits, with
+# 1, 8 and 64 loops at once; for each, the server's CPU per decision (INFO's used_cpu_sys +
+# used_cpu_user before and after, less what the idle server uses in that time) and the wall time
+# per call of one loop; the same loops on the state file for the wall time to compare with. The
+# agent's own CPU per decision too (/proc/PID/stat). Writes bench/results/agent.md.
+# Environment: RATELIMIT (a Release binary; default: the bench tree's), BENCH_CALLS (calls of a
+# single loop, default 400; 8 loops make an eighth each, 64 loops a 64th, at least 10).
+source "$(dirname "${BASH_SOURCE[0]}")/setup.sh"
+ensure_packages redis-server redis-tools openssl
+use_bench_binary
+
+TMP=$(mktemp -d)
+mkdir -p "$TMP/redis"
+port=$((20000 + RANDOM % 40000))
+tls_port=$((port + 1))
+tls=$TMP/tls
+"$RATELIMIT_ROOT/tests/e2e/make_tls_files.sh" "$tls"
+redis-server --port "$port" --bind 127.0.0.1 --unixsocket "$TMP/redis/sock" --save '' \
+  --appendonly no --dir "$TMP/redis" --logfile "$TMP/redis/log" --tls-port "$tls_port" \
+  --tls-cert-file "$tls/server.crt" --tls-key-file "$tls/server.key" \
+  --tls-ca-cert-file "$tls/ca.crt" --tls-auth-clients no >/dev/null 2>&1 &
+server=$!
+# The agents end with the benchmark: killed by the pids in their lock files.
+cleanup() {
+  local lock
+  for lock in "$TMP"/*/agent.lock; do [ -s "$lock" ] && kill "$(cat "$lock")" 2>/dev/null; done
+  kill "$server" 2>/dev/null
+  rm -rf "$TMP"
+}
+trap cleanup EXIT
+until redis-cli -s "$TMP/redis/sock" ping >/dev/null 2>&1; do sleep 0.01; done
+TCP_URL=redis://127.0.0.1:$port
+TLS_URL=rediss://localhost:$tls_port
+CALLS=${BENCH_CALLS:-400}
+unset RATELIMIT_REDIS RATELIMIT_NO_AGENT
+
+# The server's CPU so far, in microseconds.
+server_cpu() {
+  redis-cli -s "$TMP/redis/sock" info cpu |
+    awk -F: '/^used_cpu_(sys|user):/ { s += $2 } END { printf "%.0f", s * 1e6 }'
+}
+# A process's CPU so far, in microseconds (utime + stime of /proc/PID/stat, in clock ticks).
+process_cpu() {
+  awk -v hz="$(getconf CLK_TCK)" '{ printf "%.0f", ($14 + $15) * 1e6 / hz }' "/proc/$1/stat"
+}
+
+echo "== the idle server's CPU" >&2
+idle_before=$(server_cpu)
+sleep 2
+idle_per_s=$((($(server_cpu) - idle_before) / 2))
+
+# measure LOOPS STATE_DIR [acquire options...]: LOOPS loops at once of CALLS/LOOPS acquires (at
+# least 10) each. Prints "wall_us_per_call server_cpu_us_per_decision agent_cpu_us_per_decision".
+measure() {
+  local loops=$1 state=$2 calls pids=() start elapsed_us cpu_before cpu_after agent="" agent_before=0
+  shift 2
+  calls=$((CALLS / loops))
+  [ "$calls" -ge 10 ] || calls=10
+  [ -s "$state/agent.lock" ] && agent=$(cat "$state/agent.lock") && agent_before=$(process_cpu "$agent")
+  cpu_before=$(server_cpu)
+  start=$(date +%s%N)
+  for _ in $(seq "$loops"); do
+    (for _ in $(seq "$calls"); do
+      RATELIMIT_STATE_DIR=$state "$RATELIMIT" acquire --rate 1G/s --key bench "$@" || exit 1
+    done) &
+    pids+=($!)
+  done
+  wait "${pids[@]}"
+  elapsed_us=$((($(date +%s%N) - start) / 1000))
+  cpu_after=$(server_cpu)
+  awk -v wall="$elapsed_us" -v calls="$calls" -v loops="$loops" -v cpu=$((cpu_after - cpu_before)) \
+    -v idle="$idle_per_s" -v agent_cpu=$([ -n "$agent" ] && echo $(($(process_cpu "$agent") - agent_before)) || echo -1) \
+    'BEGIN { n = calls * loops; server = (cpu - idle * wall / 1e6) / n; if (server < 0) server = 0
+      printf "%.0f %.1f %s\n", wall / calls, server, agent_cpu < 0 ? "-" : sprintf("%.1f", agent_cpu / n) }'
+}
+
+# warm_agent STATE_DIR URL [options]: starts the agent of STATE_DIR and connects it to URL.
+warm_agent() {
+  local state=$1
+  shift
+  RATELIMIT_STATE_DIR=$state "$RATELIMIT" acquire --rate 1G/s --key bench --redis "$@"
+  until [ -S "$state/agent.sock" ]; do sleep 0.01; done
+  RATELIMIT_STATE_DIR=$state "$RATELIMIT" acquire --rate 1G/s --key bench --redis "$@"
+}
+
+load_before=$(cut -d' ' -f1-3 /proc/loadavg)
+rows=()
+for loops in 1 8 64; do
+  echo "== $loops loop(s)" >&2
+  file=$(measure "$loops" "$TMP/file")
+  tcp_direct=$(measure "$loops" "$TMP/direct" --redis "$TCP_URL" --no-agent)
+  warm_agent "$TMP/agent-tcp" "$TCP_URL"
+  tcp_agent=$(measure "$loops" "$TMP/agent-tcp" --redis "$TCP_URL")
+  tls_direct=$(measure "$loops" "$TMP/direct" --redis "$TLS_URL" --redis-tls-ca "$tls/ca.crt" --no-agent)
+  warm_agent "$TMP/agent-tls" "$TLS_URL" --redis-tls-ca "$tls/ca.crt"
+  tls_agent=$(measure "$loops" "$TMP/agent-tls" --redis "$TLS_URL" --redis-tls-ca "$tls/ca.crt")
+  for row in "state file|$file" "TCP direct|$tcp_direct" "TCP agent|$tcp_agent" \
+    "TLS direct|$tls_direct" "TLS agent|$tls_agent"; do
+    read -r wall server agent_cpu <<<"${row#*|}"
+    [ "${row%%|*}" = "state file" ] && server=-
+    rows+=("| $loops | ${row%%|*} | $wall | $server | $agent_cpu |")
+    echo "${rows[-1]}" >&2
+  done
+done
+load_after=$(cut -d' ' -f1-3 /proc/loadavg)
+
+{
+  echo "# The host agent"
+  echo
+  echo "Run by \`scripts/bench_agent.sh\` on $(nproc) cores, $(date -u +%Y-%m-%d), $(redis-server --version | awk '{ print $1, $2, $3 }');"
+  echo "load average $load_before before, $load_after after. Loops of \`ratelimit acquire --rate 1G/s\`"
+  echo "(never waits) on one key; $CALLS calls in all per row (1 loop), $((CALLS / 8 > 10 ? CALLS / 8 : 10)) per loop with 8, $((CALLS / 64 > 10 ? CALLS / 64 : 10)) per loop with 64."
+  echo "Server CPU: INFO's used_cpu_sys + used_cpu_user around the row, less the idle server's"
+  echo "($idle_per_s us/s), per decision. Wall: the row's time over the calls of one loop. Agent CPU:"
+  echo "the agent's utime + stime per decision."
+  echo
+  echo "| loops | path | wall per call (us) | Redis CPU per decision (us) | agent CPU per decision (us) |"
+  echo "| --- | --- | --- | --- | --- |"
+  printf '%s\n' "${rows[@]}"
+} >"$RESULTS/agent.md"
+cat "$RESULTS/agent.md"
