@@ -25,7 +25,7 @@ server=$!
 # The agents end with the benchmark: killed by the pids in their lock files.
 cleanup() {
   local lock
-  for lock in "$TMP"/*/agent.lock; do [ -s "$lock" ] && kill "$(cat "$lock")" 2>/dev/null; done
+  for lock in "$TMP"/*/agent.lock; do [ -s "$lock" ] && kill "$(cat "$lock")" 2>/dev/null || true; done
   kill "$server" 2>/dev/null
   rm -rf "$TMP"
 }
@@ -41,9 +41,9 @@ server_cpu() {
   redis-cli -s "$TMP/redis/sock" info cpu |
     awk -F: '/^used_cpu_(sys|user):/ { s += $2 } END { printf "%.0f", s * 1e6 }'
 }
-# A process's CPU so far, in microseconds (utime + stime of /proc/PID/stat, in clock ticks).
+# A process's CPU so far, in microseconds (/proc/PID/schedstat: nanoseconds on a CPU).
 process_cpu() {
-  awk -v hz="$(getconf CLK_TCK)" '{ printf "%.0f", ($14 + $15) * 1e6 / hz }' "/proc/$1/stat"
+  awk '{ printf "%.0f", $1 / 1000 }' "/proc/$1/schedstat"
 }
 
 echo "== the idle server's CPU" >&2
@@ -51,19 +51,29 @@ idle_before=$(server_cpu)
 sleep 2
 idle_per_s=$((($(server_cpu) - idle_before) / 2))
 
+# The server's own time per EVALSHA since the last reset (INFO commandstats), in microseconds.
+script_time() {
+  redis-cli -s "$TMP/redis/sock" info commandstats |
+    sed -n 's/^cmdstat_evalsha:.*usec_per_call=\([0-9.]*\).*/\1/p' | grep . || echo -
+}
+
 # measure LOOPS STATE_DIR [acquire options...]: LOOPS loops at once of CALLS/LOOPS acquires (at
-# least 10) each. Prints "wall_us_per_call server_cpu_us_per_decision agent_cpu_us_per_decision".
+# least 10) each. Prints "wall_us_per_call server_cpu_us_per_decision agent_cpu_us_per_decision
+# script_us".
 measure() {
   local loops=$1 state=$2 calls pids=() start elapsed_us cpu_before cpu_after agent="" agent_before=0
   shift 2
   calls=$((CALLS / loops))
   [ "$calls" -ge 10 ] || calls=10
   [ -s "$state/agent.lock" ] && agent=$(cat "$state/agent.lock") && agent_before=$(process_cpu "$agent")
+  redis-cli -s "$TMP/redis/sock" config resetstat >/dev/null
+  : >"$TMP/failed"
   cpu_before=$(server_cpu)
   start=$(date +%s%N)
   for _ in $(seq "$loops"); do
     (for _ in $(seq "$calls"); do
-      RATELIMIT_STATE_DIR=$state "$RATELIMIT" acquire --rate 1G/s --key bench "$@" || exit 1
+      RATELIMIT_STATE_DIR=$state "$RATELIMIT" acquire --rate 1G/s --key bench "$@" 2>/dev/null ||
+        echo >>"$TMP/failed"
     done) &
     pids+=($!)
   done
@@ -73,7 +83,8 @@ measure() {
   awk -v wall="$elapsed_us" -v calls="$calls" -v loops="$loops" -v cpu=$((cpu_after - cpu_before)) \
     -v idle="$idle_per_s" -v agent_cpu=$([ -n "$agent" ] && echo $(($(process_cpu "$agent") - agent_before)) || echo -1) \
     'BEGIN { n = calls * loops; server = (cpu - idle * wall / 1e6) / n; if (server < 0) server = 0
-      printf "%.0f %.1f %s\n", wall / calls, server, agent_cpu < 0 ? "-" : sprintf("%.1f", agent_cpu / n) }'
+      printf "%.0f %.1f %s ", wall / calls, server, agent_cpu < 0 ? "-" : sprintf("%.1f", agent_cpu / n) }'
+  echo "$(script_time) $(wc -l <"$TMP/failed")"
 }
 
 # warm_agent STATE_DIR URL [options]: starts the agent of STATE_DIR and connects it to URL.
@@ -98,9 +109,9 @@ for loops in 1 8 64; do
   tls_agent=$(measure "$loops" "$TMP/agent-tls" --redis "$TLS_URL" --redis-tls-ca "$tls/ca.crt")
   for row in "state file|$file" "TCP direct|$tcp_direct" "TCP agent|$tcp_agent" \
     "TLS direct|$tls_direct" "TLS agent|$tls_agent"; do
-    read -r wall server agent_cpu <<<"${row#*|}"
+    read -r wall server agent_cpu script failed <<<"${row#*|}"
     [ "${row%%|*}" = "state file" ] && server=-
-    rows+=("| $loops | ${row%%|*} | $wall | $server | $agent_cpu |")
+    rows+=("| $loops | ${row%%|*} | $wall | $server | $script | $agent_cpu | $failed |")
     echo "${rows[-1]}" >&2
   done
 done
@@ -113,11 +124,13 @@ load_after=$(cut -d' ' -f1-3 /proc/loadavg)
   echo "load average $load_before before, $load_after after. Loops of \`ratelimit acquire --rate 1G/s\`"
   echo "(never waits) on one key; $CALLS calls in all per row (1 loop), $((CALLS / 8 > 10 ? CALLS / 8 : 10)) per loop with 8, $((CALLS / 64 > 10 ? CALLS / 64 : 10)) per loop with 64."
   echo "Server CPU: INFO's used_cpu_sys + used_cpu_user around the row, less the idle server's"
-  echo "($idle_per_s us/s), per decision. Wall: the row's time over the calls of one loop. Agent CPU:"
-  echo "the agent's utime + stime per decision."
+  echo "($idle_per_s us/s), per decision; of which the script (INFO commandstats, EVALSHA's"
+  echo "usec_per_call). Wall: the row's time over the calls of one loop. Agent CPU: the agent's time"
+  echo "on a CPU (/proc/PID/schedstat) per decision. Failed: calls that got no answer (exit 69: the"
+  echo "server did not answer within --redis-timeout, 1 s)."
   echo
-  echo "| loops | path | wall per call (us) | Redis CPU per decision (us) | agent CPU per decision (us) |"
-  echo "| --- | --- | --- | --- | --- |"
+  echo "| loops | path | wall per call (us) | Redis CPU per decision (us) | of which the script (us) | agent CPU per decision (us) | failed |"
+  echo "| --- | --- | --- | --- | --- | --- | --- |"
   printf '%s\n' "${rows[@]}"
 } >"$RESULTS/agent.md"
 cat "$RESULTS/agent.md"

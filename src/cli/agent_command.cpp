@@ -29,6 +29,8 @@ Command setup_agent(CLI::App& app) {
       "agent",
       "Keep the Redis connections of this user's ratelimit processes on this host (started on "
       "demand by exec, acquire and pipes; not needed by hand)");
+  // Not in --help's list of commands: nobody needs to run it by hand (the man page tells of it).
+  agent->group("");
   agent
       ->add_option("--state-dir", options->state_dir,
                    "Directory of the agent's socket [default: as exec's]")

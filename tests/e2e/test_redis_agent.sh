@@ -130,6 +130,12 @@ except OSError:
   [ "$(as_nobody)" = closed ] || fail "the agent answered another user"
   chmod 600 "$WORK/state/agent.sock"
   chmod 700 "$WORK/state" "$WORK"
+  # A socket of another user's is not used: the call connects itself.
+  chown nobody "$WORK/state/agent.sock"
+  before=$(connections)
+  expect_status 0 "$RATELIMIT" acquire --rate 100/s --key owner
+  [ $(($(connections) - before)) -eq 2 ] || fail "a socket of another user's was used"
+  chown root "$WORK/state/agent.sock"
 fi
 
 # --no-agent and RATELIMIT_NO_AGENT=1: no agent is started, each call connects itself.
