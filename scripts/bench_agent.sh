@@ -2,7 +2,7 @@
 # The host agent against direct connections, on a redis-server of its own (loopback TCP and TLS),
 # in about two minutes: loops of `ratelimit acquire` on one key at a rate that never waits, with
 # 1, 8 and 64 loops at once; for each, the server's CPU per decision (INFO's used_cpu_sys +
-# used_cpu_user before and after, less what the idle server uses in that time) and the wall time
+# used_cpu_user before and after, less what an idle control server used meanwhile) and the wall time
 # per call of one loop; the same loops on the state file for the wall time to compare with. The
 # agent's own CPU per decision too (/proc/PID/stat). Writes bench/results/agent.md.
 # Environment: RATELIMIT (a Release binary; default: the bench tree's), BENCH_CALLS (calls of a
@@ -22,34 +22,37 @@ redis-server --port "$port" --bind 127.0.0.1 --unixsocket "$TMP/redis/sock" --sa
   --tls-cert-file "$tls/server.crt" --tls-key-file "$tls/server.key" \
   --tls-ca-cert-file "$tls/ca.crt" --tls-auth-clients no >/dev/null 2>&1 &
 server=$!
+# A second server, idle, under the same load: what the measured one spends without requests in
+# the same time (its cron, made dearer by the load) is what the control spends.
+mkdir -p "$TMP/control"
+redis-server --port 0 --unixsocket "$TMP/control/sock" --save '' --appendonly no \
+  --dir "$TMP/control" --logfile "$TMP/control/log" >/dev/null 2>&1 &
+control=$!
 # The agents end with the benchmark: killed by the pids in their lock files.
 cleanup() {
   local lock
   for lock in "$TMP"/*/agent.lock; do [ -s "$lock" ] && kill "$(cat "$lock")" 2>/dev/null || true; done
-  kill "$server" 2>/dev/null
+  kill "$server" "$control" 2>/dev/null || true
+  wait "$server" "$control" 2>/dev/null || true
   rm -rf "$TMP"
 }
 trap cleanup EXIT
 until redis-cli -s "$TMP/redis/sock" ping >/dev/null 2>&1; do sleep 0.01; done
+until redis-cli -s "$TMP/control/sock" ping >/dev/null 2>&1; do sleep 0.01; done
 TCP_URL=redis://127.0.0.1:$port
 TLS_URL=rediss://localhost:$tls_port
 CALLS=${BENCH_CALLS:-400}
 unset RATELIMIT_REDIS RATELIMIT_NO_AGENT
 
-# The server's CPU so far, in microseconds.
+# The CPU so far of the server (or of the control: server_cpu control), in microseconds.
 server_cpu() {
-  redis-cli -s "$TMP/redis/sock" info cpu |
+  redis-cli -s "$TMP/${1:-redis}/sock" info cpu |
     awk -F: '/^used_cpu_(sys|user):/ { s += $2 } END { printf "%.0f", s * 1e6 }'
 }
 # A process's CPU so far, in microseconds (/proc/PID/schedstat: nanoseconds on a CPU).
 process_cpu() {
   awk '{ printf "%.0f", $1 / 1000 }' "/proc/$1/schedstat"
 }
-
-echo "== the idle server's CPU" >&2
-idle_before=$(server_cpu)
-sleep 2
-idle_per_s=$((($(server_cpu) - idle_before) / 2))
 
 # The server's own time per EVALSHA since the last reset (INFO commandstats), in microseconds.
 script_time() {
@@ -69,6 +72,7 @@ measure() {
   redis-cli -s "$TMP/redis/sock" config resetstat >/dev/null
   : >"$TMP/failed"
   cpu_before=$(server_cpu)
+  control_before=$(server_cpu control)
   start=$(date +%s%N)
   for _ in $(seq "$loops"); do
     (for _ in $(seq "$calls"); do
@@ -80,9 +84,10 @@ measure() {
   wait "${pids[@]}"
   elapsed_us=$((($(date +%s%N) - start) / 1000))
   cpu_after=$(server_cpu)
+  idle=$(($(server_cpu control) - control_before))
   awk -v wall="$elapsed_us" -v calls="$calls" -v loops="$loops" -v cpu=$((cpu_after - cpu_before)) \
-    -v idle="$idle_per_s" -v agent_cpu=$([ -n "$agent" ] && echo $(($(process_cpu "$agent") - agent_before)) || echo -1) \
-    'BEGIN { n = calls * loops; server = (cpu - idle * wall / 1e6) / n; if (server < 0) server = 0
+    -v idle="$idle" -v agent_cpu=$([ -n "$agent" ] && echo $(($(process_cpu "$agent") - agent_before)) || echo -1) \
+    'BEGIN { n = calls * loops; server = (cpu - idle) / n; if (server < 0) server = 0
       printf "%.0f %.1f %s ", wall / calls, server, agent_cpu < 0 ? "-" : sprintf("%.1f", agent_cpu / n) }'
   echo "$(script_time) $(wc -l <"$TMP/failed")"
 }
@@ -123,9 +128,10 @@ load_after=$(cut -d' ' -f1-3 /proc/loadavg)
   echo "Run by \`scripts/bench_agent.sh\` on $(nproc) cores, $(date -u +%Y-%m-%d), $(redis-server --version | awk '{ print $1, $2, $3 }');"
   echo "load average $load_before before, $load_after after. Loops of \`ratelimit acquire --rate 1G/s\`"
   echo "(never waits) on one key; $CALLS calls in all per row (1 loop), $((CALLS / 8 > 10 ? CALLS / 8 : 10)) per loop with 8, $((CALLS / 64 > 10 ? CALLS / 64 : 10)) per loop with 64."
-  echo "Server CPU: INFO's used_cpu_sys + used_cpu_user around the row, less the idle server's"
-  echo "($idle_per_s us/s), per decision; of which the script (INFO commandstats, EVALSHA's"
-  echo "usec_per_call). Wall: the row's time over the calls of one loop. Agent CPU: the agent's time"
+  echo "Server CPU: INFO's used_cpu_sys + used_cpu_user around the row, less what an idle control"
+  echo "server used meanwhile, per decision. The script: INFO commandstats, EVALSHA's usec_per_call"
+  echo "(its duration: on a loaded machine, time preempted included). Wall: the row's time over the"
+  echo "calls of one loop. Agent CPU: the agent's time"
   echo "on a CPU (/proc/PID/schedstat) per decision. Failed: calls that got no answer (exit 69: the"
   echo "server did not answer within --redis-timeout, 1 s)."
   echo
