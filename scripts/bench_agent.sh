@@ -4,7 +4,8 @@
 # 1, 8 and 64 loops at once; for each, the server's CPU per decision (INFO's used_cpu_sys +
 # used_cpu_user before and after, less what an idle control server used meanwhile) and the wall time
 # per call of one loop; the same loops on the state file for the wall time to compare with. The
-# agent's own CPU per decision too (/proc/PID/stat). Writes bench/results/agent.md.
+# agent's own CPU per decision too (/proc/PID/schedstat), and the floor: the same script calls
+# from redis-benchmark on kept connections. Writes bench/results/agent.md.
 # Environment: RATELIMIT (a Release binary; default: the bench tree's), BENCH_CALLS (calls of a
 # single loop, default 400; 8 loops make an eighth each, 64 loops a 64th, at least 10).
 source "$(dirname "${BASH_SOURCE[0]}")/setup.sh"
@@ -101,6 +102,23 @@ warm_agent() {
   RATELIMIT_STATE_DIR=$state "$RATELIMIT" acquire --rate 1G/s --key bench --redis "$@"
 }
 
+# floor LOOPS: the same decisions made by redis-benchmark on LOOPS kept connections (TCP), as a
+# pipe or an agent makes them, measured the same way: what a decision costs the server at best
+# under this run's load. Prints as measure() does.
+sha=$(redis-cli -s "$TMP/redis/sock" script load "$(cat "$RATELIMIT_ROOT/src/backends/redis/redis_bucket.lua")")
+floor() {
+  local cpu_before control_before idle n=$((CALLS * 10))
+  redis-cli -s "$TMP/redis/sock" config resetstat >/dev/null
+  cpu_before=$(server_cpu)
+  control_before=$(server_cpu control)
+  redis-benchmark -h 127.0.0.1 -p "$port" -c "$1" -n "$n" -q EVALSHA "$sha" 1 'ratelimit:{floor}' \
+    reserve "" 1 9223372036854775807 "1,bursty,1e9,1,0,3,0,0,0," bursty 0 1e9 1 >/dev/null
+  idle=$(($(server_cpu control) - control_before))
+  awk -v cpu=$(($(server_cpu) - cpu_before)) -v idle="$idle" -v n="$n" \
+    'BEGIN { printf "- %.1f - ", (cpu - idle) / n }'
+  echo "$(script_time) 0"
+}
+
 load_before=$(cut -d' ' -f1-3 /proc/loadavg)
 rows=()
 for loops in 1 8 64; do
@@ -112,7 +130,8 @@ for loops in 1 8 64; do
   tls_direct=$(measure "$loops" "$TMP/direct" --redis "$TLS_URL" --redis-tls-ca "$tls/ca.crt" --no-agent)
   warm_agent "$TMP/agent-tls" "$TLS_URL" --redis-tls-ca "$tls/ca.crt"
   tls_agent=$(measure "$loops" "$TMP/agent-tls" --redis "$TLS_URL" --redis-tls-ca "$tls/ca.crt")
-  for row in "state file|$file" "TCP direct|$tcp_direct" "TCP agent|$tcp_agent" \
+  kept=$(floor "$loops")
+  for row in "state file|$file" "TCP kept (redis-benchmark)|$kept" "TCP direct|$tcp_direct" "TCP agent|$tcp_agent" \
     "TLS direct|$tls_direct" "TLS agent|$tls_agent"; do
     read -r wall server agent_cpu script failed <<<"${row#*|}"
     [ "${row%%|*}" = "state file" ] && server=-
