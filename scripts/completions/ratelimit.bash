@@ -36,12 +36,12 @@ _ratelimit() {
   local options
   case $command in
     "") options="$rate_options $shared_options --output -o --lines -l --null -0 --delimiter --chunk
-                 --progress -p --stats --on-redis-error --help -h --version -V" ;;
+                 --progress -p --stats --on-redis-error --no-agent --help -h --version -V" ;;
     set) options="--rate -r $shared_options --help -h --version -V" ;;
     exec) options="$rate_options $shared_options --permits --try --timeout --max-inflight
-                   --on-redis-error --help -h --version -V" ;;
+                   --on-redis-error --no-agent --help -h --version -V" ;;
     acquire) options="$rate_options $shared_options --permits --try --timeout --on-redis-error
-                      --help -h --version -V" ;;
+                      --no-agent --help -h --version -V" ;;
     status) options="$shared_options --json --help -h --version -V" ;;
     reset) options="$shared_options --help -h --version -V" ;;
   esac

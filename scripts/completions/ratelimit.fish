@@ -71,6 +71,7 @@ complete -c ratelimit -n "$shared" -l redis-tls-cert -r -F -d 'Client certificat
 complete -c ratelimit -n "$shared" -l redis-tls-key -r -F -d 'Private key of the client certificate'
 complete -c ratelimit -n "$shared" -l redis-tls-insecure -d 'Do not check the server certificate'
 complete -c ratelimit -n "__fish_seen_subcommand_from exec acquire; and $own; or $pipe" -l on-redis-error -x -a 'fail allow local' -d 'If Redis cannot answer'
+complete -c ratelimit -n "__fish_seen_subcommand_from exec acquire; and $own; or $pipe" -l no-agent -d 'Connect to Redis from this process, not through the host agent'
 set -l taking "__fish_seen_subcommand_from exec acquire; and $own"
 complete -c ratelimit -n "$taking" -l permits -x -d 'Permits to take'
 complete -c ratelimit -n "$taking" -l try -d 'Never wait: exit 75 if no permit is free'

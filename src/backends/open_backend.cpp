@@ -1,5 +1,7 @@
 #include "backends/open_backend.hpp"
 
+#include "backends/redis/redis_relay.hpp"
+
 namespace ratelimit::backends {
 
 std::unique_ptr<BucketBackend> open_backend(const BackendOptions& options) {
@@ -12,6 +14,8 @@ std::unique_ptr<BucketBackend> open_backend(const BackendOptions& options) {
   return std::make_unique<FallbackBackend>(std::move(shared), describe_store(*options.redis),
                                            options.on_unavailable, open_local, options.warn);
 }
+
+std::unique_ptr<AgentStores> open_agent_stores() { return std::make_unique<RedisRelay>(); }
 
 std::string describe_store(const BackendOptions& options) {
   return options.redis ? describe_store(*options.redis) : describe_store(options.local);

@@ -5,6 +5,7 @@
 #include <optional>
 #include <string>
 
+#include "backends/agent_link.hpp"
 #include "backends/bucket_backend.hpp"
 #include "backends/fallback_backend.hpp"
 #include "backends/redis/redis_store.hpp"
@@ -31,6 +32,8 @@ struct BackendOptions {
 
 // The store of shared buckets. Throws what the chosen store's opening throws.
 std::unique_ptr<BucketBackend> open_backend(const BackendOptions& options);
+// What the host agent runs for its clients: the shared stores' connections.
+std::unique_ptr<AgentStores> open_agent_stores();
 // Where the buckets are, for messages.
 std::string describe_store(const BackendOptions& options);
 

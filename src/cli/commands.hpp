@@ -23,6 +23,8 @@ Command setup_reset(CLI::App& app);
 // The default command, on the top-level app: `ratelimit --rate RATE [FILE...]`. Declared last, as
 // the top-level app counts as parsed whatever subcommand was given.
 Command setup_pipe(CLI::App& app);
+// `ratelimit agent`: the host agent (agent/agent.hpp), started on demand.
+Command setup_agent(CLI::App& app);
 // `ratelimit set PID --rate RATE`: a new rate for a running pipe.
 Command setup_set(CLI::App& app);
 

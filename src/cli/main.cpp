@@ -28,7 +28,7 @@ struct Subcommand {
 constexpr Subcommand kSubcommands[] = {
     {"exec", ratelimit::cli::setup_exec},     {"acquire", ratelimit::cli::setup_acquire},
     {"status", ratelimit::cli::setup_status}, {"reset", ratelimit::cli::setup_reset},
-    {"set", ratelimit::cli::setup_set},
+    {"set", ratelimit::cli::setup_set},       {"agent", ratelimit::cli::setup_agent},
 };
 
 // Declaring options is most of the work of a call of `ratelimit exec`, which a shell loop pays on

@@ -8,6 +8,7 @@
 #include <filesystem>
 #include <limits>
 
+#include "agent/agent.hpp"
 #include "cli/help.hpp"
 #include "cli/units.hpp"
 #include "exit_codes.hpp"
@@ -169,6 +170,12 @@ void add_redis_policy_option(CLI::App& app, StoreOptions& options) {
       ->transform(redis_error_policy())
       ->option_text("fail|allow|local[:N%]")
       ->group("Shared bucket");
+  options.no_agent = false;
+  app.add_flag("--no-agent", options.no_agent,
+               "Connect to Redis from this process, not through this host's ratelimit agent "
+               "[default: through it unless $RATELIMIT_NO_AGENT]")
+      ->envname("RATELIMIT_NO_AGENT")
+      ->group("Shared bucket");
 }
 
 backends::BackendOptions backend_options(const StoreOptions& options) {
@@ -192,6 +199,8 @@ backends::BackendOptions backend_options(const StoreOptions& options) {
                                        .cert_file = options.redis_tls.cert_file,
                                        .key_file = options.redis_tls.key_file,
                                        .verify = !options.redis_tls_insecure}};
+  if (backend.redis && !options.no_agent)
+    backend.redis->agent = std::make_shared<agent::AgentClient>(options.state_dir);
   return backend;
 }
 

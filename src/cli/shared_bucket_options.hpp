@@ -29,6 +29,9 @@ struct StoreOptions {
   backends::RedisTlsOptions redis_tls;
   bool redis_tls_insecure = false;
   std::string on_redis_error = "fail";  // as parse_redis_error_policy() reads it
+  // Redis not through the host agent: --no-agent, $RATELIMIT_NO_AGENT, and the commands that take
+  // no permits (status, reset, set).
+  bool no_agent = true;
 };
 
 // An --on-redis-error: fail, allow, local, or local:N% (this host's bucket at N% of the key's

@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "agent/agent.hpp"
 #include "cli/commands.hpp"
 #include "cli/shared_bucket_options.hpp"
 #include "cli/units.hpp"
@@ -307,6 +308,15 @@ void print_json(const std::vector<backends::BucketStatus>& buckets,
   fmt::print("{}\n", status.dump());
 }
 
+// The host agent of the state directory, when one runs.
+void print_agent(const std::string& state_dir) {
+  const std::optional<agent::AgentReport> agent = agent::ask_agent(state_dir);
+  if (!agent) return;
+  fmt::print("\nagent: pid {}, {} Redis connection{}, {} decision{} served\n", agent->pid,
+             agent->connections, agent->connections == 1 ? "" : "s", agent->decisions,
+             agent->decisions == 1 ? "" : "s");
+}
+
 int run_status(const StatusOptions& options) {
   const std::string& path = options.store.state_dir;
   // Looking does not create the directory: none means no pipes, and no buckets unless in Redis.
@@ -325,6 +335,7 @@ int run_status(const StatusOptions& options) {
     print_json(buckets, pipes);
   else
     print_text(buckets, pipes);
+  if (options.key.empty() && !options.json && std::filesystem::exists(path)) print_agent(path);
   return exit_ok;
 }
 

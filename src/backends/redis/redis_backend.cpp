@@ -97,12 +97,25 @@ RedisValue RedisBackend::command(const std::string& bucket_key,
                                  const std::vector<std::string>& arguments,
                                  RedisDeadline& deadline) {
   try {
-    return topology_.command(bucket_key, arguments, deadline);
+    return send(bucket_key, arguments, deadline);
   } catch (const RedisConnectionLost& lost) {
     if (lost.sent() || deadline.passed()) throw;
     notify_(std::string(lost.what()) + "; connecting again");
-    return topology_.command(bucket_key, arguments, deadline);
+    return send(bucket_key, arguments, deadline);
   }
+}
+
+RedisValue RedisBackend::send(const std::string& bucket_key,
+                              const std::vector<std::string>& arguments, RedisDeadline& deadline) {
+  if (relay_) {
+    if (auto reply = relay_->command(bucket_key, arguments, deadline)) return std::move(*reply);
+    relay_.reset();
+  }
+  return topology_.command(bucket_key, arguments, deadline);
+}
+
+void RedisBackend::connect(const std::string& bucket_key, RedisDeadline& deadline) {
+  if (!relay_) topology_.connect(bucket_key, deadline);
 }
 
 Reservation RedisBackend::reserve(const PermitRequest& request, io::Waiter& waiter) {
@@ -117,7 +130,7 @@ Reservation RedisBackend::reserve(const PermitRequest& request, io::Waiter& wait
       try {
         // Connected first, so that what is left of the request's timeout when the script runs
         // is what the server judges by.
-        topology_.connect(redis_key(request.key), round_trip);
+        connect(redis_key(request.key), round_trip);
         const nanoseconds timeout =
             request.deadline == nanoseconds::max()
                 ? nanoseconds::max()
@@ -332,7 +345,7 @@ void RedisBackend::ping(const std::string& key, io::Waiter& waiter) {
   RedisDeadline round_trip = operation_deadline(&waiter);
   const std::string bucket_key = redis_key(key);
   try {
-    topology_.connect(bucket_key, round_trip);
+    connect(bucket_key, round_trip);
     // A server that accepts connections may still be loading its data (-LOADING).
     const RedisValue reply = command(bucket_key, {"PING"}, round_trip);
     if (reply.type != RedisValue::Type::status || reply.text != "PONG") unexpected_reply(reply);

@@ -8,6 +8,7 @@
 
 #include "backends/bucket_backend.hpp"
 #include "backends/redis/redis_deployment.hpp"
+#include "backends/redis/redis_relay.hpp"
 #include "backends/redis/redis_topology.hpp"
 #include "io/waiter.hpp"
 
@@ -61,6 +62,10 @@ class RedisBackend final : public BucketBackend {
   bool set_rate_at(const std::string& key, double permits_per_second, const KeySchedule& schedule,
                    std::optional<std::int64_t> now_micros);
 
+  // Commands go through the host agent from now on, and to the server itself whenever there is
+  // no agent.
+  void relay_through(RedisRelayClient relay) { relay_.emplace(std::move(relay)); }
+
   const std::string& shown_url() const { return topology_.shown_url(); }
 
  private:
@@ -74,6 +79,11 @@ class RedisBackend final : public BucketBackend {
   // once more, within the same deadline: the server never ran it, so nothing is done twice.
   RedisValue command(const std::string& bucket_key, const std::vector<std::string>& arguments,
                      RedisDeadline& deadline);
+  // The command sent once: through the agent when there is one, else to the server.
+  RedisValue send(const std::string& bucket_key, const std::vector<std::string>& arguments,
+                  RedisDeadline& deadline);
+  // Connected to the node that serves `bucket_key` (the agent's business when it relays).
+  void connect(const std::string& bucket_key, RedisDeadline& deadline);
   // Runs the script by its SHA-1, loading it once if the server does not have it (NOSCRIPT); as
   // command().
   RedisValue run_script(const std::string& key, std::vector<std::string> arguments,
@@ -85,6 +95,7 @@ class RedisBackend final : public BucketBackend {
   Notify notify_;
   std::chrono::milliseconds timeout_;
   RedisTopology topology_;
+  std::optional<RedisRelayClient> relay_;
 };
 
 // However near a request's deadline, a call waits this long for Redis's answer (connect included)

@@ -71,6 +71,10 @@ class RedisDeadline {
   RedisDeadline share(std::chrono::milliseconds timeout) const;
 
   io::Waiter& waiter() { return *waiter_; }
+  // When the call is refused (refuse_after; nanoseconds::max(): never), and when the server
+  // counts as unavailable, on the waiter's timeline: what a relayed command carries to the agent.
+  std::chrono::nanoseconds refused_at() const { return refused_at_; }
+  std::chrono::nanoseconds unavailable_at() const { return unavailable_at_; }
   // Whether the timeout has run out (the server is unavailable now).
   bool passed() const { return waiter_->now() >= unavailable_at_; }
   // Waits `duration`, or until the timeout runs out, whichever is sooner (RedisInterrupted for a
@@ -142,6 +146,10 @@ class RedisConnection {
   // sent: nothing is sent. A connection idle since its last reply is looked at first, without
   // waiting: one the server closed meanwhile is reported as lost before anything is sent.
   RedisValue command(const std::vector<std::string>& arguments, RedisDeadline& deadline);
+  // The same for several commands sent in one write (a pipeline), their replies in order: what
+  // goes wrong goes wrong for all of them.
+  std::vector<RedisValue> pipeline(const std::vector<std::vector<std::string>>& commands,
+                                   RedisDeadline& deadline);
   // False once a command failed.
   bool open() const { return transport_ != nullptr; }
 

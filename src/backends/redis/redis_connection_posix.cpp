@@ -209,24 +209,35 @@ RedisConnection::~RedisConnection() = default;
 
 RedisValue RedisConnection::command(const std::vector<std::string>& arguments,
                                     RedisDeadline& deadline) {
+  return std::move(pipeline({arguments}, deadline).front());
+}
+
+std::vector<RedisValue> RedisConnection::pipeline(
+    const std::vector<std::vector<std::string>>& commands, RedisDeadline& deadline) {
   if (!transport_) throw BackendUnavailable("Redis at " + shown_url_ + ": the connection was lost");
   return closing_on_failure([&] {
     deadline.check("reply");
     if (answered_) check_still_open();
-    std::vector<const char*> pointers;
-    std::vector<std::size_t> lengths;
-    for (const std::string& argument : arguments) {
-      pointers.push_back(argument.data());
-      lengths.push_back(argument.size());
+    std::string out;
+    for (const std::vector<std::string>& arguments : commands) {
+      std::vector<const char*> pointers;
+      std::vector<std::size_t> lengths;
+      for (const std::string& argument : arguments) {
+        pointers.push_back(argument.data());
+        lengths.push_back(argument.size());
+      }
+      char* formatted = nullptr;
+      const int length = ::redisFormatCommandArgv(&formatted, static_cast<int>(arguments.size()),
+                                                  pointers.data(), lengths.data());
+      if (length < 0) throw std::bad_alloc();
+      const std::unique_ptr<char, decltype(&::redisFreeCommand)> owned(formatted,
+                                                                       &::redisFreeCommand);
+      out.append(formatted, static_cast<std::size_t>(length));
     }
-    char* formatted = nullptr;
-    const int length = ::redisFormatCommandArgv(&formatted, static_cast<int>(arguments.size()),
-                                                pointers.data(), lengths.data());
-    if (length < 0) throw std::bad_alloc();
-    const std::unique_ptr<char, decltype(&::redisFreeCommand)> owned(formatted,
-                                                                     &::redisFreeCommand);
-    send({formatted, static_cast<std::size_t>(length)}, deadline);
-    return receive_reply(deadline);
+    send(out, deadline);
+    std::vector<RedisValue> replies;
+    for (std::size_t i = 0; i < commands.size(); ++i) replies.push_back(receive_reply(deadline));
+    return replies;
   });
 }
 

@@ -11,6 +11,12 @@ std::unique_ptr<BucketBackend> open_redis_store(
     const std::function<void(const std::string&)>& warn) {
   auto redis = std::make_unique<RedisBackend>(parse_redis_deployment(options.url), options.timeout,
                                               notify, options.tls, options.failover_timeout, warn);
+  if (options.agent)
+    redis->relay_through(
+        RedisRelayClient(options.agent, {.url = options.url,
+                                         .tls = options.tls,
+                                         .timeout = options.timeout,
+                                         .failover_timeout = options.failover_timeout}));
   if (!options.tls.verify)
     warn("--redis-tls-insecure: the Redis server's certificate and name are not checked");
   return redis;

@@ -5,6 +5,7 @@
 #include <memory>
 #include <string>
 
+#include "backends/agent_link.hpp"
 #include "backends/bucket_backend.hpp"
 #include "backends/redis/redis_topology.hpp"
 #include "backends/redis/redis_url.hpp"
@@ -20,6 +21,9 @@ struct RedisOptions {
   // Bounds a failover: the search for the new master (redis_topology.hpp).
   std::chrono::milliseconds failover_timeout = kDefaultFailoverTimeout;
   RedisTlsOptions tls;  // for a rediss:// URL
+  // The host agent, which keeps the connections for every process of the user: commands go
+  // through it when it is there. None: always to the server itself.
+  std::shared_ptr<AgentLink> agent{};
 };
 
 // Buckets shared by every host that reaches the server; connects at the first call. Throws

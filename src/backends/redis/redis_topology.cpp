@@ -88,6 +88,24 @@ RedisValue RedisTopology::command(const std::string& redis_key,
   return command_in_cluster(redis_key, arguments, deadline);
 }
 
+std::optional<std::vector<RedisValue>> RedisTopology::pipeline(
+    const std::vector<std::pair<std::string, std::vector<std::string>>>& commands,
+    RedisDeadline& deadline) {
+  if (deployment_.kind == RedisDeployment::Kind::sentinel) return std::nullopt;
+  std::vector<std::vector<std::string>> arguments;
+  for (const auto& [redis_key, command_arguments] : commands) {
+    if (key_nodes_.contains(redis_key)) return std::nullopt;
+    arguments.push_back(command_arguments);
+  }
+  return node_connection(deployment_.node, deadline).pipeline(arguments, deadline);
+}
+
+bool RedisTopology::sent_elsewhere(const RedisValue& reply) {
+  return reply.type == RedisValue::Type::error &&
+         (reply.text.starts_with("MOVED ") || reply.text.starts_with("ASK ") ||
+          reply.text.starts_with("CLUSTERDOWN") || reply.text.starts_with("TRYAGAIN"));
+}
+
 void RedisTopology::connect(const std::string& redis_key, RedisDeadline& deadline) {
   if (deployment_.kind == RedisDeployment::Kind::sentinel) {
     RedisDeadline failover = deadline.renewed(failover_timeout_);

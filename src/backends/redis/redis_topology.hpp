@@ -6,6 +6,7 @@
 #include <optional>
 #include <set>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "backends/redis/redis_connection.hpp"
@@ -48,6 +49,16 @@ class RedisTopology {
   // (RedisDeadline::refuse_after) still ends it.
   RedisValue command(const std::string& redis_key, const std::vector<std::string>& arguments,
                      RedisDeadline& deadline);
+  // The commands of `commands` (each a command on its `redis_key` alone) in one write, their
+  // replies in order, when they all go to the one server of the deployment: not under Sentinel,
+  // and no key that a MOVED sent to another node. Nothing when they cannot be sent so (then
+  // command() each); throws as RedisConnection::pipeline. A reply for which sent_elsewhere() holds
+  // did not run there: command() sends it again, the Cluster's way.
+  std::optional<std::vector<RedisValue>> pipeline(
+      const std::vector<std::pair<std::string, std::vector<std::string>>>& commands,
+      RedisDeadline& deadline);
+  // A Cluster's MOVED, ASK, CLUSTERDOWN or TRYAGAIN: the command did not run.
+  static bool sent_elsewhere(const RedisValue& reply);
   // Connects to the node that serves `redis_key`, if not connected yet, within `deadline`; after
   // a failover, `deadline` is renewed for what follows.
   void connect(const std::string& redis_key, RedisDeadline& deadline);

@@ -1,0 +1,161 @@
+#!/usr/bin/env bash
+# The host agent against direct connections, on a redis-server of its own (loopback TCP and TLS),
+# in about two minutes: loops of `ratelimit acquire` on one key at a rate that never waits, with
+# 1, 8 and 64 loops at once; for each, the server's CPU per decision (INFO's used_cpu_sys +
+# used_cpu_user before and after, less what an idle control server used meanwhile) and the wall time
+# per call of one loop; the same loops on the state file for the wall time to compare with. The
+# agent's own CPU per decision too (/proc/PID/schedstat), and the floor: the same script calls
+# from redis-benchmark on kept connections. Writes bench/results/agent.md.
+# Environment: RATELIMIT (a Release binary; default: the bench tree's), BENCH_CALLS (calls of a
+# single loop, default 400; 8 loops make an eighth each, 64 loops a 64th, at least 10).
+source "$(dirname "${BASH_SOURCE[0]}")/setup.sh"
+ensure_packages redis-server redis-tools openssl
+use_bench_binary
+
+TMP=$(mktemp -d)
+mkdir -p "$TMP/redis"
+port=$((20000 + RANDOM % 40000))
+tls_port=$((port + 1))
+tls=$TMP/tls
+"$RATELIMIT_ROOT/tests/e2e/make_tls_files.sh" "$tls"
+redis-server --port "$port" --bind 127.0.0.1 --unixsocket "$TMP/redis/sock" --save '' \
+  --appendonly no --dir "$TMP/redis" --logfile "$TMP/redis/log" --tls-port "$tls_port" \
+  --tls-cert-file "$tls/server.crt" --tls-key-file "$tls/server.key" \
+  --tls-ca-cert-file "$tls/ca.crt" --tls-auth-clients no >/dev/null 2>&1 &
+server=$!
+# A second server, idle, under the same load: what the measured one spends without requests in
+# the same time (its cron, made dearer by the load) is what the control spends.
+mkdir -p "$TMP/control"
+redis-server --port 0 --unixsocket "$TMP/control/sock" --save '' --appendonly no \
+  --dir "$TMP/control" --logfile "$TMP/control/log" >/dev/null 2>&1 &
+control=$!
+# The agents end with the benchmark: killed by the pids in their lock files.
+cleanup() {
+  local lock
+  for lock in "$TMP"/*/agent.lock; do [ -s "$lock" ] && kill "$(cat "$lock")" 2>/dev/null || true; done
+  kill "$server" "$control" 2>/dev/null || true
+  wait "$server" "$control" 2>/dev/null || true
+  rm -rf "$TMP"
+}
+trap cleanup EXIT
+until redis-cli -s "$TMP/redis/sock" ping >/dev/null 2>&1; do sleep 0.01; done
+until redis-cli -s "$TMP/control/sock" ping >/dev/null 2>&1; do sleep 0.01; done
+TCP_URL=redis://127.0.0.1:$port
+TLS_URL=rediss://localhost:$tls_port
+CALLS=${BENCH_CALLS:-400}
+unset RATELIMIT_REDIS RATELIMIT_NO_AGENT
+
+# The CPU so far of the server (or of the control: server_cpu control), in microseconds.
+server_cpu() {
+  redis-cli -s "$TMP/${1:-redis}/sock" info cpu |
+    awk -F: '/^used_cpu_(sys|user):/ { s += $2 } END { printf "%.0f", s * 1e6 }'
+}
+# A process's CPU so far, in microseconds (/proc/PID/schedstat: nanoseconds on a CPU).
+process_cpu() {
+  awk '{ printf "%.0f", $1 / 1000 }' "/proc/$1/schedstat"
+}
+
+# The server's own time per EVALSHA since the last reset (INFO commandstats), in microseconds.
+script_time() {
+  redis-cli -s "$TMP/redis/sock" info commandstats |
+    sed -n 's/^cmdstat_evalsha:.*usec_per_call=\([0-9.]*\).*/\1/p' | grep . || echo -
+}
+
+# measure LOOPS STATE_DIR [acquire options...]: LOOPS loops at once of CALLS/LOOPS acquires (at
+# least 10) each. Prints "wall_us_per_call server_cpu_us_per_decision agent_cpu_us_per_decision
+# script_us".
+measure() {
+  local loops=$1 state=$2 calls pids=() start elapsed_us cpu_before cpu_after agent="" agent_before=0
+  shift 2
+  calls=$((CALLS / loops))
+  [ "$calls" -ge 10 ] || calls=10
+  [ -s "$state/agent.lock" ] && agent=$(cat "$state/agent.lock") && agent_before=$(process_cpu "$agent")
+  redis-cli -s "$TMP/redis/sock" config resetstat >/dev/null
+  : >"$TMP/failed"
+  cpu_before=$(server_cpu)
+  control_before=$(server_cpu control)
+  start=$(date +%s%N)
+  for _ in $(seq "$loops"); do
+    (for _ in $(seq "$calls"); do
+      RATELIMIT_STATE_DIR=$state "$RATELIMIT" acquire --rate 1G/s --key bench "$@" 2>/dev/null ||
+        echo >>"$TMP/failed"
+    done) &
+    pids+=($!)
+  done
+  wait "${pids[@]}"
+  elapsed_us=$((($(date +%s%N) - start) / 1000))
+  cpu_after=$(server_cpu)
+  idle=$(($(server_cpu control) - control_before))
+  awk -v wall="$elapsed_us" -v calls="$calls" -v loops="$loops" -v cpu=$((cpu_after - cpu_before)) \
+    -v idle="$idle" -v agent_cpu=$([ -n "$agent" ] && echo $(($(process_cpu "$agent") - agent_before)) || echo -1) \
+    'BEGIN { n = calls * loops; server = (cpu - idle) / n; if (server < 0) server = 0
+      printf "%.0f %.1f %s ", wall / calls, server, agent_cpu < 0 ? "-" : sprintf("%.1f", agent_cpu / n) }'
+  echo "$(script_time) $(wc -l <"$TMP/failed")"
+}
+
+# warm_agent STATE_DIR URL [options]: starts the agent of STATE_DIR and connects it to URL.
+warm_agent() {
+  local state=$1
+  shift
+  RATELIMIT_STATE_DIR=$state "$RATELIMIT" acquire --rate 1G/s --key bench --redis "$@"
+  until [ -S "$state/agent.sock" ]; do sleep 0.01; done
+  RATELIMIT_STATE_DIR=$state "$RATELIMIT" acquire --rate 1G/s --key bench --redis "$@"
+}
+
+# floor LOOPS: the same decisions made by redis-benchmark on LOOPS kept connections (TCP), as a
+# pipe or an agent makes them, measured the same way: what a decision costs the server at best
+# under this run's load. Prints as measure() does.
+sha=$(redis-cli -s "$TMP/redis/sock" script load "$(cat "$RATELIMIT_ROOT/src/backends/redis/redis_bucket.lua")")
+floor() {
+  local cpu_before control_before idle n=$((CALLS * 10))
+  redis-cli -s "$TMP/redis/sock" config resetstat >/dev/null
+  cpu_before=$(server_cpu)
+  control_before=$(server_cpu control)
+  redis-benchmark -h 127.0.0.1 -p "$port" -c "$1" -n "$n" -q EVALSHA "$sha" 1 'ratelimit:{floor}' \
+    reserve "" 1 9223372036854775807 "1,bursty,1e9,1,0,3,0,0,0," bursty 0 1e9 1 >/dev/null
+  idle=$(($(server_cpu control) - control_before))
+  awk -v cpu=$(($(server_cpu) - cpu_before)) -v idle="$idle" -v n="$n" \
+    'BEGIN { printf "- %.1f - ", (cpu - idle) / n }'
+  echo "$(script_time) 0"
+}
+
+load_before=$(cut -d' ' -f1-3 /proc/loadavg)
+rows=()
+for loops in 1 8 64; do
+  echo "== $loops loop(s)" >&2
+  file=$(measure "$loops" "$TMP/file")
+  tcp_direct=$(measure "$loops" "$TMP/direct" --redis "$TCP_URL" --no-agent)
+  warm_agent "$TMP/agent-tcp" "$TCP_URL"
+  tcp_agent=$(measure "$loops" "$TMP/agent-tcp" --redis "$TCP_URL")
+  tls_direct=$(measure "$loops" "$TMP/direct" --redis "$TLS_URL" --redis-tls-ca "$tls/ca.crt" --no-agent)
+  warm_agent "$TMP/agent-tls" "$TLS_URL" --redis-tls-ca "$tls/ca.crt"
+  tls_agent=$(measure "$loops" "$TMP/agent-tls" --redis "$TLS_URL" --redis-tls-ca "$tls/ca.crt")
+  kept=$(floor "$loops")
+  for row in "state file|$file" "TCP kept (redis-benchmark)|$kept" "TCP direct|$tcp_direct" "TCP agent|$tcp_agent" \
+    "TLS direct|$tls_direct" "TLS agent|$tls_agent"; do
+    read -r wall server agent_cpu script failed <<<"${row#*|}"
+    [ "${row%%|*}" = "state file" ] && server=-
+    rows+=("| $loops | ${row%%|*} | $wall | $server | $script | $agent_cpu | $failed |")
+    echo "${rows[-1]}" >&2
+  done
+done
+load_after=$(cut -d' ' -f1-3 /proc/loadavg)
+
+{
+  echo "# The host agent"
+  echo
+  echo "Run by \`scripts/bench_agent.sh\` on $(nproc) cores, $(date -u +%Y-%m-%d), $(redis-server --version | awk '{ print $1, $2, $3 }');"
+  echo "load average $load_before before, $load_after after. Loops of \`ratelimit acquire --rate 1G/s\`"
+  echo "(never waits) on one key; $CALLS calls in all per row (1 loop), $((CALLS / 8 > 10 ? CALLS / 8 : 10)) per loop with 8, $((CALLS / 64 > 10 ? CALLS / 64 : 10)) per loop with 64."
+  echo "Server CPU: INFO's used_cpu_sys + used_cpu_user around the row, less what an idle control"
+  echo "server used meanwhile, per decision. The script: INFO commandstats, EVALSHA's usec_per_call"
+  echo "(its duration: on a loaded machine, time preempted included). Wall: the row's time over the"
+  echo "calls of one loop. Agent CPU: the agent's time"
+  echo "on a CPU (/proc/PID/schedstat) per decision. Failed: calls that got no answer (exit 69: the"
+  echo "server did not answer within --redis-timeout, 1 s)."
+  echo
+  echo "| loops | path | wall per call (us) | Redis CPU per decision (us) | of which the script (us) | agent CPU per decision (us) | failed |"
+  echo "| --- | --- | --- | --- | --- | --- | --- |"
+  printf '%s\n' "${rows[@]}"
+} >"$RESULTS/agent.md"
+cat "$RESULTS/agent.md"

@@ -1,0 +1,47 @@
+#include <memory>
+#include <string>
+
+#include "agent/agent.hpp"
+#include "cli/commands.hpp"
+#include "cli/units.hpp"
+#include "exit_codes.hpp"
+#include "state/state_directory.hpp"
+
+namespace ratelimit::cli {
+namespace {
+
+struct AgentOptions {
+  std::string state_dir;
+  std::string idle = "60s";
+};
+
+int run_agent(const AgentOptions& options) {
+  agent::run_agent(backends::state_dir_from_environment(options.state_dir),
+                   parse_duration(options.idle));
+  return exit_ok;
+}
+
+}  // namespace
+
+Command setup_agent(CLI::App& app) {
+  auto options = std::make_shared<AgentOptions>();
+  CLI::App* agent = app.add_subcommand(
+      "agent",
+      "Keep the Redis connections of this user's ratelimit processes on this host (started on "
+      "demand by exec, acquire and pipes; not needed by hand)");
+  // Not in --help's list of commands: nobody needs to run it by hand (the man page tells of it).
+  agent->group("");
+  agent
+      ->add_option("--state-dir", options->state_dir,
+                   "Directory of the agent's socket [default: as exec's]")
+      ->option_text("DIR");
+  agent
+      ->add_option("--idle", options->idle,
+                   "End after this long without a request [default: $RATELIMIT_AGENT_IDLE, 60s]")
+      ->envname("RATELIMIT_AGENT_IDLE")
+      ->check(syntax_check(parse_duration, "DURATION"))
+      ->option_text("DURATION");
+  return {agent, [options] { return run_agent(*options); }};
+}
+
+}  // namespace ratelimit::cli

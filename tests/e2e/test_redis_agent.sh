@@ -1,0 +1,157 @@
+#!/usr/bin/env bash
+# The host agent: exec and acquire through one agent per user and state directory, which keeps
+# one Redis connection for all of them; the bound holds through it and through its SIGKILL; its
+# socket is this user's alone; it ends when idle; --no-agent and $RATELIMIT_NO_AGENT turn it off.
+# Timing: loose bounds, run alone (RESOURCE_LOCK timing).
+source "$E2E_LIB"
+source "$(dirname "${BASH_SOURCE[0]}")/redis_server.sh"
+unset RATELIMIT_NO_AGENT
+start_redis main
+url=unix://$WORK/main/sock
+export RATELIMIT_STATE_DIR=$WORK/state RATELIMIT_REDIS=$url RATELIMIT_AGENT_IDLE=60s
+
+# The agents this test starts end with it (their pids are in their lock files).
+stop_agents() {
+  local lock
+  for lock in "$WORK"/*/agent.lock; do
+    [ -s "$lock" ] && kill -9 "$(cat "$lock")" 2>/dev/null || true
+  done
+  stop_all_redis
+}
+trap stop_agents EXIT
+
+agent_pid() { cat "$1/agent.lock" 2>/dev/null; }
+connections() { redis_cli main info stats | sed -n 's/^total_connections_received:\([0-9]*\).*/\1/p'; }
+
+# The first call starts the agent: a daemon of its own session, its socket 0600.
+expect_status 0 "$RATELIMIT" acquire --rate 100/s --key first
+wait_for_file "$WORK/state/agent.sock"
+pid=$(agent_pid "$WORK/state")
+kill -0 "$pid" || fail "no agent runs"
+[ "$(stat -c %a "$WORK/state/agent.sock")" = 600 ] || fail "socket mode $(stat -c %a "$WORK/state/agent.sock")"
+[ "$(ps -o sid= -p "$pid")" != "$(ps -o sid= -p $$)" ] || fail "the agent is in the caller's session"
+[ "$(readlink "/proc/$pid/fd/0")" = /dev/null ] || fail "the agent's stdin is $(readlink "/proc/$pid/fd/0")"
+
+# 8 loops x 200 acquire --try on one key at 200/s (burst 1 s): every call answered (0 or 75),
+# grants within rate x time + burst, and the server saw a handful of connections, not 1600.
+before=$(connections)
+start=$(now_ns)
+loops=()
+for loop in 1 2 3 4 5 6 7 8; do
+  for _ in $(seq 200); do
+    status=0
+    "$RATELIMIT" acquire --rate 200/s --key loop --try 2>>"$WORK/loop.err" || status=$?
+    echo "$status"
+  done >"$WORK/loop.$loop" &
+  loops+=($!)
+done
+wait "${loops[@]}"
+ms=$(ms_since "$start")
+after=$(connections)
+[ -s "$WORK/loop.err" ] && fail "stderr of the loops: $(head -3 "$WORK/loop.err")"
+grants=$(cat "$WORK"/loop.* | grep -c '^0$' || true)
+others=$(cat "$WORK"/loop.* | grep -vc -e '^0$' -e '^75$' || true)
+[ "$others" -eq 0 ] || fail "$others calls neither granted nor refused"
+bound=$((200 * ms / 1000 + 200 + 1))
+[ "$grants" -le "$bound" ] || fail "$grants grants in ${ms} ms at 200/s, at most $bound"
+[ "$grants" -ge 100 ] || fail "only $grants grants in ${ms} ms at 200/s"
+[ $((after - before)) -le 5 ] || fail "$((after - before)) connections for 1600 calls through the agent"
+[ "$(agent_pid "$WORK/state")" = "$pid" ] || fail "a second agent took over"
+
+# status shows the agent.
+"$RATELIMIT" status >"$WORK/status"
+grep -qE "^agent: pid $pid, 1 Redis connection, [0-9]+ decisions served$" "$WORK/status" ||
+  fail "status: $(cat "$WORK/status")"
+
+# A wait through the agent ends at once on Ctrl-C; --timeout and --try refuse in time.
+expect_status 0 "$RATELIMIT" acquire --rate 1/m --key slow
+expect_ended_by_signal INT "acquire through the agent" 1000 \
+  "$RATELIMIT" acquire --rate 1/m --key slow
+start=$(now_ns)
+expect_status 75 "$RATELIMIT" acquire --rate 1/m --key slow --timeout 300ms
+ms=$(ms_since "$start")
+[ "$ms" -lt 1500 ] || fail "--timeout 300ms through the agent took ${ms} ms"
+
+# A server that hangs: --redis-timeout holds through the agent (69), and so does the policy.
+kill -STOP "$(cat "$WORK/main/pid")"
+start=$(now_ns)
+expect_status 69 "$RATELIMIT" acquire --rate 10/s --key hung --redis-timeout 300ms
+ms=$(ms_since "$start")
+[ "$ms" -lt 2000 ] || fail "--redis-timeout 300ms through the agent took ${ms} ms"
+expect_status 0 "$RATELIMIT" acquire --rate 10/s --key hung --redis-timeout 300ms --on-redis-error allow
+kill -CONT "$(cat "$WORK/main/pid")"
+expect_status 0 "$RATELIMIT" acquire --rate 10/s --key after-hang
+
+# The agent SIGKILLed mid-run: no call hangs past its deadline (each has 2 s), every call is
+# answered, grants stay within the bound, and a new agent takes over.
+start=$(now_ns)
+loops=()
+for loop in 1 2 3 4 5 6 7 8; do
+  for _ in $(seq 60); do
+    status=0
+    timeout 5 "$RATELIMIT" acquire --rate 100/s --key killed --timeout 2s 2>>"$WORK/kill.err" ||
+      status=$?
+    echo "$status"
+  done >"$WORK/kill.$loop" &
+  loops+=($!)
+done
+sleep 0.5
+kill -9 "$pid"
+wait "${loops[@]}"
+ms=$(ms_since "$start")
+grants=$(cat "$WORK"/kill.* | grep -c '^0$' || true)
+others=$(cat "$WORK"/kill.* | grep -vc -e '^0$' -e '^75$' || true)
+[ "$others" -eq 0 ] || fail "$others calls neither granted nor refused: $(sort "$WORK"/kill.* | uniq -c | tr '\n' ' ') $(head -3 "$WORK/kill.err")"
+bound=$((100 * ms / 1000 + 100 + 1))
+[ "$grants" -le "$bound" ] || fail "$grants grants in ${ms} ms at 100/s after a SIGKILL, at most $bound"
+new_pid=$(agent_pid "$WORK/state")
+[ -n "$new_pid" ] && [ "$new_pid" != "$pid" ] && kill -0 "$new_pid" || fail "no new agent after the SIGKILL"
+pid=$new_pid
+
+# Another user can neither connect to the socket nor be answered by the agent.
+if [ "$(id -u)" -eq 0 ] && command -v setpriv >/dev/null && [ -x /usr/bin/python3 ]; then
+  chmod 755 "$WORK"
+  chmod 711 "$WORK/state"
+  as_nobody() { setpriv --reuid=nobody --regid=nogroup --clear-groups /usr/bin/python3 -c '
+import socket, struct, sys
+s = socket.socket(socket.AF_UNIX)
+try:
+    s.connect(sys.argv[1])
+except OSError as e:
+    print("refused"); sys.exit(0)
+s.settimeout(2)
+try:
+    s.sendall(struct.pack("=I", 12) + b"agent-status")
+    print("answered" if s.recv(100) else "closed")
+except OSError:
+    print("closed")' "$WORK/state/agent.sock"; }
+  [ "$(as_nobody)" = refused ] || fail "another user connected to the agent's socket"
+  chmod 666 "$WORK/state/agent.sock"
+  [ "$(as_nobody)" = closed ] || fail "the agent answered another user"
+  chmod 600 "$WORK/state/agent.sock"
+  chmod 700 "$WORK/state" "$WORK"
+  # A socket of another user's is not used: the call connects itself.
+  chown nobody "$WORK/state/agent.sock"
+  before=$(connections)
+  expect_status 0 "$RATELIMIT" acquire --rate 100/s --key owner
+  [ $(($(connections) - before)) -eq 2 ] || fail "a socket of another user's was used"
+  chown root "$WORK/state/agent.sock"
+fi
+
+# --no-agent and RATELIMIT_NO_AGENT=1: no agent is started, each call connects itself.
+export RATELIMIT_STATE_DIR=$WORK/direct
+before=$(connections)
+expect_status 0 "$RATELIMIT" acquire --rate 100/s --key direct --no-agent
+RATELIMIT_NO_AGENT=1 "$RATELIMIT" exec --rate 100/s --key direct -- true
+[ ! -e "$WORK/direct/agent.sock" ] || fail "an agent started with --no-agent"
+# Two connections, and the one that counts them.
+[ $(($(connections) - before)) -eq 3 ] || fail "direct calls did not connect themselves"
+
+# An agent with nothing to do ends after its idle time and removes its socket.
+export RATELIMIT_STATE_DIR=$WORK/idle RATELIMIT_AGENT_IDLE=1s
+expect_status 0 "$RATELIMIT" acquire --rate 100/s --key idle
+wait_for_file "$WORK/idle/agent.sock"
+idle_pid=$(agent_pid "$WORK/idle")
+sleep 2.5
+! kill -0 "$idle_pid" 2>/dev/null || fail "the agent did not end when idle"
+[ ! -e "$WORK/idle/agent.sock" ] || fail "the idle agent left its socket"

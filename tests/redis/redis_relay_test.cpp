@@ -1,0 +1,250 @@
+#include "backends/redis/redis_relay.hpp"
+
+#include <gtest/gtest.h>
+
+#include <csignal>
+#include <deque>
+#include <memory>
+
+#include "../unit/golden_vectors.hpp"
+#include "backends/redis/redis_backend.hpp"
+#include "backends/redis/redis_connection.hpp"
+#include "backends/redis/redis_deployment.hpp"
+#include "errors.hpp"
+#include "io/waiter.hpp"
+#include "redis_server.hpp"
+
+// Redis commands relayed as the host agent relays them, the agent in process: its RedisRelay
+// answers what the client's RedisRelayClient sends, against a real redis-server.
+namespace ratelimit::backends {
+namespace {
+
+using namespace std::chrono_literals;
+using std::chrono::nanoseconds;
+using testing::RedisServer;
+
+constexpr std::chrono::milliseconds kTimeout = 1s;
+
+io::Waiter& real_waiter() {
+  static io::SignalGuard guard;
+  static io::SignalWaiter waiter(guard);
+  return waiter;
+}
+
+PermitRequest request(const std::string& key, double rate) {
+  PermitRequest permits;
+  permits.key = key;
+  permits.params.permits_per_second = rate;
+  return permits;
+}
+
+// The agent in process. Outcomes queued in `scripted` come first, in order, instead of answers
+// (an agent killed, a signal); then every request goes to the relay.
+class InProcessAgent final : public AgentLink {
+ public:
+  AgentAnswer exchange(std::string_view request, nanoseconds, io::Waiter&) override {
+    ++requests;
+    if (!scripted.empty()) {
+      AgentAnswer answer = scripted.front();
+      scripted.pop_front();
+      // A lost agent may have acted on the request: this one did.
+      if (answer.outcome == AgentAnswer::Outcome::lost) relay.answer({std::string(request)});
+      return answer;
+    }
+    return {.outcome = AgentAnswer::Outcome::answered,
+            .answer = relay.answer({std::string(request)}).front()};
+  }
+  RedisRelay relay;
+  std::deque<AgentAnswer> scripted;
+  int requests = 0;
+};
+
+class RedisRelayTest : public ::testing::Test {
+ protected:
+  RedisBackend relayed() {
+    RedisBackend backend(parse_redis_deployment(server_.unix_url()), kTimeout);
+    backend.relay_through(RedisRelayClient(agent_, {.url = server_.unix_url()}));
+    return backend;
+  }
+  // The script loaded on the server, so that each request below runs at its first EVALSHA.
+  void load_script() {
+    RedisBackend(parse_redis_deployment(server_.unix_url()), kTimeout)
+        .reserve(request("warm", 1), real_waiter());
+  }
+  RedisServer server_;
+  std::shared_ptr<InProcessAgent> agent_ = std::make_shared<InProcessAgent>();
+};
+
+// The golden vectors through the relay: every decision is the one the direct path makes.
+class RelayedStore final : public testing::GoldenStore {
+ public:
+  RelayedStore(RedisBackend& backend, std::string key) : backend_(backend), key_(std::move(key)) {
+    backend_.reset(key_);
+  }
+  testing::GoldenAnswer request(const testing::GoldenRequest& golden) override {
+    PermitRequest permits = backends::request(key_, golden.params.permits_per_second);
+    permits.params = golden.params;
+    permits.apply_params = golden.apply_params;
+    permits.schedule = {.timetable = golden.timetable, .entry_until = golden.entry_until};
+    permits.permits = golden.permits;
+    const Reservation reservation = backend_.reserve_at(permits, golden.timeout, micros(golden.at));
+    return {.granted = reservation.granted,
+            .wait = reservation.wait,
+            .replaced = reservation.replaced_params.has_value(),
+            .key_timetable = reservation.key_timetable};
+  }
+  void set_rate(const testing::GoldenSetRate& change) override {
+    EXPECT_TRUE(backend_.set_rate_at(
+        key_, change.rate, {.timetable = change.timetable, .entry_until = change.entry_until},
+        micros(change.at)));
+  }
+  void give_back(const testing::GoldenGiveBack& unused) override {
+    backend_.give_back_at(key_, unused.permits, micros(unused.at));
+  }
+
+ private:
+  static std::int64_t micros(nanoseconds at) {
+    return std::chrono::duration_cast<std::chrono::microseconds>(at).count();
+  }
+  RedisBackend& backend_;
+  std::string key_;
+};
+
+TEST_F(RedisRelayTest, GoldenDecisionsHoldThroughTheAgent) {
+  RedisBackend redis = relayed();
+  const auto vectors = testing::read_golden_vectors(RATELIMIT_GOLDEN_VECTORS);
+  ASSERT_GE(vectors.size(), 10u);
+  for (const testing::GoldenVector& vector : vectors) {
+    RelayedStore store(redis, "golden-" + vector.name);
+    for (const std::string& mismatch : testing::replay(vector, store)) ADD_FAILURE() << mismatch;
+  }
+  EXPECT_GT(agent_->requests, 100);
+  EXPECT_EQ(agent_->relay.connections(), 1u);
+}
+
+TEST_F(RedisRelayTest, ScriptFlushedIsLoadedAgainThroughTheAgentAndBookedOnce) {
+  RedisBackend redis = relayed();
+  EXPECT_EQ(redis.reserve(request("flush", 1), real_waiter()).wait, 0ns);
+  RedisDeadline deadline(kTimeout);
+  RedisConnection(parse_redis_url(server_.unix_url()), nullptr, deadline)
+      .command({"SCRIPT", "FLUSH"}, deadline);
+  const Reservation again = redis.reserve(request("flush", 1), real_waiter());
+  EXPECT_GT(again.wait, 900ms);
+  EXPECT_LE(again.wait, 1s);
+  EXPECT_EQ(agent_->relay.decisions(), 2u);
+}
+
+TEST_F(RedisRelayTest, WithoutAnAgentTheClientGoesDirect) {
+  agent_->scripted.push_back({.outcome = AgentAnswer::Outcome::no_agent});
+  RedisBackend redis = relayed();
+  EXPECT_TRUE(redis.reserve(request("direct", 1), real_waiter()).granted);
+  EXPECT_GT(redis.reserve(request("direct", 1), real_waiter()).wait, 900ms);
+  // Asked once: direct from then on.
+  EXPECT_EQ(agent_->requests, 1);
+  EXPECT_EQ(agent_->relay.decisions(), 0u);
+}
+
+// An agent killed mid-call costs one retry: the request (which it booked) is sent once more, so
+// the key pays twice for it, and never grants twice.
+TEST_F(RedisRelayTest, AgentLostAfterTheRequestCostsOneRetry) {
+  load_script();
+  agent_->scripted.push_back({.outcome = AgentAnswer::Outcome::lost});
+  RedisBackend redis = relayed();
+  const Reservation reservation = redis.reserve(request("lost", 1), real_waiter());
+  EXPECT_TRUE(reservation.granted);
+  EXPECT_GT(reservation.wait, 900ms);
+  EXPECT_EQ(agent_->requests, 2);
+  // Lost twice: the store is unavailable, as for a connection lost twice.
+  agent_->scripted.push_back({.outcome = AgentAnswer::Outcome::lost});
+  agent_->scripted.push_back({.outcome = AgentAnswer::Outcome::lost});
+  EXPECT_THROW(redis.reserve(request("lost", 1), real_waiter()), BackendUnavailable);
+}
+
+TEST_F(RedisRelayTest, StopSignalAndDeadlineEndTheWaitForTheAgent) {
+  RedisBackend redis = relayed();
+  agent_->scripted.push_back({.outcome = AgentAnswer::Outcome::stopped, .signal = SIGINT});
+  EXPECT_EQ(redis.reserve(request("stop", 1), real_waiter()).signal, SIGINT);
+  PermitRequest now_or_never = request("stop", 1);
+  now_or_never.deadline = real_waiter().now();
+  agent_->scripted.push_back({.outcome = AgentAnswer::Outcome::too_late});
+  // The deadline (and its grace) has not passed yet: no answer in time is the store's fault.
+  EXPECT_THROW(redis.reserve(now_or_never, real_waiter()), BackendUnavailable);
+}
+
+TEST_F(RedisRelayTest, StoreErrorsComeBackAsTheirOwn) {
+  RedisServer locked("s3cr3t");
+  // The URL without the password: the server refuses the script (NOAUTH), through the agent too.
+  const std::string url = "unix://" + locked.socket_path();
+  RedisBackend refused(parse_redis_deployment(url), kTimeout);
+  refused.relay_through(RedisRelayClient(agent_, {.url = url}));
+  try {
+    refused.reserve(request("k", 1), real_waiter());
+    FAIL() << "granted without a password";
+  } catch (const BackendUnavailable& error) {
+    EXPECT_NE(std::string(error.what()).find("password"), std::string::npos) << error.what();
+  }
+  // A server that is not there: unavailable, as direct.
+  const std::string gone = "unix:///nonexistent/redis.sock";
+  RedisBackend absent(parse_redis_deployment(gone), kTimeout);
+  absent.relay_through(RedisRelayClient(agent_, {.url = gone}));
+  EXPECT_THROW(absent.reserve(request("k", 1), real_waiter()), BackendUnavailable);
+  // Deployments are kept apart: one per URL.
+  EXPECT_EQ(agent_->relay.connections(), 2u);
+}
+
+// Requests as the clients sent them, recorded; the client is told a signal came.
+class RecordingAgent final : public AgentLink {
+ public:
+  AgentAnswer exchange(std::string_view request, nanoseconds, io::Waiter&) override {
+    requests.emplace_back(request);
+    return {.outcome = AgentAnswer::Outcome::stopped, .signal = SIGINT};
+  }
+  std::vector<std::string> requests;
+};
+
+// Answers given in turn, whatever the request.
+class ReplayingAgent final : public AgentLink {
+ public:
+  explicit ReplayingAgent(std::vector<std::string> answers) : answers_(std::move(answers)) {}
+  AgentAnswer exchange(std::string_view, nanoseconds, io::Waiter&) override {
+    return {.outcome = AgentAnswer::Outcome::answered, .answer = answers_.at(next_++)};
+  }
+
+ private:
+  std::vector<std::string> answers_;
+  std::size_t next_ = 0;
+};
+
+// 8 requests for one key at 1/s that come together go out in one write, and each gets the
+// decision it would get alone, in the order they came: now, in 1 s, in 2 s...
+TEST_F(RedisRelayTest, RequestsThatComeTogetherAreEachDecidedAsAlone) {
+  load_script();
+  auto recorder = std::make_shared<RecordingAgent>();
+  RedisBackend client(parse_redis_deployment(server_.unix_url()), kTimeout);
+  client.relay_through(RedisRelayClient(recorder, {.url = server_.unix_url()}));
+  for (int i = 0; i < 8; ++i)
+    EXPECT_EQ(client.reserve(request("together", 1), real_waiter()).signal, SIGINT);
+  ASSERT_EQ(recorder->requests.size(), 8u);
+  RedisRelay relay;
+  const std::vector<std::string> answers = relay.answer(recorder->requests);
+  EXPECT_EQ(relay.decisions(), 8u);
+  RedisBackend reader(parse_redis_deployment(server_.unix_url()), kTimeout);
+  reader.relay_through(
+      RedisRelayClient(std::make_shared<ReplayingAgent>(answers), {.url = server_.unix_url()}));
+  for (int i = 0; i < 8; ++i) {
+    const Reservation reservation = reader.reserve(request("together", 1), real_waiter());
+    EXPECT_TRUE(reservation.granted);
+    EXPECT_LE(reservation.wait, nanoseconds(i * 1s));
+    EXPECT_GT(reservation.wait, nanoseconds(i * 1s) - 200ms);
+  }
+}
+
+TEST(RedisRelayFormat, RequestsOfAnotherFormAreUnsupportedAndTheClientGoesDirect) {
+  RedisRelay relay;
+  EXPECT_EQ(relay.answer({"garbage", "", "15:redis-command-1999999999:x"}),
+            std::vector<std::string>(3, "11:unsupported"));
+  EXPECT_EQ(relay.connections(), 0u);
+}
+
+}  // namespace
+}  // namespace ratelimit::backends
