@@ -53,15 +53,12 @@ merged_stats() {
 }
 
 
-# four_pipes RATE STORE_ARGS...: one run of four pipes on a new key, timed by probes that read the
-# pipes' outputs directly and copy them to files, which are compared with the inputs. Prints
-# merged_stats and byte_exact=yes|NO.
-run_number=0
+# four_pipes RATE KEY STORE_ARGS...: one run of four pipes on KEY, a new key (a key used before
+# would have stored a burst), timed by probes that read the pipes' outputs directly and copy them
+# to files, which are compared with the inputs. Prints merged_stats and byte_exact=yes|NO.
 four_pipes() {
-  local rate=$1 i
-  shift
-  run_number=$((run_number + 1))
-  local key=four$run_number
+  local rate=$1 key=$2 i
+  shift 2
   for i in 0 1 2 3; do
     head -c "$(awk -v r="$rate" -v i="$i" 'BEGIN { printf "%d", r * (i + 1) / 2 }')" /dev/urandom \
       >"$TMP/in$i"
@@ -85,7 +82,7 @@ four_pipe_runs() {
   shift
   for rate in 100000 500000 1000000; do
     for run in $(seq "$RUNS"); do
-      line=$(four_pipes "$rate" "$@")
+      line=$(four_pipes "$rate" "four-$store-$rate-$run" "$@")
       echo "$store $rate B/s run $run: $line"
     done
   done
@@ -113,6 +110,7 @@ if command -v redis-server >/dev/null; then
   runs+=$'\n'$(four_pipe_runs redis --redis "unix://$TMP/redis/sock" | tee /dev/stderr)
   kill "$redis_server"
   wait "$redis_server" 2>/dev/null || true
+  trap 'rm -rf "$TMP"' EXIT
 fi
 summary=$(worst_windows <<<"$runs")
 echo "$summary" >&2
