@@ -1,4 +1,4 @@
-// pipe_probe [--lines] [--window SECONDS] [--trace FILE [--absolute]] [--input FIFO]
+// pipe_probe [--lines] [--window SECONDS] [--trace FILE [--absolute]] [--input FIFO] [--copy FILE]
 //
 // Reads standard input (or FIFO) to its end and records the time and size of every read, as a
 // consumer sees the stream. Prints one line:
@@ -11,6 +11,8 @@
 // monotonic clock's, so traces of several probes merge.
 // --input opens the FIFO once the probe runs: a shell's `<fifo` would open it before starting the
 // probe, whose start-up then delays the first read and makes the first gap look short.
+// --copy writes what was read to FILE too (after its time is taken), so that the output of a timed
+// run can be compared with its input.
 #include <fcntl.h>
 #include <fmt/core.h>
 #include <fmt/os.h>
@@ -19,6 +21,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdint>
+#include <cstdio>
 #include <cstring>
 #include <string>
 #include <utility>
@@ -85,6 +88,7 @@ int main(int argc, char** argv) {
   double window = 0.1;
   std::string trace_path;
   std::string input_path;
+  std::string copy_path;
   for (int i = 1; i < argc; ++i) {
     const std::string argument = argv[i];
     if (argument == "--lines") {
@@ -97,10 +101,12 @@ int main(int argc, char** argv) {
       trace_path = argv[++i];
     } else if (argument == "--input" && i + 1 < argc) {
       input_path = argv[++i];
+    } else if (argument == "--copy" && i + 1 < argc) {
+      copy_path = argv[++i];
     } else {
       fmt::print(stderr,
                  "usage: pipe_probe [--lines] [--window SECONDS] [--trace FILE [--absolute]] "
-                 "[--input FIFO]\n");
+                 "[--input FIFO] [--copy FILE]\n");
       return 64;
     }
   }
@@ -116,6 +122,11 @@ int main(int argc, char** argv) {
     }
     ::close(input);
   }
+  std::FILE* copy = nullptr;
+  if (!copy_path.empty() && !(copy = std::fopen(copy_path.c_str(), "wb"))) {
+    fmt::print(stderr, "pipe_probe: {}: {}\n", copy_path, std::strerror(errno));
+    return 73;
+  }
   while (true) {
     const ssize_t got = ::read(STDIN_FILENO, buffer.data(), buffer.size());
     if (got < 0 && errno == EINTR) continue;
@@ -129,6 +140,15 @@ int main(int argc, char** argv) {
         lines ? static_cast<std::uint64_t>(std::count(buffer.data(), buffer.data() + got, '\n'))
               : static_cast<std::uint64_t>(got);
     reads.push_back({now, units});
+    if (copy && std::fwrite(buffer.data(), 1, static_cast<std::size_t>(got), copy) !=
+                    static_cast<std::size_t>(got)) {
+      fmt::print(stderr, "pipe_probe: {}: {}\n", copy_path, std::strerror(errno));
+      return 74;
+    }
+  }
+  if (copy && std::fclose(copy) != 0) {
+    fmt::print(stderr, "pipe_probe: {}: {}\n", copy_path, std::strerror(errno));
+    return 74;
   }
 
   std::uint64_t total = 0;

@@ -1,13 +1,20 @@
 #!/usr/bin/env bash
-# Pipes sharing one --key, in one run of about a minute:
-#   four pipes  0.5, 1, 1.5 and 2 MB on one key at 1 MB/s: the sum of their outputs against the
-#               rate, its worst 100 ms window against rate x 0.1 s, and each pipe's share while all
-#               four are busy (ideal 25 %); every output compared with its input;
+# Pipes sharing one --key:
+#   four pipes  of 0.5, 1, 1.5 and 2 s of the rate on one key at 100 kB/s, 500 kB/s and 1 MB/s
+#               (108 ms writes, the default), each pipe ending before the next: the sum of their
+#               outputs against the rate, its worst 100 ms window against rate x 0.1 s, and each
+#               pipe's share while all four are busy (ideal 25 %); every output compared with its
+#               input; $RUNS runs of each (default 6), on the state file, and on Redis too when
+#               redis-server is installed (a server of its own on a unix socket);
 #   one pipe    --key against the same pipe in-process at 1 MB/s: rate and worst window;
 #   cost        CPU seconds for 2 GiB at --rate 100G, with --key and without.
 # Consumers (bench/pipe_probe --absolute) timestamp every read. Writes bench/results/shared.md.
+# RATELIMIT=path/to/ratelimit uses that binary (its tree's bench/pipe_probe too) instead of
+# building build/bench.
 source "$(dirname "${BASH_SOURCE[0]}")/setup.sh"
-build_bench_tree
+use_bench_binary
+PROBE=${PROBE:-$(dirname "$RATELIMIT")/../bench/pipe_probe}
+RUNS=${RUNS:-6}
 
 TMP=$(mktemp -d)
 trap 'rm -rf "$TMP"' EXIT
@@ -46,24 +53,67 @@ merged_stats() {
 }
 
 
-echo "== four pipes on one key at 1 MB/s" >&2
-sizes=(500000 1000000 1500000 2000000)
-for i in 0 1 2 3; do head -c "${sizes[$i]}" /dev/urandom >"$TMP/in$i"; done
-# Timed with the probes reading the pipes' outputs directly; then again into files, compared
-# with the inputs (a tee between pipe and probe would add its own scheduling to the timing).
-for i in 0 1 2 3; do
-  mkfifo "$TMP/fifo$i"
-  "$PROBE" --trace "$TMP/trace$i" --absolute --input "$TMP/fifo$i" >/dev/null &
-done
-sleep 0.2
-for i in 0 1 2 3; do "$RATELIMIT" --rate 1M --key four <"$TMP/in$i" >"$TMP/fifo$i" & done
-wait
-for i in 0 1 2 3; do "$RATELIMIT" --rate 1M --key exact <"$TMP/in$i" >"$TMP/out$i" & done
-wait
-exact=yes
-for i in 0 1 2 3; do cmp -s "$TMP/in$i" "$TMP/out$i" || exact=NO; done
-four=$(merged_stats 1000000 "$TMP"/trace{0,1,2,3})
-echo "$four byte_exact=$exact" >&2
+# four_pipes RATE KEY STORE_ARGS...: one run of four pipes on KEY, a new key (a key used before
+# would have stored a burst), timed by probes that read the pipes' outputs directly and copy them
+# to files, which are compared with the inputs. Prints merged_stats and byte_exact=yes|NO.
+four_pipes() {
+  local rate=$1 key=$2 i
+  shift 2
+  for i in 0 1 2 3; do
+    head -c "$(awk -v r="$rate" -v i="$i" 'BEGIN { printf "%d", r * (i + 1) / 2 }')" /dev/urandom \
+      >"$TMP/in$i"
+    rm -f "$TMP/fifo$i"
+    mkfifo "$TMP/fifo$i"
+    "$PROBE" --trace "$TMP/trace$i" --absolute --input "$TMP/fifo$i" --copy "$TMP/out$i" \
+      >/dev/null &
+  done
+  sleep 0.2
+  for i in 0 1 2 3; do "$RATELIMIT" --rate "$rate" --key "$key" "$@" <"$TMP/in$i" >"$TMP/fifo$i" & done
+  wait
+  local exact=yes
+  for i in 0 1 2 3; do cmp -s "$TMP/in$i" "$TMP/out$i" || exact=NO; done
+  echo "$(merged_stats "$rate" "$TMP"/trace{0,1,2,3}) byte_exact=$exact"
+}
+
+# four_pipe_runs STORE_NAME STORE_ARGS...: $RUNS runs at each rate, one line each, then the worst
+# window of each rate.
+four_pipe_runs() {
+  local store=$1 rate run line
+  shift
+  for rate in 100000 500000 1000000; do
+    for run in $(seq "$RUNS"); do
+      line=$(four_pipes "$rate" "four-$store-$rate-$run" "$@")
+      echo "$store $rate B/s run $run: $line"
+    done
+  done
+}
+
+# worst_windows LINES: per store and rate, the worst window of the runs and whether all were exact.
+worst_windows() {
+  awk '{ for (i = 1; i <= NF; i++) if ($i ~ /^window=/) w = substr($i, 8); else if ($i ~ /^byte_exact=/) e = substr($i, 12)
+         k = $1 " " $2; if (!(k in worst) || w + 0 > worst[k] + 0) worst[k] = w
+         if (!(k in best) || w + 0 < best[k] + 0) best[k] = w
+         if (e != "yes") bad[k] = 1; if (!(k in order)) { order[k] = ++n; keys[n] = k } }
+       END { for (j = 1; j <= n; j++) { k = keys[j]; split(k, p, " ")
+               printf "%s at %s B/s: worst window %s to %s, byte-exact: %s\n", p[1], p[2], best[k], worst[k], (k in bad) ? "NO" : "yes" } }'
+}
+
+echo "== four pipes on one key, one ending before the next, $RUNS runs per rate" >&2
+runs=$(four_pipe_runs state_file | tee /dev/stderr)
+if command -v redis-server >/dev/null; then
+  mkdir -p "$TMP/redis"
+  redis-server --port 0 --unixsocket "$TMP/redis/sock" --save '' --appendonly no \
+    --dir "$TMP/redis" --logfile "$TMP/redis/log" >/dev/null 2>&1 &
+  redis_server=$!
+  trap 'kill "$redis_server" 2>/dev/null; rm -rf "$TMP"' EXIT
+  until redis-cli -s "$TMP/redis/sock" ping >/dev/null 2>&1; do sleep 0.01; done
+  runs+=$'\n'$(four_pipe_runs redis --redis "unix://$TMP/redis/sock" | tee /dev/stderr)
+  kill "$redis_server"
+  wait "$redis_server" 2>/dev/null || true
+  trap 'rm -rf "$TMP"' EXIT
+fi
+summary=$(worst_windows <<<"$runs")
+echo "$summary" >&2
 
 echo "== one pipe at 1 MB/s, with --key and in-process" >&2
 head -c 4000000 /dev/urandom >"$TMP/one"
@@ -98,12 +148,19 @@ echo "head|cat: $head_only s; in-process: $cpu_alone s; --key: $cpu_keyed s (pip
 {
   echo "# Shared buckets (--key)"
   echo
-  echo "Run by \`scripts/bench_shared.sh\` on $(nproc) cores, $(date -u +%Y-%m-%d)."
+  echo "Run by \`scripts/bench_shared.sh\` on $(nproc) cores, $(date -u +%Y-%m-%d), load average"
+  echo "$(cut -d' ' -f1-3 /proc/loadavg) at the end."
   echo
-  echo "Four pipes of 0.5, 1, 1.5 and 2 MB on one key at 1 MB/s (sum of the four outputs; shares"
-  echo "while all four were busy, ideal 25 %; every output byte-exact: $exact):"
+  echo "Four pipes of 0.5, 1, 1.5 and 2 s of the rate on one key, so that each ends before the next"
+  echo "(108 ms writes, the default): the sum of the four outputs against the rate; window: its worst"
+  echo "100 ms as a multiple of the rate x 0.1 s; shares while all four were busy, ideal 25 %; each"
+  echo "output compared with its input. $RUNS runs per rate and store:"
   echo
-  echo "    $four"
+  sed 's/^/    /' <<<"$summary"
+  echo
+  echo "Run by run:"
+  echo
+  sed 's/^/    /' <<<"$runs"
   echo
   echo "One pipe of 4 MB at 1 MB/s (window: the worst 100 ms as a multiple of the rate x 0.1 s):"
   echo

@@ -69,15 +69,25 @@ std::optional<std::vector<BucketStatus>> set_key_rate_by_hand(BucketBackend& bac
                                       permits_per_second / 1e9);
     if (!(permits >= 1.0)) break;
     const auto given = static_cast<std::int64_t>(std::min(permits, 0x1p62));
-    backend.give_back(key, given);
+    backend.give_back(key, given, std::nullopt);
     excess -= saturated_nanoseconds(static_cast<double>(given) * (1e9 / permits_per_second));
   }
   return before;
 }
 
-void give_back(TokenBucket& bucket, std::int64_t permits, nanoseconds now) {
+bool give_back(TokenBucket& bucket, std::int64_t permits, nanoseconds now,
+               const std::optional<BookingSpan>& booked) {
   const BucketParams& params = bucket.params();
   const nanoseconds next_free = bucket.state().next_free;
+  // Why a give-back with `booked` never grants more than rate x time + burst. Bookings only move
+  // the next free moment forward, so finding it still where the giver's bookings left it means no
+  // one booked after them; and it goes back by at most what they cost, never before where they
+  // found it. Every other user's turn therefore stays where it was, and later bookings queue after
+  // all of them: the key's turns are those it would have given had the giver booked only what it
+  // used, except that stored permits its bookings spent stay spent (fewer grants, never more).
+  // Giving back what someone else's booking came after would let bookings made later move up
+  // between those made earlier: three 108 ms turns in one 100 ms window.
+  if (booked && next_free.count() != booked->until) return false;
   // As the core books fresh permits: permits times the stable interval, truncated.
   const nanoseconds cost =
       saturated_nanoseconds(static_cast<double>(permits) * (1e9 / params.permits_per_second));
@@ -86,10 +96,13 @@ void give_back(TokenBucket& bucket, std::int64_t permits, nanoseconds now) {
   const nanoseconds fill = params.shape == BucketShape::warming_up
                                ? params.warmup
                                : saturated_nanoseconds(params.max_burst_seconds * 1e9);
-  const nanoseconds moved_back = std::max(next_free - cost, now - fill);
-  if (moved_back >= next_free) return;
+  nanoseconds earliest = now - fill;
+  if (booked) earliest = std::max(earliest, nanoseconds(booked->from));
+  const nanoseconds moved_back = std::max(next_free - cost, earliest);
+  if (moved_back >= next_free) return false;
   bucket = TokenBucket(params, BucketState{.stored_permits = bucket.state().stored_permits,
                                            .next_free = moved_back});
+  return true;
 }
 
 std::vector<QuotaParams> params_of(const std::vector<Quota>& quotas) {
@@ -158,6 +171,7 @@ Reservation decide(TokenBucket& bucket, KeySchedule& schedule, std::vector<Quota
   const nanoseconds timeout = request.deadline == nanoseconds::max()
                                   ? nanoseconds::max()
                                   : std::max(request.deadline - now, nanoseconds::zero());
+  const nanoseconds found = bucket.state().next_free;
   QuotaBucket limits(bucket, quotas);
   const nanoseconds wait = limits.wait_for(request.permits, now);
   reservation.held_by_quota = limits.held_by_quota(request.permits, now);
@@ -169,6 +183,7 @@ Reservation decide(TokenBucket& bucket, KeySchedule& schedule, std::vector<Quota
   reservation.wait = limits.reserve(request.permits, now);
   bucket = limits.rate();
   quotas = limits.quotas();
+  reservation.booked = {.from = found.count(), .until = bucket.state().next_free.count()};
   return reservation;
 }
 

@@ -61,6 +61,17 @@ struct PermitRequest {
   std::chrono::nanoseconds deadline = std::chrono::nanoseconds::max();
 };
 
+// Where a booking lies among the key's: the key's next free moment that it found, and the one it
+// left, on the store's own timeline (a state file's monotonic clock, the Redis server's Unix
+// time), in nanoseconds. Only handed back to the store that made them (give_back), never read as
+// times.
+struct BookingSpan {
+  std::int64_t from = 0;
+  std::int64_t until = 0;
+
+  friend bool operator==(const BookingSpan&, const BookingSpan&) = default;
+};
+
 struct Reservation {
   bool granted = false;
   // How long until the permits may be used; when refused, how long that would have been (zero
@@ -80,6 +91,8 @@ struct Reservation {
   // follows them.
   std::string key_timetable{};
   double key_permits_per_second = 0.0;
+  // Granted: where the booking lies among the key's.
+  BookingSpan booked{};
 };
 
 // One quota of a key as `ratelimit status` shows it, as of now.
@@ -120,9 +133,11 @@ class BucketBackend {
   // Forgets a bucket; false if there was none.
   virtual bool reset(const std::string& key) = 0;
   // Permits that reserve() booked and their user did not use (a pipe's chunk booked ahead when its
-  // input ended), as give_back() takes them; nothing if there is no such bucket. Quotas keep
-  // counting them: a window holds no more than was granted.
-  virtual void give_back(const std::string& key, std::int64_t permits) = 0;
+  // input ended), as give_back() takes them: with `booked`, the span of the user's latest bookings
+  // that they come from, and only if no one booked after them. Whether they went back (not if
+  // there is no such bucket). Quotas keep counting them: a window holds no more than was granted.
+  virtual bool give_back(const std::string& key, std::int64_t permits,
+                         const std::optional<BookingSpan>& booked) = 0;
   // Returns once the store answers for `key`'s bucket, throws BackendUnavailable if it does not
   // within its own timeout; waits only through `waiter`. Books nothing: it asks whether a store
   // that went away is back. A store on this host is there whenever it is asked.
@@ -149,7 +164,13 @@ std::chrono::nanoseconds converted_turn(std::chrono::nanoseconds owed, double ol
 // moves back by what they cost at the stable rate, even into the past, where the bucket then
 // counts as idle since (a pipe whose last chunk went out late loses no time), but not further
 // back than the time the bucket takes to fill. Stored permits are left alone.
-void give_back(TokenBucket& bucket, std::int64_t permits, std::chrono::nanoseconds now);
+// With `booked`, the span of the giver's latest bookings (one after the other, no one else's
+// between), only what no later booking has built on goes back: nothing unless the next free
+// moment is still the one they left (`until`), and never before the one they found (`from`).
+// Without it (a rate set by hand gives back the key's own turn), back in any case. Returns
+// whether the next free moment moved.
+bool give_back(TokenBucket& bucket, std::int64_t permits, std::chrono::nanoseconds now,
+               const std::optional<BookingSpan>& booked);
 
 // The decision on a bucket, its schedule and its quotas loaded at `now` (on the request's
 // deadline's timeline), shared by every backend: granted at the later of the moments the rate and

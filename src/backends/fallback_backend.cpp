@@ -132,24 +132,46 @@ std::vector<BucketStatus> FallbackBackend::status(const std::optional<std::strin
 
 bool FallbackBackend::reset(const std::string& key) { return shared_alone().reset(key); }
 
-void FallbackBackend::give_back(const std::string& key, std::int64_t permits) {
-  // The unused permits are the latest booked: each part goes back where it was booked, none to
-  // the shared store while it is away (they stay booked there) and none when unthrottled.
+bool FallbackBackend::give_back_to(Store store, const std::string& key, std::int64_t permits,
+                                   const std::optional<BookingSpan>& booked) {
+  if (store == Store::local) return local_->give_back(key, permits, booked);
+  // None to the shared store while it is away (they stay booked there), none when unthrottled.
+  if (store == Store::shared && !outage_) return shared_alone().give_back(key, permits, booked);
+  return false;
+}
+
+bool FallbackBackend::give_back(const std::string& key, std::int64_t permits,
+                                const std::optional<BookingSpan>& booked) {
+  // The unused permits are the latest booked: each part goes back where it was booked.
   std::deque<Booking>& bookings = bookings_[key];
+  bool moved = false;
+  if (booked) {
+    // A span is on one store's timeline: it goes there in one call, with what the latest
+    // bookings there hold.
+    if (bookings.empty()) return give_back_to(Store::shared, key, permits, booked);
+    const Store store = bookings.back().store;
+    std::int64_t held = 0;
+    while (held < permits && !bookings.empty() && bookings.back().store == store) {
+      Booking& latest = bookings.back();
+      const std::int64_t taken = std::min(permits - held, latest.permits);
+      held += taken;
+      latest.permits -= taken;
+      if (latest.permits == 0) bookings.pop_back();
+    }
+    return give_back_to(store, key, held, booked);
+  }
   while (permits > 0 && !bookings.empty()) {
     Booking& latest = bookings.back();
     const std::int64_t returned = std::min(permits, latest.permits);
-    if (latest.store == Store::local)
-      local_->give_back(key, returned);
-    else if (latest.store == Store::shared && !outage_)
-      shared_alone().give_back(key, returned);
+    moved |= give_back_to(latest.store, key, returned, std::nullopt);
     latest.permits -= returned;
     permits -= returned;
     if (latest.permits == 0) bookings.pop_back();
   }
   // Permits this run did not book are the key's own (set_key_rate_by_hand() gives back a turn
   // booked at an old rate): they go to the shared store, unless it is away.
-  if (permits > 0 && !outage_) shared_alone().give_back(key, permits);
+  if (permits > 0) moved |= give_back_to(Store::shared, key, permits, std::nullopt);
+  return moved;
 }
 
 }  // namespace ratelimit::backends

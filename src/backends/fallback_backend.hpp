@@ -64,7 +64,8 @@ class FallbackBackend final : public BucketBackend {
                 const KeySchedule& schedule) override;
   std::vector<BucketStatus> status(const std::optional<std::string>& key) override;
   bool reset(const std::string& key) override;
-  void give_back(const std::string& key, std::int64_t permits) override;
+  bool give_back(const std::string& key, std::int64_t permits,
+                 const std::optional<BookingSpan>& booked) override;
 
  private:
   enum class Store { shared, local, none };
@@ -81,6 +82,8 @@ class FallbackBackend final : public BucketBackend {
   BucketBackend& shared_alone();
   Reservation reserve_by_policy(const PermitRequest& request, io::Waiter& waiter);
   void note_booking(const std::string& key, Store store, std::int64_t permits);
+  bool give_back_to(Store store, const std::string& key, std::int64_t permits,
+                    const std::optional<BookingSpan>& booked);
   std::string said_as() const;
 
   std::unique_ptr<BucketBackend> shared_;

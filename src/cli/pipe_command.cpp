@@ -81,10 +81,7 @@ void choose_chunk(const PipeOptions& options, pipe::EngineOptions& engine_option
                   pipe::FileIo& io) {
   const double rate = engine_options.bucket.permits_per_second;
   if (options.chunk.empty() || ends_in_time_unit(options.chunk)) {
-    if (!options.chunk.empty())
-      engine_options.chunk_interval = parse_chunk_interval(options.chunk);
-    else if (!options.key.empty() && engine_options.unit.counts_bytes())
-      engine_options.chunk_interval = pipe::shared_byte_write_interval(rate);
+    if (!options.chunk.empty()) engine_options.chunk_interval = parse_chunk_interval(options.chunk);
     if (!engine_options.unit.counts_bytes()) {
       engine_options.default_chunk_limit = kMaxRecordsPerChunk;
       return;

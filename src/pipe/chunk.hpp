@@ -37,18 +37,6 @@ inline std::chrono::nanoseconds default_write_interval(bool counts_bytes) {
   return counts_bytes ? kByteWriteInterval : kRecordWriteInterval;
 }
 
-// The time between writes by default in byte mode for a pipe sharing a key. The key's turns
-// interleave with other users', and a user that ends gives back its unused turns, so that bookings
-// made after it move up between those made before: at 108 ms a turn, three writes then fell in one
-// 100 ms window (3.24 times the rate: four pipes at 1 MB/s, scripts/bench_shared.sh). So 108 ms
-// only while that much of the rate fits a pipe's usual capacity (64 KiB, up to about 600 kB/s),
-// where a turn is smaller, and every 10 ms above.
-inline std::chrono::nanoseconds shared_byte_write_interval(double units_per_second) {
-  constexpr double kPipeCapacity = 65536;
-  return units_in(units_per_second, kByteWriteInterval) <= kPipeCapacity ? kByteWriteInterval
-                                                                         : kRecordWriteInterval;
-}
-
 // The units per write for a rate written every `interval`: at least one, at most `max_units`.
 // Where `interval` of the rate exceeds `max_units`, the interval is divided into the fewest equal
 // writes that fit, so that the period stays a whole fraction of the interval and a 100 ms window

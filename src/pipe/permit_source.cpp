@@ -86,6 +86,13 @@ std::optional<nanoseconds> SharedPermitSource::book(std::int64_t units) {
   const backends::Reservation reservation = backend_.reserve(request_, waiter_);
   if (reservation.signal != 0) return std::nullopt;
   last_held_by_quota_ = reservation.held_by_quota;
+  if (tail_units_ > 0 && reservation.booked.from == tail_.until) {
+    tail_.until = reservation.booked.until;
+    tail_units_ += units;
+  } else {
+    tail_ = reservation.booked;
+    tail_units_ = units;
+  }
   if (reservation.replaced_params && on_replaced_)
     on_replaced_(*reservation.replaced_params, reservation.replaced_timetable,
                  reservation.replaced_quotas);
@@ -109,7 +116,9 @@ std::int64_t SharedPermitSource::trimmed(std::int64_t booked, double rate_before
   if (rate >= rate_before) return booked;
   const std::int64_t needed = default_chunk_units(rate, largest_booking_, kLeastBookingInterval);
   if (booked <= needed) return booked;
-  backend_.give_back(request_.key, booked - needed);
+  // Where the key's next free moment is now is not known: the bookings before are given up for
+  // give-backs.
+  if (backend_.give_back(request_.key, booked - needed, tail_)) tail_units_ = 0;
   return needed;
 }
 
@@ -171,10 +180,12 @@ void SharedPermitSource::consume(std::int64_t units, nanoseconds, nanoseconds) {
 }
 
 void SharedPermitSource::finish() {
-  const std::int64_t unused = booked_unused();
+  // The units not used are the latest booked; those booked before someone else's booking stay
+  // booked (backends::give_back()).
+  const std::int64_t unused = std::min(booked_unused(), tail_units_);
   if (unused <= 0) return;
   try {
-    backend_.give_back(request_.key, unused);
+    backend_.give_back(request_.key, unused, tail_);
     credit_ = ahead_ = 0;
   } catch (const std::exception& error) {
     // The units stay booked: the key is only slower for a moment, and the data has gone out.

@@ -92,8 +92,9 @@ class LocalPermitSource final : public PermitSource {
 // this pipe's next chunk instead of idle (idle time would be stored as a burst for everyone).
 // Units booked and not moved (a short read, the end of a slow producer's burst) are kept as
 // local credit for the next turn: never booked twice. At the end of the run they are given back to
-// the key, so that a loop of short pipes on one key gets the key's whole rate; a give-back that
-// fails is only a warning, as the data has gone out. A booking ahead that fails leaves the turn
+// the key as far as no one else booked after them, so that a loop of short pipes on one key gets
+// the key's whole rate and pipes that share it stay smooth; a give-back that fails is only a
+// warning, as the data has gone out. A booking ahead that fails leaves the turn
 // already booked to go; the failure is thrown once those units are used, or at the next turn. The
 // first booking applies the request's parameters and timetable to the key (saying so through
 // `on_replaced` if they differed); later ones keep the key's, so that two users with other
@@ -154,6 +155,10 @@ class SharedPermitSource final : public PermitSource {
   bool ahead_held_by_quota_ = false;
   bool last_held_by_quota_ = false;
   std::optional<double> key_rate_news_;
+  // This pipe's latest bookings that followed each other on the key (each found the key's next
+  // free moment where the one before left it), and the units they booked: what may go back.
+  backends::BookingSpan tail_{};
+  std::int64_t tail_units_ = 0;
   std::int64_t largest_booking_ = 0;  // units booked at once at the most
   std::exception_ptr failure_;        // of the booking ahead, thrown once the credit is used up
 };

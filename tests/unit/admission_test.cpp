@@ -35,8 +35,9 @@ class MemoryBackend final : public backends::BucketBackend {
     return {};
   }
   bool reset(const std::string& key) override { return buckets_.erase(key) > 0; }
-  void give_back(const std::string& key, std::int64_t permits) override {
-    backends::give_back(buckets_.at(key), permits, clock_.now());
+  bool give_back(const std::string& key, std::int64_t permits,
+                 const std::optional<backends::BookingSpan>& booked) override {
+    return backends::give_back(buckets_.at(key), permits, clock_.now(), booked);
   }
 
  private:
@@ -163,7 +164,10 @@ class InterruptedBackend final : public backends::BucketBackend {
     return {};
   }
   bool reset(const std::string&) override { return false; }
-  void give_back(const std::string&, std::int64_t) override {}
+  bool give_back(const std::string&, std::int64_t,
+                 const std::optional<backends::BookingSpan>&) override {
+    return false;
+  }
 };
 
 TEST_F(Admit, SignalWhileTheStoreIsAskedRunsNothing) {

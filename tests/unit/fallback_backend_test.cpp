@@ -34,9 +34,12 @@ class ScriptedBackend final : public BucketBackend {
     return {};
   }
   bool reset(const std::string&) override { return !down; }
-  void give_back(const std::string&, std::int64_t permits) override {
+  bool give_back(const std::string&, std::int64_t permits,
+                 const std::optional<BookingSpan>& booked) override {
     if (down) throw BackendUnavailable("down");
     given_back += permits;
+    last_span = booked;
+    return true;
   }
   bool set_rate(const std::string&, double, const backends::KeySchedule&) override { return !down; }
   void ping(const std::string&, io::Waiter&) override {
@@ -48,6 +51,7 @@ class ScriptedBackend final : public BucketBackend {
   int calls = 0;
   int pings = 0;
   std::int64_t given_back = 0;
+  std::optional<BookingSpan> last_span;
   std::vector<PermitRequest> requests;
 
  private:
@@ -235,33 +239,33 @@ TEST(FallbackBackend, StatusAndResetFailWhateverThePolicy) {
 TEST(FallbackBackend, PermitsGoBackWhereTheyWereBooked) {
   Fixture up(OnUnavailable::local);
   up.reserve(5);
-  up.backend->give_back("api", 5);
+  up.backend->give_back("api", 5, std::nullopt);
   EXPECT_EQ(up.shared->given_back, 5);
 
   Fixture local(OnUnavailable::local);
   local.shared->down = true;
   local.reserve(6);
-  local.backend->give_back("api", 6);
+  local.backend->give_back("api", 6, std::nullopt);
   ASSERT_NE(local.local, nullptr);
   EXPECT_EQ(local.local->given_back, 6);
 
   Fixture unthrottled(OnUnavailable::allow);
   unthrottled.shared->down = true;
   unthrottled.reserve(7);
-  unthrottled.backend->give_back("api", 7);  // nowhere: nothing was booked
+  unthrottled.backend->give_back("api", 7, std::nullopt);  // nowhere: nothing was booked
   EXPECT_EQ(unthrottled.shared->given_back, 0);
 }
 
 TEST(FallbackBackend, PermitsThisRunDidNotBookGoToTheSharedStoreUnlessItIsAway) {
   // As set_key_rate_by_hand() gives back a turn booked at an old rate by whoever used the key.
   Fixture setter(OnUnavailable::local);
-  setter.backend->give_back("api", 9);
+  setter.backend->give_back("api", 9, std::nullopt);
   EXPECT_EQ(setter.shared->given_back, 9);
 
   Fixture away(OnUnavailable::local);
   away.shared->down = true;
   away.reserve(2);
-  away.backend->give_back("api", 9);
+  away.backend->give_back("api", 9, std::nullopt);
   EXPECT_EQ(away.local->given_back, 2);
   EXPECT_EQ(away.shared->given_back, 0);
 }
@@ -272,7 +276,7 @@ TEST(FallbackBackend, PermitsBookedAcrossAReturnGoBackToEachStoreItsPart) {
   fixture.shared->down = true;
   fixture.reserve(20);  // local
   // Booked by the shared store before it went away: not given back while it is away.
-  fixture.backend->give_back("api", 25);
+  fixture.backend->give_back("api", 25, std::nullopt);
   EXPECT_EQ(fixture.local->given_back, 20);
   EXPECT_EQ(fixture.shared->given_back, 0);
   fixture.reserve(20);  // local
@@ -281,9 +285,24 @@ TEST(FallbackBackend, PermitsBookedAcrossAReturnGoBackToEachStoreItsPart) {
   fixture.reserve(20);  // local, and the probe starts
   fixture.run_started();
   fixture.reserve(30);  // shared again
-  fixture.backend->give_back("api", 45);
+  fixture.backend->give_back("api", 45, std::nullopt);
   EXPECT_EQ(fixture.shared->given_back, 30);
   EXPECT_EQ(fixture.local->given_back, 35);
+}
+
+TEST(FallbackBackend, ASpanGoesInOneCallToTheStoreOfTheLatestBookings) {
+  // A span is one store's marks: the latest bookings' store gets it with what they hold, and the
+  // permits booked in the other store stay booked.
+  Fixture fixture(OnUnavailable::local);
+  fixture.reserve(10);  // shared
+  fixture.shared->down = true;
+  fixture.reserve(20);  // local
+  fixture.reserve(5);   // local
+  const BookingSpan span{.from = 1, .until = 2};
+  fixture.backend->give_back("api", 40, span);
+  EXPECT_EQ(fixture.local->given_back, 25);
+  EXPECT_EQ(fixture.local->last_span, span);
+  EXPECT_EQ(fixture.shared->given_back, 0);
 }
 
 }  // namespace

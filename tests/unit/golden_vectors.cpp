@@ -57,6 +57,17 @@ bool parse_yes_no(const std::string& text) {
   throw std::invalid_argument("expected yes or no: '" + text + "'");
 }
 
+// "K" or "K..L": requests of a vector, counted from 1.
+std::pair<int, int> parse_requests(const std::string& text) {
+  const std::size_t dots = text.find("..");
+  const std::int64_t first = parse_integer(text.substr(0, dots));
+  const std::int64_t last =
+      dots == std::string::npos ? first : parse_integer(text.substr(dots + 2));
+  if (first < 1 || last < first || last > 1000)
+    throw std::invalid_argument("expected requests K or K..L from 1: '" + text + "'");
+  return {static_cast<int>(first), static_cast<int>(last)};
+}
+
 // NAME=VALUE fields after the first word; each NAME is taken out as it is used, so that what is
 // left over is unknown.
 std::map<std::string, std::string> fields_of(std::istringstream& words) {
@@ -207,7 +218,12 @@ std::vector<GoldenVector> read_golden_vectors(const std::string& path) {
         params->permits_per_second = step.set_rate->rate;
       } else if (word == "give_back") {
         step.give_back = GoldenGiveBack{.at = parse_duration(require(fields, "t")),
-                                        .permits = parse_integer(require(fields, "permits"))};
+                                        .permits = parse_integer(require(fields, "permits")),
+                                        .booked = {},
+                                        .moved = {}};
+        if (const auto booked = take(fields, "booked"))
+          step.give_back->booked = parse_requests(*booked);
+        if (const auto moved = take(fields, "moved")) step.give_back->moved = parse_yes_no(*moved);
         reject_unknown(fields);
       } else {
         throw std::invalid_argument("unknown line '" + word + "'");
@@ -223,17 +239,33 @@ std::vector<GoldenVector> read_golden_vectors(const std::string& path) {
 
 std::vector<std::string> replay(const GoldenVector& vector, GoldenStore& store) {
   std::vector<std::string> mismatches;
+  std::vector<backends::BookingSpan> spans;  // of each request so far
   for (const GoldenStep& step : vector.steps) {
     if (step.set_rate) {
       store.set_rate(*step.set_rate);
       continue;
     }
     if (step.give_back) {
-      store.give_back(*step.give_back);
+      std::optional<backends::BookingSpan> booked;
+      if (const auto requests = step.give_back->booked) {
+        const auto [first, last] = *requests;
+        if (last > static_cast<int>(spans.size())) {
+          mismatches.push_back(vector.name + " line " + std::to_string(step.line) +
+                               ": no request " + std::to_string(last) + " before");
+          continue;
+        }
+        booked =
+            backends::BookingSpan{.from = spans[first - 1].from, .until = spans[last - 1].until};
+      }
+      const bool moved = store.give_back(*step.give_back, booked);
+      if (step.give_back->moved.value_or(moved) != moved)
+        mismatches.push_back(vector.name + " line " + std::to_string(step.line) +
+                             ": the store answers moved=" + (moved ? "yes" : "no"));
       continue;
     }
     const GoldenRequest& request = *step.request;
     const GoldenAnswer answer = store.request(request);
+    spans.push_back(answer.booked);
     const bool same = request.granted == answer.granted && request.wait &&
                       wait_matches(*request.wait, answer.wait) &&
                       request.replaced.value_or(answer.replaced) == answer.replaced &&

@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "backends/bucket_backend.hpp"
 #include "ratelimit/token_bucket.hpp"
 
 // The reader of tests/golden_vectors.txt (its header describes the format) and a replay of one
@@ -38,6 +39,10 @@ struct GoldenSetRate {
 struct GoldenGiveBack {
   std::chrono::nanoseconds at{0};
   std::int64_t permits = 0;
+  // The vector's requests, counted from 1, whose span the permits come from: from the first's to
+  // the last's. None: no span.
+  std::optional<std::pair<int, int>> booked;
+  std::optional<bool> moved;  // expected only where the line says so
 };
 
 struct GoldenStep {
@@ -62,6 +67,7 @@ struct GoldenAnswer {
   std::chrono::nanoseconds wait{0};
   bool replaced = false;
   std::string key_timetable{};
+  backends::BookingSpan booked{};  // granted: the store's marks, handed back to it as they are
 };
 
 // A store as the vectors drive it: a fresh bucket per vector, made by the first request.
@@ -70,7 +76,9 @@ class GoldenStore {
   virtual ~GoldenStore() = default;
   virtual GoldenAnswer request(const GoldenRequest& request) = 0;
   virtual void set_rate(const GoldenSetRate& change) = 0;
-  virtual void give_back(const GoldenGiveBack& unused) = 0;
+  // Whether the bucket's next free moment moved.
+  virtual bool give_back(const GoldenGiveBack& unused,
+                         const std::optional<backends::BookingSpan>& booked) = 0;
 };
 
 // Replays `vector` on `store`; returns one message per mismatch, each with the line as the store

@@ -34,7 +34,8 @@ GoldenAnswer answer(const backends::Reservation& reservation) {
   return {.granted = reservation.granted,
           .wait = reservation.wait,
           .replaced = reservation.replaced_params.has_value(),
-          .key_timetable = reservation.key_timetable};
+          .key_timetable = reservation.key_timetable,
+          .booked = reservation.booked};
 }
 
 // The core's arithmetic through backends::decide(), the step every store takes under its lock.
@@ -52,8 +53,9 @@ class CoreStore final : public GoldenStore {
     backends::change_rate(*bucket_, change.rate, change.at);
     schedule_ = {.timetable = change.timetable, .entry_until = change.entry_until};
   }
-  void give_back(const GoldenGiveBack& unused) override {
-    backends::give_back(*bucket_, unused.permits, unused.at);
+  bool give_back(const GoldenGiveBack& unused,
+                 const std::optional<backends::BookingSpan>& booked) override {
+    return backends::give_back(*bucket_, unused.permits, unused.at, booked);
   }
 
  private:
@@ -74,9 +76,10 @@ class StateFileStore final : public GoldenStore {
     EXPECT_TRUE(backend_.set_rate(
         "golden", change.rate, {.timetable = change.timetable, .entry_until = change.entry_until}));
   }
-  void give_back(const GoldenGiveBack& unused) override {
+  bool give_back(const GoldenGiveBack& unused,
+                 const std::optional<backends::BookingSpan>& booked) override {
     move_to(unused.at);
-    backend_.give_back("golden", unused.permits);
+    return backend_.give_back("golden", unused.permits, booked);
   }
 
  private:

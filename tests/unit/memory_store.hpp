@@ -52,9 +52,11 @@ class MemoryStore : public backends::BucketBackend {
     return {};
   }
   bool reset(const std::string&) override { return false; }
-  void give_back(const std::string&, std::int64_t permits) override {
-    given_back += permits;
-    backends::give_back(*bucket, permits, io_.now());
+  bool give_back(const std::string&, std::int64_t permits,
+                 const std::optional<backends::BookingSpan>& booked) override {
+    const bool moved = backends::give_back(*bucket, permits, io_.now(), booked);
+    if (moved) given_back += permits;
+    return moved;
   }
 
   std::optional<TokenBucket> bucket;

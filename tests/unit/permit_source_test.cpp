@@ -38,9 +38,10 @@ class FakeStore final : public testing::MemoryStore {
     return reservation;
   }
 
-  void give_back(const std::string& key, std::int64_t permits) override {
+  bool give_back(const std::string& key, std::int64_t permits,
+                 const std::optional<backends::BookingSpan>& booked) override {
     if (fail_give_back) throw UnsafeStateError("record gone bad");
-    MemoryStore::give_back(key, permits);
+    return MemoryStore::give_back(key, permits, booked);
   }
 
   nanoseconds latency{0};
@@ -325,6 +326,27 @@ TEST_P(SharedEngine, AGiveBackThatFailsAfterAllDataWentOutIsAWarning) {
   EXPECT_EQ(io.output(), "data");
   ASSERT_EQ(warnings.size(), 1u);
   EXPECT_EQ(warnings.front(), "key 'k': 36 unused permits not given back: record gone bad");
+}
+
+// Two pipes on a key at 1000/s, chunks of 20 (20 ms): each books its chunk and one ahead. A ends
+// first: B booked after A's chunk ahead, so nothing of A's goes back (the next booking would move
+// up between A's turn and B's). B, the last, gives back its own two.
+TEST_P(SharedEngine, APipeThatEndsGivesBackOnlyWhatNoLaterBookingBuiltOn) {
+  backends::PermitRequest request;
+  request.key = "k";
+  request.params = bytes_per_second(1000, 20).bucket;
+  SharedPermitSource pipe_a(store, request, waiter);
+  SharedPermitSource pipe_b(store, request, waiter);
+  ASSERT_EQ(pipe_a.turn(20, io.now()), io.now());
+  ASSERT_EQ(pipe_b.turn(20, io.now()), io.now() + 40ms);
+  pipe_a.consume(20, io.now(), io.now());
+  const nanoseconds key_free = store.bucket->state().next_free;
+  pipe_a.finish();
+  EXPECT_EQ(store.given_back, 0);
+  EXPECT_EQ(store.bucket->state().next_free, key_free);
+  pipe_b.finish();
+  EXPECT_EQ(store.given_back, 40);
+  EXPECT_EQ(store.bucket->state().next_free, key_free - 40ms);
 }
 
 TEST_P(SharedEngine, StopSignalDuringTheCallToTheStore) {

@@ -75,6 +75,35 @@ TEST_F(StateFileBackendTest, ProcessesShareOneBucketInArrivalOrder) {
   EXPECT_TRUE(notes_.empty());
 }
 
+// Two pipes' turns: A's chunk booked ahead, then B's. A ends: giving back its chunk ahead would
+// let the next booking move up between A's turn and B's, so it stays booked; B's, the last, goes.
+TEST_F(StateFileBackendTest, GivesBackOnlyWhatNoLaterBookingBuiltOn) {
+  auto pipe_a = process();
+  auto pipe_b = process();
+  PermitRequest chunk = request(bursty(100));
+  chunk.permits = 10;  // 100 ms
+  ASSERT_EQ(pipe_a.reserve(chunk, waiter_).wait, 0ms);
+  const Reservation a_ahead = pipe_a.reserve(chunk, waiter_);
+  const Reservation b_chunk = pipe_b.reserve(chunk, waiter_);
+  const Reservation b_ahead = pipe_b.reserve(chunk, waiter_);
+  ASSERT_EQ(b_ahead.wait, 300ms);
+  EXPECT_EQ(b_chunk.booked.from, a_ahead.booked.until);
+  clock_.advance(50ms);
+  EXPECT_FALSE(pipe_a.give_back("api", 10, a_ahead.booked));
+  PermitRequest probe = request(bursty(100));
+  probe.permits = 1;
+  const Reservation after_a = pipe_b.reserve(probe, waiter_);
+  EXPECT_EQ(after_a.wait, 350ms);  // 400 ms from the start: nothing moved up
+  // B's two chunks and the probe, one after the other, are the last: they go back, as far as
+  // where B's first chunk found the key (200 ms from the start).
+  EXPECT_TRUE(pipe_b.give_back(
+      "api", 21, BookingSpan{.from = b_chunk.booked.from, .until = after_a.booked.until}));
+  EXPECT_EQ(pipe_a.reserve(probe, waiter_).wait, 150ms);
+  // Without a span (a rate set by hand), back in any case.
+  EXPECT_TRUE(pipe_a.give_back("api", 1, std::nullopt));
+  EXPECT_EQ(pipe_a.reserve(probe, waiter_).wait, 150ms);
+}
+
 // One permit at 0.001/s books the next 1000 s ahead; the rate meant, set by hand, converts what is
 // owed (1 permit) to the new rate, even from the 292-year limit; a lowered rate keeps the turn.
 TEST_F(StateFileBackendTest, ARaisedRateSetByHandConvertsTheBookedTurn) {

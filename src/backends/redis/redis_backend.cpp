@@ -51,6 +51,25 @@ bool is_text(const RedisValue& value) {
   return value.type == RedisValue::Type::string || value.type == RedisValue::Type::status;
 }
 
+// The wait of a reply, "WAIT" or, granted, "WAIT FROM UNTIL": the booking's span follows in the
+// same text, which the server makes at a fraction of the cost of more fields. Into `reservation`;
+// false if the text is neither.
+bool read_wait(std::string_view text, Reservation& reservation) {
+  const std::size_t first = text.find(' ');
+  const auto wait = parse_number<std::int64_t>(text.substr(0, first));
+  if (!wait) return false;
+  reservation.wait = nanoseconds(*wait);
+  if (first == std::string_view::npos) return !reservation.granted;
+  const std::string_view span = text.substr(first + 1);
+  const std::size_t second = span.find(' ');
+  if (second == std::string_view::npos) return false;
+  const auto from = parse_number<std::int64_t>(span.substr(0, second));
+  const auto until = parse_number<std::int64_t>(span.substr(second + 1));
+  if (!from || !until || !reservation.granted) return false;
+  reservation.booked = {.from = *from, .until = *until};
+  return true;
+}
+
 }  // namespace
 
 std::string redis_key(const std::string& key) {
@@ -200,9 +219,7 @@ Reservation RedisBackend::reserve_at(const PermitRequest& request, nanoseconds t
                           .key_timetable = request.schedule.timetable,
                           .key_permits_per_second = params.permits_per_second};
   if (reply.type == RedisValue::Type::string) {
-    const auto wait_ns = parse_number<std::int64_t>(reply.text);
-    if (!wait_ns) unexpected_reply(reply);
-    reservation.wait = nanoseconds(*wait_ns);
+    if (!read_wait(reply.text, reservation)) unexpected_reply(reply);
     return reservation;
   }
   if (reply.type != RedisValue::Type::array) unexpected_reply(reply);
@@ -212,12 +229,11 @@ Reservation RedisBackend::reserve_at(const PermitRequest& request, nanoseconds t
     unexpected_reply(reply);
   const RedisValue& granted = fields[0];
   const RedisValue& wait = fields[1];
-  const auto wait_ns = is_text(wait) ? parse_number<std::int64_t>(wait.text) : std::nullopt;
   if (granted.type != RedisValue::Type::integer || (granted.integer != 0 && granted.integer != 1) ||
-      !wait_ns)
+      !is_text(wait))
     unexpected_reply(reply);
   reservation.granted = granted.integer == 1;
-  reservation.wait = nanoseconds(*wait_ns);
+  if (!read_wait(wait.text, reservation)) unexpected_reply(reply);
   if (fields.size() == kAsRequestedFields) return reservation;
   const RedisValue& replaced = fields[2];
   const RedisValue& problem = fields[3];
@@ -354,19 +370,27 @@ void RedisBackend::ping(const std::string& key, io::Waiter& waiter) {
   }
 }
 
-void RedisBackend::give_back(const std::string& key, std::int64_t permits) {
-  give_back_at(key, permits, std::nullopt);
+bool RedisBackend::give_back(const std::string& key, std::int64_t permits,
+                             const std::optional<BookingSpan>& booked) {
+  return give_back_at(key, permits, booked, std::nullopt);
 }
 
-void RedisBackend::give_back_at(const std::string& key, std::int64_t permits,
+bool RedisBackend::give_back_at(const std::string& key, std::int64_t permits,
+                                const std::optional<BookingSpan>& booked,
                                 std::optional<std::int64_t> now_micros) {
   validate_permits(permits);
   RedisDeadline round_trip = operation_deadline();
-  const RedisValue reply =
-      run_script(key, {"give_back", now_argument(now_micros), std::to_string(permits)}, round_trip);
-  if (reply.type != RedisValue::Type::nil &&
-      (reply.type != RedisValue::Type::integer || reply.integer != 1))
+  std::vector<std::string> arguments{"give_back", now_argument(now_micros),
+                                     std::to_string(permits)};
+  if (booked) {
+    arguments.push_back(std::to_string(booked->from));
+    arguments.push_back(std::to_string(booked->until));
+  }
+  const RedisValue reply = run_script(key, std::move(arguments), round_trip);
+  if (reply.type == RedisValue::Type::nil) return false;
+  if (reply.type != RedisValue::Type::integer || (reply.integer != 0 && reply.integer != 1))
     unexpected_reply(reply);
+  return reply.integer == 1;
 }
 
 bool RedisBackend::set_rate_at(const std::string& key, double permits_per_second,

@@ -43,7 +43,8 @@ class RedisBackend final : public BucketBackend {
                 const KeySchedule& schedule) override;
   std::vector<BucketStatus> status(const std::optional<std::string>& key) override;
   bool reset(const std::string& key) override;
-  void give_back(const std::string& key, std::int64_t permits) override;
+  bool give_back(const std::string& key, std::int64_t permits,
+                 const std::optional<BookingSpan>& booked) override;
   // Connected to the node (or master) that serves `key`, and a PING answered.
   void ping(const std::string& key, io::Waiter& waiter) override;
 
@@ -57,7 +58,8 @@ class RedisBackend final : public BucketBackend {
                          std::optional<std::int64_t> now_micros, RedisDeadline& deadline);
   std::optional<BucketStatus> status_at(const std::string& key,
                                         std::optional<std::int64_t> now_micros);
-  void give_back_at(const std::string& key, std::int64_t permits,
+  bool give_back_at(const std::string& key, std::int64_t permits,
+                    const std::optional<BookingSpan>& booked,
                     std::optional<std::int64_t> now_micros);
   bool set_rate_at(const std::string& key, double permits_per_second, const KeySchedule& schedule,
                    std::optional<std::int64_t> now_micros);

@@ -39,14 +39,18 @@
 --          several times the cost of a text), else {0, wait ns}; else {granted 0|1, wait,
 --          parameters replaced 0|1, why the record was discarded, the key's timetable and rate
 --          after the call}, followed when replaced by the replaced parameters (as status gives
---          them) and the replaced timetable.
+--          them) and the replaced timetable. A granted wait is followed in its text by the
+--          booking's span (BookingSpan of bucket_backend.hpp): the next free moment it found and
+--          the one it left, as integer Unix nanoseconds, blank-separated ("WAIT FROM UNTIL").
 -- status:  returns nil without a bucket, {"unusable", why} for a record that cannot be used,
 --          else {shape, rate, burst, warmup, cold, start_full, pay_first, stored permits now, ns
 --          until the next free, timetable, entry_until, notation ("" for none)}.
 -- set_rate: ARGV[3] the new rate, ARGV[4], ARGV[5] the new timetable and entry's end; returns nil
 --          without a bucket, else 1.
--- give_back: ARGV[3] permits booked and not used (give_back() of bucket_backend.cpp); returns nil
---          without a bucket, else 1.
+-- give_back: ARGV[3] permits booked and not used (give_back() of bucket_backend.cpp); ARGV[4]
+--          and ARGV[5], optional, the span of the bookings they come from, as reserve gave it:
+--          only what no later booking has built on goes back. Returns nil without a bucket, else
+--          1 if the next free moment moved, 0 if not.
 -- Waits are strings of integer nanoseconds: a Lua number in a reply is truncated to an integer.
 --
 -- EVAL runs this whole body on every call, creating each function and table in it afresh: the
@@ -444,7 +448,7 @@ if reserving then
   -- TokenBucket::book(): the state after booking `permits` now, and the caller's wait. Its
   -- durations and times are not negative here, so the core's saturating sums are sums capped at
   -- 2^63.
-  local booked_stored, booked_free = stored, next_free
+  local booked_stored, booked_free, booked_from = stored, next_free, next_free
   if now > booked_free then
     if max_permits > 0 then
       booked_stored = min(max_permits, booked_stored + (now - booked_free) / cool_down)
@@ -483,6 +487,22 @@ if reserving then
     stored, next_free = booked_stored, booked_free
   end
   local wait_text = integer_string(wait)
+  if granted == 1 then
+    -- The span, as integer Unix nanoseconds: whole seconds and nine digits of nanoseconds, which
+    -- a double could not hold as one number (exact only near the epoch: tests' times).
+    local function mark_text(t)
+      local ns = math.fmod(t, NS_PER_S)
+      if ns < 0 then ns = ns + NS_PER_S end
+      local s = now_s + floor((t - ns) / NS_PER_S + 0.5)
+      -- The int64 maximum, where the core saturates, is 9223372036 s and 854775807 ns.
+      if s > 9223372036 or s == 9223372036 and ns > 854775807 then
+        return "9223372036854775807"
+      end
+      if s > 0 then return string.format("%d%09d", s, ns) end
+      return integer_string(s * NS_PER_S + ns)
+    end
+    wait_text = wait_text .. " " .. mark_text(booked_from) .. " " .. mark_text(next_free)
+  end
   if replaced then
     reply = {granted, wait_text, 1, problem, timetable, params[2], replaced[1], replaced[2],
              replaced[3], replaced[4], replaced[5], replaced[6], replaced[7], replaced_timetable}
@@ -512,11 +532,29 @@ elseif operation == "set_rate" then
   timetable, entry_until = new_timetable, new_entry_until
   reply = 1
 else
-  local given_back = tonumber(ARGV[3])
-  if not (given_back and given_back > 0) then
+  local given_back, from_text, until_text = tonumber(ARGV[3]), ARGV[4], ARGV[5]
+  if not (given_back and given_back > 0 and (from_text == nil) == (until_text == nil) and
+          (from_text == nil or is_int64_text(from_text) and is_int64_text(until_text))) then
     return redis.error_reply("ERR ratelimit: bad arguments")
   end
   if not held then return nil end
+  -- A mark of a span (reserve's integer Unix nanoseconds) as whole seconds and nanoseconds.
+  local function mark_parts(text)
+    if #text <= 15 then
+      local value = tonumber(text)
+      local s = floor(value / NS_PER_S)
+      return s, value - s * NS_PER_S
+    end
+    return tonumber(text:sub(1, -10)), tonumber(text:sub(-9))
+  end
+  -- The span's bookings must be the last (why: give_back() of bucket_backend.cpp).
+  local earliest = -huge
+  if from_text then
+    local until_s, until_ns = mark_parts(until_text)
+    if until_s ~= saved_free_s or until_ns ~= saved_free_ns then return 0 end
+    local from_s, from_ns = mark_parts(from_text)
+    earliest = (from_s - now_s) * NS_PER_S + from_ns
+  end
   -- give_back(): back by what the permits cost, as if never booked, but not further than the
   -- bucket's fill time before now; durations truncated and at most a century.
   local cost = whole_ns(min(given_back * stable, CENTURY_NS))
@@ -524,8 +562,8 @@ else
   if params[1] == "bursty" then
     fill = whole_ns(min(params.burst * NS_PER_S, CENTURY_NS))
   end
-  local moved_back = max(next_free - cost, now - fill)
-  if moved_back >= next_free then return 1 end
+  local moved_back = max(next_free - cost, now - fill, earliest)
+  if moved_back >= next_free then return 0 end
   next_free = moved_back
   reply = 1
 end

@@ -108,10 +108,13 @@ bool StateFileBackend::set_rate(const std::string& key, double permits_per_secon
                          });
 }
 
-void StateFileBackend::give_back(const std::string& key, std::int64_t permits) {
-  update_existing(key, [permits](TokenBucket& bucket, KeySchedule&, std::chrono::nanoseconds now) {
-    backends::give_back(bucket, permits, now);
+bool StateFileBackend::give_back(const std::string& key, std::int64_t permits,
+                                 const std::optional<BookingSpan>& booked) {
+  bool moved = false;
+  update_existing(key, [&](TokenBucket& bucket, KeySchedule&, std::chrono::nanoseconds now) {
+    moved = backends::give_back(bucket, permits, now, booked);
   });
+  return moved;
 }
 
 std::vector<BucketStatus> StateFileBackend::status(const std::optional<std::string>& key) {

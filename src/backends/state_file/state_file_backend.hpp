@@ -36,7 +36,8 @@ class StateFileBackend final : public BucketBackend {
                 const KeySchedule& schedule) override;
   std::vector<BucketStatus> status(const std::optional<std::string>& key) override;
   bool reset(const std::string& key) override;
-  void give_back(const std::string& key, std::int64_t permits) override;
+  bool give_back(const std::string& key, std::int64_t permits,
+                 const std::optional<BookingSpan>& booked) override;
 
   const StateDirectory& directory() const { return directory_; }
 
