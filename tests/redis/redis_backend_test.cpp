@@ -2,6 +2,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <limits>
@@ -454,7 +455,7 @@ TEST_F(RedisBackendTest, TheKeyKeepsTheNotationOfTheParametersApplied) {
   EXPECT_EQ(notation_now(), "");
   redis.reserve_at(warming, kForever, 0);
   EXPECT_TRUE(redis.set_rate_at("n", 40, {}, 0));
-  redis.give_back_at("n", 1, 0);
+  redis.give_back_at("n", 1, std::nullopt, 0);
   EXPECT_EQ(notation_now(), "lines si 60 units");
   EXPECT_EQ(redis.status_at("none", 0), std::nullopt);
 }
@@ -493,9 +494,11 @@ TEST_F(RedisBackendTest, ReserveAsTheBenchCallsIt) {
       admin(server_,
             {"EVAL", std::string(kRedisBucketScript), "1", "ratelimit:{short}", "reserve", "", "1",
              "9223372036854775807", "1,bursty,1e9,1,0,3,0,0,0,", "bursty", "0", "1e9", "1"});
-  // Granted at once, and the key holds the caller's rate and schedule: the wait says it all.
+  // Granted at once, and the key holds the caller's rate and schedule: the wait and the booking's
+  // span say it all.
   ASSERT_EQ(reply.type, RedisValue::Type::string);
-  EXPECT_EQ(reply.text, "0");
+  EXPECT_TRUE(reply.text.starts_with("0 ")) << reply.text;
+  EXPECT_EQ(std::count(reply.text.begin(), reply.text.end(), ' '), 2) << reply.text;
   RedisBackend redis = backend(server_.unix_url());
   const auto kept = redis.status("short").at(0);
   EXPECT_EQ(kept.params, bursty(1e9));

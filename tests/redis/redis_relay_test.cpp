@@ -91,15 +91,17 @@ class RelayedStore final : public testing::GoldenStore {
     return {.granted = reservation.granted,
             .wait = reservation.wait,
             .replaced = reservation.replaced_params.has_value(),
-            .key_timetable = reservation.key_timetable};
+            .key_timetable = reservation.key_timetable,
+            .booked = reservation.booked};
   }
   void set_rate(const testing::GoldenSetRate& change) override {
     EXPECT_TRUE(backend_.set_rate_at(
         key_, change.rate, {.timetable = change.timetable, .entry_until = change.entry_until},
         micros(change.at)));
   }
-  void give_back(const testing::GoldenGiveBack& unused) override {
-    backend_.give_back_at(key_, unused.permits, micros(unused.at));
+  bool give_back(const testing::GoldenGiveBack& unused,
+                 const std::optional<BookingSpan>& booked) override {
+    return backend_.give_back_at(key_, unused.permits, booked, micros(unused.at));
   }
 
  private:

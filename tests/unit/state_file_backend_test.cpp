@@ -208,7 +208,7 @@ TEST_F(StateFileBackendTest, TheKeyKeepsTheNotationOfTheParametersApplied) {
   // Kept by a change of rate by hand and a give-back.
   backend.reserve(replacing, waiter_);
   backend.set_rate("api", 40, {});
-  backend.give_back("api", 1);
+  backend.give_back("api", 1, std::nullopt);
   EXPECT_EQ(notation_now(), "lines si 60 units");
 }
 

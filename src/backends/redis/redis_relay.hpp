@@ -24,7 +24,7 @@ namespace ratelimit::backends {
 // it is the same.
 struct RedisRelayDeployment {
   std::string url;
-  RedisTlsOptions tls;
+  RedisTlsOptions tls{};
   std::chrono::milliseconds timeout{1000};
   std::chrono::milliseconds failover_timeout = kDefaultFailoverTimeout;
 };
