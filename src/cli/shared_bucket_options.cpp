@@ -192,7 +192,8 @@ backends::BackendOptions backend_options(const StoreOptions& options) {
                                .tls = {.ca_file = options.redis_tls.ca_file,
                                        .cert_file = options.redis_tls.cert_file,
                                        .key_file = options.redis_tls.key_file,
-                                       .verify = !options.redis_tls_insecure}};
+                                       .verify = !options.redis_tls_insecure,
+                                       .session_dir = options.state_dir}};
   return backend;
 }
 
