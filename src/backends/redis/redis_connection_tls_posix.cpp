@@ -428,8 +428,10 @@ RedisTls::RedisTls(const RedisTlsOptions& options, std::function<void(const std:
       if (::SSL_CTX_set_default_verify_paths(context) != 1)
         throw UsageError("the system's CA store: " + openssl_reason("cannot be loaded"));
       // The system's store is found through these when they are set.
-      trust = std::string("system store ") + getenv_or_empty(X509_get_default_cert_file_env()) +
-              '\0' + getenv_or_empty(X509_get_default_cert_dir_env());
+      trust = std::string("the system's store, ") + X509_get_default_cert_file_env() + "=" +
+              getenv_or_empty(X509_get_default_cert_file_env()) + " " +
+              X509_get_default_cert_dir_env() + "=" +
+              getenv_or_empty(X509_get_default_cert_dir_env());
     } else {
       trust = "CA file " + trust_cas(context, options.ca_file);
     }
