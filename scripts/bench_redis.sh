@@ -18,7 +18,7 @@
 #   handshakes  the server's CPU and the wall time per `ratelimit acquire` over TCP and over TLS,
 #               with an EC and an RSA-2048 server certificate, each TLS one making a full
 #               handshake (a state directory that keeps no session) against one resuming the
-#               session the previous call kept.
+#               session the previous call kept (BENCH_ROUNDS alternating rounds; medians).
 # Writes bench/results/redis.md.
 source "$(dirname "${BASH_SOURCE[0]}")/setup.sh"
 ensure_packages redis-server redis-tools openssl
@@ -186,11 +186,11 @@ openssl x509 -req -in "$tls/rsa.csr" -CA "$tls/ca.crt" -CAkey "$tls/ca.key" -set
 mkdir -m 700 "$TMP/keeps"
 # Writable by the group: not a safe state directory, so it keeps no session.
 mkdir -m 770 "$TMP/keeps-none"
-# per_call STATE_DIR ACQUIRE-OPTIONS...: "wall_ms server_cpu_us" per acquire, means of 300
-# after one call that keeps a session if the directory may.
+# per_call NAME STATE_DIR ACQUIRE-OPTIONS...: appends "wall_ms server_cpu_us" per acquire (means of
+# 200, after one call that keeps a session if the directory may) to $TMP/per_call.NAME.
 per_call() {
-  local dir=$1 count=300 before after start ns
-  shift
+  local name=$1 dir=$2 count=200 before after start ns
+  shift 2
   RATELIMIT_STATE_DIR=$dir "$RATELIMIT" acquire "$@" --rate 1e9 --key handshake
   before=$(server_cpu)
   start=$(date +%s%N)
@@ -198,20 +198,25 @@ per_call() {
   ns=$(($(date +%s%N) - start))
   after=$(server_cpu)
   awk -v ns="$ns" -v a="$after" -v b="$before" -v n=$count \
-    'BEGIN { printf "%.2f %.0f\n", ns / n / 1e6, (a - b) / n * 1e6 }'
+    'BEGIN { printf "%.2f %.0f\n", ns / n / 1e6, (a - b) / n * 1e6 }' >>"$TMP/per_call.$name"
+}
+# per_call_medians NAME: "CPU us, wall ms" of NAME's rounds.
+per_call_medians() {
+  echo "$(cut -d' ' -f2 "$TMP/per_call.$1" | median) us, $(cut -d' ' -f1 "$TMP/per_call.$1" | median) ms"
 }
 handshake_load_before=$(cut -d' ' -f1-3 /proc/loadavg)
-read -r tcp_wall tcp_cpu < <(per_call "$TMP/keeps" --redis "$TCP_URL")
-handshake_result="TCP: ${tcp_cpu} us of server CPU, ${tcp_wall} ms each"
-for certificate in server rsa; do
-  redis-cli -s "$TMP/redis/sock" config set tls-cert-file "$tls/$certificate.crt" \
-    tls-key-file "$tls/$certificate.key" >/dev/null
-  read -r full_wall full_cpu < <(per_call "$TMP/keeps-none" --redis "$TLS_URL" "${TLS_CA[@]}")
-  read -r resumed_wall resumed_cpu < <(per_call "$TMP/keeps" --redis "$TLS_URL" "${TLS_CA[@]}")
-  name=$([ "$certificate" = rsa ] && echo "RSA-2048" || echo "EC P-256")
-  handshake_result="$handshake_result; TLS with an $name certificate, full handshake: ${full_cpu} us, ${full_wall} ms; resumed: ${resumed_cpu} us, ${resumed_wall} ms"
+for round in $(seq "$ROUNDS"); do
+  per_call tcp "$TMP/keeps" --redis "$TCP_URL"
+  for certificate in server rsa; do
+    redis-cli -s "$TMP/redis/sock" config set tls-cert-file "$tls/$certificate.crt" \
+      tls-key-file "$tls/$certificate.key" >/dev/null
+    full() { per_call "$certificate-full" "$TMP/keeps-none" --redis "$TLS_URL" "${TLS_CA[@]}"; }
+    resumed() { per_call "$certificate-resumed" "$TMP/keeps" --redis "$TLS_URL" "${TLS_CA[@]}"; }
+    # Alternating which goes first, as for the scripts above.
+    if [ $((round % 2)) -eq 1 ]; then full; resumed; else resumed; full; fi
+  done
 done
-handshake_result="$handshake_result (load average $handshake_load_before before, $(cut -d' ' -f1-3 /proc/loadavg) after)"
+handshake_result="TCP: $(per_call_medians tcp); TLS with an EC P-256 certificate, full handshake: $(per_call_medians server-full), resumed: $(per_call_medians server-resumed); with an RSA-2048 certificate, full handshake: $(per_call_medians rsa-full), resumed: $(per_call_medians rsa-resumed) (medians of $ROUNDS alternating rounds of 200; load average $handshake_load_before before, $(cut -d' ' -f1-3 /proc/loadavg) after)"
 echo "$handshake_result" >&2
 
 echo "== the script's round trip on a kept connection" >&2
@@ -233,7 +238,7 @@ echo "$kept_result" >&2
   echo "- 4 pipes of 1 MB on 4 hosts sharing 1 MB/s through one key: $pipes_result."
   echo "- Mean time of one \`ratelimit acquire\` that never waits (process start included):"
   echo "  $latency_result."
-  echo "- Redis's CPU and the wall time per \`ratelimit acquire\` (a new connection each, means of 300):"
+  echo "- Redis's CPU and the wall time per \`ratelimit acquire\` (a new connection each):"
   echo "  $handshake_result."
   echo "- The script's round trip on a kept connection, as a pipe makes it (one client, median):"
   echo "  $kept_result."
