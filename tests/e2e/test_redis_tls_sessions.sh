@@ -107,6 +107,7 @@ acquire_over_tls
 expect_full_handshake
 grep -qx "ratelimit: TLS session file '$file' ignored: the session has expired" "$WORK/stderr" ||
   fail "an expired session said: $(cat "$WORK/stderr")"
+[ "$(redis_cli main config set tls-session-cache-timeout 300)" = OK ] || fail "CONFIG SET failed"
 
 # A state directory that is not safe keeps no session, and is no error for Redis.
 chmod 777 "$state"
@@ -118,8 +119,25 @@ grep -q "^ratelimit: TLS sessions not kept: state directory '$state' is writable
 expect_full_handshake
 chmod 700 "$state"
 
+# Processes that keep their sessions at the same time: each replaces the file whole (none finds
+# it torn, none fails to keep its own), no new file is left behind, and what is left resumes.
+acquire_over_tls
+loops=()
+for loop in 1 2 3 4 5 6; do
+  for _ in 1 2 3 4 5; do
+    "$RATELIMIT" acquire -v --redis "$url" "${ca[@]}" --rate 1e9 --key k 2>>"$WORK/loops.stderr" ||
+      echo "exit $?" >>"$WORK/loops.stderr"
+  done &
+  loops+=($!)
+done
+wait "${loops[@]}"
+! grep -vx "$resumed" "$WORK/loops.stderr" ||
+  fail "concurrent processes said: $(grep -vx "$resumed" "$WORK/loops.stderr" | sort -u)"
+[ -z "$(find "$state" -name '*.new')" ] || fail "left behind: $(find "$state" -name '*.new')"
+acquire_over_tls
+expect_resumed
+
 # A pipe resumes too, and its bytes come out exact.
-[ "$(redis_cli main config set tls-session-cache-timeout 300)" = OK ] || fail "CONFIG SET failed"
 acquire_over_tls
 random_file "$WORK/in" 100000
 expect_status 0 "$RATELIMIT" -v --redis "$url" "${ca[@]}" --key pipe --rate 10M <"$WORK/in" \
