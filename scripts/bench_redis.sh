@@ -6,14 +6,19 @@
 #   pipes       4 pipes on 4 "hosts" sharing 1 MB/s through one key: the sum of their outputs
 #               against the rate and its worst 100 ms window (bench/pipe_probe traces);
 #   latency     the time of one `ratelimit acquire` with --redis over the unix socket, over TCP and
-#               over TLS (rediss://, a test CA), against the state file, at a rate that never
-#               waits: the cost of a connection (and a TLS handshake) per exec call;
+#               over TLS (rediss://, a test CA, the session of the previous call resumed),
+#               against the state file, at a rate that never waits: the cost of a connection
+#               (and a TLS handshake) per exec call;
 #   kept        the script's round trip on a kept connection, as a pipe makes it (redis-benchmark,
 #               one client, median) over each transport;
 #   throughput  the script's decisions per second from 8 concurrent clients (redis-benchmark
 #               running EVALSHA) on one key and on 8 keys, and the server's CPU per decision,
 #               against a minimal GCRA script (written here) in alternating rounds
-#               (BENCH_ROUNDS, default 5; medians); over TLS on one key.
+#               (BENCH_ROUNDS, default 5; medians); over TLS on one key;
+#   handshakes  the server's CPU and the wall time per `ratelimit acquire` over TCP and over TLS,
+#               with an EC and an RSA-2048 server certificate, each TLS one making a full
+#               handshake (a state directory that keeps no session) against one resuming the
+#               session the previous call kept (BENCH_ROUNDS alternating rounds; medians).
 # Writes bench/results/redis.md.
 source "$(dirname "${BASH_SOURCE[0]}")/setup.sh"
 ensure_packages redis-server redis-tools openssl
@@ -172,6 +177,48 @@ load_after=$(cut -d' ' -f1-3 /proc/loadavg)
 throughput_result="one key: ${ours_rps}/s, ${ours_cpu} us of server CPU each; minimal GCRA script on one key: ${gcra_rps}/s, ${gcra_cpu} us each (ratelimit's script ${ratio}x; medians of $ROUNDS alternating rounds of 100000; load average $load_before before, $load_after after); 8 keys: ${eight_rps}/s, ${eight_cpu} us each; over TLS, one key: ${tls_rps}/s, ${tls_cpu} us each"
 echo "$throughput_result" >&2
 
+echo "== server CPU per acquire: TCP, TLS full handshake, TLS resumed" >&2
+# An RSA-2048 server certificate too: what most CAs issue, and dearer to the server than EC.
+openssl req -new -newkey rsa:2048 -nodes -keyout "$tls/rsa.key" -subj /CN=rsa \
+  -addext "subjectAltName=DNS:localhost,IP:127.0.0.1" -out "$tls/rsa.csr" 2>/dev/null
+openssl x509 -req -in "$tls/rsa.csr" -CA "$tls/ca.crt" -CAkey "$tls/ca.key" -set_serial 2 -days 2 \
+  -copy_extensions copy -out "$tls/rsa.crt" 2>/dev/null
+mkdir -m 700 "$TMP/keeps"
+# Writable by the group: not a safe state directory, so it keeps no session.
+mkdir -m 770 "$TMP/keeps-none"
+# per_call NAME STATE_DIR ACQUIRE-OPTIONS...: appends "wall_ms server_cpu_us" per acquire (means of
+# 200, after one call that keeps a session if the directory may) to $TMP/per_call.NAME.
+per_call() {
+  local name=$1 dir=$2 count=200 before after start ns
+  shift 2
+  RATELIMIT_STATE_DIR=$dir "$RATELIMIT" acquire "$@" --rate 1e9 --key handshake
+  before=$(server_cpu)
+  start=$(date +%s%N)
+  for _ in $(seq $count); do RATELIMIT_STATE_DIR=$dir "$RATELIMIT" acquire "$@" --rate 1e9 --key handshake; done
+  ns=$(($(date +%s%N) - start))
+  after=$(server_cpu)
+  awk -v ns="$ns" -v a="$after" -v b="$before" -v n=$count \
+    'BEGIN { printf "%.2f %.0f\n", ns / n / 1e6, (a - b) / n * 1e6 }' >>"$TMP/per_call.$name"
+}
+# per_call_medians NAME: "CPU us, wall ms" of NAME's rounds.
+per_call_medians() {
+  echo "$(cut -d' ' -f2 "$TMP/per_call.$1" | median) us, $(cut -d' ' -f1 "$TMP/per_call.$1" | median) ms"
+}
+handshake_load_before=$(cut -d' ' -f1-3 /proc/loadavg)
+for round in $(seq "$ROUNDS"); do
+  per_call tcp "$TMP/keeps" --redis "$TCP_URL"
+  for certificate in server rsa; do
+    redis-cli -s "$TMP/redis/sock" config set tls-cert-file "$tls/$certificate.crt" \
+      tls-key-file "$tls/$certificate.key" >/dev/null
+    full() { per_call "$certificate-full" "$TMP/keeps-none" --redis "$TLS_URL" "${TLS_CA[@]}"; }
+    resumed() { per_call "$certificate-resumed" "$TMP/keeps" --redis "$TLS_URL" "${TLS_CA[@]}"; }
+    # Alternating which goes first, as for the scripts above.
+    if [ $((round % 2)) -eq 1 ]; then full; resumed; else resumed; full; fi
+  done
+done
+handshake_result="TCP: $(per_call_medians tcp); TLS with an EC P-256 certificate, full handshake: $(per_call_medians server-full), resumed: $(per_call_medians server-resumed); with an RSA-2048 certificate, full handshake: $(per_call_medians rsa-full), resumed: $(per_call_medians rsa-resumed) (medians of $ROUNDS alternating rounds of 200; load average $handshake_load_before before, $(cut -d' ' -f1-3 /proc/loadavg) after)"
+echo "$handshake_result" >&2
+
 echo "== the script's round trip on a kept connection" >&2
 # round_trip [redis-benchmark options]: the median of one client's EVALSHA round trips, in ms.
 round_trip() {
@@ -191,6 +238,8 @@ echo "$kept_result" >&2
   echo "- 4 pipes of 1 MB on 4 hosts sharing 1 MB/s through one key: $pipes_result."
   echo "- Mean time of one \`ratelimit acquire\` that never waits (process start included):"
   echo "  $latency_result."
+  echo "- Redis's CPU and the wall time per \`ratelimit acquire\` (a new connection each):"
+  echo "  $handshake_result."
   echo "- The script's round trip on a kept connection, as a pipe makes it (one client, median):"
   echo "  $kept_result."
   echo "- The bucket script's decisions from 8 concurrent clients (redis-benchmark, EVALSHA):"

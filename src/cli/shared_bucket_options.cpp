@@ -122,7 +122,8 @@ void add_store_options(CLI::App& app, StoreOptions& options) {
           "the --redis-tls-* options need a rediss:// URL (--redis or $RATELIMIT_REDIS)");
   });
   app.add_flag("-v,--verbose", options.verbose,
-               "Say why a bucket's record was discarded, and which Redis node answered");
+               "Say why a bucket's record was discarded, which Redis node answered, and "
+               "whether a TLS session was resumed");
   app.add_option("--redis", options.redis,
                  "Keep the buckets in Redis, shared by every host: redis[s]://[[user]:password@]"
                  "host[:port][/db] (rediss: TLS; a server or a Cluster node), unix:///path[?db=N], "
@@ -198,7 +199,8 @@ backends::BackendOptions backend_options(const StoreOptions& options) {
                                .tls = {.ca_file = options.redis_tls.ca_file,
                                        .cert_file = options.redis_tls.cert_file,
                                        .key_file = options.redis_tls.key_file,
-                                       .verify = !options.redis_tls_insecure}};
+                                       .verify = !options.redis_tls_insecure,
+                                       .session_dir = options.state_dir}};
   if (backend.redis && !options.no_agent)
     backend.redis->agent = std::make_shared<agent::AgentClient>(options.state_dir);
   return backend;

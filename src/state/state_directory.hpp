@@ -83,9 +83,15 @@ class StateDirectory {
   // a lock: for a file only this process writes, which it may rewrite through the descriptor
   // returned. Throws std::system_error.
   io::FileDescriptor replace_unlocked(const std::string& name, std::string_view bytes) const;
+  // The same for a file that other processes and threads may replace at the same time: each
+  // writes a new file of its own ("name.PID-N.new"), and the last to be renamed wins.
+  void replace_shared(const std::string& name, std::string_view bytes) const;
   // The content of the regular file `name`, at most `max_bytes` + 1 of it (more is not its kind);
   // nullopt if there is none (or something else is there).
   std::optional<std::string> read_regular(const std::string& name, std::size_t max_bytes) const;
+  // The same, but nullopt too unless the file is this user's and no one else may read or write it
+  // (as every file made here is): for a secret.
+  std::optional<std::string> read_private(const std::string& name, std::size_t max_bytes) const;
 
   std::vector<std::string> file_names() const;
   // Removes `name`; false if it did not exist.
@@ -98,11 +104,13 @@ class StateDirectory {
       : fd_(std::move(fd)), path_(std::move(path)) {}
   io::FileDescriptor open_file(const std::string& name, bool create) const;
   std::optional<LockedFile> lock_file(const std::string& name, LockKind kind, bool create) const;
-  // Writes `bytes` to "name.new" (a leftover of a crash is removed, never opened: it might be
+  // Writes `bytes` to `new_name` (a leftover of a crash is removed, never opened: it might be
   // another name of some other file), locked first if `lock` says so, then renames it over
   // `name`. Returns the new file's descriptor. Throws std::system_error.
-  io::FileDescriptor write_and_rename(const std::string& name, std::string_view bytes,
-                                      bool lock) const;
+  io::FileDescriptor write_and_rename(const std::string& name, const std::string& new_name,
+                                      std::string_view bytes, bool lock) const;
+  std::optional<std::string> read_file(const std::string& name, std::size_t max_bytes,
+                                       bool private_only) const;
 
   io::FileDescriptor fd_;
   std::string path_;

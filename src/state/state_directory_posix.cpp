@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cstdlib>
 
 #include "state/state_directory.hpp"
@@ -56,7 +57,7 @@ std::string LockedFile::read() const {
 
 void LockedFile::replace(std::string_view bytes) {
   // Locked before it takes the name, so the lock stays with whoever holds the current file.
-  fd_ = directory_->write_and_rename(name_, bytes, true);
+  fd_ = directory_->write_and_rename(name_, name_ + ".new", bytes, true);
 }
 
 StateDirectory StateDirectory::open(const std::string& path) {
@@ -203,12 +204,18 @@ bool StateDirectory::is_fifo(const std::string& name) const {
 
 io::FileDescriptor StateDirectory::replace_unlocked(const std::string& name,
                                                     std::string_view bytes) const {
-  return write_and_rename(name, bytes, false);
+  return write_and_rename(name, name + ".new", bytes, false);
 }
 
-io::FileDescriptor StateDirectory::write_and_rename(const std::string& name, std::string_view bytes,
-                                                    bool lock) const {
-  const std::string new_name = name + ".new";
+void StateDirectory::replace_shared(const std::string& name, std::string_view bytes) const {
+  // The pid keeps other processes' new files apart, the count this process's threads'.
+  static std::atomic<unsigned> written{0};
+  write_and_rename(name, fmt::format("{}.{}-{}.new", name, ::getpid(), written++), bytes, false);
+}
+
+io::FileDescriptor StateDirectory::write_and_rename(const std::string& name,
+                                                    const std::string& new_name,
+                                                    std::string_view bytes, bool lock) const {
   ::unlinkat(fd_.get(), new_name.c_str(), 0);
   io::FileDescriptor fd(io::retry_on_eintr([&] {
     return ::openat(fd_.get(), new_name.c_str(),
@@ -232,11 +239,23 @@ io::FileDescriptor StateDirectory::write_and_rename(const std::string& name, std
 
 std::optional<std::string> StateDirectory::read_regular(const std::string& name,
                                                         std::size_t max_bytes) const {
+  return read_file(name, max_bytes, false);
+}
+
+std::optional<std::string> StateDirectory::read_private(const std::string& name,
+                                                        std::size_t max_bytes) const {
+  return read_file(name, max_bytes, true);
+}
+
+std::optional<std::string> StateDirectory::read_file(const std::string& name, std::size_t max_bytes,
+                                                     bool private_only) const {
   const io::FileDescriptor fd(io::retry_on_eintr([&] {
     return ::openat(fd_.get(), name.c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK);
   }));
   struct stat status {};
   if (!fd || ::fstat(fd.get(), &status) != 0 || !S_ISREG(status.st_mode)) return std::nullopt;
+  if (private_only && (status.st_uid != ::geteuid() || (status.st_mode & 077) != 0))
+    return std::nullopt;
   std::string bytes(max_bytes + 1, '\0');
   const ssize_t count =
       io::retry_on_eintr([&] { return ::pread(fd.get(), bytes.data(), bytes.size(), 0); });

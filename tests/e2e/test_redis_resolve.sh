@@ -8,8 +8,8 @@
 # Timing: loose bounds, run alone (RESOURCE_LOCK timing).
 if [ -z "${RATELIMIT_RESOLVE_TEST_INSIDE:-}" ]; then
   if ! unshare -mn true 2>/dev/null; then
-    echo "skipped: unshare -mn is not permitted here (needs root)"
-    exit 0
+    source "$E2E_LIB"
+    skip "unshare -mn is not permitted here (needs root)"
   fi
   RATELIMIT_RESOLVE_TEST_INSIDE=1 exec unshare -mn bash "${BASH_SOURCE[0]}"
 fi

@@ -1,6 +1,7 @@
 #pragma once
 
 #include <chrono>
+#include <functional>
 #include <memory>
 #include <string>
 #include <string_view>
@@ -95,13 +96,18 @@ class RedisDeadline {
   std::chrono::nanoseconds refused_at_ = std::chrono::nanoseconds::max();
 };
 
+class TlsSessionCache;
+
 // The TLS settings of every connection to a rediss:// server, loaded once: the CAs trusted, this
-// client's certificate and key. Throws InputError for a file that cannot be read (or is no regular
-// file: a FIFO would hang the read), UsageError for one that holds no certificate or key OpenSSL
-// can use.
+// client's certificate and key, and the sessions kept in options.session_dir (a directory that is
+// not safe keeps none: `notify` is told why, as it is told of each session resumed). Throws
+// InputError for a file that cannot be read (or is no regular file: a FIFO would hang the read),
+// UsageError for one that holds no certificate or key OpenSSL can use.
 class RedisTls {
  public:
-  explicit RedisTls(const RedisTlsOptions& options);
+  explicit RedisTls(
+      const RedisTlsOptions& options,
+      std::function<void(const std::string&)> notify = [](const std::string&) {});
   RedisTls(RedisTls&&) noexcept;
   RedisTls& operator=(RedisTls&&) noexcept;
   ~RedisTls();
@@ -110,14 +116,20 @@ class RedisTls {
   bool verify() const { return verify_; }
   // --redis-tls-ca's file; empty: the system's store.
   const std::string& ca_file() const { return ca_file_; }
+  // None when sessions are not kept. Shared with the connections, which may outlive a move.
+  const std::shared_ptr<const TlsSessionCache>& sessions() const { return sessions_; }
 
  private:
+  void keep_sessions(const RedisTlsOptions& options, std::string trust,
+                     std::function<void(const std::string&)> notify);
+
   struct FreeContext {
     void operator()(ssl_ctx_st* context) const;
   };
   std::unique_ptr<ssl_ctx_st, FreeContext> context_;
   bool verify_ = true;
   std::string ca_file_;
+  std::shared_ptr<const TlsSessionCache> sessions_;
 };
 
 // Thrown when a server answered the handshake (AUTH, SELECT) with an error: it is there and

@@ -11,13 +11,19 @@
 #include <array>
 #include <cerrno>
 #include <cstdint>
+#include <cstdlib>
 #include <cstring>
+#include <ctime>
+#include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "backends/redis/redis_connection_transport.hpp"
+#include "backends/redis/redis_tls_session.hpp"
 #include "errors.hpp"
+#include "state/state_directory.hpp"
 
 namespace ratelimit::backends {
 namespace {
@@ -70,8 +76,8 @@ Bio memory_bio(const std::string& bytes) {
   return bio;
 }
 
-// The certificates (and CRLs) of --redis-tls-ca's file, trusted.
-void trust_cas(SSL_CTX* context, const std::string& file) {
+// The certificates (and CRLs) of --redis-tls-ca's file, trusted. Returns the digest of the file.
+std::string trust_cas(SSL_CTX* context, const std::string& file) {
   const std::string bytes = read_pem_file("--redis-tls-ca", file);
   const Bio bio = memory_bio(bytes);
   STACK_OF(X509_INFO)* const infos = ::PEM_X509_INFO_read_bio(bio.get(), nullptr, nullptr, nullptr);
@@ -85,10 +91,11 @@ void trust_cas(SSL_CTX* context, const std::string& file) {
   if (infos != nullptr) sk_X509_INFO_pop_free(infos, ::X509_INFO_free);
   ::ERR_clear_error();
   if (trusted == 0) throw UsageError("--redis-tls-ca " + file + ": no PEM certificate in it");
+  return sha256_hex(bytes);
 }
 
-// --redis-tls-cert's certificate and the chain after it.
-void use_certificate_chain(SSL_CTX* context, const std::string& file) {
+// --redis-tls-cert's certificate and the chain after it. Returns the digest of the file.
+std::string use_certificate_chain(SSL_CTX* context, const std::string& file) {
   const std::string bytes = read_pem_file("--redis-tls-cert", file);
   const Bio bio = memory_bio(bytes);
   X509* const certificate = ::PEM_read_bio_X509_AUX(bio.get(), nullptr, nullptr, nullptr);
@@ -105,6 +112,7 @@ void use_certificate_chain(SSL_CTX* context, const std::string& file) {
     }
   }
   ::ERR_clear_error();  // the end of the file, found as "no start line"
+  return sha256_hex(bytes);
 }
 
 // The private key of --redis-tls-cert, from `file` (`option` names where it came from).
@@ -164,24 +172,102 @@ bool is_ip_address(const std::string& host) {
          ::inet_pton(AF_INET6, host.c_str(), address.data()) == 1;
 }
 
+const char* getenv_or_empty(const char* name) {
+  const char* value = std::getenv(name);
+  return value != nullptr ? value : "";
+}
+
+// A session file is a line and a PEM session of a few KiB, with the server's certificate.
+constexpr std::size_t kLargestSessionFile = 64 << 10;
+
+}  // namespace
+
+// The sessions of a RedisTls's connections, one file per scope in the state directory (0600,
+// replaced whole), read back by the next process. A file that cannot be used (missing, corrupt,
+// expired, another user's, readable by others) is ignored: a full handshake then, and a new file.
+class TlsSessionCache {
+ public:
+  TlsSessionCache(StateDirectory directory, bool verify, std::string trust,
+                  std::function<void(const std::string&)> notify)
+      : directory_(std::move(directory)),
+        verify_(verify),
+        trust_(std::move(trust)),
+        notify_(std::move(notify)) {}
+
+  TlsSessionScope scope_of(const RedisAddress& address, bool ip_address) const {
+    return {.host = address.host,
+            .port = address.port,
+            .server_name = ip_address ? std::string() : address.host,
+            .verify = verify_,
+            .trust = trust_};
+  }
+
+  // The session kept for `scope`, if it may be offered now.
+  SslSession load(const TlsSessionScope& scope) const {
+    const std::string name = tls_session_file_name(scope);
+    const std::optional<std::string> bytes = directory_.read_private(name, kLargestSessionFile);
+    if (!bytes) return nullptr;
+    std::string ignored_because = "too large for a session";
+    SslSession session;
+    if (bytes->size() <= kLargestSessionFile)
+      session = decode_tls_session(*bytes, scope, std::time(nullptr), ignored_because);
+    if (!session)
+      tell("TLS session file '" + directory_.path() + "/" + name + "' ignored: " + ignored_because);
+    return session;
+  }
+
+  // Keeps `session` for `scope`. Called back by OpenSSL, so it throws nothing: a session that
+  // cannot be kept costs the next process a full handshake, nothing more.
+  void save(const TlsSessionScope& scope, SSL_SESSION* session) const noexcept {
+    try {
+      directory_.replace_shared(tls_session_file_name(scope), encode_tls_session(session, scope));
+    } catch (const std::exception& error) {
+      tell(std::string("TLS session not kept: ") + error.what());
+    }
+  }
+
+  void tell(const std::string& message) const noexcept {
+    try {
+      notify_(message);
+    } catch (const std::exception&) {
+      // Only --verbose's line is lost.
+    }
+  }
+
+ private:
+  StateDirectory directory_;
+  bool verify_;
+  std::string trust_;
+  std::function<void(const std::string&)> notify_;
+};
+
+namespace {
+
 class TlsTransport final : public RedisTransport {
  public:
   TlsTransport(io::FileDescriptor socket, const RedisTls& tls, const RedisAddress& address)
       : socket_(std::move(socket)),
         ssl_(::SSL_new(tls.context())),
         ca_file_(tls.ca_file()),
-        host_(address.host) {
+        host_(address.host),
+        verify_(tls.verify()),
+        sessions_(tls.sessions()) {
     if (!ssl_ || ::SSL_set_fd(ssl_.get(), socket_.get()) != 1)
       throw RedisFailure("TLS: " + openssl_reason("cannot start"));
     SSL_set_app_data(ssl_.get(), this);
     const bool ip_address = is_ip_address(address.host);
     // SNI names a host, never an address (RFC 6066).
     if (!ip_address) ::SSL_set_tlsext_host_name(ssl_.get(), address.host.c_str());
-    if (tls.verify()) {
+    if (verify_) {
       X509_VERIFY_PARAM* const checks = ::SSL_get0_param(ssl_.get());
       const int set = ip_address ? ::X509_VERIFY_PARAM_set1_ip_asc(checks, address.host.c_str())
                                  : ::X509_VERIFY_PARAM_set1_host(checks, address.host.c_str(), 0);
       if (set != 1) throw RedisFailure("TLS: cannot check the name " + address.host);
+    }
+    if (sessions_) {
+      scope_ = sessions_->scope_of(address, ip_address);
+      if (const SslSession kept = sessions_->load(scope_))
+        ::SSL_set_session(ssl_.get(), kept.get());
     }
   }
 
@@ -189,7 +275,10 @@ class TlsTransport final : public RedisTransport {
     while (true) {
       ::ERR_clear_error();
       const int result = ::SSL_connect(ssl_.get());
-      if (result == 1) return;
+      if (result == 1) {
+        if (::SSL_session_reused(ssl_.get()) == 1) resumed();
+        return;
+      }
       short wanted = 0;
       settle(result, wanted);
       pollfd ready{.fd = socket_.get(), .events = wanted, .revents = 0};
@@ -233,7 +322,25 @@ class TlsTransport final : public RedisTransport {
     return 0;
   }
 
+  // OpenSSL's callback with a session the server gave (RedisTls sets it when sessions are kept):
+  // at the end of a TLS 1.2 handshake, or with a TLS 1.3 ticket, which comes after the handshake,
+  // read with the first reply. Only a session whose certificate passed the checks is kept.
+  static int on_new_session(SSL* ssl, SSL_SESSION* session) {
+    const auto* const transport = static_cast<TlsTransport*>(SSL_get_app_data(ssl));
+    if (transport->sessions_ && (!transport->verify_ || ::SSL_get_verify_result(ssl) == X509_V_OK))
+      transport->sessions_->save(transport->scope_, session);
+    return 0;  // OpenSSL keeps no reference of ours
+  }
+
  private:
+  // A session kept from before was resumed: the server proved it holds that session's secret,
+  // and the certificate checked then is the one it had.
+  void resumed() {
+    if (verify_ && ::SSL_get_verify_result(ssl_.get()) != X509_V_OK)
+      throw RedisFailure("TLS: a session resumed without a trusted certificate");
+    sessions_->tell("TLS session resumed with " + host_ + ":" + std::to_string(scope_.port));
+  }
+
   // After a call that did not complete: what to wait for, or RedisFailure saying why it failed.
   void settle(int result, short& wanted) {
     const int saved_errno = errno;
@@ -293,6 +400,9 @@ class TlsTransport final : public RedisTransport {
   std::unique_ptr<SSL, FreeSsl> ssl_;
   std::string ca_file_;
   std::string host_;
+  bool verify_;
+  std::shared_ptr<const TlsSessionCache> sessions_;  // none: sessions are not kept
+  TlsSessionScope scope_;
   bool certificate_requested_ = false;
   bool answered_ = false;
 };
@@ -301,7 +411,7 @@ class TlsTransport final : public RedisTransport {
 
 void RedisTls::FreeContext::operator()(ssl_ctx_st* context) const { ::SSL_CTX_free(context); }
 
-RedisTls::RedisTls(const RedisTlsOptions& options)
+RedisTls::RedisTls(const RedisTlsOptions& options, std::function<void(const std::string&)> notify)
     : context_(::SSL_CTX_new(::TLS_client_method())),
       verify_(options.verify),
       ca_file_(options.ca_file) {
@@ -310,23 +420,50 @@ RedisTls::RedisTls(const RedisTlsOptions& options)
   ::SSL_CTX_set_min_proto_version(context, TLS1_2_VERSION);
   // A write may take part of a command (as write(2) does) and be called again with the rest.
   ::SSL_CTX_set_mode(context, SSL_MODE_ENABLE_PARTIAL_WRITE | SSL_MODE_ACCEPT_MOVING_WRITE_BUFFER);
+  // What a kept session was checked under (TlsSessionScope::trust).
+  std::string trust = "insecure";
   if (options.verify) {
     ::SSL_CTX_set_verify(context, SSL_VERIFY_PEER, nullptr);
     if (options.ca_file.empty()) {
       if (::SSL_CTX_set_default_verify_paths(context) != 1)
         throw UsageError("the system's CA store: " + openssl_reason("cannot be loaded"));
+      // The system's store is found through these when they are set.
+      trust = std::string("the system's store, ") + X509_get_default_cert_file_env() + "=" +
+              getenv_or_empty(X509_get_default_cert_file_env()) + " " +
+              X509_get_default_cert_dir_env() + "=" +
+              getenv_or_empty(X509_get_default_cert_dir_env());
     } else {
-      trust_cas(context, options.ca_file);
+      trust = "CA file " + trust_cas(context, options.ca_file);
     }
   }
   if (options.cert_file.empty()) {
     ::SSL_CTX_set_client_cert_cb(context, TlsTransport::on_certificate_request);
   } else {
-    use_certificate_chain(context, options.cert_file);
+    trust += ", client certificate " + use_certificate_chain(context, options.cert_file);
     const bool own_file = !options.key_file.empty();
     use_private_key(context, own_file ? "--redis-tls-key" : "--redis-tls-cert",
                     own_file ? options.key_file : options.cert_file, options.cert_file);
   }
+  if (!options.session_dir.empty()) keep_sessions(options, std::move(trust), std::move(notify));
+}
+
+void RedisTls::keep_sessions(const RedisTlsOptions& options, std::string trust,
+                             std::function<void(const std::string&)> notify) {
+  std::optional<StateDirectory> directory;
+  try {
+    directory.emplace(StateDirectory::open(options.session_dir));
+  } catch (const std::runtime_error& unusable) {
+    // UnsafeStateError, BackendUnavailable: every connection makes a full handshake then.
+    notify(std::string("TLS sessions not kept: ") + unusable.what());
+    return;
+  }
+  sessions_ = std::make_shared<const TlsSessionCache>(std::move(*directory), options.verify,
+                                                      std::move(trust), std::move(notify));
+  SSL_CTX* const context = context_.get();
+  // Sessions go to the callback, which keeps them in files; none is kept in memory.
+  ::SSL_CTX_set_session_cache_mode(context,
+                                   SSL_SESS_CACHE_CLIENT | SSL_SESS_CACHE_NO_INTERNAL_STORE);
+  ::SSL_CTX_sess_set_new_cb(context, TlsTransport::on_new_session);
 }
 
 RedisTls::RedisTls(RedisTls&&) noexcept = default;

@@ -72,7 +72,7 @@ RedisTopology::RedisTopology(RedisDeployment deployment, milliseconds timeout,
       sentinel_share_(timeout / static_cast<int>(deployment_.sentinels.size() + 1)),
       master_share_(timeout / 2) {
   if (deployment_.node.tls) {
-    tls_.emplace(tls);
+    tls_.emplace(tls, notify_);
   } else if (!tls.ca_file.empty() || !tls.cert_file.empty() || !tls.key_file.empty() ||
              !tls.verify) {
     throw UsageError("the --redis-tls-* options need a rediss:// URL, not '" + deployment_.shown +

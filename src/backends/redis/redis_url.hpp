@@ -26,6 +26,9 @@ struct RedisTlsOptions {
   std::string cert_file;  // this client's certificate (chain); empty: none
   std::string key_file;   // its private key; empty: in cert_file
   bool verify = true;     // false: the server's certificate and name go unchecked
+  // Where sessions are kept so that the next process resumes one (the state directory); empty:
+  // none kept.
+  std::string session_dir;
 };
 
 // Parses `redis://[[user]:password@]host[:port][/db]` (`rediss://` the same over TLS) and
