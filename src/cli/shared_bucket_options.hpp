@@ -23,26 +23,20 @@ struct StoreOptions {
   // (the state-file store, exec's slots, the pipe's control FIFO, set, status) is handed this.
   std::string state_dir;
   bool verbose = false;
-  std::string redis;  // a Redis URL: the buckets are kept there instead
-  std::string redis_timeout = "1s";
-  std::string redis_failover_timeout = "60s";
-  backends::RedisTlsOptions redis_tls;
-  bool redis_tls_insecure = false;
-  std::string on_redis_error = "fail";  // as parse_redis_error_policy() reads it
+  // The stores' own options as they read them (backends/store_option.hpp), with the state
+  // directory and --verbose once the command line is parsed.
+  backends::BackendOptions backend;
 };
 
-// An --on-redis-error: fail, allow, local, or local:N% (this host's bucket at N% of the key's
-// rate, 0 < N <= 100). Throws UsageError naming the bad value.
-backends::UnavailablePolicy parse_redis_error_policy(std::string_view text);
-
-// Declares the store's options on `app`; options.state_dir is resolved once `app` is parsed.
+// Declares the stores' options on `app`; options.state_dir and options.backend are complete
+// once `app` is parsed.
 void add_store_options(CLI::App& app, StoreOptions& options);
-// --on-redis-error, for the commands that take permits (exec, acquire, pipe --key).
+// The stores' options for the commands that take permits (exec, acquire, pipe --key):
+// --on-redis-error.
 void add_redis_policy_option(CLI::App& app, StoreOptions& options);
 // --key, checked to be a name the backends can keep.
 CLI::Option* add_key_option(CLI::App& app, std::string& key);
 
-backends::BackendOptions backend_options(const StoreOptions& options);
 // The store for the options given (exit 77 if unsafe, 69 if unavailable).
 std::unique_ptr<backends::BucketBackend> open_backend(const StoreOptions& options);
 // Where the buckets are, for messages: the state directory, or Redis and its URL (password

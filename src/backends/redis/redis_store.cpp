@@ -1,5 +1,7 @@
 #include "backends/redis/redis_store.hpp"
 
+#include <fmt/core.h>
+
 #include "backends/redis/redis_backend.hpp"
 #include "backends/redis/redis_deployment.hpp"
 #include "backends/redis/redis_url.hpp"
@@ -12,7 +14,8 @@ std::unique_ptr<BucketBackend> open_redis_store(
   auto redis = std::make_unique<RedisBackend>(parse_redis_deployment(options.url), options.timeout,
                                               notify, options.tls, options.failover_timeout, warn);
   if (!options.tls.verify)
-    warn("--redis-tls-insecure: the Redis server's certificate and name are not checked");
+    warn(fmt::format("{}: the Redis server's certificate and name are not checked",
+                     redis_option::tls_insecure));
   return redis;
 }
 
