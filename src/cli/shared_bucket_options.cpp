@@ -7,6 +7,7 @@
 
 #include "cli/units.hpp"
 #include "exit_codes.hpp"
+#include "format/escaping.hpp"
 #include "io/waiter.hpp"
 #include "state/key_file_names.hpp"
 
@@ -104,6 +105,11 @@ void add_redis_policy_option(CLI::App& app, StoreOptions& options) {
 
 std::unique_ptr<backends::BucketBackend> open_backend(const StoreOptions& options) {
   return backends::open_backend(options.backend);
+}
+
+InputError no_bucket(const std::string& key, const StoreOptions& options) {
+  return InputError(
+      fmt::format("no bucket '{}' in {}", format::escaped_bytes(key), store_of(options)));
 }
 
 bool may_hold_buckets(const StoreOptions& options) {

@@ -42,6 +42,8 @@ std::unique_ptr<backends::BucketBackend> open_backend(const StoreOptions& option
 // Where the buckets are, for messages: the state directory, or Redis and its URL (password
 // hidden).
 std::string store_of(const StoreOptions& options);
+// "no bucket 'KEY' in STORE" (66), the key escaped as status shows it.
+InputError no_bucket(const std::string& key, const StoreOptions& options);
 // False when looking would find nothing: no Redis, and no state directory (which status and reset
 // do not create).
 bool may_hold_buckets(const StoreOptions& options);

@@ -47,10 +47,6 @@ std::string now_argument(std::optional<std::int64_t> now_micros) {
   return now_micros ? std::to_string(*now_micros) : std::string();
 }
 
-bool is_text(const RedisValue& value) {
-  return value.type == RedisValue::Type::string || value.type == RedisValue::Type::status;
-}
-
 }  // namespace
 
 std::string redis_key(const std::string& key) {

@@ -28,10 +28,6 @@ std::optional<int> port_number(std::string_view text) {
   return port;
 }
 
-bool is_text(const RedisValue& value) {
-  return value.type == RedisValue::Type::string || value.type == RedisValue::Type::status;
-}
-
 // A Cluster's `MOVED SLOT HOST:PORT` or `ASK SLOT HOST:PORT`; an empty host is the node that
 // answered.
 struct Redirect {
