@@ -133,9 +133,9 @@ void add_permit_options(CLI::App& app, PermitOptions& options) {
   auto* try_only = app.add_flag("--try", options.try_only,
                                 "Never wait: exit 75 at once if no permit is free now")
                        ->group("Shared bucket");
-  app.add_option("--timeout", options.timeout,
+  app.add_option("--timeout", CLI::callback_t{},
                  "Wait at most this long, else exit 75 without waiting (e.g. 500ms, 10s)")
-      ->check(syntax_check(parse_duration, "DURATION"))
+      ->check(read_into(options.timeout, parse_duration, "DURATION"))
       ->option_text("DURATION")
       ->excludes(try_only)
       ->group("Shared bucket");
@@ -156,7 +156,7 @@ backends::PermitRequest to_permit_request(const PermitOptions& options,
   request.quotas = std::move(bucket.quotas);
   std::chrono::nanoseconds timeout = std::chrono::nanoseconds::max();
   if (options.try_only) timeout = std::chrono::nanoseconds::zero();
-  if (!options.timeout.empty()) timeout = parse_duration(options.timeout);
+  if (options.timeout) timeout = *options.timeout;
   if (timeout != std::chrono::nanoseconds::max())
     request.deadline = timeout > std::chrono::nanoseconds::max() - now
                            ? std::chrono::nanoseconds::max()

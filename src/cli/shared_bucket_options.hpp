@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -55,7 +56,7 @@ struct PermitOptions {
   std::string key;  // empty: none given (exec takes its command's name, acquire refuses)
   std::int64_t permits = 1;
   bool try_only = false;
-  std::string timeout;  // empty: wait as long as it takes
+  std::optional<std::chrono::nanoseconds> timeout;  // none: wait as long as it takes
 };
 
 void add_permit_options(CLI::App& app, PermitOptions& options);

@@ -14,11 +14,20 @@
 namespace ratelimit::backends {
 namespace {
 
-// A --redis-timeout or --redis-failover-timeout: at least a millisecond.
-std::chrono::milliseconds timeout_of(const GivenValue& value) {
-  if (value.duration < std::chrono::milliseconds(1))
-    throw UsageError(fmt::format("invalid duration '{}': must be at least 1ms", value.text));
-  return std::chrono::ceil<std::chrono::milliseconds>(value.duration);
+// An option of a timeout, at least a millisecond, kept in `timeout`.
+StoreOption<RedisOptions> timeout_option(std::string_view name, std::string_view help,
+                                         std::chrono::milliseconds RedisOptions::*timeout) {
+  return {
+      {.name = name,
+       .kind = OptionKind::duration,
+       .value_name = "DURATION",
+       .value_said = "a DURATION",
+       .help = help},
+      [timeout](RedisOptions& options, const GivenValue& value) {
+        if (value.duration < std::chrono::milliseconds(1))
+          throw UsageError(fmt::format("invalid duration '{}': must be at least 1ms", value.text));
+        options.*timeout = std::chrono::ceil<std::chrono::milliseconds>(value.duration);
+      }};
 }
 
 // --on-redis-error's words, and the prefix of local's share.
@@ -63,22 +72,14 @@ const StoreOption<RedisOptions> kOptions[] = {
               "[default: $RATELIMIT_REDIS]",
       .environment = redis_option::url_variable},
      [](RedisOptions& options, const GivenValue& value) { options.url = value.text; }},
-    {{.name = redis_option::timeout,
-      .kind = OptionKind::duration,
-      .value_name = "DURATION",
-      .value_said = "a DURATION",
-      .help = "Give up on Redis if an operation (connect, TLS, its commands) takes longer "
-              "[default: 1s]"},
-     [](RedisOptions& options, const GivenValue& value) { options.timeout = timeout_of(value); }},
-    {{.name = redis_option::failover_timeout,
-      .kind = OptionKind::duration,
-      .value_name = "DURATION",
-      .value_said = "a DURATION",
-      .help = "Sentinel, Cluster: wait this long for a failover (a master gone, hung or not "
-              "yet elected) before giving up on Redis [default: 60s]"},
-     [](RedisOptions& options, const GivenValue& value) {
-       options.failover_timeout = timeout_of(value);
-     }},
+    timeout_option(redis_option::timeout,
+                   "Give up on Redis if an operation (connect, TLS, its commands) takes longer "
+                   "[default: 1s]",
+                   &RedisOptions::timeout),
+    timeout_option(redis_option::failover_timeout,
+                   "Sentinel, Cluster: wait this long for a failover (a master gone, hung or not "
+                   "yet elected) before giving up on Redis [default: 60s]",
+                   &RedisOptions::failover_timeout),
     {{.name = redis_option::tls_ca,
       .value_name = "FILE",
       .value_said = "a FILE",
