@@ -10,9 +10,9 @@
 #include "ratelimit/quota.hpp"
 #include "ratelimit/token_bucket.hpp"
 
-// The contract of a store of shared buckets (design.md §5): the state file on one host, Redis
-// across hosts. Every store reaches the same decisions on the same state, through decide(), and
-// passes tests/golden_vectors.txt.
+// The contract of a store of shared buckets (docs/architecture.md, "Shared buckets"): the state
+// file on one host, Redis across hosts. Every store reaches the same decisions on the same state,
+// through decide(), and passes tests/golden_vectors.txt.
 namespace ratelimit::backends {
 
 // The timetable a key follows, kept with its bucket so that every user of the key follows the

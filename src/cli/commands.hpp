@@ -29,8 +29,8 @@ Command setup_agent(CLI::App& app);
 Command setup_set(CLI::App& app);
 
 // Runs a parsed command and returns its exit status; whatever it throws becomes one line on
-// standard error and the status of design.md: 64 usage, 66 input, 69 store unavailable, 74 I/O,
-// 77 unsafe state, 70 anything unforeseen (out of memory too).
+// standard error and its exit status (docs/architecture.md, "Errors"): 64 usage, 66 input, 69 store
+// unavailable, 74 I/O, 77 unsafe state, 70 anything unforeseen (out of memory too).
 int run_command(const Command& command);
 
 }  // namespace ratelimit::cli

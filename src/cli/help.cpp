@@ -6,10 +6,11 @@
 #include <algorithm>
 #include <cctype>
 #include <filesystem>
-#include <numeric>
 #include <sstream>
 
+#include "backends/open_backend.hpp"
 #include "cli/units.hpp"
+#include "format/words.hpp"
 
 namespace ratelimit::cli {
 namespace {
@@ -45,21 +46,6 @@ class HelpFormatter : public CLI::Formatter {
   }
 };
 
-std::size_t edit_distance(std::string_view a, std::string_view b) {
-  std::vector<std::size_t> row(b.size() + 1);
-  std::iota(row.begin(), row.end(), std::size_t{0});
-  for (std::size_t i = 1; i <= a.size(); ++i) {
-    std::size_t diagonal = row[0];
-    row[0] = i;
-    for (std::size_t j = 1; j <= b.size(); ++j) {
-      const std::size_t above = row[j];
-      row[j] = std::min({row[j] + 1, row[j - 1] + 1, diagonal + (a[i - 1] == b[j - 1] ? 0 : 1)});
-      diagonal = above;
-    }
-  }
-  return row[b.size()];
-}
-
 const std::vector<std::string> kCommandNames = {"exec", "acquire", "status", "reset", "set"};
 
 void collect_option_names(const CLI::App& app, std::vector<std::string>& names) {
@@ -72,7 +58,7 @@ void collect_option_names(const CLI::App& app, std::vector<std::string>& names) 
 
 // `ratelimit help WORD` for a WORD that names no command.
 UsageError unknown_command(const std::string& word) {
-  if (const auto command = nearest_word(word, kCommandNames))
+  if (const auto command = format::nearest_word(word, kCommandNames))
     return UsageError(fmt::format("unknown command '{}'; did you mean '{}'?", word, *command));
   return UsageError(fmt::format("unknown command '{}' (the commands are {})", word,
                                 fmt::join(kCommandNames, ", ")));
@@ -86,7 +72,8 @@ bool is_command(std::string_view word) {
 
 namespace {
 
-// Every option that takes a value, and what that value is, for "--redis needs a URL".
+// Every option of the commands that takes a value, and what that value is, for "--key needs a
+// NAME"; the stores' options say it themselves (backends/store_option.hpp).
 struct ValueOption {
   std::string_view name;
   std::string_view value;
@@ -109,13 +96,6 @@ constexpr ValueOption kValueOptions[] = {
     {"--timeout", "a DURATION"},
     {"--permits", "a number"},
     {"--max-inflight", "a number"},
-    {"--redis", "a URL"},
-    {"--redis-timeout", "a DURATION"},
-    {"--redis-failover-timeout", "a DURATION"},
-    {"--on-redis-error", "fail, allow, local or local:N%"},
-    {"--redis-tls-ca", "a FILE"},
-    {"--redis-tls-cert", "a FILE"},
-    {"--redis-tls-key", "a FILE"},
 };
 
 }  // namespace
@@ -123,6 +103,10 @@ constexpr ValueOption kValueOptions[] = {
 std::optional<std::string_view> value_of_option(std::string_view option) {
   for (const ValueOption& known : kValueOptions) {
     if (option == known.name) return known.value;
+  }
+  for (const auto& declared : backends::store_options()) {
+    if (option == declared.text.name && declared.text.kind != backends::OptionKind::flag)
+      return declared.text.value_said;
   }
   return std::nullopt;
 }
@@ -140,7 +124,7 @@ std::vector<char*> check_command_words(std::vector<char*> arguments) {
   if (arguments.size() < 2 || is_command(arguments[1])) return arguments;
   const std::string first = arguments[1];
   if (!first.starts_with('-') && !std::filesystem::exists(first)) {
-    if (const auto command = nearest_word(first, kCommandNames))
+    if (const auto command = format::nearest_word(first, kCommandNames))
       throw UsageError(
           fmt::format("{}: neither a file nor a command; did you mean '{}'?", first, *command));
   }
@@ -171,7 +155,7 @@ std::string with_suggestion(const std::string& given, const CLI::App& app) {
   std::string word;
   while (words >> word) {
     if (!word.starts_with("--")) continue;
-    if (const auto option = nearest_word(word.substr(0, word.find('=')), names))
+    if (const auto option = format::nearest_word(word.substr(0, word.find('=')), names))
       return fmt::format("{}; did you mean {}?", message, *option);
   }
   return message;
@@ -183,36 +167,14 @@ CLI::Validator one_of(std::vector<std::string> choices) {
         std::string word = text;
         std::transform(word.begin(), word.end(), word.begin(),
                        [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
-        if (std::find(choices.begin(), choices.end(), word) != choices.end()) {
-          text = word;
-          return {};
-        }
-        std::string expected = choices.back();
-        if (choices.size() > 1)
-          expected = fmt::format("{} or {}", fmt::join(choices.begin(), choices.end() - 1, ", "),
-                                 expected);
-        std::string message = fmt::format("invalid value '{}': expected {}", text, expected);
-        if (const auto near = nearest_word(word, choices))
-          message += fmt::format("; did you mean '{}'?", *near);
-        return message;
+        if (std::find(choices.begin(), choices.end(), word) == choices.end())
+          return format::not_one_of(text, choices);
+        text = word;
+        return {};
       },
       fmt::format("{}", fmt::join(choices, "|")));
 }
 
 std::shared_ptr<CLI::Formatter> help_formatter() { return std::make_shared<HelpFormatter>(); }
-
-std::optional<std::string> nearest_word(std::string_view word,
-                                        const std::vector<std::string>& candidates) {
-  std::optional<std::string> best;
-  std::size_t best_distance = std::min<std::size_t>(3, word.size());
-  for (const std::string& candidate : candidates) {
-    const std::size_t distance = edit_distance(word, candidate);
-    if (distance < best_distance) {
-      best_distance = distance;
-      best = candidate;
-    }
-  }
-  return best;
-}
 
 }  // namespace ratelimit::cli

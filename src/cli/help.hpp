@@ -15,11 +15,6 @@ namespace ratelimit::cli {
 // show only their names.
 std::shared_ptr<CLI::Formatter> help_formatter();
 
-// The word of `candidates` that `word` is most likely a typo of (at most two edits away, and
-// fewer edits than the word is long), for "did you mean ...?".
-std::optional<std::string> nearest_word(std::string_view word,
-                                        const std::vector<std::string>& candidates);
-
 // A CLI11 transform for an option whose value is one word of `choices`, in any case (turned to
 // lower case): otherwise "invalid value 'lcoal': expected fail, allow or local; did you mean
 // 'local'?", which CLI11 prefixes with the option's name. Declared after a transform that maps

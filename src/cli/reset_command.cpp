@@ -1,6 +1,4 @@
-#include <fmt/core.h>
 
-#include <filesystem>
 #include <memory>
 #include <string>
 
@@ -19,10 +17,8 @@ struct ResetOptions {
 
 int run_reset(const ResetOptions& options) {
   // Nothing is created to find that nothing is there; an unknown key is said, as status says it.
-  if (!may_hold_buckets(options.store) || !open_backend(options.store)->reset(options.key)) {
-    fmt::print(stderr, "ratelimit: no bucket '{}' in {}\n", options.key, store_of(options.store));
-    return exit_no_input;
-  }
+  if (!may_hold_buckets(options.store) || !open_backend(options.store)->reset(options.key))
+    throw no_bucket(options.key, options.store);
   return exit_ok;
 }
 

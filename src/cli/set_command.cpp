@@ -35,10 +35,7 @@ int set_key_rate(const SetOptions& options) {
   const std::optional<std::vector<backends::BucketStatus>> before =
       backends::set_key_rate_by_hand(*open_backend(options.store), options.key,
                                      bucket.params.permits_per_second, bucket.key_schedule);
-  if (!before) {
-    fmt::print(stderr, "ratelimit: no bucket '{}' in {}\n", options.key, store_of(options.store));
-    return exit_no_input;
-  }
+  if (!before) throw no_bucket(options.key, options.store);
   // Bytes when the rate says so (a key of pipes in byte mode), else permits.
   const bool in_bytes =
       !bucket.timetable && parse_rate(options.bucket.rate).unit != DataUnit::unspecified;

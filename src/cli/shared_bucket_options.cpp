@@ -2,59 +2,52 @@
 
 #include <fmt/core.h>
 
-#include <algorithm>
-#include <cctype>
-#include <charconv>
 #include <filesystem>
 #include <limits>
 
 #include "agent/agent.hpp"
-#include "cli/help.hpp"
 #include "cli/units.hpp"
 #include "exit_codes.hpp"
+#include "format/escaping.hpp"
 #include "io/waiter.hpp"
 #include "state/key_file_names.hpp"
 
 namespace ratelimit::cli {
 namespace {
 
-// A --redis-timeout: a duration of at least a millisecond.
-std::chrono::nanoseconds parse_redis_timeout(std::string_view text) {
-  const std::chrono::nanoseconds duration = parse_duration(text);
-  if (duration < std::chrono::milliseconds(1))
-    throw UsageError("invalid duration '" + std::string(text) + "': must be at least 1ms");
-  return duration;
-}
-
-// --on-redis-error's words, and the prefix of local's share.
-constexpr std::pair<std::string_view, backends::OnUnavailable> kPolicies[] = {
-    {"fail", backends::OnUnavailable::fail},
-    {"allow", backends::OnUnavailable::allow},
-    {"local", backends::OnUnavailable::local}};
-constexpr std::string_view kLocalShare = "local:";
-
-std::string lower_case(std::string_view text) {
-  std::string lower(text);
-  std::transform(lower.begin(), lower.end(), lower.begin(),
-                 [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
-  return lower;
-}
-
-// The policy's words as one_of() checks them (a typo gets its hint), and local:N%.
-CLI::Validator redis_error_policy() {
-  const CLI::Validator words = one_of({"fail", "allow", "local"});
-  return CLI::Validator(
-      [words](std::string& text) -> std::string {
-        if (!lower_case(text).starts_with(kLocalShare)) return words(text);
+// Declares on `app` the options the stores declare, read into `options.backend`: those of every
+// command, or those of the commands that take permits. A value is read as it is checked, each one
+// given, so that every value given is checked and the last one holds.
+void add_options_of_stores(CLI::App& app, StoreOptions& options, bool for_permits) {
+  for (const backends::StoreOption<backends::BackendOptions>& declared :
+       backends::store_options()) {
+    const backends::OptionText& text = declared.text;
+    if (text.for_permits != for_permits) continue;
+    CLI::Option* option = nullptr;
+    if (text.kind == backends::OptionKind::flag) {
+      option = app.add_flag_callback(
+          std::string(text.name), [&options, &declared] { declared.read(options.backend, {}); },
+          std::string(text.help));
+    } else {
+      const auto read = [&options, &declared](std::string& value) -> std::string {
         try {
-          parse_redis_error_policy(text);
-          text = lower_case(text);
+          backends::GivenValue given{.text = value};
+          if (declared.text.kind == backends::OptionKind::duration)
+            given.duration = parse_duration(value);
+          declared.read(options.backend, given);
           return {};
         } catch (const UsageError& error) {
           return error.what();
         }
-      },
-      "fail|allow|local[:N%]");
+      };
+      option = app.add_option(std::string(text.name), CLI::callback_t{}, std::string(text.help))
+                   ->check(CLI::Validator(read, std::string(text.value_name)))
+                   ->option_text(std::string(text.value_name));
+    }
+    if (!text.environment.empty()) option->envname(std::string(text.environment));
+    if (!text.needs.empty()) option->needs(std::string(text.needs));
+    option->group("Shared bucket");
+  }
 }
 
 std::string describe_params(const BucketParams& params, const std::string& timetable,
@@ -76,29 +69,6 @@ std::string describe_params(const BucketParams& params, const std::string& timet
 
 }  // namespace
 
-backends::UnavailablePolicy parse_redis_error_policy(std::string_view text) {
-  const std::string word = lower_case(text);
-  const std::string said_as = "--on-redis-error=" + word;
-  if (word.starts_with(kLocalShare)) {
-    const std::string_view percent = std::string_view(word).substr(kLocalShare.size());
-    double share = 0.0;
-    const auto [end, error] =
-        std::from_chars(percent.data(), percent.data() + percent.size(), share);
-    if (error != std::errc() || std::string_view(end) != "%" || !(share > 0.0) || share > 100.0)
-      throw UsageError(
-          fmt::format("invalid value '{}': expected local:N% with N above 0 and at "
-                      "most 100 (this host's share of the key's rate), e.g. local:25%",
-                      text));
-    return {
-        .action = backends::OnUnavailable::local, .local_share = share / 100.0, .said_as = said_as};
-  }
-  for (const auto& [name, action] : kPolicies) {
-    if (word == name) return {.action = action, .local_share = 1.0, .said_as = said_as};
-  }
-  throw UsageError(
-      fmt::format("invalid value '{}': expected fail, allow, local or local:N%", text));
-}
-
 CLI::Option* add_key_option(CLI::App& app, std::string& key) {
   return app.add_option("-k,--key", key, "Name of the shared bucket")
       ->check(syntax_check(backends::validate_key, "NAME"))
@@ -114,63 +84,27 @@ void add_store_options(CLI::App& app, StoreOptions& options) {
       ->group("Shared bucket");
   app.final_callback([&options] {
     options.state_dir = backends::state_dir_from_environment(options.state_dir);
-    // Without Redis they would be ignored: a typo'd or forgotten --redis would go unnoticed.
-    const backends::RedisTlsOptions& tls = options.redis_tls;
-    if (options.redis.empty() && (!tls.ca_file.empty() || !tls.cert_file.empty() ||
-                                  !tls.key_file.empty() || options.redis_tls_insecure))
-      throw UsageError(
-          "the --redis-tls-* options need a rediss:// URL (--redis or $RATELIMIT_REDIS)");
+    backends::BackendOptions& backend = options.backend;
+    backends::check_store_options(backend);
+    backend.local.directory = options.state_dir;
+    backend.redis.tls.session_dir = options.state_dir;
+    if (backends::names_shared_store(backend) && !options.no_agent)
+      backend.redis.agent = std::make_shared<agent::AgentClient>(options.state_dir);
+    backend.notify = [verbose = options.verbose](const std::string& message) {
+      if (verbose) fmt::print(stderr, "ratelimit: {}\n", message);
+    };
+    backend.warn = [](const std::string& message) {
+      fmt::print(stderr, "ratelimit: {}\n", message);
+    };
   });
   app.add_flag("-v,--verbose", options.verbose,
                "Say why a bucket's record was discarded, which Redis node answered, and "
                "whether a TLS session was resumed");
-  app.add_option("--redis", options.redis,
-                 "Keep the buckets in Redis, shared by every host: redis[s]://[[user]:password@]"
-                 "host[:port][/db] (rediss: TLS; a server or a Cluster node), unix:///path[?db=N], "
-                 "or redis-sentinel://[[user]:password@]host[:port][,host[:port]...]/MASTER[/db] "
-                 "[default: $RATELIMIT_REDIS]")
-      ->envname("RATELIMIT_REDIS")
-      ->option_text("URL")
-      ->group("Shared bucket");
-  app.add_option("--redis-timeout", options.redis_timeout,
-                 "Give up on Redis if an operation (connect, TLS, its commands) takes longer "
-                 "[default: 1s]")
-      ->check(syntax_check(parse_redis_timeout, "DURATION"))
-      ->option_text("DURATION")
-      ->group("Shared bucket");
-  app.add_option("--redis-failover-timeout", options.redis_failover_timeout,
-                 "Sentinel, Cluster: wait this long for a failover (a master gone, hung or not "
-                 "yet elected) before giving up on Redis")
-      ->check(syntax_check(parse_redis_timeout, "DURATION"))
-      ->capture_default_str()
-      ->group("Shared bucket");
-  app.add_option("--redis-tls-ca", options.redis_tls.ca_file,
-                 "rediss://: trust the CAs in this PEM file [default: the system's]")
-      ->option_text("FILE")
-      ->group("Shared bucket");
-  auto* cert = app.add_option("--redis-tls-cert", options.redis_tls.cert_file,
-                              "rediss://: this client's certificate (PEM), for a server that "
-                              "asks for one")
-                   ->option_text("FILE")
-                   ->group("Shared bucket");
-  app.add_option("--redis-tls-key", options.redis_tls.key_file,
-                 "The private key of --redis-tls-cert (PEM) [default: in its file]")
-      ->option_text("FILE")
-      ->needs(cert)
-      ->group("Shared bucket");
-  app.add_flag("--redis-tls-insecure", options.redis_tls_insecure,
-               "rediss://: do not check the server's certificate and name (warns)")
-      ->group("Shared bucket");
+  add_options_of_stores(app, options, false);
 }
 
 void add_redis_policy_option(CLI::App& app, StoreOptions& options) {
-  app.add_option("--on-redis-error", options.on_redis_error,
-                 "If Redis cannot answer: fail (exit 69), allow (run unthrottled) or local (use "
-                 "this host's bucket of the key; local:25%: at 25% of its rate), until Redis "
-                 "answers again")
-      ->transform(redis_error_policy())
-      ->option_text("fail|allow|local[:N%]")
-      ->group("Shared bucket");
+  add_options_of_stores(app, options, true);
   options.no_agent = false;
   app.add_flag("--no-agent", options.no_agent,
                "Connect to Redis from this process, not through this host's ratelimit agent "
@@ -179,43 +113,22 @@ void add_redis_policy_option(CLI::App& app, StoreOptions& options) {
       ->group("Shared bucket");
 }
 
-backends::BackendOptions backend_options(const StoreOptions& options) {
-  backends::BackendOptions backend{
-      .local = {.directory = options.state_dir},
-      .redis = {},
-      .on_unavailable = parse_redis_error_policy(options.on_redis_error),
-      .notify =
-          [verbose = options.verbose](const std::string& message) {
-            if (verbose) fmt::print(stderr, "ratelimit: {}\n", message);
-          },
-      .warn = [](const std::string& message) { fmt::print(stderr, "ratelimit: {}\n", message); }};
-  if (!options.redis.empty())
-    backend.redis =
-        backends::RedisOptions{.url = options.redis,
-                               .timeout = std::chrono::ceil<std::chrono::milliseconds>(
-                                   parse_redis_timeout(options.redis_timeout)),
-                               .failover_timeout = std::chrono::ceil<std::chrono::milliseconds>(
-                                   parse_redis_timeout(options.redis_failover_timeout)),
-                               .tls = {.ca_file = options.redis_tls.ca_file,
-                                       .cert_file = options.redis_tls.cert_file,
-                                       .key_file = options.redis_tls.key_file,
-                                       .verify = !options.redis_tls_insecure,
-                                       .session_dir = options.state_dir}};
-  if (backend.redis && !options.no_agent)
-    backend.redis->agent = std::make_shared<agent::AgentClient>(options.state_dir);
-  return backend;
+std::unique_ptr<backends::BucketBackend> open_backend(const StoreOptions& options) {
+  return backends::open_backend(options.backend);
 }
 
-std::unique_ptr<backends::BucketBackend> open_backend(const StoreOptions& options) {
-  return backends::open_backend(backend_options(options));
+InputError no_bucket(const std::string& key, const StoreOptions& options) {
+  return InputError(
+      fmt::format("no bucket '{}' in {}", format::escaped_bytes(key), store_of(options)));
 }
 
 bool may_hold_buckets(const StoreOptions& options) {
-  return !options.redis.empty() || std::filesystem::exists(options.state_dir);
+  return backends::names_shared_store(options.backend) ||
+         std::filesystem::exists(options.state_dir);
 }
 
 std::string store_of(const StoreOptions& options) {
-  return backends::describe_store(backend_options(options));
+  return backends::describe_store(options.backend);
 }
 
 void add_permit_options(CLI::App& app, PermitOptions& options) {
@@ -230,9 +143,9 @@ void add_permit_options(CLI::App& app, PermitOptions& options) {
   auto* try_only = app.add_flag("--try", options.try_only,
                                 "Never wait: exit 75 at once if no permit is free now")
                        ->group("Shared bucket");
-  app.add_option("--timeout", options.timeout,
+  app.add_option("--timeout", CLI::callback_t{},
                  "Wait at most this long, else exit 75 without waiting (e.g. 500ms, 10s)")
-      ->check(syntax_check(parse_duration, "DURATION"))
+      ->check(read_into(options.timeout, parse_duration, "DURATION"))
       ->option_text("DURATION")
       ->excludes(try_only)
       ->group("Shared bucket");
@@ -254,7 +167,7 @@ backends::PermitRequest to_permit_request(const PermitOptions& options,
   request.notation = format::notation_text(notation_of(options.bucket, format::Counted::permits));
   std::chrono::nanoseconds timeout = std::chrono::nanoseconds::max();
   if (options.try_only) timeout = std::chrono::nanoseconds::zero();
-  if (!options.timeout.empty()) timeout = parse_duration(options.timeout);
+  if (options.timeout) timeout = *options.timeout;
   if (timeout != std::chrono::nanoseconds::max())
     request.deadline = timeout > std::chrono::nanoseconds::max() - now
                            ? std::chrono::nanoseconds::max()

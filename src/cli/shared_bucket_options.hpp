@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -23,34 +24,30 @@ struct StoreOptions {
   // (the state-file store, exec's slots, the pipe's control FIFO, set, status) is handed this.
   std::string state_dir;
   bool verbose = false;
-  std::string redis;  // a Redis URL: the buckets are kept there instead
-  std::string redis_timeout = "1s";
-  std::string redis_failover_timeout = "60s";
-  backends::RedisTlsOptions redis_tls;
-  bool redis_tls_insecure = false;
-  std::string on_redis_error = "fail";  // as parse_redis_error_policy() reads it
+  // The stores' own options as they read them (backends/store_option.hpp), with the state
+  // directory and --verbose once the command line is parsed.
+  backends::BackendOptions backend;
   // Redis not through the host agent: --no-agent, $RATELIMIT_NO_AGENT, and the commands that take
   // no permits (status, reset, set).
   bool no_agent = true;
 };
 
-// An --on-redis-error: fail, allow, local, or local:N% (this host's bucket at N% of the key's
-// rate, 0 < N <= 100). Throws UsageError naming the bad value.
-backends::UnavailablePolicy parse_redis_error_policy(std::string_view text);
-
-// Declares the store's options on `app`; options.state_dir is resolved once `app` is parsed.
+// Declares the stores' options on `app`; options.state_dir and options.backend are complete
+// once `app` is parsed.
 void add_store_options(CLI::App& app, StoreOptions& options);
-// --on-redis-error, for the commands that take permits (exec, acquire, pipe --key).
+// The stores' options for the commands that take permits (exec, acquire, pipe --key):
+// --on-redis-error.
 void add_redis_policy_option(CLI::App& app, StoreOptions& options);
 // --key, checked to be a name the backends can keep.
 CLI::Option* add_key_option(CLI::App& app, std::string& key);
 
-backends::BackendOptions backend_options(const StoreOptions& options);
 // The store for the options given (exit 77 if unsafe, 69 if unavailable).
 std::unique_ptr<backends::BucketBackend> open_backend(const StoreOptions& options);
 // Where the buckets are, for messages: the state directory, or Redis and its URL (password
 // hidden).
 std::string store_of(const StoreOptions& options);
+// "no bucket 'KEY' in STORE" (66), the key escaped as status shows it.
+InputError no_bucket(const std::string& key, const StoreOptions& options);
 // False when looking would find nothing: no Redis, and no state directory (which status and reset
 // do not create).
 bool may_hold_buckets(const StoreOptions& options);
@@ -62,7 +59,7 @@ struct PermitOptions {
   std::string key;  // empty: none given (exec takes its command's name, acquire refuses)
   std::int64_t permits = 1;
   bool try_only = false;
-  std::string timeout;  // empty: wait as long as it takes
+  std::optional<std::chrono::nanoseconds> timeout;  // none: wait as long as it takes
 };
 
 void add_permit_options(CLI::App& app, PermitOptions& options);

@@ -326,11 +326,7 @@ int run_status(const StatusOptions& options) {
     buckets = open_backend(options.store)
                   ->status(options.key.empty() ? std::nullopt : std::optional(options.key));
   if (options.key.empty() && std::filesystem::exists(path)) pipes = pipe::list_running_pipes(path);
-  if (buckets.empty() && !options.key.empty()) {
-    fmt::print(stderr, "ratelimit: no bucket '{}' in {}\n", format::escaped_bytes(options.key),
-               store_of(options.store));
-    return exit_no_input;
-  }
+  if (buckets.empty() && !options.key.empty()) throw no_bucket(options.key, options.store);
   if (options.json)
     print_json(buckets, pipes);
   else

@@ -8,6 +8,7 @@
 #include <string>
 #include <string_view>
 
+#include "backends/open_backend.hpp"
 #include "cli/help.hpp"
 #include "cli/units.hpp"
 #include "errors.hpp"
@@ -21,9 +22,12 @@ enum class ValueKind { rate, burst, duration, size };
 std::optional<ValueKind> kind_of(std::string_view option) {
   if (option == "-r" || option == "--rate") return ValueKind::rate;
   if (option == "--burst") return ValueKind::burst;
-  if (option == "--timeout" || option == "--warmup" || option == "--redis-timeout")
-    return ValueKind::duration;
+  if (option == "--timeout" || option == "--warmup") return ValueKind::duration;
   if (option == "--chunk") return ValueKind::size;
+  for (const auto& declared : backends::store_options()) {
+    if (option == declared.text.name && declared.text.kind == backends::OptionKind::duration)
+      return ValueKind::duration;
+  }
   return std::nullopt;
 }
 

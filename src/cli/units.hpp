@@ -59,6 +59,22 @@ std::chrono::nanoseconds parse_duration(std::string_view text);
 CLI::Validator whole_number_in(std::int64_t low, std::int64_t high);
 CLI::Validator number_in(double low, double high);
 
+// A CLI11 check that keeps what `parse` reads of each value given in `value` (the last one given
+// holds), else reports the parser's own message: the value is parsed once, as it is checked.
+template <typename Value, typename Parse>
+CLI::Validator read_into(Value& value, Parse parse, std::string name) {
+  return CLI::Validator(
+      [&value, parse](std::string& text) -> std::string {
+        try {
+          value = parse(text);
+          return {};
+        } catch (const UsageError& error) {
+          return error.what();
+        }
+      },
+      std::move(name));
+}
+
 // A CLI11 check that reports the parser's own message, e.g. "invalid rate '1x': unknown unit 'x'".
 template <typename Parse>
 CLI::Validator syntax_check(Parse parse, std::string name) {

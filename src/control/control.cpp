@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <charconv>
 
+#include "format/checksum.hpp"
 #include "format/escaping.hpp"
 #include "schedule/timetable_text.hpp"
 
@@ -78,16 +79,6 @@ std::optional<format::Notation> notation_of_fields(std::string_view counted,
 constexpr std::string_view kNoKey = "-";
 constexpr std::string_view kNoTimetable = "-";
 
-// The record's check: a status file is rewritten in place, so a read may meet a write half done.
-std::uint32_t fnv1a(std::string_view text) {
-  std::uint32_t hash = 2166136261u;
-  for (const char byte : text) {
-    hash ^= static_cast<unsigned char>(byte);
-    hash *= 16777619u;
-  }
-  return hash;
-}
-
 std::optional<std::string> key_of_hex(std::string_view hex) {
   if (hex == kNoKey) return std::string();
   if (hex.empty() || hex.size() % 2 != 0) return std::nullopt;
@@ -108,7 +99,7 @@ std::string encode_status(const PipeStatus& status) {
       status.notation.binary_prefix ? "iec" : "si", status.rate, status.units, status.bytes,
       status.answered, status.key.empty() ? kNoKey : format::hex_bytes(status.key),
       status.notation.period_seconds, status.timetable.empty() ? kNoTimetable : status.timetable);
-  return fmt::format("{} {:08x}\n", fields, fnv1a(fields));
+  return fmt::format("{} {:08x}\n", fields, format::fnv1a<std::uint32_t>(fields));
 }
 
 std::optional<PipeStatus> decode_status(std::string_view record) {
@@ -119,7 +110,8 @@ std::optional<PipeStatus> decode_status(std::string_view record) {
   const std::optional<std::uint32_t> check =
       whole_field<std::uint32_t>(record.substr(record.size() - kCheckBytes + 1, 8), 16);
   record.remove_suffix(kCheckBytes);
-  if (!check || *check != fnv1a(record)) return std::nullopt;
+  // A status file is rewritten in place, so a read may meet a write half done.
+  if (!check || *check != format::fnv1a<std::uint32_t>(record)) return std::nullopt;
   record.remove_prefix(kStatusTag.size());
   std::vector<std::string_view> fields;
   while (record.starts_with(' ')) {

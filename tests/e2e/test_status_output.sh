@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # status as users read it: rates as written (2/s, 1G/s, off, 1e300/s), waits as 59m59s, aligned
 # columns, escaped keys, a hostile file skipped, --json valid whatever the rates and key bytes,
-# running pipes with what they count and their key; reset of an unknown key; nothing created by
-# looking.
+# running pipes with what they count and their key; an unknown key (escaped) for status, reset
+# and set; nothing created by looking.
 source "$E2E_LIB"
 export RATELIMIT_STATE_DIR=$WORK/state
 
@@ -11,6 +11,13 @@ expect_status 0 "$RATELIMIT" status
 expect_status 66 "$RATELIMIT" reset --key nope
 expect_stderr "ratelimit: no bucket 'nope' in $RATELIMIT_STATE_DIR"
 [ ! -e "$RATELIMIT_STATE_DIR" ] || fail "reset created the state directory"
+# An unknown key is named escaped by each command, as status lists keys.
+for command in status reset set; do
+  rate=()
+  [ $command = set ] && rate=(--rate 5)
+  expect_status 66 "$RATELIMIT" $command --key $'no\tkey\x01' "${rate[@]}"
+  expect_stderr "ratelimit: no bucket 'no\\x09key\\x01' in $RATELIMIT_STATE_DIR"
+done
 
 "$RATELIMIT" acquire --rate 1/h --key hourly
 "$RATELIMIT" acquire --rate 100/m --key a-very-long-key-name-for-the-mail-queue

@@ -47,10 +47,6 @@ std::string now_argument(std::optional<std::int64_t> now_micros) {
   return now_micros ? std::to_string(*now_micros) : std::string();
 }
 
-bool is_text(const RedisValue& value) {
-  return value.type == RedisValue::Type::string || value.type == RedisValue::Type::status;
-}
-
 // The wait of a reply, "WAIT" or, granted, "WAIT FROM UNTIL": the booking's span follows in the
 // same text, which the server makes at a fraction of the cost of more fields. Into `reservation`;
 // false if the text is neither.

@@ -30,6 +30,11 @@ struct RedisValue {
   std::vector<RedisValue> elements;
 };
 
+// Whether `value` carries text: a string or a status reply.
+inline bool is_text(const RedisValue& value) {
+  return value.type == RedisValue::Type::string || value.type == RedisValue::Type::status;
+}
+
 // Thrown by a call that a stop signal cut short. One that came while a command's reply was
 // awaited closes the connection, and the command may have run.
 struct RedisInterrupted {

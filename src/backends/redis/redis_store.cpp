@@ -1,5 +1,7 @@
 #include "backends/redis/redis_store.hpp"
 
+#include <fmt/core.h>
+
 #include "backends/redis/redis_backend.hpp"
 #include "backends/redis/redis_deployment.hpp"
 #include "backends/redis/redis_url.hpp"
@@ -18,7 +20,8 @@ std::unique_ptr<BucketBackend> open_redis_store(
                                          .timeout = options.timeout,
                                          .failover_timeout = options.failover_timeout}));
   if (!options.tls.verify)
-    warn("--redis-tls-insecure: the Redis server's certificate and name are not checked");
+    warn(fmt::format("{}: the Redis server's certificate and name are not checked",
+                     redis_option::tls_insecure));
   return redis;
 }
 

@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <charconv>
 
+#include "backends/redis/redis_options.hpp"
 #include "errors.hpp"
 #include "format/quantities.hpp"
 
@@ -25,10 +26,6 @@ std::optional<int> port_number(std::string_view text) {
       port > 65535)
     return std::nullopt;
   return port;
-}
-
-bool is_text(const RedisValue& value) {
-  return value.type == RedisValue::Type::string || value.type == RedisValue::Type::status;
 }
 
 // A Cluster's `MOVED SLOT HOST:PORT` or `ASK SLOT HOST:PORT`; an empty host is the node that
@@ -75,8 +72,8 @@ RedisTopology::RedisTopology(RedisDeployment deployment, milliseconds timeout,
     tls_.emplace(tls, notify_);
   } else if (!tls.ca_file.empty() || !tls.cert_file.empty() || !tls.key_file.empty() ||
              !tls.verify) {
-    throw UsageError("the --redis-tls-* options need a rediss:// URL, not '" + deployment_.shown +
-                     "'");
+    throw UsageError(fmt::format("the {} options need a rediss:// URL, not '{}'",
+                                 redis_option::tls_any, deployment_.shown));
   }
 }
 
@@ -158,10 +155,11 @@ RedisValue RedisTopology::command_in_cluster(const std::string& redis_key,
       cause = error.what();
     }
     if (failover.passed())
-      throw BackendUnavailable(fmt::format(
-          "Redis at {}: no answer for {} within {} of a failover ({}); raise "
-          "--redis-failover-timeout above cluster-node-timeout plus the election",
-          deployment_.shown, redis_key, format::human_duration(failover_timeout_), cause));
+      throw BackendUnavailable(
+          fmt::format("Redis at {}: no answer for {} within {} of a failover ({}); raise {} above "
+                      "cluster-node-timeout plus the election",
+                      deployment_.shown, redis_key, format::human_duration(failover_timeout_),
+                      cause, redis_option::failover_timeout));
     if (!told) notify_(fmt::format("Redis Cluster: {}; asking the Cluster again", cause));
     told = true;
     failover.pause(kFailoverPause);
@@ -367,10 +365,10 @@ void RedisTopology::look_for_a_second_master(const RedisDeadline& request) {
 
 void RedisTopology::failover_too_long(const std::string& cause) const {
   throw BackendUnavailable(fmt::format(
-      "Redis at {}: no master '{}' within {} of a failover ({}); raise "
-      "--redis-failover-timeout above the sentinels' down-after-milliseconds plus the election",
-      deployment_.shown, deployment_.master_name, format::human_duration(failover_timeout_),
-      cause));
+      "Redis at {}: no master '{}' within {} of a failover ({}); raise {} above the sentinels' "
+      "down-after-milliseconds plus the election",
+      deployment_.shown, deployment_.master_name, format::human_duration(failover_timeout_), cause,
+      redis_option::failover_timeout));
 }
 
 void RedisTopology::for_each_master(RedisDeadline& deadline,

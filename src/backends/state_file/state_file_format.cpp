@@ -9,6 +9,8 @@
 #include <stdexcept>
 #include <string>
 
+#include "format/checksum.hpp"
+
 namespace ratelimit::backends {
 namespace {
 
@@ -29,15 +31,6 @@ constexpr std::uint32_t kPayFirst = 2;
 constexpr std::size_t kMachineIdBytes = 32;  // 128 bits in hex, as machine-id(5)
 constexpr std::size_t kBootIdBytes = 36;     // a UUID as the kernel prints it
 constexpr std::string_view kBucketSuffix = ".bucket";
-
-std::uint64_t fnv1a(std::string_view bytes) {
-  std::uint64_t hash = 0xcbf29ce484222325ULL;
-  for (unsigned char byte : bytes) {
-    hash ^= byte;
-    hash *= 0x100000001b3ULL;
-  }
-  return hash;
-}
 
 template <typename Value>
 void append(std::string& out, Value value) {
@@ -116,7 +109,7 @@ std::string encode_record(const StateRecord& record) {
   const std::string_view notation = std::string_view(record.notation).substr(0, kMaxNotationBytes);
   append(out, static_cast<std::uint32_t>(notation.size()));
   out += notation;
-  append(out, fnv1a(out));
+  append(out, format::fnv1a<std::uint64_t>(out));
   return out;
 }
 
@@ -195,7 +188,8 @@ DecodedRecord decode_record(std::string_view bytes, std::chrono::nanoseconds now
   const auto payload = bytes.substr(0, bytes.size() - sizeof(std::uint64_t));
   std::uint64_t checksum;
   std::memcpy(&checksum, bytes.data() + payload.size(), sizeof checksum);
-  if (checksum != fnv1a(payload)) return {.record = {}, .problem = "bad checksum"};
+  if (checksum != format::fnv1a<std::uint64_t>(payload))
+    return {.record = {}, .problem = "bad checksum"};
 
   StateRecord record;
   const auto shape = reader.next<std::uint32_t>();
