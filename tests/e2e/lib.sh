@@ -79,6 +79,14 @@ expect_ended_by_signal() {
   [ "$ms" -lt "$bound" ] || fail "SIG$signal $what: it ended after ${ms} ms"
 }
 
+# running PID: the process exists and has not ended. A daemon that ended is reparented to a PID 1
+# that may reap it late, and a zombie still answers kill -0.
+running() {
+  local state
+  state=$(awk '{ print $3 }' "/proc/$1/stat" 2>/dev/null) || return 1
+  [ -n "$state" ] && [ "$state" != Z ] && [ "$state" != X ]
+}
+
 wait_for_file() {
   local tries=0
   until [ -e "$1" ]; do

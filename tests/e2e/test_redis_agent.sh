@@ -27,7 +27,7 @@ connections() { redis_cli main info stats | sed -n 's/^total_connections_receive
 expect_status 0 "$RATELIMIT" acquire --rate 100/s --key first
 wait_for_file "$WORK/state/agent.sock"
 pid=$(agent_pid "$WORK/state")
-kill -0 "$pid" || fail "no agent runs"
+running "$pid" || fail "no agent runs"
 [ "$(stat -c %a "$WORK/state/agent.sock")" = 600 ] || fail "socket mode $(stat -c %a "$WORK/state/agent.sock")"
 [ "$(ps -o sid= -p "$pid")" != "$(ps -o sid= -p $$)" ] || fail "the agent is in the caller's session"
 [ "$(readlink "/proc/$pid/fd/0")" = /dev/null ] || fail "the agent's stdin is $(readlink "/proc/$pid/fd/0")"
@@ -105,7 +105,7 @@ others=$(cat "$WORK"/kill.* | grep -vc -e '^0$' -e '^75$' || true)
 bound=$((100 * ms / 1000 + 100 + 1))
 [ "$grants" -le "$bound" ] || fail "$grants grants in ${ms} ms at 100/s after a SIGKILL, at most $bound"
 new_pid=$(agent_pid "$WORK/state")
-[ -n "$new_pid" ] && [ "$new_pid" != "$pid" ] && kill -0 "$new_pid" || fail "no new agent after the SIGKILL"
+[ -n "$new_pid" ] && [ "$new_pid" != "$pid" ] && running "$new_pid" || fail "no new agent after the SIGKILL"
 pid=$new_pid
 
 # Another user can neither connect to the socket nor be answered by the agent.
@@ -153,5 +153,5 @@ expect_status 0 "$RATELIMIT" acquire --rate 100/s --key idle
 wait_for_file "$WORK/idle/agent.sock"
 idle_pid=$(agent_pid "$WORK/idle")
 sleep 2.5
-! kill -0 "$idle_pid" 2>/dev/null || fail "the agent did not end when idle"
+! running "$idle_pid" || fail "the agent did not end when idle"
 [ ! -e "$WORK/idle/agent.sock" ] || fail "the idle agent left its socket"
