@@ -1,3 +1,5 @@
+#include <fmt/core.h>
+
 #include <memory>
 
 #include "cli/commands.hpp"
@@ -13,7 +15,18 @@ int run_acquire(const PermitOptions& options) {
   if (options.key.empty())
     throw UsageError(
         "acquire needs --key NAME: the bucket that the calls of one loop share (e.g. --key mail)");
-  return admit_then(options, 0, [](exec::Admission&) { return exit_ok; });
+  return admit_then(options, 0, [&options](const exec::Admission& admission) {
+    // The store's grant moments, exact, for whoever checks a limit from outside (a quota's
+    // windows): on the clock every process of the host shares.
+    if (options.store.verbose) {
+      const std::int64_t ns = admission.granted_at.count();
+      fmt::print(stderr,
+                 "ratelimit: key '{}': {} {} granted at {}.{:09} s on the monotonic clock\n",
+                 options.key, options.permits, options.permits == 1 ? "permit" : "permits",
+                 ns / 1'000'000'000, ns % 1'000'000'000);
+    }
+    return exit_ok;
+  });
 }
 
 }  // namespace

@@ -18,7 +18,8 @@ Admission admit(backends::BucketBackend& backend, backends::InflightSlots* slots
   const nanoseconds deadline = request.permits.deadline;
   // Returning drops the slot taken so far, if any.
   auto not_admitted = [](AdmissionResult result, int signal) {
-    return Admission{.result = result, .signal = signal, .slot = {}, .replaced_params = {}};
+    return Admission{
+        .result = result, .signal = signal, .slot = {}, .granted_at = {}, .replaced_params = {}};
   };
 
   io::FileDescriptor slot;
@@ -35,11 +36,13 @@ Admission admit(backends::BucketBackend& backend, backends::InflightSlots* slots
   if (reservation.signal != 0)
     return not_admitted(AdmissionResult::interrupted, reservation.signal);
   if (!reservation.granted) return not_admitted(AdmissionResult::refused, 0);
-  if (const int signal = waiter.wait_until(deadline_after(waiter.now(), reservation.wait)))
+  const nanoseconds granted_at = deadline_after(waiter.now(), reservation.wait);
+  if (const int signal = waiter.wait_until(granted_at))
     return not_admitted(AdmissionResult::interrupted, signal);
   return Admission{.result = AdmissionResult::admitted,
                    .signal = 0,
                    .slot = std::move(slot),
+                   .granted_at = granted_at,
                    .replaced_params = reservation.replaced_params,
                    .replaced_timetable = reservation.replaced_timetable,
                    .replaced_quotas = reservation.replaced_quotas};

@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "ratelimit/quota.hpp"
 #include "ratelimit/token_bucket.hpp"
 
 // The reader of tests/golden_vectors.txt (its header describes the format) and a replay of one
@@ -18,6 +19,7 @@ struct GoldenRequest {
   std::chrono::nanoseconds timeout = std::chrono::nanoseconds::max();  // forever
   bool apply_params = true;
   BucketParams params;
+  std::vector<QuotaParams> quotas;
   std::string timetable;  // the request's schedule (backends::KeySchedule)
   std::int64_t entry_until = 0;
   // Expected; none where the file says '?' (a vector being written: the test prints the answer).
@@ -40,12 +42,28 @@ struct GoldenGiveBack {
   std::int64_t permits = 0;
 };
 
+// One quota as a store's status shows it.
+struct GoldenQuotaStatus {
+  std::int64_t limit = 0;
+  std::int64_t used = 0;
+  std::chrono::nanoseconds next_free_in{0};  // compared in whole microseconds
+
+  friend bool operator==(const GoldenQuotaStatus&, const GoldenQuotaStatus&) = default;
+};
+
+struct GoldenStatus {
+  std::chrono::nanoseconds at{0};
+  // Expected, in the key's order.
+  std::vector<GoldenQuotaStatus> quotas;
+};
+
 struct GoldenStep {
   int line = 0;
   std::string text;  // the line as written
   std::optional<GoldenRequest> request;
   std::optional<GoldenSetRate> set_rate;
   std::optional<GoldenGiveBack> give_back;
+  std::optional<GoldenStatus> status;
 };
 
 struct GoldenVector {
@@ -71,6 +89,8 @@ class GoldenStore {
   virtual GoldenAnswer request(const GoldenRequest& request) = 0;
   virtual void set_rate(const GoldenSetRate& change) = 0;
   virtual void give_back(const GoldenGiveBack& unused) = 0;
+  // The key's quotas as status shows them at `at`.
+  virtual std::vector<GoldenQuotaStatus> status(std::chrono::nanoseconds at) = 0;
 };
 
 // Replays `vector` on `store`; returns one message per mismatch, each with the line as the store

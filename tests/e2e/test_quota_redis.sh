@@ -1,0 +1,29 @@
+#!/usr/bin/env bash
+# --quota on a key kept in Redis, as in the state file (test_quota_shared.sh): a refused request
+# takes nothing, status shows the quota, another caller's replaces it, reset clears it, a pipe's
+# bytes count; 8 processes x 200 acquires never exceed the quota in any window of its period,
+# measured from the moments the store granted them (acquire -v).
+# Timing: grants measured as they come (RESOURCE_LOCK timing).
+source "$E2E_LIB"
+source "$(dirname "${BASH_SOURCE[0]}")/redis_server.sh"
+source "$(dirname "${BASH_SOURCE[0]}")/quota_shared.sh"
+start_redis main
+redis=(--redis "unix://$WORK/main/sock")
+
+expect_quota_rules "${redis[@]}"
+
+# A pipe's bytes count against the key's quota in Redis too: 100 bytes in any hour, taken by a
+# pipe of 100 bytes, byte-exact.
+random_file "$WORK/input" 100
+"$RATELIMIT" --quota 100/h --key pipe "${redis[@]}" "$WORK/input" -o "$WORK/output"
+cmp "$WORK/input" "$WORK/output" || fail "the pipe did not copy its input"
+"$RATELIMIT" status --key pipe --json "${redis[@]}" >"$WORK/pipe.json"
+python3 -c '
+import json, sys
+quota = json.load(open(sys.argv[1]))["buckets"][0]["quotas"][0]
+assert quota["limit"] == 100 and quota["used"] == 100, quota' "$WORK/pipe.json" ||
+  fail "status --json shows: $(cat "$WORK/pipe.json")"
+
+# 8 processes x 200 acquires at 50 in any 2 s: about 64 s.
+acquire_in_parallel redis 8 200 --quota 50/2s --key q "${redis[@]}"
+expect_quota_kept redis 50 2 1600
