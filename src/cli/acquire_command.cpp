@@ -16,14 +16,16 @@ int run_acquire(const PermitOptions& options) {
     throw UsageError(
         "acquire needs --key NAME: the bucket that the calls of one loop share (e.g. --key mail)");
   return admit_then(options, 0, [&options](const exec::Admission& admission) {
-    // The store's grant moments, exact, for whoever checks a limit from outside (a quota's
+    // Where the store's grant moment lies, for whoever checks a limit from outside (a quota's
     // windows): on the clock every process of the host shares.
     if (options.store.verbose) {
-      const std::int64_t ns = admission.granted_at.count();
+      const auto seconds = [](std::chrono::nanoseconds t) {
+        return fmt::format("{}.{:09}", t.count() / 1'000'000'000, t.count() % 1'000'000'000);
+      };
       fmt::print(stderr,
-                 "ratelimit: key '{}': {} {} granted at {}.{:09} s on the monotonic clock\n",
+                 "ratelimit: key '{}': {} {} granted between {} and {} s on the monotonic clock\n",
                  options.key, options.permits, options.permits == 1 ? "permit" : "permits",
-                 ns / 1'000'000'000, ns % 1'000'000'000);
+                 seconds(admission.granted_from), seconds(admission.granted_by));
     }
     return exit_ok;
   });
