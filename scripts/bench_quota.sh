@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Quotas (issue 29): the busiest window against N for the quota tests' workloads (each grant known
-# to lie between its request's sending and its answer's arrival, plus the wait: acquire -v), the
+# to lie between its request's sending and its answer's arrival, plus the wait: acquire -vv), the
 # core's cost per decision with 0, 1 and 4 quotas, and the Redis script's server CPU per decision
 # with 0, 1 and 4 quotas against a minimal GCRA script (redis_bench.sh; BENCH_ROUNDS alternating
 # rounds, default 5, medians), on a redis-server of its own. Prints the figures for bench/results/quota.md.

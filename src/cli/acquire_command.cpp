@@ -18,7 +18,7 @@ int run_acquire(const PermitOptions& options) {
   return admit_then(options, 0, [&options](const exec::Admission& admission) {
     // Where the store's grant moment lies, for whoever checks a limit from outside (a quota's
     // windows): on the clock every process of the host shares.
-    if (options.store.verbose) {
+    if (options.store.verbose >= 2) {
       const auto seconds = [](std::chrono::nanoseconds t) {
         return fmt::format("{}.{:09}", t.count() / 1'000'000'000, t.count() % 1'000'000'000);
       };

@@ -122,8 +122,8 @@ void add_store_options(CLI::App& app, StoreOptions& options) {
           "the --redis-tls-* options need a rediss:// URL (--redis or $RATELIMIT_REDIS)");
   });
   app.add_flag("-v,--verbose", options.verbose,
-               "Say why a bucket's record was discarded, which Redis node answered, and "
-               "when acquire's permits were granted");
+               "Say why a bucket's record was discarded, and which Redis node answered; "
+               "twice (-vv), also when acquire's permits were granted");
   app.add_option("--redis", options.redis,
                  "Keep the buckets in Redis, shared by every host: redis[s]://[[user]:password@]"
                  "host[:port][/db] (rediss: TLS; a server or a Cluster node), unix:///path[?db=N], "

@@ -22,7 +22,9 @@ struct StoreOptions {
   // (backends::choose_state_dir). What needs it
   // (the state-file store, exec's slots, the pipe's control FIFO, set, status) is handed this.
   std::string state_dir;
-  bool verbose = false;
+  // -v: why a record was discarded, which Redis node answered; -vv: also when acquire's permits
+  // were granted.
+  int verbose = 0;
   std::string redis;  // a Redis URL: the buckets are kept there instead
   std::string redis_timeout = "1s";
   std::string redis_failover_timeout = "60s";

@@ -1,6 +1,6 @@
 # Sourced by the quota tests of shared keys, after lib.sh: the rules every store keeps, and many
-# processes acquiring from one quota, with the busiest window of their grants, each measured at the
-# moment the store's wait ended (acquire -v).
+# processes acquiring from one quota, with the busiest window of their grants, each known to lie
+# between its request's sending and its answer's arrival, plus the store's wait (acquire -vv).
 
 # expect_quota_rules STORE_OPTIONS...: on key "refused" of the store, a refused request takes
 # nothing, status shows the quota (text and JSON), another caller's quota replaces the key's and
@@ -31,21 +31,23 @@ assert quota["next_free_in_seconds"] > 3000, quota' "$WORK/status.json" ||
 }
 
 # acquire_in_parallel NAME PROCESSES TIMES ACQUIRE_OPTIONS...: PROCESSES processes, each running
-# `ratelimit acquire -v ACQUIRE_OPTIONS...` TIMES times in turn; their grants go to
+# `ratelimit acquire -vv ACQUIRE_OPTIONS...` TIMES times in turn; their grants go to
 # $WORK/NAME.grants.* as "<from_ns> <to_ns> <permits>" lines: each grant's moment in the store
 # lies between the two (quota_windows.py within).
 acquire_in_parallel() {
-  local name=$1 processes=$2 times=$3 process
+  local name=$1 processes=$2 times=$3 process pids=()
   local moment='\([0-9]*\)\.\([0-9]\{9\}\)'
   shift 3
   for process in $(seq "$processes"); do
     (
-      for _ in $(seq "$times"); do "$RATELIMIT" acquire -v "$@" 2>&1 >/dev/null; done |
+      for _ in $(seq "$times"); do "$RATELIMIT" acquire -vv "$@" 2>&1 >/dev/null; done |
         sed -n "s/.*: \([0-9]*\) permits\{0,1\} granted between $moment and $moment s on the monotonic clock\$/\2\3 \4\5 \1/p" \
           >"$WORK/$name.grants.$process"
     ) &
+    pids+=($!)
   done
-  wait
+  # Its own: the caller may have a server in the background.
+  wait "${pids[@]}"
 }
 
 # expect_quota_kept NAME LIMIT PERIOD_S GRANTS: acquire_in_parallel NAME made GRANTS grants in all,

@@ -2,7 +2,7 @@
 # --quota on a key kept in Redis, as in the state file (test_quota_shared.sh): a refused request
 # takes nothing, status shows the quota, another caller's replaces it, reset clears it, a pipe's
 # bytes count; 8 processes x 200 acquires never exceed the quota in any window of its period,
-# measured from the moments the store granted them (acquire -v).
+# measured from the moments the store granted them (acquire -vv).
 # Timing: grants measured as they come (RESOURCE_LOCK timing).
 source "$E2E_LIB"
 source "$(dirname "${BASH_SOURCE[0]}")/redis_server.sh"

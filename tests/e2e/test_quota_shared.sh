@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # --quota on a key in the state file: 8 processes x 200 acquires never exceed the quota in any
-# window of its period, measured from the moments the store granted them (acquire -v); a refused
+# window of its period, measured from the moments the store granted them (acquire -vv); a refused
 # request takes nothing; status shows the quota; reset clears it. test_quota_redis.sh: the same
 # in Redis.
 # Timing: grants measured as they come (RESOURCE_LOCK timing).
