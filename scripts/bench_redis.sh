@@ -21,6 +21,7 @@
 #               session the previous call kept (BENCH_ROUNDS alternating rounds; medians).
 # Writes bench/results/redis.md.
 source "$(dirname "${BASH_SOURCE[0]}")/setup.sh"
+source "$(dirname "${BASH_SOURCE[0]}")/redis_bench.sh"
 ensure_packages redis-server redis-tools openssl
 build_bench_tree
 
@@ -121,49 +122,18 @@ echo "$latency_result" >&2
 
 echo "== decisions per second, 8 clients, against a minimal GCRA script" >&2
 sha=$(redis-cli -s "$TMP/redis/sock" script load "$(cat "$RATELIMIT_ROOT/src/backends/redis/redis_bucket.lua")")
-# The least a shared rate limit does per decision, for comparison: the server's TIME, one GET
-# and one SET with an expiry (GCRA: the key holds the theoretical arrival time, microseconds).
-cat >"$TMP/gcra.lua" <<'LUA'
-local time = redis.call("TIME")
-local now = time[1] * 1e6 + time[2]
-local interval, tolerance = tonumber(ARGV[1]), tonumber(ARGV[2])
-local tat = math.max(tonumber(redis.call("GET", KEYS[1])) or now, now)
-if now < tat - tolerance then return {0, tostring(tat - tolerance - now)} end
-tat = tat + interval
-redis.call("SET", KEYS[1], tat, "PX", math.ceil((tat - now) / 1000) + 1)
-return {1, "0"}
-LUA
-gcra_sha=$(redis-cli -s "$TMP/redis/sock" script load "$(cat "$TMP/gcra.lua")")
-server_cpu() {
-  redis-cli -s "$TMP/redis/sock" info cpu | tr -d '\r' |
-    awk -F: '/^used_cpu_(sys|user):/ { sum += $2 } END { printf "%.6f", sum }'
-}
-# throughput CONNECTION-OPTIONS... COMMAND...: "decisions/s us_of_server_CPU_each".
-throughput() {
-  local requests=100000 before after rps
-  before=$(server_cpu)
-  rps=$(redis-benchmark -c 8 -n $requests -q "$@" |
-    tr '\r' '\n' | grep -oE '[0-9.]+ requests per second' | tail -1 | awk '{ print $1 }')
-  after=$(server_cpu)
-  awk -v rps="$rps" -v a="$after" -v b="$before" -v n=$requests \
-    'BEGIN { printf "%.0f %.2f\n", rps, (a - b) / n * 1e6 }'
-}
+BENCH_REDIS_SOCK=$TMP/redis/sock
+BENCH_TMP=$TMP
+load_gcra_script
 unix_options=(-s "$TMP/redis/sock")
 tls_options=(-h 127.0.0.1 -p "$tls_port" --tls --cacert "$tls/ca.crt")
 ours() { throughput "$@" EVALSHA "$sha" 1 'ratelimit:{bench__rand_int__}' reserve "" 1 9223372036854775807 "1,bursty,1e9,1,0,3,0,0,0," bursty 0 1e9 1; }
-gcra() { throughput "$@" EVALSHA "$gcra_sha" 1 'gcra:{bench__rand_int__}' 0.001 1000000; }
-median() { sort -g | awk '{ v[NR] = $1 } END { print (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2 }'; }
 ROUNDS=${BENCH_ROUNDS:-5}
 # Other work on the machine slows both scripts: the load average before and after, with the figures.
 load_before=$(cut -d' ' -f1-3 /proc/loadavg)
-for round in $(seq "$ROUNDS"); do
-  # Alternating which goes first, as other work on the machine makes single figures noisy.
-  if [ $((round % 2)) -eq 1 ]; then
-    ours "${unix_options[@]}" >>"$TMP/ours"; gcra "${unix_options[@]}" >>"$TMP/gcra"
-  else
-    gcra "${unix_options[@]}" >>"$TMP/gcra"; ours "${unix_options[@]}" >>"$TMP/ours"
-  fi
-done
+ours_unix() { ours "${unix_options[@]}"; }
+gcra_unix() { gcra "${unix_options[@]}"; }
+alternating_rounds "$ROUNDS" ours ours_unix gcra gcra_unix
 ours "${unix_options[@]}" -r 8 >"$TMP/ours8"
 ours "${tls_options[@]}" >"$TMP/ours_tls"
 ours_rps=$(cut -d' ' -f1 "$TMP/ours" | median)

@@ -1,3 +1,5 @@
+#include <fmt/core.h>
+
 #include <memory>
 
 #include "cli/commands.hpp"
@@ -13,7 +15,20 @@ int run_acquire(const PermitOptions& options) {
   if (options.key.empty())
     throw UsageError(
         "acquire needs --key NAME: the bucket that the calls of one loop share (e.g. --key mail)");
-  return admit_then(options, 0, [](exec::Admission&) { return exit_ok; });
+  return admit_then(options, 0, [&options](const exec::Admission& admission) {
+    // Where the store's grant moment lies, for whoever checks a limit from outside (a quota's
+    // windows): on the clock every process of the host shares.
+    if (options.store.verbose >= 2) {
+      const auto seconds = [](std::chrono::nanoseconds t) {
+        return fmt::format("{}.{:09}", t.count() / 1'000'000'000, t.count() % 1'000'000'000);
+      };
+      fmt::print(stderr,
+                 "ratelimit: key '{}': {} {} granted between {} and {} s on the monotonic clock\n",
+                 options.key, options.permits, options.permits == 1 ? "permit" : "permits",
+                 seconds(admission.granted_from), seconds(admission.granted_by));
+    }
+    return exit_ok;
+  });
 }
 
 }  // namespace

@@ -99,7 +99,8 @@ void add_store_options(CLI::App& app, StoreOptions& options) {
   });
   app.add_flag("-v,--verbose", options.verbose,
                "Say why a bucket's record was discarded, which Redis node answered, and "
-               "whether a TLS session was resumed");
+               "whether a TLS session was resumed; twice (-vv), also when acquire's permits were "
+               "granted");
   add_options_of_stores(app, options, false);
 }
 

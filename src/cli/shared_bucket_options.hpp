@@ -23,7 +23,9 @@ struct StoreOptions {
   // (backends::choose_state_dir). What needs it
   // (the state-file store, exec's slots, the pipe's control FIFO, set, status) is handed this.
   std::string state_dir;
-  bool verbose = false;
+  // -v: why a record was discarded, which Redis node answered, TLS sessions resumed; -vv: also
+  // when acquire's permits were granted.
+  int verbose = 0;
   // The stores' own options as they read them (backends/store_option.hpp), with the state
   // directory and --verbose once the command line is parsed.
   backends::BackendOptions backend;

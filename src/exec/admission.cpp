@@ -18,7 +18,12 @@ Admission admit(backends::BucketBackend& backend, backends::InflightSlots* slots
   const nanoseconds deadline = request.permits.deadline;
   // Returning drops the slot taken so far, if any.
   auto not_admitted = [](AdmissionResult result, int signal) {
-    return Admission{.result = result, .signal = signal, .slot = {}, .replaced_params = {}};
+    return Admission{.result = result,
+                     .signal = signal,
+                     .slot = {},
+                     .granted_from = {},
+                     .granted_by = {},
+                     .replaced_params = {}};
   };
 
   io::FileDescriptor slot;
@@ -31,15 +36,19 @@ Admission admit(backends::BucketBackend& backend, backends::InflightSlots* slots
     }
   }
 
+  const nanoseconds asked_at = waiter.now();
   const backends::Reservation reservation = backend.reserve(request.permits, waiter);
   if (reservation.signal != 0)
     return not_admitted(AdmissionResult::interrupted, reservation.signal);
   if (!reservation.granted) return not_admitted(AdmissionResult::refused, 0);
-  if (const int signal = waiter.wait_until(deadline_after(waiter.now(), reservation.wait)))
+  const nanoseconds granted_by = deadline_after(waiter.now(), reservation.wait);
+  if (const int signal = waiter.wait_until(granted_by))
     return not_admitted(AdmissionResult::interrupted, signal);
   return Admission{.result = AdmissionResult::admitted,
                    .signal = 0,
                    .slot = std::move(slot),
+                   .granted_from = deadline_after(asked_at, reservation.wait),
+                   .granted_by = granted_by,
                    .replaced_params = reservation.replaced_params,
                    .replaced_timetable = reservation.replaced_timetable,
                    .replaced_quotas = reservation.replaced_quotas};

@@ -29,6 +29,11 @@ struct Admission {
   // With --max-inflight: the slot's lock, held as long as this descriptor (or the command that
   // inherits it) lives.
   io::FileDescriptor slot;
+  // Admitted: the store's moment for the permits lies from granted_from to granted_by, on the
+  // waiter's timeline (monotonic_now()): the request's sending and its answer's arrival, each
+  // plus the wait the store gave. The wait ended at granted_by.
+  std::chrono::nanoseconds granted_from{0};
+  std::chrono::nanoseconds granted_by{0};
   // The bucket's parameters that this request replaced, if it did, and their timetable.
   std::optional<BucketParams> replaced_params;
   std::string replaced_timetable{};

@@ -5,6 +5,10 @@
                                     "bytes" or "lines" (the newlines read)
   quota_windows.py busiest WINDOW_S LOG...   prints the most units of any window of WINDOW_S
                                     seconds over the "<ns> <units>" lines of the logs
+  quota_windows.py within WINDOW_S LOG...    the same over "<from_ns> <to_ns> <units>" lines (a
+                                    grant known to lie between two moments): prints the most
+                                    units certainly inside one window, those that may be in one,
+                                    and the median of to - from in ms
 """
 import subprocess
 import sys
@@ -42,8 +46,28 @@ def busiest(window_s, log_paths):
     print(most)
 
 
+def within(window_s, log_paths):
+    spans = []
+    for path in log_paths:
+        with open(path) as log:
+            spans += [tuple(map(int, line.split())) for line in log if line.strip()]
+    window_ns = int(float(window_s) * 1e9)
+    # The windows worth trying start where a grant may start: any other window holds no more.
+    starts = sorted(span[0] for span in spans)
+    by_end = sorted(spans, key=lambda span: span[1])
+    certain = possible = 0
+    for start in starts:
+        end = start + window_ns
+        certain = max(certain, sum(u for f, t, u in spans if f >= start and t <= end))
+        possible = max(possible, sum(u for f, t, u in by_end if t >= start and f <= end))
+    widths = sorted(t - f for f, t, _ in spans)
+    print(certain, possible, f"{widths[len(widths) // 2] / 1e6:.3f}")
+
+
 if __name__ == "__main__":
     if sys.argv[1] == "read":
         read(sys.argv[2], sys.argv[3], sys.argv[4], sys.argv[5:])
+    elif sys.argv[1] == "within":
+        within(sys.argv[2], sys.argv[3:])
     else:
         busiest(sys.argv[2], sys.argv[3:])

@@ -15,6 +15,7 @@
 #include "backends/redis/redis_url.hpp"
 #include "errors.hpp"
 #include "io/waiter.hpp"
+#include "redis_golden_store.hpp"
 #include "redis_server.hpp"
 
 // Against real redis-servers, each test its own; no mock of Redis anywhere.
@@ -67,52 +68,12 @@ class RedisBackendTest : public ::testing::Test {
   std::vector<std::string> notes_;
 };
 
-// The golden vectors through the script, with the times injected.
-class RedisStore final : public testing::GoldenStore {
- public:
-  RedisStore(RedisBackend& backend, std::string key) : backend_(backend), key_(std::move(key)) {
-    backend_.reset(key_);
-  }
-  testing::GoldenAnswer request(const testing::GoldenRequest& golden) override {
-    PermitRequest permits = request_for(golden);
-    const Reservation reservation = backend_.reserve_at(permits, golden.timeout, micros(golden.at));
-    return {.granted = reservation.granted,
-            .wait = reservation.wait,
-            .replaced = reservation.replaced_params.has_value(),
-            .key_timetable = reservation.key_timetable,
-            .booked = reservation.booked};
-  }
-  void set_rate(const testing::GoldenSetRate& change) override {
-    EXPECT_TRUE(backend_.set_rate_at(
-        key_, change.rate, {.timetable = change.timetable, .entry_until = change.entry_until},
-        micros(change.at)));
-  }
-  bool give_back(const testing::GoldenGiveBack& unused,
-                 const std::optional<BookingSpan>& booked) override {
-    return backend_.give_back_at(key_, unused.permits, booked, micros(unused.at));
-  }
-
- private:
-  static std::int64_t micros(nanoseconds at) {
-    return std::chrono::duration_cast<std::chrono::microseconds>(at).count();
-  }
-  PermitRequest request_for(const testing::GoldenRequest& golden) const {
-    PermitRequest permits = backends::request(key_, golden.params);
-    permits.apply_params = golden.apply_params;
-    permits.schedule = {.timetable = golden.timetable, .entry_until = golden.entry_until};
-    permits.permits = golden.permits;
-    return permits;
-  }
-  RedisBackend& backend_;
-  std::string key_;
-};
-
 TEST_F(RedisBackendTest, ScriptReachesEveryGoldenDecision) {
   RedisBackend redis = backend(server_.unix_url());
   const auto vectors = testing::read_golden_vectors(RATELIMIT_GOLDEN_VECTORS);
   ASSERT_GE(vectors.size(), 10u);
   for (const testing::GoldenVector& vector : vectors) {
-    RedisStore store(redis, "golden-" + vector.name);
+    RedisGoldenStore store(redis, "golden-" + vector.name);
     for (const std::string& mismatch : testing::replay(vector, store)) ADD_FAILURE() << mismatch;
   }
 }
@@ -127,7 +88,7 @@ TEST(RedisTls, ScriptReachesEveryGoldenDecisionOverTls) {
   const auto vectors = testing::read_golden_vectors(RATELIMIT_GOLDEN_VECTORS);
   ASSERT_GE(vectors.size(), 10u);
   for (const testing::GoldenVector& vector : vectors) {
-    RedisStore store(redis, "golden-" + vector.name);
+    RedisGoldenStore store(redis, "golden-" + vector.name);
     for (const std::string& mismatch : testing::replay(vector, store)) ADD_FAILURE() << mismatch;
   }
   // A bucket shared with plain clients of the same server.
@@ -138,12 +99,20 @@ TEST(RedisTls, ScriptReachesEveryGoldenDecisionOverTls) {
 
 // Beyond the vectors: long random sequences of every kind of request, decision for decision and
 // nanosecond for nanosecond against the core, at Unix times, with users of a few timetables (and
-// none) at entries whose ends differ where a double would round them together.
+// none) at entries whose ends differ where a double would round them together, and of a few sets
+// of quotas (and none), with periods that are no whole number of microseconds per slot.
 TEST_F(RedisBackendTest, ScriptMatchesTheCoreOnRandomSequences) {
   RedisBackend redis = backend(server_.unix_url());
   std::mt19937_64 random(20261130);
   const std::int64_t origin_micros = 1764460800000000;  // 2025-11-30, Unix time
   const std::string timetables[] = {"", "08:00,10;18:00,100", "00:00,1;12:00,off", "09:00,500"};
+  using std::chrono::milliseconds;
+  const std::vector<QuotaParams> quota_sets[] = {
+      {},
+      {{.limit = 30, .period = milliseconds(700)}},
+      {{.limit = 12, .period = milliseconds(300)},
+       {.limit = 50, .period = nanoseconds(2'000'000'001)}},
+      {{.limit = 40, .period = milliseconds(700)}, {.limit = 25, .period = milliseconds(64)}}};
   constexpr std::int64_t kMax = std::numeric_limits<std::int64_t>::max();
   const std::int64_t entry_ends[] = {0,          -1,        1764460800,      1764464400,
                                      1764468000, 1LL << 53, (1LL << 53) + 1, kMax - 1,
@@ -151,6 +120,7 @@ TEST_F(RedisBackendTest, ScriptMatchesTheCoreOnRandomSequences) {
   int compared = 0;
   int replaced = 0;
   int moved_on = 0;
+  int held_by_quota = 0;
   for (int sequence = 0; sequence < 40; ++sequence) {
     const std::string key = "random-" + std::to_string(sequence);
     auto random_params = [&] {
@@ -175,6 +145,7 @@ TEST_F(RedisBackendTest, ScriptMatchesTheCoreOnRandomSequences) {
     };
     BucketParams params = random_params();
     KeySchedule schedule = random_schedule();
+    std::vector<QuotaParams> quotas = quota_sets[random() % 4];
     std::int64_t now_micros = origin_micros + static_cast<std::int64_t>(random() % 1000000);
     std::optional<TokenBucket> core;
     KeySchedule core_schedule;
@@ -186,8 +157,10 @@ TEST_F(RedisBackendTest, ScriptMatchesTheCoreOnRandomSequences) {
       if (random() % 6 == 0) schedule.timetable = timetables[random() % 4];
       if (random() % 3 == 0) schedule.entry_until = entry_ends[random() % 10];
       if (random() % 8 == 0) params.permits_per_second = random_params().permits_per_second;
+      if (random() % 10 == 0) quotas = quota_sets[random() % 4];
       PermitRequest permits = request(key, params);
       permits.schedule = schedule;
+      permits.quotas = quotas;
       permits.permits = 1 + static_cast<std::int64_t>(random() % 20);
       permits.apply_params = random() % 4 != 0;
       nanoseconds timeout = kForever;
@@ -197,6 +170,7 @@ TEST_F(RedisBackendTest, ScriptMatchesTheCoreOnRandomSequences) {
       if (!core) {
         core.emplace(params, now);
         core_schedule = schedule;
+        for (const QuotaParams& quota : quotas) core_quotas.emplace_back(quota, now);
       }
       const std::int64_t entry_before = core_schedule.entry_until;
       const Reservation expected = decide(*core, core_schedule, core_quotas, permits, now);
@@ -205,6 +179,7 @@ TEST_F(RedisBackendTest, ScriptMatchesTheCoreOnRandomSequences) {
           "sequence " + std::to_string(sequence) + " step " + std::to_string(step);
       ASSERT_EQ(actual.replaced_params, expected.replaced_params) << where;
       ASSERT_EQ(actual.replaced_timetable, expected.replaced_timetable) << where;
+      ASSERT_EQ(actual.replaced_quotas, expected.replaced_quotas) << where;
       ASSERT_EQ(actual.key_timetable, expected.key_timetable) << where;
       ASSERT_EQ(actual.granted, expected.granted) << where;
       ASSERT_EQ(actual.wait.count(), expected.wait.count()) << where;
@@ -212,6 +187,15 @@ TEST_F(RedisBackendTest, ScriptMatchesTheCoreOnRandomSequences) {
       ASSERT_TRUE(kept) << where;
       ASSERT_EQ(kept->schedule, core_schedule) << where;
       ASSERT_EQ(kept->params, core->params()) << where;
+      const BucketStatus described = describe(key, *core, core_schedule, core_quotas, now);
+      ASSERT_EQ(kept->quotas.size(), described.quotas.size()) << where;
+      for (std::size_t i = 0; i < described.quotas.size(); ++i) {
+        ASSERT_EQ(kept->quotas[i].params, described.quotas[i].params) << where;
+        ASSERT_EQ(kept->quotas[i].used, described.quotas[i].used) << where;
+        ASSERT_EQ(kept->quotas[i].next_free_in, described.quotas[i].next_free_in) << where;
+      }
+      held_by_quota += !core_quotas.empty() && expected.granted &&
+                       QuotaBucket(*core, core_quotas).held_by_quota(1, now);
       replaced += expected.replaced_params.has_value();
       moved_on += core_schedule.entry_until != entry_before && !expected.replaced_params;
       ++compared;
@@ -221,6 +205,7 @@ TEST_F(RedisBackendTest, ScriptMatchesTheCoreOnRandomSequences) {
   // The sequences reach both rules often, not by luck.
   EXPECT_GT(replaced, 200);
   EXPECT_GT(moved_on, 50);
+  EXPECT_GT(held_by_quota, 100);
 }
 
 TEST_F(RedisBackendTest, UnixAndTcpClientsShareOneBucket) {
@@ -486,6 +471,75 @@ TEST_F(RedisBackendTest, RateAnOlderScriptWroteIsTheKeys) {
   EXPECT_EQ(at_the_keys_rate.wait, 100ms);
   // Booked at 20/s: the next waits 50 ms longer, not 100.
   EXPECT_EQ(redis.reserve_at(keeping, kForever, 0).wait, 150ms);
+}
+
+TEST_F(RedisBackendTest, KeyWrittenBeforeQuotasTakesTheCallersQuotas) {
+  RedisBackend redis = backend(server_.unix_url());
+  admin(server_, bucket_hash("ratelimit:{old}"));
+  PermitRequest with_quota = request("old", bursty(10));
+  with_quota.quotas = {{.limit = 2, .period = std::chrono::hours(1)}};
+  const Reservation first = redis.reserve_at(with_quota, kForever, 0);
+  EXPECT_EQ(first.replaced_params, bursty(10));
+  EXPECT_TRUE(first.replaced_quotas.empty());
+  EXPECT_EQ(first.wait, 0ms);
+  EXPECT_EQ(redis.reserve_at(with_quota, kForever, 0).wait, 100ms);
+  EXPECT_FALSE(redis.reserve_at(with_quota, 1h, 0).granted);
+  const auto kept = redis.status_at("old", 0);
+  ASSERT_TRUE(kept);
+  ASSERT_EQ(kept->quotas.size(), 1u);
+  EXPECT_EQ(kept->quotas[0].params, with_quota.quotas[0]);
+  EXPECT_EQ(kept->quotas[0].used, 2);
+  // Slots of 56.25 s: the first grant's leaves the window 66 slots after it began.
+  EXPECT_EQ(kept->quotas[0].next_free_in, 66 * 56250ms);
+  EXPECT_TRUE(notes_.empty());
+  // A caller without quotas removes them, and says which.
+  const Reservation without = redis.reserve_at(request("old", bursty(10)), kForever, 0);
+  EXPECT_EQ(without.replaced_quotas, with_quota.quotas);
+  EXPECT_TRUE(redis.status_at("old", 0)->quotas.empty());
+  EXPECT_EQ(admin(server_, {"HGET", "ratelimit:{old}", "quotas"}).text, "");
+}
+
+// Quota counts changed by hand: a damaged bucket, started afresh with the caller's quotas, not a
+// script error on every call.
+TEST_F(RedisBackendTest, KeyWithDamagedQuotasIsAFreshBucket) {
+  RedisBackend redis = backend(server_.unix_url());
+  PermitRequest with_quota = request("quota", bursty(10));
+  with_quota.quotas = {{.limit = 5, .period = std::chrono::seconds(64)}};
+  const std::vector<std::pair<std::string, std::string>> damages = {
+      {"quota_counts", "garbage"},
+      {"quota_counts", "[]"},
+      {"quota_counts", "[[1,2,3]]"},
+      {"quota_counts",
+       "[[[1],0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,"
+       "0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0]]"},
+      {"quota_counts", "[[-1,0]]"},
+      {"quota_counts", "[[1,2,]]"}};
+  for (const auto& [field, value] : damages) {
+    SCOPED_TRACE(field + " " + value);
+    notes_.clear();
+    EXPECT_EQ(redis.reserve_at(with_quota, kForever, 0).wait, 0ms);
+    admin(server_, {"HSET", "ratelimit:{quota}", field, value});
+    const Reservation first = redis.reserve_at(with_quota, kForever, 0);
+    EXPECT_TRUE(first.granted);
+    EXPECT_EQ(first.wait, 0ms);
+    EXPECT_EQ(notes_, (std::vector<std::string>{
+                          "key 'quota': a damaged bucket in Redis; starting a fresh bucket"}));
+    EXPECT_EQ(redis.status_at("quota", 0)->quotas.at(0).used, 1);
+    admin(server_, {"DEL", "ratelimit:{quota}"});
+  }
+}
+
+// A key with quotas lives until its quotas' slots have passed, not only until its rate's bucket
+// is full again.
+TEST_F(RedisBackendTest, KeyWithQuotasExpiresOnceTheirWindowsHavePassed) {
+  RedisBackend redis = backend(server_.unix_url());
+  PermitRequest with_quota = request("quota", bursty(10));
+  with_quota.quotas = {{.limit = 5, .period = std::chrono::seconds(64)}};
+  redis.reserve(with_quota, real_waiter());
+  // 66 slots of 1 s from the current one's start, and the margins.
+  const RedisValue ttl = admin(server_, {"PTTL", "ratelimit:{quota}"});
+  EXPECT_GT(ttl.integer, 65000 + 2000 - 100);
+  EXPECT_LE(ttl.integer, 66000 + 2000);
 }
 
 // scripts/bench_redis.sh calls the script itself.

@@ -12,6 +12,7 @@
 #include "backends/redis/redis_deployment.hpp"
 #include "errors.hpp"
 #include "io/waiter.hpp"
+#include "redis_golden_store.hpp"
 #include "redis_server.hpp"
 
 // Redis commands relayed as the host agent relays them, the agent in process: its RedisRelay
@@ -75,49 +76,12 @@ class RedisRelayTest : public ::testing::Test {
   std::shared_ptr<InProcessAgent> agent_ = std::make_shared<InProcessAgent>();
 };
 
-// The golden vectors through the relay: every decision is the one the direct path makes.
-class RelayedStore final : public testing::GoldenStore {
- public:
-  RelayedStore(RedisBackend& backend, std::string key) : backend_(backend), key_(std::move(key)) {
-    backend_.reset(key_);
-  }
-  testing::GoldenAnswer request(const testing::GoldenRequest& golden) override {
-    PermitRequest permits = backends::request(key_, golden.params.permits_per_second);
-    permits.params = golden.params;
-    permits.apply_params = golden.apply_params;
-    permits.schedule = {.timetable = golden.timetable, .entry_until = golden.entry_until};
-    permits.permits = golden.permits;
-    const Reservation reservation = backend_.reserve_at(permits, golden.timeout, micros(golden.at));
-    return {.granted = reservation.granted,
-            .wait = reservation.wait,
-            .replaced = reservation.replaced_params.has_value(),
-            .key_timetable = reservation.key_timetable,
-            .booked = reservation.booked};
-  }
-  void set_rate(const testing::GoldenSetRate& change) override {
-    EXPECT_TRUE(backend_.set_rate_at(
-        key_, change.rate, {.timetable = change.timetable, .entry_until = change.entry_until},
-        micros(change.at)));
-  }
-  bool give_back(const testing::GoldenGiveBack& unused,
-                 const std::optional<BookingSpan>& booked) override {
-    return backend_.give_back_at(key_, unused.permits, booked, micros(unused.at));
-  }
-
- private:
-  static std::int64_t micros(nanoseconds at) {
-    return std::chrono::duration_cast<std::chrono::microseconds>(at).count();
-  }
-  RedisBackend& backend_;
-  std::string key_;
-};
-
 TEST_F(RedisRelayTest, GoldenDecisionsHoldThroughTheAgent) {
   RedisBackend redis = relayed();
   const auto vectors = testing::read_golden_vectors(RATELIMIT_GOLDEN_VECTORS);
   ASSERT_GE(vectors.size(), 10u);
   for (const testing::GoldenVector& vector : vectors) {
-    RelayedStore store(redis, "golden-" + vector.name);
+    RedisGoldenStore store(redis, "golden-" + vector.name);
     for (const std::string& mismatch : testing::replay(vector, store)) ADD_FAILURE() << mismatch;
   }
   EXPECT_GT(agent_->requests, 100);

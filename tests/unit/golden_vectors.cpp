@@ -102,6 +102,33 @@ void reject_unknown(const std::map<std::string, std::string>& fields) {
   if (!fields.empty()) throw std::invalid_argument("unknown field " + fields.begin()->first);
 }
 
+// Comma-separated items, none empty.
+std::vector<std::string> items_of(const std::string& text) {
+  std::vector<std::string> items;
+  std::istringstream in(text);
+  std::string item;
+  while (std::getline(in, item, ','))
+    if (item.empty())
+      throw std::invalid_argument("empty item in '" + text + "'");
+    else
+      items.push_back(item);
+  if (items.empty() || text.ends_with(','))
+    throw std::invalid_argument("empty list '" + text + "'");
+  return items;
+}
+
+// LIMIT/PERIOD_US,...
+std::vector<QuotaParams> parse_quotas(const std::string& text) {
+  std::vector<QuotaParams> quotas;
+  for (const std::string& item : items_of(text)) {
+    const auto slash = item.find('/');
+    if (slash == std::string::npos) throw std::invalid_argument("expected LIMIT/PERIOD: " + item);
+    quotas.push_back({.limit = parse_integer(item.substr(0, slash)),
+                      .period = micros_to_nanos(parse_integer(item.substr(slash + 1)))});
+  }
+  return quotas;
+}
+
 BucketParams parse_params(std::map<std::string, std::string>& fields) {
   BucketParams params;
   if (const auto shape = take(fields, "shape")) {
@@ -120,8 +147,51 @@ BucketParams parse_params(std::map<std::string, std::string>& fields) {
   if (const auto start_full = take(fields, "start_full"))
     params.start_full = parse_yes_no(*start_full);
   if (const auto pay_first = take(fields, "pay_first")) params.pay_first = parse_yes_no(*pay_first);
-  reject_unknown(fields);
   return params;
+}
+
+GoldenStatus parse_status(std::map<std::string, std::string>& fields) {
+  GoldenStatus status{.at = parse_duration(require(fields, "t")), .quotas = {}};
+  const auto limits = take(fields, "limits");
+  const auto used = take(fields, "used");
+  const auto next_free = take(fields, "next_free");
+  reject_unknown(fields);
+  if (!limits && !used && !next_free) return status;
+  if (!limits || !used || !next_free)
+    throw std::invalid_argument("limits, used and next_free go together");
+  const std::vector<std::string> limit_items = items_of(*limits), used_items = items_of(*used),
+                                 next_free_items = items_of(*next_free);
+  if (used_items.size() != limit_items.size() || next_free_items.size() != limit_items.size())
+    throw std::invalid_argument("limits, used and next_free of different lengths");
+  for (std::size_t i = 0; i < limit_items.size(); ++i)
+    status.quotas.push_back({.limit = parse_integer(limit_items[i]),
+                             .used = parse_integer(used_items[i]),
+                             .next_free_in = micros_to_nanos(parse_integer(next_free_items[i]))});
+  return status;
+}
+
+std::string status_text(const std::vector<GoldenQuotaStatus>& quotas) {
+  if (quotas.empty()) return "";
+  std::string limits, used, next_free;
+  for (const GoldenQuotaStatus& quota : quotas) {
+    if (!limits.empty()) {
+      limits += ',';
+      used += ',';
+      next_free += ',';
+    }
+    limits += std::to_string(quota.limit);
+    used += std::to_string(quota.used);
+    next_free +=
+        std::to_string(std::chrono::duration_cast<microseconds>(quota.next_free_in).count());
+  }
+  return " limits=" + limits + " used=" + used + " next_free=" + next_free;
+}
+
+// The status as compared: waits in whole microseconds.
+std::vector<GoldenQuotaStatus> in_micros(std::vector<GoldenQuotaStatus> quotas) {
+  for (GoldenQuotaStatus& quota : quotas)
+    quota.next_free_in = std::chrono::duration_cast<microseconds>(quota.next_free_in);
+  return quotas;
 }
 
 GoldenRequest parse_request(std::map<std::string, std::string>& fields,
@@ -179,6 +249,7 @@ std::vector<GoldenVector> read_golden_vectors(const std::string& path) {
   std::vector<GoldenVector> vectors;
   std::optional<GoldenVector> open;
   std::optional<BucketParams> params;
+  std::vector<QuotaParams> quotas;
   std::string text;
   for (int line = 1; std::getline(in, text); ++line) {
     std::istringstream words(text);
@@ -199,14 +270,19 @@ std::vector<GoldenVector> read_golden_vectors(const std::string& path) {
         continue;
       }
       std::map<std::string, std::string> fields = fields_of(words);
-      GoldenStep step{.line = line, .text = text, .request = {}, .set_rate = {}, .give_back = {}};
+      GoldenStep step{
+          .line = line, .text = text, .request = {}, .set_rate = {}, .give_back = {}, .status = {}};
       if (word == "params") {
         params = parse_params(fields);
+        quotas.clear();
+        if (const auto given = take(fields, "quotas")) quotas = parse_quotas(*given);
+        reject_unknown(fields);
         continue;
       }
       if (!params) throw std::invalid_argument("'" + word + "' before params");
       if (word == "request") {
         step.request = parse_request(fields, *params);
+        step.request->quotas = quotas;
       } else if (word == "set_rate") {
         step.set_rate = GoldenSetRate{.at = parse_duration(require(fields, "t")),
                                       .rate = parse_number(require(fields, "rate")),
@@ -216,6 +292,8 @@ std::vector<GoldenVector> read_golden_vectors(const std::string& path) {
           step.set_rate->entry_until = parse_integer(*until);
         reject_unknown(fields);
         params->permits_per_second = step.set_rate->rate;
+      } else if (word == "status") {
+        step.status = parse_status(fields);
       } else if (word == "give_back") {
         step.give_back = GoldenGiveBack{.at = parse_duration(require(fields, "t")),
                                         .permits = parse_integer(require(fields, "permits")),
@@ -261,6 +339,15 @@ std::vector<std::string> replay(const GoldenVector& vector, GoldenStore& store) 
       if (step.give_back->moved.value_or(moved) != moved)
         mismatches.push_back(vector.name + " line " + std::to_string(step.line) +
                              ": the store answers moved=" + (moved ? "yes" : "no"));
+      continue;
+    }
+    if (step.status) {
+      const std::vector<GoldenQuotaStatus> shown = in_micros(store.status(step.status->at));
+      if (shown != step.status->quotas)
+        mismatches.push_back(
+            vector.name + " line " + std::to_string(step.line) + ": the store shows\nstatus t=" +
+            std::to_string(std::chrono::duration_cast<microseconds>(step.status->at).count()) +
+            status_text(shown));
       continue;
     }
     const GoldenRequest& request = *step.request;

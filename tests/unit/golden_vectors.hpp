@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "backends/bucket_backend.hpp"
+#include "ratelimit/quota.hpp"
 #include "ratelimit/token_bucket.hpp"
 
 // The reader of tests/golden_vectors.txt (its header describes the format) and a replay of one
@@ -19,6 +20,7 @@ struct GoldenRequest {
   std::chrono::nanoseconds timeout = std::chrono::nanoseconds::max();  // forever
   bool apply_params = true;
   BucketParams params;
+  std::vector<QuotaParams> quotas;
   std::string timetable;  // the request's schedule (backends::KeySchedule)
   std::int64_t entry_until = 0;
   // Expected; none where the file says '?' (a vector being written: the test prints the answer).
@@ -45,12 +47,28 @@ struct GoldenGiveBack {
   std::optional<bool> moved;  // expected only where the line says so
 };
 
+// One quota as a store's status shows it.
+struct GoldenQuotaStatus {
+  std::int64_t limit = 0;
+  std::int64_t used = 0;
+  std::chrono::nanoseconds next_free_in{0};  // compared in whole microseconds
+
+  friend bool operator==(const GoldenQuotaStatus&, const GoldenQuotaStatus&) = default;
+};
+
+struct GoldenStatus {
+  std::chrono::nanoseconds at{0};
+  // Expected, in the key's order.
+  std::vector<GoldenQuotaStatus> quotas;
+};
+
 struct GoldenStep {
   int line = 0;
   std::string text;  // the line as written
   std::optional<GoldenRequest> request;
   std::optional<GoldenSetRate> set_rate;
   std::optional<GoldenGiveBack> give_back;
+  std::optional<GoldenStatus> status;
 };
 
 struct GoldenVector {
@@ -79,6 +97,8 @@ class GoldenStore {
   // Whether the bucket's next free moment moved.
   virtual bool give_back(const GoldenGiveBack& unused,
                          const std::optional<backends::BookingSpan>& booked) = 0;
+  // The key's quotas as status shows them at `at`.
+  virtual std::vector<GoldenQuotaStatus> status(std::chrono::nanoseconds at) = 0;
 };
 
 // Replays `vector` on `store`; returns one message per mismatch, each with the line as the store

@@ -22,12 +22,22 @@ backends::PermitRequest permit_request(const GoldenRequest& request, nanoseconds
   permits.params = request.params;
   permits.apply_params = request.apply_params;
   permits.schedule = {.timetable = request.timetable, .entry_until = request.entry_until};
+  permits.quotas = request.quotas;
   permits.permits = request.permits;
   const nanoseconds at = origin + request.at;
   if (request.timeout != nanoseconds::max())
     permits.deadline =
         request.timeout > nanoseconds::max() - at ? nanoseconds::max() : at + request.timeout;
   return permits;
+}
+
+std::vector<GoldenQuotaStatus> quota_status(const std::vector<backends::BucketStatus>& buckets) {
+  std::vector<GoldenQuotaStatus> quotas;
+  if (buckets.size() != 1) return quotas;
+  for (const backends::QuotaStatus& quota : buckets.front().quotas)
+    quotas.push_back(
+        {.limit = quota.params.limit, .used = quota.used, .next_free_in = quota.next_free_in});
+  return quotas;
 }
 
 GoldenAnswer answer(const backends::Reservation& reservation) {
@@ -45,6 +55,7 @@ class CoreStore final : public GoldenStore {
     if (!bucket_) {
       bucket_.emplace(request.params, request.at);
       schedule_ = {.timetable = request.timetable, .entry_until = request.entry_until};
+      for (const QuotaParams& quota : request.quotas) quotas_.emplace_back(quota, request.at);
     }
     return answer(backends::decide(*bucket_, schedule_, quotas_,
                                    permit_request(request, nanoseconds::zero()), request.at));
@@ -56,6 +67,9 @@ class CoreStore final : public GoldenStore {
   bool give_back(const GoldenGiveBack& unused,
                  const std::optional<backends::BookingSpan>& booked) override {
     return backends::give_back(*bucket_, unused.permits, unused.at, booked);
+  }
+  std::vector<GoldenQuotaStatus> status(nanoseconds at) override {
+    return quota_status({backends::describe("golden", *bucket_, schedule_, quotas_, at)});
   }
 
  private:
@@ -81,14 +95,25 @@ class StateFileStore final : public GoldenStore {
     move_to(unused.at);
     return backend_.give_back("golden", unused.permits, booked);
   }
+  std::vector<GoldenQuotaStatus> status(nanoseconds at) override {
+    move_to(at);
+    return quota_status(backend_.status("golden"));
+  }
 
  private:
   void move_to(nanoseconds at) { clock_.advance(origin_ + at - clock_.now()); }
+  // Quota slots are counted from the vectors' t=0 (their header): a whole day from the fake
+  // clock's origin is a multiple of every slot length they use.
+  static nanoseconds aligned_origin(FakeClock& clock) {
+    constexpr nanoseconds kDay = std::chrono::hours(24);
+    clock.advance(kDay - clock.now());
+    return clock.now();
+  }
 
   TempDir dir_;
   FakeClock clock_;
   FakeWaiter waiter_{clock_};
-  const nanoseconds origin_ = clock_.now();
+  const nanoseconds origin_ = aligned_origin(clock_);
   backends::StateFileBackend backend_{
       backends::StateDirectory::open(dir_.string()), clock_,
       backends::HostId{.machine_id = "0123456789abcdef0123456789abcdef",
@@ -101,18 +126,22 @@ TEST(GoldenVectors, FileCoversEveryKindOfStep) {
   const std::vector<GoldenVector> vectors = golden_vectors();
   ASSERT_GE(vectors.size(), 10u);
   bool refusal = false, set_rate = false, give_back = false, warming_up = false,
-       kept_params = false;
+       kept_params = false, several_quotas = false, quota_refusal = false, quota_status = false;
   for (const GoldenVector& vector : vectors) {
     for (const GoldenStep& step : vector.steps) {
       set_rate |= step.set_rate.has_value();
       give_back |= step.give_back.has_value();
+      quota_status |= step.status && !step.status->quotas.empty();
       if (!step.request) continue;
       refusal |= step.request->granted == false;
       warming_up |= step.request->params.shape == BucketShape::warming_up;
       kept_params |= !step.request->apply_params;
+      several_quotas |= step.request->quotas.size() > 1;
+      quota_refusal |= !step.request->quotas.empty() && step.request->granted == false;
     }
   }
   EXPECT_TRUE(refusal && set_rate && give_back && warming_up && kept_params);
+  EXPECT_TRUE(several_quotas && quota_refusal && quota_status);
 }
 
 TEST(GoldenVectors, CoreReachesEveryExpectedDecision) {

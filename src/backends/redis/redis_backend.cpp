@@ -4,6 +4,8 @@
 
 #include <algorithm>
 #include <charconv>
+#include <optional>
+#include <string_view>
 #include <utility>
 
 #include "backends/redis/redis_script.hpp"
@@ -32,15 +34,53 @@ std::string shape_text(BucketShape shape) {
   return shape == BucketShape::warming_up ? "warming_up" : "bursty";
 }
 
-// The request's parameters and schedule as the script keeps them in a key's `texts` (its format
-// version first, the timetable last), so that the script compares them with the key's at once.
+// A quota's slot length in whole microseconds, as the core counts it.
+std::int64_t slot_micros(const QuotaParams& quota) {
+  return std::chrono::duration_cast<std::chrono::microseconds>(
+             Quota(quota, nanoseconds::zero()).slot_length())
+      .count();
+}
+
+// Quotas as a key keeps them in `quotas`: LIMIT/PERIOD_NS/SLOT_US, joined by blanks.
+std::string quota_specs(const std::vector<QuotaParams>& quotas) {
+  std::string specs;
+  for (const QuotaParams& quota : quotas)
+    specs += fmt::format("{}{}/{}/{}", specs.empty() ? "" : " ", quota.limit, quota.period.count(),
+                         slot_micros(quota));
+  return specs;
+}
+
+// The request's parameters, quotas and schedule as the script keeps them in a key's `texts` (its
+// format version first, the quotas if any before the schedule, the timetable last), so that the
+// script compares them with the key's at once.
 std::string request_texts(const PermitRequest& request) {
   const BucketParams& params = request.params;
-  return fmt::format("1,{},{},{},{},{},{},{},{},{}", shape_text(params.shape),
+  const std::string quotas = request.quotas.empty() ? "" : quota_specs(request.quotas) + ",";
+  return fmt::format("1,{},{},{},{},{},{},{},{}{},{}", shape_text(params.shape),
                      number_text(params.permits_per_second), number_text(params.max_burst_seconds),
                      params.warmup.count(), number_text(params.cold_factor),
-                     params.start_full ? "1" : "0", params.pay_first ? "1" : "0",
+                     params.start_full ? "1" : "0", params.pay_first ? "1" : "0", quotas,
                      request.schedule.entry_until, request.schedule.timetable);
+}
+
+// The quotas in a text as quota_specs() writes them; nothing if it holds anything else.
+std::optional<std::vector<QuotaParams>> parsed_quota_specs(std::string_view text) {
+  std::vector<QuotaParams> quotas;
+  while (!text.empty()) {
+    const std::size_t end = std::min(text.find(' '), text.size());
+    const std::string_view spec = text.substr(0, end);
+    text.remove_prefix(std::min(end + 1, text.size()));
+    const std::size_t first_slash = spec.find('/');
+    const std::size_t second_slash = spec.find('/', first_slash + 1);
+    if (first_slash == std::string_view::npos || second_slash == std::string_view::npos)
+      return std::nullopt;
+    const auto limit = parse_number<std::int64_t>(spec.substr(0, first_slash));
+    const auto period =
+        parse_number<std::int64_t>(spec.substr(first_slash + 1, second_slash - first_slash - 1));
+    if (!limit || !period) return std::nullopt;
+    quotas.push_back({.limit = *limit, .period = nanoseconds(*period)});
+  }
+  return quotas;
 }
 
 std::string now_argument(std::optional<std::int64_t> now_micros) {
@@ -134,9 +174,6 @@ void RedisBackend::connect(const std::string& bucket_key, RedisDeadline& deadlin
 }
 
 Reservation RedisBackend::reserve(const PermitRequest& request, io::Waiter& waiter) {
-  // Refused rather than ignored: a quota not kept would let more through than it says.
-  if (!request.quotas.empty())
-    throw UsageError("--quota on a key kept in Redis is not supported yet: use the state file");
   RedisDeadline round_trip = operation_deadline(&waiter);
   if (request.deadline != nanoseconds::max())
     round_trip.refuse_after(std::max(request.deadline, waiter.now() + nanoseconds(kAnswerGrace)));
@@ -196,17 +233,22 @@ Reservation RedisBackend::reserve_at(const PermitRequest& request, nanoseconds t
     arguments.push_back(std::to_string(params.warmup.count()));
     arguments.push_back(number_text(params.cold_factor));
   }
-  // Only with the parameters the request applies: the script keeps it only with those, and the
-  // common call of a pipe (keeping the key's) need not send it.
+  for (const QuotaParams& quota : request.quotas) {
+    arguments.push_back(std::to_string(quota.limit));
+    arguments.push_back(std::to_string(slot_micros(quota)));
+  }
+  // Last, odd one out after the quotas' pairs: only with the parameters the request applies (the
+  // script keeps it only with those, and the common call of a pipe, keeping the key's, need not
+  // send it).
   if (request.apply_params && !request.notation.empty()) arguments.push_back(request.notation);
   const RedisValue reply = run_script(request.key, std::move(arguments), deadline);
   // When the key holds the request's rate and schedule and nothing was discarded, the wait alone
   // if granted, else {0, wait}; else {granted, wait, replaced, problem, key's timetable, key's
-  // rate}, and when replaced the replaced parameters (7 fields, as status gives them) and
-  // timetable.
+  // rate}, and when replaced the replaced parameters (7 fields, as status gives them), timetable
+  // and quotas.
   constexpr std::size_t kAsRequestedFields = 2;
   constexpr std::size_t kKeptFields = 6;
-  constexpr std::size_t kReplacedFields = kKeptFields + 7 + 1;
+  constexpr std::size_t kReplacedFields = kKeptFields + 7 + 2;
   Reservation reservation{.granted = true,
                           .wait = {},
                           .signal = 0,
@@ -249,11 +291,15 @@ Reservation RedisBackend::reserve_at(const PermitRequest& request, nanoseconds t
   reservation.key_permits_per_second = key_rate;
   if (replaced_follows) {
     const std::vector<RedisValue> replaced_params(fields.begin() + kKeptFields,
-                                                  fields.begin() + kReplacedFields - 1);
-    const RedisValue& replaced_timetable = fields[kReplacedFields - 1];
-    if (!is_text(replaced_timetable)) unexpected_reply(reply);
+                                                  fields.begin() + kReplacedFields - 2);
+    const RedisValue& replaced_timetable = fields[kReplacedFields - 2];
+    const RedisValue& replaced_quotas = fields[kReplacedFields - 1];
+    const auto quotas =
+        is_text(replaced_quotas) ? parsed_quota_specs(replaced_quotas.text) : std::nullopt;
+    if (!is_text(replaced_timetable) || !quotas) unexpected_reply(reply);
     reservation.replaced_params = parse_params(replaced_params, reply);
     reservation.replaced_timetable = replaced_timetable.text;
+    reservation.replaced_quotas = *quotas;
   }
   return reservation;
 }
@@ -291,7 +337,22 @@ std::optional<BucketStatus> RedisBackend::status_at(const std::string& key,
     status.problem = fields[1].text;
     return status;
   }
-  if (fields.size() != 12) unexpected_reply(reply);
+  // The bucket's fields, its notation last; then each quota's limit, period, used and the wait for
+  // one more unit.
+  constexpr std::size_t kBucketFields = 12;
+  constexpr std::size_t kQuotaFields = 4;
+  if (fields.size() < kBucketFields || (fields.size() - kBucketFields) % kQuotaFields != 0)
+    unexpected_reply(reply);
+  for (std::size_t i = kBucketFields; i < fields.size(); i += kQuotaFields) {
+    const auto limit = parse_number<std::int64_t>(fields[i].text);
+    const auto period = parse_number<std::int64_t>(fields[i + 1].text);
+    const auto used = parse_number<std::int64_t>(fields[i + 2].text);
+    const auto next_free_in = parse_number<std::int64_t>(fields[i + 3].text);
+    if (!limit || !period || !used || !next_free_in) unexpected_reply(reply);
+    status.quotas.push_back({.params = {.limit = *limit, .period = nanoseconds(*period)},
+                             .used = *used,
+                             .next_free_in = nanoseconds(*next_free_in)});
+  }
   status.params = parse_params(fields, reply);
   const auto stored = parse_number<double>(fields[7].text);
   const auto next_free_in = parse_number<std::int64_t>(fields[8].text);

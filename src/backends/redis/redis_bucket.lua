@@ -1,11 +1,14 @@
 -- One shared bucket decided atomically on the Redis server, with the server's clock (TIME).
 --
--- This is src/core/token_bucket.cpp and decide() and change_rate() of
--- src/backends/bucket_backend.cpp, operation for operation and in the same order, so that the same
--- state and times reach the same decisions (tests/redis/ replays the golden vectors through it).
--- Lua numbers are doubles: times are kept as whole seconds plus nanoseconds, and computed in
--- nanoseconds relative to the current second, where every integer below 2^53 (104 days) is exact;
--- an entry's end (Unix seconds, any int64) is kept and compared as decimal text.
+-- This is src/core/token_bucket.cpp, Quota and QuotaBucket of src/core/quota.cpp, and decide()
+-- and change_rate() of src/backends/bucket_backend.cpp, operation for operation and in the same
+-- order, so that the same state and times reach the same decisions (tests/redis/ replays the
+-- golden vectors through it). Lua numbers are doubles: times are kept as whole seconds plus
+-- nanoseconds, and computed in nanoseconds relative to the current second, where every integer
+-- below 2^53 (104 days) is exact; an entry's end (Unix seconds, any int64) is kept and compared as
+-- decimal text. Quota slots are counted on Unix microseconds (slot i covers [i * L, (i + 1) * L)
+-- for a slot length of L microseconds), so slot numbers, counts and limits are whole numbers below
+-- 2^53: exact.
 --
 -- KEYS[1]  ratelimit:{NAME}, a hash: v, shape, rate, burst, warmup, cold, start_full, pay_first
 --          (the parameters as the client wrote them; the last two "0" when absent), stored,
@@ -20,6 +23,15 @@
 --          notation: how the rate of the parameters was written (format::notation_text(), shown
 --          by `status`), kept outside `texts` so that the common call neither sends nor
 --          compares it; absent or "": none.
+--          A key with quotas also holds quotas (LIMIT/PERIOD/SLOT for each: the limit, the period
+--          in nanoseconds and the slot length in microseconds, joined by blanks, as in the
+--          caller's texts) and quota_counts (a JSON array with one array per quota: its newest
+--          slot, then the 66 counts of the slots up to it, oldest first: QuotaState); its texts
+--          hold the quotas, so that a caller with other quotas, or none, is no common call. Keys
+--          written before quotas have neither field and no quotas. An older ratelimit (no
+--          --quota) on a key with quotas neither waits for them nor counts its grants in them, and
+--          leaves both fields as they are (and `texts` without the quotas, which the next call
+--          with them writes again); it may move the key's expiry nearer, to its rate's alone.
 -- ARGV[1]  "reserve", "reserve_keeping", "status", "set_rate" or "give_back"
 -- ARGV[2]  the time in Unix microseconds for tests, or "" for the server's TIME
 -- reserve and reserve_keeping (which keeps the parameters of a bucket kept with others where
@@ -28,23 +40,32 @@
 --          "warming_up"), permits per second, max burst seconds, warm-up nanoseconds, cold
 --          factor, start full and pay first ("0" or "1"), the end of the timetable's entry the
 --          rate comes from (decimal Unix seconds, "0" for none) and the timetable ("" for none),
---          joined by commas; then those of them that the common call computes with: ARGV[6]
+--          joined by commas, with the quotas (as `quotas` keeps them) before the entry's end if
+--          there are any; then those of them that the common call computes with: ARGV[6]
 --          shape, ARGV[7] pay first, ARGV[8] permits per second, and ARGV[9] max burst seconds
---          (bursty) or ARGV[9], ARGV[10] warm-up nanoseconds and cold factor (warming_up); then,
---          optional, the caller's notation, which reserve writes with the caller's parameters
---          to a new key or in place of the key's (a replacement without one leaves ""), and
---          which is otherwise not read.
+--          (bursty) or ARGV[9], ARGV[10] warm-up nanoseconds and cold factor (warming_up); then
+--          each quota's limit and slot length in microseconds, two arguments each (none for a
+--          key without quotas: it costs what it did before quotas). A request goes at the later
+--          of the rate's moment and every quota's, and takes nothing from any when refused; a
+--          reserve with other quotas than the key's replaces them (a new quota keeps the counts
+--          of the key's quota of the same period), and `reset` (DEL) clears them. Last and
+--          optional (an odd argument after the quotas' pairs), the caller's notation, which
+--          reserve writes with the caller's parameters to a new key or in place of the key's (a
+--          replacement without one leaves ""), and which is otherwise not read.
 --          Returns when the key holds the caller's rate and timetable after the call and no record
 --          was discarded the wait in ns alone if granted (Redis turns a table into a reply at
 --          several times the cost of a text), else {0, wait ns}; else {granted 0|1, wait,
 --          parameters replaced 0|1, why the record was discarded, the key's timetable and rate
 --          after the call}, followed when replaced by the replaced parameters (as status gives
---          them) and the replaced timetable. A granted wait is followed in its text by the
---          booking's span (BookingSpan of bucket_backend.hpp): the next free moment it found and
---          the one it left, as integer Unix nanoseconds, blank-separated ("WAIT FROM UNTIL").
+--          them), the replaced timetable and the replaced quotas (as `quotas` keeps them). A
+--          granted wait is followed in its text by the booking's span (BookingSpan of
+--          bucket_backend.hpp): the next free moment it found and the one it left, as integer
+--          Unix nanoseconds, blank-separated ("WAIT FROM UNTIL").
 -- status:  returns nil without a bucket, {"unusable", why} for a record that cannot be used,
 --          else {shape, rate, burst, warmup, cold, start_full, pay_first, stored permits now, ns
---          until the next free, timetable, entry_until, notation ("" for none)}.
+--          until the next free, timetable, entry_until, notation ("" for none)}, then for each
+--          quota its limit, period (ns), units used in the window a request now counts against,
+--          and ns until one more unit may go.
 -- set_rate: ARGV[3] the new rate, ARGV[4], ARGV[5] the new timetable and entry's end; returns nil
 --          without a bucket, else 1.
 -- give_back: ARGV[3] permits booked and not used (give_back() of bucket_backend.cpp); ARGV[4]
@@ -65,14 +86,18 @@ local NS_PER_S = 1e9
 local CENTURY_NS = 100.0 * 365.25 * 86400e9
 local REP_LIMIT = 9223372036854775808 -- 2^63; stands for the saturated int64 maximum as well
 local FORMAT_VERSION = "1"
--- A key expires this long or up to twice as long after the bucket would be full again: an idle
--- key vanishes. The expiry is set a margin further than it must be, and noted in the hash
--- (expires, Unix milliseconds), so that a busy key's expiry is moved about once per margin, not
--- on every call.
+-- A key expires this long or up to twice as long after the bucket would be full again and its
+-- quotas' slots have all passed: an idle key vanishes. The expiry is set a margin further than it
+-- must be, and noted in the hash (expires, Unix milliseconds), so that a busy key's expiry is
+-- moved about once per margin, not on every call.
 local EXPIRY_MARGIN_MS = 1000
 -- Beyond this (about 3000 years) a key is kept without expiry.
 local MAX_EXPIRY_MS = 1e14
 local huge, floor, min, max = math.huge, math.floor, math.min, math.max
+-- kQuotaCounts of include/ratelimit/quota.hpp: the slots a quota counts, its window's and two.
+local QUOTA_COUNTS = 66
+-- The most quotas a key keeps, as the state file's record.
+local MOST_QUOTAS = 64
 
 local operation, key, given_time = ARGV[1], KEYS[1], ARGV[2]
 if operation ~= "reserve" and operation ~= "reserve_keeping" and operation ~= "status" and
@@ -169,6 +194,10 @@ local apply = operation == "reserve"
 local reserving = apply or operation == "reserve_keeping"
 local shape, pay_first, rate, burst, warmup, cold
 local permits, timeout, wanted_texts, given_notation
+-- The quotas that decide with the rate, if any: their limits, slot lengths (microseconds) and
+-- states (each the newest slot, then the QUOTA_COUNTS counts up to it, oldest first: Quota's
+-- state, as cjson reads the key's quota_counts).
+local quota_limits, quota_slots, quota_states
 if reserving then
   -- A local: each use of the global costs a lookup.
   local argv = ARGV
@@ -177,13 +206,28 @@ if reserving then
   -- No timeout, the int64 maximum, as tonumber() would read it.
   if timeout == "9223372036854775807" then timeout = 2 ^ 63 else timeout = tonumber(timeout) end
   wanted_texts, shape, pay_first, rate = argv[5], argv[6], argv[7], argv[8]
-  if shape == "bursty" then
-    burst, given_notation = argv[9], argv[10]
-  else
-    warmup, cold, given_notation = argv[9], argv[10], argv[11]
-  end
+  if shape == "bursty" then burst = argv[9] else warmup, cold = argv[9], argv[10] end
   if not ((burst or cold) and permits and permits > 0 and timeout) then
     return redis.error_reply("ERR ratelimit: bad arguments")
+  end
+  -- The quotas' limits and slot lengths, two arguments each, after the shape's; an odd one out
+  -- after them is the notation.
+  local first = burst and 10 or 11
+  local after_shape = #argv - first + 1
+  if after_shape % 2 == 1 then given_notation = argv[#argv] end
+  local count = floor(after_shape / 2)
+  if count > 0 then
+    if not (count <= MOST_QUOTAS) then
+      return redis.error_reply("ERR ratelimit: bad arguments")
+    end
+    quota_limits, quota_slots = {}, {}
+    for i = 1, count do
+      local limit, slot = tonumber(argv[first + 2 * i - 2]), tonumber(argv[first + 2 * i - 1])
+      if not (limit and limit >= 1 and slot and slot >= 1) then
+        return redis.error_reply("ERR ratelimit: bad arguments")
+      end
+      quota_limits[i], quota_slots[i] = limit, slot
+    end
   end
 end
 
@@ -195,14 +239,42 @@ local timetable, entry_until
 -- The record as the key held it (all nil for a new bucket), so that only what changed is written.
 local saved_texts, saved_params, saved_stored, saved_free_s, saved_free_ns, saved_timetable,
       saved_entry_until, saved_expires
+-- The key's quota_counts as read, and its quotas (as `quotas` keeps them; "" for none).
+local saved_quota_counts, saved_quota_specs
 
 -- The bucket the key holds, with its schedule: `held`, else why there is none that can be used
 -- (`problem`, "" for no key). A key whose `texts` and `rate` are the caller's holds the common
 -- call's bucket, whose parameters are the caller's values; other keys (and those written before
 -- `texts` was, or with numbers a bucket cannot hold) are read field by field by the other calls.
 local held, problem = false, ""
-local f = redis.pcall("HMGET", key, "texts", "stored", "free_s", "free_ns", "expires", "rate")
+local f
+-- Keys without quotas are read as before quotas were.
+if quota_limits then
+  f = redis.pcall("HMGET", key, "texts", "stored", "free_s", "free_ns", "expires", "rate",
+                  "quota_counts")
+else
+  f = redis.pcall("HMGET", key, "texts", "stored", "free_s", "free_ns", "expires", "rate")
+end
 local common = wanted_texts ~= nil and f[1] == wanted_texts and f[6] == rate
+local quota_states_of
+if quota_limits or not common then
+  -- The quotas' states in `text` (the key's quota_counts: a JSON array of one array per quota, its
+  -- newest slot then its counts) if it holds `count` of them made of whole numbers; else nil.
+  -- Digits, commas and brackets only, each bracket a quota's or the whole's: cjson then makes
+  -- numbers and tables where the arithmetic expects them.
+  function quota_states_of(text, count)
+    if type(text) ~= "string" or not text:find("^%[[%d,%[%]]*%]$") then return nil end
+    local _, brackets = text:gsub("%[", "")
+    if brackets ~= count + 1 then return nil end
+    local decoded, states = pcall(cjson.decode, text)
+    if not (decoded and type(states) == "table" and #states == count) then return nil end
+    for i = 1, count do
+      local state = states[i]
+      if type(state) ~= "table" or #state ~= 67 then return nil end
+    end
+    return states
+  end
+end
 if common then
   -- Arithmetic reads a number's text once, tonumber() twice.
   if burst then
@@ -213,11 +285,16 @@ if common then
   end
   local free_s, free_ns, expires
   stored, free_s, free_ns, expires = read_state(f, max_permits, now_s, now_s_text)
+  -- The key's quotas are the caller's (they are in `texts`): their states are read.
+  if stored and quota_limits then
+    quota_states = quota_states_of(f[7], #quota_limits)
+    if not quota_states then stored = nil end
+  end
   if stored then
     held = true
     next_free = (free_s - now_s) * NS_PER_S + free_ns
     saved_texts, saved_stored, saved_free_s, saved_free_ns = f[1], stored, free_s, free_ns
-    saved_expires = expires
+    saved_expires, saved_quota_counts = expires, f[7]
   else
     common = false
   end
@@ -228,6 +305,11 @@ end
 -- schedule, which it does not read.
 local bucket, wanted, wanted_timetable, wanted_entry_until
 local is_int64_text, params_table, joined_texts
+-- Quotas as `quotas` and the caller's texts write them ("" for none), and apart: the caller's
+-- and the key's, {limits, periods, slots} (periods as the texts write them, in nanoseconds).
+local wanted_quota_specs, wanted_quotas, key_quotas = "", nil, nil
+-- The key's quotas after the call, as `quotas` writes them.
+local quota_specs = ""
 if not common then
   -- Whether `text` is an int64 as std::to_string writes it: the only form compared below.
   function is_int64_text(text)
@@ -268,25 +350,63 @@ if not common then
             burst = burst_value, warmup = warmup_value, cold = cold_value}
   end
 
+  -- Quotas written as `quotas` keeps them, LIMIT/PERIOD/SLOT (limit and period as QuotaParams,
+  -- the period in nanoseconds, and the slot length in microseconds as Quota derives it), joined
+  -- by blanks, in the caller's order: {limits, periods, slots}, or nil if that is not what the
+  -- text holds.
+  local function quota_specs_of(text)
+    local limits, periods, slots, rebuilt = {}, {}, {}, {}
+    for limit, period, slot in text:gmatch("([^ /]*)/([^ /]*)/([^ /]*)") do
+      local i = #limits + 1
+      limits[i], periods[i], slots[i] = tonumber(limit), period, tonumber(slot)
+      -- Whole numbers written without leading zeros: equal quotas have equal texts.
+      if not (limit:find("^[1-9]%d*$") and period:find("^[1-9]%d*$") and
+              slot:find("^[1-9]%d*$") and limits[i] <= 2 ^ 53 and i <= MOST_QUOTAS) then
+        return nil
+      end
+      rebuilt[i] = limit .. "/" .. period .. "/" .. slot
+    end
+    if table.concat(rebuilt, " ") ~= text then return nil end
+    return {limits, periods, slots}
+  end
+
   -- The key's `texts`: the format version, its parameters' texts (params_table() has found none
-  -- holds a comma) and its schedule, joined, the timetable last, as the caller sends its own.
-  function joined_texts(p, entry_until, timetable)
+  -- holds a comma), its quotas if it has any, and its schedule, joined, the timetable last, as
+  -- the caller sends its own. A key without quotas has the texts of keys written before them.
+  function joined_texts(p, quota_specs, entry_until, timetable)
+    local quotas = quota_specs == "" and "" or quota_specs .. ","
     return FORMAT_VERSION .. "," .. p[1] .. "," .. p[2] .. "," .. p[3] .. "," .. p[4] .. "," ..
-           p[5] .. "," .. p[6] .. "," .. p[7] .. "," .. entry_until .. "," .. timetable
+           p[5] .. "," .. p[6] .. "," .. p[7] .. "," .. quotas .. entry_until .. "," .. timetable
   end
 
   if reserving then
     -- The caller's texts split, the timetable last: it may hold commas. Those that came apart
     -- too must be the same.
     local split = {wanted_texts:match(
-      "^([^,]*),([^,]*),([^,]*),([^,]*),([^,]*),([^,]*),([^,]*),([^,]*),([^,]*),(.*)$")}
-    wanted_entry_until, wanted_timetable = split[9], split[10]
+      "^([^,]*),([^,]*),([^,]*),([^,]*),([^,]*),([^,]*),([^,]*),([^,]*),(.*)$")}
+    -- The quotas, if any, before the entry's end: they hold a '/', which no entry's end does.
+    local schedule = split[9] or ""
+    local quotas_text, until_text, timetable_text = schedule:match("^([^,]*/[^,]*),([^,]*),(.*)$")
+    if quotas_text then
+      wanted_quota_specs, wanted_entry_until, wanted_timetable =
+        quotas_text, until_text, timetable_text
+    else
+      wanted_entry_until, wanted_timetable = schedule:match("^([^,]*),(.*)$")
+    end
     wanted = split[1] == FORMAT_VERSION and
              params_table(split[2], split[3], split[4], split[5], split[6], split[7], split[8])
-    if not (wanted and (wanted_entry_until == "0" or is_int64_text(wanted_entry_until)) and
+    wanted_quotas = quota_specs_of(wanted_quota_specs)
+    if not (wanted and wanted_entry_until and
+            (wanted_entry_until == "0" or is_int64_text(wanted_entry_until)) and
             shape == wanted[1] and pay_first == wanted[7] and rate == wanted[2] and
-            (burst == wanted[3] or warmup == wanted[4] and cold == wanted[5])) then
+            (burst == wanted[3] or warmup == wanted[4] and cold == wanted[5]) and wanted_quotas and
+            #wanted_quotas[1] == (quota_limits and #quota_limits or 0)) then
       return redis.error_reply("ERR ratelimit: bad arguments")
+    end
+    for i = 1, #wanted_quotas[1] do
+      if wanted_quotas[1][i] ~= quota_limits[i] or wanted_quotas[3][i] ~= quota_slots[i] then
+        return redis.error_reply("ERR ratelimit: bad arguments")
+      end
     end
   end
 
@@ -294,7 +414,8 @@ if not common then
     problem = "a " .. redis.call("TYPE", key)["ok"] .. ", not a bucket"
   else
     local p = redis.call("HMGET", key, "v", "shape", "rate", "burst", "warmup", "cold",
-                         "start_full", "pay_first", "timetable", "entry_until")
+                         "start_full", "pay_first", "timetable", "entry_until", "quotas",
+                         "quota_counts")
     if p[1] ~= FORMAT_VERSION then
       if not (p[1] == false and redis.call("EXISTS", key) == 0) then
         problem = "not a bucket of this version"
@@ -307,13 +428,25 @@ if not common then
         stable, max_permits, cool_down, threshold, slope =
           derive(params[1], params.rate, params.burst, params.warmup, params.cold)
         stored, free_s, free_ns, expires = read_state(f, max_permits, now_s, now_s_text)
+      else
+        stored = nil
       end
-      if stored then
+      -- Keys written before quotas were have none.
+      local specs = p[11] or ""
+      key_quotas = quota_specs_of(specs)
+      if stored and key_quotas and #key_quotas[1] > 0 then
+        quota_states = quota_states_of(p[12], #key_quotas[1])
+        if not quota_states then stored = nil end
+      end
+      if stored and key_quotas then
         held = true
         next_free = (free_s - now_s) * NS_PER_S + free_ns
         saved_texts, saved_params, saved_stored = f[1], params, stored
         saved_free_s, saved_free_ns = free_s, free_ns
         saved_timetable, saved_entry_until, saved_expires = timetable, entry_until, expires
+        saved_quota_counts, saved_quota_specs = p[12], specs
+        quota_specs, quota_limits, quota_slots = specs, key_quotas[1], key_quotas[3]
+        if #quota_limits == 0 then quota_limits, quota_slots, quota_states = nil, nil, nil end
       else
         problem = "a damaged bucket"
       end
@@ -404,22 +537,113 @@ if not common then
   end
 end
 
+-- Quota of src/core/quota.cpp on a state table (the newest slot at 1, the counts at 2 to 67, the
+-- oldest first), made only for the calls on quotas. Times are nanoseconds after now_s, not
+-- negative; slots are counted on Unix microseconds, whole numbers below 2^53 until the year 2255,
+-- so that slot arithmetic is exact (fmod is).
+local quota_slot_at, quota_fresh, quota_earliest, quota_book, quota_used, quota_counts_text
+if quota_limits or (wanted_quotas and #wanted_quotas[1] > 0) then
+  -- Quota::slot_of(): whole microseconds, then slots of `slot` microseconds.
+  function quota_slot_at(t, slot, now_s)
+    local us = now_s * 1e6 + math.floor(t / 1000)
+    return (us - math.fmod(us, slot)) / slot
+  end
+
+  -- Quota(params, now): the newest slot now's, the counts 0.
+  function quota_fresh(slot, now, now_s)
+    local state = {quota_slot_at(now, slot, now_s)}
+    for j = 2, 67 do state[j] = 0 end
+    return state
+  end
+
+  -- Quota::earliest(): the first moment not before `from` at which `units` (at most `limit`)
+  -- may be granted.
+  function quota_earliest(limit, slot, state, units, from, now_s)
+    local newest = state[1]
+    local d = math.min(math.max(quota_slot_at(from, slot, now_s), newest) - newest, 66)
+    local held = 0
+    for j = d + 2, 67 do held = held + state[j] end
+    while held + units > limit and d < 66 do
+      held = held - state[d + 2]
+      d = d + 1
+    end
+    return math.max(from, ((newest + d) * slot - now_s * 1e6) * 1000)
+  end
+
+  -- Quota::book()
+  function quota_book(slot, state, units, at, now_s)
+    local newest = state[1]
+    local booked_slot = math.max(quota_slot_at(at, slot, now_s), newest)
+    local shift = booked_slot - newest
+    if shift >= 66 then
+      for j = 2, 67 do state[j] = 0 end
+    elseif shift > 0 then
+      for j = 2, 67 - shift do state[j] = state[j + shift] end
+      for j = 68 - shift, 67 do state[j] = 0 end
+    end
+    state[1] = booked_slot
+    state[67] = state[67] + units
+  end
+
+  -- Quota::used()
+  function quota_used(slot, state, now, now_s)
+    local held = 0
+    for j = math.max(quota_slot_at(now, slot, now_s) - state[1], 0) + 2, 67 do
+      held = held + state[j]
+    end
+    return held
+  end
+
+  -- The key's quota_counts: every number with all its digits.
+  function quota_counts_text(states)
+    local format = "[" .. string.rep("%.0f,", 66) .. "%.0f]"
+    local texts = {}
+    for i = 1, #states do texts[i] = string.format(format, unpack(states[i])) end
+    return "[" .. table.concat(texts, ",") .. "]"
+  end
+end
+
 -- Each operation but status changes the bucket and names its reply; the changes are saved below.
 -- new_notation: the key's notation from now on, when reserve changes it.
 local reply, new_notation
+-- The quotas' counts to write ("" for none), when the call changed them.
+local quota_counts
 if reserving then
   if problem ~= "" then redis.call("DEL", key) end
-  -- decide() before the booking: the request's parameters and schedule against the key's; the
-  -- replaced parameters and timetable, or nil.
+  -- decide() before the booking: the request's quotas, parameters and schedule against the key's;
+  -- the replaced parameters and timetable, or nil.
   local replaced, replaced_timetable
   if not common then
     -- No key, or deleted above: nothing saved.
+    local new_quotas = not held
     if not held then
       timetable, entry_until = wanted_timetable, wanted_entry_until
       bucket:start(wanted)
-    end
-    if apply and wanted_timetable ~= timetable then
+    elseif apply and wanted_quota_specs ~= quota_specs then
       replaced, replaced_timetable = bucket.params, timetable
+      new_quotas = true
+    end
+    -- replaced_quotas(): a new quota keeps the counts of the key's first quota of its period not
+    -- kept yet; others start empty.
+    if new_quotas then
+      local states, taken = {}, {}
+      for i = 1, #wanted_quotas[1] do
+        for j = 1, held and #key_quotas[1] or 0 do
+          if not taken[j] and key_quotas[2][j] == wanted_quotas[2][i] then
+            taken[j], states[i] = true, quota_states[j]
+            break
+          end
+        end
+        states[i] = states[i] or quota_fresh(wanted_quotas[3][i], now, now_s)
+      end
+      quota_specs, quota_limits, quota_slots, quota_states =
+        wanted_quota_specs, wanted_quotas[1], wanted_quotas[3], states
+      if #states == 0 then quota_limits, quota_slots, quota_states = nil, nil, nil end
+      quota_counts = quota_states and quota_counts_text(quota_states) or ""
+    end
+    -- What was replaced is noted once, before the first change (decide()'s replace()).
+    if apply and wanted_timetable ~= timetable then
+      if not replaced then replaced, replaced_timetable = bucket.params, timetable end
       bucket:change_params(wanted)
       timetable, entry_until = wanted_timetable, wanted_entry_until
     else
@@ -434,7 +658,7 @@ if reserving then
         local rate = bucket.params[2]
         if timetable ~= "" and wanted[2] ~= rate then applied = bucket:with_rate(wanted, rate) end
         if applied ~= bucket.params and not bucket.same_params(applied, bucket.params) then
-          replaced, replaced_timetable = bucket.params, timetable
+          if not replaced then replaced, replaced_timetable = bucket.params, timetable end
           bucket:change_params(applied)
         end
       end
@@ -482,7 +706,33 @@ if reserving then
   local wait = max(go_at - now, 0)
   -- decide(): granted iff the wait is within the timeout; a refusal changes nothing.
   local granted = 0
-  if wait <= max(timeout, 0) then
+  if quota_states then
+    -- QuotaBucket: at the later of the rate's moment and every quota's from there; never for
+    -- more than a quota ever allows.
+    local rate_go = now + wait
+    local go = rate_go
+    for i = 1, #quota_limits do
+      if permits > quota_limits[i] then
+        go = nil
+        break
+      end
+      go = max(go, quota_earliest(quota_limits[i], quota_slots[i], quota_states[i], permits,
+                                  rate_go, now_s))
+    end
+    if go then wait = max(go - now, 0) else wait = 2 ^ 63 end
+    if go and wait <= max(timeout, 0) then
+      granted = 1
+      -- The rate's turn goes with the request, unless the rate is no limit, which has none.
+      if go > rate_go and stable ~= 0 then
+        booked_free = min(booked_free + (go - rate_go), max_time)
+      end
+      stored, next_free = booked_stored, booked_free
+      for i = 1, #quota_limits do
+        quota_book(quota_slots[i], quota_states[i], permits, go, now_s)
+      end
+      quota_counts = quota_counts_text(quota_states)
+    end
+  elseif wait <= max(timeout, 0) then
     granted = 1
     stored, next_free = booked_stored, booked_free
   end
@@ -505,7 +755,8 @@ if reserving then
   end
   if replaced then
     reply = {granted, wait_text, 1, problem, timetable, params[2], replaced[1], replaced[2],
-             replaced[3], replaced[4], replaced[5], replaced[6], replaced[7], replaced_timetable}
+             replaced[3], replaced[4], replaced[5], replaced[6], replaced[7], replaced_timetable,
+             saved_quota_specs}
   elseif common or (problem == "" and timetable == wanted_timetable and params[2] == rate) then
     if granted == 1 then reply = wait_text else reply = {0, wait_text} end
   else
@@ -515,9 +766,19 @@ elseif operation == "status" then
   if problem ~= "" then return {"unusable", problem} end
   if not held then return nil end
   bucket:resync()
-  return {params[1], params[2], params[3], params[4], params[5], params[6], params[7],
-          string.format("%.17g", bucket.stored), integer_string(max(bucket.next_free - now, 0)),
-          timetable, entry_until, redis.call("HGET", key, "notation") or ""}
+  local status = {params[1], params[2], params[3], params[4], params[5], params[6], params[7],
+                  string.format("%.17g", bucket.stored),
+                  integer_string(max(bucket.next_free - now, 0)), timetable, entry_until,
+                  redis.call("HGET", key, "notation") or ""}
+  -- Each quota's limit, period, used now and the wait for one more unit.
+  for i = 1, quota_states and #quota_states or 0 do
+    local limit, slot, state = quota_limits[i], quota_slots[i], quota_states[i]
+    local n = #status
+    status[n + 1], status[n + 2] = string.format("%.0f", limit), key_quotas[2][i]
+    status[n + 3] = string.format("%.0f", quota_used(slot, state, now, now_s))
+    status[n + 4] = integer_string(quota_earliest(limit, slot, state, 1, now, now_s) - now)
+  end
+  return status
 elseif operation == "set_rate" then
   if not held then return nil end
   local new_params = bucket:with_rate(params, ARGV[3])
@@ -575,11 +836,18 @@ local s = now_s + floor((next_free - ns) / NS_PER_S + 0.5)
 local stored_changed, free_s_changed = stored ~= saved_stored, s ~= saved_free_s
 -- Nothing changed, so neither did the moment the bucket is full again: the expiry holds. The
 -- common call changes nothing else.
-if common and not (stored_changed or free_s_changed or ns ~= saved_free_ns) then return reply end
+if common and not (stored_changed or free_s_changed or ns ~= saved_free_ns or quota_counts) then
+  return reply
+end
 -- Full again once the next free moment has passed and the missing permits have refilled.
 local refill = (max_permits - stored) * cool_down
 if refill ~= refill or max_permits == 0 then refill = 0 end
 local full_in_ms = math.ceil((max(next_free - now, 0) + refill) / 1e6)
+-- And the quotas are as new once their slots have all passed.
+for i = 1, quota_states and #quota_states or 0 do
+  local passed_us = (quota_states[i][1] + QUOTA_COUNTS) * quota_slots[i] - now_s * 1e6 - now / 1000
+  full_in_ms = max(full_in_ms, math.ceil(passed_us / 1000))
+end
 local expire_in_ms = full_in_ms + 2 * EXPIRY_MARGIN_MS
 local expires = saved_expires or 0
 -- Moved when the noted expiry is too soon, or further than it would be set now (the server's
@@ -591,7 +859,8 @@ local move_expiry = given_time ~= "" or expires < earliest or expires > earliest
 local stored_value = stored == huge and "inf" or stored
 -- The common call mostly moves the next free moment within a second, spending or gaining stored
 -- permits or not, and keeps the expiry: its HSET made without a table, which would cost it more.
-if common and not (free_s_changed or move_expiry or expire_in_ms > MAX_EXPIRY_MS) then
+if common and not (free_s_changed or move_expiry or expire_in_ms > MAX_EXPIRY_MS or
+                   quota_counts) then
   if stored_changed then
     redis.call("HSET", key, "stored", stored_value, "free_ns", ns)
   else
@@ -614,7 +883,7 @@ if not common then
     changes[3], changes[4] = "v", FORMAT_VERSION
     n = 4
   end
-  local texts = joined_texts(params, entry_until, timetable)
+  local texts = joined_texts(params, quota_specs, entry_until, timetable)
   if texts ~= saved_texts then
     changes[n + 1], changes[n + 2] = "texts", texts
     n = n + 2
@@ -630,6 +899,14 @@ if free_s_changed then
 end
 if ns ~= saved_free_ns then
   changes[n + 1], changes[n + 2] = "free_ns", ns
+  n = n + 2
+end
+if quota_counts and quota_counts ~= (saved_quota_counts or "") then
+  changes[n + 1], changes[n + 2] = "quota_counts", quota_counts
+  n = n + 2
+end
+if not common and quota_specs ~= (saved_quota_specs or "") then
+  changes[n + 1], changes[n + 2] = "quotas", quota_specs
   n = n + 2
 end
 if params_changed then

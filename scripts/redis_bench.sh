@@ -1,0 +1,60 @@
+# Sourced by the benchmarks that measure the bucket script on a redis-server (bench_redis.sh,
+# bench_quota.sh), after setup.sh: the server's CPU per decision against a minimal GCRA script.
+# $BENCH_REDIS_SOCK is the server's unix socket, $BENCH_TMP a directory of the caller's.
+
+# load_gcra_script: loads the least a shared rate limit does per decision, for comparison (the
+# server's TIME, one GET and one SET with an expiry: GCRA, the key holds the theoretical arrival
+# time in microseconds), and sets $GCRA_SHA.
+load_gcra_script() {
+  cat >"$BENCH_TMP/gcra.lua" <<'LUA'
+local time = redis.call("TIME")
+local now = time[1] * 1e6 + time[2]
+local interval, tolerance = tonumber(ARGV[1]), tonumber(ARGV[2])
+local tat = math.max(tonumber(redis.call("GET", KEYS[1])) or now, now)
+if now < tat - tolerance then return {0, tostring(tat - tolerance - now)} end
+tat = tat + interval
+redis.call("SET", KEYS[1], tat, "PX", math.ceil((tat - now) / 1000) + 1)
+return {1, "0"}
+LUA
+  GCRA_SHA=$(redis-cli -s "$BENCH_REDIS_SOCK" script load "$(cat "$BENCH_TMP/gcra.lua")")
+}
+
+# server_cpu: the server's CPU time so far (user + system), in seconds.
+server_cpu() {
+  redis-cli -s "$BENCH_REDIS_SOCK" info cpu | tr -d '\r' |
+    awk -F: '/^used_cpu_(sys|user):/ { sum += $2 } END { printf "%.6f", sum }'
+}
+
+# throughput CONNECTION-OPTIONS... COMMAND...: "decisions/s us_of_server_CPU_each", from 8
+# clients of redis-benchmark sending COMMAND 100000 times.
+throughput() {
+  local requests=100000 before after rps
+  before=$(server_cpu)
+  rps=$(redis-benchmark -c 8 -n $requests -q "$@" |
+    tr '\r' '\n' | grep -oE '[0-9.]+ requests per second' | tail -1 | awk '{ print $1 }')
+  after=$(server_cpu)
+  awk -v rps="$rps" -v a="$after" -v b="$before" -v n=$requests \
+    'BEGIN { printf "%.0f %.2f\n", rps, (a - b) / n * 1e6 }'
+}
+
+# gcra CONNECTION-OPTIONS...: throughput of the GCRA script on one key (load_gcra_script first).
+gcra() { throughput "$@" EVALSHA "$GCRA_SHA" 1 'gcra:{bench__rand_int__}' 0.001 1000000; }
+
+# median: the median of the numbers on standard input, one a line.
+median() { sort -g | awk '{ v[NR] = $1 } END { print (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2 }'; }
+
+# alternating_rounds ROUNDS NAME COMMAND [NAME COMMAND]...: ROUNDS rounds of every COMMAND (a
+# function taking no arguments that prints a throughput line), each round starting with the next
+# one, as other work on the machine makes single figures noisy; each one's lines go to
+# $BENCH_TMP/NAME.
+alternating_rounds() {
+  local rounds=$1 round i j
+  shift
+  local count=$(($# / 2)) pairs=("$@")
+  for round in $(seq 0 $((rounds - 1))); do
+    for i in $(seq 0 $((count - 1))); do
+      j=$(((round + i) % count))
+      "${pairs[$((2 * j + 1))]}" >>"$BENCH_TMP/${pairs[$((2 * j))]}"
+    done
+  done
+}

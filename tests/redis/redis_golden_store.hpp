@@ -1,0 +1,69 @@
+#pragma once
+
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "../unit/golden_vectors.hpp"
+#include "backends/redis/redis_backend.hpp"
+
+namespace ratelimit::backends {
+
+// The golden vectors through the script (directly or through the agent), with the times injected.
+class RedisGoldenStore final : public testing::GoldenStore {
+ public:
+  RedisGoldenStore(RedisBackend& backend, std::string key)
+      : backend_(backend), key_(std::move(key)) {
+    backend_.reset(key_);
+  }
+  testing::GoldenAnswer request(const testing::GoldenRequest& golden) override {
+    PermitRequest permits = request_for(golden);
+    const Reservation reservation = backend_.reserve_at(permits, golden.timeout, micros(golden.at));
+    return {.granted = reservation.granted,
+            .wait = reservation.wait,
+            .replaced = reservation.replaced_params.has_value(),
+            .key_timetable = reservation.key_timetable,
+            .booked = reservation.booked};
+  }
+  void set_rate(const testing::GoldenSetRate& change) override {
+    EXPECT_TRUE(backend_.set_rate_at(
+        key_, change.rate, {.timetable = change.timetable, .entry_until = change.entry_until},
+        micros(change.at)));
+  }
+  bool give_back(const testing::GoldenGiveBack& unused,
+                 const std::optional<BookingSpan>& booked) override {
+    return backend_.give_back_at(key_, unused.permits, booked, micros(unused.at));
+  }
+  std::vector<testing::GoldenQuotaStatus> status(std::chrono::nanoseconds at) override {
+    std::vector<testing::GoldenQuotaStatus> quotas;
+    const std::optional<BucketStatus> status = backend_.status_at(key_, micros(at));
+    if (!status) return quotas;
+    for (const QuotaStatus& quota : status->quotas)
+      quotas.push_back(
+          {.limit = quota.params.limit, .used = quota.used, .next_free_in = quota.next_free_in});
+    return quotas;
+  }
+
+ private:
+  static std::int64_t micros(std::chrono::nanoseconds at) {
+    return std::chrono::duration_cast<std::chrono::microseconds>(at).count();
+  }
+  PermitRequest request_for(const testing::GoldenRequest& golden) const {
+    PermitRequest permits;
+    permits.key = key_;
+    permits.params = golden.params;
+    permits.apply_params = golden.apply_params;
+    permits.schedule = {.timetable = golden.timetable, .entry_until = golden.entry_until};
+    permits.quotas = golden.quotas;
+    permits.permits = golden.permits;
+    return permits;
+  }
+  RedisBackend& backend_;
+  std::string key_;
+};
+
+}  // namespace ratelimit::backends
