@@ -9,20 +9,12 @@
 # Environment: RATELIMIT (a Release binary; default: the bench tree's), BENCH_CALLS (calls of a
 # single loop, default 400; 8 loops make an eighth each, 64 loops a 64th, at least 10).
 source "$(dirname "${BASH_SOURCE[0]}")/setup.sh"
+source "$(dirname "${BASH_SOURCE[0]}")/redis_bench.sh"
 ensure_packages redis-server redis-tools openssl
 use_bench_binary
 
 TMP=$(mktemp -d)
-mkdir -p "$TMP/redis"
-port=$((20000 + RANDOM % 40000))
-tls_port=$((port + 1))
-tls=$TMP/tls
-"$RATELIMIT_ROOT/tests/e2e/make_tls_files.sh" "$tls"
-redis-server --port "$port" --bind 127.0.0.1 --unixsocket "$TMP/redis/sock" --save '' \
-  --appendonly no --dir "$TMP/redis" --logfile "$TMP/redis/log" --tls-port "$tls_port" \
-  --tls-cert-file "$tls/server.crt" --tls-key-file "$tls/server.key" \
-  --tls-ca-cert-file "$tls/ca.crt" --tls-auth-clients no >/dev/null 2>&1 &
-server=$!
+start_bench_server
 # A second server, idle, under the same load: what the measured one spends without requests in
 # the same time (its cron, made dearer by the load) is what the control spends.
 mkdir -p "$TMP/control"

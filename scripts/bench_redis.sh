@@ -26,16 +26,7 @@ ensure_packages redis-server redis-tools openssl
 build_bench_tree
 
 TMP=$(mktemp -d)
-mkdir -p "$TMP/redis"
-port=$((20000 + RANDOM % 40000))
-tls_port=$((port + 1))
-tls=$TMP/tls
-"$RATELIMIT_ROOT/tests/e2e/make_tls_files.sh" "$tls"
-redis-server --port "$port" --bind 127.0.0.1 --unixsocket "$TMP/redis/sock" --save '' \
-  --appendonly no --dir "$TMP/redis" --logfile "$TMP/redis/log" --tls-port "$tls_port" \
-  --tls-cert-file "$tls/server.crt" --tls-key-file "$tls/server.key" \
-  --tls-ca-cert-file "$tls/ca.crt" --tls-auth-clients no >/dev/null 2>&1 &
-server=$!
+start_bench_server
 trap 'kill "$server" 2>/dev/null; rm -rf "$TMP"' EXIT
 until redis-cli -s "$TMP/redis/sock" ping >/dev/null 2>&1; do sleep 0.01; done
 UNIX_URL=unix://$TMP/redis/sock

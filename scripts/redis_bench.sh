@@ -1,6 +1,22 @@
 # Sourced by the benchmarks that measure the bucket script on a redis-server (bench_redis.sh,
-# bench_quota.sh), after setup.sh: the server's CPU per decision against a minimal GCRA script.
+# bench_quota.sh, bench_agent.sh), after setup.sh: the server they start, and the server's CPU per
+# decision against a minimal GCRA script.
 # $BENCH_REDIS_SOCK is the server's unix socket, $BENCH_TMP a directory of the caller's.
+
+# start_bench_server: a redis-server in $TMP/redis (its unix socket sock there), on a free-ish
+# loopback TCP $port and a TLS $tls_port with certificates in $tls; its pid in $server.
+start_bench_server() {
+  mkdir -p "$TMP/redis"
+  port=$((20000 + RANDOM % 40000))
+  tls_port=$((port + 1))
+  tls=$TMP/tls
+  "$RATELIMIT_ROOT/tests/e2e/make_tls_files.sh" "$tls"
+  redis-server --port "$port" --bind 127.0.0.1 --unixsocket "$TMP/redis/sock" --save '' \
+    --appendonly no --dir "$TMP/redis" --logfile "$TMP/redis/log" --tls-port "$tls_port" \
+    --tls-cert-file "$tls/server.crt" --tls-key-file "$tls/server.key" \
+    --tls-ca-cert-file "$tls/ca.crt" --tls-auth-clients no >/dev/null 2>&1 &
+  server=$!
+}
 
 # load_gcra_script: loads the least a shared rate limit does per decision, for comparison (the
 # server's TIME, one GET and one SET with an expiry: GCRA, the key holds the theoretical arrival

@@ -40,5 +40,6 @@ head -c 100 "$WORK/in" | "$RATELIMIT" --rate 1e300 --stats=json >/dev/null 2>"$W
 head -c 100 "$WORK/in" | "$RATELIMIT" --rate "00:00,off" --key offkey --stats=json >/dev/null 2>"$WORK/json"
 [ "$(json_fields "$WORK/json" rate rate_text)" = 'null "off"' ] || fail "off: $(cat "$WORK/json")"
 seq 3 | "$RATELIMIT" -l --rate 100 --key $'\xff\xfe' --stats=json >/dev/null 2>"$WORK/json"
-[ "$(json_fields "$WORK/json" unit rate_text average_above_rate)" = '"lines" "100/s" true' ] ||
+# Whether 3 lines averaged above the rate depends on how fast the processes started: only its type.
+[[ "$(json_fields "$WORK/json" unit rate_text average_above_rate)" =~ ^'"lines" "100/s" '(true|false)$ ]] ||
   fail "a non-UTF-8 key: $(cat "$WORK/json")"
