@@ -89,6 +89,17 @@ start_tls_redis() {
   echo "$tls_port" >"$WORK/$name/tls-port"
 }
 
+# start_tls_main: TLS files in $WORK/tls and a server "main" serving them; sets $tls, $port (its
+# TLS port), $url (rediss://localhost:PORT) and $ca (the --redis-tls-ca option of its CA).
+start_tls_main() {
+  tls=$WORK/tls
+  make_tls_files "$tls"
+  start_tls_redis main "$tls"
+  port=$(cat "$WORK/main/tls-port")
+  url=rediss://localhost:$port
+  ca=(--redis-tls-ca "$tls/ca.crt")
+}
+
 # start_sentinel NAME MASTER_NAME MASTER_SERVER: a redis-sentinel in $WORK/NAME on a free loopback
 # port ($WORK/NAME/port) watching server MASTER_SERVER as MASTER_NAME, with a quorum of
 # $SENTINEL_QUORUM (default 1) and a master deemed down after $SENTINEL_DOWN_AFTER ms (default

@@ -7,12 +7,7 @@
 source "$E2E_LIB"
 source "$(dirname "${BASH_SOURCE[0]}")/redis_server.sh"
 export RATELIMIT_STATE_DIR=$WORK/state
-tls=$WORK/tls
-make_tls_files "$tls"
-start_tls_redis main "$tls"
-port=$(cat "$WORK/main/tls-port")
-url=rediss://localhost:$port
-ca=(--redis-tls-ca "$tls/ca.crt")
+start_tls_main
 
 # The right CA, by name and by address (both in the certificate); the bucket is the one plain
 # clients share.

@@ -8,12 +8,7 @@ source "$E2E_LIB"
 source "$(dirname "${BASH_SOURCE[0]}")/redis_server.sh"
 state=$WORK/state
 export RATELIMIT_STATE_DIR=$state
-tls=$WORK/tls
-make_tls_files "$tls"
-start_tls_redis main "$tls"
-port=$(cat "$WORK/main/tls-port")
-url=rediss://localhost:$port
-ca=(--redis-tls-ca "$tls/ca.crt")
+start_tls_main
 resumed="ratelimit: TLS session resumed with localhost:$port"
 
 # acquire_over_tls [URL [CA_FILE]]: one acquire that never waits, with -v, over URL (default
