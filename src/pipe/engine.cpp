@@ -1,6 +1,7 @@
 #include "pipe/engine.hpp"
 
 #include <algorithm>
+#include <limits>
 
 namespace ratelimit::pipe {
 
@@ -63,7 +64,8 @@ std::optional<Result> Engine::run_spliced() {
   nanoseconds input_seen_at = nanoseconds::min();
   nanoseconds last_turn = io_.now();
   nanoseconds requested_at = last_turn;
-  std::int64_t chunk_rest = 0;  // of the chunk begun
+  std::int64_t chunk_units = options_.chunk_units;  // of the chunk begun
+  std::int64_t chunk_rest = 0;
   while (true) {
     if (chunk_rest == 0) {
       // Asked for and booked as of that moment: a bucket that pays first counts its wait from it.
@@ -71,16 +73,20 @@ std::optional<Result> Engine::run_spliced() {
       // A splice now finds the end of this input without moving anything: no turn is booked.
       nanoseconds turn = requested_at;
       if (!io_.input_exhausted()) {
-        const std::optional<nanoseconds> due = source_.turn(options_.chunk_units, requested_at);
+        // No more than the input is known to hold: a quota could hold a chunk larger than the
+        // rest of the input until its window passes, where the rest fits now.
+        const std::optional<std::int64_t> units_left = known_units_left(0);
+        chunk_units = std::min(options_.chunk_units, units_left.value_or(options_.chunk_units));
+        const std::optional<nanoseconds> due = source_.turn(chunk_units, requested_at, units_left);
         // Nothing has been read yet, so a stop here leaves nothing behind.
         if (!due) return finish(Ending::stopped, io_.stop_signal());
         turn = last_turn = *due;
       }
-      const Wake wake = wait_for_turn(turn, WaitFor::input_end);
+      const Wake wake = wait_for_turn(turn, WaitFor::input_end, chunk_units);
       if (wake == Wake::stop) return finish(Ending::stopped, io_.stop_signal());
       if (wake == Wake::control) continue;
     }
-    const std::int64_t wanted = chunk_rest > 0 ? chunk_rest : options_.chunk_units;
+    const std::int64_t wanted = chunk_rest > 0 ? chunk_rest : chunk_units;
     const std::optional<Moved> moved = io_.splice(static_cast<std::size_t>(wanted));
     if (!moved) return std::nullopt;
     if (moved->output_closed) return finish(Ending::downstream_closed);
@@ -139,9 +145,10 @@ Result Engine::move_buffered() {
     }
     const nanoseconds requested_at = io_.now();
     if (span.units > 0) {
-      const std::optional<nanoseconds> turn = source_.turn(span.units, requested_at);
+      const std::optional<nanoseconds> turn =
+          source_.turn(span.units, requested_at, known_units_left(end_ - begin_));
       if (!turn) return stop_after_writing_buffer();
-      const Wake wake = wait_for_turn(*turn, WaitFor::deadline);
+      const Wake wake = wait_for_turn(*turn, WaitFor::deadline, span.units);
       if (wake == Wake::stop) return stop_after_writing_buffer();
       // The chunk and the turn follow the new rate: the span and its turn are asked for again.
       if (wake == Wake::control) continue;
@@ -301,7 +308,15 @@ void Engine::charge(std::size_t bytes, std::int64_t units, nanoseconds requested
   totals_.units += static_cast<std::uint64_t>(units);
 }
 
-Wake Engine::wait(nanoseconds deadline, WaitFor what) {
+std::optional<std::int64_t> Engine::known_units_left(std::size_t buffered) {
+  if (!options_.unit.counts_bytes()) return std::nullopt;
+  const std::optional<std::size_t> unread = io_.bytes_known_left();
+  if (!unread) return std::nullopt;
+  return static_cast<std::int64_t>(std::min<std::size_t>(
+      *unread + buffered, static_cast<std::size_t>(std::numeric_limits<std::int64_t>::max())));
+}
+
+Wake Engine::wait(nanoseconds deadline, WaitFor what, std::int64_t turn_units) {
   rate_changed_ = false;
   while (true) {
     const nanoseconds now = io_.now();
@@ -309,7 +324,11 @@ Wake Engine::wait(nanoseconds deadline, WaitFor what) {
     if (const std::optional<double> rate = source_.rate_set_elsewhere()) note_rate(*rate, now);
     if (rate_changed_ && what != WaitFor::input) return Wake::control;
     if (now >= next_progress_) report_progress(now);
-    if (what == WaitFor::input_end && io_.input_exhausted()) return Wake::ready;
+    if (what == WaitFor::input_end) {
+      if (io_.input_exhausted()) return Wake::ready;
+      const std::optional<std::int64_t> left = known_units_left(0);
+      if (left && *left < turn_units) return Wake::control;
+    }
     if (what != WaitFor::input && now >= deadline) return Wake::timeout;
     const nanoseconds progress_due = options_.progress_wakes ? next_progress_ : kForever;
     const Wake wake = io_.wait(std::min({deadline, progress_due, scheduled_.until}), what);
@@ -324,17 +343,17 @@ Wake Engine::wait(nanoseconds deadline, WaitFor what) {
   }
 }
 
-Wake Engine::wait_for_turn(nanoseconds turn, WaitFor what) {
+Wake Engine::wait_for_turn(nanoseconds turn, WaitFor what, std::int64_t units) {
   const bool held_by_quota = source_.held_by_quota();
   const nanoseconds from = io_.now();
-  const Wake wake = wait(turn, what);
+  const Wake wake = wait(turn, what, units);
   if (held_by_quota) totals_.held_by_quotas += io_.now() - from;
   return wake;
 }
 
 Wake Engine::wait_for_input() {
   const nanoseconds called_at = io_.now();
-  const Wake wake = wait(kForever, WaitFor::input);
+  const Wake wake = wait(kForever, WaitFor::input, 0);
   const nanoseconds now = io_.now();
   if (wake == Wake::ready && now > called_at && own_source_ && totals_.bytes == 0 && begin_ == end_)
     own_source_->restart(now);

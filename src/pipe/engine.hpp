@@ -133,9 +133,11 @@ class Engine {
   Result move_buffered();
   // Waits for the deadline (and input, if asked), serving control messages and progress ticks.
   // A new rate ends a wait for a turn with Wake::control: the turn is to be asked for again.
-  Wake wait(std::chrono::nanoseconds deadline, WaitFor what);
+  Wake wait(std::chrono::nanoseconds deadline, WaitFor what, std::int64_t turn_units);
   // wait() for a turn: the time waited counts in Totals::held_by_quotas when a quota set it.
-  Wake wait_for_turn(std::chrono::nanoseconds turn, WaitFor what);
+  // Waiting for WaitFor::input_end, a turn asked for `units` also ends with Wake::control when
+  // the input turns out to hold fewer: the turn is to be asked for again.
+  Wake wait_for_turn(std::chrono::nanoseconds turn, WaitFor what, std::int64_t units);
   // wait(forever, input), after which the pipe's own bucket starts anew if it waited for the
   // first input: the producer's start-up is no idle time to be stored and sent as a burst.
   Wake wait_for_input();
@@ -159,6 +161,9 @@ class Engine {
   // `requested_at`; stops early when downstream closes or a stop signal cuts a blocked write short.
   Written write_buffered(std::size_t bytes, std::chrono::nanoseconds requested_at);
   void charge(std::size_t bytes, std::int64_t units, std::chrono::nanoseconds requested_at);
+  // Byte mode: the units still to go when the input can say, `buffered` read and not written
+  // included; none in record modes.
+  std::optional<std::int64_t> known_units_left(std::size_t buffered);
   // At a stop or a failure: writes what is due, and what was read after it unless the input takes
   // that back.
   Written write_due_give_back_rest();

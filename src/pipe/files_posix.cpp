@@ -218,6 +218,22 @@ void FileIo::note_moved(Input& input, std::size_t bytes) {
 
 bool FileIo::input_exhausted() const { return at_end() || inputs_[current_].bytes_left == 0; }
 
+std::optional<std::size_t> FileIo::bytes_known_left() {
+  if (!at_end() && inputs_[current_].is_pipe && !inputs_[current_].bytes_left) {
+    // Asking for no events still reports POLLHUP.
+    pollfd input{inputs_[current_].fd.get(), 0, 0};
+    if (io::retry_on_eintr([&] { return ::poll(&input, 1, 0); }) > 0 && (input.revents & POLLHUP))
+      note_writers_gone(inputs_[current_]);
+  }
+  std::size_t total = 0;
+  for (std::size_t i = current_; i < inputs_.size(); ++i) {
+    const std::optional<std::size_t> left = inputs_[i].bytes_left;
+    if (!left || *left > std::numeric_limits<std::size_t>::max() - total) return std::nullopt;
+    total += *left;
+  }
+  return total;
+}
+
 bool FileIo::next_input() {
   // Its offset still has to follow the bytes of it that are yet to go out.
   Input& input = inputs_[current_];

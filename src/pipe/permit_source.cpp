@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <utility>
 
 #include "pipe/chunk.hpp"
@@ -33,7 +34,8 @@ LocalPermitSource::LocalPermitSource(const BucketParams& params,
                                      const std::vector<QuotaParams>& quotas, nanoseconds now)
     : bucket_(TokenBucket(params, now), new_quotas(quotas, now)) {}
 
-std::optional<nanoseconds> LocalPermitSource::turn(std::int64_t units, nanoseconds now) {
+std::optional<nanoseconds> LocalPermitSource::turn(std::int64_t units, nanoseconds now,
+                                                   std::optional<std::int64_t>) {
   const nanoseconds wait = bucket_.wait_for(units, now);
   held_by_quota_ = bucket_.held_by_quota(units, now);
   return wait > nanoseconds::max() - now ? nanoseconds::max() : now + wait;
@@ -122,7 +124,8 @@ std::int64_t SharedPermitSource::trimmed(std::int64_t booked, double rate_before
   return needed;
 }
 
-std::optional<nanoseconds> SharedPermitSource::turn(std::int64_t units, nanoseconds) {
+std::optional<nanoseconds> SharedPermitSource::turn(std::int64_t units, nanoseconds,
+                                                    std::optional<std::int64_t> units_left) {
   if (failure_) std::rethrow_exception(failure_);
   if (credit_ < units && ahead_ > 0) {
     credit_ += std::exchange(ahead_, 0);
@@ -143,8 +146,10 @@ std::optional<nanoseconds> SharedPermitSource::turn(std::int64_t units, nanoseco
     // capacity the store is asked at most once per interval, not once per chunk (a state-file
     // update is a write and a rename).
     const double rate_before = request_.params.permits_per_second;
-    const std::int64_t booking =
-        std::max(units, default_chunk_units(rate_before, largest_booking_, kLeastBookingInterval));
+    const std::int64_t booking = std::min(
+        std::max(units, default_chunk_units(rate_before, largest_booking_, kLeastBookingInterval)),
+        units_left.value_or(std::numeric_limits<std::int64_t>::max()) - credit_);
+    if (booking <= 0) return credit_due_;
     std::optional<nanoseconds> due;
     try {
       due = book(booking);

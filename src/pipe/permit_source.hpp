@@ -23,10 +23,12 @@ class PermitSource {
  public:
   virtual ~PermitSource() = default;
   // When up to `units` may be moved, on the engine's clock; none when a stop signal ended the
-  // call to the store first.
+  // call to the store first. `units_left`, when the input can say, is all that will still be
+  // asked for, these units included: nothing beyond it is booked ahead.
   // Throws what the store threw when it cannot answer.
   virtual std::optional<std::chrono::nanoseconds> turn(std::int64_t units,
-                                                       std::chrono::nanoseconds now) = 0;
+                                                       std::chrono::nanoseconds now,
+                                                       std::optional<std::int64_t> units_left) = 0;
   // `units` were moved at `moved_at`, as requested at `requested_at`.
   virtual void consume(std::int64_t units, std::chrono::nanoseconds requested_at,
                        std::chrono::nanoseconds moved_at) = 0;
@@ -61,8 +63,8 @@ class LocalPermitSource final : public PermitSource {
  public:
   LocalPermitSource(const BucketParams& params, const std::vector<QuotaParams>& quotas,
                     std::chrono::nanoseconds now);
-  std::optional<std::chrono::nanoseconds> turn(std::int64_t units,
-                                               std::chrono::nanoseconds now) override;
+  std::optional<std::chrono::nanoseconds> turn(std::int64_t units, std::chrono::nanoseconds now,
+                                               std::optional<std::int64_t> units_left) override;
   void consume(std::int64_t units, std::chrono::nanoseconds requested_at,
                std::chrono::nanoseconds moved_at) override;
   void set_rate(double units_per_second, std::chrono::nanoseconds now) override;
@@ -114,8 +116,8 @@ class SharedPermitSource final : public PermitSource {
   SharedPermitSource(backends::BucketBackend& backend, backends::PermitRequest request,
                      io::Waiter& waiter, OnReplaced on_replaced = {},
                      OnKeyTimetable on_key_timetable = {}, Warn warn = {});
-  std::optional<std::chrono::nanoseconds> turn(std::int64_t units,
-                                               std::chrono::nanoseconds now) override;
+  std::optional<std::chrono::nanoseconds> turn(std::int64_t units, std::chrono::nanoseconds now,
+                                               std::optional<std::int64_t> units_left) override;
   void consume(std::int64_t units, std::chrono::nanoseconds requested_at,
                std::chrono::nanoseconds moved_at) override;
   void set_rate(double units_per_second, std::chrono::nanoseconds now) override;

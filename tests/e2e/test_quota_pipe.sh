@@ -16,6 +16,15 @@ expect_status 64 "$RATELIMIT" --quota 10/s --chunk 11 </dev/null
 expect_status 64 "$RATELIMIT" --quota 10/s --burst 1s </dev/null
 expect_status 64 "$RATELIMIT" </dev/null
 
+# An input that fills a quota exactly ends at once: its last chunk is no more than the input is
+# known to hold once its writer has closed, on a key of the state file too.
+for key in "" "--key exact"; do
+  # shellcheck disable=SC2086 # the key's options, split
+  head -c 100 /dev/zero | timeout 20 "$RATELIMIT" --quota 100/h $key --state-dir "$WORK/state" \
+    >"$WORK/exact" || fail "100 bytes under --quota 100/h $key did not end in 20 s"
+  [ "$(wc -c <"$WORK/exact")" -eq 100 ] || fail "100 bytes under --quota 100/h $key gave $(wc -c <"$WORK/exact")"
+done
+
 # 350 kB at 100 kB in any 2 s: three full windows and a half, in about 6 s.
 random_file "$WORK/in" 350000
 start=$(now_ns)

@@ -76,13 +76,16 @@ class FakePipeIo final : public pipe::Io {
 
   std::chrono::nanoseconds now() override { return now_; }
 
-  // The last arrival's end is the writer closing: known at once, so a wait for input_end
-  // never needs to be cut short.
+  // The last arrival is the writer closing: a wait for input_end ends there, as the real one
+  // ends at POLLHUP.
   pipe::Wake wait(std::chrono::nanoseconds deadline, pipe::WaitFor what) override {
     const bool for_input = what == pipe::WaitFor::input;
     if (for_input && (readable() || at_end())) return pipe::Wake::ready;
     std::chrono::nanoseconds until = deadline;
     if (for_input) until = std::min(until, arrivals_[next_arrival_].time);
+    const bool writer_closes =
+        what == pipe::WaitFor::input_end && !at_end() && arrivals_.back().time > now_;
+    if (writer_closes) until = std::min(until, arrivals_.back().time);
     if (stop_time_ && *stop_time_ <= until) {
       now_ = std::max(now_, *stop_time_);
       stopped_ = true;
@@ -93,7 +96,7 @@ class FakePipeIo final : public pipe::Io {
       return pipe::Wake::control;
     }
     EXPECT_NE(until, std::chrono::nanoseconds::max()) << "the engine would wait forever";
-    if (for_input && readable_at(until)) {
+    if ((for_input && readable_at(until)) || (writer_closes && until == arrivals_.back().time)) {
       now_ = std::max(now_, until);
       return pipe::Wake::ready;
     }
@@ -102,6 +105,12 @@ class FakePipeIo final : public pipe::Io {
   }
 
   bool input_exhausted() const override { return at_end(); }
+
+  // Known once the writer has closed (the last piece arrived), and always for a file.
+  std::optional<std::size_t> bytes_known_left() override {
+    if (!unread_allowed_ && !at_end() && arrivals_.back().time > now_) return std::nullopt;
+    return rest().size();
+  }
 
   bool input_ready_now() override { return readable() || at_end(); }
 

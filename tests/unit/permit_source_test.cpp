@@ -71,6 +71,7 @@ class SharedEngine : public ::testing::TestWithParam<bool> {
     backends::PermitRequest request;
     request.key = "k";
     request.params = options.bucket;
+    request.quotas = options.quotas;
     request.schedule = schedule;
     SharedPermitSource source(
         store, request, waiter,
@@ -157,6 +158,19 @@ TEST_P(SharedEngine, UnitsBookedAndNotMovedAreCreditNeverBookedTwice) {
   // What was booked and not moved: the chunk booked ahead, and less than two more (a short read
   // leaves credit short of a chunk, which the chunk booked ahead then tops up).
   EXPECT_LT(store.given_back, 60);
+}
+
+// A quota of 100 an hour and chunks of 6 on the key, an input known to hold 100: no chunk is
+// booked ahead beyond it (a 17th of 6 would make 102 and wait the hour), the last 4 go at their
+// turn.
+TEST_P(SharedEngine, NothingIsBookedBeyondTheInputsKnownRest) {
+  io.arrive(0s, std::string(100, 'x'));
+  EngineOptions options = bytes_per_second(1000, 6);
+  options.quotas = {{.limit = 100, .period = 1h}};
+  run(options);
+  EXPECT_EQ(io.output(), std::string(100, 'x'));
+  EXPECT_LE(io.elapsed(), 100ms);
+  EXPECT_EQ(store.booked, 100);
 }
 
 TEST_P(SharedEngine, AtRatesAboveWhatAChunkHoldsTheStoreIsAskedForBlocks) {
@@ -319,7 +333,9 @@ TEST_P(SharedEngine, InRecordModesWhatWasReadBeforeTheStoreFailedIsKept) {
 }
 
 TEST_P(SharedEngine, AGiveBackThatFailsAfterAllDataWentOutIsAWarning) {
-  io.arrive(0s, "data");
+  // The writer closes after the first bookings: they are more than the input holds.
+  io.arrive(0s, "da");
+  io.arrive(5ms, "ta");
   store.fail_give_back = true;
   const Result result = run(bytes_per_second(1000, 20));
   EXPECT_EQ(result.ending, Ending::end_of_input);
@@ -337,8 +353,8 @@ TEST_P(SharedEngine, APipeThatEndsGivesBackOnlyWhatNoLaterBookingBuiltOn) {
   request.params = bytes_per_second(1000, 20).bucket;
   SharedPermitSource pipe_a(store, request, waiter);
   SharedPermitSource pipe_b(store, request, waiter);
-  ASSERT_EQ(pipe_a.turn(20, io.now()), io.now());
-  ASSERT_EQ(pipe_b.turn(20, io.now()), io.now() + 40ms);
+  ASSERT_EQ(pipe_a.turn(20, io.now(), std::nullopt), io.now());
+  ASSERT_EQ(pipe_b.turn(20, io.now(), std::nullopt), io.now() + 40ms);
   pipe_a.consume(20, io.now(), io.now());
   const nanoseconds key_free = store.bucket->state().next_free;
   pipe_a.finish();

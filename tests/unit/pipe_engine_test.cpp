@@ -113,6 +113,25 @@ TEST(PipeEngine, CountsTheTimeTheQuotasHoldIt) {
   EXPECT_EQ(rate_engine.quota_status().at(0).used, 100);
 }
 
+// A quota of 100 an hour and chunks of 6: a 17th chunk would make 102, but the input holds only 4
+// more, known once its writer closes (at once, or while the 17th turn is waited for): the 4 go at
+// their turn, not when the hour has passed.
+TEST(PipeEngine, AnInputsKnownRestIsAllThatIsAskedFor) {
+  for (const bool spliced : {false, true}) {
+    for (const std::chrono::nanoseconds writer_closes : {0ms, 95ms}) {
+      FakePipeIo io;
+      if (spliced) io.allow_splice();
+      io.arrive(0s, std::string(96, 'x'));
+      io.arrive(writer_closes, std::string(4, 'y'));
+      EngineOptions options = bytes_per_second(1000, 6);
+      options.quotas = {{.limit = 100, .period = 1h}};
+      Engine(options, io).run();
+      EXPECT_EQ(io.output(), std::string(96, 'x') + std::string(4, 'y'));
+      EXPECT_LE(io.elapsed(), 100ms) << spliced << " " << writer_closes.count();
+    }
+  }
+}
+
 TEST(PipeEngine, SplicesOnTheSameScheduleWhenPossible) {
   FakePipeIo io;
   io.allow_splice();
