@@ -111,6 +111,24 @@ floor() {
   echo "$(script_time) 0"
 }
 
+# paced_floor US: the same decisions on one kept connection (redis-cli -r -i), one every US
+# microseconds, the pace at which the agent's row sent them: a server that gets a call every few
+# milliseconds runs it from cold caches, at several times its cost in a busy stream (the floor
+# above), and this is that cost without any connection made. Prints as measure() does.
+paced_floor() {
+  local cpu_before control_before idle
+  redis-cli -s "$TMP/redis/sock" config resetstat >/dev/null
+  cpu_before=$(server_cpu)
+  control_before=$(server_cpu control)
+  redis-cli -h 127.0.0.1 -p "$port" -r "$CALLS" -i "$(awk -v us="$1" 'BEGIN { printf "%.6f", us / 1e6 }')" \
+    EVALSHA "$sha" 1 'ratelimit:{floor}' reserve "" 1 9223372036854775807 "1,bursty,1e9,1,0,3,0,0,0," \
+    bursty 0 1e9 1 >/dev/null
+  idle=$(($(server_cpu control) - control_before))
+  awk -v cpu=$(($(server_cpu) - cpu_before)) -v idle="$idle" -v n="$CALLS" \
+    'BEGIN { printf "- %.1f - ", (cpu - idle) / n }'
+  echo "$(script_time) 0"
+}
+
 load_before=$(cut -d' ' -f1-3 /proc/loadavg)
 rows=()
 for loops in 1 8 64; do
@@ -123,7 +141,10 @@ for loops in 1 8 64; do
   warm_agent "$TMP/agent-tls" "$TLS_URL" --redis-tls-ca "$tls/ca.crt"
   tls_agent=$(measure "$loops" "$TMP/agent-tls" --redis "$TLS_URL" --redis-tls-ca "$tls/ca.crt")
   kept=$(floor "$loops")
-  for row in "state file|$file" "TCP kept (redis-benchmark)|$kept" "TCP direct|$tcp_direct" "TCP agent|$tcp_agent" \
+  # The agent row's pace: its wall per call over the loops.
+  paced=$(paced_floor "$(awk -v wall="${tcp_agent%% *}" -v loops="$loops" 'BEGIN { printf "%.0f", wall / loops }')")
+  for row in "state file|$file" "TCP kept (redis-benchmark)|$kept" "TCP kept, agent's pace|$paced" \
+    "TCP direct|$tcp_direct" "TCP agent|$tcp_agent" \
     "TLS direct|$tls_direct" "TLS agent|$tls_agent"; do
     read -r wall server agent_cpu script failed <<<"${row#*|}"
     [ "${row%%|*}" = "state file" ] && server=-
@@ -143,7 +164,9 @@ load_after=$(cut -d' ' -f1-3 /proc/loadavg)
   echo "server used meanwhile, per decision. The script: INFO commandstats, EVALSHA's usec_per_call"
   echo "(its duration: on a loaded machine, time preempted included). Wall: the row's time over the"
   echo "calls of one loop. Agent CPU: the agent's time"
-  echo "on a CPU (/proc/PID/schedstat) per decision. Failed: calls that got no answer (exit 69: the"
+  echo "on a CPU (/proc/PID/schedstat) per decision. TCP kept, agent's pace: the same call on one kept"
+  echo "connection (redis-cli -r -i) at the pace of the agent's row, what a call costs a server that"
+  echo "idles between calls (cold caches) without any connection made. Failed: calls that got no answer (exit 69: the"
   echo "server did not answer within --redis-timeout, 1 s)."
   echo
   echo "| loops | path | wall per call (us) | Redis CPU per decision (us) | of which the script (us) | agent CPU per decision (us) | failed |"

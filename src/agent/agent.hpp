@@ -53,7 +53,8 @@ std::optional<AgentReport> ask_agent(const std::string& state_dir);
 
 // Runs the agent of `state_dir` until it has had no request for `idle` or a stop signal comes
 // (SIGTERM, SIGINT, SIGHUP); returns at once if another agent serves the directory. Throws as
-// StateDirectory::open for an unsafe directory, std::system_error when the socket cannot be made.
+// state::StateDirectory::open for an unsafe directory, std::system_error when the socket cannot be
+// made.
 void run_agent(const std::string& state_dir, std::chrono::nanoseconds idle);
 
 }  // namespace ratelimit::agent

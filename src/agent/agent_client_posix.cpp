@@ -143,7 +143,7 @@ bool AgentClient::connect(nanoseconds deadline, io::Waiter& waiter) {
   given_up_ = true;
   if (path.size() >= sizeof(sockaddr_un{}.sun_path)) return false;
   try {
-    backends::StateDirectory::open(state_dir_);
+    state::StateDirectory::open(state_dir_);
   } catch (const std::exception&) {
     // The direct path says what is wrong with the directory, if it needs it.
     return false;

@@ -145,7 +145,7 @@ void answer(std::vector<std::pair<Client*, std::string>>& requests, backends::Ag
 void run_agent(const std::string& state_dir, nanoseconds idle) {
   // Holds no mount busy while it idles.
   if (::chdir("/") != 0) io::throw_errno("chdir /");
-  const backends::StateDirectory directory = backends::StateDirectory::open(state_dir);
+  const state::StateDirectory directory = state::StateDirectory::open(state_dir);
   const io::FileDescriptor lock = directory.try_lock(std::string(kLockName));
   if (!lock) return;  // another agent serves the directory: its clients found it meanwhile
   const std::string pid = std::to_string(::getpid()) + "\n";

@@ -16,7 +16,7 @@ struct AgentOptions {
 };
 
 int run_agent(const AgentOptions& options) {
-  agent::run_agent(backends::state_dir_from_environment(options.state_dir),
+  agent::run_agent(state::state_dir_from_environment(options.state_dir),
                    parse_duration(options.idle));
   return exit_ok;
 }

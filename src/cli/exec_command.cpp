@@ -46,7 +46,7 @@ int run_exec(const ExecOptions& options) {
     return command_failed(options.command.front(), error);
   PermitOptions permits = options.permits;
   permits.key = key_of(options);
-  backends::validate_key(permits.key);
+  state::validate_key(permits.key);
   return admit_then(permits, options.max_inflight, [&](exec::Admission& admission) {
     // The slot stays taken while the command (and whatever inherits the descriptor) runs; the
     // bucket's file was closed when the permits were booked and never reaches the command.

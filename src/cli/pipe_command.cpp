@@ -194,10 +194,10 @@ void check_flag_values_in_files(const PipeOptions& options) {
 }
 
 // This pipe's live control in the state directory; none, after a warning, when that is not safe.
-std::unique_ptr<pipe::ControlChannel> open_control(const std::string& state_dir,
-                                                   const pipe::Unit& unit) {
-  std::unique_ptr<pipe::ControlChannel> control =
-      pipe::ControlChannel::create(state_dir, unit.counts_bytes());
+std::unique_ptr<control::ControlChannel> open_control(const std::string& state_dir,
+                                                      const pipe::Unit& unit) {
+  std::unique_ptr<control::ControlChannel> control =
+      control::ControlChannel::create(state_dir, unit.counts_bytes());
   if (!control)
     fmt::print(stderr,
                "ratelimit: warning: no control FIFO in {} (missing or unsafe): 'ratelimit set {}' "
@@ -215,7 +215,7 @@ bool shows_progress(const PipeOptions& options) {
 // control channel) and the progress line (when shown); none when neither.
 pipe::Engine::ProgressCallback watch_progress(const PipeOptions& options,
                                               const format::Notation& notation,
-                                              pipe::ControlChannel* control,
+                                              control::ControlChannel* control,
                                               const pipe::TimetableSchedule& schedule,
                                               pipe::FileIo& io, pipe::ProgressMeter& meter) {
   const bool show_progress = shows_progress(options);
@@ -272,7 +272,8 @@ int run_pipe(const PipeOptions& options) {
   // rather than after a warning that the FIFO cannot be made there either.
   const std::unique_ptr<backends::BucketBackend> backend =
       options.key.empty() ? nullptr : open_backend(options.store);
-  const std::unique_ptr<pipe::ControlChannel> control = open_control(options.store.state_dir, unit);
+  const std::unique_ptr<control::ControlChannel> control =
+      open_control(options.store.state_dir, unit);
   pipe::FileIo io(options.files, options.output, control.get());
   pipe::EngineOptions engine_options;
   engine_options.unit = unit;

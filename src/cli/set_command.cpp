@@ -62,8 +62,8 @@ int set_key_rate(const SetOptions& options) {
 constexpr std::chrono::seconds kLongestAnswer{1};
 
 // What a running pipe counts, as it says, or as its FIFO's name tells (bytes or records).
-format::Counted counted_by(const pipe::RunningPipe& running,
-                           const std::optional<pipe::PipeStatus>& status) {
+format::Counted counted_by(const control::RunningPipe& running,
+                           const std::optional<control::PipeStatus>& status) {
   if (status) return status->notation.counted;
   return running.counts_bytes ? format::Counted::bytes : format::Counted::records;
 }
@@ -71,10 +71,10 @@ format::Counted counted_by(const pipe::RunningPipe& running,
 // What `set` says, on one line within 80 columns: the rate the pipe answers is in force now, as
 // the user wrote it, and the one it had before as its own --rate was written. Without an answer
 // in time, only what was sent.
-void report_answer(const SetOptions& options, const pipe::RunningPipe& running,
-                   const std::optional<pipe::PipeStatus>& before, double sent_rate) {
-  const std::optional<pipe::PipeStatus> answer =
-      pipe::await_answer(running, before ? before->answered : 0, kLongestAnswer);
+void report_answer(const SetOptions& options, const control::RunningPipe& running,
+                   const std::optional<control::PipeStatus>& before, double sent_rate) {
+  const std::optional<control::PipeStatus> answer =
+      control::await_answer(running, before ? before->answered : 0, kLongestAnswer);
   const format::Counted counted = counted_by(running, answer ? answer : before);
   const format::Notation written = notation_of(options.bucket.rate, counted);
   const bool timetable = schedule::is_timetable(options.bucket.rate);
@@ -105,15 +105,17 @@ int run_set(const SetOptions& options) {
   const std::string no_pipe =
       fmt::format("no ratelimit pipe runs as process {} (no pipe-{}.bytes or .records in {})",
                   options.pid, options.pid, state_dir);
-  const std::optional<pipe::RunningPipe> running = pipe::find_running_pipe(state_dir, options.pid);
+  const std::optional<control::RunningPipe> running =
+      control::find_running_pipe(state_dir, options.pid);
   if (!running) throw InputError(no_pipe);
-  const std::optional<pipe::PipeStatus> before = pipe::current_status(*running, kLongestAnswer);
+  const std::optional<control::PipeStatus> before =
+      control::current_status(*running, kLongestAnswer);
   // Checked against what the pipe counts, as its own --rate was.
   ParsedBucket bucket = parse_bucket_options(options.bucket, counted_by(*running, before));
   const BucketParams& params = bucket.params;
   std::optional<Timetable>& timetable = bucket.timetable;
-  if (!pipe::send_rate(*running, timetable ? pipe::NewRate(std::move(*timetable))
-                                           : pipe::NewRate(params.permits_per_second)))
+  if (!control::send_rate(*running, timetable ? control::NewRate(std::move(*timetable))
+                                              : control::NewRate(params.permits_per_second)))
     throw InputError(no_pipe);
   report_answer(options, *running, before, params.permits_per_second);
   return exit_ok;

@@ -71,7 +71,7 @@ std::string describe_params(const BucketParams& params, const std::string& timet
 
 CLI::Option* add_key_option(CLI::App& app, std::string& key) {
   return app.add_option("-k,--key", key, "Name of the shared bucket")
-      ->check(syntax_check(backends::validate_key, "NAME"))
+      ->check(syntax_check(state::validate_key, "NAME"))
       ->option_text("NAME")
       ->group("Shared bucket");
 }
@@ -83,7 +83,7 @@ void add_store_options(CLI::App& app, StoreOptions& options) {
       ->option_text("DIR")
       ->group("Shared bucket");
   app.final_callback([&options] {
-    options.state_dir = backends::state_dir_from_environment(options.state_dir);
+    options.state_dir = state::state_dir_from_environment(options.state_dir);
     backends::BackendOptions& backend = options.backend;
     backends::check_store_options(backend);
     backend.local.directory = options.state_dir;
@@ -179,10 +179,10 @@ backends::PermitRequest to_permit_request(const PermitOptions& options,
 int admit_then(const PermitOptions& options, int max_inflight,
                const std::function<int(exec::Admission&)>& admitted) {
   const std::unique_ptr<backends::BucketBackend> backend = open_backend(options.store);
-  std::unique_ptr<backends::InflightSlots> slots;
+  std::unique_ptr<exec::InflightSlots> slots;
   if (max_inflight > 0)
-    slots = std::make_unique<backends::StateDirectorySlots>(
-        backends::StateDirectory::open(options.store.state_dir));
+    slots = std::make_unique<exec::StateDirectorySlots>(
+        state::StateDirectory::open(options.store.state_dir));
   exec::Admission admission;
   exec::AdmissionRequest request;
   {

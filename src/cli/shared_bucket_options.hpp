@@ -20,7 +20,7 @@ namespace ratelimit::cli {
 struct StoreOptions {
   // The state directory, resolved once when the command line is parsed: --state-dir, else
   // $RATELIMIT_STATE_DIR, else $XDG_RUNTIME_DIR/ratelimit, else a place of the user's own
-  // (backends::choose_state_dir). What needs it
+  // (state::choose_state_dir). What needs it
   // (the state-file store, exec's slots, the pipe's control FIFO, set, status) is handed this.
   std::string state_dir;
   // -v: why a record was discarded, which Redis node answered, TLS sessions resumed; -vv: also

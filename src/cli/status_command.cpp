@@ -113,7 +113,7 @@ std::optional<TimetableNow> timetable_now(const std::string& text,
 }
 
 // What a pipe counts as its FIFO's name tells: bytes or records (lines among them).
-std::string fifo_counts(const pipe::ListedPipe& pipe) {
+std::string fifo_counts(const control::ListedPipe& pipe) {
   return pipe.counts_bytes ? "bytes" : "records";
 }
 
@@ -155,7 +155,7 @@ std::vector<std::string> timetable_columns(const std::string& text,
 }
 
 void print_text(const std::vector<backends::BucketStatus>& buckets,
-                const std::vector<pipe::ListedPipe>& pipes) {
+                const std::vector<control::ListedPipe>& pipes) {
   if (buckets.empty() && pipes.empty()) {
     fmt::print("no pipes or keys\n");
     return;
@@ -199,14 +199,14 @@ void print_text(const std::vector<backends::BucketStatus>& buckets,
   });
   if (pipe_timetables)
     pipe_rows.front().insert(pipe_rows.front().end(), {"TIMETABLE ENTRY", "NEXT ENTRY"});
-  for (const pipe::ListedPipe& pipe : pipes) {
+  for (const control::ListedPipe& pipe : pipes) {
     // A pipe that has not yet said anything (it has just started) shows its FIFO only.
     if (!pipe.status) {
       pipe_rows.push_back({std::to_string(pipe.pid), fifo_counts(pipe), "-", "-", "-", "-"});
       if (pipe_timetables) pipe_rows.back().insert(pipe_rows.back().end(), {"-", "-"});
       continue;
     }
-    const pipe::PipeStatus& status = *pipe.status;
+    const control::PipeStatus& status = *pipe.status;
     pipe_rows.push_back({std::to_string(pipe.pid),
                          std::string(format::counted_name(status.notation.counted)),
                          format::written_rate(status.rate, status.notation),
@@ -283,7 +283,7 @@ format::Json bucket_json(const backends::BucketStatus& bucket) {
   return object;
 }
 
-format::Json pipe_json(const pipe::ListedPipe& pipe) {
+format::Json pipe_json(const control::ListedPipe& pipe) {
   format::Json object = {{"pid", pipe.pid}, {"counts", fifo_counts(pipe)}};
   if (const auto& status = pipe.status) {
     object["counts"] = format::counted_name(status->notation.counted);
@@ -301,10 +301,10 @@ format::Json pipe_json(const pipe::ListedPipe& pipe) {
 }
 
 void print_json(const std::vector<backends::BucketStatus>& buckets,
-                const std::vector<pipe::ListedPipe>& pipes) {
+                const std::vector<control::ListedPipe>& pipes) {
   format::Json status = {{"buckets", format::Json::array()}, {"pipes", format::Json::array()}};
   for (const auto& bucket : buckets) status["buckets"].push_back(bucket_json(bucket));
-  for (const pipe::ListedPipe& pipe : pipes) status["pipes"].push_back(pipe_json(pipe));
+  for (const control::ListedPipe& pipe : pipes) status["pipes"].push_back(pipe_json(pipe));
   fmt::print("{}\n", status.dump());
 }
 
@@ -321,11 +321,12 @@ int run_status(const StatusOptions& options) {
   const std::string& path = options.store.state_dir;
   // Looking does not create the directory: none means no pipes, and no buckets unless in Redis.
   std::vector<backends::BucketStatus> buckets;
-  std::vector<pipe::ListedPipe> pipes;
+  std::vector<control::ListedPipe> pipes;
   if (may_hold_buckets(options.store))
     buckets = open_backend(options.store)
                   ->status(options.key.empty() ? std::nullopt : std::optional(options.key));
-  if (options.key.empty() && std::filesystem::exists(path)) pipes = pipe::list_running_pipes(path);
+  if (options.key.empty() && std::filesystem::exists(path))
+    pipes = control::list_running_pipes(path);
   if (buckets.empty() && !options.key.empty()) throw no_bucket(options.key, options.store);
   if (options.json)
     print_json(buckets, pipes);

@@ -9,7 +9,7 @@
 #include "format/escaping.hpp"
 #include "schedule/timetable_text.hpp"
 
-namespace ratelimit::pipe {
+namespace ratelimit::control {
 
 namespace {
 
@@ -147,4 +147,4 @@ std::optional<PipeStatus> decode_status(std::string_view record) {
                     .timetable = std::move(timetable)};
 }
 
-}  // namespace ratelimit::pipe
+}  // namespace ratelimit::control

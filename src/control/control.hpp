@@ -13,7 +13,7 @@
 #include "io/posix.hpp"
 #include "state/state_directory.hpp"
 
-namespace ratelimit::pipe {
+namespace ratelimit::control {
 
 // A new rate as one line of text, e.g. "2000000\n" or "timetable 08:00,1000;18:00,off\n", and
 // back (without the newline); nullopt unless a positive number or a timetable.
@@ -46,7 +46,7 @@ std::optional<PipeStatus> decode_status(std::string_view record);
 
 // Live control of a running pipe. Each pipe process makes a FIFO named after its process id and
 // what it counts ("pipe-PID.bytes" or "pipe-PID.records") in the state directory (the one of the
-// shared buckets, --state-dir: private to the user, see backends::StateDirectory) and watches it in
+// shared buckets, --state-dir: private to the user, see state::StateDirectory) and watches it in
 // every wait; `ratelimit set PID --rate R` writes one line into it. Every step goes through the
 // checked directory's descriptor, never its path.
 class ControlChannel {
@@ -72,9 +72,9 @@ class ControlChannel {
   void publish(PipeStatus status, std::chrono::nanoseconds now);
 
  private:
-  ControlChannel(backends::StateDirectory directory, std::string name, io::FileDescriptor fifo);
+  ControlChannel(state::StateDirectory directory, std::string name, io::FileDescriptor fifo);
 
-  backends::StateDirectory directory_;
+  state::StateDirectory directory_;
   std::string name_;
   std::string status_name_;
   io::FileDescriptor fifo_;
@@ -94,7 +94,7 @@ class ControlChannel {
 // The channel of the pipe running as process `pid` with the state directory `state_dir`, to send
 // to.
 struct RunningPipe {
-  backends::StateDirectory directory;
+  state::StateDirectory directory;
   std::string fifo_name;
   bool counts_bytes;
 };
@@ -126,4 +126,4 @@ bool send_rate(const RunningPipe& pipe, const NewRate& rate);
 std::optional<PipeStatus> await_answer(const RunningPipe& pipe, std::uint64_t answered,
                                        std::chrono::nanoseconds timeout);
 
-}  // namespace ratelimit::pipe
+}  // namespace ratelimit::control

@@ -16,7 +16,7 @@
 #include "control/control.hpp"
 #include "state/state_directory.hpp"
 
-namespace ratelimit::pipe {
+namespace ratelimit::control {
 namespace {
 
 // Longer than any line encode_rate() makes.
@@ -24,9 +24,9 @@ constexpr std::size_t kMaxLineBytes = 32 + backends::kMaxTimetableBytes;
 
 // The FIFOs live in the user's private state directory, the one of the shared buckets. Without a
 // safe one the pipe runs without live control.
-std::optional<backends::StateDirectory> control_directory(const std::string& path) {
+std::optional<state::StateDirectory> control_directory(const std::string& path) {
   try {
-    return backends::StateDirectory::open(path);
+    return state::StateDirectory::open(path);
   } catch (const std::exception&) {
     return std::nullopt;
   }
@@ -75,7 +75,7 @@ std::optional<long> pid_of_fifo(std::string_view name) {
 
 bool is_gone(long pid) { return ::kill(static_cast<pid_t>(pid), 0) != 0 && errno == ESRCH; }
 
-void remove_files_of_gone_processes(const backends::StateDirectory& directory) {
+void remove_files_of_gone_processes(const state::StateDirectory& directory) {
   for (const std::string& name : directory.file_names()) {
     if (const std::optional<long> pid = pid_of_fifo(name);
         pid && is_gone(*pid) && directory.is_fifo(name))
@@ -86,7 +86,7 @@ void remove_files_of_gone_processes(const backends::StateDirectory& directory) {
   }
 }
 
-std::optional<PipeStatus> read_status_of(const backends::StateDirectory& directory, long pid) {
+std::optional<PipeStatus> read_status_of(const state::StateDirectory& directory, long pid) {
   // A read that met a rewrite half done fails the record's check; a rewrite takes microseconds
   // and comes at most once per wake-up of the pipe, so the next read finds it whole.
   constexpr int kReads = 3;
@@ -101,7 +101,7 @@ std::optional<PipeStatus> read_status_of(const backends::StateDirectory& directo
 
 // A writer of the FIFO `fifo`; none when no process reads it (one killed before it could remove
 // it). Non-blocking: such a FIFO is known at once.
-io::FileDescriptor open_fifo_writer(const backends::StateDirectory& directory,
+io::FileDescriptor open_fifo_writer(const state::StateDirectory& directory,
                                     const std::string& fifo) {
   try {
     return directory.open_fifo_for_writing(fifo);
@@ -123,7 +123,7 @@ bool ask_status(const io::FileDescriptor& fifo) {
 }
 
 // The status of pipe `pid` once `wanted` accepts it, read until `deadline`; nullopt if none came.
-std::optional<PipeStatus> await_status(const backends::StateDirectory& directory, long pid,
+std::optional<PipeStatus> await_status(const state::StateDirectory& directory, long pid,
                                        std::chrono::steady_clock::time_point deadline,
                                        const std::function<bool(const PipeStatus&)>& wanted) {
   while (true) {
@@ -141,7 +141,7 @@ bool any_status(const PipeStatus&) { return true; }
 
 std::unique_ptr<ControlChannel> ControlChannel::create(const std::string& state_dir,
                                                        bool counts_bytes) {
-  std::optional<backends::StateDirectory> directory = control_directory(state_dir);
+  std::optional<state::StateDirectory> directory = control_directory(state_dir);
   if (!directory) return nullptr;
   try {
     remove_files_of_gone_processes(*directory);
@@ -158,7 +158,7 @@ std::unique_ptr<ControlChannel> ControlChannel::create(const std::string& state_
       new ControlChannel(std::move(*directory), std::move(name), std::move(fifo)));
 }
 
-ControlChannel::ControlChannel(backends::StateDirectory directory, std::string name,
+ControlChannel::ControlChannel(state::StateDirectory directory, std::string name,
                                io::FileDescriptor fifo)
     : directory_(std::move(directory)),
       name_(std::move(name)),
@@ -230,7 +230,7 @@ std::optional<PipeStatus> read_status(const RunningPipe& pipe) {
 }
 
 std::vector<ListedPipe> list_running_pipes(const std::string& path) {
-  const backends::StateDirectory directory = backends::StateDirectory::open(path);
+  const state::StateDirectory directory = state::StateDirectory::open(path);
   std::vector<ListedPipe> pipes;
   std::vector<std::size_t> asked;
   for (const std::string& name : directory.file_names()) {
@@ -252,7 +252,7 @@ std::vector<ListedPipe> list_running_pipes(const std::string& path) {
 }
 
 std::optional<RunningPipe> find_running_pipe(const std::string& state_dir, long pid) {
-  std::optional<backends::StateDirectory> directory = control_directory(state_dir);
+  std::optional<state::StateDirectory> directory = control_directory(state_dir);
   if (!directory) return std::nullopt;
   for (const bool counts_bytes : {true, false}) {
     std::string name = fifo_name(pid, counts_bytes);
@@ -287,4 +287,4 @@ std::optional<PipeStatus> await_answer(const RunningPipe& pipe, std::uint64_t an
                       [answered](const PipeStatus& status) { return status.answered > answered; });
 }
 
-}  // namespace ratelimit::pipe
+}  // namespace ratelimit::control

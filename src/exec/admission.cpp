@@ -13,8 +13,8 @@ nanoseconds deadline_after(nanoseconds now, nanoseconds timeout) {
 
 }  // namespace
 
-Admission admit(backends::BucketBackend& backend, backends::InflightSlots* slots,
-                io::Waiter& waiter, const AdmissionRequest& request) {
+Admission admit(backends::BucketBackend& backend, exec::InflightSlots* slots, io::Waiter& waiter,
+                const AdmissionRequest& request) {
   const nanoseconds deadline = request.permits.deadline;
   // Returning drops the slot taken so far, if any.
   auto not_admitted = [](AdmissionResult result, int signal) {

@@ -47,7 +47,7 @@ inline constexpr std::chrono::nanoseconds kSlotPollInterval = std::chrono::milli
 // Takes a --max-inflight slot from `slots` (waiting for one; `slots` may be null without
 // max_inflight), then books the permits from `backend` and waits until they are due, all by the
 // request's deadline and through `waiter`, so that a stop signal ends any of the waits.
-Admission admit(backends::BucketBackend& backend, backends::InflightSlots* slots,
-                io::Waiter& waiter, const AdmissionRequest& request);
+Admission admit(backends::BucketBackend& backend, exec::InflightSlots* slots, io::Waiter& waiter,
+                const AdmissionRequest& request);
 
 }  // namespace ratelimit::exec

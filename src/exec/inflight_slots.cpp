@@ -2,19 +2,19 @@
 
 #include "state/key_file_names.hpp"
 
-namespace ratelimit::backends {
+namespace ratelimit::exec {
 
 std::string slot_file_name(std::string_view key, int index) {
-  return key_file_stem(key) + ".slot-" + std::to_string(index);
+  return state::key_file_stem(key) + ".slot-" + std::to_string(index);
 }
 
 io::FileDescriptor StateDirectorySlots::try_take(const std::string& key, int max_inflight) {
   for (int index = 0; index < max_inflight; ++index) {
-    io::FileDescriptor slot = unavailable_on_failure(
+    io::FileDescriptor slot = state::unavailable_on_failure(
         directory_, [&] { return directory_.try_lock(slot_file_name(key, index)); });
     if (slot) return slot;
   }
   return {};
 }
 
-}  // namespace ratelimit::backends
+}  // namespace ratelimit::exec

@@ -6,7 +6,7 @@
 #include "io/posix.hpp"
 #include "state/state_directory.hpp"
 
-namespace ratelimit::backends {
+namespace ratelimit::exec {
 
 // --max-inflight: at most N holders of a key at once. Per host, whatever store keeps the bucket:
 // a slot is a lock that dies with the process holding it, which only a local lock can promise.
@@ -24,11 +24,12 @@ std::string slot_file_name(std::string_view key, int index);
 
 class StateDirectorySlots final : public InflightSlots {
  public:
-  explicit StateDirectorySlots(StateDirectory directory) : directory_(std::move(directory)) {}
+  explicit StateDirectorySlots(state::StateDirectory directory)
+      : directory_(std::move(directory)) {}
   io::FileDescriptor try_take(const std::string& key, int max_inflight) override;
 
  private:
-  StateDirectory directory_;
+  state::StateDirectory directory_;
 };
 
-}  // namespace ratelimit::backends
+}  // namespace ratelimit::exec

@@ -333,7 +333,8 @@ Wake Engine::wait(nanoseconds deadline, WaitFor what, std::int64_t turn_units) {
     const nanoseconds progress_due = options_.progress_wakes ? next_progress_ : kForever;
     const Wake wake = io_.wait(std::min({deadline, progress_due, scheduled_.until}), what);
     if (wake == Wake::control) {
-      if (std::optional<NewRate> sent = io_.take_new_rate()) apply(std::move(*sent), io_.now());
+      if (std::optional<control::NewRate> sent = io_.take_new_rate())
+        apply(std::move(*sent), io_.now());
       // At once, not at the next tick: `ratelimit set` waits for the status this publishes.
       if (on_progress_) report_progress(io_.now());
       continue;
@@ -377,7 +378,7 @@ void Engine::follow_schedule(nanoseconds now) {
   }
 }
 
-void Engine::apply(NewRate sent, nanoseconds now) {
+void Engine::apply(control::NewRate sent, nanoseconds now) {
   if (const double* rate = std::get_if<double>(&sent)) {
     if (*rate == totals_.rate) return;
     source_.set_rate(*rate, now);

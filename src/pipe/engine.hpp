@@ -171,7 +171,7 @@ class Engine {
   // Applies the schedule's rate when it has moved to another entry since the last look.
   void follow_schedule(std::chrono::nanoseconds now);
   // A rate or timetable from `ratelimit set`.
-  void apply(NewRate sent, std::chrono::nanoseconds now);
+  void apply(control::NewRate sent, std::chrono::nanoseconds now);
   // Takes note of the rate now in force: the chunk follows it, the wait for a turn ends.
   void note_rate(double units_per_second, std::chrono::nanoseconds now);
   Result stop_after_writing_buffer();

@@ -22,7 +22,7 @@ class FileIo final : public Io {
   // once every file is open (opening a FIFO may wait for its writer, and Ctrl-C must still work
   // there). SIGPIPE is ignored while alive, so a closed downstream is seen as EPIPE.
   FileIo(const std::vector<std::string>& inputs, const std::string& output,
-         ControlChannel* control);
+         control::ControlChannel* control);
   ~FileIo() override;
   FileIo(const FileIo&) = delete;
   FileIo& operator=(const FileIo&) = delete;
@@ -51,7 +51,7 @@ class FileIo final : public Io {
   bool unread(std::size_t bytes) override;
   std::optional<std::size_t> write(std::span<const char> data) override;
   std::optional<Moved> splice(std::size_t max_bytes) override;
-  std::optional<NewRate> take_new_rate() override;
+  std::optional<control::NewRate> take_new_rate() override;
   int stop_signal() const override;
 
  private:
@@ -108,7 +108,7 @@ class FileIo final : public Io {
   OutputWrite output_write_ = OutputWrite::signals_let_in;
   std::optional<io::SignalGuard> signals_;
   std::optional<io::SignalWaiter> waiter_;
-  ControlChannel* control_;
+  control::ControlChannel* control_;
   std::optional<std::uint64_t> total_bytes_;
   struct sigaction previous_sigpipe_ {};
 };

@@ -70,7 +70,7 @@ std::optional<std::uint64_t> FileIo::count_records(char delimiter, std::uint64_t
 }
 
 FileIo::FileIo(const std::vector<std::string>& inputs, const std::string& output,
-               ControlChannel* control)
+               control::ControlChannel* control)
     : control_(control) {
   std::uint64_t regular_bytes = 0;
   bool all_regular = true;
@@ -359,11 +359,11 @@ std::optional<Moved> FileIo::splice(std::size_t max_bytes) {
   return Moved{static_cast<std::size_t>(moved), false, false};
 }
 
-std::optional<NewRate> FileIo::take_new_rate() {
-  std::optional<NewRate> rate;
+std::optional<control::NewRate> FileIo::take_new_rate() {
+  std::optional<control::NewRate> rate;
   if (!control_) return rate;
   for (const std::string& line : control_->take_lines()) {
-    if (std::optional<NewRate> sent = decode_rate(line)) rate = std::move(sent);
+    if (std::optional<control::NewRate> sent = control::decode_rate(line)) rate = std::move(sent);
   }
   return rate;
 }

@@ -71,7 +71,7 @@ class Io {
   // input. nullopt when splicing is impossible for these descriptors, and then nothing moved.
   virtual std::optional<Moved> splice(std::size_t max_bytes) = 0;
   // What `ratelimit set` sent last, once per message.
-  virtual std::optional<NewRate> take_new_rate() = 0;
+  virtual std::optional<control::NewRate> take_new_rate() = 0;
   // The stop signal that ended a wait, e.g. SIGINT.
   virtual int stop_signal() const = 0;
 };

@@ -2,7 +2,7 @@
 
 #include "errors.hpp"
 
-namespace ratelimit::backends {
+namespace ratelimit::state {
 namespace {
 
 bool is_plain_key_byte(char c) {
@@ -58,4 +58,4 @@ std::optional<std::string> key_of_file_stem(std::string_view stem) {
   return key;
 }
 
-}  // namespace ratelimit::backends
+}  // namespace ratelimit::state

@@ -7,7 +7,7 @@
 
 // How a bucket's key becomes part of a file name in the state directory, without I/O: the
 // state-file store names its bucket files so, the --max-inflight slots their lock files.
-namespace ratelimit::backends {
+namespace ratelimit::state {
 
 // Keys are at most this many bytes, so that every file name stays under NAME_MAX.
 inline constexpr std::size_t kMaxKeyBytes = 80;
@@ -20,4 +20,4 @@ std::string key_file_stem(std::string_view key);
 // The key that key_file_stem() turns into `stem`, or none if no key does.
 std::optional<std::string> key_of_file_stem(std::string_view stem);
 
-}  // namespace ratelimit::backends
+}  // namespace ratelimit::state

@@ -13,9 +13,9 @@
 #include "io/posix.hpp"
 #include "io/waiter.hpp"
 
-// The state-file backend's POSIX side (state_directory_posix.cpp): a checked directory, its files
+// The state directory (state_directory_posix.cpp): a checked, private directory, its files
 // opened without following links, and flock.
-namespace ratelimit::backends {
+namespace ratelimit::state {
 
 class StateDirectory;
 
@@ -155,4 +155,4 @@ std::string read_boot_id();
 // This machine's id (/etc/machine-id, else /var/lib/dbus/machine-id); empty if it has none.
 std::string read_machine_id();
 
-}  // namespace ratelimit::backends
+}  // namespace ratelimit::state

@@ -11,7 +11,7 @@
 
 #include "state/state_directory.hpp"
 
-namespace ratelimit::backends {
+namespace ratelimit::state {
 namespace {
 
 struct stat stat_of(int fd, const std::string& path) {
@@ -368,4 +368,4 @@ std::string read_machine_id() {
   return id.empty() ? read_id_file("/var/lib/dbus/machine-id") : id;
 }
 
-}  // namespace ratelimit::backends
+}  // namespace ratelimit::state

@@ -127,7 +127,7 @@ class FuzzedIo final : public pipe::Io {
     return pipe::Moved{count, false, false};
   }
 
-  std::optional<pipe::NewRate> take_new_rate() override { return std::nullopt; }
+  std::optional<control::NewRate> take_new_rate() override { return std::nullopt; }
   int stop_signal() const override { return 0; }
 
  private:

@@ -49,7 +49,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   }
 
   try {
-    backends::validate_key(bytes);
+    state::validate_key(bytes);
     const std::string file_name = backends::bucket_file_name(bytes);
     if (file_name.find('/') != std::string::npos || file_name == "." || file_name == "..")
       std::abort();

@@ -48,7 +48,7 @@ class MemoryBackend final : public backends::BucketBackend {
 };
 
 // The slots are busy until a given time.
-class FakeSlots final : public backends::InflightSlots {
+class FakeSlots final : public exec::InflightSlots {
  public:
   explicit FakeSlots(testing::FakeClock& clock) : clock_(clock) {}
   io::FileDescriptor try_take(const std::string&, int) override {

@@ -35,7 +35,7 @@ class FakePipeIo final : public pipe::Io {
     stop_time_ = kStart + after;
     stop_signal_ = signal;
   }
-  void new_rate_at(std::chrono::nanoseconds after, pipe::NewRate rate) {
+  void new_rate_at(std::chrono::nanoseconds after, control::NewRate rate) {
     rate_changes_.push_back({kStart + after, rate});
   }
   void allow_splice() { splice_allowed_ = true; }
@@ -158,9 +158,9 @@ class FakePipeIo final : public pipe::Io {
     return pipe::Moved{taken.size(), taken.empty() && at_end(), false};
   }
 
-  std::optional<pipe::NewRate> take_new_rate() override {
+  std::optional<control::NewRate> take_new_rate() override {
     if (rate_changes_.empty() || rate_changes_.front().time > now_) return std::nullopt;
-    pipe::NewRate rate = rate_changes_.front().rate;
+    control::NewRate rate = rate_changes_.front().rate;
     rate_changes_.erase(rate_changes_.begin());
     return rate;
   }
@@ -176,7 +176,7 @@ class FakePipeIo final : public pipe::Io {
   };
   struct RateChange {
     std::chrono::nanoseconds time;
-    pipe::NewRate rate;
+    control::NewRate rate;
   };
 
   bool readable_at(std::chrono::nanoseconds time) const {

@@ -115,7 +115,7 @@ class StateFileStore final : public GoldenStore {
   FakeWaiter waiter_{clock_};
   const nanoseconds origin_ = aligned_origin(clock_);
   backends::StateFileBackend backend_{
-      backends::StateDirectory::open(dir_.string()), clock_,
+      state::StateDirectory::open(dir_.string()), clock_,
       backends::HostId{.machine_id = "0123456789abcdef0123456789abcdef",
                        .boot_id = "11111111-2222-3333-4444-555555555555"}};
 };

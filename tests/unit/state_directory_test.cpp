@@ -15,7 +15,7 @@ using testing::TempDir;
 
 TEST(StateDirectoryShared, ReplacesWholeWithAPrivateFileAndLeavesNothingElse) {
   const TempDir dir;
-  const StateDirectory directory = StateDirectory::open(dir.string());
+  const state::StateDirectory directory = state::StateDirectory::open(dir.string());
   directory.replace_shared("secret", "first");
   directory.replace_shared("secret", "second");
   EXPECT_EQ(directory.read_private("secret", 100), "second");
@@ -27,7 +27,7 @@ TEST(StateDirectoryShared, ReplacesWholeWithAPrivateFileAndLeavesNothingElse) {
 
 TEST(StateDirectoryShared, ReadPrivateRefusesWhatOthersMayReadOrWrite) {
   const TempDir dir;
-  const StateDirectory directory = StateDirectory::open(dir.string());
+  const state::StateDirectory directory = state::StateDirectory::open(dir.string());
   EXPECT_EQ(directory.read_private("missing", 100), std::nullopt);
   std::ofstream(dir.path() / "open") << "readable";
   for (const auto mode : {0644, 0640, 0604, 0602}) {

@@ -36,7 +36,7 @@ class StateFileBackendTest : public ::testing::Test {
   // Another process on the same state directory: its own descriptors, the same clock.
   StateFileBackend process(std::string boot_id = kBoot, std::string machine_id = kMachine) {
     return StateFileBackend(
-        StateDirectory::open(dir_.string()), clock_,
+        state::StateDirectory::open(dir_.string()), clock_,
         HostId{.machine_id = std::move(machine_id), .boot_id = std::move(boot_id)},
         [this](const std::string& note) { notes_.push_back(note); });
   }
@@ -334,16 +334,16 @@ TEST_F(StateFileBackendTest, SymlinkAtTheStateFileIsNotFollowed) {
 
 TEST_F(StateFileBackendTest, DirectoryWritableByOthersIsRefused) {
   ::chmod(dir_.string().c_str(), 0777);
-  EXPECT_THROW(StateDirectory::open(dir_.string()), UnsafeStateError);
+  EXPECT_THROW(state::StateDirectory::open(dir_.string()), UnsafeStateError);
   ::chmod(dir_.string().c_str(), 0720);
-  EXPECT_THROW(StateDirectory::open(dir_.string()), UnsafeStateError);
+  EXPECT_THROW(state::StateDirectory::open(dir_.string()), UnsafeStateError);
   ::chmod(dir_.string().c_str(), 0755);
-  EXPECT_NO_THROW(StateDirectory::open(dir_.string()));
+  EXPECT_NO_THROW(state::StateDirectory::open(dir_.string()));
 }
 
 TEST_F(StateFileBackendTest, MissingDirectoryIsCreatedPrivate) {
   const std::string path = dir_.string() + "/state";
-  StateDirectory::open(path);
+  state::StateDirectory::open(path);
   struct stat status {};
   ASSERT_EQ(::stat(path.c_str(), &status), 0);
   EXPECT_EQ(status.st_mode & 07777, 0700u);
@@ -357,7 +357,7 @@ TEST_F(StateFileBackendTest, StateFilesArePrivate) {
 }
 
 TEST_F(StateFileBackendTest, SlotLockIsExclusiveUntilClosed) {
-  const StateDirectory directory = StateDirectory::open(dir_.string());
+  const state::StateDirectory directory = state::StateDirectory::open(dir_.string());
   io::FileDescriptor held = directory.try_lock("api.slot-0");
   ASSERT_TRUE(held);
   EXPECT_FALSE(directory.try_lock("api.slot-0"));
@@ -398,9 +398,10 @@ class HeldLockTest : public StateFileBackendTest {
  protected:
   void SetUp() override {
     process().reserve(request(bursty(1000)), waiter_);
-    held_ = StateDirectory::open(dir_.string()).lock("api.bucket", LockKind::exclusive);
+    held_ =
+        state::StateDirectory::open(dir_.string()).lock("api.bucket", state::LockKind::exclusive);
   }
-  std::optional<LockedFile> held_;
+  std::optional<state::LockedFile> held_;
 };
 
 TEST_F(HeldLockTest, TryDoesNotWaitForTheLock) {

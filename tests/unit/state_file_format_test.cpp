@@ -239,7 +239,7 @@ TEST(KeyNames, StayInsideTheDirectory) {
   EXPECT_EQ(bucket_file_name("../etc/passwd"), "%2E%2E%2Fetc%2Fpasswd.bucket");
   EXPECT_EQ(bucket_file_name("."), "%2E.bucket");
   EXPECT_EQ(bucket_file_name("a.slot-0"), "a%2Eslot-0.bucket");
-  EXPECT_EQ(slot_file_name("a/b", 3), "a%2Fb.slot-3");
+  EXPECT_EQ(exec::slot_file_name("a/b", 3), "a%2Fb.slot-3");
 }
 
 TEST(KeyNames, EveryByteRoundTrips) {
@@ -261,25 +261,25 @@ TEST(KeyNames, OtherFilesAreNotBuckets) {
 }
 
 TEST(KeyNames, LengthIsBounded) {
-  EXPECT_THROW(validate_key(""), UsageError);
-  EXPECT_THROW(validate_key(std::string(kMaxKeyBytes + 1, 'k')), UsageError);
-  EXPECT_NO_THROW(validate_key(std::string(kMaxKeyBytes, 'k')));
+  EXPECT_THROW(state::validate_key(""), UsageError);
+  EXPECT_THROW(state::validate_key(std::string(state::kMaxKeyBytes + 1, 'k')), UsageError);
+  EXPECT_NO_THROW(state::validate_key(std::string(state::kMaxKeyBytes, 'k')));
   // The longest name, every byte escaped, still fits in NAME_MAX (255).
-  EXPECT_LE(slot_file_name(std::string(kMaxKeyBytes, '/'), 255).size(), 255u);
+  EXPECT_LE(exec::slot_file_name(std::string(state::kMaxKeyBytes, '/'), 255).size(), 255u);
 }
 
 TEST(StateDir, FirstOfOptionEnvironmentAndPrivatePlaces) {
-  const PrivatePlaces places{
+  const state::PrivatePlaces places{
       .uid = 7, .runtime_dir = "/run/user/7", .state_home = "/home/u/.local/state"};
-  EXPECT_EQ(choose_state_dir("/opt", "/env", "/xdg/7", places), "/opt");
-  EXPECT_EQ(choose_state_dir("", "/env", "/xdg/7", places), "/env");
-  EXPECT_EQ(choose_state_dir("", "", "/xdg/7", places), "/xdg/7/ratelimit");
+  EXPECT_EQ(state::choose_state_dir("/opt", "/env", "/xdg/7", places), "/opt");
+  EXPECT_EQ(state::choose_state_dir("", "/env", "/xdg/7", places), "/env");
+  EXPECT_EQ(state::choose_state_dir("", "", "/xdg/7", places), "/xdg/7/ratelimit");
   // Without XDG_RUNTIME_DIR (cron, su): a place no other user can take first.
-  EXPECT_EQ(choose_state_dir("", "", "", places), "/run/user/7/ratelimit");
-  EXPECT_EQ(choose_state_dir("", "", "", {.uid = 7, .runtime_dir = "", .state_home = "/s"}),
+  EXPECT_EQ(state::choose_state_dir("", "", "", places), "/run/user/7/ratelimit");
+  EXPECT_EQ(state::choose_state_dir("", "", "", {.uid = 7, .runtime_dir = "", .state_home = "/s"}),
             "/s/ratelimit");
   // No home of one's own either (nobody): the shared /tmp is all that is left.
-  EXPECT_EQ(choose_state_dir("", "", "", {.uid = 7, .runtime_dir = "", .state_home = ""}),
+  EXPECT_EQ(state::choose_state_dir("", "", "", {.uid = 7, .runtime_dir = "", .state_home = ""}),
             "/tmp/ratelimit-7");
 }
 

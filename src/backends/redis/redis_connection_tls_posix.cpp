@@ -187,7 +187,7 @@ constexpr std::size_t kLargestSessionFile = 64 << 10;
 // expired, another user's, readable by others) is ignored: a full handshake then, and a new file.
 class TlsSessionCache {
  public:
-  TlsSessionCache(StateDirectory directory, bool verify, std::string trust,
+  TlsSessionCache(state::StateDirectory directory, bool verify, std::string trust,
                   std::function<void(const std::string&)> notify)
       : directory_(std::move(directory)),
         verify_(verify),
@@ -235,7 +235,7 @@ class TlsSessionCache {
   }
 
  private:
-  StateDirectory directory_;
+  state::StateDirectory directory_;
   bool verify_;
   std::string trust_;
   std::function<void(const std::string&)> notify_;
@@ -449,9 +449,9 @@ RedisTls::RedisTls(const RedisTlsOptions& options, std::function<void(const std:
 
 void RedisTls::keep_sessions(const RedisTlsOptions& options, std::string trust,
                              std::function<void(const std::string&)> notify) {
-  std::optional<StateDirectory> directory;
+  std::optional<state::StateDirectory> directory;
   try {
-    directory.emplace(StateDirectory::open(options.session_dir));
+    directory.emplace(state::StateDirectory::open(options.session_dir));
   } catch (const std::runtime_error& unusable) {
     // UnsafeStateError, BackendUnavailable: every connection makes a full handshake then.
     notify(std::string("TLS sessions not kept: ") + unusable.what());

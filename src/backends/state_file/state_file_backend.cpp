@@ -6,14 +6,15 @@
 
 namespace ratelimit::backends {
 
-StateFileBackend::StateFileBackend(StateDirectory directory, Clock& clock, HostId host,
+StateFileBackend::StateFileBackend(state::StateDirectory directory, Clock& clock, HostId host,
                                    Notify notify)
     : directory_(std::move(directory)),
       clock_(clock),
       host_(std::move(host)),
       notify_(std::move(notify)) {}
 
-DecodedRecord StateFileBackend::load(const LockedFile& file, std::chrono::nanoseconds now) const {
+DecodedRecord StateFileBackend::load(const state::LockedFile& file,
+                                     std::chrono::nanoseconds now) const {
   const std::string bytes = file.read();
   if (bytes.empty()) return {.record = {}, .problem = {}};
   DecodedRecord decoded = decode_record(bytes, now);
@@ -34,7 +35,7 @@ DecodedRecord StateFileBackend::load(const LockedFile& file, std::chrono::nanose
   return decoded;
 }
 
-StateFileBackend::KeyLimits StateFileBackend::load_bucket(const LockedFile& file,
+StateFileBackend::KeyLimits StateFileBackend::load_bucket(const state::LockedFile& file,
                                                           const PermitRequest& request,
                                                           std::chrono::nanoseconds now) const {
   DecodedRecord loaded = load(file, now);
@@ -56,7 +57,7 @@ StateFileBackend::KeyLimits StateFileBackend::load_bucket(const LockedFile& file
           .fresh = false};
 }
 
-void StateFileBackend::save(LockedFile& file, const TokenBucket& bucket,
+void StateFileBackend::save(state::LockedFile& file, const TokenBucket& bucket,
                             const KeySchedule& schedule, const std::vector<Quota>& quotas,
                             const std::string& notation) const {
   file.replace(encode_record({.params = bucket.params(),
@@ -69,8 +70,8 @@ void StateFileBackend::save(LockedFile& file, const TokenBucket& bucket,
 }
 
 Reservation StateFileBackend::reserve(const PermitRequest& request, io::Waiter& waiter) {
-  return unavailable_on_failure(directory_, [&]() -> Reservation {
-    LockWait locked =
+  return state::unavailable_on_failure(directory_, [&]() -> Reservation {
+    state::LockWait locked =
         directory_.lock_until(bucket_file_name(request.key), waiter, request.deadline);
     if (!locked.file)
       return {.granted = false, .wait = {}, .signal = locked.signal, .replaced_params = {}};
@@ -85,9 +86,9 @@ Reservation StateFileBackend::reserve(const PermitRequest& request, io::Waiter& 
 }
 
 bool StateFileBackend::update_existing(const std::string& key, const Update& update) {
-  return unavailable_on_failure(directory_, [&] {
-    std::optional<LockedFile> file =
-        directory_.lock_existing(bucket_file_name(key), LockKind::exclusive);
+  return state::unavailable_on_failure(directory_, [&] {
+    std::optional<state::LockedFile> file =
+        directory_.lock_existing(bucket_file_name(key), state::LockKind::exclusive);
     if (!file) return false;
     const auto now = clock_.now();
     DecodedRecord loaded = load(*file, now);
@@ -120,17 +121,17 @@ bool StateFileBackend::give_back(const std::string& key, std::int64_t permits,
 std::vector<BucketStatus> StateFileBackend::status(const std::optional<std::string>& key) {
   std::vector<BucketStatus> buckets;
   const std::vector<std::string> names =
-      unavailable_on_failure(directory_, [&] { return directory_.file_names(); });
+      state::unavailable_on_failure(directory_, [&] { return directory_.file_names(); });
   for (const std::string& name : names) {
     const std::optional<std::string> file_key = key_of_bucket_file(name);
     if (!file_key || (key && *key != *file_key)) continue;
     // One unreadable or hostile file (a symlink, a FIFO, no permission) is reported as such and
     // does not hide the other buckets.
-    std::optional<LockedFile> file;
+    std::optional<state::LockedFile> file;
     DecodedRecord loaded;
     std::chrono::nanoseconds now{};
     try {
-      file = directory_.lock_existing(name, LockKind::shared);
+      file = directory_.lock_existing(name, state::LockKind::shared);
       if (!file) continue;  // reset meanwhile
       now = clock_.now();
       loaded = load(*file, now);
@@ -157,8 +158,8 @@ std::vector<BucketStatus> StateFileBackend::status(const std::optional<std::stri
 }
 
 bool StateFileBackend::reset(const std::string& key) {
-  return unavailable_on_failure(directory_,
-                                [&] { return directory_.remove(bucket_file_name(key)); });
+  return state::unavailable_on_failure(directory_,
+                                       [&] { return directory_.remove(bucket_file_name(key)); });
 }
 
 }  // namespace ratelimit::backends

@@ -28,7 +28,7 @@ class StateFileBackend final : public BucketBackend {
   // `clock` must be CLOCK_MONOTONIC's timeline (system_clock()) of the boot `host` names, the
   // timeline of the waiters' deadlines.
   StateFileBackend(
-      StateDirectory directory, Clock& clock, HostId host,
+      state::StateDirectory directory, Clock& clock, HostId host,
       Notify notify = [](const std::string&) {});
 
   Reservation reserve(const PermitRequest& request, io::Waiter& waiter) override;
@@ -39,11 +39,11 @@ class StateFileBackend final : public BucketBackend {
   bool give_back(const std::string& key, std::int64_t permits,
                  const std::optional<BookingSpan>& booked) override;
 
-  const StateDirectory& directory() const { return directory_; }
+  const state::StateDirectory& directory() const { return directory_; }
 
  private:
   // The bucket a file holds at `now`, or why it cannot be used.
-  DecodedRecord load(const LockedFile& file, std::chrono::nanoseconds now) const;
+  DecodedRecord load(const state::LockedFile& file, std::chrono::nanoseconds now) const;
   struct KeyLimits {
     TokenBucket bucket;
     KeySchedule schedule;
@@ -53,16 +53,16 @@ class StateFileBackend final : public BucketBackend {
   };
   // The bucket of `file`, its schedule, quotas and notation at `now`: its record's, or fresh ones
   // made by `request`.
-  KeyLimits load_bucket(const LockedFile& file, const PermitRequest& request,
+  KeyLimits load_bucket(const state::LockedFile& file, const PermitRequest& request,
                         std::chrono::nanoseconds now) const;
-  void save(LockedFile& file, const TokenBucket& bucket, const KeySchedule& schedule,
+  void save(state::LockedFile& file, const TokenBucket& bucket, const KeySchedule& schedule,
             const std::vector<Quota>& quotas, const std::string& notation) const;
   // Changes the bucket of `key` and its schedule under the lock, at the time given; false if there
   // is no bucket that can be used.
   using Update = std::function<void(TokenBucket&, KeySchedule&, std::chrono::nanoseconds now)>;
   bool update_existing(const std::string& key, const Update& update);
 
-  StateDirectory directory_;
+  state::StateDirectory directory_;
   Clock& clock_;
   HostId host_;
   Notify notify_;

@@ -245,12 +245,12 @@ DecodedRecord decode_record(std::string_view bytes, std::chrono::nanoseconds now
 }
 
 std::string bucket_file_name(std::string_view key) {
-  return key_file_stem(key) + std::string(kBucketSuffix);
+  return state::key_file_stem(key) + std::string(kBucketSuffix);
 }
 
 std::optional<std::string> key_of_bucket_file(std::string_view file_name) {
   if (!file_name.ends_with(kBucketSuffix)) return std::nullopt;
-  return key_of_file_stem(file_name.substr(0, file_name.size() - kBucketSuffix.size()));
+  return state::key_of_file_stem(file_name.substr(0, file_name.size() - kBucketSuffix.size()));
 }
 
 }  // namespace ratelimit::backends

@@ -47,7 +47,7 @@ DecodedRecord decode_record(std::string_view bytes, std::chrono::nanoseconds now
 // ask for, each at the slowest interval the bucket charges.
 std::chrono::nanoseconds longest_booked_wait(const BucketParams& params);
 
-// The bucket file of `key`: its key_file_stem() and ".bucket".
+// The bucket file of `key`: its state::key_file_stem() and ".bucket".
 std::string bucket_file_name(std::string_view key);
 // The key of a bucket file name, or none if `file_name` is not one.
 std::optional<std::string> key_of_bucket_file(std::string_view file_name);

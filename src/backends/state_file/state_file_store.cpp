@@ -9,8 +9,8 @@ namespace ratelimit::backends {
 std::unique_ptr<BucketBackend> open_state_file_store(
     const StateFileOptions& options, const std::function<void(const std::string&)>& notify) {
   return std::make_unique<StateFileBackend>(
-      StateDirectory::open(options.directory), system_clock(),
-      HostId{.machine_id = read_machine_id(), .boot_id = read_boot_id()}, notify);
+      state::StateDirectory::open(options.directory), system_clock(),
+      HostId{.machine_id = state::read_machine_id(), .boot_id = state::read_boot_id()}, notify);
 }
 
 std::string describe_store(const StateFileOptions& options) { return options.directory; }

@@ -10,7 +10,8 @@
 namespace ratelimit::backends {
 
 struct StateFileOptions {
-  std::string directory;  // the state directory, as resolved once (state_dir_from_environment)
+  std::string
+      directory;  // the state directory, as resolved once (state::state_dir_from_environment)
 };
 
 // This user's buckets on this host. Throws UnsafeStateError (77) for a directory another user
