@@ -8,14 +8,14 @@
 
 #include "temp_dir.hpp"
 
-namespace ratelimit::backends {
+namespace ratelimit::state {
 namespace {
 
 using testing::TempDir;
 
 TEST(StateDirectoryShared, ReplacesWholeWithAPrivateFileAndLeavesNothingElse) {
   const TempDir dir;
-  const state::StateDirectory directory = state::StateDirectory::open(dir.string());
+  const StateDirectory directory = StateDirectory::open(dir.string());
   directory.replace_shared("secret", "first");
   directory.replace_shared("secret", "second");
   EXPECT_EQ(directory.read_private("secret", 100), "second");
@@ -27,7 +27,7 @@ TEST(StateDirectoryShared, ReplacesWholeWithAPrivateFileAndLeavesNothingElse) {
 
 TEST(StateDirectoryShared, ReadPrivateRefusesWhatOthersMayReadOrWrite) {
   const TempDir dir;
-  const state::StateDirectory directory = state::StateDirectory::open(dir.string());
+  const StateDirectory directory = StateDirectory::open(dir.string());
   EXPECT_EQ(directory.read_private("missing", 100), std::nullopt);
   std::ofstream(dir.path() / "open") << "readable";
   for (const auto mode : {0644, 0640, 0604, 0602}) {
@@ -41,5 +41,20 @@ TEST(StateDirectoryShared, ReadPrivateRefusesWhatOthersMayReadOrWrite) {
   EXPECT_EQ(directory.read_private("link", 100), std::nullopt);
 }
 
+TEST(StateDir, FirstOfOptionEnvironmentAndPrivatePlaces) {
+  const PrivatePlaces places{
+      .uid = 7, .runtime_dir = "/run/user/7", .state_home = "/home/u/.local/state"};
+  EXPECT_EQ(choose_state_dir("/opt", "/env", "/xdg/7", places), "/opt");
+  EXPECT_EQ(choose_state_dir("", "/env", "/xdg/7", places), "/env");
+  EXPECT_EQ(choose_state_dir("", "", "/xdg/7", places), "/xdg/7/ratelimit");
+  // Without XDG_RUNTIME_DIR (cron, su): a place no other user can take first.
+  EXPECT_EQ(choose_state_dir("", "", "", places), "/run/user/7/ratelimit");
+  EXPECT_EQ(choose_state_dir("", "", "", {.uid = 7, .runtime_dir = "", .state_home = "/s"}),
+            "/s/ratelimit");
+  // No home of one's own either (nobody): the shared /tmp is all that is left.
+  EXPECT_EQ(choose_state_dir("", "", "", {.uid = 7, .runtime_dir = "", .state_home = ""}),
+            "/tmp/ratelimit-7");
+}
+
 }  // namespace
-}  // namespace ratelimit::backends
+}  // namespace ratelimit::state

@@ -268,20 +268,5 @@ TEST(KeyNames, LengthIsBounded) {
   EXPECT_LE(exec::slot_file_name(std::string(state::kMaxKeyBytes, '/'), 255).size(), 255u);
 }
 
-TEST(StateDir, FirstOfOptionEnvironmentAndPrivatePlaces) {
-  const state::PrivatePlaces places{
-      .uid = 7, .runtime_dir = "/run/user/7", .state_home = "/home/u/.local/state"};
-  EXPECT_EQ(state::choose_state_dir("/opt", "/env", "/xdg/7", places), "/opt");
-  EXPECT_EQ(state::choose_state_dir("", "/env", "/xdg/7", places), "/env");
-  EXPECT_EQ(state::choose_state_dir("", "", "/xdg/7", places), "/xdg/7/ratelimit");
-  // Without XDG_RUNTIME_DIR (cron, su): a place no other user can take first.
-  EXPECT_EQ(state::choose_state_dir("", "", "", places), "/run/user/7/ratelimit");
-  EXPECT_EQ(state::choose_state_dir("", "", "", {.uid = 7, .runtime_dir = "", .state_home = "/s"}),
-            "/s/ratelimit");
-  // No home of one's own either (nobody): the shared /tmp is all that is left.
-  EXPECT_EQ(state::choose_state_dir("", "", "", {.uid = 7, .runtime_dir = "", .state_home = ""}),
-            "/tmp/ratelimit-7");
-}
-
 }  // namespace
 }  // namespace ratelimit::backends
