@@ -73,8 +73,6 @@ std::optional<Result> Engine::run_spliced() {
       // A splice now finds the end of this input without moving anything: no turn is booked.
       nanoseconds turn = requested_at;
       if (!io_.input_exhausted()) {
-        // No more than the input is known to hold: a quota could hold a chunk larger than the
-        // rest of the input until its window passes, where the rest fits now.
         const std::optional<std::int64_t> units_left = known_units_left(0);
         chunk_units = std::min(options_.chunk_units, units_left.value_or(options_.chunk_units));
         const std::optional<nanoseconds> due = source_.turn(chunk_units, requested_at, units_left);
@@ -309,7 +307,7 @@ void Engine::charge(std::size_t bytes, std::int64_t units, nanoseconds requested
 }
 
 std::optional<std::int64_t> Engine::known_units_left(std::size_t buffered) {
-  if (!options_.unit.counts_bytes()) return std::nullopt;
+  if (!options_.unit.counts_bytes() || options_.quotas.empty()) return std::nullopt;
   const std::optional<std::size_t> unread = io_.bytes_known_left();
   if (!unread) return std::nullopt;
   return static_cast<std::int64_t>(std::min<std::size_t>(

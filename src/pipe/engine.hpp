@@ -161,8 +161,12 @@ class Engine {
   // `requested_at`; stops early when downstream closes or a stop signal cuts a blocked write short.
   Written write_buffered(std::size_t bytes, std::chrono::nanoseconds requested_at);
   void charge(std::size_t bytes, std::int64_t units, std::chrono::nanoseconds requested_at);
-  // Byte mode: the units still to go when the input can say, `buffered` read and not written
-  // included; none in record modes.
+  // Byte mode under quotas: the units still to go when the input can say, `buffered` read and
+  // not written included; none in record modes and without quotas. A quota counts what is
+  // booked, so a chunk larger than the input's rest could wait for a window where the rest fits
+  // now. Without quotas a whole chunk is booked even for the rest: the next chunk (this pipe's or
+  // another's on the key) then comes a whole write interval later, as every 100 ms window holds
+  // one write, and what was not moved is given back.
   std::optional<std::int64_t> known_units_left(std::size_t buffered);
   // At a stop or a failure: writes what is due, and what was read after it unless the input takes
   // that back.
