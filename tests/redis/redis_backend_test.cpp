@@ -546,7 +546,10 @@ TEST_F(RedisBackendTest, QuotaSumsCountOnlyWhileTheyAreTheKeysCounts) {
   std::string counts = "[[0,";
   for (int slot = 0; slot < 65; ++slot) counts += "0,";
   admin(server_, {"HSET", "ratelimit:{sums}", "quota_counts", counts + "5]]"});
-  EXPECT_FALSE(redis.reserve_at(with_quota, 0ns, 0).granted);
+  // Refused by the quota (the rate's wait is 3 ns): sums of 3 would have granted it.
+  const Reservation refused = redis.reserve_at(with_quota, 1ms, 0);
+  EXPECT_FALSE(refused.granted);
+  EXPECT_EQ(refused.wait, 66s);
   EXPECT_EQ(redis.status_at("sums", 0)->quotas.at(0).used, 5);
   // The next grant, once the window has passed, writes sums for the counts again.
   EXPECT_TRUE(redis.reserve_at(with_quota, 0ns, 70000000).granted);
