@@ -529,6 +529,34 @@ TEST_F(RedisBackendTest, KeyWithDamagedQuotasIsAFreshBucket) {
   }
 }
 
+// The common call reads a quota's sum of counts from quota_sums, written with the counts; counts
+// written without them (a ratelimit with quotas from before quota_sums) are read in full.
+TEST_F(RedisBackendTest, QuotaSumsCountOnlyWhileTheyAreTheKeysCounts) {
+  RedisBackend redis = backend(server_.unix_url());
+  PermitRequest with_quota = request("sums", bursty(1e9));
+  with_quota.quotas = {{.limit = 5, .period = std::chrono::seconds(64)}};
+  for (int grant = 0; grant < 3; ++grant)
+    ASSERT_TRUE(redis.reserve_at(with_quota, kForever, 0).granted);
+  const RedisValue fields =
+      admin(server_, {"HMGET", "ratelimit:{sums}", "quota_counts", "quota_sums", "quota_sums_of"});
+  ASSERT_EQ(fields.elements.size(), 3u);
+  EXPECT_EQ(fields.elements[1].text, "3");
+  EXPECT_EQ(fields.elements[2].text, fields.elements[0].text);
+  // An older ratelimit's two grants fill the window, and leave the sums as they were.
+  std::string counts = "[[0,";
+  for (int slot = 0; slot < 65; ++slot) counts += "0,";
+  admin(server_, {"HSET", "ratelimit:{sums}", "quota_counts", counts + "5]]"});
+  // Refused by the quota (the rate's wait is 3 ns): sums of 3 would have granted it.
+  const Reservation refused = redis.reserve_at(with_quota, 1ms, 0);
+  EXPECT_FALSE(refused.granted);
+  EXPECT_EQ(refused.wait, 66s);
+  EXPECT_EQ(redis.status_at("sums", 0)->quotas.at(0).used, 5);
+  // The next grant, once the window has passed, writes sums for the counts again.
+  EXPECT_TRUE(redis.reserve_at(with_quota, 0ns, 70000000).granted);
+  EXPECT_EQ(admin(server_, {"HGET", "ratelimit:{sums}", "quota_sums"}).text, "1");
+  EXPECT_TRUE(notes_.empty());
+}
+
 // A key with quotas lives until its quotas' slots have passed, not only until its rate's bucket
 // is full again.
 TEST_F(RedisBackendTest, KeyWithQuotasExpiresOnceTheirWindowsHavePassed) {

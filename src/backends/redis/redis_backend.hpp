@@ -91,8 +91,8 @@ class RedisBackend final : public BucketBackend {
   RedisValue run_script(const std::string& key, std::vector<std::string> arguments,
                         RedisDeadline& deadline);
   [[noreturn]] void unexpected_reply(const RedisValue& reply) const;
-  // shape, rate, burst, warm-up, cold factor as the script returns them; `reply` for errors.
-  BucketParams parse_params(const std::vector<RedisValue>& fields, const RedisValue& reply) const;
+  // The store as errors name it.
+  std::string server() const { return "Redis at " + shown_url(); }
 
   Notify notify_;
   std::chrono::milliseconds timeout_;

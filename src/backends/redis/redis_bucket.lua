@@ -32,46 +32,62 @@
 --          --quota) on a key with quotas neither waits for them nor counts its grants in them, and
 --          leaves both fields as they are (and `texts` without the quotas, which the next call
 --          with them writes again); it may move the key's expiry nearer, to its rate's alone.
--- ARGV[1]  "reserve", "reserve_keeping", "status", "set_rate" or "give_back"
--- ARGV[2]  the time in Unix microseconds for tests, or "" for the server's TIME
+--          Beside quota_counts, written with it: quota_sums (each quota's sum of counts, joined
+--          by blanks) and quota_sums_of (the quota_counts they are the sums of), so that the
+--          common call reads a quota's sum, newest slot and last count instead of decoding and
+--          writing again all its counts: the sums count only while quota_sums_of is the key's
+--          quota_counts. A ratelimit that wrote quota_counts without them (before they were, or
+--          one with quotas that predates them, which still reads and writes quota_counts as
+--          here) leaves them behind, and the next call reads every count and writes them again.
+-- Positions below are named as in redis_script_protocol.hpp, whose encoder and decoder use them.
+-- ARGV[1]  kArgOperation: "reserve", "reserve_keeping", "status", "set_rate" or "give_back"
+-- ARGV[2]  kArgTime: the time in Unix microseconds for tests, or "" for the server's TIME
 -- reserve and reserve_keeping (which keeps the parameters of a bucket kept with others where
---          reserve applies the caller's): ARGV[3] permits; ARGV[4] timeout nanoseconds; ARGV[5]
---          the caller's texts, as the key keeps them: the format version, shape ("bursty" or
---          "warming_up"), permits per second, max burst seconds, warm-up nanoseconds, cold
---          factor, start full and pay first ("0" or "1"), the end of the timetable's entry the
---          rate comes from (decimal Unix seconds, "0" for none) and the timetable ("" for none),
---          joined by commas, with the quotas (as `quotas` keeps them) before the entry's end if
---          there are any; then those of them that the common call computes with: ARGV[6]
---          shape, ARGV[7] pay first, ARGV[8] permits per second, and ARGV[9] max burst seconds
---          (bursty) or ARGV[9], ARGV[10] warm-up nanoseconds and cold factor (warming_up); then
---          each quota's limit and slot length in microseconds, two arguments each (none for a
---          key without quotas: it costs what it did before quotas). A request goes at the later
---          of the rate's moment and every quota's, and takes nothing from any when refused; a
---          reserve with other quotas than the key's replaces them (a new quota keeps the counts
---          of the key's quota of the same period), and `reset` (DEL) clears them. Last and
---          optional (an odd argument after the quotas' pairs), the caller's notation, which
---          reserve writes with the caller's parameters to a new key or in place of the key's (a
---          replacement without one leaves ""), and which is otherwise not read.
---          Returns when the key holds the caller's rate and timetable after the call and no record
---          was discarded the wait in ns alone if granted (Redis turns a table into a reply at
---          several times the cost of a text), else {0, wait ns}; else {granted 0|1, wait,
---          parameters replaced 0|1, why the record was discarded, the key's timetable and rate
---          after the call}, followed when replaced by the replaced parameters (as status gives
---          them), the replaced timetable and the replaced quotas (as `quotas` keeps them). A
---          granted wait is followed in its text by the booking's span (BookingSpan of
---          bucket_backend.hpp): the next free moment it found and the one it left, as integer
---          Unix nanoseconds, blank-separated ("WAIT FROM UNTIL").
--- status:  returns nil without a bucket, {"unusable", why} for a record that cannot be used,
---          else {shape, rate, burst, warmup, cold, start_full, pay_first, stored permits now, ns
---          until the next free, timetable, entry_until, notation ("" for none)}, then for each
---          quota its limit, period (ns), units used in the window a request now counts against,
---          and ns until one more unit may go.
--- set_rate: ARGV[3] the new rate, ARGV[4], ARGV[5] the new timetable and entry's end; returns nil
---          without a bucket, else 1.
--- give_back: ARGV[3] permits booked and not used (give_back() of bucket_backend.cpp); ARGV[4]
---          and ARGV[5], optional, the span of the bookings they come from, as reserve gave it:
---          only what no later booking has built on goes back. Returns nil without a bucket, else
---          1 if the next free moment moved, 0 if not.
+--          reserve applies the caller's): ARGV[3] kArgPermits; ARGV[4] kArgTimeout nanoseconds;
+--          ARGV[5] kArgTexts, the caller's texts, as the key keeps them: the format version,
+--          shape ("bursty" or "warming_up"), permits per second, max burst seconds, warm-up
+--          nanoseconds, cold factor, start full and pay first ("0" or "1"), the end of the
+--          timetable's entry the rate comes from (decimal Unix seconds, "0" for none) and the
+--          timetable ("" for none), joined by commas, with the quotas (as `quotas` keeps them)
+--          before the entry's end if there are any; then those of them that the common call
+--          computes with: ARGV[6] kArgShape, ARGV[7] kArgPayFirst, ARGV[8] kArgRate (permits per
+--          second), and ARGV[9] kArgBurst, max burst seconds (bursty) or ARGV[9] kArgWarmup,
+--          ARGV[10] kArgCold, warm-up nanoseconds and cold factor (warming_up); then from
+--          ARGV[10] kArgFirstQuotaBursty or ARGV[11] kArgFirstQuotaWarmingUp each quota's limit
+--          and slot length in microseconds, two arguments each (none for a key without quotas:
+--          it costs what it did before quotas). A request goes at the later of the rate's
+--          moment and every quota's, and takes nothing from any when refused; a reserve with
+--          other quotas than the key's replaces them (a new quota keeps the counts of the key's
+--          quota of the same period), and `reset` (DEL) clears them. Last and optional (an odd
+--          argument after the quotas' pairs), the caller's notation, which reserve writes with
+--          the caller's parameters to a new key or in place of the key's (a replacement without
+--          one leaves ""), and which is otherwise not read.
+--          Returns, when the key holds the caller's rate and timetable after the call and no
+--          record was discarded, the wait in ns alone if granted (Redis turns a table into a
+--          reply at several times the cost of a text), else {0, wait ns} (kAsRequestedFields);
+--          else a table of kKeptFields: [1] kReplyGranted 0|1, [2] kReplyWait, [3]
+--          kReplyReplaced 0|1 (parameters replaced), [4] kReplyProblem (why the record was
+--          discarded, "" if not), [5] kReplyKeyTimetable and [6] kReplyKeyRate (the key's after
+--          the call); when replaced, kReplacedFields: then [7..13] kReplyReplacedParams (as
+--          status gives them), [14] kReplyReplacedTimetable and [15] kReplyReplacedQuotas (as
+--          `quotas` keeps them). A granted wait is followed in its text by the booking's span
+--          (BookingSpan of bucket_backend.hpp): the next free moment it found and the one it
+--          left, as integer Unix nanoseconds, blank-separated ("WAIT FROM UNTIL").
+-- status:  returns nil without a bucket, {"unusable", why} (kUnusableFields) for a record that
+--          cannot be used, else kStatusFields: [1..7] kStatusParams (shape, rate, burst, warmup,
+--          cold, start_full, pay_first: kParamShape...kParamPayFirst from there), [8]
+--          kStatusStored (stored permits now), [9] kStatusNextFreeIn (ns until the next free),
+--          [10] kStatusTimetable, [11] kStatusEntryUntil, [12] kStatusNotation ("" for none); then
+--          kQuotaFields for each quota: kQuotaLimit, kQuotaPeriod (ns), kQuotaUsed (units used in
+--          the window a request now counts against) and kQuotaNextFreeIn (ns until one more unit
+--          may go).
+-- set_rate: ARGV[3] kArgNewRate, ARGV[4] kArgNewTimetable, ARGV[5] kArgNewEntryUntil (the new
+--          timetable's entry's end); returns nil without a bucket, else 1.
+-- give_back: ARGV[3] kArgGivenBack, permits booked and not used (give_back() of
+--          bucket_backend.cpp); ARGV[4] kArgBookedFrom and ARGV[5] kArgBookedUntil, optional, the
+--          span of the bookings they come from, as reserve gave it: only what no later booking
+--          has built on goes back. Returns nil without a bucket, else 1 if the next free moment
+--          moved, 0 if not.
 -- Waits are strings of integer nanoseconds: a Lua number in a reply is truncated to an integer.
 --
 -- EVAL runs this whole body on every call, creating each function and table in it afresh: the
@@ -198,6 +214,9 @@ local permits, timeout, wanted_texts, given_notation
 -- states (each the newest slot, then the QUOTA_COUNTS counts up to it, oldest first: Quota's
 -- state, as cjson reads the key's quota_counts).
 local quota_limits, quota_slots, quota_states
+-- Or, on the common call until it needs the states, what it reads of them instead
+-- (quota_marks_of()).
+local quota_marks
 if reserving then
   -- A local: each use of the global costs a lookup.
   local argv = ARGV
@@ -251,12 +270,12 @@ local f
 -- Keys without quotas are read as before quotas were.
 if quota_limits then
   f = redis.pcall("HMGET", key, "texts", "stored", "free_s", "free_ns", "expires", "rate",
-                  "quota_counts")
+                  "quota_counts", "quota_sums", "quota_sums_of")
 else
   f = redis.pcall("HMGET", key, "texts", "stored", "free_s", "free_ns", "expires", "rate")
 end
 local common = wanted_texts ~= nil and f[1] == wanted_texts and f[6] == rate
-local quota_states_of
+local quota_states_of, quota_marks_of
 if quota_limits or not common then
   -- The quotas' states in `text` (the key's quota_counts: a JSON array of one array per quota, its
   -- newest slot then its counts) if it holds `count` of them made of whole numbers; else nil.
@@ -274,6 +293,34 @@ if quota_limits or not common then
     end
     return states
   end
+
+  -- Each quota's newest slot, last count (and where it is written: last_at, close) and the sum of
+  -- its counts, read from `text` (the key's quota_counts) and `sums` (its quota_sums) without
+  -- decoding every count; nil unless both hold `count` quotas. Only for a text the script wrote
+  -- and checked (quota_sums_of equals it): its numbers need no more checks.
+  function quota_marks_of(text, sums, count)
+    local marks = {text = text, newest = {}, last = {}, last_at = {}, close = {}, sum = {}}
+    local at = 2
+    for i = 1, count do
+      local newest = text:match("^%[(%d+),", at)
+      local close = text:find("]", at, true)
+      if not (newest and close) then return nil end
+      -- The last count has at most 16 digits (below 2^53).
+      local last_at, last = text:match("()(%d+)%]", math.max(at, close - 17))
+      if not (last_at and last_at + #last == close) then return nil end
+      marks.newest[i], marks.last[i], marks.last_at[i], marks.close[i] =
+        tonumber(newest), tonumber(last), last_at, close
+      at = close + 2
+    end
+    if at ~= #text + 1 then return nil end
+    local i = 0
+    for sum in sums:gmatch("%d+") do
+      i = i + 1
+      marks.sum[i] = tonumber(sum)
+    end
+    if i ~= count then return nil end
+    return marks
+  end
 end
 if common then
   -- Arithmetic reads a number's text once, tonumber() twice.
@@ -285,10 +332,14 @@ if common then
   end
   local free_s, free_ns, expires
   stored, free_s, free_ns, expires = read_state(f, max_permits, now_s, now_s_text)
-  -- The key's quotas are the caller's (they are in `texts`): their states are read.
+  -- The key's quotas are the caller's (they are in `texts`): their states are read, or only
+  -- their marks when the sums are the counts'.
   if stored and quota_limits then
-    quota_states = quota_states_of(f[7], #quota_limits)
-    if not quota_states then stored = nil end
+    if f[7] and f[8] and f[9] == f[7] then quota_marks = quota_marks_of(f[7], f[8], #quota_limits) end
+    if not quota_marks then
+      quota_states = quota_states_of(f[7], #quota_limits)
+      if not quota_states then stored = nil end
+    end
   end
   if stored then
     held = true
@@ -542,6 +593,7 @@ end
 -- negative; slots are counted on Unix microseconds, whole numbers below 2^53 until the year 2255,
 -- so that slot arithmetic is exact (fmod is).
 local quota_slot_at, quota_fresh, quota_earliest, quota_book, quota_used, quota_counts_text
+local quota_marks_allow, quota_marks_booked
 if quota_limits or (wanted_quotas and #wanted_quotas[1] > 0) then
   -- Quota::slot_of(): whole microseconds, then slots of `slot` microseconds.
   function quota_slot_at(t, slot, now_s)
@@ -594,20 +646,55 @@ if quota_limits or (wanted_quotas and #wanted_quotas[1] > 0) then
     return held
   end
 
-  -- The key's quota_counts: every number with all its digits.
+  -- The key's quota_counts, every number with all its digits, and its quota_sums: each quota's
+  -- sum of counts, joined by blanks.
   function quota_counts_text(states)
     local format = "[" .. string.rep("%.0f,", 66) .. "%.0f]"
-    local texts = {}
-    for i = 1, #states do texts[i] = string.format(format, unpack(states[i])) end
-    return "[" .. table.concat(texts, ",") .. "]"
+    local texts, sums = {}, {}
+    for i = 1, #states do
+      local state = states[i]
+      texts[i] = string.format(format, unpack(state))
+      local sum = 0
+      for j = 2, 67 do sum = sum + state[j] end
+      sums[i] = string.format("%.0f", sum)
+    end
+    return "[" .. table.concat(texts, ",") .. "]", table.concat(sums, " ")
+  end
+
+  -- Whether every quota of `marks` grants `units` at `at` as Quota::earliest() does when it holds
+  -- them in its newest slot: `at` is in that slot (earliest() then returns `at`), and the sum of
+  -- all its counts leaves room for them (below 2^53, so exact). Then Quota::book() adds them to the
+  -- newest count, shifting nothing.
+  function quota_marks_allow(marks, units, at)
+    for i = 1, #quota_limits do
+      if marks.sum[i] + units > quota_limits[i] or
+          quota_slot_at(at, quota_slots[i], now_s) ~= marks.newest[i] then
+        return false
+      end
+    end
+    return true
+  end
+
+  -- quota_counts_text() after `units` were booked in every quota's newest slot: the key's text
+  -- with each last count replaced, the rest as it is.
+  function quota_marks_booked(marks, units)
+    local text, pieces, sums, from = marks.text, {}, {}, 1
+    for i = 1, #marks.newest do
+      pieces[2 * i - 1] = text:sub(from, marks.last_at[i] - 1)
+      pieces[2 * i] = string.format("%.0f", marks.last[i] + units)
+      sums[i] = string.format("%.0f", marks.sum[i] + units)
+      from = marks.close[i]
+    end
+    pieces[#pieces + 1] = text:sub(from)
+    return table.concat(pieces), table.concat(sums, " ")
   end
 end
 
 -- Each operation but status changes the bucket and names its reply; the changes are saved below.
 -- new_notation: the key's notation from now on, when reserve changes it.
 local reply, new_notation
--- The quotas' counts to write ("" for none), when the call changed them.
-local quota_counts
+-- The quotas' counts and their sums to write ("" for none), when the call changed them.
+local quota_counts, quota_sums
 if reserving then
   if problem ~= "" then redis.call("DEL", key) end
   -- decide() before the booking: the request's quotas, parameters and schedule against the key's;
@@ -639,7 +726,8 @@ if reserving then
       quota_specs, quota_limits, quota_slots, quota_states =
         wanted_quota_specs, wanted_quotas[1], wanted_quotas[3], states
       if #states == 0 then quota_limits, quota_slots, quota_states = nil, nil, nil end
-      quota_counts = quota_states and quota_counts_text(quota_states) or ""
+      quota_counts, quota_sums = "", ""
+      if quota_states then quota_counts, quota_sums = quota_counts_text(quota_states) end
     end
     -- What was replaced is noted once, before the first change (decide()'s replace()).
     if apply and wanted_timetable ~= timetable then
@@ -706,7 +794,21 @@ if reserving then
   local wait = max(go_at - now, 0)
   -- decide(): granted iff the wait is within the timeout; a refusal changes nothing.
   local granted = 0
-  if quota_states then
+  -- The marks decide alone where the full states would decide the same; else the states are read.
+  if quota_marks and not quota_marks_allow(quota_marks, permits, now + wait) then
+    quota_states = quota_states_of(quota_marks.text, #quota_limits)
+    -- Marks are read only from a text the script wrote, and the states of that text then too:
+    -- only quota_counts and quota_sums_of changed alike by hand fail here.
+    if not quota_states then return redis.error_reply("ERR ratelimit: damaged quota counts") end
+    quota_marks = nil
+  end
+  if quota_marks then
+    if wait <= max(timeout, 0) then
+      granted = 1
+      stored, next_free = booked_stored, booked_free
+      quota_counts, quota_sums = quota_marks_booked(quota_marks, permits)
+    end
+  elseif quota_states then
     -- QuotaBucket: at the later of the rate's moment and every quota's from there; never for
     -- more than a quota ever allows.
     local rate_go = now + wait
@@ -730,7 +832,7 @@ if reserving then
       for i = 1, #quota_limits do
         quota_book(quota_slots[i], quota_states[i], permits, go, now_s)
       end
-      quota_counts = quota_counts_text(quota_states)
+      quota_counts, quota_sums = quota_counts_text(quota_states)
     end
   elseif wait <= max(timeout, 0) then
     granted = 1
@@ -844,8 +946,9 @@ local refill = (max_permits - stored) * cool_down
 if refill ~= refill or max_permits == 0 then refill = 0 end
 local full_in_ms = math.ceil((max(next_free - now, 0) + refill) / 1e6)
 -- And the quotas are as new once their slots have all passed.
-for i = 1, quota_states and #quota_states or 0 do
-  local passed_us = (quota_states[i][1] + QUOTA_COUNTS) * quota_slots[i] - now_s * 1e6 - now / 1000
+for i = 1, quota_states and #quota_states or quota_marks and #quota_marks.newest or 0 do
+  local newest = quota_marks and quota_marks.newest[i] or quota_states[i][1]
+  local passed_us = (newest + QUOTA_COUNTS) * quota_slots[i] - now_s * 1e6 - now / 1000
   full_in_ms = max(full_in_ms, math.ceil(passed_us / 1000))
 end
 local expire_in_ms = full_in_ms + 2 * EXPIRY_MARGIN_MS
@@ -903,7 +1006,9 @@ if ns ~= saved_free_ns then
 end
 if quota_counts and quota_counts ~= (saved_quota_counts or "") then
   changes[n + 1], changes[n + 2] = "quota_counts", quota_counts
-  n = n + 2
+  changes[n + 3], changes[n + 4] = "quota_sums", quota_sums
+  changes[n + 5], changes[n + 6] = "quota_sums_of", quota_counts
+  n = n + 6
 end
 if not common and quota_specs ~= (saved_quota_specs or "") then
   changes[n + 1], changes[n + 2] = "quotas", quota_specs
