@@ -72,8 +72,11 @@ std::optional<Result> Engine::run_spliced() {
       requested_at = std::min(io_.now(), std::max(last_turn, input_seen_at));
       // A splice now finds the end of this input without moving anything: no turn is booked.
       nanoseconds turn = requested_at;
-      if (!io_.input_exhausted()) {
-        const std::optional<std::int64_t> units_left = known_units_left(0);
+      // The rest, asked of the input now, may turn out to be nothing: then there is nothing to
+      // book either.
+      const std::optional<std::int64_t> units_left =
+          io_.input_exhausted() ? 0 : known_units_left(0);
+      if (units_left != 0) {
         chunk_units = std::min(options_.chunk_units, units_left.value_or(options_.chunk_units));
         const std::optional<nanoseconds> due = source_.turn(chunk_units, requested_at, units_left);
         // Nothing has been read yet, so a stop here leaves nothing behind.
@@ -323,8 +326,8 @@ Wake Engine::wait(nanoseconds deadline, WaitFor what, std::int64_t turn_units) {
     if (rate_changed_ && what != WaitFor::input) return Wake::control;
     if (now >= next_progress_) report_progress(now);
     if (what == WaitFor::input_end) {
-      if (io_.input_exhausted()) return Wake::ready;
       const std::optional<std::int64_t> left = known_units_left(0);
+      if (io_.input_exhausted() || left == 0) return Wake::ready;
       if (left && *left < turn_units) return Wake::control;
     }
     if (what != WaitFor::input && now >= deadline) return Wake::timeout;

@@ -25,6 +25,12 @@ for key in "" "--key exact"; do
   [ "$(wc -c <"$WORK/exact")" -eq 100 ] || fail "100 bytes under --quota 100/h $key gave $(wc -c <"$WORK/exact")"
 done
 
+# An input that turns out empty, or ends short of a chunk, ends at once and whole.
+printf '' | "$RATELIMIT" --quota 100/h >"$WORK/empty" || fail "an empty input under a quota failed"
+[ ! -s "$WORK/empty" ] || fail "an empty input under a quota gave output"
+printf abc | "$RATELIMIT" --quota 100/h >"$WORK/short" || fail "3 bytes under a quota failed"
+[ "$(cat "$WORK/short")" = abc ] || fail "3 bytes under a quota gave '$(cat "$WORK/short")'"
+
 # 350 kB at 100 kB in any 2 s: three full windows and a half, in about 6 s.
 random_file "$WORK/in" 350000
 start=$(now_ns)

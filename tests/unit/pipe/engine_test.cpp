@@ -1,3 +1,5 @@
+#include "pipe/engine.hpp"
+
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -5,7 +7,6 @@
 #include <limits>
 
 #include "fake_pipe_io.hpp"
-#include "pipe/engine.hpp"
 
 namespace ratelimit::pipe {
 namespace {
@@ -129,6 +130,20 @@ TEST(PipeEngine, AnInputsKnownRestIsAllThatIsAskedFor) {
       EXPECT_EQ(io.output(), std::string(96, 'x') + std::string(4, 'y'));
       EXPECT_LE(io.elapsed(), 100ms) << spliced << " " << writer_closes.count();
     }
+  }
+}
+
+// An input whose writer closes without a byte: under a quota its rest, asked before a booking,
+// is nothing, and nothing is booked.
+TEST(PipeEngine, AnInputKnownToBeEmptyBooksNothing) {
+  for (const bool spliced : {false, true}) {
+    FakePipeIo io;
+    if (spliced) io.allow_splice();
+    io.arrive(0s, "");
+    EngineOptions options = bytes_per_second(1000, 6);
+    options.quotas = {{.limit = 100, .period = 1h}};
+    EXPECT_EQ(Engine(options, io).run().ending, Ending::end_of_input);
+    EXPECT_EQ(io.output(), "");
   }
 }
 
