@@ -47,6 +47,8 @@ std::unique_ptr<BucketBackend> open_backend(const BackendOptions& options) {
 
 std::unique_ptr<AgentStores> open_agent_stores() { return std::make_unique<RedisRelay>(); }
 
+std::string agent_route(std::string_view request) { return RedisRelay::route(request); }
+
 std::string describe_store(const BackendOptions& options) {
   return names_shared_store(options) ? describe_store(options.redis)
                                      : describe_store(options.local);

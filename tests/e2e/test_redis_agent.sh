@@ -21,7 +21,8 @@ stop_agents() {
 trap stop_agents EXIT
 
 agent_pid() { cat "$1/agent.lock" 2>/dev/null; }
-connections() { redis_cli main info stats | sed -n 's/^total_connections_received:\([0-9]*\).*/\1/p'; }
+# connections [SERVER]: the connections the server (main by default) has accepted so far.
+connections() { redis_cli "${1:-main}" info stats | sed -n 's/^total_connections_received:\([0-9]*\).*/\1/p'; }
 
 # The first call starts the agent: a daemon of its own session, its socket 0600.
 expect_status 0 "$RATELIMIT" acquire --rate 100/s --key first
@@ -79,6 +80,33 @@ expect_status 69 "$RATELIMIT" acquire --rate 10/s --key hung --redis-timeout 300
 ms=$(ms_since "$start")
 [ "$ms" -lt 2000 ] || fail "--redis-timeout 300ms through the agent took ${ms} ms"
 expect_status 0 "$RATELIMIT" acquire --rate 10/s --key hung --redis-timeout 300ms --on-redis-error allow
+# Meanwhile the agent answers for another server at once: a caller of the hung one waits for its
+# own --redis-timeout (3 s), never the others' (each call here well under it, through the agent:
+# no connection of its own).
+start_redis other
+other=unix://$WORK/other/sock
+expect_status 0 "$RATELIMIT" acquire --redis "$other" --rate 100/s --key other
+other_connections=$(connections other)
+start=$(now_ns)
+(
+  status=0
+  "$RATELIMIT" acquire --rate 10/s --key hung --redis-timeout 3s 2>"$WORK/hung.err" || status=$?
+  echo "$status $(ms_since "$start")" >"$WORK/hung.result"
+) &
+hung=$!
+sleep 0.3 # the hung call's request is in the agent
+for call in 1 2 3 4 5; do
+  call_start=$(now_ns)
+  expect_status 0 "$RATELIMIT" acquire --redis "$other" --rate 100/s --key other
+  ms=$(ms_since "$call_start")
+  [ "$ms" -lt 1000 ] || fail "call $call on another server waited ${ms} ms for the hung one"
+done
+wait $hung
+read -r status ms <"$WORK/hung.result"
+[ "$status" -eq 69 ] || fail "the hung server's caller exited $status: $(cat "$WORK/hung.err")"
+[ "$ms" -ge 2500 ] && [ "$ms" -lt 6000 ] || fail "the hung server's caller ended after ${ms} ms"
+[ $(($(connections other) - other_connections)) -le 1 ] ||
+  fail "the calls on the other server connected themselves"
 kill -CONT "$(cat "$WORK/main/pid")"
 expect_status 0 "$RATELIMIT" acquire --rate 10/s --key after-hang
 
