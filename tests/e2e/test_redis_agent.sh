@@ -59,10 +59,18 @@ bound=$((200 * ms / 1000 + 200 + 1))
 [ $((after - before)) -le 5 ] || fail "$((after - before)) connections for 1600 calls through the agent"
 [ "$(agent_pid "$WORK/state")" = "$pid" ] || fail "a second agent took over"
 
-# status shows the agent.
+# status shows the agent, and so does its JSON.
 "$RATELIMIT" status >"$WORK/status"
 grep -qE "^agent: pid $pid, 1 Redis connection, [0-9]+ decisions served$" "$WORK/status" ||
   fail "status: $(cat "$WORK/status")"
+decisions=$(sed -n 's/^agent: .*, \([0-9]*\) decisions served$/\1/p' "$WORK/status")
+"$RATELIMIT" status --json >"$WORK/status.json"
+python3 -c '
+import json, sys
+agent = json.load(open(sys.argv[1]))["agent"]
+assert agent["pid"] == int(sys.argv[2]) and agent["connections"] == 1, agent
+assert agent["decisions"] >= int(sys.argv[3]) >= 1600, agent
+' "$WORK/status.json" "$pid" "$decisions" || fail "status --json: $(cat "$WORK/status.json")"
 
 # A wait through the agent ends at once on Ctrl-C; --timeout and --try refuse in time.
 expect_status 0 "$RATELIMIT" acquire --rate 1/m --key slow
@@ -183,3 +191,4 @@ idle_pid=$(agent_pid "$WORK/idle")
 sleep 2.5
 ! running "$idle_pid" || fail "the agent did not end when idle"
 [ ! -e "$WORK/idle/agent.sock" ] || fail "the idle agent left its socket"
+"$RATELIMIT" status --json | grep -Fq '"agent":null' || fail "status --json with no agent: $("$RATELIMIT" status --json)"
