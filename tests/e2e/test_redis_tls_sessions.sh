@@ -3,7 +3,7 @@
 # directory (one file per server, name and trust, 0600) and the next one resumes it (-v says so).
 # Another name or another CA file is another session; a file kept for another scope, a corrupt,
 # expired, foreign or readable one is ignored (a full handshake, never an error), and an unsafe
-# state directory keeps none.
+# state directory keeps none. New files of processes killed before their rename are removed.
 source "$E2E_LIB"
 source "$(dirname "${BASH_SOURCE[0]}")/redis_server.sh"
 state=$WORK/state
@@ -131,6 +131,23 @@ wait "${loops[@]}"
 [ -z "$(find "$state" -name '*.new')" ] || fail "left behind: $(find "$state" -name '*.new')"
 acquire_over_tls
 expect_resumed
+
+# A process killed between writing its new file and renaming it left the file behind: the next
+# process that reads or keeps a session removes it, unless its writer still runs.
+sh -c 'exit 0' &
+dead_pid=$!
+wait $dead_pid
+abandoned=$(basename "$file").$dead_pid-0.new
+kept_new=$(basename "$file").$$-0.new
+echo torn >"$state/$abandoned"
+echo torn >"$state/$kept_new"
+echo other >"$state/other.$dead_pid-0.new"
+acquire_over_tls
+expect_resumed
+[ ! -e "$state/$abandoned" ] || fail "a dead process's new file was left behind"
+[ -e "$state/$kept_new" ] || fail "a live process's new file was removed"
+[ -e "$state/other.$dead_pid-0.new" ] || fail "a new file not of a session was removed"
+rm "$state/$kept_new" "$state/other.$dead_pid-0.new"
 
 # A pipe resumes too, and its bytes come out exact.
 acquire_over_tls
