@@ -96,10 +96,11 @@ void clear_event(int event) {
 // main thread, told by `answers_ready`.
 class Route {
  public:
-  explicit Route(int answers_ready)
+  Route(const std::string& state_dir, int answers_ready)
       : work_came_(make_event()),
-        worker_(io::run_in_background(
-            [this, answers_ready](io::Waiter& waiter) { serve(waiter, answers_ready); })) {}
+        worker_(io::run_in_background([this, state_dir, answers_ready](io::Waiter& waiter) {
+          serve(waiter, state_dir, answers_ready);
+        })) {}
   Route(const Route&) = delete;
   Route& operator=(const Route&) = delete;
 
@@ -127,8 +128,8 @@ class Route {
  private:
   // The worker: until the route is dropped, answers what was queued meanwhile, all at once (a
   // batch: requests for one key that came during a round trip go out together).
-  void serve(io::Waiter& waiter, int answers_ready) {
-    const std::unique_ptr<backends::AgentStores> stores = backends::open_agent_stores();
+  void serve(io::Waiter& waiter, const std::string& state_dir, int answers_ready) {
+    const std::unique_ptr<backends::AgentStores> stores = backends::open_agent_stores(state_dir);
     pollfd work{.fd = work_came_.get(), .events = POLLIN, .revents = 0};
     while (waiter.wait_until(nanoseconds::max(), {&work, 1}) == 0) {
       clear_event(work_came_.get());
@@ -229,7 +230,8 @@ void deliver(Client& client, std::uint64_t number, std::string answer) {
 // The agent's clients and routes, served from its main thread.
 class Agent {
  public:
-  explicit Agent(int listening) : listening_(listening) {}
+  Agent(std::string state_dir, int listening)
+      : state_dir_(std::move(state_dir)), listening_(listening) {}
 
   // Serves until a stop signal comes, or until nothing has come for `idle` and no request is
   // being answered.
@@ -298,7 +300,7 @@ class Agent {
       return;
     }
     std::unique_ptr<Route>& route = routes_[backends::agent_route(request)];
-    if (!route) route = std::make_unique<Route>(answers_ready_.get());
+    if (!route) route = std::make_unique<Route>(state_dir_, answers_ready_.get());
     route->queue({.client = id, .number = number, .text = std::move(request)});
     ++in_flight_;
   }
@@ -327,6 +329,7 @@ class Agent {
            std::to_string(decisions);
   }
 
+  std::string state_dir_;
   int listening_;
   std::map<std::uint64_t, Client> clients_;
   std::uint64_t next_client_ = 0;
@@ -349,7 +352,7 @@ void run_agent(const std::string& state_dir, nanoseconds idle) {
   const std::string path = state_dir + "/" + std::string(kSocketName);
   const AgentSignals signals;
   const io::FileDescriptor listening = listen_at(path);
-  Agent(listening.get()).run(idle, signals.waiting_mask());
+  Agent(state_dir, listening.get()).run(idle, signals.waiting_mask());
   // Still holding the lock: the socket is this agent's, never a newer one's.
   ::unlink(path.c_str());
 }

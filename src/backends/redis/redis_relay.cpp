@@ -257,9 +257,11 @@ RedisTopology& RedisRelay::deployment(const Request& request) {
   if (found == deployments_.end()) {
     // Nobody reads the agent's --verbose notes nor its warnings: its clients say their own.
     const auto quiet = [](const std::string&) {};
+    RedisTlsOptions tls = request.tls;
+    tls.session_dir = session_dir_;
     found = deployments_
                 .try_emplace(request.deployment_key, parse_redis_deployment(request.url),
-                             request.timeout, request.failover_timeout, quiet, quiet, request.tls)
+                             request.timeout, request.failover_timeout, quiet, quiet, tls)
                 .first;
   }
   return found->second;

@@ -55,6 +55,9 @@ class RedisRelayClient {
 // command, in the order they came, so each gets the decision it would get alone.
 class RedisRelay final : public AgentStores {
  public:
+  // TLS sessions are kept in `session_dir` (none: not kept).
+  explicit RedisRelay(std::string session_dir = {}) : session_dir_(std::move(session_dir)) {}
+
   // The deployment that `request` is for, as the agent routes it: each deployment is served on
   // its own, so that one that hangs holds up its own requests alone. Empty for a request of
   // another form (answered "unsupported").
@@ -75,6 +78,7 @@ class RedisRelay final : public AgentStores {
   // The answer that carries `reply` back; a script's reply (not NOSCRIPT) is a decision served.
   std::string reply_answer(const Request& request, const RedisValue& reply);
 
+  std::string session_dir_;
   std::map<std::string, RedisTopology, std::less<>> deployments_;
   std::uint64_t decisions_ = 0;
 };
