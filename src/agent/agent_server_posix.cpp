@@ -1,18 +1,23 @@
 #include <fcntl.h>
 #include <signal.h>
+#include <sys/eventfd.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <array>
-#include <list>
+#include <iterator>
+#include <map>
 #include <memory>
+#include <mutex>
 #include <vector>
 
 #include "agent/agent.hpp"
 #include "agent/agent_protocol.hpp"
 #include "backends/open_backend.hpp"
+#include "io/background_task.hpp"
 #include "state/state_directory.hpp"
 
 namespace ratelimit::agent {
@@ -48,11 +53,114 @@ class AgentSignals {
   sigset_t waiting_mask_;
 };
 
+// A client's requests are numbered as they come and answered in that order, whichever route
+// answers first.
 struct Client {
   io::FileDescriptor socket;
   std::string received{};
   std::string to_send{};
   bool closed = false;
+  std::uint64_t requests = 0;
+  std::uint64_t answered = 0;
+  std::map<std::uint64_t, std::string> answered_early{};
+};
+
+// A request, and then its answer, with whom it is for.
+struct Job {
+  std::uint64_t client;
+  std::uint64_t number;
+  std::string text;
+};
+
+io::FileDescriptor make_event() {
+  io::FileDescriptor fd(::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK));
+  if (!fd) io::throw_errno("eventfd");
+  return fd;
+}
+
+void raise_event(int event) {
+  const std::uint64_t one = 1;
+  // Only EAGAIN can fail it: the counter is full, so the event is raised already.
+  [[maybe_unused]] const ssize_t written =
+      io::retry_on_eintr([&] { return ::write(event, &one, sizeof one); });
+}
+
+void clear_event(int event) {
+  std::uint64_t count = 0;
+  [[maybe_unused]] const ssize_t read =
+      io::retry_on_eintr([&] { return ::read(event, &count, sizeof count); });
+}
+
+// The requests of one route, answered in turn on a thread of its own with stores of its own, so
+// that a store that hangs holds up the requests of its route alone. Its answers are taken by the
+// main thread, told by `answers_ready`.
+class Route {
+ public:
+  Route(const std::string& state_dir, int answers_ready)
+      : work_came_(make_event()),
+        worker_(io::run_in_background([this, state_dir, answers_ready](io::Waiter& waiter) {
+          serve(waiter, state_dir, answers_ready);
+        })) {}
+  Route(const Route&) = delete;
+  Route& operator=(const Route&) = delete;
+
+  void queue(Job job) {
+    {
+      const std::lock_guard lock(mutex_);
+      queued_.push_back(std::move(job));
+    }
+    raise_event(work_came_.get());
+  }
+  void take_answers(std::vector<Job>& answers) {
+    const std::lock_guard lock(mutex_);
+    std::move(answered_.begin(), answered_.end(), std::back_inserter(answers));
+    answered_.clear();
+  }
+  std::size_t connections() {
+    const std::lock_guard lock(mutex_);
+    return connections_;
+  }
+  std::uint64_t decisions() {
+    const std::lock_guard lock(mutex_);
+    return decisions_;
+  }
+
+ private:
+  // The worker: until the route is dropped, answers what was queued meanwhile, all at once (a
+  // batch: requests for one key that came during a round trip go out together).
+  void serve(io::Waiter& waiter, const std::string& state_dir, int answers_ready) {
+    const std::unique_ptr<backends::AgentStores> stores = backends::open_agent_stores(state_dir);
+    pollfd work{.fd = work_came_.get(), .events = POLLIN, .revents = 0};
+    while (waiter.wait_until(nanoseconds::max(), {&work, 1}) == 0) {
+      clear_event(work_came_.get());
+      std::vector<Job> jobs;
+      {
+        const std::lock_guard lock(mutex_);
+        jobs.swap(queued_);
+      }
+      if (jobs.empty()) continue;
+      std::vector<std::string> requests;
+      for (Job& job : jobs) requests.push_back(std::move(job.text));
+      std::vector<std::string> answers = stores->answer(requests, waiter);
+      for (std::size_t i = 0; i < jobs.size(); ++i) jobs[i].text = std::move(answers[i]);
+      {
+        const std::lock_guard lock(mutex_);
+        std::move(jobs.begin(), jobs.end(), std::back_inserter(answered_));
+        connections_ = stores->connections();
+        decisions_ = stores->decisions();
+      }
+      raise_event(answers_ready);
+    }
+  }
+
+  io::FileDescriptor work_came_;
+  std::mutex mutex_;
+  std::vector<Job> queued_;
+  std::vector<Job> answered_;
+  std::size_t connections_ = 0;
+  std::uint64_t decisions_ = 0;
+  // Last: stopped (its waits end as if SIGTERM had come) and joined before the rest goes.
+  std::unique_ptr<io::BackgroundTask> worker_;
 };
 
 // The listening socket at `path`, this user's alone: made under umask 077 and then 0600.
@@ -73,21 +181,6 @@ io::FileDescriptor listen_at(const std::string& path) {
   return fd;
 }
 
-void accept_clients(int listening, std::list<Client>& clients) {
-  while (true) {
-    io::FileDescriptor fd(io::retry_on_eintr(
-        [&] { return ::accept4(listening, nullptr, nullptr, SOCK_CLOEXEC | SOCK_NONBLOCK); }));
-    if (!fd) return;
-    ucred peer{};
-    socklen_t size = sizeof peer;
-    // Another user's process never gets an answer, even if the socket's mode let it in.
-    if (::getsockopt(fd.get(), SOL_SOCKET, SO_PEERCRED, &peer, &size) != 0 ||
-        peer.uid != ::geteuid())
-      continue;
-    clients.push_back({.socket = std::move(fd)});
-  }
-}
-
 void flush(Client& client) {
   while (!client.to_send.empty()) {
     const ssize_t sent = io::retry_on_eintr([&] {
@@ -102,8 +195,8 @@ void flush(Client& client) {
   }
 }
 
-// Reads what came on `client`; the whole requests among it are added to `requests`, in order.
-void receive(Client& client, std::vector<std::pair<Client*, std::string>>& requests) {
+// Reads what came on `client`; returns the whole requests among it, in order.
+std::vector<std::string> receive(Client& client) {
   std::array<char, 16384> chunk;
   while (true) {
     const ssize_t received = io::retry_on_eintr(
@@ -115,30 +208,136 @@ void receive(Client& client, std::vector<std::pair<Client*, std::string>>& reque
     if (received == 0 || (errno != EAGAIN && errno != EWOULDBLOCK)) client.closed = true;
     break;
   }
+  std::vector<std::string> requests;
   try {
-    while (auto request = take_frame(client.received)) requests.emplace_back(&client, *request);
+    while (auto request = take_frame(client.received)) requests.push_back(std::move(*request));
   } catch (const std::length_error&) {
     client.closed = true;
   }
+  return requests;
 }
 
-// Answers the requests that came together, the stores' in one batch (so that those for one
-// deployment go out in one write), and queues each answer for its client.
-void answer(std::vector<std::pair<Client*, std::string>>& requests, backends::AgentStores& stores) {
-  std::vector<std::string> to_stores;
-  for (auto& [client, request] : requests) {
-    if (request != kStatusRequest) to_stores.push_back(request);
-  }
-  const std::vector<std::string> answers = stores.answer(to_stores);
-  auto store_answer = answers.begin();
-  for (auto& [client, request] : requests) {
-    client->to_send +=
-        framed(request == kStatusRequest
-                   ? std::to_string(::getpid()) + " " + std::to_string(stores.connections()) + " " +
-                         std::to_string(stores.decisions())
-                   : *store_answer++);
+// Queues the answer to `client`'s request `number`, after those to its earlier requests.
+void deliver(Client& client, std::uint64_t number, std::string answer) {
+  client.answered_early.emplace(number, std::move(answer));
+  for (auto next = client.answered_early.find(client.answered); next != client.answered_early.end();
+       next = client.answered_early.find(++client.answered)) {
+    client.to_send += framed(next->second);
+    client.answered_early.erase(next);
   }
 }
+
+// The agent's clients and routes, served from its main thread.
+class Agent {
+ public:
+  Agent(std::string state_dir, int listening)
+      : state_dir_(std::move(state_dir)), listening_(listening) {}
+
+  // Serves until a stop signal comes, or until nothing has come for `idle` and no request is
+  // being answered.
+  void run(nanoseconds idle, const sigset_t* waiting_mask) {
+    nanoseconds last_activity = io::monotonic_now();
+    while (stop_signal == 0) {
+      const nanoseconds until_idle = in_flight_ > 0 ? nanoseconds::max() : last_activity + idle;
+      if (io::monotonic_now() >= until_idle) break;
+      std::vector<pollfd> ready{{.fd = listening_, .events = POLLIN, .revents = 0},
+                                {.fd = answers_ready_.get(), .events = POLLIN, .revents = 0}};
+      for (const auto& [id, client] : clients_)
+        ready.push_back(
+            {.fd = client.socket.get(),
+             .events = static_cast<short>(POLLIN | (client.to_send.empty() ? 0 : POLLOUT)),
+             .revents = 0});
+      timespec storage{};
+      if (::ppoll(ready.data(), ready.size(), io::time_left_for_ppoll(until_idle, storage),
+                  waiting_mask) < 0) {
+        if (errno == EINTR) continue;
+        io::throw_errno("ppoll");
+      }
+      bool active = false;
+      auto entry = ready.begin() + 2;
+      for (auto& [id, client] : clients_) {
+        const short events = (entry++)->revents;
+        if (events & POLLOUT) flush(client);
+        if (events & (POLLIN | POLLHUP | POLLERR)) {
+          for (std::string& request : receive(client)) {
+            take(id, client, std::move(request));
+            active = true;
+          }
+        }
+      }
+      if (ready[1].revents & POLLIN) {
+        clear_event(answers_ready_.get());
+        active = deliver_answers() || active;
+      }
+      if (active) last_activity = io::monotonic_now();
+      for (auto& [id, client] : clients_) flush(client);
+      std::erase_if(clients_, [](const auto& entry) { return entry.second.closed; });
+      if (ready[0].revents & POLLIN) accept_clients();
+    }
+  }
+
+ private:
+  void accept_clients() {
+    while (true) {
+      io::FileDescriptor fd(io::retry_on_eintr(
+          [&] { return ::accept4(listening_, nullptr, nullptr, SOCK_CLOEXEC | SOCK_NONBLOCK); }));
+      if (!fd) return;
+      ucred peer{};
+      socklen_t size = sizeof peer;
+      // Another user's process never gets an answer, even if the socket's mode let it in.
+      if (::getsockopt(fd.get(), SOL_SOCKET, SO_PEERCRED, &peer, &size) != 0 ||
+          peer.uid != ::geteuid())
+        continue;
+      clients_.emplace(next_client_++, Client{.socket = std::move(fd)});
+    }
+  }
+
+  // The agent's own request is answered at once, the stores' are queued on their route.
+  void take(std::uint64_t id, Client& client, std::string request) {
+    const std::uint64_t number = client.requests++;
+    if (request == kStatusRequest) {
+      deliver(client, number, status());
+      return;
+    }
+    std::unique_ptr<Route>& route = routes_[backends::agent_route(request)];
+    if (!route) route = std::make_unique<Route>(state_dir_, answers_ready_.get());
+    route->queue({.client = id, .number = number, .text = std::move(request)});
+    ++in_flight_;
+  }
+
+  // Hands the answers that the routes have ready to their clients (those still connected);
+  // whether there were any.
+  bool deliver_answers() {
+    std::vector<Job> answers;
+    for (auto& [name, route] : routes_) route->take_answers(answers);
+    for (Job& answer : answers) {
+      if (const auto client = clients_.find(answer.client); client != clients_.end())
+        deliver(client->second, answer.number, std::move(answer.text));
+    }
+    in_flight_ -= answers.size();
+    return !answers.empty();
+  }
+
+  std::string status() {
+    std::size_t connections = 0;
+    std::uint64_t decisions = 0;
+    for (auto& [name, route] : routes_) {
+      connections += route->connections();
+      decisions += route->decisions();
+    }
+    return std::to_string(::getpid()) + " " + std::to_string(connections) + " " +
+           std::to_string(decisions);
+  }
+
+  std::string state_dir_;
+  int listening_;
+  std::map<std::uint64_t, Client> clients_;
+  std::uint64_t next_client_ = 0;
+  std::size_t in_flight_ = 0;
+  // Before the routes: their workers raise it until they are joined.
+  io::FileDescriptor answers_ready_ = make_event();
+  std::map<std::string, std::unique_ptr<Route>, std::less<>> routes_;
+};
 
 }  // namespace
 
@@ -153,39 +352,7 @@ void run_agent(const std::string& state_dir, nanoseconds idle) {
   const std::string path = state_dir + "/" + std::string(kSocketName);
   const AgentSignals signals;
   const io::FileDescriptor listening = listen_at(path);
-  const std::unique_ptr<backends::AgentStores> stores = backends::open_agent_stores();
-  std::list<Client> clients;
-  nanoseconds last_request = io::monotonic_now();
-  while (stop_signal == 0) {
-    const nanoseconds until_idle = last_request + idle;
-    if (io::monotonic_now() >= until_idle) break;
-    std::vector<pollfd> ready{{.fd = listening.get(), .events = POLLIN, .revents = 0}};
-    for (const Client& client : clients)
-      ready.push_back(
-          {.fd = client.socket.get(),
-           .events = static_cast<short>(POLLIN | (client.to_send.empty() ? 0 : POLLOUT)),
-           .revents = 0});
-    timespec storage{};
-    if (::ppoll(ready.data(), ready.size(), io::time_left_for_ppoll(until_idle, storage),
-                signals.waiting_mask()) < 0) {
-      if (errno == EINTR) continue;
-      io::throw_errno("ppoll");
-    }
-    std::vector<std::pair<Client*, std::string>> requests;
-    auto entry = ready.begin() + 1;
-    for (Client& client : clients) {
-      const short events = (entry++)->revents;
-      if (events & POLLOUT) flush(client);
-      if (events & (POLLIN | POLLHUP | POLLERR)) receive(client, requests);
-    }
-    if (!requests.empty()) {
-      answer(requests, *stores);
-      for (Client& client : clients) flush(client);
-      last_request = io::monotonic_now();
-    }
-    clients.remove_if([](const Client& client) { return client.closed; });
-    if (ready[0].revents & POLLIN) accept_clients(listening.get(), clients);
-  }
+  Agent(state_dir, listening.get()).run(idle, signals.waiting_mask());
   // Still holding the lock: the socket is this agent's, never a newer one's.
   ::unlink(path.c_str());
 }

@@ -43,16 +43,18 @@ class AgentLink {
                                io::Waiter& waiter) = 0;
 };
 
-// What the agent runs for its clients: the stores' connections, kept between requests and
-// between clients.
+// What the agent runs for its clients: the stores' connections of one route (open_backend.hpp:
+// agent_route), kept between requests and between clients. Used by one thread at a time.
 class AgentStores {
  public:
   virtual ~AgentStores() = default;
   // The answers to the requests that came (from one client or several), one each, in their
   // order. Requests for one store that come together go to it together, each as it would go
-  // alone. Never throws for what a store does: an answer carries it back to its client, who
-  // treats it as it treats its own store's errors.
-  virtual std::vector<std::string> answer(const std::vector<std::string>& requests) = 0;
+  // alone. Waits go through `waiter`: a stop signal it reports ends them, and the answers say the
+  // agent was stopped. Never throws for what a store does: an answer carries it back to its
+  // client, who treats it as it treats its own store's errors.
+  virtual std::vector<std::string> answer(const std::vector<std::string>& requests,
+                                          io::Waiter& waiter) = 0;
   // Connections kept open now, and the decisions made (requests answered by a store) so far.
   virtual std::size_t connections() const = 0;
   virtual std::uint64_t decisions() const = 0;

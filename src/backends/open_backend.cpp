@@ -45,7 +45,11 @@ std::unique_ptr<BucketBackend> open_backend(const BackendOptions& options) {
                                            options.redis.on_unavailable, open_local, options.warn);
 }
 
-std::unique_ptr<AgentStores> open_agent_stores() { return std::make_unique<RedisRelay>(); }
+std::unique_ptr<AgentStores> open_agent_stores(const std::string& state_dir) {
+  return std::make_unique<RedisRelay>(state_dir);
+}
+
+std::string agent_route(std::string_view request) { return RedisRelay::route(request); }
 
 std::string describe_store(const BackendOptions& options) {
   return names_shared_store(options) ? describe_store(options.redis)

@@ -3,6 +3,7 @@
 #include <functional>
 #include <memory>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "backends/agent_link.hpp"
@@ -38,8 +39,13 @@ void check_store_options(const BackendOptions& options);
 bool names_shared_store(const BackendOptions& options);
 // The store of shared buckets. Throws what the chosen store's opening throws.
 std::unique_ptr<BucketBackend> open_backend(const BackendOptions& options);
-// What the host agent runs for its clients: the shared stores' connections.
-std::unique_ptr<AgentStores> open_agent_stores();
+// What the host agent runs for its clients: the shared stores' connections of one route, their
+// TLS sessions kept in `state_dir` (as a process that connects itself keeps them).
+std::unique_ptr<AgentStores> open_agent_stores(const std::string& state_dir);
+// The route of a request to the agent: the requests of one route are answered by one
+// AgentStores, in turn, in the order they came; those of different routes independently, so that
+// a store that hangs holds up its own callers alone.
+std::string agent_route(std::string_view request);
 // Where the buckets are, for messages.
 std::string describe_store(const BackendOptions& options);
 

@@ -300,21 +300,28 @@ format::Json pipe_json(const control::ListedPipe& pipe) {
   return object;
 }
 
+// The host agent: null when none runs.
+format::Json agent_json(const std::optional<agent::AgentReport>& agent) {
+  if (!agent) return nullptr;
+  return {
+      {"pid", agent->pid}, {"connections", agent->connections}, {"decisions", agent->decisions}};
+}
+
 void print_json(const std::vector<backends::BucketStatus>& buckets,
-                const std::vector<control::ListedPipe>& pipes) {
-  format::Json status = {{"buckets", format::Json::array()}, {"pipes", format::Json::array()}};
+                const std::vector<control::ListedPipe>& pipes,
+                const std::optional<agent::AgentReport>& agent) {
+  format::Json status = {{"buckets", format::Json::array()},
+                         {"pipes", format::Json::array()},
+                         {"agent", agent_json(agent)}};
   for (const auto& bucket : buckets) status["buckets"].push_back(bucket_json(bucket));
   for (const control::ListedPipe& pipe : pipes) status["pipes"].push_back(pipe_json(pipe));
   fmt::print("{}\n", status.dump());
 }
 
-// The host agent of the state directory, when one runs.
-void print_agent(const std::string& state_dir) {
-  const std::optional<agent::AgentReport> agent = agent::ask_agent(state_dir);
-  if (!agent) return;
-  fmt::print("\nagent: pid {}, {} Redis connection{}, {} decision{} served\n", agent->pid,
-             agent->connections, agent->connections == 1 ? "" : "s", agent->decisions,
-             agent->decisions == 1 ? "" : "s");
+void print_agent(const agent::AgentReport& agent) {
+  fmt::print("\nagent: pid {}, {} Redis connection{}, {} decision{} served\n", agent.pid,
+             agent.connections, agent.connections == 1 ? "" : "s", agent.decisions,
+             agent.decisions == 1 ? "" : "s");
 }
 
 int run_status(const StatusOptions& options) {
@@ -328,11 +335,17 @@ int run_status(const StatusOptions& options) {
   if (options.key.empty() && std::filesystem::exists(path))
     pipes = control::list_running_pipes(path);
   if (buckets.empty() && !options.key.empty()) throw no_bucket(options.key, options.store);
-  if (options.json)
-    print_json(buckets, pipes);
-  else
-    print_text(buckets, pipes);
-  if (options.key.empty() && !options.json && std::filesystem::exists(path)) print_agent(path);
+  // The host agent of the state directory, if one runs (none is started): in the JSON always,
+  // in the text with the whole list.
+  std::optional<agent::AgentReport> agent;
+  if ((options.json || options.key.empty()) && std::filesystem::exists(path))
+    agent = agent::ask_agent(path);
+  if (options.json) {
+    print_json(buckets, pipes, agent);
+    return exit_ok;
+  }
+  print_text(buckets, pipes);
+  if (agent) print_agent(*agent);
   return exit_ok;
 }
 

@@ -86,6 +86,11 @@ class StateDirectory {
   // The same for a file that other processes and threads may replace at the same time: each
   // writes a new file of its own ("name.PID-N.new"), and the last to be renamed wins.
   void replace_shared(const std::string& name, std::string_view bytes) const;
+  // Removes the new files of replace_shared that a process left behind when it died between
+  // writing and renaming one, for names that start with `prefix`: only this user's, only those of
+  // a process that is gone (a live one may be about to rename its own). Throws std::system_error
+  // when the directory cannot be listed.
+  void remove_abandoned_shared(std::string_view prefix) const;
   // The content of the regular file `name`, at most `max_bytes` + 1 of it (more is not its kind);
   // nullopt if there is none (or something else is there).
   std::optional<std::string> read_regular(const std::string& name, std::size_t max_bytes) const;

@@ -1,12 +1,14 @@
 #include <dirent.h>
 #include <fcntl.h>
 #include <fmt/core.h>
+#include <signal.h>
 #include <sys/file.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <atomic>
+#include <charconv>
 #include <cstdlib>
 
 #include "state/state_directory.hpp"
@@ -211,6 +213,44 @@ void StateDirectory::replace_shared(const std::string& name, std::string_view by
   // The pid keeps other processes' new files apart, the count this process's threads'.
   static std::atomic<unsigned> written{0};
   write_and_rename(name, fmt::format("{}.{}-{}.new", name, ::getpid(), written++), bytes, false);
+}
+
+namespace {
+
+// The process that wrote `name` if it is a new file of replace_shared ("NAME.PID-N.new").
+std::optional<pid_t> shared_writer(std::string_view name) {
+  constexpr std::string_view kSuffix = ".new";
+  if (!name.ends_with(kSuffix)) return std::nullopt;
+  name.remove_suffix(kSuffix.size());
+  const std::size_t dot = name.rfind('.');
+  const std::size_t dash = name.rfind('-');
+  if (dot == std::string_view::npos || dash == std::string_view::npos || dash < dot)
+    return std::nullopt;
+  const auto is_number = [](std::string_view digits) {
+    return !digits.empty() &&
+           std::all_of(digits.begin(), digits.end(), [](char c) { return c >= '0' && c <= '9'; });
+  };
+  const std::string_view pid = name.substr(dot + 1, dash - dot - 1);
+  if (!is_number(pid) || !is_number(name.substr(dash + 1))) return std::nullopt;
+  pid_t writer = 0;
+  if (std::from_chars(pid.data(), pid.data() + pid.size(), writer).ec != std::errc() || writer <= 0)
+    return std::nullopt;
+  return writer;
+}
+
+}  // namespace
+
+void StateDirectory::remove_abandoned_shared(std::string_view prefix) const {
+  for (const std::string& name : file_names()) {
+    if (!name.starts_with(prefix)) continue;
+    const std::optional<pid_t> writer = shared_writer(name);
+    // EPERM: alive, another user's (a pid reused since).
+    if (!writer || ::kill(*writer, 0) == 0 || errno != ESRCH) continue;
+    struct stat status {};
+    if (::fstatat(fd_.get(), name.c_str(), &status, AT_SYMLINK_NOFOLLOW) == 0 &&
+        S_ISREG(status.st_mode) && status.st_uid == ::geteuid())
+      ::unlinkat(fd_.get(), name.c_str(), 0);
+  }
 }
 
 io::FileDescriptor StateDirectory::write_and_rename(const std::string& name,

@@ -21,7 +21,8 @@ stop_agents() {
 trap stop_agents EXIT
 
 agent_pid() { cat "$1/agent.lock" 2>/dev/null; }
-connections() { redis_cli main info stats | sed -n 's/^total_connections_received:\([0-9]*\).*/\1/p'; }
+# connections [SERVER]: the connections the server (main by default) has accepted so far.
+connections() { redis_cli "${1:-main}" info stats | sed -n 's/^total_connections_received:\([0-9]*\).*/\1/p'; }
 
 # The first call starts the agent: a daemon of its own session, its socket 0600.
 expect_status 0 "$RATELIMIT" acquire --rate 100/s --key first
@@ -58,10 +59,18 @@ bound=$((200 * ms / 1000 + 200 + 1))
 [ $((after - before)) -le 5 ] || fail "$((after - before)) connections for 1600 calls through the agent"
 [ "$(agent_pid "$WORK/state")" = "$pid" ] || fail "a second agent took over"
 
-# status shows the agent.
+# status shows the agent, and so does its JSON.
 "$RATELIMIT" status >"$WORK/status"
 grep -qE "^agent: pid $pid, 1 Redis connection, [0-9]+ decisions served$" "$WORK/status" ||
   fail "status: $(cat "$WORK/status")"
+decisions=$(sed -n 's/^agent: .*, \([0-9]*\) decisions served$/\1/p' "$WORK/status")
+"$RATELIMIT" status --json >"$WORK/status.json"
+python3 -c '
+import json, sys
+agent = json.load(open(sys.argv[1]))["agent"]
+assert agent["pid"] == int(sys.argv[2]) and agent["connections"] == 1, agent
+assert agent["decisions"] >= int(sys.argv[3]) >= 1600, agent
+' "$WORK/status.json" "$pid" "$decisions" || fail "status --json: $(cat "$WORK/status.json")"
 
 # A wait through the agent ends at once on Ctrl-C; --timeout and --try refuse in time.
 expect_status 0 "$RATELIMIT" acquire --rate 1/m --key slow
@@ -79,6 +88,33 @@ expect_status 69 "$RATELIMIT" acquire --rate 10/s --key hung --redis-timeout 300
 ms=$(ms_since "$start")
 [ "$ms" -lt 2000 ] || fail "--redis-timeout 300ms through the agent took ${ms} ms"
 expect_status 0 "$RATELIMIT" acquire --rate 10/s --key hung --redis-timeout 300ms --on-redis-error allow
+# Meanwhile the agent answers for another server at once: a caller of the hung one waits for its
+# own --redis-timeout (3 s), never the others' (each call here well under it, through the agent:
+# no connection of its own).
+start_redis other
+other=unix://$WORK/other/sock
+expect_status 0 "$RATELIMIT" acquire --redis "$other" --rate 100/s --key other
+other_connections=$(connections other)
+start=$(now_ns)
+(
+  status=0
+  "$RATELIMIT" acquire --rate 10/s --key hung --redis-timeout 3s 2>"$WORK/hung.err" || status=$?
+  echo "$status $(ms_since "$start")" >"$WORK/hung.result"
+) &
+hung=$!
+sleep 0.3 # the hung call's request is in the agent
+for call in 1 2 3 4 5; do
+  call_start=$(now_ns)
+  expect_status 0 "$RATELIMIT" acquire --redis "$other" --rate 100/s --key other
+  ms=$(ms_since "$call_start")
+  [ "$ms" -lt 1000 ] || fail "call $call on another server waited ${ms} ms for the hung one"
+done
+wait $hung
+read -r status ms <"$WORK/hung.result"
+[ "$status" -eq 69 ] || fail "the hung server's caller exited $status: $(cat "$WORK/hung.err")"
+[ "$ms" -ge 2500 ] && [ "$ms" -lt 6000 ] || fail "the hung server's caller ended after ${ms} ms"
+[ $(($(connections other) - other_connections)) -le 1 ] ||
+  fail "the calls on the other server connected themselves"
 kill -CONT "$(cat "$WORK/main/pid")"
 expect_status 0 "$RATELIMIT" acquire --rate 10/s --key after-hang
 
@@ -155,3 +191,4 @@ idle_pid=$(agent_pid "$WORK/idle")
 sleep 2.5
 ! running "$idle_pid" || fail "the agent did not end when idle"
 [ ! -e "$WORK/idle/agent.sock" ] || fail "the idle agent left its socket"
+"$RATELIMIT" status --json | grep -Fq '"agent":null' || fail "status --json with no agent: $("$RATELIMIT" status --json)"

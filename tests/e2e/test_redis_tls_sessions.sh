@@ -3,7 +3,8 @@
 # directory (one file per server, name and trust, 0600) and the next one resumes it (-v says so).
 # Another name or another CA file is another session; a file kept for another scope, a corrupt,
 # expired, foreign or readable one is ignored (a full handshake, never an error), and an unsafe
-# state directory keeps none.
+# state directory keeps none. New files of processes killed before their rename are removed, and
+# the host agent keeps the session of its own connection.
 source "$E2E_LIB"
 source "$(dirname "${BASH_SOURCE[0]}")/redis_server.sh"
 state=$WORK/state
@@ -132,6 +133,23 @@ wait "${loops[@]}"
 acquire_over_tls
 expect_resumed
 
+# A process killed between writing its new file and renaming it left the file behind: the next
+# process that reads or keeps a session removes it, unless its writer still runs.
+sh -c 'exit 0' &
+dead_pid=$!
+wait $dead_pid
+abandoned=$(basename "$file").$dead_pid-0.new
+kept_new=$(basename "$file").$$-0.new
+echo torn >"$state/$abandoned"
+echo torn >"$state/$kept_new"
+echo other >"$state/other.$dead_pid-0.new"
+acquire_over_tls
+expect_resumed
+[ ! -e "$state/$abandoned" ] || fail "a dead process's new file was left behind"
+[ -e "$state/$kept_new" ] || fail "a live process's new file was removed"
+[ -e "$state/other.$dead_pid-0.new" ] || fail "a new file not of a session was removed"
+rm "$state/$kept_new" "$state/other.$dead_pid-0.new"
+
 # A pipe resumes too, and its bytes come out exact.
 acquire_over_tls
 random_file "$WORK/in" 100000
@@ -139,3 +157,15 @@ expect_status 0 "$RATELIMIT" -v --redis "$url" "${ca[@]}" --key pipe --rate 10M 
   >"$WORK/out"
 cmp "$WORK/in" "$WORK/out" || fail "the pipe over TLS changed its bytes"
 expect_resumed
+
+# The host agent keeps the session of its connection too, in its state directory, for the next
+# agent (or a process that connects itself).
+agent_state=$WORK/agent-state
+(
+  unset RATELIMIT_NO_AGENT
+  expect_status 0 "$RATELIMIT" acquire --state-dir "$agent_state" --redis "$url" "${ca[@]}" \
+    --rate 1e9 --key k
+)
+wait_for_file "$agent_state/agent.lock"
+kill -9 "$(cat "$agent_state/agent.lock")"
+[ -n "$(find "$agent_state" -name 'tls-session-*')" ] || fail "the agent kept no TLS session"

@@ -44,6 +44,7 @@ keys = {bucket["key"]: bucket for bucket in status["buckets"]}
 assert keys["hourly"]["rate"] == "1/h", keys
 assert keys["bad\tkey\x01"]["permits_per_second"] == 2, keys
 assert "symbolic link" in keys["evil"]["problem"], keys
+assert status["agent"] is None, status  # no host agent runs
 ' "$WORK/json" || fail "status --json: $(cat "$WORK/json")"
 
 # Readable at the extremes, and valid JSON: a key under an "off" entry, --rate 1e300, a key of

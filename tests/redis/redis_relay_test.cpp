@@ -49,11 +49,12 @@ class InProcessAgent final : public AgentLink {
       AgentAnswer answer = scripted.front();
       scripted.pop_front();
       // A lost agent may have acted on the request: this one did.
-      if (answer.outcome == AgentAnswer::Outcome::lost) relay.answer({std::string(request)});
+      if (answer.outcome == AgentAnswer::Outcome::lost)
+        relay.answer({std::string(request)}, real_waiter());
       return answer;
     }
     return {.outcome = AgentAnswer::Outcome::answered,
-            .answer = relay.answer({std::string(request)}).front()};
+            .answer = relay.answer({std::string(request)}, real_waiter()).front()};
   }
   RedisRelay relay;
   std::deque<AgentAnswer> scripted;
@@ -192,7 +193,7 @@ TEST_F(RedisRelayTest, RequestsThatComeTogetherAreEachDecidedAsAlone) {
     EXPECT_EQ(client.reserve(request("together", 1), real_waiter()).signal, SIGINT);
   ASSERT_EQ(recorder->requests.size(), 8u);
   RedisRelay relay;
-  const std::vector<std::string> answers = relay.answer(recorder->requests);
+  const std::vector<std::string> answers = relay.answer(recorder->requests, real_waiter());
   EXPECT_EQ(relay.decisions(), 8u);
   RedisBackend reader(parse_redis_deployment(server_.unix_url()), kTimeout);
   reader.relay_through(
@@ -205,9 +206,26 @@ TEST_F(RedisRelayTest, RequestsThatComeTogetherAreEachDecidedAsAlone) {
   }
 }
 
+// The agent serves each deployment on its own: one route per deployment, whatever the key or
+// the deadline; a request of another form has none of its own.
+TEST(RedisRelayFormat, RequestsAreRoutedByDeployment) {
+  auto recorder = std::make_shared<RecordingAgent>();
+  for (const std::string url : {"unix:///a.sock", "unix:///a.sock", "unix:///b.sock"}) {
+    RedisBackend client(parse_redis_deployment(url), kTimeout);
+    client.relay_through(RedisRelayClient(recorder, {.url = url}));
+    client.reserve(request("key-of-" + std::to_string(recorder->requests.size()), 1),
+                   real_waiter());
+  }
+  ASSERT_EQ(recorder->requests.size(), 3u);
+  EXPECT_EQ(RedisRelay::route(recorder->requests[0]), RedisRelay::route(recorder->requests[1]));
+  EXPECT_NE(RedisRelay::route(recorder->requests[0]), RedisRelay::route(recorder->requests[2]));
+  EXPECT_FALSE(RedisRelay::route(recorder->requests[0]).empty());
+  EXPECT_EQ(RedisRelay::route("garbage"), "");
+}
+
 TEST(RedisRelayFormat, RequestsOfAnotherFormAreUnsupportedAndTheClientGoesDirect) {
   RedisRelay relay;
-  EXPECT_EQ(relay.answer({"garbage", "", "15:redis-command-1999999999:x"}),
+  EXPECT_EQ(relay.answer({"garbage", "", "15:redis-command-1999999999:x"}, real_waiter()),
             std::vector<std::string>(3, "11:unsupported"));
   EXPECT_EQ(relay.connections(), 0u);
 }

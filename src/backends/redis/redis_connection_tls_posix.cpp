@@ -204,6 +204,7 @@ class TlsSessionCache {
 
   // The session kept for `scope`, if it may be offered now.
   SslSession load(const TlsSessionScope& scope) const {
+    remove_abandoned_files();
     const std::string name = tls_session_file_name(scope);
     const std::optional<std::string> bytes = directory_.read_private(name, kLargestSessionFile);
     if (!bytes) return nullptr;
@@ -219,10 +220,20 @@ class TlsSessionCache {
   // Keeps `session` for `scope`. Called back by OpenSSL, so it throws nothing: a session that
   // cannot be kept costs the next process a full handshake, nothing more.
   void save(const TlsSessionScope& scope, SSL_SESSION* session) const noexcept {
+    remove_abandoned_files();
     try {
       directory_.replace_shared(tls_session_file_name(scope), encode_tls_session(session, scope));
     } catch (const std::exception& error) {
       tell(std::string("TLS session not kept: ") + error.what());
+    }
+  }
+
+  // A process killed between writing a session's new file and renaming it left the file behind.
+  void remove_abandoned_files() const noexcept {
+    try {
+      directory_.remove_abandoned_shared(kTlsSessionFilePrefix);
+    } catch (const std::exception&) {
+      // The directory cannot be listed: the files are left for another time.
     }
   }
 

@@ -6,7 +6,6 @@
 
 #include "backends/redis/redis_deployment.hpp"
 #include "errors.hpp"
-#include "io/posix.hpp"
 
 namespace ratelimit::backends {
 namespace {
@@ -245,14 +244,24 @@ RedisRelay::Request parse_request(std::string_view request) {
 
 }  // namespace
 
+std::string RedisRelay::route(std::string_view request) {
+  try {
+    return parse_request(request).deployment_key;
+  } catch (const Malformed&) {
+    return {};
+  }
+}
+
 RedisTopology& RedisRelay::deployment(const Request& request) {
   auto found = deployments_.find(request.deployment_key);
   if (found == deployments_.end()) {
     // Nobody reads the agent's --verbose notes nor its warnings: its clients say their own.
     const auto quiet = [](const std::string&) {};
+    RedisTlsOptions tls = request.tls;
+    tls.session_dir = session_dir_;
     found = deployments_
                 .try_emplace(request.deployment_key, parse_redis_deployment(request.url),
-                             request.timeout, request.failover_timeout, quiet, quiet, request.tls)
+                             request.timeout, request.failover_timeout, quiet, quiet, tls)
                 .first;
   }
   return found->second;
@@ -268,9 +277,9 @@ std::string RedisRelay::reply_answer(const Request& request, const RedisValue& r
   return out;
 }
 
-std::string RedisRelay::answer_alone(const Request& request) {
+std::string RedisRelay::answer_alone(const Request& request, io::Waiter& waiter) {
   try {
-    RedisDeadline deadline(request.timeout);
+    RedisDeadline deadline(request.timeout, &waiter);
     return reply_answer(
         request, deployment(request).command(request.redis_key, request.arguments, deadline));
   } catch (...) {
@@ -278,7 +287,8 @@ std::string RedisRelay::answer_alone(const Request& request) {
   }
 }
 
-std::vector<std::string> RedisRelay::answer(const std::vector<std::string>& requests) {
+std::vector<std::string> RedisRelay::answer(const std::vector<std::string>& requests,
+                                            io::Waiter& waiter) {
   std::vector<std::string> answers(requests.size());
   // Each deployment's requests, in the order they came.
   std::map<std::string_view, std::vector<std::size_t>> batches;
@@ -297,7 +307,7 @@ std::vector<std::string> RedisRelay::answer(const std::vector<std::string>& requ
     // dropping the connection mid-reply, as a caller of its own does, would cost the server a
     // new connection for every late reply.
     std::erase_if(batch, [&](std::size_t i) {
-      if (parsed[i].refused_at > io::monotonic_now()) return false;
+      if (parsed[i].refused_at > waiter.now()) return false;
       put(answers[i], "too_late");
       return true;
     });
@@ -308,7 +318,7 @@ std::vector<std::string> RedisRelay::answer(const std::vector<std::string>& requ
       std::optional<std::vector<RedisValue>> replies;
       try {
         const Request& first = parsed[batch.front()];
-        RedisDeadline deadline(first.timeout);
+        RedisDeadline deadline(first.timeout, &waiter);
         replies = deployment(first).pipeline(commands, deadline);
       } catch (...) {
         const std::string failure = current_failure_answer();
@@ -319,13 +329,13 @@ std::vector<std::string> RedisRelay::answer(const std::vector<std::string>& requ
         for (std::size_t j = 0; j < batch.size(); ++j) {
           const Request& request = parsed[batch[j]];
           answers[batch[j]] = RedisTopology::sent_elsewhere((*replies)[j])
-                                  ? answer_alone(request)
+                                  ? answer_alone(request, waiter)
                                   : reply_answer(request, (*replies)[j]);
         }
         continue;
       }
     }
-    for (const std::size_t i : batch) answers[i] = answer_alone(parsed[i]);
+    for (const std::size_t i : batch) answers[i] = answer_alone(parsed[i], waiter);
   }
   return answers;
 }

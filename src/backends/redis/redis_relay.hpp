@@ -55,7 +55,16 @@ class RedisRelayClient {
 // command, in the order they came, so each gets the decision it would get alone.
 class RedisRelay final : public AgentStores {
  public:
-  std::vector<std::string> answer(const std::vector<std::string>& requests) override;
+  // TLS sessions are kept in `session_dir` (none: not kept).
+  explicit RedisRelay(std::string session_dir = {}) : session_dir_(std::move(session_dir)) {}
+
+  // The deployment that `request` is for, as the agent routes it: each deployment is served on
+  // its own, so that one that hangs holds up its own requests alone. Empty for a request of
+  // another form (answered "unsupported").
+  static std::string route(std::string_view request);
+
+  std::vector<std::string> answer(const std::vector<std::string>& requests,
+                                  io::Waiter& waiter) override;
   std::size_t connections() const override { return deployments_.size(); }
   std::uint64_t decisions() const override { return decisions_; }
 
@@ -65,10 +74,11 @@ class RedisRelay final : public AgentStores {
   // The deployment's topology, made at its first request.
   RedisTopology& deployment(const Request& request);
   // One request on its own, on the deployment's connection.
-  std::string answer_alone(const Request& request);
+  std::string answer_alone(const Request& request, io::Waiter& waiter);
   // The answer that carries `reply` back; a script's reply (not NOSCRIPT) is a decision served.
   std::string reply_answer(const Request& request, const RedisValue& reply);
 
+  std::string session_dir_;
   std::map<std::string, RedisTopology, std::less<>> deployments_;
   std::uint64_t decisions_ = 0;
 };

@@ -55,7 +55,7 @@ std::string first_line(const TlsSessionScope& scope) {
 }  // namespace
 
 std::string tls_session_file_name(const TlsSessionScope& scope) {
-  return "tls-session-" + digest_of(scope).substr(0, 32);
+  return std::string(kTlsSessionFilePrefix) + digest_of(scope).substr(0, 32);
 }
 
 void FreeSslSession::operator()(ssl_session_st* session) const { ::SSL_SESSION_free(session); }

@@ -30,8 +30,11 @@ struct TlsSessionScope {
 // The SHA-256 of `bytes`, in hexadecimal.
 std::string sha256_hex(std::string_view bytes);
 
-// The name of the file that keeps the session of `scope`: "tls-session-" and 32 hexadecimal
-// digits of a digest of the whole scope.
+// What the names of the files that keep sessions start with.
+inline constexpr std::string_view kTlsSessionFilePrefix = "tls-session-";
+
+// The name of the file that keeps the session of `scope`: kTlsSessionFilePrefix and 32
+// hexadecimal digits of a digest of the whole scope.
 std::string tls_session_file_name(const TlsSessionScope& scope);
 
 struct FreeSslSession {

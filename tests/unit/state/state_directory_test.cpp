@@ -2,7 +2,10 @@
 
 #include <gtest/gtest.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 
@@ -23,6 +26,31 @@ TEST(StateDirectoryShared, ReplacesWholeWithAPrivateFileAndLeavesNothingElse) {
   ASSERT_EQ(::stat((dir.path() / "secret").c_str(), &status), 0);
   EXPECT_EQ(status.st_mode & 07777, 0600U);
   EXPECT_EQ(directory.file_names(), (std::vector<std::string>{".", "..", "secret"}));
+}
+
+TEST(StateDirectoryShared, AbandonedNewFilesOfDeadProcessesAreRemoved) {
+  const TempDir dir;
+  const StateDirectory directory = StateDirectory::open(dir.string());
+  const pid_t child = ::fork();
+  if (child == 0) ::_exit(0);
+  ASSERT_GT(child, 0);
+  ASSERT_EQ(::waitpid(child, nullptr, 0), child);
+  const std::string dead = std::to_string(child);
+  const std::string alive = std::to_string(::getpid());
+  for (const std::string& name : std::vector<std::string>{
+           "s.a." + dead + "-0.new", "s.a." + dead + "-17.new", "s.a." + alive + "-0.new", "s.a",
+           "other." + dead + "-0.new", "s.a.x" + dead + "-0.new", "s.a." + dead + "-0.new.x"})
+    std::ofstream(dir.path() / name) << "x";
+  directory.remove_abandoned_shared("s.");
+  std::vector<std::string> kept{".",
+                                "..",
+                                "other." + dead + "-0.new",
+                                "s.a." + alive + "-0.new",
+                                "s.a",
+                                "s.a." + dead + "-0.new.x",
+                                "s.a.x" + dead + "-0.new"};
+  std::sort(kept.begin(), kept.end());
+  EXPECT_EQ(directory.file_names(), kept);
 }
 
 TEST(StateDirectoryShared, ReadPrivateRefusesWhatOthersMayReadOrWrite) {

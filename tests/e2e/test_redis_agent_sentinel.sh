@@ -1,0 +1,75 @@
+#!/usr/bin/env bash
+# The host agent on Sentinel: two exec loops on one key through one agent while the master is
+# killed and the replica promoted. The agent finds the new master and goes on: every exec runs
+# (no error, as on the direct path: test_redis_sentinel.sh), grants within rate x time + burst
+# (+2 for replication lag and scheduling), the same agent throughout, and the new master sees the
+# agent's connection, not one per call.
+# Timing: loose bounds, run alone (RESOURCE_LOCK timing).
+source "$E2E_LIB"
+source "$(dirname "${BASH_SOURCE[0]}")/redis_server.sh"
+unset RATELIMIT_NO_AGENT
+export RATELIMIT_STATE_DIR=$WORK/state RATELIMIT_AGENT_IDLE=60s
+
+# The agent this test starts ends with it (its pid is in its lock file).
+stop_agent() {
+  [ -s "$WORK/state/agent.lock" ] && kill -9 "$(cat "$WORK/state/agent.lock")" 2>/dev/null || true
+  stop_all_redis
+}
+trap stop_agent EXIT
+connections() { redis_cli "$1" info stats | sed -n 's/^total_connections_received:\([0-9]*\).*/\1/p'; }
+
+start_redis master
+start_redis replica --replicaof 127.0.0.1 "$(cat "$WORK/master/port")"
+start_sentinel sentinel cache master
+wait_for_replica sentinel cache
+export RATELIMIT_REDIS=redis-sentinel://127.0.0.1:$(cat "$WORK/sentinel/port")/cache
+
+expect_status 0 "$RATELIMIT" exec --rate 10/s --key k --redis-timeout 5s -- true
+wait_for_file "$WORK/state/agent.sock"
+pid=$(cat "$WORK/state/agent.lock")
+
+# exec_loop NAME COUNT: COUNT execs on key k at 10/s, each printing its number and its start time.
+exec_loop() {
+  local i
+  for i in $(seq "$2"); do
+    "$RATELIMIT" exec --rate 10/s --key k --redis-timeout 5s -- \
+      sh -c 'echo "$1"; date +%s%N >>"$2"' sh "$i" "$WORK/starts" >>"$WORK/$1.out" \
+      2>>"$WORK/$1.err" || echo "exec $i exited $?" >>"$WORK/$1.err"
+  done
+}
+exec_loop loop1 30 &
+loop1=$!
+exec_loop loop2 30 &
+loop2=$!
+sleep 1
+before=$(connections replica)
+stop_redis master KILL
+killed=$(now_ns)
+wait $loop1 $loop2
+for loop in loop1 loop2; do
+  seq 30 | cmp -s - "$WORK/$loop.out" || fail "$loop's output differs: $(cat "$WORK/$loop.err")"
+  [ ! -s "$WORK/$loop.err" ] || fail "$loop: $(cat "$WORK/$loop.err")"
+done
+sort -n "$WORK/starts" | awk -v killed="$killed" '
+  { t[NR] = $1 / 1e9 }
+  END {
+    if (NR != 60) { print "starts: " NR; exit 1 }
+    for (i = 1; i <= NR; i++) for (j = i; j <= NR; j++)
+      if (j - i + 1 > 10 * (t[j] - t[i]) + 13) { printf "%d starts in %.3f s\n", j - i + 1, t[j] - t[i]; exit 1 }
+    after = 0
+    for (i = 1; i <= NR; i++) if (t[i] * 1e9 > killed) after++
+    if (after < 10) { print "only " after " starts after the kill"; exit 1 }
+  }' >"$WORK/bound" || fail "grants: $(cat "$WORK/bound")"
+
+# The same agent followed the failover, on one connection to the new master (the sentinel's and
+# the replication's own connections aside), and the bucket lives there now.
+[ "$(cat "$WORK/state/agent.lock")" = "$pid" ] && running "$pid" || fail "the agent did not survive the failover"
+[ $(($(connections replica) - before)) -le 8 ] ||
+  fail "$(($(connections replica) - before)) connections to the new master: the calls did not go through the agent"
+[ "$(redis_cli replica exists 'ratelimit:{k}')" = 1 ] || fail "no bucket on the new master"
+"$RATELIMIT" status --json >"$WORK/status.json"
+python3 -c '
+import json, sys
+agent = json.load(open(sys.argv[1]))["agent"]
+assert agent["pid"] == int(sys.argv[2]) and agent["decisions"] >= 61, agent
+' "$WORK/status.json" "$pid" || fail "status --json: $(cat "$WORK/status.json")"
