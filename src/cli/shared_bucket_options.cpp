@@ -63,7 +63,8 @@ std::string describe_params(const BucketParams& params, const std::string& timet
           : fmt::format("{}, burst {}", rate,
                         format::written_burst(params.max_burst_seconds, params.permits_per_second,
                                               notation));
-  for (const QuotaParams& quota : quotas) described += ", quota " + format::written_quota(quota);
+  for (const QuotaParams& quota : quotas)
+    described += ", quota " + format::written_quota(quota, notation);
   return described;
 }
 

@@ -168,7 +168,7 @@ std::string summary_text(const Result& result, const format::Notation& notation)
     line += fmt::format("; held by quotas {}", format::human_duration(totals.held_by_quotas));
   for (const backends::QuotaStatus& quota : result.quotas)
     line += fmt::format("\nratelimit: quota {}: {} used in the window",
-                        format::written_quota(quota.params), quota.used);
+                        format::written_quota(quota.params, notation), quota.used);
   return line;
 }
 
@@ -184,7 +184,7 @@ std::string summary_json(const Result& result, const format::Notation& notation,
   }
   format::Json quotas = format::Json::array();
   for (const backends::QuotaStatus& quota : result.quotas)
-    quotas.push_back({{"quota", format::written_quota(quota.params)},
+    quotas.push_back({{"quota", format::written_quota(quota.params, notation)},
                       {"limit", quota.params.limit},
                       {"period_seconds", format::json_number(seconds(quota.params.period))},
                       {"used", quota.used}});

@@ -110,6 +110,26 @@ TEST(WrittenRate, ReadBackAsTheSameRate) {
   EXPECT_EQ(parse_rate(format::written_rate(1e6, bits)).units_per_second, 1e6);
 }
 
+TEST(WrittenQuota, ReadBackAsTheSameQuota) {
+  const format::Notation kinds[] = {{},
+                                    {.counted = format::Counted::bytes},
+                                    {.counted = format::Counted::bytes, .binary_prefix = true},
+                                    {.counted = format::Counted::bytes, .bits = true}};
+  for (const std::int64_t limit : {std::int64_t{1}, std::int64_t{1000}, std::int64_t{1536},
+                                   std::int64_t{123456789}, std::int64_t{1} << 53}) {
+    for (const std::chrono::nanoseconds period : std::initializer_list<std::chrono::nanoseconds>{
+             1us, 1500ns, 500ms, 90s, 10min, 2h, 24h, 3653 * 24h}) {
+      for (const format::Notation& notation : kinds) {
+        const std::string text =
+            format::written_quota({.limit = limit, .period = period}, notation);
+        const QuotaAmount read = parse_quota(text);
+        EXPECT_EQ(read.units, static_cast<double>(limit)) << text;
+        EXPECT_EQ(read.period, period) << text;
+      }
+    }
+  }
+}
+
 TEST(NotationOf, AsTheRateWasWritten) {
   EXPECT_EQ(
       notation_of(parse_rate("8Mbit/s"), format::Counted::bytes),
