@@ -71,8 +71,12 @@ std::string describe_params(const BucketParams& params, const std::string& timet
 }  // namespace
 
 CLI::Option* add_key_option(CLI::App& app, std::string& key) {
-  return app.add_option("-k,--key", key, "Name of the shared bucket")
-      ->check(syntax_check(backends::validate_key, "NAME"))
+  const auto checked_key = [](const std::string& text) {
+    backends::validate_key(text);
+    return text;
+  };
+  return app.add_option("-k,--key", CLI::callback_t{}, "Name of the shared bucket")
+      ->check(read_into(key, checked_key, "NAME"))
       ->option_text("NAME")
       ->group("Shared bucket");
 }

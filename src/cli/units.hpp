@@ -99,19 +99,4 @@ CLI::Validator read_into(Value& value, Parse parse, std::string name) {
       std::move(name));
 }
 
-// A CLI11 check that reports the parser's own message, e.g. "invalid rate '1x': unknown unit 'x'".
-template <typename Parse>
-CLI::Validator syntax_check(Parse parse, std::string name) {
-  return CLI::Validator(
-      [parse](std::string& text) -> std::string {
-        try {
-          parse(text);
-          return {};
-        } catch (const UsageError& error) {
-          return error.what();
-        }
-      },
-      std::move(name));
-}
-
 }  // namespace ratelimit::cli
