@@ -1,3 +1,4 @@
+#include <chrono>
 #include <memory>
 #include <string>
 
@@ -12,12 +13,11 @@ namespace {
 
 struct AgentOptions {
   std::string state_dir;
-  std::string idle = "60s";
+  std::chrono::nanoseconds idle = std::chrono::seconds(60);
 };
 
 int run_agent(const AgentOptions& options) {
-  agent::run_agent(state::state_dir_from_environment(options.state_dir),
-                   parse_duration(options.idle));
+  agent::run_agent(state::state_dir_from_environment(options.state_dir), options.idle);
   return exit_ok;
 }
 
@@ -36,10 +36,10 @@ Command setup_agent(CLI::App& app) {
                    "Directory of the agent's socket [default: as exec's]")
       ->option_text("DIR");
   agent
-      ->add_option("--idle", options->idle,
+      ->add_option("--idle", CLI::callback_t{},
                    "End after this long without a request [default: $RATELIMIT_AGENT_IDLE, 60s]")
       ->envname("RATELIMIT_AGENT_IDLE")
-      ->check(syntax_check(parse_duration, "DURATION"))
+      ->check(read_into(options->idle, parse_duration, "DURATION"))
       ->option_text("DURATION");
   return {agent, [options] { return run_agent(*options); }};
 }

@@ -4,9 +4,11 @@
 #include <chrono>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "backends/bucket_backend.hpp"
+#include "cli/units.hpp"
 #include "format/quantities.hpp"
 #include "ratelimit/quota.hpp"
 #include "ratelimit/timetable.hpp"
@@ -14,22 +16,38 @@
 
 namespace ratelimit::cli {
 
-// The options that shape a token bucket, shared by every command that has one.
+// --rate as read: one rate, or a timetable of rates.
+struct RateValue {
+  Rate rate{};                         // one rate; nothing with a timetable
+  std::optional<Timetable> timetable;  // or a timetable
+  // Whether a rate of the timetable is written in bytes or bits, which only a command that
+  // counts bytes takes.
+  bool timetable_in_data_units = false;
+};
+// The syntax of --rate, whatever the command counts. Throws UsageError naming the bad value.
+RateValue read_rate(std::string_view text);
+// How the rate was written, to show rates and amounts of `counted` back alike; a timetable's are
+// shown with SI prefixes.
+format::Notation notation_of(const RateValue& rate, format::Counted counted);
+
+// The options that shape a token bucket, shared by every command that has one, as read.
 struct BucketOptions {
-  std::string rate;    // required by the commands that use it; a rate, or a timetable of rates
-  std::string burst;   // empty: Guava's one second of stored permits
-  std::string warmup;  // empty: SmoothBursty; otherwise SmoothWarmingUp over this duration
+  // Required by the commands that use it: a rate, or a timetable of rates.
+  std::optional<Written<RateValue>> rate;
+  std::optional<Written<TimeOrAmount>> burst;      // none: Guava's one second of stored permits
+  std::optional<std::chrono::nanoseconds> warmup;  // none: SmoothBursty; else SmoothWarmingUp
   double cold_factor = 3.0;
   bool start_full = false;  // the classic bucket's start instead of Guava's empty one
   bool pay_first = false;   // a request waits for its own permits instead of the next one paying
-  std::vector<std::string> quotas;  // --quota N/PERIOD, each
+  std::vector<Written<QuotaAmount>> quotas;  // --quota N/PERIOD, each
 };
 
 // How many --quota options a command takes at the most.
 inline constexpr std::size_t kMaxQuotas = 8;
 
-// The syntax of --rate, whatever the command counts: one rate, or a timetable. Throws UsageError.
-void check_rate_syntax(const std::string& text);
+// --rate, read into `rate` (`set` declares its own).
+CLI::Option* add_rate_option(CLI::App& app, std::optional<Written<RateValue>>& rate,
+                             const std::string& description);
 
 // Declares --rate, --burst, --warmup, --cold-factor, --start-full, --pay-first and --quota on
 // `app`, with their syntax checks; the help's examples are in what the command counts, `counted`.
@@ -46,16 +64,15 @@ struct ParsedBucket {
   std::optional<Timetable> timetable;
   // --quota, in the order given; without --rate the rate is no limit.
   std::vector<QuotaParams> quotas;
+  // How the options were written, to show the bucket's rates and burst back alike.
+  format::Notation notation;
 };
 
-// How the options were written, to show the bucket's rates and burst back alike (see
-// notation_of() of units.hpp).
-format::Notation notation_of(const BucketOptions& options, format::Counted counted);
-
-// Throws UsageError naming the bad value (neither --rate nor --quota, a bad timetable entry, or a
-// rate or quota in bytes or bits where `counted` is not bytes: only a command that counts bytes
-// takes B and bit).
-ParsedBucket parse_bucket_options(
+// The bucket of `options` for a command that counts `counted`, at `now`. Throws UsageError naming
+// the bad value (neither --rate nor --quota, options that do not go together, or a rate, burst or
+// quota in bytes or bits where `counted` is not bytes: only a command that counts bytes takes B
+// and bit).
+ParsedBucket bucket_of(
     const BucketOptions& options, format::Counted counted,
     std::chrono::system_clock::time_point now = std::chrono::system_clock::now());
 

@@ -34,10 +34,13 @@ int command_failed(const std::string& name, int error) {
 }
 
 // Without --key, the bucket of the command's name ("curl" for /usr/bin/curl): the calls of one
-// loop share it, and unrelated loops do not refuse each other or change each other's rate.
+// loop share it, and unrelated loops do not refuse each other or change each other's rate. The
+// name is checked as --key is.
 std::string key_of(const ExecOptions& options) {
   if (!options.permits.key.empty()) return options.permits.key;
-  return std::filesystem::path(options.command.front()).filename().string();
+  std::string name = std::filesystem::path(options.command.front()).filename().string();
+  state::validate_key(name);
+  return name;
 }
 
 int run_exec(const ExecOptions& options) {
@@ -46,7 +49,6 @@ int run_exec(const ExecOptions& options) {
     return command_failed(options.command.front(), error);
   PermitOptions permits = options.permits;
   permits.key = key_of(options);
-  state::validate_key(permits.key);
   return admit_then(permits, options.max_inflight, [&](exec::Admission& admission) {
     // The slot stays taken while the command (and whatever inherits the descriptor) runs; the
     // bucket's file was closed when the permits were booked and never reaches the command.

@@ -6,6 +6,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <variant>
 #include <vector>
 
 #include "cli/bucket_options.hpp"
@@ -43,58 +44,59 @@ struct PipeOptions {
   std::string output = "-";
   bool lines = false;
   bool null = false;
-  std::string delimiter;
-  std::string chunk;
+  std::optional<char> delimiter;
+  // Units per write, or the time between writes; none: the default.
+  std::optional<Written<TimeOrAmount>> chunk;
   std::string progress;  // empty: none; "auto": on a terminal; "force": always
   std::string stats;     // empty: none; "text" or "json"
 };
 
 // "\n", "\t", "\0" and "\\" as escapes, or one character.
-std::optional<char> parse_delimiter(const std::string& text) {
+char parse_delimiter(const std::string& text) {
   if (text.size() == 1) return text[0];
   if (text == "\\n") return '\n';
   if (text == "\\t") return '\t';
   if (text == "\\0") return '\0';
   if (text == "\\\\") return '\\';
-  return std::nullopt;
+  throw UsageError("invalid delimiter '" + text + "': expected one character or \\n, \\t, \\0");
 }
 
 pipe::Unit unit_of(const PipeOptions& options) {
   if (options.lines) return pipe::Unit{'\n'};
   if (options.null) return pipe::Unit{'\0'};
-  if (!options.delimiter.empty()) return pipe::Unit{parse_delimiter(options.delimiter)};
-  return pipe::Unit{};
+  return pipe::Unit{options.delimiter};
 }
 
-// --chunk as a time between writes, from 1 ms to 1 min (a chunk of the rate then, which follows
-// a new rate).
-std::chrono::nanoseconds parse_chunk_interval(const std::string& text) {
-  const std::chrono::nanoseconds interval = parse_duration(text);
-  if (interval < std::chrono::milliseconds(1) || interval > std::chrono::minutes(1))
+// --chunk: a number of units, or a time between writes from 1 ms to 1 min (a chunk of the rate
+// then, which follows a new rate).
+TimeOrAmount parse_chunk(const std::string& text) {
+  TimeOrAmount chunk = parse_time_or_amount(text);
+  if (const auto* interval = std::get_if<std::chrono::nanoseconds>(&chunk);
+      interval && (*interval < std::chrono::milliseconds(1) || *interval > std::chrono::minutes(1)))
     throw UsageError("invalid chunk '" + text + "': a time between writes must be from 1ms to 1m");
-  return interval;
+  return chunk;
 }
 
 // Sets the chunk: the user's size, or one interval of the rate in force (the user's or the
 // default).
 void choose_chunk(const PipeOptions& options, pipe::EngineOptions& engine_options,
                   pipe::FileIo& io) {
-  const double rate = engine_options.bucket.permits_per_second;
-  if (options.chunk.empty() || ends_in_time_unit(options.chunk)) {
-    if (!options.chunk.empty()) engine_options.chunk_interval = parse_chunk_interval(options.chunk);
-    if (!engine_options.unit.counts_bytes()) {
-      engine_options.default_chunk_limit = kMaxRecordsPerChunk;
-      return;
-    }
-    const std::int64_t wanted = engine_options.default_chunk(rate, kMaxBytesPerChunk);
-    engine_options.default_chunk_limit =
-        static_cast<std::int64_t>(io.fit_pipes_to(static_cast<std::size_t>(wanted)));
+  if (const Amount* units = options.chunk ? std::get_if<Amount>(&options.chunk->value) : nullptr) {
+    if (units->units < 1.0 || units->units > 1e9)
+      throw UsageError("invalid chunk '" + options.chunk->text + "': must be from 1 to 1G units");
+    engine_options.chunk_units = static_cast<std::int64_t>(units->units);
     return;
   }
-  const double chunk = parse_size(options.chunk).units;
-  if (chunk < 1.0 || chunk > 1e9)
-    throw UsageError("invalid chunk '" + options.chunk + "': must be from 1 to 1G units");
-  engine_options.chunk_units = static_cast<std::int64_t>(chunk);
+  if (options.chunk)
+    engine_options.chunk_interval = std::get<std::chrono::nanoseconds>(options.chunk->value);
+  if (!engine_options.unit.counts_bytes()) {
+    engine_options.default_chunk_limit = kMaxRecordsPerChunk;
+    return;
+  }
+  const double rate = engine_options.bucket.permits_per_second;
+  const std::int64_t wanted = engine_options.default_chunk(rate, kMaxBytesPerChunk);
+  engine_options.default_chunk_limit =
+      static_cast<std::int64_t>(io.fit_pipes_to(static_cast<std::size_t>(wanted)));
 }
 
 // A chunk goes out whole, so none given may be larger than a quota, and the default fits a window
@@ -106,8 +108,8 @@ void fit_chunk_to_quotas(const PipeOptions& options, pipe::EngineOptions& engine
       engine_options.default_chunk_limit =
           std::min(*engine_options.default_chunk_limit, pipe::largest_chunk_under_quota(limit));
     } else if (engine_options.chunk_units > limit) {
-      throw UsageError(fmt::format("invalid chunk '{}': larger than quota '{}'", options.chunk,
-                                   options.bucket.quotas[i]));
+      throw UsageError(fmt::format("invalid chunk '{}': larger than quota '{}'",
+                                   options.chunk->text, options.bucket.quotas[i].text));
     }
   }
 }
@@ -124,11 +126,11 @@ int exit_code(const pipe::Result& result) {
   return exit_ok;
 }
 
-// `key_schedule` is what the key is to keep of --rate; `schedule` what the engine follows, which
-// becomes the key's timetable when another user sets one.
+// `bucket.key_schedule` is what the key is to keep of --rate; `schedule` what the engine follows,
+// which becomes the key's timetable when another user sets one.
 // `backend` keeps the key's bucket; none without --key.
 pipe::Result run_engine(const PipeOptions& options, const pipe::EngineOptions& engine_options,
-                        backends::BucketBackend* backend, const backends::KeySchedule& key_schedule,
+                        backends::BucketBackend* backend, const ParsedBucket& bucket,
                         pipe::TimetableSchedule& schedule, pipe::FileIo& io,
                         const pipe::Engine::ProgressCallback& draw) {
   // The quotas are said by --stats only: a shared key's are asked of the store.
@@ -141,15 +143,15 @@ pipe::Result run_engine(const PipeOptions& options, const pipe::EngineOptions& e
   backends::PermitRequest request;
   request.key = options.key;
   request.params = engine_options.bucket;
-  request.schedule = key_schedule;
+  request.schedule = bucket.key_schedule;
   request.quotas = engine_options.quotas;
-  const format::Notation notation = notation_of(options.bucket, pipe::counted(engine_options.unit));
-  request.notation = format::notation_text(notation);
+  request.notation = format::notation_text(bucket.notation);
   const auto on_replaced = [&](const BucketParams& replaced, const std::string& timetable,
                                const std::vector<QuotaParams>& quotas) {
-    announce_replaced_params(options.key, {replaced, timetable, quotas},
-                             {engine_options.bucket, key_schedule.timetable, engine_options.quotas},
-                             notation);
+    announce_replaced_params(
+        options.key, {replaced, timetable, quotas},
+        {engine_options.bucket, bucket.key_schedule.timetable, engine_options.quotas},
+        bucket.notation);
   };
   const auto follow_key = [&](const std::string& text) {
     std::optional<Timetable> timetable = schedule::parse_timetable_text(text);
@@ -263,7 +265,7 @@ std::optional<std::uint64_t> total_units(const PipeOptions& options, const pipe:
 int run_pipe(const PipeOptions& options) {
   check_flag_values_in_files(options);
   const pipe::Unit unit = unit_of(options);
-  const ParsedBucket bucket = parse_bucket_options(options.bucket, pipe::counted(unit));
+  const ParsedBucket bucket = bucket_of(options.bucket, pipe::counted(unit));
   const io::LocalTimeZone local_time;
   // Always: `ratelimit set` may send a timetable to a pipe started with one rate.
   pipe::TimetableSchedule schedule(bucket.timetable, bucket.params.permits_per_second, local_time,
@@ -283,13 +285,12 @@ int run_pipe(const PipeOptions& options) {
   engine_options.progress_wakes = shows_progress(options);
   choose_chunk(options, engine_options, io);
   fit_chunk_to_quotas(options, engine_options);
-  const format::Notation notation = notation_of(options.bucket, pipe::counted(unit));
-  pipe::ProgressMeter meter(notation, total_units(options, unit, io));
+  pipe::ProgressMeter meter(bucket.notation, total_units(options, unit, io));
   const pipe::Engine::ProgressCallback on_progress =
-      watch_progress(options, notation, control.get(), schedule, io, meter);
-  const pipe::Result result = run_engine(options, engine_options, backend.get(),
-                                         bucket.key_schedule, schedule, io, on_progress);
-  report_end(options, result, notation, io);
+      watch_progress(options, bucket.notation, control.get(), schedule, io, meter);
+  const pipe::Result result =
+      run_engine(options, engine_options, backend.get(), bucket, schedule, io, on_progress);
+  report_end(options, result, bucket.notation, io);
   return exit_code(result);
 }
 
@@ -314,29 +315,18 @@ Command setup_pipe(CLI::App& app) {
   auto* null = app.add_flag("-0,--null", options->null, "Count NUL-terminated records")
                    ->group("Pipe")
                    ->excludes(lines);
-  app.add_option("--delimiter", options->delimiter,
+  app.add_option("--delimiter", CLI::callback_t{},
                  "Count records ended by this character (or \\n, \\t, \\0)")
-      ->check(CLI::Validator(
-          [](std::string& text) {
-            return parse_delimiter(text) ? std::string()
-                                         : "invalid delimiter '" + text +
-                                               "': expected one character or \\n, \\t, \\0";
-          },
-          "CHAR"))
+      ->check(read_into(options->delimiter, parse_delimiter, "CHAR"))
       ->option_text("CHAR")
       ->excludes(lines)
       ->excludes(null)
       ->group("Pipe");
   app.add_option(
-         "--chunk", options->chunk,
+         "--chunk", CLI::callback_t{},
          "Units per write (64k), or the time between writes (10ms) [default: 108ms for bytes, "
          "10ms for records]")
-      ->check(syntax_check(
-          [](const std::string& text) {
-            return ends_in_time_unit(text) ? parse_chunk_interval(text).count()
-                                           : static_cast<std::int64_t>(parse_size(text).units);
-          },
-          "CHUNK"))
+      ->check(read_into(options->chunk, written(parse_chunk), "CHUNK"))
       ->option_text("SIZE|TIME")
       ->group("Pipe");
   app.add_flag("-p{auto},--progress{auto}", options->progress,

@@ -31,16 +31,16 @@ struct SetOptions {
 // "now at 7/s (was 5/s)": the rate as the user wrote it, the one it replaced alike.
 int set_key_rate(const SetOptions& options) {
   // A key may count bytes (its pipes') or permits: a rate in bytes is taken as written.
-  const ParsedBucket bucket = parse_bucket_options(options.bucket, format::Counted::bytes);
+  const ParsedBucket bucket = bucket_of(options.bucket, format::Counted::bytes);
   const std::optional<std::vector<backends::BucketStatus>> before =
       backends::set_key_rate_by_hand(*open_backend(options.store), options.key,
                                      bucket.params.permits_per_second, bucket.key_schedule);
   if (!before) throw no_bucket(options.key, options.store);
   // Bytes when the rate says so (a key of pipes in byte mode), else permits.
-  const bool in_bytes =
-      !bucket.timetable && parse_rate(options.bucket.rate).unit != DataUnit::unspecified;
-  const format::Notation notation = notation_of(
-      options.bucket.rate, in_bytes ? format::Counted::bytes : format::Counted::permits);
+  const RateValue& rate = options.bucket.rate->value;
+  const bool in_bytes = !rate.timetable && rate.rate.unit != DataUnit::unspecified;
+  const format::Notation notation =
+      notation_of(rate, in_bytes ? format::Counted::bytes : format::Counted::permits);
   const std::string now_text =
       bucket.timetable
           ? std::string("follows the timetable")
@@ -76,14 +76,14 @@ void report_answer(const SetOptions& options, const control::RunningPipe& runnin
   const std::optional<control::PipeStatus> answer =
       control::await_answer(running, before ? before->answered : 0, kLongestAnswer);
   const format::Counted counted = counted_by(running, answer ? answer : before);
-  const format::Notation written = notation_of(options.bucket.rate, counted);
-  const bool timetable = schedule::is_timetable(options.bucket.rate);
+  const Written<RateValue>& rate = *options.bucket.rate;
+  const format::Notation written = notation_of(rate.value, counted);
+  const bool timetable = rate.value.timetable.has_value();
   if (!answer) {
-    fmt::print(stderr,
-               "ratelimit: sent {} to pipe {}: no answer in {}s (waiting for its reader?)\n",
-               timetable ? fmt::format("'{}'", options.bucket.rate)
-                         : format::rate_with_unit(sent_rate, written),
-               options.pid, kLongestAnswer.count());
+    fmt::print(
+        stderr, "ratelimit: sent {} to pipe {}: no answer in {}s (waiting for its reader?)\n",
+        timetable ? fmt::format("'{}'", rate.text) : format::rate_with_unit(sent_rate, written),
+        options.pid, kLongestAnswer.count());
     return;
   }
   const std::string now_text =
@@ -111,7 +111,7 @@ int run_set(const SetOptions& options) {
   const std::optional<control::PipeStatus> before =
       control::current_status(*running, kLongestAnswer);
   // Checked against what the pipe counts, as its own --rate was.
-  ParsedBucket bucket = parse_bucket_options(options.bucket, counted_by(*running, before));
+  ParsedBucket bucket = bucket_of(options.bucket, counted_by(*running, before));
   const BucketParams& params = bucket.params;
   std::optional<Timetable>& timetable = bucket.timetable;
   if (!control::send_rate(*running, timetable ? control::NewRate(std::move(*timetable))
@@ -134,11 +134,9 @@ Command setup_set(CLI::App& app) {
       ->description("The shared bucket NAME instead, for every pipe, exec and acquire using it")
       ->excludes(pid);
   add_store_options(*set, options->store);
-  set->add_option("-r,--rate", options->bucket.rate,
+  add_rate_option(*set, options->bucket.rate,
                   "The new rate or timetable, in the pipe's units (B or bit only in byte mode)")
-      ->required()
-      ->check(syntax_check(check_rate_syntax, "RATE"))
-      ->option_text("RATE");
+      ->required();
   set->footer(R"(Examples:
   ratelimit set 4242 --rate 50MiB/s                 a byte pipe: B, bit and prefixes as its --rate
   ratelimit set 4243 --rate 20/s                    a pipe counting lines (-l) or records

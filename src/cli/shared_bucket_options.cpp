@@ -63,15 +63,20 @@ std::string describe_params(const BucketParams& params, const std::string& timet
           : fmt::format("{}, burst {}", rate,
                         format::written_burst(params.max_burst_seconds, params.permits_per_second,
                                               notation));
-  for (const QuotaParams& quota : quotas) described += ", quota " + format::written_quota(quota);
+  for (const QuotaParams& quota : quotas)
+    described += ", quota " + format::written_quota(quota, notation);
   return described;
 }
 
 }  // namespace
 
 CLI::Option* add_key_option(CLI::App& app, std::string& key) {
-  return app.add_option("-k,--key", key, "Name of the shared bucket")
-      ->check(syntax_check(state::validate_key, "NAME"))
+  const auto checked_key = [](const std::string& text) {
+    state::validate_key(text);
+    return text;
+  };
+  return app.add_option("-k,--key", CLI::callback_t{}, "Name of the shared bucket")
+      ->check(read_into(key, checked_key, "NAME"))
       ->option_text("NAME")
       ->group("Shared bucket");
 }
@@ -152,20 +157,19 @@ void add_permit_options(CLI::App& app, PermitOptions& options) {
       ->group("Shared bucket");
 }
 
-backends::PermitRequest to_permit_request(const PermitOptions& options,
+backends::PermitRequest to_permit_request(const PermitOptions& options, const ParsedBucket& bucket,
                                           std::chrono::nanoseconds now) {
   backends::PermitRequest request;
   request.key = options.key;
-  ParsedBucket bucket = parse_bucket_options(options.bucket, format::Counted::permits);
   request.params = bucket.params;
-  request.schedule = std::move(bucket.key_schedule);
+  request.schedule = bucket.key_schedule;
   request.permits = options.permits;
   for (std::size_t i = 0; i < bucket.quotas.size(); ++i)
     if (options.permits > bucket.quotas[i].limit)
       throw UsageError(fmt::format("--permits {} is more than quota '{}' ever allows",
-                                   options.permits, options.bucket.quotas[i]));
-  request.quotas = std::move(bucket.quotas);
-  request.notation = format::notation_text(notation_of(options.bucket, format::Counted::permits));
+                                   options.permits, options.bucket.quotas[i].text));
+  request.quotas = bucket.quotas;
+  request.notation = format::notation_text(bucket.notation);
   std::chrono::nanoseconds timeout = std::chrono::nanoseconds::max();
   if (options.try_only) timeout = std::chrono::nanoseconds::zero();
   if (options.timeout) timeout = *options.timeout;
@@ -183,12 +187,14 @@ int admit_then(const PermitOptions& options, int max_inflight,
   if (max_inflight > 0)
     slots = std::make_unique<exec::StateDirectorySlots>(
         state::StateDirectory::open(options.store.state_dir));
+  const ParsedBucket bucket = bucket_of(options.bucket, format::Counted::permits);
   exec::Admission admission;
   exec::AdmissionRequest request;
   {
     io::SignalGuard guard;
     io::SignalWaiter waiter(guard);
-    request = {.permits = to_permit_request(options, waiter.now()), .max_inflight = max_inflight};
+    request = {.permits = to_permit_request(options, bucket, waiter.now()),
+               .max_inflight = max_inflight};
     admission = exec::admit(*backend, slots.get(), waiter, request);
   }
   if (admission.replaced_params)
@@ -196,7 +202,7 @@ int admit_then(const PermitOptions& options, int max_inflight,
         options.key,
         {*admission.replaced_params, admission.replaced_timetable, admission.replaced_quotas},
         {request.permits.params, request.permits.schedule.timetable, request.permits.quotas},
-        notation_of(options.bucket, format::Counted::permits));
+        bucket.notation);
   switch (admission.result) {
     case exec::AdmissionResult::admitted:
       return admitted(admission);

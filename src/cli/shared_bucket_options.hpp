@@ -66,9 +66,9 @@ struct PermitOptions {
 
 void add_permit_options(CLI::App& app, PermitOptions& options);
 
-// The request of `options` made at `now` (its deadline is --try's or --timeout's from then on).
-// Throws UsageError naming the bad value.
-backends::PermitRequest to_permit_request(const PermitOptions& options,
+// The request of `options` for `bucket` (their bucket) made at `now` (its deadline is --try's or
+// --timeout's from then on). Throws UsageError naming the bad value.
+backends::PermitRequest to_permit_request(const PermitOptions& options, const ParsedBucket& bucket,
                                           std::chrono::nanoseconds now);
 
 // The one sequence of exec and acquire: request -> store -> admission -> exit status. Runs

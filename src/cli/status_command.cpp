@@ -63,6 +63,11 @@ std::string key_burst(const backends::BucketStatus& bucket) {
   return format::human_duration(std::chrono::duration<double>(params.max_burst_seconds));
 }
 
+// A quota of the key in the key's notation ("50GB/d"), else as permits ("5000/h").
+std::string key_quota(const backends::BucketStatus& bucket, const backends::QuotaStatus& quota) {
+  return format::written_quota(quota.params, notation_of_key(bucket).value_or(format::Notation{}));
+}
+
 std::string describe_shape(const backends::BucketStatus& bucket) {
   if (rate_off(bucket)) return "-";
   const BucketParams& params = bucket.params;
@@ -178,9 +183,8 @@ void print_text(const std::vector<backends::BucketStatus>& buckets,
                     describe_next_free(bucket.next_free_in)});
     for (const backends::QuotaStatus& quota : bucket.quotas)
       quotas.push_back(fmt::format("{}: quota {}: {} used in the window, next unit free {}",
-                                   format::escaped_bytes(bucket.key),
-                                   format::written_quota(quota.params), quota.used,
-                                   describe_next_free(quota.next_free_in)));
+                                   format::escaped_bytes(bucket.key), key_quota(bucket, quota),
+                                   quota.used, describe_next_free(quota.next_free_in)));
     if (!timetables) continue;
     const std::vector<std::string> columns = timetable_columns(
         bucket.schedule.timetable, notation_of_key(bucket).value_or(format::Notation{}),
@@ -274,7 +278,7 @@ format::Json bucket_json(const backends::BucketStatus& bucket) {
   object["quotas"] = format::Json::array();
   for (const backends::QuotaStatus& quota : bucket.quotas)
     object["quotas"].push_back(
-        {{"quota", format::written_quota(quota.params)},
+        {{"quota", key_quota(bucket, quota)},
          {"limit", quota.params.limit},
          {"period_seconds", format::json_number(seconds(quota.params.period))},
          {"used", quota.used},

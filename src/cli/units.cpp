@@ -11,8 +11,6 @@
 #include <utility>
 #include <vector>
 
-#include "schedule/timetable_text.hpp"
-
 namespace ratelimit::cli {
 namespace {
 
@@ -210,15 +208,11 @@ Rate parse_rate(std::string_view text) {
   return Rate{per_second_value, amount.unit, amount.binary_prefix, written_period};
 }
 
-format::Notation notation_of(std::string_view rate_text, format::Counted counted) {
-  format::Notation notation{.counted = counted};
-  // No --rate (quotas alone), or a timetable.
-  if (rate_text.empty() || schedule::is_timetable(rate_text)) return notation;
-  const Rate rate = parse_rate(rate_text);
-  notation.binary_prefix = rate.binary_prefix;
-  notation.bits = rate.unit == DataUnit::bits;
-  notation.period_seconds = rate.period_seconds;
-  return notation;
+format::Notation notation_of(const Rate& rate, format::Counted counted) {
+  return {.counted = counted,
+          .binary_prefix = rate.binary_prefix,
+          .bits = rate.unit == DataUnit::bits,
+          .period_seconds = rate.period_seconds};
 }
 
 QuotaAmount parse_quota(std::string_view text) {
@@ -274,6 +268,11 @@ std::chrono::nanoseconds parse_duration(std::string_view text) {
   // Beyond ~292 years nanoseconds overflow; no user means that.
   if (!(seconds < 9.2e9)) reject(kind, text, "too long");
   return std::chrono::nanoseconds(static_cast<std::int64_t>(std::llround(seconds * 1e9)));
+}
+
+TimeOrAmount parse_time_or_amount(std::string_view text) {
+  if (ends_in_time_unit(text)) return parse_duration(text);
+  return parse_size(text);
 }
 
 namespace {

@@ -6,6 +6,9 @@
 #include <stdexcept>
 #include <string>
 #include <string_view>
+#include <type_traits>
+#include <variant>
+#include <vector>
 
 #include "errors.hpp"
 #include "format/quantities.hpp"
@@ -26,13 +29,11 @@ struct Rate {
   double period_seconds = 0.0;  // the period written ("/15s", "/m", "ps"); 0: none
 };
 
-// How `rate_text` (a --rate: one rate or a timetable; empty: none) was written, to show rates and
-// amounts of `counted` back alike; a timetable's are shown with SI prefixes.
-format::Notation notation_of(std::string_view rate_text, format::Counted counted);
-
 // "5000", "1.5M", "10MiB/s", "8Mbit/s", "8Mbps", "5MiBps", "10MB/sec", "2/s", "100/min",
 // "300/15s", "1k/500ms".
 Rate parse_rate(std::string_view text);
+// How `rate` was written, to show rates and amounts of `counted` back alike.
+format::Notation notation_of(const Rate& rate, format::Counted counted);
 
 // A --quota: "at most `units` in any window of `period`", e.g. "50GB/d", "5000/h", "300/10m".
 struct QuotaAmount {
@@ -54,34 +55,42 @@ bool ends_in_time_unit(std::string_view text);
 // "500ms", "10s", "2m", "1h", "1d", "1.5s"; a bare number is seconds.
 std::chrono::nanoseconds parse_duration(std::string_view text);
 
+// A value written as a time ("2s", "10ms") or as an amount ("64k", "0"), as --burst and --chunk
+// take it.
+using TimeOrAmount = std::variant<std::chrono::nanoseconds, Amount>;
+TimeOrAmount parse_time_or_amount(std::string_view text);
+
+// An option's value as read, with its text as written: only messages that quote the user read
+// the text.
+template <typename Value>
+struct Written {
+  Value value{};
+  std::string text;
+};
+
 // CLI11 checks for a number from `low` to `high` whose message names the value as written, e.g.
 // "'abc' is not a whole number from 1 to 256" (CLI11's own Range prints 1.000000 and the like).
 CLI::Validator whole_number_in(std::int64_t low, std::int64_t high);
 CLI::Validator number_in(double low, double high);
 
-// A CLI11 check that keeps what `parse` reads of each value given in `value` (the last one given
-// holds), else reports the parser's own message: the value is parsed once, as it is checked.
+// `parse` as a parser of Written values: what it reads and the text it read.
+template <typename Parse>
+auto written(Parse parse) {
+  return [parse](const std::string& text) { return Written{parse(text), text}; };
+}
+
+// A CLI11 check that keeps what `parse` reads of each value given in `value` (added to a vector
+// in the order given; else the last one given holds), or reports the parser's own message, e.g.
+// "invalid rate '1x': unknown unit 'x'": the value is parsed once, as it is checked.
 template <typename Value, typename Parse>
 CLI::Validator read_into(Value& value, Parse parse, std::string name) {
   return CLI::Validator(
       [&value, parse](std::string& text) -> std::string {
         try {
-          value = parse(text);
-          return {};
-        } catch (const UsageError& error) {
-          return error.what();
-        }
-      },
-      std::move(name));
-}
-
-// A CLI11 check that reports the parser's own message, e.g. "invalid rate '1x': unknown unit 'x'".
-template <typename Parse>
-CLI::Validator syntax_check(Parse parse, std::string name) {
-  return CLI::Validator(
-      [parse](std::string& text) -> std::string {
-        try {
-          parse(text);
+          if constexpr (requires { value.push_back(parse(text)); })
+            value.push_back(parse(text));
+          else
+            value = parse(text);
           return {};
         } catch (const UsageError& error) {
           return error.what();

@@ -130,6 +130,20 @@ std::string period_symbol(double period_seconds) {
   return fmt::format("/{:g}s", period_seconds);
 }
 
+// A period in the largest unit that counts it whole, the count left out when it is one: "h",
+// "10m", "90s", "500ms".
+std::string whole_period(std::chrono::nanoseconds period) {
+  constexpr std::pair<std::int64_t, std::string_view> kUnits[] = {
+      {86'400'000'000'000, "d"sv}, {3'600'000'000'000, "h"sv}, {60'000'000'000, "m"sv},
+      {1'000'000'000, "s"sv},      {1'000'000, "ms"sv},        {1'000, "us"sv}};
+  for (const auto& [nanoseconds, symbol] : kUnits) {
+    if (period.count() % nanoseconds != 0) continue;
+    const std::int64_t count = period.count() / nanoseconds;
+    return count == 1 ? std::string(symbol) : fmt::format("{}{}", count, symbol);
+  }
+  return fmt::format("{}ns", period.count());
+}
+
 // The period a rate is shown per: the notation's, or the natural one.
 double shown_period(double shown_per_second, const Notation& notation) {
   if (notation.period_seconds > 0.0 && shown_per_second * notation.period_seconds >= 1.0)
@@ -247,8 +261,12 @@ std::string measured_rate(double units_per_second, const Notation& notation) {
   return {};  // not reached: the last period always answers
 }
 
-std::string written_quota(const QuotaParams& quota) {
-  return fmt::format("{}/{}", quota.limit, human_duration(quota.period));
+std::string written_quota(const QuotaParams& quota, const Notation& notation) {
+  const double units = shown_units(static_cast<double>(quota.limit), notation);
+  std::string amount = is_data(notation) ? exact_count(units) : std::string();
+  if (amount.empty()) amount = fmt::format("{:.0f}", units);
+  if (is_data(notation)) amount += data_symbol(notation);
+  return fmt::format("{}/{}", amount, whole_period(quota.period));
 }
 
 std::string stored_count(double permits) {

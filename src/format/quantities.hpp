@@ -66,8 +66,10 @@ std::string measured_amount(double units, const Notation& notation);
 // "1.50 B/h"); "off" for infinity.
 std::string measured_rate(double units_per_second, const Notation& notation);
 
-// A quota as --quota reads it: "5000/1h", "100000/2s".
-std::string written_quota(const QuotaParams& quota);
+// A quota as --quota reads it, in the notation's unit: "5000/h", "300/10m", "10/500ms"; bytes with
+// the prefix that writes them shortest, as a written rate's: "50GB/d", "100kB/2s", "1MiB/h",
+// "400Gbit/d". The period in the largest unit that counts it whole, without a count of one.
+std::string written_quota(const QuotaParams& quota, const Notation& notation);
 
 // A count of permits kept in a bucket: two decimals ("0.50", "12345.00"), in exponent notation
 // from a billion on ("1.00e300"); "unlimited" for infinity (a bucket under "off").

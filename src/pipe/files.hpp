@@ -1,9 +1,12 @@
 #pragma once
 
+#include <sys/stat.h>
+
 #include <csignal>
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "control/control.hpp"
@@ -82,6 +85,29 @@ class FileIo final : public Io {
     socket,          // send(2) with MSG_DONTWAIT, then the same poll
     signals_let_in,  // anything else: write(2) with the stop signals let in around it
   };
+
+  // A file as the system knows it, whatever name it was opened by.
+  using FileIdentity = std::pair<dev_t, ino_t>;
+
+  // The steps of the constructor. Opens the inputs in order ("-" or none: standard input) and
+  // notes their total size when every one is a regular file; returns the regular files' identities.
+  std::vector<FileIdentity> open_inputs(const std::vector<std::string>& names);
+  // Opens one input and adds it to inputs_; returns its status. Throws InputError naming it.
+  struct stat open_input(const std::string& name);
+  // Opens the output ("-": standard output), creating it but not emptying it yet; returns its
+  // status.
+  struct stat open_output(const std::string& name);
+  // Sets output_write_ for the output of `status`.
+  void choose_output_write(const struct stat& status);
+  // A description of our own, non-blocking, for the same pipe or terminal: a write then never
+  // blocks, and the wait for room is the signal-aware poll, so that no stop signal can slip in
+  // between a check and a blocking write. The caller's description keeps its flags. False, and
+  // output_ left as it is, where /proc does not reopen the same file.
+  bool reopen_output_non_blocking(const struct stat& status);
+  // A regular output is emptied only once it is known not to be an input (InputError), as cat
+  // refuses to eat its own input; standard output is left as the shell opened it.
+  void empty_regular_output(const struct stat& status,
+                            const std::vector<FileIdentity>& regular_inputs, bool standard);
 
   bool at_end() const { return current_ == inputs_.size(); }
   static void note_writers_gone(Input& input);

@@ -42,6 +42,16 @@ struct stat status_of(int fd, const std::string& name) {
   return status;
 }
 
+// SIGPIPE ignored, so that a closed downstream is seen as EPIPE; returns the disposition it had.
+struct sigaction ignore_sigpipe() {
+  struct sigaction ignore {};
+  ignore.sa_handler = SIG_IGN;
+  sigemptyset(&ignore.sa_mask);
+  struct sigaction previous {};
+  ::sigaction(SIGPIPE, &ignore, &previous);
+  return previous;
+}
+
 }  // namespace
 
 std::optional<std::uint64_t> FileIo::count_records(char delimiter, std::uint64_t most_bytes) const {
@@ -72,83 +82,98 @@ std::optional<std::uint64_t> FileIo::count_records(char delimiter, std::uint64_t
 FileIo::FileIo(const std::vector<std::string>& inputs, const std::string& output,
                control::ControlChannel* control)
     : control_(control) {
-  std::uint64_t regular_bytes = 0;
-  bool all_regular = true;
-  std::vector<std::pair<dev_t, ino_t>> regular_inputs;
-  for (const std::string& name : inputs.empty() ? std::vector<std::string>{"-"} : inputs) {
-    const bool standard = is_standard_stream(name);
-    const std::string shown = standard ? "standard input" : name;
-    io::FileDescriptor fd(
-        standard ? duplicate_standard_stream(STDIN_FILENO)
-                 : io::retry_on_eintr([&] { return ::open(name.c_str(), O_RDONLY | O_CLOEXEC); }));
-    if (!fd) throw_input_error(shown);
-    const struct stat status = status_of(fd.get(), shown);
-    if (S_ISDIR(status.st_mode)) {
-      errno = EISDIR;
-      throw_input_error(shown);
-    }
-    all_regular = all_regular && S_ISREG(status.st_mode);
-    std::optional<std::size_t> bytes_left;
-    const bool takes_back = S_ISREG(status.st_mode) || S_ISBLK(status.st_mode);
-    const off_t position = takes_back ? std::max<off_t>(::lseek(fd.get(), 0, SEEK_CUR), 0) : 0;
-    if (S_ISREG(status.st_mode)) {
-      regular_inputs.emplace_back(status.st_dev, status.st_ino);
-      bytes_left = static_cast<std::size_t>(std::max<off_t>(status.st_size - position, 0));
-      regular_bytes += *bytes_left;
-    }
-    inputs_.push_back(Input{.name = shown,
-                            .fd = std::move(fd),
-                            .is_pipe = S_ISFIFO(status.st_mode),
-                            .bytes_left = bytes_left,
-                            .takes_back = takes_back,
-                            .shares_offset = takes_back && standard,
-                            .read_offset = position});
-  }
-  if (all_regular) total_bytes_ = regular_bytes;
-
-  const bool standard = is_standard_stream(output);
-  output_name_ = standard ? "standard output" : output;
-  // Truncated only once it is known not to be an input, as cat refuses to eat its own input.
-  output_ = io::FileDescriptor(
-      standard ? duplicate_standard_stream(STDOUT_FILENO) : io::retry_on_eintr([&] {
-        return ::open(output.c_str(), O_WRONLY | O_CREAT | O_CLOEXEC, 0666);
-      }));
-  if (!output_) io::throw_errno(output_name_);
-  struct stat output_status {};
-  if (::fstat(output_.get(), &output_status) != 0) io::throw_errno(output_name_);
-  output_is_pipe_ = S_ISFIFO(output_status.st_mode);
-  if (output_is_pipe_ || ::isatty(output_.get())) {
-    // A description of our own, non-blocking, for the same pipe or terminal: a write then never
-    // blocks, and the wait for room is the signal-aware poll, so that no stop signal can slip in
-    // between a check and a blocking write. The caller's description keeps its flags.
-    io::FileDescriptor own(::open(fmt::format("/proc/self/fd/{}", output_.get()).c_str(),
-                                  O_WRONLY | O_NONBLOCK | O_NOCTTY | O_CLOEXEC));
-    struct stat own_status {};
-    if (own && ::fstat(own.get(), &own_status) == 0 && own_status.st_dev == output_status.st_dev &&
-        own_status.st_ino == output_status.st_ino && own_status.st_rdev == output_status.st_rdev) {
-      output_ = std::move(own);
-      output_write_ = OutputWrite::at_once;
-    }
-  } else if (S_ISREG(output_status.st_mode) || S_ISBLK(output_status.st_mode) ||
-             (S_ISCHR(output_status.st_mode) && output_status.st_rdev == makedev(1, 3))) {
-    output_write_ = OutputWrite::at_once;  // no reader holds these up; 1, 3 is /dev/null
-  } else if (S_ISSOCK(output_status.st_mode)) {
-    output_write_ = OutputWrite::socket;
-  }
-  if (S_ISREG(output_status.st_mode)) {
-    const std::pair identity(output_status.st_dev, output_status.st_ino);
-    if (std::find(regular_inputs.begin(), regular_inputs.end(), identity) != regular_inputs.end()) {
-      throw InputError(output_name_ + ": input file is output file");
-    }
-    if (!standard && ::ftruncate(output_.get(), 0) != 0) io::throw_errno(output_name_);
-  }
-
-  struct sigaction ignore {};
-  ignore.sa_handler = SIG_IGN;
-  sigemptyset(&ignore.sa_mask);
-  ::sigaction(SIGPIPE, &ignore, &previous_sigpipe_);
+  const std::vector<FileIdentity> regular_inputs = open_inputs(inputs);
+  const struct stat output_status = open_output(output);
+  choose_output_write(output_status);
+  if (S_ISREG(output_status.st_mode))
+    empty_regular_output(output_status, regular_inputs, is_standard_stream(output));
+  previous_sigpipe_ = ignore_sigpipe();
   signals_.emplace();
   waiter_.emplace(*signals_);
+}
+
+std::vector<FileIo::FileIdentity> FileIo::open_inputs(const std::vector<std::string>& names) {
+  std::vector<FileIdentity> regular_inputs;
+  std::uint64_t regular_bytes = 0;
+  for (const std::string& name : names.empty() ? std::vector<std::string>{"-"} : names) {
+    const struct stat status = open_input(name);
+    if (!S_ISREG(status.st_mode)) continue;
+    regular_inputs.emplace_back(status.st_dev, status.st_ino);
+    regular_bytes += *inputs_.back().bytes_left;
+  }
+  if (regular_inputs.size() == inputs_.size()) total_bytes_ = regular_bytes;
+  return regular_inputs;
+}
+
+struct stat FileIo::open_input(const std::string& name) {
+  const bool standard = is_standard_stream(name);
+  const std::string shown = standard ? "standard input" : name;
+  io::FileDescriptor fd(
+      standard ? duplicate_standard_stream(STDIN_FILENO)
+               : io::retry_on_eintr([&] { return ::open(name.c_str(), O_RDONLY | O_CLOEXEC); }));
+  if (!fd) throw_input_error(shown);
+  const struct stat status = status_of(fd.get(), shown);
+  if (S_ISDIR(status.st_mode)) {
+    errno = EISDIR;
+    throw_input_error(shown);
+  }
+  std::optional<std::size_t> bytes_left;
+  const bool takes_back = S_ISREG(status.st_mode) || S_ISBLK(status.st_mode);
+  const off_t position = takes_back ? std::max<off_t>(::lseek(fd.get(), 0, SEEK_CUR), 0) : 0;
+  if (S_ISREG(status.st_mode))
+    bytes_left = static_cast<std::size_t>(std::max<off_t>(status.st_size - position, 0));
+  inputs_.push_back(Input{.name = shown,
+                          .fd = std::move(fd),
+                          .is_pipe = S_ISFIFO(status.st_mode),
+                          .bytes_left = bytes_left,
+                          .takes_back = takes_back,
+                          .shares_offset = takes_back && standard,
+                          .read_offset = position});
+  return status;
+}
+
+struct stat FileIo::open_output(const std::string& name) {
+  const bool standard = is_standard_stream(name);
+  output_name_ = standard ? "standard output" : name;
+  output_ = io::FileDescriptor(
+      standard ? duplicate_standard_stream(STDOUT_FILENO) : io::retry_on_eintr([&] {
+        return ::open(name.c_str(), O_WRONLY | O_CREAT | O_CLOEXEC, 0666);
+      }));
+  if (!output_) io::throw_errno(output_name_);
+  struct stat status {};
+  if (::fstat(output_.get(), &status) != 0) io::throw_errno(output_name_);
+  output_is_pipe_ = S_ISFIFO(status.st_mode);
+  return status;
+}
+
+void FileIo::choose_output_write(const struct stat& status) {
+  if (output_is_pipe_ || ::isatty(output_.get())) {
+    if (reopen_output_non_blocking(status)) output_write_ = OutputWrite::at_once;
+  } else if (S_ISREG(status.st_mode) || S_ISBLK(status.st_mode) ||
+             (S_ISCHR(status.st_mode) && status.st_rdev == makedev(1, 3))) {
+    output_write_ = OutputWrite::at_once;  // no reader holds these up; 1, 3 is /dev/null
+  } else if (S_ISSOCK(status.st_mode)) {
+    output_write_ = OutputWrite::socket;
+  }
+}
+
+bool FileIo::reopen_output_non_blocking(const struct stat& status) {
+  io::FileDescriptor own(::open(fmt::format("/proc/self/fd/{}", output_.get()).c_str(),
+                                O_WRONLY | O_NONBLOCK | O_NOCTTY | O_CLOEXEC));
+  struct stat own_status {};
+  if (!own || ::fstat(own.get(), &own_status) != 0 || own_status.st_dev != status.st_dev ||
+      own_status.st_ino != status.st_ino || own_status.st_rdev != status.st_rdev)
+    return false;
+  output_ = std::move(own);
+  return true;
+}
+
+void FileIo::empty_regular_output(const struct stat& status,
+                                  const std::vector<FileIdentity>& regular_inputs, bool standard) {
+  if (std::find(regular_inputs.begin(), regular_inputs.end(),
+                FileIdentity(status.st_dev, status.st_ino)) != regular_inputs.end())
+    throw InputError(output_name_ + ": input file is output file");
+  if (!standard && ::ftruncate(output_.get(), 0) != 0) io::throw_errno(output_name_);
 }
 
 FileIo::~FileIo() {

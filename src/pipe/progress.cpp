@@ -79,73 +79,100 @@ std::string eta_text(double remaining, const Totals& totals) {
   return " ETA " + clock_time(saturating_nanoseconds(remaining / speed));
 }
 
-}  // namespace
-
-std::string ProgressMeter::line(const Totals& totals, int width) {
-  last_second_.push_back({totals.now, totals.units});
-  while (last_second_.size() > 2 && totals.now - last_second_[1].time >= std::chrono::seconds(1))
-    last_second_.pop_front();
-  const Sample& oldest = last_second_.front();
-  const double window = seconds(totals.now - oldest.time);
-  const double current = window > 0.0 ? static_cast<double>(totals.units - oldest.units) / window
-                                      : average_rate(totals);
-
-  // Every rate of the line per one period: the user's, else the one that suits the rate in force.
-  format::Notation shown = notation_;
-  if (shown.period_seconds == 0.0) shown.period_seconds = format::natural_period(totals.rate);
-  Field amount{format::measured_amount(static_cast<double>(totals.units), shown)};
-  Field elapsed{fmt::format(" {}", clock_time(totals.now - totals.started))};
-  Field current_rate{fmt::format(" [{}{}]", format::measured_rate(current, shown),
-                                 totals.held_by_quota ? ", held by a quota" : "")};
-  Field average{fmt::format(" [avg {}]", format::measured_rate(average_rate(totals), shown))};
+// The parts of the progress line, in the order shown; the bar goes between the average and the
+// percentage.
+struct ProgressParts {
+  Field amount;
+  Field elapsed;
+  Field current_rate;
+  Field average;
   Field percent;
   Field eta;
-  double done = 0.0;
-  const bool known_total = total_units_ && *total_units_ > 0;
-  if (known_total) {
-    const double total = static_cast<double>(*total_units_);
-    done = std::min(1.0, static_cast<double>(totals.units) / total);
-    percent.text = fmt::format(" {:3.0f}%", done * 100.0);
-    if (done < 1.0) eta.text = eta_text(total - static_cast<double>(totals.units), totals);
-  }
+  std::optional<double> done;  // the fraction done, when the total is known: drawn as a bar
+};
 
+// What the line says at `totals`, `current` the rate over the last second, amounts in `notation`
+// and every rate per one period: the user's, else the one that suits the rate in force.
+ProgressParts parts_of(const Totals& totals, double current, format::Notation notation,
+                       std::optional<std::uint64_t> total_units) {
+  if (notation.period_seconds == 0.0) notation.period_seconds = format::natural_period(totals.rate);
+  ProgressParts parts{
+      .amount = {format::measured_amount(static_cast<double>(totals.units), notation)},
+      .elapsed = {fmt::format(" {}", clock_time(totals.now - totals.started))},
+      .current_rate = {fmt::format(" [{}{}]", format::measured_rate(current, notation),
+                                   totals.held_by_quota ? ", held by a quota" : "")},
+      .average = {fmt::format(" [avg {}]", format::measured_rate(average_rate(totals), notation))},
+      .percent = {},
+      .eta = {},
+      .done = std::nullopt};
+  if (!total_units || *total_units == 0) return parts;
+  const double total = static_cast<double>(*total_units);
+  const double done = std::min(1.0, static_cast<double>(totals.units) / total);
+  parts.done = done;
+  parts.percent.text = fmt::format(" {:3.0f}%", done * 100.0);
+  if (done < 1.0) parts.eta.text = eta_text(total - static_cast<double>(totals.units), totals);
+  return parts;
+}
+
+// The parts in `width` columns less three, whole parts left out as ProgressMeter says; empty when
+// not even the amount fits.
+std::string laid_out(ProgressParts& parts, int width) {
   // Room for the echo of a Ctrl-C ("^C") after the line, and the last column left free: a line
   // that reaches it wraps on many terminals, and each redraw then leaves a line behind.
   const int room = std::max(width - 3, 0);
   const auto length = [&] {
-    return static_cast<int>(amount.length() + elapsed.length() + current_rate.length() +
-                            average.length() + percent.length() + eta.length());
+    return static_cast<int>(parts.amount.length() + parts.elapsed.length() +
+                            parts.current_rate.length() + parts.average.length() +
+                            parts.percent.length() + parts.eta.length());
   };
   // " [" + bar + "]"
   const auto bar_room = [&] { return room - length() - 3; };
   // Whole parts are left out, least useful first: the bar shrinks first, then the average, the
   // ETA and the elapsed time go, then the bar, the current rate and the percentage.
-  bool bar = known_total;
-  for (Field* part : {&average, &eta, &elapsed}) {
+  bool bar = parts.done.has_value();
+  for (Field* part : {&parts.average, &parts.eta, &parts.elapsed}) {
     if (bar ? bar_room() >= kMinBarWidth : length() <= room) break;
     part->shown = false;
   }
   bar = bar && bar_room() >= kMinBarWidth;
-  for (Field* part : {&current_rate, &percent}) {
+  for (Field* part : {&parts.current_rate, &parts.percent}) {
     if (length() <= room) break;
     part->shown = false;
   }
   if (length() > room) return {};
 
-  std::string line = amount.text;
-  for (const Field* part : {&elapsed, &current_rate, &average}) {
+  std::string line = parts.amount.text;
+  for (const Field* part : {&parts.elapsed, &parts.current_rate, &parts.average}) {
     if (part->shown) line += part->text;
   }
   if (bar) {
     const int bar_width = std::min(kMaxBarWidth, bar_room());
-    const int filled = static_cast<int>(done * bar_width);
+    const int filled = static_cast<int>(*parts.done * bar_width);
     line += fmt::format(" [{:=<{}}{:<{}}]", "", filled, filled < bar_width ? ">" : "",
                         bar_width - filled);
   }
-  for (const Field* part : {&percent, &eta}) {
+  for (const Field* part : {&parts.percent, &parts.eta}) {
     if (part->shown) line += part->text;
   }
   return line;
+}
+
+}  // namespace
+
+double ProgressMeter::rate_over_last_second(const Totals& totals) {
+  last_second_.push_back({totals.now, totals.units});
+  while (last_second_.size() > 2 && totals.now - last_second_[1].time >= std::chrono::seconds(1))
+    last_second_.pop_front();
+  const Sample& oldest = last_second_.front();
+  const double window = seconds(totals.now - oldest.time);
+  return window > 0.0 ? static_cast<double>(totals.units - oldest.units) / window
+                      : average_rate(totals);
+}
+
+std::string ProgressMeter::line(const Totals& totals, int width) {
+  const double current = rate_over_last_second(totals);
+  ProgressParts parts = parts_of(totals, current, notation_, total_units_);
+  return laid_out(parts, width);
 }
 
 namespace {
@@ -168,7 +195,7 @@ std::string summary_text(const Result& result, const format::Notation& notation)
     line += fmt::format("; held by quotas {}", format::human_duration(totals.held_by_quotas));
   for (const backends::QuotaStatus& quota : result.quotas)
     line += fmt::format("\nratelimit: quota {}: {} used in the window",
-                        format::written_quota(quota.params), quota.used);
+                        format::written_quota(quota.params, notation), quota.used);
   return line;
 }
 
@@ -184,7 +211,7 @@ std::string summary_json(const Result& result, const format::Notation& notation,
   }
   format::Json quotas = format::Json::array();
   for (const backends::QuotaStatus& quota : result.quotas)
-    quotas.push_back({{"quota", format::written_quota(quota.params)},
+    quotas.push_back({{"quota", format::written_quota(quota.params, notation)},
                       {"limit", quota.params.limit},
                       {"period_seconds", format::json_number(seconds(quota.params.period))},
                       {"used", quota.used}});

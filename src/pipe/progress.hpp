@@ -30,6 +30,10 @@ class ProgressMeter {
   std::string line(const Totals& totals, int width = 80);
 
  private:
+  // The rate over about the last second, `totals` one more sample of it: the units since the
+  // oldest sample kept, no older than needed to span a second.
+  double rate_over_last_second(const Totals& totals);
+
   struct Sample {
     std::chrono::nanoseconds time;
     std::uint64_t units;

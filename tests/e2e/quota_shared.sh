@@ -11,7 +11,7 @@ expect_quota_rules() {
   expect_status 75 "$RATELIMIT" acquire --quota 3/h --try --key refused "$@"
   expect_status 75 "$RATELIMIT" acquire --quota 3/h --timeout 1s --key refused "$@"
   "$RATELIMIT" status --key refused "$@" >"$WORK/status"
-  grep -q "refused: quota 3/1h: 3 used in the window, next unit free in" "$WORK/status" ||
+  grep -q "refused: quota 3/h: 3 used in the window, next unit free in" "$WORK/status" ||
     fail "status shows: $(cat "$WORK/status")"
   "$RATELIMIT" status --key refused --json "$@" >"$WORK/status.json"
   python3 -c '
@@ -22,7 +22,7 @@ assert quota["next_free_in_seconds"] > 3000, quota' "$WORK/status.json" ||
     fail "status --json shows: $(cat "$WORK/status.json")"
   # Another caller's quotas replace the key's (and say so); reset clears them.
   expect_status 0 "$RATELIMIT" acquire --quota 4/h --try --key refused "$@"
-  grep -q "now has rate off, burst 1s, quota 4/1h (was rate off, burst 1s, quota 3/1h)" "$WORK/stderr" ||
+  grep -q "now has rate off, burst 1s, quota 4/h (was rate off, burst 1s, quota 3/h)" "$WORK/stderr" ||
     fail "the replaced quota was not announced: $(cat "$WORK/stderr")"
   "$RATELIMIT" reset --key refused "$@"
   expect_status 0 "$RATELIMIT" acquire --rate 1/s --try --key refused "$@"

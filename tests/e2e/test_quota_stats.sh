@@ -14,7 +14,7 @@ cmp "$WORK/lines" "$WORK/out" || fail "the lines differ"
 grep -q ', held by a quota\]' "$WORK/stderr" || fail "the progress line never said: $(cat -v "$WORK/stderr")"
 grep -Eq '^ratelimit: 30 lines in [0-9.]+ s, .*\(rate 100/s.*\), [0-9]+ bytes; held by quotas ([1-9][0-9.]*s|0\.[5-9][0-9]*s)$' \
   "$WORK/stderr" || fail "--stats: $(cat "$WORK/stderr")"
-grep -Eq '^ratelimit: quota 10/0\.5s: ([1-9]|10) used in the window$' "$WORK/stderr" ||
+grep -Eq '^ratelimit: quota 10/500ms: ([1-9]|10) used in the window$' "$WORK/stderr" ||
   fail "--stats names no quota: $(cat "$WORK/stderr")"
 
 # check_json FILE: the quota and the time held in the JSON summary.
@@ -24,7 +24,7 @@ import json, sys
 summary = json.load(open(sys.argv[1]))
 quotas = summary["quotas"]
 assert len(quotas) == 1, quotas
-assert quotas[0]["quota"] == "10/0.5s" and quotas[0]["limit"] == 10, quotas
+assert quotas[0]["quota"] == "10/500ms" and quotas[0]["limit"] == 10, quotas
 assert quotas[0]["period_seconds"] == 0.5 and 1 <= quotas[0]["used"] <= 10, quotas
 assert summary["held_by_quotas_seconds"] >= 0.5, summary
 ' "$1" || fail "--stats=json: $(cat "$1")"
@@ -49,7 +49,7 @@ assert summary["quotas"] == [] and summary["held_by_quotas_seconds"] == 0, summa
 # A pipe's parameters replacing a key's: the quotas it brings, and those it replaces.
 expect_status 0 "$RATELIMIT" acquire --rate 2/s --key replaced
 seq 3 | "$RATELIMIT" -l --rate 100/s --quota 50/h --key replaced >/dev/null 2>"$WORK/stderr"
-expect_stderr "ratelimit: key 'replaced' now has rate 100/s, burst 1s, quota 50/1h (was rate 2/s, burst 1s)"
+expect_stderr "ratelimit: key 'replaced' now has rate 100/s, burst 1s, quota 50/h (was rate 2/s, burst 1s)"
 seq 3 | "$RATELIMIT" -l --rate 100/s --key replaced >/dev/null 2>"$WORK/stderr"
-expect_stderr "ratelimit: key 'replaced' now has rate 100/s, burst 1s (was rate 100/s, burst 1s, quota 50/1h)"
+expect_stderr "ratelimit: key 'replaced' now has rate 100/s, burst 1s (was rate 100/s, burst 1s, quota 50/h)"
 exit 0

@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
 # A shared key's rate and burst in `status` as its users wrote them (issue 27 item 8): 10MB/s, not
 # 10M/s; 20 lines/s; 2/s with a burst of 5, not 2.5s; 100/m with a burst of 2m; KiB; a key of
-# quotas alone shows no rate and no burst (issue 29; the state file: Redis keeps no quotas yet).
-# In the state file and in Redis, as text and as JSON; a Redis key without a notation shows as
-# before.
+# quotas alone shows no rate and no burst (issue 29). Quotas as the key's users write them
+# (5000/h, 300/10m, 50GB/d; not 5000/1h or 50000000000/1d). In the state file and in Redis, as
+# text and as JSON; a Redis key without a notation shows as before.
 source "$E2E_LIB"
 source "$(dirname "${BASH_SOURCE[0]}")/redis_server.sh"
 export RATELIMIT_STATE_DIR=$WORK/state
@@ -30,8 +30,13 @@ make_keys() {
   kept permits
   expect_status 0 "$RATELIMIT" acquire --rate 100/m --burst 2m --key minute "$@"
   kept minute
-  [ -n "$QUOTAS" ] || return 0
   expect_status 0 "$RATELIMIT" acquire --quota 3/h --key quota "$@"
+  kept quota
+  expect_status 0 "$RATELIMIT" acquire --rate 10/s --quota 5000/h --quota 300/10m --key api "$@"
+  kept api
+  printf x | "$RATELIMIT" --rate 10MB/s --quota 50GB/d --key backup "$@" >/dev/null ||
+    fail "a pipe with --quota 50GB/d failed"
+  kept backup
 }
 
 # check_keys WHERE [STORE OPTIONS...]: status shows each key as it was written.
@@ -40,9 +45,10 @@ check_keys() {
   shift
   "$RATELIMIT" status "$@" >"$WORK/status" || fail "$where: status failed"
   local expected lines=('^mb +10MB/s +burst 1s ' '^lines +20 lines/s +burst 1s '
-    '^kib +512KiB/s +burst 64KiB ' '^permits +2/s +burst 5 ' '^minute +100/m +burst 2m ')
-  [ -z "$QUOTAS" ] ||
-    lines+=('^quota +off +- +- +now$' '^quota: quota 3/1h: 1 used in the window, next unit free now$')
+    '^kib +512KiB/s +burst 64KiB ' '^permits +2/s +burst 5 ' '^minute +100/m +burst 2m '
+    '^quota +off +- +- +now$' '^quota: quota 3/h: 1 used in the window, next unit free now$'
+    '^api: quota 5000/h: 1 used in the window, ' '^api: quota 300/10m: 1 used in the window, '
+    '^backup: quota 50GB/d: [0-9]+ used in the window, ')
   for expected in "${lines[@]}"; do
     grep -Eq -- "$expected" "$WORK/status" || fail "$where: no line '$expected' in: $(cat "$WORK/status")"
   done
@@ -57,19 +63,19 @@ assert shown("lines", "rate", "counts") == ["20/s", "lines"], buckets["lines"]
 assert shown("kib", "rate", "burst") == ["512KiB/s", "64KiB"], buckets["kib"]
 assert shown("permits", "rate", "counts", "burst") == ["2/s", "permits", "5"], buckets["permits"]
 assert shown("minute", "rate", "burst", "burst_seconds") == ["100/m", "2m", 120], buckets["minute"]
-if sys.argv[2] != "1":
-    sys.exit(0)
 quota = buckets["quota"]
 assert shown("quota", "rate", "shape", "permits_per_second") == ["off", None, None], quota
 assert "burst" not in quota and "burst_seconds" not in quota, quota
-assert quota["quotas"][0]["quota"] == "3/1h" and quota["quotas"][0]["used"] == 1, quota
-' "$WORK/status.json" "$QUOTAS" || fail "$where: status --json: $(cat "$WORK/status.json")"
+assert quota["quotas"][0]["quota"] == "3/h" and quota["quotas"][0]["used"] == 1, quota
+def quotas(key):
+    return [(quota["quota"], quota["limit"], quota["period_seconds"]) for quota in buckets[key]["quotas"]]
+assert quotas("api") == [("5000/h", 5000, 3600), ("300/10m", 300, 600)], buckets["api"]
+assert quotas("backup") == [("50GB/d", 50000000000, 86400)], buckets["backup"]
+' "$WORK/status.json" || fail "$where: status --json: $(cat "$WORK/status.json")"
 }
 
-QUOTAS=1
 make_keys
 check_keys "state file"
-QUOTAS=
 
 redis=(--redis "unix://$WORK/main/sock")
 REDIS=1

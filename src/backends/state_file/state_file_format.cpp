@@ -124,85 +124,89 @@ std::chrono::nanoseconds longest_booked_wait(const BucketParams& params) {
   return std::chrono::nanoseconds(static_cast<std::int64_t>(wait_ns));
 }
 
-DecodedRecord decode_record(std::string_view bytes, std::chrono::nanoseconds now) {
-  FieldReader reader(bytes);
-  // The version first, so that a record of another size from another version is named as such.
-  std::uint32_t version = kVersion;
-  if (bytes.size() >= kMagic.size() + sizeof(std::uint32_t) &&
-      reader.next_bytes(kMagic.size()) == kMagic) {
-    version = reader.next<std::uint32_t>();
-    if (version != kVersion && version != kVersionWithoutNotation &&
-        version != kVersionWithoutQuotas)
-      return {.record = {},
-              .problem = "record version " + std::to_string(version) + ", expected " +
-                         std::to_string(kVersion)};
+namespace {
+
+// Why bytes are no record ("bad checksum"); none when they are one so far.
+using Problem = std::optional<std::string>;
+
+// The version the record says it is, first, so that a record of another size from another
+// version is named as such: kVersion where the bytes do not begin with the magic (the size or the
+// magic is then found wrong).
+Problem read_version(std::string_view bytes, std::uint32_t& version) {
+  version = kVersion;
+  if (bytes.size() < kMagic.size() + sizeof(std::uint32_t) || !bytes.starts_with(kMagic))
+    return std::nullopt;
+  std::memcpy(&version, bytes.data() + kMagic.size(), sizeof version);
+  if (version == kVersion || version == kVersionWithoutNotation || version == kVersionWithoutQuotas)
+    return std::nullopt;
+  return "record version " + std::to_string(version) + ", expected " + std::to_string(kVersion);
+}
+
+// The size that the lengths a record of `version` holds give it (the timetable's, the number of
+// quotas, the notation's), each read where it lies, so that a torn or extended record is named as
+// such; a length beyond what a record may hold is a problem. Fewer bytes than the fixed fields:
+// their size.
+Problem read_expected_size(std::string_view bytes, std::uint32_t version, std::size_t& size) {
+  size = kFixedRecordBytes;
+  if (bytes.size() < kFixedRecordBytes) return std::nullopt;
+  // The length at `offset`; 0 if the bytes end before `end`.
+  const auto length_at = [bytes](std::size_t offset, std::size_t end) {
+    std::uint32_t length = 0;
+    if (bytes.size() >= end) std::memcpy(&length, bytes.data() + offset, sizeof length);
+    return length;
+  };
+  const std::uint32_t timetable_bytes = length_at(kTimetableLengthOffset, kFixedRecordBytes);
+  if (timetable_bytes > kMaxTimetableBytes)
+    return "timetable of " + std::to_string(timetable_bytes) + " bytes, at most " +
+           std::to_string(kMaxTimetableBytes);
+  size += timetable_bytes;
+  if (version != kVersionWithoutQuotas) {
+    // The number of quotas just after the timetable.
+    const std::uint32_t quotas =
+        length_at(kTimetableLengthOffset + sizeof(std::uint32_t) + timetable_bytes,
+                  size + sizeof(std::uint32_t));
+    if (quotas > kMaxRecordQuotas)
+      return "record of " + std::to_string(quotas) + " quotas, at most " +
+             std::to_string(kMaxRecordQuotas);
+    size += sizeof(std::uint32_t) + quotas * kQuotaRecordBytes;
   }
-  const bool has_quotas = version != kVersionWithoutQuotas;
-  const bool has_notation = version == kVersion;
-  // The size first, from the timetable's length just before the timetable, so that a torn or
-  // extended record is named as such.
-  std::size_t expected_size = kFixedRecordBytes;
-  if (bytes.size() >= kFixedRecordBytes) {
-    std::uint32_t timetable_bytes;
-    std::memcpy(&timetable_bytes, bytes.data() + kTimetableLengthOffset, sizeof timetable_bytes);
-    if (timetable_bytes > kMaxTimetableBytes)
-      return {.record = {},
-              .problem = "timetable of " + std::to_string(timetable_bytes) + " bytes, at most " +
-                         std::to_string(kMaxTimetableBytes)};
-    expected_size += timetable_bytes;
-    if (has_quotas) {
-      // The number of quotas just after the timetable.
-      expected_size += sizeof(std::uint32_t);
-      std::uint32_t quotas = 0;
-      if (bytes.size() >= expected_size) {
-        std::memcpy(&quotas,
-                    bytes.data() + kTimetableLengthOffset + sizeof(std::uint32_t) + timetable_bytes,
-                    sizeof quotas);
-        if (quotas > kMaxRecordQuotas)
-          return {.record = {},
-                  .problem = "record of " + std::to_string(quotas) + " quotas, at most " +
-                             std::to_string(kMaxRecordQuotas)};
-      }
-      expected_size += quotas * kQuotaRecordBytes;
-    }
-    if (has_notation) {
-      // The notation's length just after the quotas, before the checksum.
-      const std::size_t length_offset = expected_size - sizeof(std::uint64_t);
-      expected_size += sizeof(std::uint32_t);
-      std::uint32_t notation_bytes = 0;
-      if (bytes.size() >= length_offset + sizeof notation_bytes) {
-        std::memcpy(&notation_bytes, bytes.data() + length_offset, sizeof notation_bytes);
-        if (notation_bytes > kMaxNotationBytes)
-          return {.record = {},
-                  .problem = "notation of " + std::to_string(notation_bytes) + " bytes, at most " +
-                             std::to_string(kMaxNotationBytes)};
-      }
-      expected_size += notation_bytes;
-    }
+  if (version == kVersion) {
+    // The notation's length just after the quotas, before the checksum.
+    const std::size_t offset = size - sizeof(std::uint64_t);
+    const std::uint32_t notation_bytes = length_at(offset, offset + sizeof(std::uint32_t));
+    if (notation_bytes > kMaxNotationBytes)
+      return "notation of " + std::to_string(notation_bytes) + " bytes, at most " +
+             std::to_string(kMaxNotationBytes);
+    size += sizeof(std::uint32_t) + notation_bytes;
   }
-  if (bytes.size() != expected_size)
-    return {.record = {},
-            .problem = "record of " + std::to_string(bytes.size()) + " bytes, expected " +
-                       std::to_string(expected_size)};
-  if (bytes.substr(0, kMagic.size()) != kMagic) return {.record = {}, .problem = "bad magic"};
+  return std::nullopt;
+}
+
+// The magic and the checksum of a record of the right size.
+Problem check_integrity(std::string_view bytes) {
+  if (bytes.substr(0, kMagic.size()) != kMagic) return "bad magic";
   const auto payload = bytes.substr(0, bytes.size() - sizeof(std::uint64_t));
   std::uint64_t checksum;
   std::memcpy(&checksum, bytes.data() + payload.size(), sizeof checksum);
-  if (checksum != format::fnv1a<std::uint64_t>(payload))
-    return {.record = {}, .problem = "bad checksum"};
+  if (checksum != format::fnv1a<std::uint64_t>(payload)) return "bad checksum";
+  return std::nullopt;
+}
 
-  StateRecord record;
+// The fields of an intact record of `version` into `record`; a value no bucket holds is a problem.
+Problem read_fields(std::string_view bytes, std::uint32_t version, StateRecord& record) {
+  FieldReader reader(bytes);
+  reader.next_bytes(kMagic.size());
+  reader.next<std::uint32_t>();  // the version, read already
   const auto shape = reader.next<std::uint32_t>();
   if (shape > static_cast<std::uint32_t>(BucketShape::warming_up))
-    return {.record = {}, .problem = "unknown bucket shape " + std::to_string(shape)};
+    return "unknown bucket shape " + std::to_string(shape);
   record.params.shape = static_cast<BucketShape>(shape);
   record.params.permits_per_second = reader.next<double>();
   record.params.max_burst_seconds = reader.next<double>();
   record.params.warmup = std::chrono::nanoseconds(reader.next<std::int64_t>());
   record.params.cold_factor = reader.next<double>();
   const auto flags = reader.next<std::uint32_t>();
-  if ((flags & ~(kStartFull | kPayFirst)) != 0)
-    return {.record = {}, .problem = "unknown flags " + std::to_string(flags)};
+  if ((flags & ~(kStartFull | kPayFirst)) != 0) return "unknown flags " + std::to_string(flags);
   record.params.start_full = (flags & kStartFull) != 0;
   record.params.pay_first = (flags & kPayFirst) != 0;
   record.state.stored_permits = reader.next<double>();
@@ -212,7 +216,8 @@ DecodedRecord decode_record(std::string_view bytes, std::chrono::nanoseconds now
   record.schedule.entry_until = reader.next<std::int64_t>();
   record.schedule.timetable = std::string(reader.next_bytes(reader.next<std::uint32_t>()));
   try {
-    const std::uint32_t quotas = has_quotas ? reader.next<std::uint32_t>() : 0;
+    const std::uint32_t quotas =
+        version != kVersionWithoutQuotas ? reader.next<std::uint32_t>() : 0;
     for (std::uint32_t i = 0; i < quotas; ++i) {
       QuotaParams params;
       params.limit = reader.next<std::int64_t>();
@@ -222,25 +227,54 @@ DecodedRecord decode_record(std::string_view bytes, std::chrono::nanoseconds now
       for (std::int64_t& count : state.counts) count = reader.next<std::int64_t>();
       record.quotas.emplace_back(params, state);  // validates them
     }
-    if (has_notation)
-      record.notation = std::string(reader.next_bytes(reader.next<std::uint32_t>()));
+  } catch (const std::invalid_argument& error) {
+    return std::string("invalid bucket: ") + error.what();
+  }
+  if (version == kVersion)
+    record.notation = std::string(reader.next_bytes(reader.next<std::uint32_t>()));
+  return std::nullopt;
+}
+
+// What the parameters allow of the state at `now` (on the record's clock): the core's checks, at
+// most as many stored permits as the bucket holds, and a next free moment no later than the
+// longest wait one request can book.
+Problem check_state(const StateRecord& record, std::chrono::nanoseconds now) {
+  try {
     const TokenBucket bucket{record.params, record.state};  // validates parameters and state
     // Stored permits are rescaled with every change of rate: a rounding above the maximum is no
     // damage.
     if (!(record.state.stored_permits <= bucket.max_permits() * (1.0 + 1e-9)))
-      return {.record = {},
-              .problem = fmt::format("stored permits {:g} above the bucket's {:g}",
-                                     record.state.stored_permits, bucket.max_permits())};
+      return fmt::format("stored permits {:g} above the bucket's {:g}", record.state.stored_permits,
+                         bucket.max_permits());
   } catch (const std::invalid_argument& error) {
-    return {.record = {}, .problem = std::string("invalid bucket: ") + error.what()};
+    return std::string("invalid bucket: ") + error.what();
   }
   const std::chrono::nanoseconds longest = longest_booked_wait(record.params);
   if (now < std::chrono::nanoseconds::max() - longest && record.state.next_free > now + longest)
-    return {.record = {},
-            .problem = fmt::format("next free moment {} s ahead, beyond the longest wait a "
-                                   "request can book ({} s)",
-                                   (record.state.next_free - now).count() / 1'000'000'000,
-                                   longest.count() / 1'000'000'000)};
+    return fmt::format(
+        "next free moment {} s ahead, beyond the longest wait a request can book ({} s)",
+        (record.state.next_free - now).count() / 1'000'000'000, longest.count() / 1'000'000'000);
+  return std::nullopt;
+}
+
+}  // namespace
+
+DecodedRecord decode_record(std::string_view bytes, std::chrono::nanoseconds now) {
+  const auto damaged = [](std::string problem) {
+    return DecodedRecord{.record = {}, .problem = std::move(problem)};
+  };
+  std::uint32_t version = kVersion;
+  if (Problem problem = read_version(bytes, version)) return damaged(std::move(*problem));
+  std::size_t expected_size = 0;
+  if (Problem problem = read_expected_size(bytes, version, expected_size))
+    return damaged(std::move(*problem));
+  if (bytes.size() != expected_size)
+    return damaged("record of " + std::to_string(bytes.size()) + " bytes, expected " +
+                   std::to_string(expected_size));
+  if (Problem problem = check_integrity(bytes)) return damaged(std::move(*problem));
+  StateRecord record;
+  if (Problem problem = read_fields(bytes, version, record)) return damaged(std::move(*problem));
+  if (Problem problem = check_state(record, now)) return damaged(std::move(*problem));
   return {.record = std::move(record), .problem = {}};
 }
 

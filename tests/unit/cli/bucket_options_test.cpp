@@ -9,14 +9,30 @@ namespace {
 
 using namespace std::chrono_literals;
 
-BucketParams parse(std::vector<std::string> args,
-                   format::Counted counted = format::Counted::bytes) {
+// The options as the command line reads them.
+BucketOptions read(std::vector<std::string> args) {
   CLI::App app;
   BucketOptions options;
   add_bucket_options(app, options, format::Counted::bytes);
   std::reverse(args.begin(), args.end());
   app.parse(args);
-  return parse_bucket_options(options, counted).params;
+  return options;
+}
+
+BucketParams parse(std::vector<std::string> args,
+                   format::Counted counted = format::Counted::bytes) {
+  return bucket_of(read(std::move(args)), counted).params;
+}
+
+// The message of the UsageError that `make` throws; "accepted" if none.
+template <typename Make>
+std::string refusal(Make make) {
+  try {
+    make();
+  } catch (const UsageError& error) {
+    return error.what();
+  }
+  return "accepted";
 }
 
 TEST(BucketOptions, DefaultIsGuavaOneSecondBursty) {
@@ -72,29 +88,56 @@ TEST(BucketOptions, RejectsBadCombinationsAndValues) {
   EXPECT_EQ(parse({"--rate", "2/s"}, format::Counted::permits).permits_per_second, 2.0);
 }
 
-// What the options' checks let through and the core refuses is bad usage too (64), the core's
-// words kept: parse_bucket_options is where the user's values are handed to the core.
-std::string refusal(const BucketOptions& options) {
-  try {
-    parse_bucket_options(options, format::Counted::bytes);
-  } catch (const UsageError& error) {
-    return error.what();
-  }
-  return "accepted";
+TEST(BucketOptions, KeepTheNotationOfTheRateAndBurst) {
+  EXPECT_EQ(
+      bucket_of(read({"--rate", "10MiB/s", "--burst", "64k"}), format::Counted::bytes).notation,
+      (format::Notation{.counted = format::Counted::bytes,
+                        .binary_prefix = true,
+                        .period_seconds = 1,
+                        .burst_in_units = true}));
+  EXPECT_EQ(bucket_of(read({"--rate", "30/m"}), format::Counted::lines).notation,
+            (format::Notation{.counted = format::Counted::lines, .period_seconds = 60}));
+  // A timetable's rates are shown with SI prefixes; quotas alone have no rate to show.
+  EXPECT_EQ(notation_of(read_rate("08:00,1Mi 18:00,off"), format::Counted::bytes),
+            (format::Notation{.counted = format::Counted::bytes}));
+  EXPECT_EQ(bucket_of(read({"--quota", "5/h"}), format::Counted::permits).notation,
+            (format::Notation{.counted = format::Counted::permits}));
 }
 
+TEST(BucketOptions, QuotasInTheOrderGiven) {
+  const BucketOptions options = read({"--quota", "5000/h", "--quota", "50GB/d"});
+  ASSERT_EQ(options.quotas.size(), 2u);
+  EXPECT_EQ(options.quotas[0].text, "5000/h");
+  EXPECT_EQ(options.quotas[1].text, "50GB/d");
+  const ParsedBucket bucket = bucket_of(options, format::Counted::bytes);
+  EXPECT_EQ(bucket.quotas[0], (QuotaParams{.limit = 5000, .period = 1h}));
+  EXPECT_EQ(bucket.quotas[1], (QuotaParams{.limit = 50'000'000'000, .period = 24h}));
+}
+
+TEST(BucketOptions, ATimetableInBytesOnlyWhereBytesAreCounted) {
+  const BucketOptions options = read({"--rate", "08:00,5 18:00,20kB"});
+  EXPECT_GT(bucket_of(options, format::Counted::bytes).params.permits_per_second, 0.0);
+  EXPECT_EQ(refusal([&] { bucket_of(options, format::Counted::lines); }),
+            "invalid timetable entry '18:00,20kB': rate '20kB' is in bytes or bits, but this "
+            "command counts lines: write it without B/bit");
+  EXPECT_EQ(refusal([] {
+              bucket_of(read({"--rate", "08:00,5 18:00,20"}), format::Counted::lines);
+            }),
+            "accepted");
+}
+
+// What the options' checks let through and the core refuses is bad usage too (64), the core's
+// words kept: read_rate() and bucket_of() are where the user's values are handed to the core.
 TEST(BucketOptions, TheCoresRefusalIsAUsageErrorInTheCoresWords) {
-  BucketOptions twice;
-  twice.rate = "08:00,1M 08:00,2M";
-  EXPECT_EQ(refusal(twice),
+  EXPECT_EQ(refusal([] { read_rate("08:00,1M 08:00,2M"); }),
             "invalid timetable '08:00,1M 08:00,2M': timetable entry 08:00: another entry takes "
             "effect at the same time (08:00)");
   // CLI11 keeps --start-full from --warmup; the core refuses the pair even so.
   BucketOptions warm_but_full;
-  warm_but_full.rate = "1M";
-  warm_but_full.warmup = "4s";
+  warm_but_full.rate = Written{read_rate("1M"), "1M"};
+  warm_but_full.warmup = 4s;
   warm_but_full.start_full = true;
-  EXPECT_EQ(refusal(warm_but_full),
+  EXPECT_EQ(refusal([&] { bucket_of(warm_but_full, format::Counted::bytes); }),
             "start full applies to bursty buckets only: a warming-up bucket starts cold, full of "
             "slow permits");
 }

@@ -77,6 +77,23 @@ TEST(WrittenRate, ReadableAtTheExtremes) {
   EXPECT_EQ(written_rate(std::numeric_limits<double>::denorm_min()), "4.269e-319/d");
 }
 
+TEST(WrittenQuota, InTheUnitOfTheRateAndTheLargestWholePeriod) {
+  const Notation permits{};
+  EXPECT_EQ(written_quota({.limit = 5000, .period = 1h}, permits), "5000/h");
+  EXPECT_EQ(written_quota({.limit = 300, .period = 10min}, kLines), "300/10m");
+  EXPECT_EQ(written_quota({.limit = 10, .period = 500ms}, kLines), "10/500ms");
+  EXPECT_EQ(written_quota({.limit = 3, .period = 90s}, permits), "3/90s");
+  EXPECT_EQ(written_quota({.limit = 1, .period = 1us}, permits), "1/us");
+  EXPECT_EQ(written_quota({.limit = 1, .period = 1500ns}, permits), "1/1500ns");
+  EXPECT_EQ(written_quota({.limit = 1'000'000'000, .period = 48h}, permits), "1000000000/2d");
+  // Bytes with the prefix that writes them shortest, as a rate's; bits as the rate shows them.
+  EXPECT_EQ(written_quota({.limit = 50'000'000'000, .period = 24h}, kBytes), "50GB/d");
+  EXPECT_EQ(written_quota({.limit = 100'000, .period = 2s}, kBytes), "100kB/2s");
+  EXPECT_EQ(written_quota({.limit = 1 << 20, .period = 1h}, kBinary), "1MiB/h");
+  EXPECT_EQ(written_quota({.limit = 123'456'789, .period = 1h}, kBytes), "123456789B/h");
+  EXPECT_EQ(written_quota({.limit = 50'000'000'000, .period = 24h}, kBits), "400Gbit/d");
+}
+
 TEST(NotationText, ReadsBackAsTheSameNotation) {
   const Notation notations[] = {
       {},

@@ -168,11 +168,11 @@ TEST(Summary, SaysWhatTheQuotasCountedAndHowLongTheyHeldThePipe) {
                    {.params = {.limit = 50000, .period = 24h}, .used = 2000, .next_free_in = 0s}};
   EXPECT_EQ(summary_text(result, kBytes),
             "ratelimit: 2000 bytes in 2.000 s, 1.00 kB/s (rate 1kB/s); held by quotas 1.5s\n"
-            "ratelimit: quota 1000/1s: 900 used in the window\n"
-            "ratelimit: quota 50000/1d: 2000 used in the window");
+            "ratelimit: quota 1kB/s: 900 used in the window\n"
+            "ratelimit: quota 50kB/d: 2000 used in the window");
   EXPECT_NE(summary_json(result, kBytes, 0s)
-                .find(R"("quotas":[{"quota":"1000/1s","limit":1000,"period_seconds":1,"used":900},)"
-                      R"({"quota":"50000/1d","limit":50000,"period_seconds":86400,"used":2000}],)"
+                .find(R"("quotas":[{"quota":"1kB/s","limit":1000,"period_seconds":1,"used":900},)"
+                      R"({"quota":"50kB/d","limit":50000,"period_seconds":86400,"used":2000}],)"
                       R"("held_by_quotas_seconds":1.5})"),
             std::string::npos)
       << summary_json(result, kBytes, 0s);
