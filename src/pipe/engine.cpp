@@ -66,24 +66,32 @@ std::optional<Result> Engine::run_spliced() {
   nanoseconds requested_at = last_turn;
   std::int64_t chunk_units = options_.chunk_units;  // of the chunk begun
   std::int64_t chunk_rest = 0;
+  bool input_awaited = false;  // for a booking under quotas
   while (true) {
     if (chunk_rest == 0) {
       // Asked for and booked as of that moment: a bucket that pays first counts its wait from it.
       requested_at = std::min(io_.now(), std::max(last_turn, input_seen_at));
       // A splice now finds the end of this input without moving anything: no turn is booked.
       nanoseconds turn = requested_at;
-      // The rest, asked of the input now, may turn out to be nothing: then there is nothing to
-      // book either.
-      const std::optional<std::int64_t> units_left =
-          io_.input_exhausted() ? 0 : known_units_left(0);
-      if (units_left != 0) {
-        chunk_units = std::min(options_.chunk_units, units_left.value_or(options_.chunk_units));
-        const std::optional<nanoseconds> due = source_.turn(chunk_units, requested_at, units_left);
+      const std::optional<std::int64_t> ready = units_ready(0);
+      const bool exhausted = io_.input_exhausted();
+      // Once only: an input that says it is ready and still holds nothing is not waited for
+      // again, and books a whole chunk.
+      if (!exhausted && ready == 0 && !input_awaited) {
+        if (wait_for_input() == Wake::stop) return finish(Ending::stopped, io_.stop_signal());
+        input_seen_at = io_.now();
+        input_awaited = true;
+        continue;
+      }
+      input_awaited = false;
+      if (!exhausted) {
+        chunk_units = ready > 0 ? std::min(options_.chunk_units, *ready) : options_.chunk_units;
+        const std::optional<nanoseconds> due = source_.turn(chunk_units, requested_at, ready);
         // Nothing has been read yet, so a stop here leaves nothing behind.
         if (!due) return finish(Ending::stopped, io_.stop_signal());
         turn = last_turn = *due;
       }
-      const Wake wake = wait_for_turn(turn, WaitFor::input_end, chunk_units);
+      const Wake wake = wait_for_turn(turn, WaitFor::input_end);
       if (wake == Wake::stop) return finish(Ending::stopped, io_.stop_signal());
       if (wake == Wake::control) continue;
     }
@@ -147,9 +155,9 @@ Result Engine::move_buffered() {
     const nanoseconds requested_at = io_.now();
     if (span.units > 0) {
       const std::optional<nanoseconds> turn =
-          source_.turn(span.units, requested_at, known_units_left(end_ - begin_));
+          source_.turn(span.units, requested_at, units_ready(end_ - begin_));
       if (!turn) return stop_after_writing_buffer();
-      const Wake wake = wait_for_turn(*turn, WaitFor::deadline, span.units);
+      const Wake wake = wait_for_turn(*turn, WaitFor::deadline);
       if (wake == Wake::stop) return stop_after_writing_buffer();
       // The chunk and the turn follow the new rate: the span and its turn are asked for again.
       if (wake == Wake::control) continue;
@@ -309,15 +317,15 @@ void Engine::charge(std::size_t bytes, std::int64_t units, nanoseconds requested
   totals_.units += static_cast<std::uint64_t>(units);
 }
 
-std::optional<std::int64_t> Engine::known_units_left(std::size_t buffered) {
+std::optional<std::int64_t> Engine::units_ready(std::size_t buffered) {
   if (!options_.unit.counts_bytes() || options_.quotas.empty()) return std::nullopt;
-  const std::optional<std::size_t> unread = io_.bytes_known_left();
+  const std::optional<std::size_t> unread = io_.bytes_ready();
   if (!unread) return std::nullopt;
   return static_cast<std::int64_t>(std::min<std::size_t>(
       *unread + buffered, static_cast<std::size_t>(std::numeric_limits<std::int64_t>::max())));
 }
 
-Wake Engine::wait(nanoseconds deadline, WaitFor what, std::int64_t turn_units) {
+Wake Engine::wait(nanoseconds deadline, WaitFor what) {
   rate_changed_ = false;
   while (true) {
     const nanoseconds now = io_.now();
@@ -325,11 +333,7 @@ Wake Engine::wait(nanoseconds deadline, WaitFor what, std::int64_t turn_units) {
     if (const std::optional<double> rate = source_.rate_set_elsewhere()) note_rate(*rate, now);
     if (rate_changed_ && what != WaitFor::input) return Wake::control;
     if (now >= next_progress_) report_progress(now);
-    if (what == WaitFor::input_end) {
-      const std::optional<std::int64_t> left = known_units_left(0);
-      if (io_.input_exhausted() || left == 0) return Wake::ready;
-      if (left && *left < turn_units) return Wake::control;
-    }
+    if (what == WaitFor::input_end && io_.input_exhausted()) return Wake::ready;
     if (what != WaitFor::input && now >= deadline) return Wake::timeout;
     const nanoseconds progress_due = options_.progress_wakes ? next_progress_ : kForever;
     const Wake wake = io_.wait(std::min({deadline, progress_due, scheduled_.until}), what);
@@ -345,17 +349,17 @@ Wake Engine::wait(nanoseconds deadline, WaitFor what, std::int64_t turn_units) {
   }
 }
 
-Wake Engine::wait_for_turn(nanoseconds turn, WaitFor what, std::int64_t units) {
+Wake Engine::wait_for_turn(nanoseconds turn, WaitFor what) {
   const bool held_by_quota = source_.held_by_quota();
   const nanoseconds from = io_.now();
-  const Wake wake = wait(turn, what, units);
+  const Wake wake = wait(turn, what);
   if (held_by_quota) totals_.held_by_quotas += io_.now() - from;
   return wake;
 }
 
 Wake Engine::wait_for_input() {
   const nanoseconds called_at = io_.now();
-  const Wake wake = wait(kForever, WaitFor::input, 0);
+  const Wake wake = wait(kForever, WaitFor::input);
   const nanoseconds now = io_.now();
   if (wake == Wake::ready && now > called_at && own_source_ && totals_.bytes == 0 && begin_ == end_)
     own_source_->restart(now);

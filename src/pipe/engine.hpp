@@ -133,11 +133,9 @@ class Engine {
   Result move_buffered();
   // Waits for the deadline (and input, if asked), serving control messages and progress ticks.
   // A new rate ends a wait for a turn with Wake::control: the turn is to be asked for again.
-  Wake wait(std::chrono::nanoseconds deadline, WaitFor what, std::int64_t turn_units);
+  Wake wait(std::chrono::nanoseconds deadline, WaitFor what);
   // wait() for a turn: the time waited counts in Totals::held_by_quotas when a quota set it.
-  // Waiting for WaitFor::input_end, a turn asked for `units` also ends with Wake::control when
-  // the input turns out to hold fewer: the turn is to be asked for again.
-  Wake wait_for_turn(std::chrono::nanoseconds turn, WaitFor what, std::int64_t units);
+  Wake wait_for_turn(std::chrono::nanoseconds turn, WaitFor what);
   // wait(forever, input), after which the pipe's own bucket starts anew if it waited for the
   // first input: the producer's start-up is no idle time to be stored and sent as a burst.
   Wake wait_for_input();
@@ -161,13 +159,14 @@ class Engine {
   // `requested_at`; stops early when downstream closes or a stop signal cuts a blocked write short.
   Written write_buffered(std::size_t bytes, std::chrono::nanoseconds requested_at);
   void charge(std::size_t bytes, std::int64_t units, std::chrono::nanoseconds requested_at);
-  // Byte mode under quotas: the units still to go when the input can say, `buffered` read and
-  // not written included; none in record modes and without quotas. A quota counts what is
-  // booked, so a chunk larger than the input's rest could wait for a window where the rest fits
-  // now. Without quotas a whole chunk is booked even for the rest: the next chunk (this pipe's or
-  // another's on the key) then comes a whole write interval later, as every 100 ms window holds
-  // one write, and what was not moved is given back.
-  std::optional<std::int64_t> known_units_left(std::size_t buffered);
+  // Byte mode under quotas: the units that can go now without waiting for input, `buffered` read
+  // and not written included, when the input can say; none in record modes and without quotas.
+  // A quota counts what is booked whether or not its data comes, so under quotas nothing is
+  // booked before its data is there: a chunk larger than what comes could wait for a window where
+  // the rest fits now. Without quotas a whole chunk is booked even for less: the next chunk (this
+  // pipe's or another's on the key) then comes a whole write interval later, as every 100 ms
+  // window holds one write, and what was not moved is given back.
+  std::optional<std::int64_t> units_ready(std::size_t buffered);
   // At a stop or a failure: writes what is due, and what was read after it unless the input takes
   // that back.
   Written write_due_give_back_rest();

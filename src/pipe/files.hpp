@@ -47,7 +47,7 @@ class FileIo final : public Io {
   std::chrono::nanoseconds now() override;
   Wake wait(std::chrono::nanoseconds deadline, WaitFor what) override;
   bool input_exhausted() const override;
-  std::optional<std::size_t> bytes_known_left() override;
+  std::optional<std::size_t> bytes_ready() override;
   bool input_ready_now() override;
   Moved read(std::span<char> buffer) override;
   bool input_takes_back() const override;

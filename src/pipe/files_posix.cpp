@@ -243,20 +243,22 @@ void FileIo::note_moved(Input& input, std::size_t bytes) {
 
 bool FileIo::input_exhausted() const { return at_end() || inputs_[current_].bytes_left == 0; }
 
-std::optional<std::size_t> FileIo::bytes_known_left() {
-  if (!at_end() && inputs_[current_].is_pipe && !inputs_[current_].bytes_left) {
+std::optional<std::size_t> FileIo::bytes_ready() {
+  if (at_end()) return 0;
+  Input& input = inputs_[current_];
+  if (input.is_pipe && !input.bytes_left) {
     // Asking for no events still reports POLLHUP.
-    pollfd input{inputs_[current_].fd.get(), 0, 0};
-    if (io::retry_on_eintr([&] { return ::poll(&input, 1, 0); }) > 0 && (input.revents & POLLHUP))
-      note_writers_gone(inputs_[current_]);
+    pollfd writers{input.fd.get(), 0, 0};
+    if (io::retry_on_eintr([&] { return ::poll(&writers, 1, 0); }) > 0 &&
+        (writers.revents & POLLHUP))
+      note_writers_gone(input);
   }
-  std::size_t total = 0;
-  for (std::size_t i = current_; i < inputs_.size(); ++i) {
-    const std::optional<std::size_t> left = inputs_[i].bytes_left;
-    if (!left || *left > std::numeric_limits<std::size_t>::max() - total) return std::nullopt;
-    total += *left;
-  }
-  return total;
+  if (input.bytes_left)
+    return *input.bytes_left == std::numeric_limits<std::size_t>::max() ? std::nullopt
+                                                                        : input.bytes_left;
+  int bytes = 0;
+  if (!input.is_pipe || ::ioctl(input.fd.get(), FIONREAD, &bytes) != 0) return std::nullopt;
+  return static_cast<std::size_t>(bytes);
 }
 
 bool FileIo::next_input() {

@@ -46,10 +46,10 @@ class Io {
   // True when the input is known to hold nothing more: its writer has gone and what it left has
   // been moved, so the next splice finds the end without blocking.
   virtual bool input_exhausted() const = 0;
-  // The bytes the input will still give, this input and the FILEs after it, when known: regular
-  // files, and a pipe whose last writer has closed (asked of the pipe now). None when any of them
-  // cannot say.
-  virtual std::optional<std::size_t> bytes_known_left() = 0;
+  // The bytes of this input that a read or splice moves now without waiting: the rest of a
+  // regular file, what a pipe holds (all that is left once its last writer has closed, which the
+  // pipe is asked now). None when the input cannot say (a terminal, a socket).
+  virtual std::optional<std::size_t> bytes_ready() = 0;
   // True when a read would not block now, whatever signal has come.
   virtual bool input_ready_now() = 0;
   // Reads up to buffer.size() bytes after wait() or input_ready_now() said ready. Zero bytes

@@ -125,7 +125,7 @@ std::int64_t SharedPermitSource::trimmed(std::int64_t booked, double rate_before
 }
 
 std::optional<nanoseconds> SharedPermitSource::turn(std::int64_t units, nanoseconds,
-                                                    std::optional<std::int64_t> units_left) {
+                                                    std::optional<std::int64_t> units_ready) {
   if (failure_) std::rethrow_exception(failure_);
   if (credit_ < units && ahead_ > 0) {
     credit_ += std::exchange(ahead_, 0);
@@ -148,7 +148,7 @@ std::optional<nanoseconds> SharedPermitSource::turn(std::int64_t units, nanoseco
     const double rate_before = request_.params.permits_per_second;
     const std::int64_t booking = std::min(
         std::max(units, default_chunk_units(rate_before, largest_booking_, kLeastBookingInterval)),
-        units_left.value_or(std::numeric_limits<std::int64_t>::max()) - credit_);
+        units_ready.value_or(std::numeric_limits<std::int64_t>::max()) - credit_);
     if (booking <= 0) return credit_due_;
     std::optional<nanoseconds> due;
     try {

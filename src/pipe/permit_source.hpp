@@ -23,12 +23,12 @@ class PermitSource {
  public:
   virtual ~PermitSource() = default;
   // When up to `units` may be moved, on the engine's clock; none when a stop signal ended the
-  // call to the store first. `units_left`, when the input can say, is all that will still be
-  // asked for, these units included: nothing beyond it is booked ahead.
+  // call to the store first. `units_ready`, when the input can say, are the units it holds now,
+  // these included: nothing beyond them is booked ahead.
   // Throws what the store threw when it cannot answer.
   virtual std::optional<std::chrono::nanoseconds> turn(std::int64_t units,
                                                        std::chrono::nanoseconds now,
-                                                       std::optional<std::int64_t> units_left) = 0;
+                                                       std::optional<std::int64_t> units_ready) = 0;
   // `units` were moved at `moved_at`, as requested at `requested_at`.
   virtual void consume(std::int64_t units, std::chrono::nanoseconds requested_at,
                        std::chrono::nanoseconds moved_at) = 0;
@@ -64,7 +64,7 @@ class LocalPermitSource final : public PermitSource {
   LocalPermitSource(const BucketParams& params, const std::vector<QuotaParams>& quotas,
                     std::chrono::nanoseconds now);
   std::optional<std::chrono::nanoseconds> turn(std::int64_t units, std::chrono::nanoseconds now,
-                                               std::optional<std::int64_t> units_left) override;
+                                               std::optional<std::int64_t> units_ready) override;
   void consume(std::int64_t units, std::chrono::nanoseconds requested_at,
                std::chrono::nanoseconds moved_at) override;
   void set_rate(double units_per_second, std::chrono::nanoseconds now) override;
@@ -117,7 +117,7 @@ class SharedPermitSource final : public PermitSource {
                      io::Waiter& waiter, OnReplaced on_replaced = {},
                      OnKeyTimetable on_key_timetable = {}, Warn warn = {});
   std::optional<std::chrono::nanoseconds> turn(std::int64_t units, std::chrono::nanoseconds now,
-                                               std::optional<std::int64_t> units_left) override;
+                                               std::optional<std::int64_t> units_ready) override;
   void consume(std::int64_t units, std::chrono::nanoseconds requested_at,
                std::chrono::nanoseconds moved_at) override;
   void set_rate(double units_per_second, std::chrono::nanoseconds now) override;

@@ -87,11 +87,7 @@ class FuzzedIo final : public pipe::Io {
   }
 
   bool input_exhausted() const override { return at_end(); }
-  // Known once the last piece has arrived (the writer closed).
-  std::optional<std::size_t> bytes_known_left() override {
-    if (next_arrival() != nanoseconds::max()) return std::nullopt;
-    return input_.size() - read_;
-  }
+  std::optional<std::size_t> bytes_ready() override { return readable(); }
   bool input_ready_now() override { return readable() > 0 || at_end(); }
 
   pipe::Moved read(std::span<char> buffer) override {

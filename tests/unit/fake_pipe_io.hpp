@@ -104,12 +104,18 @@ class FakePipeIo final : public pipe::Io {
     return for_input && readable() ? pipe::Wake::ready : pipe::Wake::timeout;
   }
 
-  bool input_exhausted() const override { return at_end(); }
+  // The writer closed (the last piece arrived) and nothing is left, or all was read.
+  bool input_exhausted() const override {
+    return at_end() || (arrivals_.back().time <= now_ && rest().empty());
+  }
 
-  // Known once the writer has closed (the last piece arrived), and always for a file.
-  std::optional<std::size_t> bytes_known_left() override {
-    if (!unread_allowed_ && !at_end() && arrivals_.back().time > now_) return std::nullopt;
-    return rest().size();
+  // What has arrived and not been read; a file's whole rest.
+  std::optional<std::size_t> bytes_ready() override {
+    if (unread_allowed_) return rest().size();
+    std::size_t ready = 0;
+    for (std::size_t i = next_arrival_; i < arrivals_.size() && arrivals_[i].time <= now_; ++i)
+      ready += arrivals_[i].data.size();
+    return ready;
   }
 
   bool input_ready_now() override { return readable() || at_end(); }
