@@ -162,3 +162,33 @@ start_cluster() {
     done
   done
 }
+
+# use_agents: the host agent on (lib.sh turns it off), this test's state directory in
+# $WORK/state, agents that idle a minute; the agents the test starts end with it (their pids are
+# in their lock files), before the servers.
+use_agents() {
+  unset RATELIMIT_NO_AGENT
+  export RATELIMIT_STATE_DIR=$WORK/state RATELIMIT_AGENT_IDLE=60s
+  trap stop_agents_and_redis EXIT
+}
+stop_agents_and_redis() {
+  local lock
+  for lock in "$WORK"/*/agent.lock; do
+    [ -s "$lock" ] && kill -9 "$(cat "$lock")" 2>/dev/null || true
+  done
+  stop_all_redis
+}
+
+# connections SERVER: the connections the server has accepted so far.
+connections() { redis_cli "$1" info stats | sed -n 's/^total_connections_received:\([0-9]*\).*/\1/p'; }
+
+# exec_loop NAME COUNT: COUNT execs on key k at 10/s, each printing its number and its start time
+# (in $WORK/starts); what they print in $WORK/NAME.out, errors and exit codes in $WORK/NAME.err.
+exec_loop() {
+  local i
+  for i in $(seq "$2"); do
+    "$RATELIMIT" exec --rate 10/s --key k --redis-timeout 5s -- \
+      sh -c 'echo "$1"; date +%s%N >>"$2"' sh "$i" "$WORK/starts" >>"$WORK/$1.out" \
+      2>>"$WORK/$1.err" || echo "exec $i exited $?" >>"$WORK/$1.err"
+  done
+}

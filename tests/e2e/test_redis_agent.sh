@@ -5,24 +5,12 @@
 # Timing: loose bounds, run alone (RESOURCE_LOCK timing).
 source "$E2E_LIB"
 source "$(dirname "${BASH_SOURCE[0]}")/redis_server.sh"
-unset RATELIMIT_NO_AGENT
+use_agents
 start_redis main
 url=unix://$WORK/main/sock
-export RATELIMIT_STATE_DIR=$WORK/state RATELIMIT_REDIS=$url RATELIMIT_AGENT_IDLE=60s
-
-# The agents this test starts end with it (their pids are in their lock files).
-stop_agents() {
-  local lock
-  for lock in "$WORK"/*/agent.lock; do
-    [ -s "$lock" ] && kill -9 "$(cat "$lock")" 2>/dev/null || true
-  done
-  stop_all_redis
-}
-trap stop_agents EXIT
+export RATELIMIT_REDIS=$url
 
 agent_pid() { cat "$1/agent.lock" 2>/dev/null; }
-# connections [SERVER]: the connections the server (main by default) has accepted so far.
-connections() { redis_cli "${1:-main}" info stats | sed -n 's/^total_connections_received:\([0-9]*\).*/\1/p'; }
 
 # The first call starts the agent: a daemon of its own session, its socket 0600.
 expect_status 0 "$RATELIMIT" acquire --rate 100/s --key first
@@ -35,7 +23,7 @@ running "$pid" || fail "no agent runs"
 
 # 8 loops x 200 acquire --try on one key at 200/s (burst 1 s): every call answered (0 or 75),
 # grants within rate x time + burst, and the server saw a handful of connections, not 1600.
-before=$(connections)
+before=$(connections main)
 start=$(now_ns)
 loops=()
 for loop in 1 2 3 4 5 6 7 8; do
@@ -48,7 +36,7 @@ for loop in 1 2 3 4 5 6 7 8; do
 done
 wait "${loops[@]}"
 ms=$(ms_since "$start")
-after=$(connections)
+after=$(connections main)
 [ -s "$WORK/loop.err" ] && fail "stderr of the loops: $(head -3 "$WORK/loop.err")"
 grants=$(cat "$WORK"/loop.* | grep -c '^0$' || true)
 others=$(cat "$WORK"/loop.* | grep -vc -e '^0$' -e '^75$' || true)
@@ -168,20 +156,20 @@ except OSError:
   chmod 700 "$WORK/state" "$WORK"
   # A socket of another user's is not used: the call connects itself.
   chown nobody "$WORK/state/agent.sock"
-  before=$(connections)
+  before=$(connections main)
   expect_status 0 "$RATELIMIT" acquire --rate 100/s --key owner
-  [ $(($(connections) - before)) -eq 2 ] || fail "a socket of another user's was used"
+  [ $(($(connections main) - before)) -eq 2 ] || fail "a socket of another user's was used"
   chown root "$WORK/state/agent.sock"
 fi
 
 # --no-agent and RATELIMIT_NO_AGENT=1: no agent is started, each call connects itself.
 export RATELIMIT_STATE_DIR=$WORK/direct
-before=$(connections)
+before=$(connections main)
 expect_status 0 "$RATELIMIT" acquire --rate 100/s --key direct --no-agent
 RATELIMIT_NO_AGENT=1 "$RATELIMIT" exec --rate 100/s --key direct -- true
 [ ! -e "$WORK/direct/agent.sock" ] || fail "an agent started with --no-agent"
 # Two connections, and the one that counts them.
-[ $(($(connections) - before)) -eq 3 ] || fail "direct calls did not connect themselves"
+[ $(($(connections main) - before)) -eq 3 ] || fail "direct calls did not connect themselves"
 
 # An agent with nothing to do ends after its idle time and removes its socket.
 export RATELIMIT_STATE_DIR=$WORK/idle RATELIMIT_AGENT_IDLE=1s

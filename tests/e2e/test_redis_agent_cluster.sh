@@ -4,16 +4,7 @@
 # node, and each node sees the agent's one connection, not one per call.
 source "$E2E_LIB"
 source "$(dirname "${BASH_SOURCE[0]}")/redis_server.sh"
-unset RATELIMIT_NO_AGENT
-export RATELIMIT_STATE_DIR=$WORK/state RATELIMIT_AGENT_IDLE=60s
-
-# The agent this test starts ends with it (its pid is in its lock file).
-stop_agent() {
-  [ -s "$WORK/state/agent.lock" ] && kill -9 "$(cat "$WORK/state/agent.lock")" 2>/dev/null || true
-  stop_all_redis
-}
-trap stop_agent EXIT
-connections() { redis_cli "$1" info stats | sed -n 's/^total_connections_received:\([0-9]*\).*/\1/p'; }
+use_agents
 
 start_cluster n1 n2 n3
 export RATELIMIT_REDIS=redis://127.0.0.1:$(cat "$WORK/n1/port")

@@ -7,16 +7,7 @@
 # Timing: loose bounds, run alone (RESOURCE_LOCK timing).
 source "$E2E_LIB"
 source "$(dirname "${BASH_SOURCE[0]}")/redis_server.sh"
-unset RATELIMIT_NO_AGENT
-export RATELIMIT_STATE_DIR=$WORK/state RATELIMIT_AGENT_IDLE=60s
-
-# The agent this test starts ends with it (its pid is in its lock file).
-stop_agent() {
-  [ -s "$WORK/state/agent.lock" ] && kill -9 "$(cat "$WORK/state/agent.lock")" 2>/dev/null || true
-  stop_all_redis
-}
-trap stop_agent EXIT
-connections() { redis_cli "$1" info stats | sed -n 's/^total_connections_received:\([0-9]*\).*/\1/p'; }
+use_agents
 
 start_redis master
 start_redis replica --replicaof 127.0.0.1 "$(cat "$WORK/master/port")"
@@ -28,15 +19,6 @@ expect_status 0 "$RATELIMIT" exec --rate 10/s --key k --redis-timeout 5s -- true
 wait_for_file "$WORK/state/agent.sock"
 pid=$(cat "$WORK/state/agent.lock")
 
-# exec_loop NAME COUNT: COUNT execs on key k at 10/s, each printing its number and its start time.
-exec_loop() {
-  local i
-  for i in $(seq "$2"); do
-    "$RATELIMIT" exec --rate 10/s --key k --redis-timeout 5s -- \
-      sh -c 'echo "$1"; date +%s%N >>"$2"' sh "$i" "$WORK/starts" >>"$WORK/$1.out" \
-      2>>"$WORK/$1.err" || echo "exec $i exited $?" >>"$WORK/$1.err"
-  done
-}
 exec_loop loop1 30 &
 loop1=$!
 exec_loop loop2 30 &

@@ -35,15 +35,6 @@ ms=$(ms_since "$start")
 expect_stderr "ratelimit: Redis at redis-sentinel://127.0.0.1:$sentinel_port/other: no master 'other' within 300ms (redis-sentinel://127.0.0.1:$sentinel_port knows no master 'other')"
 [ "$ms" -ge 300 ] && [ "$ms" -lt 1800 ] || fail "an unknown master was given up after ${ms} ms"
 
-# exec_loop NAME COUNT: COUNT execs on key k at 10/s, each printing its number and its start time.
-exec_loop() {
-  local i
-  for i in $(seq "$2"); do
-    "$RATELIMIT" exec --rate 10/s --key k --redis-timeout 5s -- \
-      sh -c 'echo "$1"; date +%s%N >>"$2"' sh "$i" "$WORK/starts" >>"$WORK/$1.out" \
-      2>>"$WORK/$1.err" || echo "exec $i exited $?" >>"$WORK/$1.err"
-  done
-}
 random_file "$WORK/in" 500000
 start=$(now_ns)
 "$RATELIMIT" -v --key p --rate 150k --redis-timeout 5s <"$WORK/in" >"$WORK/pipe.out" \
