@@ -192,3 +192,20 @@ exec_loop() {
       2>>"$WORK/$1.err" || echo "exec $i exited $?" >>"$WORK/$1.err"
   done
 }
+
+# starts_within_bound KILLED_NS: the 60 start times of two exec_loop 30s at 10/s (in $WORK/starts)
+# hold in every window from one start to a later one at most rate x its length + burst (10) + 1
+# (the first permit is free) + 2 (lag, scheduling), or the test fails; writes "gap MS after N" to
+# $WORK/bound: from the master's kill (KILLED_NS) to the first start after it, and how many started
+# after it.
+starts_within_bound() {
+  sort -n "$WORK/starts" | awk -v killed="$1" '
+    { t[NR] = $1 / 1e9 }
+    END {
+      if (NR != 60) { print "starts: " NR; exit 1 }
+      for (i = 1; i <= NR; i++) for (j = i; j <= NR; j++)
+        if (j - i + 1 > 10 * (t[j] - t[i]) + 13) { printf "%d starts in %.3f s\n", j - i + 1, t[j] - t[i]; exit 1 }
+      for (i = 1; i <= NR; i++) if (t[i] * 1e9 > killed) { after++; if (!gap) gap = (t[i] * 1e9 - killed) / 1e6 }
+      printf "gap %.0f after %d\n", gap, after
+    }' >"$WORK/bound" || fail "grants beyond the bound: $(cat "$WORK/bound")"
+}
