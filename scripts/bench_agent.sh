@@ -97,7 +97,7 @@ warm_agent() {
 # floor LOOPS: the same decisions made by redis-benchmark on LOOPS kept connections (TCP), as a
 # pipe or an agent makes them, measured the same way: what a decision costs the server at best
 # under this run's load. Prints as measure() does.
-sha=$(redis-cli -s "$TMP/redis/sock" script load "$(cat "$RATELIMIT_ROOT/src/backends/redis/redis_bucket.lua")")
+sha=$(redis-cli -s "$TMP/redis/sock" script load "$(cat "$RATELIMIT_ROOT/src/stores/redis/redis_bucket.lua")")
 floor() {
   local cpu_before control_before idle n=$((CALLS * 10))
   redis-cli -s "$TMP/redis/sock" config resetstat >/dev/null

@@ -67,7 +67,7 @@ echo "== Redis: the script's server CPU per decision with 0, 1 and 4 quotas, aga
 BENCH_REDIS_SOCK=$work/redis/sock
 BENCH_TMP=$work
 load_gcra_script
-sha=$(redis-cli -s "$work/redis/sock" script load "$(cat "$root/src/backends/redis/redis_bucket.lua")")
+sha=$(redis-cli -s "$work/redis/sock" script load "$(cat "$root/src/stores/redis/redis_bucket.lua")")
 # Quotas that never hold (limit 10^15), of 1 s, 1 m, 1 h and 1 d, as LIMIT/PERIOD_NS/SLOT_US.
 q_second=1000000000000000/1000000000/15625
 q_minute=1000000000000000/60000000000/937500

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The Redis backend against a redis-server of its own (unix socket, loopback TCP and TLS), in
+# The Redis store against a redis-server of its own (unix socket, loopback TCP and TLS), in
 # about a minute:
 #   exec        4 processes acting as 4 hosts (separate state directories) x 10 execs sharing
 #               20/s: total time (ideal 1.95 s) and the most starts in any 1 s window (ideal 21);
@@ -112,7 +112,7 @@ latency_result="state file $lat_file ms, Redis over the unix socket $lat_unix ms
 echo "$latency_result" >&2
 
 echo "== decisions per second, 8 clients, against a minimal GCRA script" >&2
-sha=$(redis-cli -s "$TMP/redis/sock" script load "$(cat "$RATELIMIT_ROOT/src/backends/redis/redis_bucket.lua")")
+sha=$(redis-cli -s "$TMP/redis/sock" script load "$(cat "$RATELIMIT_ROOT/src/stores/redis/redis_bucket.lua")")
 BENCH_REDIS_SOCK=$TMP/redis/sock
 BENCH_TMP=$TMP
 load_gcra_script
@@ -191,7 +191,7 @@ kept_result="unix socket $(round_trip -s "$TMP/redis/sock") ms, TCP $(round_trip
 echo "$kept_result" >&2
 
 {
-  echo "# Redis backend"
+  echo "# Redis store"
   echo
   echo "Run by \`scripts/bench_redis.sh\` on $(nproc) cores, $(date -u +%Y-%m-%d), $(redis-server --version | awk '{ print $1, $2, $3 }')."
   echo

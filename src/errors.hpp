@@ -27,7 +27,7 @@ class InputError : public std::runtime_error {
 
 // The store of shared buckets cannot answer: a state directory that cannot be created or written,
 // a server that cannot be reached (69, EX_UNAVAILABLE).
-class BackendUnavailable : public std::runtime_error {
+class StoreUnavailable : public std::runtime_error {
  public:
   using std::runtime_error::runtime_error;
 };

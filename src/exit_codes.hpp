@@ -7,7 +7,7 @@ enum ExitCode : int {
   exit_ok = 0,
   exit_usage = 64,          // EX_USAGE: malformed option, rate, size or duration
   exit_no_input = 66,       // EX_NOINPUT: an input file is missing or unreadable
-  exit_unavailable = 69,    // EX_UNAVAILABLE: the shared backend cannot be reached
+  exit_unavailable = 69,    // EX_UNAVAILABLE: the shared store cannot be reached
   exit_software = 70,       // EX_SOFTWARE: an unforeseen failure (a bug, or memory refused)
   exit_io_error = 74,       // EX_IOERR: a read or write failed
   exit_temp_failure = 75,   // EX_TEMPFAIL: --try found no permit free now

@@ -6,9 +6,9 @@
 #include <string>
 #include <string_view>
 
-#include "backends/agent_link.hpp"
 #include "io/posix.hpp"
 #include "io/waiter.hpp"
+#include "stores/agent_link.hpp"
 
 // The host agent: one process per user and state directory that keeps the shared store's
 // connections (TLS sessions included) for every ratelimit process of the user on the host, so
@@ -22,13 +22,13 @@ inline constexpr std::chrono::seconds kDefaultIdle{60};
 // A process's link to the agent of `state_dir`: connects at the first exchange, starting an agent
 // if none runs (when `start` says so). An agent that cannot be reached in time, a socket that is
 // not this user's or a directory that is not safe: no agent (the caller goes direct), from then on.
-class AgentClient final : public backends::AgentLink {
+class AgentClient final : public stores::AgentLink {
  public:
   explicit AgentClient(std::string state_dir, bool start = true)
       : state_dir_(std::move(state_dir)), start_(start) {}
 
-  backends::AgentAnswer exchange(std::string_view request, std::chrono::nanoseconds deadline,
-                                 io::Waiter& waiter) override;
+  stores::AgentAnswer exchange(std::string_view request, std::chrono::nanoseconds deadline,
+                               io::Waiter& waiter) override;
 
  private:
   // Connected to an agent (one started if none runs) by `deadline`; false if not.

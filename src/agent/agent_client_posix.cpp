@@ -19,8 +19,8 @@
 namespace ratelimit::agent {
 namespace {
 
-using backends::AgentAnswer;
 using std::chrono::nanoseconds;
+using stores::AgentAnswer;
 
 // How long a process waits for the agent it started before it goes direct (and the next process
 // finds the agent up). Starting one takes a few milliseconds.

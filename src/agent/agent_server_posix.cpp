@@ -16,9 +16,9 @@
 
 #include "agent/agent.hpp"
 #include "agent/agent_protocol.hpp"
-#include "backends/open_backend.hpp"
 #include "io/background_task.hpp"
 #include "state/state_directory.hpp"
+#include "stores/open_store.hpp"
 
 namespace ratelimit::agent {
 namespace {
@@ -129,7 +129,7 @@ class Route {
   // The worker: until the route is dropped, answers what was queued meanwhile, all at once (a
   // batch: requests for one key that came during a round trip go out together).
   void serve(io::Waiter& waiter, const std::string& state_dir, int answers_ready) {
-    const std::unique_ptr<backends::AgentStores> stores = backends::open_agent_stores(state_dir);
+    const std::unique_ptr<stores::AgentStores> stores = stores::open_agent_stores(state_dir);
     pollfd work{.fd = work_came_.get(), .events = POLLIN, .revents = 0};
     while (waiter.wait_until(nanoseconds::max(), {&work, 1}) == 0) {
       clear_event(work_came_.get());
@@ -299,7 +299,7 @@ class Agent {
       deliver(client, number, status());
       return;
     }
-    std::unique_ptr<Route>& route = routes_[backends::agent_route(request)];
+    std::unique_ptr<Route>& route = routes_[stores::agent_route(request)];
     if (!route) route = std::make_unique<Route>(state_dir_, answers_ready_.get());
     route->queue({.client = id, .number = number, .text = std::move(request)});
     ++in_flight_;

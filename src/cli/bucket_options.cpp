@@ -51,10 +51,10 @@ Timetable timetable_of(std::string_view text, Check check) {
     }));
   });
   if (const std::size_t bytes = schedule::timetable_text(timetable).size();
-      bytes > backends::kMaxTimetableBytes)
+      bytes > stores::kMaxTimetableBytes)
     throw UsageError(fmt::format(
         "invalid timetable of {} entries: too long ({} bytes as a key keeps it, at most {})",
-        timetable.entries().size(), bytes, backends::kMaxTimetableBytes));
+        timetable.entries().size(), bytes, stores::kMaxTimetableBytes));
   return timetable;
 }
 

@@ -7,12 +7,12 @@
 #include <string_view>
 #include <vector>
 
-#include "backends/bucket_backend.hpp"
 #include "cli/units.hpp"
 #include "format/quantities.hpp"
 #include "ratelimit/quota.hpp"
 #include "ratelimit/timetable.hpp"
 #include "ratelimit/token_bucket.hpp"
+#include "stores/bucket_store.hpp"
 
 namespace ratelimit::cli {
 
@@ -59,7 +59,7 @@ struct ParsedBucket {
   BucketParams params;
   // What a shared key keeps of --rate: the timetable and the end of its entry in force then;
   // nothing for one rate.
-  backends::KeySchedule key_schedule;
+  stores::KeySchedule key_schedule;
   // The timetable --rate gives, if it gives one.
   std::optional<Timetable> timetable;
   // --quota, in the order given; without --rate the rate is no limit.

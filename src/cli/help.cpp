@@ -8,9 +8,9 @@
 #include <filesystem>
 #include <sstream>
 
-#include "backends/open_backend.hpp"
 #include "cli/units.hpp"
 #include "format/words.hpp"
+#include "stores/open_store.hpp"
 
 namespace ratelimit::cli {
 namespace {
@@ -73,7 +73,7 @@ bool is_command(std::string_view word) {
 namespace {
 
 // Every option of the commands that takes a value, and what that value is, for "--key needs a
-// NAME"; the stores' options say it themselves (backends/store_option.hpp).
+// NAME"; the stores' options say it themselves (stores/store_option.hpp).
 struct ValueOption {
   std::string_view name;
   std::string_view value;
@@ -104,8 +104,8 @@ std::optional<std::string_view> value_of_option(std::string_view option) {
   for (const ValueOption& known : kValueOptions) {
     if (option == known.name) return known.value;
   }
-  for (const auto& declared : backends::store_options()) {
-    if (option == declared.text.name && declared.text.kind != backends::OptionKind::flag)
+  for (const auto& declared : stores::store_options()) {
+    if (option == declared.text.name && declared.text.kind != stores::OptionKind::flag)
       return declared.text.value_said;
   }
   return std::nullopt;

@@ -128,9 +128,9 @@ int exit_code(const pipe::Result& result) {
 
 // `bucket.key_schedule` is what the key is to keep of --rate; `schedule` what the engine follows,
 // which becomes the key's timetable when another user sets one.
-// `backend` keeps the key's bucket; none without --key.
+// `store` keeps the key's bucket; none without --key.
 pipe::Result run_engine(const PipeOptions& options, const pipe::EngineOptions& engine_options,
-                        backends::BucketBackend* backend, const ParsedBucket& bucket,
+                        stores::BucketStore* store, const ParsedBucket& bucket,
                         pipe::TimetableSchedule& schedule, pipe::FileIo& io,
                         const pipe::Engine::ProgressCallback& draw) {
   // The quotas are said by --stats only: a shared key's are asked of the store.
@@ -139,8 +139,8 @@ pipe::Result run_engine(const PipeOptions& options, const pipe::EngineOptions& e
     if (!options.stats.empty()) result.quotas = engine.quota_status();
     return result;
   };
-  if (!backend) return run(pipe::Engine(engine_options, io, draw));
-  backends::PermitRequest request;
+  if (!store) return run(pipe::Engine(engine_options, io, draw));
+  stores::PermitRequest request;
   request.key = options.key;
   request.params = engine_options.bucket;
   request.schedule = bucket.key_schedule;
@@ -170,7 +170,7 @@ pipe::Result run_engine(const PipeOptions& options, const pipe::EngineOptions& e
   const auto warn = [](const std::string& warning) {
     fmt::print(stderr, "ratelimit: warning: {}\n", warning);
   };
-  pipe::SharedPermitSource source(*backend, request, io.waiter(), on_replaced, follow_key, warn);
+  pipe::SharedPermitSource source(*store, request, io.waiter(), on_replaced, follow_key, warn);
   return run(pipe::Engine(engine_options, io, source, draw));
 }
 
@@ -272,8 +272,8 @@ int run_pipe(const PipeOptions& options) {
                                    [] { return std::chrono::system_clock::now(); });
   // Before the control FIFO: a state directory that cannot keep the key is an error, said alone
   // rather than after a warning that the FIFO cannot be made there either.
-  const std::unique_ptr<backends::BucketBackend> backend =
-      options.key.empty() ? nullptr : open_backend(options.store);
+  const std::unique_ptr<stores::BucketStore> store =
+      options.key.empty() ? nullptr : stores::open_store(options.store.stores);
   const std::unique_ptr<control::ControlChannel> control =
       open_control(options.store.state_dir, unit);
   pipe::FileIo io(options.files, options.output, control.get());
@@ -289,7 +289,7 @@ int run_pipe(const PipeOptions& options) {
   const pipe::Engine::ProgressCallback on_progress =
       watch_progress(options, bucket.notation, control.get(), schedule, io, meter);
   const pipe::Result result =
-      run_engine(options, engine_options, backend.get(), bucket, schedule, io, on_progress);
+      run_engine(options, engine_options, store.get(), bucket, schedule, io, on_progress);
   report_end(options, result, bucket.notation, io);
   return exit_code(result);
 }

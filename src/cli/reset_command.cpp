@@ -17,7 +17,8 @@ struct ResetOptions {
 
 int run_reset(const ResetOptions& options) {
   // Nothing is created to find that nothing is there; an unknown key is said, as status says it.
-  if (!may_hold_buckets(options.store) || !open_backend(options.store)->reset(options.key))
+  if (!may_hold_buckets(options.store) ||
+      !stores::open_store(options.store.stores)->reset(options.key))
     throw no_bucket(options.key, options.store);
   return exit_ok;
 }

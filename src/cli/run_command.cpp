@@ -28,7 +28,7 @@ int run_command(const Command& command) {
     return report(error, exit_usage);
   } catch (const InputError& error) {
     return report(error, exit_no_input);
-  } catch (const BackendUnavailable& error) {
+  } catch (const StoreUnavailable& error) {
     return report(error, exit_unavailable);
   } catch (const UnsafeStateError& error) {
     return report(error, exit_no_permission);

@@ -32,9 +32,9 @@ struct SetOptions {
 int set_key_rate(const SetOptions& options) {
   // A key may count bytes (its pipes') or permits: a rate in bytes is taken as written.
   const ParsedBucket bucket = bucket_of(options.bucket, format::Counted::bytes);
-  const std::optional<std::vector<backends::BucketStatus>> before =
-      backends::set_key_rate_by_hand(*open_backend(options.store), options.key,
-                                     bucket.params.permits_per_second, bucket.key_schedule);
+  const std::optional<std::vector<stores::BucketStatus>> before =
+      stores::set_key_rate_by_hand(*stores::open_store(options.store.stores), options.key,
+                                   bucket.params.permits_per_second, bucket.key_schedule);
   if (!before) throw no_bucket(options.key, options.store);
   // Bytes when the rate says so (a key of pipes in byte mode), else permits.
   const RateValue& rate = options.bucket.rate->value;
@@ -47,7 +47,7 @@ int set_key_rate(const SetOptions& options) {
           : "now at " + format::written_rate(bucket.params.permits_per_second, notation);
   std::string was;
   if (!before->empty() && before->front().problem.empty()) {
-    const backends::BucketStatus& old = before->front();
+    const stores::BucketStatus& old = before->front();
     was = old.schedule.timetable.empty()
               ? format::written_rate(old.params.permits_per_second, notation)
               : "a timetable";

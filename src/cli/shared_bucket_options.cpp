@@ -15,26 +15,25 @@
 namespace ratelimit::cli {
 namespace {
 
-// Declares on `app` the options the stores declare, read into `options.backend`: those of every
+// Declares on `app` the options the stores declare, read into `options.stores`: those of every
 // command, or those of the commands that take permits. A value is read as it is checked, each one
 // given, so that every value given is checked and the last one holds.
 void add_options_of_stores(CLI::App& app, StoreOptions& options, bool for_permits) {
-  for (const backends::StoreOption<backends::BackendOptions>& declared :
-       backends::store_options()) {
-    const backends::OptionText& text = declared.text;
+  for (const stores::StoreOption<stores::StoresOptions>& declared : stores::store_options()) {
+    const stores::OptionText& text = declared.text;
     if (text.for_permits != for_permits) continue;
     CLI::Option* option = nullptr;
-    if (text.kind == backends::OptionKind::flag) {
+    if (text.kind == stores::OptionKind::flag) {
       option = app.add_flag_callback(
-          std::string(text.name), [&options, &declared] { declared.read(options.backend, {}); },
+          std::string(text.name), [&options, &declared] { declared.read(options.stores, {}); },
           std::string(text.help));
     } else {
       const auto read = [&options, &declared](std::string& value) -> std::string {
         try {
-          backends::GivenValue given{.text = value};
-          if (declared.text.kind == backends::OptionKind::duration)
+          stores::GivenValue given{.text = value};
+          if (declared.text.kind == stores::OptionKind::duration)
             given.duration = parse_duration(value);
-          declared.read(options.backend, given);
+          declared.read(options.stores, given);
           return {};
         } catch (const UsageError& error) {
           return error.what();
@@ -89,16 +88,16 @@ void add_store_options(CLI::App& app, StoreOptions& options) {
       ->group("Shared bucket");
   app.final_callback([&options] {
     options.state_dir = state::state_dir_from_environment(options.state_dir);
-    backends::BackendOptions& backend = options.backend;
-    backends::check_store_options(backend);
-    backend.local.directory = options.state_dir;
-    backend.redis.tls.session_dir = options.state_dir;
-    if (backends::names_shared_store(backend) && !options.no_agent)
-      backend.redis.agent = std::make_shared<agent::AgentClient>(options.state_dir);
-    backend.notify = [verbose = options.verbose](const std::string& message) {
+    stores::StoresOptions& chosen = options.stores;
+    stores::check_store_options(chosen);
+    chosen.local.directory = options.state_dir;
+    chosen.redis.tls.session_dir = options.state_dir;
+    if (stores::names_shared_store(chosen) && !options.no_agent)
+      chosen.redis.agent = std::make_shared<agent::AgentClient>(options.state_dir);
+    chosen.notify = [verbose = options.verbose](const std::string& message) {
       if (verbose) fmt::print(stderr, "ratelimit: {}\n", message);
     };
-    backend.warn = [](const std::string& message) {
+    chosen.warn = [](const std::string& message) {
       fmt::print(stderr, "ratelimit: {}\n", message);
     };
   });
@@ -119,22 +118,13 @@ void add_redis_policy_option(CLI::App& app, StoreOptions& options) {
       ->group("Shared bucket");
 }
 
-std::unique_ptr<backends::BucketBackend> open_backend(const StoreOptions& options) {
-  return backends::open_backend(options.backend);
-}
-
 InputError no_bucket(const std::string& key, const StoreOptions& options) {
-  return InputError(
-      fmt::format("no bucket '{}' in {}", format::escaped_bytes(key), store_of(options)));
+  return InputError(fmt::format("no bucket '{}' in {}", format::escaped_bytes(key),
+                                stores::describe_store(options.stores)));
 }
 
 bool may_hold_buckets(const StoreOptions& options) {
-  return backends::names_shared_store(options.backend) ||
-         std::filesystem::exists(options.state_dir);
-}
-
-std::string store_of(const StoreOptions& options) {
-  return backends::describe_store(options.backend);
+  return stores::names_shared_store(options.stores) || std::filesystem::exists(options.state_dir);
 }
 
 void add_permit_options(CLI::App& app, PermitOptions& options) {
@@ -157,9 +147,9 @@ void add_permit_options(CLI::App& app, PermitOptions& options) {
       ->group("Shared bucket");
 }
 
-backends::PermitRequest to_permit_request(const PermitOptions& options, const ParsedBucket& bucket,
-                                          std::chrono::nanoseconds now) {
-  backends::PermitRequest request;
+stores::PermitRequest to_permit_request(const PermitOptions& options, const ParsedBucket& bucket,
+                                        std::chrono::nanoseconds now) {
+  stores::PermitRequest request;
   request.key = options.key;
   request.params = bucket.params;
   request.schedule = bucket.key_schedule;
@@ -182,7 +172,7 @@ backends::PermitRequest to_permit_request(const PermitOptions& options, const Pa
 
 int admit_then(const PermitOptions& options, int max_inflight,
                const std::function<int(exec::Admission&)>& admitted) {
-  const std::unique_ptr<backends::BucketBackend> backend = open_backend(options.store);
+  const std::unique_ptr<stores::BucketStore> store = stores::open_store(options.store.stores);
   std::unique_ptr<exec::InflightSlots> slots;
   if (max_inflight > 0)
     slots = std::make_unique<exec::StateDirectorySlots>(
@@ -195,7 +185,7 @@ int admit_then(const PermitOptions& options, int max_inflight,
     io::SignalWaiter waiter(guard);
     request = {.permits = to_permit_request(options, bucket, waiter.now()),
                .max_inflight = max_inflight};
-    admission = exec::admit(*backend, slots.get(), waiter, request);
+    admission = exec::admit(*store, slots.get(), waiter, request);
   }
   if (admission.replaced_params)
     announce_replaced_params(

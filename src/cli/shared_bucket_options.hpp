@@ -9,10 +9,10 @@
 #include <string>
 #include <vector>
 
-#include "backends/open_backend.hpp"
 #include "cli/bucket_options.hpp"
 #include "exec/admission.hpp"
 #include "format/quantities.hpp"
+#include "stores/open_store.hpp"
 
 namespace ratelimit::cli {
 
@@ -26,28 +26,23 @@ struct StoreOptions {
   // -v: why a record was discarded, which Redis node answered, TLS sessions resumed; -vv: also
   // when acquire's permits were granted.
   int verbose = 0;
-  // The stores' own options as they read them (backends/store_option.hpp), with the state
+  // The stores' own options as they read them (stores/store_option.hpp), with the state
   // directory and --verbose once the command line is parsed.
-  backends::BackendOptions backend;
+  stores::StoresOptions stores;
   // Redis not through the host agent: --no-agent, $RATELIMIT_NO_AGENT, and the commands that take
   // no permits (status, reset, set).
   bool no_agent = true;
 };
 
-// Declares the stores' options on `app`; options.state_dir and options.backend are complete
+// Declares the stores' options on `app`; options.state_dir and options.stores are complete
 // once `app` is parsed.
 void add_store_options(CLI::App& app, StoreOptions& options);
 // The stores' options for the commands that take permits (exec, acquire, pipe --key):
 // --on-redis-error.
 void add_redis_policy_option(CLI::App& app, StoreOptions& options);
-// --key, checked to be a name the backends can keep.
+// --key, checked to be a name the stores can keep.
 CLI::Option* add_key_option(CLI::App& app, std::string& key);
 
-// The store for the options given (exit 77 if unsafe, 69 if unavailable).
-std::unique_ptr<backends::BucketBackend> open_backend(const StoreOptions& options);
-// Where the buckets are, for messages: the state directory, or Redis and its URL (password
-// hidden).
-std::string store_of(const StoreOptions& options);
 // "no bucket 'KEY' in STORE" (66), the key escaped as status shows it.
 InputError no_bucket(const std::string& key, const StoreOptions& options);
 // False when looking would find nothing: no Redis, and no state directory (which status and reset
@@ -68,8 +63,8 @@ void add_permit_options(CLI::App& app, PermitOptions& options);
 
 // The request of `options` for `bucket` (their bucket) made at `now` (its deadline is --try's or
 // --timeout's from then on). Throws UsageError naming the bad value.
-backends::PermitRequest to_permit_request(const PermitOptions& options, const ParsedBucket& bucket,
-                                          std::chrono::nanoseconds now);
+stores::PermitRequest to_permit_request(const PermitOptions& options, const ParsedBucket& bucket,
+                                        std::chrono::nanoseconds now);
 
 // The one sequence of exec and acquire: request -> store -> admission -> exit status. Runs
 // `admitted` once the permits are due (the stop signals' dispositions and mask are the caller's

@@ -35,18 +35,18 @@ double seconds(std::chrono::nanoseconds duration) {
 }
 
 // How the key's users wrote its rate, if a user said so.
-std::optional<format::Notation> notation_of_key(const backends::BucketStatus& bucket) {
+std::optional<format::Notation> notation_of_key(const stores::BucketStatus& bucket) {
   return format::notation_of_text(bucket.notation);
 }
 
 // A key that limits only by its quotas (no --rate): no rate, so no shape either.
-bool rate_off(const backends::BucketStatus& bucket) {
+bool rate_off(const stores::BucketStatus& bucket) {
   return std::isinf(bucket.params.permits_per_second) && bucket.schedule.timetable.empty();
 }
 
 // The key's rate in its notation: "10MB/s", "20 lines/s", "2/s"; as a count per period without
 // one ("10M/s").
-std::string key_rate(const backends::BucketStatus& bucket) {
+std::string key_rate(const stores::BucketStatus& bucket) {
   const double rate = bucket.params.permits_per_second;
   const std::optional<format::Notation> notation = notation_of_key(bucket);
   if (!notation || notation->counted == format::Counted::permits)
@@ -55,7 +55,7 @@ std::string key_rate(const backends::BucketStatus& bucket) {
 }
 
 // The burst as its users wrote it: an amount ("5", "64KiB") or a time ("2s", "2m").
-std::string key_burst(const backends::BucketStatus& bucket) {
+std::string key_burst(const stores::BucketStatus& bucket) {
   const BucketParams& params = bucket.params;
   const std::optional<format::Notation> notation = notation_of_key(bucket);
   if (notation && notation->burst_in_units)
@@ -64,11 +64,11 @@ std::string key_burst(const backends::BucketStatus& bucket) {
 }
 
 // A quota of the key in the key's notation ("50GB/d"), else as permits ("5000/h").
-std::string key_quota(const backends::BucketStatus& bucket, const backends::QuotaStatus& quota) {
+std::string key_quota(const stores::BucketStatus& bucket, const stores::QuotaStatus& quota) {
   return format::written_quota(quota.params, notation_of_key(bucket).value_or(format::Notation{}));
 }
 
-std::string describe_shape(const backends::BucketStatus& bucket) {
+std::string describe_shape(const stores::BucketStatus& bucket) {
   if (rate_off(bucket)) return "-";
   const BucketParams& params = bucket.params;
   std::string shape = params.shape == BucketShape::warming_up
@@ -159,7 +159,7 @@ std::vector<std::string> timetable_columns(const std::string& text,
       fmt::format("{} {}", timetable->next_entry, describe_next_free(timetable->next_change_in))};
 }
 
-void print_text(const std::vector<backends::BucketStatus>& buckets,
+void print_text(const std::vector<stores::BucketStatus>& buckets,
                 const std::vector<control::ListedPipe>& pipes) {
   if (buckets.empty() && pipes.empty()) {
     fmt::print("no pipes or keys\n");
@@ -181,7 +181,7 @@ void print_text(const std::vector<backends::BucketStatus>& buckets,
     rows.push_back({format::escaped_bytes(bucket.key), key_rate(bucket), describe_shape(bucket),
                     rate_off(bucket) ? "-" : format::stored_count(bucket.stored_permits),
                     describe_next_free(bucket.next_free_in)});
-    for (const backends::QuotaStatus& quota : bucket.quotas)
+    for (const stores::QuotaStatus& quota : bucket.quotas)
       quotas.push_back(fmt::format("{}: quota {}: {} used in the window, next unit free {}",
                                    format::escaped_bytes(bucket.key), key_quota(bucket, quota),
                                    quota.used, describe_next_free(quota.next_free_in)));
@@ -245,7 +245,7 @@ void add_timetable(format::Json& object, const std::string& text,
   if (key_rate) object["entry_from_next_use"] = entry_pending(*timetable, *key_rate);
 }
 
-format::Json bucket_json(const backends::BucketStatus& bucket) {
+format::Json bucket_json(const stores::BucketStatus& bucket) {
   format::Json object;
   add_key(object, bucket.key);
   if (!bucket.problem.empty()) {
@@ -276,7 +276,7 @@ format::Json bucket_json(const backends::BucketStatus& bucket) {
   object["stored_permits"] = format::json_number(bucket.stored_permits);
   object["next_free_in_seconds"] = format::json_number(std::max(0.0, seconds(bucket.next_free_in)));
   object["quotas"] = format::Json::array();
-  for (const backends::QuotaStatus& quota : bucket.quotas)
+  for (const stores::QuotaStatus& quota : bucket.quotas)
     object["quotas"].push_back(
         {{"quota", key_quota(bucket, quota)},
          {"limit", quota.params.limit},
@@ -311,7 +311,7 @@ format::Json agent_json(const std::optional<agent::AgentReport>& agent) {
       {"pid", agent->pid}, {"connections", agent->connections}, {"decisions", agent->decisions}};
 }
 
-void print_json(const std::vector<backends::BucketStatus>& buckets,
+void print_json(const std::vector<stores::BucketStatus>& buckets,
                 const std::vector<control::ListedPipe>& pipes,
                 const std::optional<agent::AgentReport>& agent) {
   format::Json status = {{"buckets", format::Json::array()},
@@ -331,10 +331,10 @@ void print_agent(const agent::AgentReport& agent) {
 int run_status(const StatusOptions& options) {
   const std::string& path = options.store.state_dir;
   // Looking does not create the directory: none means no pipes, and no buckets unless in Redis.
-  std::vector<backends::BucketStatus> buckets;
+  std::vector<stores::BucketStatus> buckets;
   std::vector<control::ListedPipe> pipes;
   if (may_hold_buckets(options.store))
-    buckets = open_backend(options.store)
+    buckets = stores::open_store(options.store.stores)
                   ->status(options.key.empty() ? std::nullopt : std::optional(options.key));
   if (options.key.empty() && std::filesystem::exists(path))
     pipes = control::list_running_pipes(path);

@@ -8,10 +8,10 @@
 #include <string>
 #include <string_view>
 
-#include "backends/open_backend.hpp"
 #include "cli/help.hpp"
 #include "cli/units.hpp"
 #include "errors.hpp"
+#include "stores/open_store.hpp"
 
 namespace ratelimit::cli {
 namespace {
@@ -24,8 +24,8 @@ std::optional<ValueKind> kind_of(std::string_view option) {
   if (option == "--burst") return ValueKind::burst;
   if (option == "--timeout" || option == "--warmup") return ValueKind::duration;
   if (option == "--chunk") return ValueKind::size;
-  for (const auto& declared : backends::store_options()) {
-    if (option == declared.text.name && declared.text.kind == backends::OptionKind::duration)
+  for (const auto& declared : stores::store_options()) {
+    if (option == declared.text.name && declared.text.kind == stores::OptionKind::duration)
       return ValueKind::duration;
   }
   return std::nullopt;

@@ -12,15 +12,15 @@
 #include <system_error>
 #include <thread>
 
-#include "backends/bucket_backend.hpp"
 #include "control/control.hpp"
 #include "state/state_directory.hpp"
+#include "stores/bucket_store.hpp"
 
 namespace ratelimit::control {
 namespace {
 
 // Longer than any line encode_rate() makes.
-constexpr std::size_t kMaxLineBytes = 32 + backends::kMaxTimetableBytes;
+constexpr std::size_t kMaxLineBytes = 32 + stores::kMaxTimetableBytes;
 
 // The FIFOs live in the user's private state directory, the one of the shared buckets. Without a
 // safe one the pipe runs without live control.
@@ -34,7 +34,7 @@ std::optional<state::StateDirectory> control_directory(const std::string& path) 
 
 // Longer than any line encode_status() makes (a key of 80 bytes is 160 in hex, a timetable up to
 // kMaxTimetableBytes).
-constexpr std::size_t kMaxStatusBytes = 384 + backends::kMaxTimetableBytes;
+constexpr std::size_t kMaxStatusBytes = 384 + stores::kMaxTimetableBytes;
 // How often a pipe's status is published while its rate stays the same, once asked for.
 constexpr std::chrono::seconds kStatusInterval{1};
 // The line `status` and `set` send to ask a pipe for its status. It is no rate and not counted as

@@ -13,7 +13,7 @@ nanoseconds deadline_after(nanoseconds now, nanoseconds timeout) {
 
 }  // namespace
 
-Admission admit(backends::BucketBackend& backend, exec::InflightSlots* slots, io::Waiter& waiter,
+Admission admit(stores::BucketStore& store, exec::InflightSlots* slots, io::Waiter& waiter,
                 const AdmissionRequest& request) {
   const nanoseconds deadline = request.permits.deadline;
   // Returning drops the slot taken so far, if any.
@@ -37,7 +37,7 @@ Admission admit(backends::BucketBackend& backend, exec::InflightSlots* slots, io
   }
 
   const nanoseconds asked_at = waiter.now();
-  const backends::Reservation reservation = backend.reserve(request.permits, waiter);
+  const stores::Reservation reservation = store.reserve(request.permits, waiter);
   if (reservation.signal != 0)
     return not_admitted(AdmissionResult::interrupted, reservation.signal);
   if (!reservation.granted) return not_admitted(AdmissionResult::refused, 0);

@@ -5,10 +5,10 @@
 #include <string>
 #include <vector>
 
-#include "backends/bucket_backend.hpp"
 #include "exec/inflight_slots.hpp"
 #include "io/posix.hpp"
 #include "io/waiter.hpp"
+#include "stores/bucket_store.hpp"
 
 // The exec engine: admits one command (or one `acquire`) through a shared bucket, optionally
 // within a limit of commands of the key running at once.
@@ -17,7 +17,7 @@ namespace ratelimit::exec {
 struct AdmissionRequest {
   // Its deadline bounds the whole admission: the wait for a slot, for the store and for the
   // permits.
-  backends::PermitRequest permits;
+  stores::PermitRequest permits;
   int max_inflight = 0;  // 0: no limit
 };
 
@@ -45,9 +45,9 @@ struct Admission {
 inline constexpr std::chrono::nanoseconds kSlotPollInterval = std::chrono::milliseconds(10);
 
 // Takes a --max-inflight slot from `slots` (waiting for one; `slots` may be null without
-// max_inflight), then books the permits from `backend` and waits until they are due, all by the
+// max_inflight), then books the permits from `store` and waits until they are due, all by the
 // request's deadline and through `waiter`, so that a stop signal ends any of the waits.
-Admission admit(backends::BucketBackend& backend, exec::InflightSlots* slots, io::Waiter& waiter,
+Admission admit(stores::BucketStore& store, exec::InflightSlots* slots, io::Waiter& waiter,
                 const AdmissionRequest& request);
 
 }  // namespace ratelimit::exec

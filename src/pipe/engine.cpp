@@ -449,7 +449,7 @@ Result Engine::finish(Ending ending, int signal) {
   return Result{ending, signal, totals_, rate_changes_};
 }
 
-std::vector<backends::QuotaStatus> Engine::quota_status() {
+std::vector<stores::QuotaStatus> Engine::quota_status() {
   if (options_.quotas.empty() || (stopped_ && !own_source_)) return {};
   return source_.quota_status(io_.now());
 }

@@ -94,7 +94,7 @@ struct Result {
   Totals totals;
   std::vector<RateChange> rate_changes;
   // The quotas at the end (Engine::quota_status()), for --stats.
-  std::vector<backends::QuotaStatus> quotas{};
+  std::vector<stores::QuotaStatus> quotas{};
 };
 
 // Moves the input to the output at the rate of a permit source: asks it when a chunk may go
@@ -118,7 +118,7 @@ class Engine {
   Result run();
   // The quotas of the bucket once run() has returned; none after a stop signal with a shared
   // bucket, as the store is not asked again then.
-  std::vector<backends::QuotaStatus> quota_status();
+  std::vector<stores::QuotaStatus> quota_status();
 
  private:
   struct Span {

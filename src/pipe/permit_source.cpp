@@ -53,11 +53,11 @@ void LocalPermitSource::restart(nanoseconds now) {
 }
 
 void LocalPermitSource::set_rate(double units_per_second, nanoseconds now) {
-  backends::set_rate_by_hand(bucket_.rate(), units_per_second, now);
+  stores::set_rate_by_hand(bucket_.rate(), units_per_second, now);
 }
 
 void LocalPermitSource::enter_entry(double units_per_second, std::int64_t, nanoseconds now) {
-  backends::change_rate(bucket_.rate(), units_per_second, now);
+  stores::change_rate(bucket_.rate(), units_per_second, now);
 }
 
 void LocalPermitSource::set_timetable(const Timetable&, double units_per_second, std::int64_t,
@@ -65,11 +65,10 @@ void LocalPermitSource::set_timetable(const Timetable&, double units_per_second,
   set_rate(units_per_second, now);
 }
 
-SharedPermitSource::SharedPermitSource(backends::BucketBackend& backend,
-                                       backends::PermitRequest request, io::Waiter& waiter,
-                                       OnReplaced on_replaced, OnKeyTimetable on_key_timetable,
-                                       Warn warn)
-    : backend_(backend),
+SharedPermitSource::SharedPermitSource(stores::BucketStore& store, stores::PermitRequest request,
+                                       io::Waiter& waiter, OnReplaced on_replaced,
+                                       OnKeyTimetable on_key_timetable, Warn warn)
+    : store_(store),
       request_(std::move(request)),
       waiter_(waiter),
       on_replaced_(std::move(on_replaced)),
@@ -85,7 +84,7 @@ SharedPermitSource::SharedPermitSource(backends::BucketBackend& backend,
 
 std::optional<nanoseconds> SharedPermitSource::book(std::int64_t units) {
   request_.permits = units;
-  const backends::Reservation reservation = backend_.reserve(request_, waiter_);
+  const stores::Reservation reservation = store_.reserve(request_, waiter_);
   if (reservation.signal != 0) return std::nullopt;
   last_held_by_quota_ = reservation.held_by_quota;
   if (tail_units_ > 0 && reservation.booked.from == tail_.until) {
@@ -120,7 +119,7 @@ std::int64_t SharedPermitSource::trimmed(std::int64_t booked, double rate_before
   if (booked <= needed) return booked;
   // Where the key's next free moment is now is not known: the bookings before are given up for
   // give-backs.
-  if (backend_.give_back(request_.key, booked - needed, tail_)) tail_units_ = 0;
+  if (store_.give_back(request_.key, booked - needed, tail_)) tail_units_ = 0;
   return needed;
 }
 
@@ -186,11 +185,11 @@ void SharedPermitSource::consume(std::int64_t units, nanoseconds, nanoseconds) {
 
 void SharedPermitSource::finish() {
   // The units not used are the latest booked; those booked before someone else's booking stay
-  // booked (backends::give_back()).
+  // booked (stores::give_back()).
   const std::int64_t unused = std::min(booked_unused(), tail_units_);
   if (unused <= 0) return;
   try {
-    backend_.give_back(request_.key, unused, tail_);
+    store_.give_back(request_.key, unused, tail_);
     credit_ = ahead_ = 0;
   } catch (const std::exception& error) {
     // The units stay booked: the key is only slower for a moment, and the data has gone out.
@@ -200,9 +199,9 @@ void SharedPermitSource::finish() {
   }
 }
 
-std::vector<backends::QuotaStatus> SharedPermitSource::quota_status(nanoseconds) {
+std::vector<stores::QuotaStatus> SharedPermitSource::quota_status(nanoseconds) {
   try {
-    std::vector<backends::BucketStatus> buckets = backend_.status(request_.key);
+    std::vector<stores::BucketStatus> buckets = store_.status(request_.key);
     if (!buckets.empty()) return std::move(buckets.front().quotas);
   } catch (const std::exception& error) {
     if (warn_) warn_("key '" + request_.key + "': its quotas are not known: " + error.what());
@@ -214,17 +213,17 @@ void SharedPermitSource::set_rate(double units_per_second, nanoseconds now) {
   // The turns this pipe holds were booked at the old rate: converted as the key's.
   const double old_rate = request_.params.permits_per_second;
   const auto converted = [&](nanoseconds due) {
-    return due > now ? now + backends::converted_turn(due - now, old_rate, units_per_second) : due;
+    return due > now ? now + stores::converted_turn(due - now, old_rate, units_per_second) : due;
   };
   credit_due_ = converted(credit_due_);
   ahead_due_ = converted(ahead_due_);
   request_.params.permits_per_second = units_per_second;
-  backends::set_key_rate_by_hand(backend_, request_.key, units_per_second, request_.schedule);
+  stores::set_key_rate_by_hand(store_, request_.key, units_per_second, request_.schedule);
 }
 
 void SharedPermitSource::enter_entry(double units_per_second, std::int64_t entry_until,
                                      nanoseconds now) {
-  // Units booked before "off" may go at once: the key starts afresh too (backends::change_rate).
+  // Units booked before "off" may go at once: the key starts afresh too (stores::change_rate).
   if (std::isinf(units_per_second)) {
     credit_due_ = std::min(credit_due_, now);
     ahead_due_ = std::min(ahead_due_, now);

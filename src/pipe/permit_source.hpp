@@ -9,11 +9,11 @@
 #include <utility>
 #include <vector>
 
-#include "backends/bucket_backend.hpp"
 #include "io/waiter.hpp"
 #include "ratelimit/quota.hpp"
 #include "ratelimit/timetable.hpp"
 #include "ratelimit/token_bucket.hpp"
+#include "stores/bucket_store.hpp"
 
 namespace ratelimit::pipe {
 
@@ -50,7 +50,7 @@ class PermitSource {
   // Whether the last turn was set by a quota, not by the rate.
   virtual bool held_by_quota() const { return false; }
   // The quotas of the bucket as of `now`; none if it has none, or if they cannot be known.
-  virtual std::vector<backends::QuotaStatus> quota_status(std::chrono::nanoseconds /*now*/) {
+  virtual std::vector<stores::QuotaStatus> quota_status(std::chrono::nanoseconds /*now*/) {
     return {};
   }
 };
@@ -75,8 +75,8 @@ class LocalPermitSource final : public PermitSource {
   void finish() override {}
   std::optional<double> rate_set_elsewhere() override { return std::nullopt; }
   bool held_by_quota() const override { return held_by_quota_; }
-  std::vector<backends::QuotaStatus> quota_status(std::chrono::nanoseconds now) override {
-    return backends::quota_status(bucket_.quotas(), now);
+  std::vector<stores::QuotaStatus> quota_status(std::chrono::nanoseconds now) override {
+    return stores::quota_status(bucket_.quotas(), now);
   }
   // A new bucket from `now` on, at the rate in force: for a run whose input had not started. The
   // quotas keep what they counted.
@@ -113,9 +113,9 @@ class SharedPermitSource final : public PermitSource {
 
   // `waiter` is on the engine's clock; `request` names the key, the parameters and the timetable
   // (its permits and deadline are the source's business).
-  SharedPermitSource(backends::BucketBackend& backend, backends::PermitRequest request,
-                     io::Waiter& waiter, OnReplaced on_replaced = {},
-                     OnKeyTimetable on_key_timetable = {}, Warn warn = {});
+  SharedPermitSource(stores::BucketStore& store, stores::PermitRequest request, io::Waiter& waiter,
+                     OnReplaced on_replaced = {}, OnKeyTimetable on_key_timetable = {},
+                     Warn warn = {});
   std::optional<std::chrono::nanoseconds> turn(std::int64_t units, std::chrono::nanoseconds now,
                                                std::optional<std::int64_t> units_ready) override;
   void consume(std::int64_t units, std::chrono::nanoseconds requested_at,
@@ -129,7 +129,7 @@ class SharedPermitSource final : public PermitSource {
   std::optional<double> rate_set_elsewhere() override { return std::exchange(key_rate_news_, {}); }
   bool held_by_quota() const override { return credit_held_by_quota_; }
   // The key's, as the store keeps them; none if it cannot say (a warning then).
-  std::vector<backends::QuotaStatus> quota_status(std::chrono::nanoseconds now) override;
+  std::vector<stores::QuotaStatus> quota_status(std::chrono::nanoseconds now) override;
 
   // Units booked and not yet moved, the chunk booked ahead included.
   std::int64_t booked_unused() const { return credit_ + ahead_; }
@@ -142,8 +142,8 @@ class SharedPermitSource final : public PermitSource {
   // (5000 bytes at 2 kB/s: 2.5 s), so what a chunk at the new rate does not need goes back at once.
   std::int64_t trimmed(std::int64_t booked, double rate_before);
 
-  backends::BucketBackend& backend_;
-  backends::PermitRequest request_;
+  stores::BucketStore& store_;
+  stores::PermitRequest request_;
   io::Waiter& waiter_;
   OnReplaced on_replaced_;
   OnKeyTimetable on_key_timetable_;
@@ -159,7 +159,7 @@ class SharedPermitSource final : public PermitSource {
   std::optional<double> key_rate_news_;
   // This pipe's latest bookings that followed each other on the key (each found the key's next
   // free moment where the one before left it), and the units they booked: what may go back.
-  backends::BookingSpan tail_{};
+  stores::BookingSpan tail_{};
   std::int64_t tail_units_ = 0;
   std::int64_t largest_booking_ = 0;  // units booked at once at the most
   std::exception_ptr failure_;        // of the booking ahead, thrown once the credit is used up

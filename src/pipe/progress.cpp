@@ -193,7 +193,7 @@ std::string summary_text(const Result& result, const format::Notation& notation)
   if (notation.counted != format::Counted::bytes) line += fmt::format(", {} bytes", totals.bytes);
   if (!result.quotas.empty())
     line += fmt::format("; held by quotas {}", format::human_duration(totals.held_by_quotas));
-  for (const backends::QuotaStatus& quota : result.quotas)
+  for (const stores::QuotaStatus& quota : result.quotas)
     line += fmt::format("\nratelimit: quota {}: {} used in the window",
                         format::written_quota(quota.params, notation), quota.used);
   return line;
@@ -210,7 +210,7 @@ std::string summary_json(const Result& result, const format::Notation& notation,
     changes.push_back(listed);
   }
   format::Json quotas = format::Json::array();
-  for (const backends::QuotaStatus& quota : result.quotas)
+  for (const stores::QuotaStatus& quota : result.quotas)
     quotas.push_back({{"quota", format::written_quota(quota.params, notation)},
                       {"limit", quota.params.limit},
                       {"period_seconds", format::json_number(seconds(quota.params.period))},

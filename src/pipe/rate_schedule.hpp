@@ -14,7 +14,7 @@ namespace ratelimit::pipe {
 struct RatePeriod {
   double units_per_second = 0.0;
   std::chrono::nanoseconds until = std::chrono::nanoseconds::max();
-  // A timetable's entry: when it ends, in Unix seconds (backends::KeySchedule::entry_until); 0
+  // A timetable's entry: when it ends, in Unix seconds (stores::KeySchedule::entry_until); 0
   // without a timetable.
   std::int64_t entry_until = 0;
 };

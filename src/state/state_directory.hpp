@@ -54,7 +54,7 @@ class StateDirectory {
  public:
   // Opens `path`, creating it 0700 if missing. Throws UnsafeStateError unless it is a directory
   // (not a symbolic link to one: another user may have planted it in /tmp) owned by this user
-  // and not writable by group or others; BackendUnavailable if it cannot be created or opened.
+  // and not writable by group or others; StoreUnavailable if it cannot be created or opened.
   static StateDirectory open(const std::string& path);
 
   // Opens `name` (creating it 0600) and waits for the lock.
@@ -123,14 +123,14 @@ class StateDirectory {
 
 // The one rule of the state directory's exit statuses: a system call that fails in it (a read-only
 // or full file system, no permission) makes the store unavailable: `operation`'s
-// std::system_error is thrown as BackendUnavailable (69). What is there and should not be (another
+// std::system_error is thrown as StoreUnavailable (69). What is there and should not be (another
 // user's directory, a link, a FIFO) is thrown as UnsafeStateError (77) by StateDirectory itself.
 template <typename Operation>
 auto unavailable_on_failure(const StateDirectory& directory, Operation operation) {
   try {
     return operation();
   } catch (const std::system_error& error) {
-    throw BackendUnavailable("state directory '" + directory.path() + "': " + error.what());
+    throw StoreUnavailable("state directory '" + directory.path() + "': " + error.what());
   }
 }
 

@@ -64,8 +64,8 @@ void LockedFile::replace(std::string_view bytes) {
 
 StateDirectory StateDirectory::open(const std::string& path) {
   const auto unavailable = [&path](std::string_view what) {
-    return BackendUnavailable(fmt::format("{} state directory '{}': {}", what, path,
-                                          std::generic_category().message(errno)));
+    return StoreUnavailable(fmt::format("{} state directory '{}': {}", what, path,
+                                        std::generic_category().message(errno)));
   };
   if (::mkdir(path.c_str(), 0700) != 0 && errno != EEXIST) throw unavailable("create");
   io::FileDescriptor fd(::open(path.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));

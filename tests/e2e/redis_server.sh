@@ -1,4 +1,4 @@
-# Sourced by the e2e tests of the Redis backend, after lib.sh: real redis-servers of the test's
+# Sourced by the e2e tests of the Redis store, after lib.sh: real redis-servers of the test's
 # own in $WORK, stopped by pid when the test ends. No mock of Redis anywhere.
 
 REDIS_PIDS=()

@@ -14,10 +14,10 @@
 #include <vector>
 
 #include "../unit/memory_store.hpp"
-#include "backends/bucket_backend.hpp"
 #include "pipe/engine.hpp"
 #include "pipe/io.hpp"
 #include "pipe/permit_source.hpp"
+#include "stores/bucket_store.hpp"
 
 namespace {
 
@@ -196,7 +196,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   store.other_user_at_call = other_user_at_call;
   store.other_user_rate = 1 + schedule.byte() * 40.0;
   testing::IoClockWaiter waiter(io);
-  backends::PermitRequest request;
+  stores::PermitRequest request;
   request.key = "fuzzed";
   request.params = options.bucket;
   pipe::SharedPermitSource source(store, request, waiter);

@@ -3,7 +3,7 @@
 # "One line per room, lowest floor first" list of src/CMakeLists.txt, above the core's public
 # headers (ratelimit/, floor 0). A file may include its own folder and the folders below it,
 # never one above (with one total order, no two folders can then include each other); a store's
-# own folder (backends/NAME/) is entered only from backends/, where stores are chosen.
+# own folder (stores/NAME/) is entered only from stores/, where stores are chosen.
 # Usage: check_layers.sh SRC_DIR. Prints each wrong arrow; exits 1 if there is one.
 set -euo pipefail
 src=${1:?usage: check_layers.sh SRC_DIR}
@@ -45,12 +45,12 @@ while IFS= read -r -d '' file; do
       echo "$relative: includes \"$included\": '$to' is a floor above '$from'" \
         "(order: ${order[*]})"
       wrong=1
-    elif [[ $included == backends/*/* && $from != backends ]]; then
-      echo "$relative: includes \"$included\": a store's folder is entered only from backends/"
+    elif [[ $included == stores/*/* && $from != stores ]]; then
+      echo "$relative: includes \"$included\": a store's folder is entered only from stores/"
       wrong=1
-    elif [[ $included == backends/*/* && $relative == backends/*/* ]]; then
-      included_store=${included#backends/}
-      file_store=${relative#backends/}
+    elif [[ $included == stores/*/* && $relative == stores/*/* ]]; then
+      included_store=${included#stores/}
+      file_store=${relative#stores/}
       if [[ ${included_store%%/*} != "${file_store%%/*}" ]]; then
         echo "$relative: includes \"$included\": one store's folder never includes another's"
         wrong=1

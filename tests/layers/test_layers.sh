@@ -20,9 +20,9 @@ expect_refused() {
   grep -q "includes \"$include\"" "$scratch/out" || { cat "$scratch/out"; exit 1; }
 }
 expect_refused "an arrow up a floor" io/posix.hpp cli/commands.hpp
-expect_refused "a circle" state/state_directory.hpp backends/bucket_backend.hpp
-expect_refused "a store's folder entered from outside" cli/units.cpp backends/redis/redis_url.hpp
-expect_refused "one store's folder entering another's" backends/redis/redis_store.cpp \
-  backends/state_file/state_file_format.hpp
+expect_refused "a circle" state/state_directory.hpp stores/bucket_store.hpp
+expect_refused "a store's folder entered from outside" cli/units.cpp stores/redis/redis_url.hpp
+expect_refused "one store's folder entering another's" stores/redis/open_redis_store.cpp \
+  stores/state_file/state_file_format.hpp
 expect_refused "an undeclared folder" pipe/engine.hpp nowhere/thing.hpp
 echo "layers: ok"

@@ -9,20 +9,19 @@
 #include <vector>
 
 #include "../unit/golden_vectors.hpp"
-#include "backends/redis/redis_backend.hpp"
+#include "stores/redis/redis_store.hpp"
 
-namespace ratelimit::backends {
+namespace ratelimit::stores {
 
 // The golden vectors through the script (directly or through the agent), with the times injected.
 class RedisGoldenStore final : public testing::GoldenStore {
  public:
-  RedisGoldenStore(RedisBackend& backend, std::string key)
-      : backend_(backend), key_(std::move(key)) {
-    backend_.reset(key_);
+  RedisGoldenStore(RedisStore& store, std::string key) : store_(store), key_(std::move(key)) {
+    store_.reset(key_);
   }
   testing::GoldenAnswer request(const testing::GoldenRequest& golden) override {
     PermitRequest permits = request_for(golden);
-    const Reservation reservation = backend_.reserve_at(permits, golden.timeout, micros(golden.at));
+    const Reservation reservation = store_.reserve_at(permits, golden.timeout, micros(golden.at));
     return {.granted = reservation.granted,
             .wait = reservation.wait,
             .replaced = reservation.replaced_params.has_value(),
@@ -30,17 +29,17 @@ class RedisGoldenStore final : public testing::GoldenStore {
             .booked = reservation.booked};
   }
   void set_rate(const testing::GoldenSetRate& change) override {
-    EXPECT_TRUE(backend_.set_rate_at(
+    EXPECT_TRUE(store_.set_rate_at(
         key_, change.rate, {.timetable = change.timetable, .entry_until = change.entry_until},
         micros(change.at)));
   }
   bool give_back(const testing::GoldenGiveBack& unused,
                  const std::optional<BookingSpan>& booked) override {
-    return backend_.give_back_at(key_, unused.permits, booked, micros(unused.at));
+    return store_.give_back_at(key_, unused.permits, booked, micros(unused.at));
   }
   std::vector<testing::GoldenQuotaStatus> status(std::chrono::nanoseconds at) override {
     std::vector<testing::GoldenQuotaStatus> quotas;
-    const std::optional<BucketStatus> status = backend_.status_at(key_, micros(at));
+    const std::optional<BucketStatus> status = store_.status_at(key_, micros(at));
     if (!status) return quotas;
     for (const QuotaStatus& quota : status->quotas)
       quotas.push_back(
@@ -62,8 +61,8 @@ class RedisGoldenStore final : public testing::GoldenStore {
     permits.permits = golden.permits;
     return permits;
   }
-  RedisBackend& backend_;
+  RedisStore& store_;
   std::string key_;
 };
 
-}  // namespace ratelimit::backends
+}  // namespace ratelimit::stores

@@ -1,4 +1,4 @@
-#include "backends/redis/redis_relay.hpp"
+#include "stores/redis/redis_relay.hpp"
 
 #include <gtest/gtest.h>
 
@@ -7,17 +7,17 @@
 #include <memory>
 
 #include "../unit/golden_vectors.hpp"
-#include "backends/redis/redis_backend.hpp"
-#include "backends/redis/redis_connection.hpp"
-#include "backends/redis/redis_deployment.hpp"
 #include "errors.hpp"
 #include "io/waiter.hpp"
 #include "redis_golden_store.hpp"
 #include "redis_server.hpp"
+#include "stores/redis/redis_connection.hpp"
+#include "stores/redis/redis_deployment.hpp"
+#include "stores/redis/redis_store.hpp"
 
 // Redis commands relayed as the host agent relays them, the agent in process: its RedisRelay
 // answers what the client's RedisRelayClient sends, against a real redis-server.
-namespace ratelimit::backends {
+namespace ratelimit::stores {
 namespace {
 
 using namespace std::chrono_literals;
@@ -63,14 +63,14 @@ class InProcessAgent final : public AgentLink {
 
 class RedisRelayTest : public ::testing::Test {
  protected:
-  RedisBackend relayed() {
-    RedisBackend backend(parse_redis_deployment(server_.unix_url()), kTimeout);
-    backend.relay_through(RedisRelayClient(agent_, {.url = server_.unix_url()}));
-    return backend;
+  RedisStore relayed() {
+    RedisStore store(parse_redis_deployment(server_.unix_url()), kTimeout);
+    store.relay_through(RedisRelayClient(agent_, {.url = server_.unix_url()}));
+    return store;
   }
   // The script loaded on the server, so that each request below runs at its first EVALSHA.
   void load_script() {
-    RedisBackend(parse_redis_deployment(server_.unix_url()), kTimeout)
+    RedisStore(parse_redis_deployment(server_.unix_url()), kTimeout)
         .reserve(request("warm", 1), real_waiter());
   }
   RedisServer server_;
@@ -78,7 +78,7 @@ class RedisRelayTest : public ::testing::Test {
 };
 
 TEST_F(RedisRelayTest, GoldenDecisionsHoldThroughTheAgent) {
-  RedisBackend redis = relayed();
+  RedisStore redis = relayed();
   const auto vectors = testing::read_golden_vectors(RATELIMIT_GOLDEN_VECTORS);
   ASSERT_GE(vectors.size(), 10u);
   for (const testing::GoldenVector& vector : vectors) {
@@ -90,7 +90,7 @@ TEST_F(RedisRelayTest, GoldenDecisionsHoldThroughTheAgent) {
 }
 
 TEST_F(RedisRelayTest, ScriptFlushedIsLoadedAgainThroughTheAgentAndBookedOnce) {
-  RedisBackend redis = relayed();
+  RedisStore redis = relayed();
   EXPECT_EQ(redis.reserve(request("flush", 1), real_waiter()).wait, 0ns);
   RedisDeadline deadline(kTimeout);
   RedisConnection(parse_redis_url(server_.unix_url()), nullptr, deadline)
@@ -103,7 +103,7 @@ TEST_F(RedisRelayTest, ScriptFlushedIsLoadedAgainThroughTheAgentAndBookedOnce) {
 
 TEST_F(RedisRelayTest, WithoutAnAgentTheClientGoesDirect) {
   agent_->scripted.push_back({.outcome = AgentAnswer::Outcome::no_agent});
-  RedisBackend redis = relayed();
+  RedisStore redis = relayed();
   EXPECT_TRUE(redis.reserve(request("direct", 1), real_waiter()).granted);
   EXPECT_GT(redis.reserve(request("direct", 1), real_waiter()).wait, 900ms);
   // Asked once: direct from then on.
@@ -116,7 +116,7 @@ TEST_F(RedisRelayTest, WithoutAnAgentTheClientGoesDirect) {
 TEST_F(RedisRelayTest, AgentLostAfterTheRequestCostsOneRetry) {
   load_script();
   agent_->scripted.push_back({.outcome = AgentAnswer::Outcome::lost});
-  RedisBackend redis = relayed();
+  RedisStore redis = relayed();
   const Reservation reservation = redis.reserve(request("lost", 1), real_waiter());
   EXPECT_TRUE(reservation.granted);
   EXPECT_GT(reservation.wait, 900ms);
@@ -124,37 +124,37 @@ TEST_F(RedisRelayTest, AgentLostAfterTheRequestCostsOneRetry) {
   // Lost twice: the store is unavailable, as for a connection lost twice.
   agent_->scripted.push_back({.outcome = AgentAnswer::Outcome::lost});
   agent_->scripted.push_back({.outcome = AgentAnswer::Outcome::lost});
-  EXPECT_THROW(redis.reserve(request("lost", 1), real_waiter()), BackendUnavailable);
+  EXPECT_THROW(redis.reserve(request("lost", 1), real_waiter()), StoreUnavailable);
 }
 
 TEST_F(RedisRelayTest, StopSignalAndDeadlineEndTheWaitForTheAgent) {
-  RedisBackend redis = relayed();
+  RedisStore redis = relayed();
   agent_->scripted.push_back({.outcome = AgentAnswer::Outcome::stopped, .signal = SIGINT});
   EXPECT_EQ(redis.reserve(request("stop", 1), real_waiter()).signal, SIGINT);
   PermitRequest now_or_never = request("stop", 1);
   now_or_never.deadline = real_waiter().now();
   agent_->scripted.push_back({.outcome = AgentAnswer::Outcome::too_late});
   // The deadline (and its grace) has not passed yet: no answer in time is the store's fault.
-  EXPECT_THROW(redis.reserve(now_or_never, real_waiter()), BackendUnavailable);
+  EXPECT_THROW(redis.reserve(now_or_never, real_waiter()), StoreUnavailable);
 }
 
 TEST_F(RedisRelayTest, StoreErrorsComeBackAsTheirOwn) {
   RedisServer locked("s3cr3t");
   // The URL without the password: the server refuses the script (NOAUTH), through the agent too.
   const std::string url = "unix://" + locked.socket_path();
-  RedisBackend refused(parse_redis_deployment(url), kTimeout);
+  RedisStore refused(parse_redis_deployment(url), kTimeout);
   refused.relay_through(RedisRelayClient(agent_, {.url = url}));
   try {
     refused.reserve(request("k", 1), real_waiter());
     FAIL() << "granted without a password";
-  } catch (const BackendUnavailable& error) {
+  } catch (const StoreUnavailable& error) {
     EXPECT_NE(std::string(error.what()).find("password"), std::string::npos) << error.what();
   }
   // A server that is not there: unavailable, as direct.
   const std::string gone = "unix:///nonexistent/redis.sock";
-  RedisBackend absent(parse_redis_deployment(gone), kTimeout);
+  RedisStore absent(parse_redis_deployment(gone), kTimeout);
   absent.relay_through(RedisRelayClient(agent_, {.url = gone}));
-  EXPECT_THROW(absent.reserve(request("k", 1), real_waiter()), BackendUnavailable);
+  EXPECT_THROW(absent.reserve(request("k", 1), real_waiter()), StoreUnavailable);
   // Deployments are kept apart: one per URL.
   EXPECT_EQ(agent_->relay.connections(), 2u);
 }
@@ -187,7 +187,7 @@ class ReplayingAgent final : public AgentLink {
 TEST_F(RedisRelayTest, RequestsThatComeTogetherAreEachDecidedAsAlone) {
   load_script();
   auto recorder = std::make_shared<RecordingAgent>();
-  RedisBackend client(parse_redis_deployment(server_.unix_url()), kTimeout);
+  RedisStore client(parse_redis_deployment(server_.unix_url()), kTimeout);
   client.relay_through(RedisRelayClient(recorder, {.url = server_.unix_url()}));
   for (int i = 0; i < 8; ++i)
     EXPECT_EQ(client.reserve(request("together", 1), real_waiter()).signal, SIGINT);
@@ -195,7 +195,7 @@ TEST_F(RedisRelayTest, RequestsThatComeTogetherAreEachDecidedAsAlone) {
   RedisRelay relay;
   const std::vector<std::string> answers = relay.answer(recorder->requests, real_waiter());
   EXPECT_EQ(relay.decisions(), 8u);
-  RedisBackend reader(parse_redis_deployment(server_.unix_url()), kTimeout);
+  RedisStore reader(parse_redis_deployment(server_.unix_url()), kTimeout);
   reader.relay_through(
       RedisRelayClient(std::make_shared<ReplayingAgent>(answers), {.url = server_.unix_url()}));
   for (int i = 0; i < 8; ++i) {
@@ -211,7 +211,7 @@ TEST_F(RedisRelayTest, RequestsThatComeTogetherAreEachDecidedAsAlone) {
 TEST(RedisRelayFormat, RequestsAreRoutedByDeployment) {
   auto recorder = std::make_shared<RecordingAgent>();
   for (const std::string url : {"unix:///a.sock", "unix:///a.sock", "unix:///b.sock"}) {
-    RedisBackend client(parse_redis_deployment(url), kTimeout);
+    RedisStore client(parse_redis_deployment(url), kTimeout);
     client.relay_through(RedisRelayClient(recorder, {.url = url}));
     client.reserve(request("key-of-" + std::to_string(recorder->requests.size()), 1),
                    real_waiter());
@@ -231,4 +231,4 @@ TEST(RedisRelayFormat, RequestsOfAnotherFormAreUnsupportedAndTheClientGoesDirect
 }
 
 }  // namespace
-}  // namespace ratelimit::backends
+}  // namespace ratelimit::stores

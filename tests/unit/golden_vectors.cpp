@@ -317,14 +317,14 @@ std::vector<GoldenVector> read_golden_vectors(const std::string& path) {
 
 std::vector<std::string> replay(const GoldenVector& vector, GoldenStore& store) {
   std::vector<std::string> mismatches;
-  std::vector<backends::BookingSpan> spans;  // of each request so far
+  std::vector<stores::BookingSpan> spans;  // of each request so far
   for (const GoldenStep& step : vector.steps) {
     if (step.set_rate) {
       store.set_rate(*step.set_rate);
       continue;
     }
     if (step.give_back) {
-      std::optional<backends::BookingSpan> booked;
+      std::optional<stores::BookingSpan> booked;
       if (const auto requests = step.give_back->booked) {
         const auto [first, last] = *requests;
         if (last > static_cast<int>(spans.size())) {
@@ -332,8 +332,7 @@ std::vector<std::string> replay(const GoldenVector& vector, GoldenStore& store) 
                                ": no request " + std::to_string(last) + " before");
           continue;
         }
-        booked =
-            backends::BookingSpan{.from = spans[first - 1].from, .until = spans[last - 1].until};
+        booked = stores::BookingSpan{.from = spans[first - 1].from, .until = spans[last - 1].until};
       }
       const bool moved = store.give_back(*step.give_back, booked);
       if (step.give_back->moved.value_or(moved) != moved)

@@ -6,9 +6,9 @@
 #include <string>
 #include <vector>
 
-#include "backends/bucket_backend.hpp"
 #include "ratelimit/quota.hpp"
 #include "ratelimit/token_bucket.hpp"
+#include "stores/bucket_store.hpp"
 
 // The reader of tests/golden_vectors.txt (its header describes the format) and a replay of one
 // vector against any store.
@@ -21,7 +21,7 @@ struct GoldenRequest {
   bool apply_params = true;
   BucketParams params;
   std::vector<QuotaParams> quotas;
-  std::string timetable;  // the request's schedule (backends::KeySchedule)
+  std::string timetable;  // the request's schedule (stores::KeySchedule)
   std::int64_t entry_until = 0;
   // Expected; none where the file says '?' (a vector being written: the test prints the answer).
   std::optional<bool> granted;
@@ -85,7 +85,7 @@ struct GoldenAnswer {
   std::chrono::nanoseconds wait{0};
   bool replaced = false;
   std::string key_timetable{};
-  backends::BookingSpan booked{};  // granted: the store's marks, handed back to it as they are
+  stores::BookingSpan booked{};  // granted: the store's marks, handed back to it as they are
 };
 
 // A store as the vectors drive it: a fresh bucket per vector, made by the first request.
@@ -96,7 +96,7 @@ class GoldenStore {
   virtual void set_rate(const GoldenSetRate& change) = 0;
   // Whether the bucket's next free moment moved.
   virtual bool give_back(const GoldenGiveBack& unused,
-                         const std::optional<backends::BookingSpan>& booked) = 0;
+                         const std::optional<stores::BookingSpan>& booked) = 0;
   // The key's quotas as status shows them at `at`.
   virtual std::vector<GoldenQuotaStatus> status(std::chrono::nanoseconds at) = 0;
 };

@@ -4,10 +4,10 @@
 
 #include <optional>
 
-#include "backends/bucket_backend.hpp"
-#include "backends/state_file/state_file_backend.hpp"
 #include "fake_clock.hpp"
 #include "fake_waiter.hpp"
+#include "stores/bucket_store.hpp"
+#include "stores/state_file/state_file_store.hpp"
 #include "temp_dir.hpp"
 
 namespace ratelimit::testing {
@@ -16,8 +16,8 @@ namespace {
 using std::chrono::nanoseconds;
 
 // The request a vector's line makes of a store whose timeline is the vector's moved by `origin`.
-backends::PermitRequest permit_request(const GoldenRequest& request, nanoseconds origin) {
-  backends::PermitRequest permits;
+stores::PermitRequest permit_request(const GoldenRequest& request, nanoseconds origin) {
+  stores::PermitRequest permits;
   permits.key = "golden";
   permits.params = request.params;
   permits.apply_params = request.apply_params;
@@ -31,16 +31,16 @@ backends::PermitRequest permit_request(const GoldenRequest& request, nanoseconds
   return permits;
 }
 
-std::vector<GoldenQuotaStatus> quota_status(const std::vector<backends::BucketStatus>& buckets) {
+std::vector<GoldenQuotaStatus> quota_status(const std::vector<stores::BucketStatus>& buckets) {
   std::vector<GoldenQuotaStatus> quotas;
   if (buckets.size() != 1) return quotas;
-  for (const backends::QuotaStatus& quota : buckets.front().quotas)
+  for (const stores::QuotaStatus& quota : buckets.front().quotas)
     quotas.push_back(
         {.limit = quota.params.limit, .used = quota.used, .next_free_in = quota.next_free_in});
   return quotas;
 }
 
-GoldenAnswer answer(const backends::Reservation& reservation) {
+GoldenAnswer answer(const stores::Reservation& reservation) {
   return {.granted = reservation.granted,
           .wait = reservation.wait,
           .replaced = reservation.replaced_params.has_value(),
@@ -48,7 +48,7 @@ GoldenAnswer answer(const backends::Reservation& reservation) {
           .booked = reservation.booked};
 }
 
-// The core's arithmetic through backends::decide(), the step every store takes under its lock.
+// The core's arithmetic through stores::decide(), the step every store takes under its lock.
 class CoreStore final : public GoldenStore {
  public:
   GoldenAnswer request(const GoldenRequest& request) override {
@@ -57,47 +57,47 @@ class CoreStore final : public GoldenStore {
       schedule_ = {.timetable = request.timetable, .entry_until = request.entry_until};
       for (const QuotaParams& quota : request.quotas) quotas_.emplace_back(quota, request.at);
     }
-    return answer(backends::decide(*bucket_, schedule_, quotas_,
-                                   permit_request(request, nanoseconds::zero()), request.at));
+    return answer(stores::decide(*bucket_, schedule_, quotas_,
+                                 permit_request(request, nanoseconds::zero()), request.at));
   }
   void set_rate(const GoldenSetRate& change) override {
-    backends::change_rate(*bucket_, change.rate, change.at);
+    stores::change_rate(*bucket_, change.rate, change.at);
     schedule_ = {.timetable = change.timetable, .entry_until = change.entry_until};
   }
   bool give_back(const GoldenGiveBack& unused,
-                 const std::optional<backends::BookingSpan>& booked) override {
-    return backends::give_back(*bucket_, unused.permits, unused.at, booked);
+                 const std::optional<stores::BookingSpan>& booked) override {
+    return stores::give_back(*bucket_, unused.permits, unused.at, booked);
   }
   std::vector<GoldenQuotaStatus> status(nanoseconds at) override {
-    return quota_status({backends::describe("golden", *bucket_, schedule_, quotas_, at)});
+    return quota_status({stores::describe("golden", *bucket_, schedule_, quotas_, at)});
   }
 
  private:
   std::optional<TokenBucket> bucket_;
-  backends::KeySchedule schedule_;
+  stores::KeySchedule schedule_;
   std::vector<Quota> quotas_;
 };
 
-// The state-file backend in a directory of its own, on a fake clock that the vector's times move.
+// The state-file store in a directory of its own, on a fake clock that the vector's times move.
 class StateFileStore final : public GoldenStore {
  public:
   GoldenAnswer request(const GoldenRequest& request) override {
     move_to(request.at);
-    return answer(backend_.reserve(permit_request(request, origin_), waiter_));
+    return answer(store_.reserve(permit_request(request, origin_), waiter_));
   }
   void set_rate(const GoldenSetRate& change) override {
     move_to(change.at);
-    EXPECT_TRUE(backend_.set_rate(
+    EXPECT_TRUE(store_.set_rate(
         "golden", change.rate, {.timetable = change.timetable, .entry_until = change.entry_until}));
   }
   bool give_back(const GoldenGiveBack& unused,
-                 const std::optional<backends::BookingSpan>& booked) override {
+                 const std::optional<stores::BookingSpan>& booked) override {
     move_to(unused.at);
-    return backend_.give_back("golden", unused.permits, booked);
+    return store_.give_back("golden", unused.permits, booked);
   }
   std::vector<GoldenQuotaStatus> status(nanoseconds at) override {
     move_to(at);
-    return quota_status(backend_.status("golden"));
+    return quota_status(store_.status("golden"));
   }
 
  private:
@@ -114,10 +114,9 @@ class StateFileStore final : public GoldenStore {
   FakeClock clock_;
   FakeWaiter waiter_{clock_};
   const nanoseconds origin_ = aligned_origin(clock_);
-  backends::StateFileBackend backend_{
-      state::StateDirectory::open(dir_.string()), clock_,
-      backends::HostId{.machine_id = "0123456789abcdef0123456789abcdef",
-                       .boot_id = "11111111-2222-3333-4444-555555555555"}};
+  stores::StateFileStore store_{state::StateDirectory::open(dir_.string()), clock_,
+                                stores::HostId{.machine_id = "0123456789abcdef0123456789abcdef",
+                                               .boot_id = "11111111-2222-3333-4444-555555555555"}};
 };
 
 std::vector<GoldenVector> golden_vectors() { return read_golden_vectors(RATELIMIT_GOLDEN_VECTORS); }

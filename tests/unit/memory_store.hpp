@@ -7,9 +7,9 @@
 #include <string>
 #include <vector>
 
-#include "backends/bucket_backend.hpp"
 #include "io/waiter.hpp"
 #include "pipe/io.hpp"
+#include "stores/bucket_store.hpp"
 
 namespace ratelimit::testing {
 
@@ -26,41 +26,40 @@ class IoClockWaiter final : public io::Waiter {
 };
 
 // One shared bucket kept in memory on the clock of a pipe::Io, deciding as every store does
-// (backends::decide). Another user may set its rate and schedule just before a given call.
-class MemoryStore : public backends::BucketBackend {
+// (stores::decide). Another user may set its rate and schedule just before a given call.
+class MemoryStore : public stores::BucketStore {
  public:
   explicit MemoryStore(pipe::Io& io) : io_(io) {}
-  backends::Reservation reserve(const backends::PermitRequest& request, io::Waiter&) override {
+  stores::Reservation reserve(const stores::PermitRequest& request, io::Waiter&) override {
     if (!bucket) {
       bucket.emplace(request.params, io_.now());
       schedule = request.schedule;
     }
     if (++calls == other_user_at_call) set_rate(request.key, other_user_rate, other_user_schedule);
     applied.push_back(request.apply_params);
-    const backends::Reservation reservation =
-        backends::decide(*bucket, schedule, quotas, request, io_.now());
+    const stores::Reservation reservation =
+        stores::decide(*bucket, schedule, quotas, request, io_.now());
     if (reservation.granted) booked += request.permits;
     return reservation;
   }
-  bool set_rate(const std::string&, double rate,
-                const backends::KeySchedule& new_schedule) override {
-    backends::change_rate(*bucket, rate, io_.now());
+  bool set_rate(const std::string&, double rate, const stores::KeySchedule& new_schedule) override {
+    stores::change_rate(*bucket, rate, io_.now());
     schedule = new_schedule;
     return true;
   }
-  std::vector<backends::BucketStatus> status(const std::optional<std::string>&) override {
+  std::vector<stores::BucketStatus> status(const std::optional<std::string>&) override {
     return {};
   }
   bool reset(const std::string&) override { return false; }
   bool give_back(const std::string&, std::int64_t permits,
-                 const std::optional<backends::BookingSpan>& booked) override {
-    const bool moved = backends::give_back(*bucket, permits, io_.now(), booked);
+                 const std::optional<stores::BookingSpan>& booked) override {
+    const bool moved = stores::give_back(*bucket, permits, io_.now(), booked);
     if (moved) given_back += permits;
     return moved;
   }
 
   std::optional<TokenBucket> bucket;
-  backends::KeySchedule schedule;
+  stores::KeySchedule schedule;
   std::vector<Quota> quotas;
   std::vector<bool> applied;  // each call's apply_params
   std::int64_t booked = 0;
@@ -68,7 +67,7 @@ class MemoryStore : public backends::BucketBackend {
   int calls = 0;
   int other_user_at_call = 0;  // counted from 1; 0: never
   double other_user_rate = 0.0;
-  backends::KeySchedule other_user_schedule;
+  stores::KeySchedule other_user_schedule;
 
  private:
   pipe::Io& io_;

@@ -26,7 +26,7 @@ TEST(RunCommand, EachFailureIsOneLineAndItsExitStatus) {
             (Result{64, "ratelimit: invalid rate 'x'\n"}));
   EXPECT_EQ(run_throwing([] { throw UnsafeStateError("unsafe"); }),
             (Result{77, "ratelimit: unsafe\n"}));
-  EXPECT_EQ(run_throwing([] { throw BackendUnavailable("no store"); }),
+  EXPECT_EQ(run_throwing([] { throw StoreUnavailable("no store"); }),
             (Result{69, "ratelimit: no store\n"}));
   EXPECT_EQ(run_throwing([] { throw InputError(ENOENT, "in"); }),
             (Result{66, "ratelimit: in: No such file or directory\n"}));

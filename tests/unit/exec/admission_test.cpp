@@ -19,31 +19,31 @@ namespace {
 using namespace std::chrono_literals;
 using std::chrono::nanoseconds;
 
-// One process's view of buckets kept in memory, deciding as every backend does.
-class MemoryBackend final : public backends::BucketBackend {
+// One process's view of buckets kept in memory, deciding as every store does.
+class CountingStore final : public stores::BucketStore {
  public:
-  explicit MemoryBackend(Clock& clock) : clock_(clock) {}
-  backends::Reservation reserve(const backends::PermitRequest& request, io::Waiter&) override {
+  explicit CountingStore(Clock& clock) : clock_(clock) {}
+  stores::Reservation reserve(const stores::PermitRequest& request, io::Waiter&) override {
     const nanoseconds now = clock_.now();
     auto [bucket, added] = buckets_.try_emplace(request.key, request.params, now);
     auto [schedule, new_schedule] = schedules_.try_emplace(request.key, request.schedule);
     auto [quotas, new_quotas] = quotas_.try_emplace(request.key);
-    return backends::decide(bucket->second, schedule->second, quotas->second, request, now);
+    return stores::decide(bucket->second, schedule->second, quotas->second, request, now);
   }
-  bool set_rate(const std::string&, double, const backends::KeySchedule&) override { return false; }
-  std::vector<backends::BucketStatus> status(const std::optional<std::string>&) override {
+  bool set_rate(const std::string&, double, const stores::KeySchedule&) override { return false; }
+  std::vector<stores::BucketStatus> status(const std::optional<std::string>&) override {
     return {};
   }
   bool reset(const std::string& key) override { return buckets_.erase(key) > 0; }
   bool give_back(const std::string& key, std::int64_t permits,
-                 const std::optional<backends::BookingSpan>& booked) override {
-    return backends::give_back(buckets_.at(key), permits, clock_.now(), booked);
+                 const std::optional<stores::BookingSpan>& booked) override {
+    return stores::give_back(buckets_.at(key), permits, clock_.now(), booked);
   }
 
  private:
   Clock& clock_;
   std::map<std::string, TokenBucket> buckets_;
-  std::map<std::string, backends::KeySchedule> schedules_;
+  std::map<std::string, stores::KeySchedule> schedules_;
   std::map<std::string, std::vector<Quota>> quotas_;
 };
 
@@ -73,12 +73,12 @@ class Admit : public ::testing::Test {
   }
 
   testing::FakeClock clock;
-  MemoryBackend backend{clock};
+  CountingStore store{clock};
   testing::FakeWaiter waiter{clock};
   FakeSlots slots{clock};
 
   Admission admit(const AdmissionRequest& request) {
-    return exec::admit(backend, &slots, waiter, request);
+    return exec::admit(store, &slots, waiter, request);
   }
 };
 
@@ -154,24 +154,24 @@ TEST_F(Admit, SignalWhileWaitingForASlot) {
 }
 
 // A store that a stop signal interrupts while it waits for its lock or its answer.
-class InterruptedBackend final : public backends::BucketBackend {
+class InterruptedStore final : public stores::BucketStore {
  public:
-  backends::Reservation reserve(const backends::PermitRequest&, io::Waiter&) override {
+  stores::Reservation reserve(const stores::PermitRequest&, io::Waiter&) override {
     return {.granted = false, .wait = {}, .signal = SIGTERM, .replaced_params = {}};
   }
-  bool set_rate(const std::string&, double, const backends::KeySchedule&) override { return false; }
-  std::vector<backends::BucketStatus> status(const std::optional<std::string>&) override {
+  bool set_rate(const std::string&, double, const stores::KeySchedule&) override { return false; }
+  std::vector<stores::BucketStatus> status(const std::optional<std::string>&) override {
     return {};
   }
   bool reset(const std::string&) override { return false; }
   bool give_back(const std::string&, std::int64_t,
-                 const std::optional<backends::BookingSpan>&) override {
+                 const std::optional<stores::BookingSpan>&) override {
     return false;
   }
 };
 
 TEST_F(Admit, SignalWhileTheStoreIsAskedRunsNothing) {
-  InterruptedBackend interrupted;
+  InterruptedStore interrupted;
   const Admission admission =
       exec::admit(interrupted, &slots, waiter, request(nanoseconds::max(), 1));
   EXPECT_EQ(admission.result, AdmissionResult::interrupted);

@@ -97,7 +97,7 @@ TEST(PipeEngine, CountsTheTimeTheQuotasHoldIt) {
   // 40 at once, 40 a period later and 20 another period later: held two periods.
   EXPECT_GE(result.totals.held_by_quotas, 1900ms);
   EXPECT_LE(result.totals.held_by_quotas, io.elapsed());
-  const std::vector<backends::QuotaStatus> quotas = engine.quota_status();
+  const std::vector<stores::QuotaStatus> quotas = engine.quota_status();
   ASSERT_EQ(quotas.size(), 1u);
   EXPECT_EQ(quotas[0].params, options.quotas[0]);
   EXPECT_GE(quotas[0].used, 20);

@@ -9,12 +9,12 @@
 #include <optional>
 #include <vector>
 
-#include "backends/fallback_backend.hpp"
 #include "errors.hpp"
 #include "fake_pipe_io.hpp"
 #include "memory_store.hpp"
 #include "pipe/engine.hpp"
 #include "schedule/timetable_text.hpp"
+#include "stores/fallback_store.hpp"
 
 namespace ratelimit::pipe {
 namespace {
@@ -27,19 +27,18 @@ using testing::FakePipeIo;
 class FakeStore final : public testing::MemoryStore {
  public:
   explicit FakeStore(FakePipeIo& io) : MemoryStore(io), io_(io) {}
-  backends::Reservation reserve(const backends::PermitRequest& request,
-                                io::Waiter& waiter) override {
+  stores::Reservation reserve(const stores::PermitRequest& request, io::Waiter& waiter) override {
     if (fail || ++calls_seen == fail_from_call) fail = true;
-    if (fail) throw BackendUnavailable("store gone");
+    if (fail) throw StoreUnavailable("store gone");
     if (interrupt_with != 0)
       return {.granted = false, .wait = {}, .signal = interrupt_with, .replaced_params = {}};
-    const backends::Reservation reservation = MemoryStore::reserve(request, waiter);
+    const stores::Reservation reservation = MemoryStore::reserve(request, waiter);
     io_.pass(latency);
     return reservation;
   }
 
   bool give_back(const std::string& key, std::int64_t permits,
-                 const std::optional<backends::BookingSpan>& booked) override {
+                 const std::optional<stores::BookingSpan>& booked) override {
     if (fail_give_back) throw UnsafeStateError("record gone bad");
     return MemoryStore::give_back(key, permits, booked);
   }
@@ -67,8 +66,8 @@ class SharedEngine : public ::testing::TestWithParam<bool> {
   void SetUp() override {
     if (GetParam()) io.allow_splice();
   }
-  Result run(const EngineOptions& options, const backends::KeySchedule& schedule = {}) {
-    backends::PermitRequest request;
+  Result run(const EngineOptions& options, const stores::KeySchedule& schedule = {}) {
+    stores::PermitRequest request;
     request.key = "k";
     request.params = options.bucket;
     request.quotas = options.quotas;
@@ -235,7 +234,7 @@ TEST_P(SharedEngine, AfterADropInRateNoChunkSizedForTheOldRateHoldsTheKey) {
 TEST_P(SharedEngine, UnavailableStoreEndsTheRun) {
   store.fail = true;
   io.arrive(0s, "data");
-  EXPECT_THROW(run(bytes_per_second(1000, 20)), BackendUnavailable);
+  EXPECT_THROW(run(bytes_per_second(1000, 20)), StoreUnavailable);
   EXPECT_EQ(io.output(), "");
   EXPECT_EQ(io.rest(), "data");  // asked before anything is read
 }
@@ -248,7 +247,7 @@ TEST_P(SharedEngine, AStoreFailingMidRunLosesNothingReadAndWritesWhatWasBooked) 
     io.arrive(0s, data);
     // Calls 1 and 2 book the first chunk and the one ahead; the third, booking ahead again, fails.
     store.fail_from_call = 3;
-    EXPECT_THROW(run(bytes_per_second(1000, 20)), BackendUnavailable);
+    EXPECT_THROW(run(bytes_per_second(1000, 20)), StoreUnavailable);
     ASSERT_GE(io.writes().size(), 2u);
     EXPECT_EQ(io.writes()[0], (FakePipeIo::Write{0ms, std::string(20, 'a')}));
     // The chunk booked ahead still goes at its turn.
@@ -264,10 +263,9 @@ class StoreAway final : public testing::MemoryStore {
  public:
   StoreAway(FakePipeIo& io, nanoseconds from, nanoseconds until)
       : MemoryStore(io), io_(io), from_(from), until_(until) {}
-  backends::Reservation reserve(const backends::PermitRequest& request,
-                                io::Waiter& waiter) override {
+  stores::Reservation reserve(const stores::PermitRequest& request, io::Waiter& waiter) override {
     check();
-    const backends::Reservation reservation = MemoryStore::reserve(request, waiter);
+    const stores::Reservation reservation = MemoryStore::reserve(request, waiter);
     booked_at.push_back(io_.now());
     return reservation;
   }
@@ -276,7 +274,7 @@ class StoreAway final : public testing::MemoryStore {
 
  private:
   void check() {
-    if (io_.now() >= from_ && io_.now() < until_) throw BackendUnavailable("store gone");
+    if (io_.now() >= from_ && io_.now() < until_) throw StoreUnavailable("store gone");
   }
   FakePipeIo& io_;
   nanoseconds from_;
@@ -294,9 +292,9 @@ TEST_P(SharedEngine, APipeBackOnTheKeyAfterAnOutageBooksEachUnitOnce) {
   StoreAway& shared = *owned_shared;
   testing::MemoryStore* local = nullptr;
   std::vector<std::string> said;
-  backends::FallbackBackend store(
+  stores::FallbackStore store(
       std::move(owned_shared), "the store",
-      {.action = backends::OnUnavailable::local, .local_share = 1.0, .said_as = {}},
+      {.action = stores::OnUnavailable::local, .local_share = 1.0, .said_as = {}},
       [&] {
         auto opened = std::make_unique<testing::MemoryStore>(io);
         local = opened.get();
@@ -306,11 +304,11 @@ TEST_P(SharedEngine, APipeBackOnTheKeyAfterAnOutageBooksEachUnitOnce) {
       [&](std::function<void(io::Waiter&)> work) {
         try {
           work(waiter);
-        } catch (const BackendUnavailable&) {
+        } catch (const StoreUnavailable&) {
         }
         return std::make_unique<DoneAtOnce>();
       });
-  backends::PermitRequest request;
+  stores::PermitRequest request;
   request.key = "k";
   request.params.permits_per_second = 1000;
   SharedPermitSource source(store, request, waiter);
@@ -340,7 +338,7 @@ TEST_P(SharedEngine, InRecordModesWhatWasReadBeforeTheStoreFailedIsKept) {
     start_again(file);
     store.fail = true;
     io.arrive(0s, "a\nb\nc\n");
-    EXPECT_THROW(run(options), BackendUnavailable);
+    EXPECT_THROW(run(options), StoreUnavailable);
     EXPECT_EQ(io.output() + io.rest(), "a\nb\nc\n");
     // Records are read to be counted before their permits are asked for.
     EXPECT_EQ(io.output().empty(), file);
@@ -361,7 +359,7 @@ TEST_P(SharedEngine, AGiveBackThatFailsAfterAllDataWentOutIsAWarning) {
 // first: B booked after A's chunk ahead, so nothing of A's goes back (the next booking would move
 // up between A's turn and B's). B, the last, gives back its own two.
 TEST_P(SharedEngine, APipeThatEndsGivesBackOnlyWhatNoLaterBookingBuiltOn) {
-  backends::PermitRequest request;
+  stores::PermitRequest request;
   request.key = "k";
   request.params = bytes_per_second(1000, 20).bucket;
   SharedPermitSource pipe_a(store, request, waiter);
@@ -400,8 +398,8 @@ class KeyTimetable : public SharedEngine {
  protected:
   // 20-byte chunks at 1000/s from 18:00 and 2000/s from 08:00.
   const Timetable timetable{{{std::nullopt, 8 * 60, 2000.0}, {std::nullopt, 18 * 60, 1000.0}}};
-  const backends::KeySchedule in_the_evening{.timetable = schedule::timetable_text(timetable),
-                                             .entry_until = unix_seconds(kMonday + 8h)};
+  const stores::KeySchedule in_the_evening{.timetable = schedule::timetable_text(timetable),
+                                           .entry_until = unix_seconds(kMonday + 8h)};
   UtcZone zone;
   TimetableSchedule schedule_of(std::optional<Timetable> followed, double rate) {
     return TimetableSchedule(std::move(followed), rate, zone,

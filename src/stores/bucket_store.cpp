@@ -1,0 +1,213 @@
+#include "stores/bucket_store.hpp"
+
+#include <algorithm>
+#include <cmath>
+
+namespace ratelimit::stores {
+
+using std::chrono::nanoseconds;
+
+namespace {
+
+// A non-negative duration in nanoseconds, truncated as Java's (long) cast, at most a century: far
+// beyond any bucket's fill time, and far from overflow when subtracted from a time.
+constexpr double kCenturyNs = 100.0 * 365.25 * 86400e9;
+
+nanoseconds saturated_nanoseconds(double ns) {
+  return nanoseconds(static_cast<std::int64_t>(std::min(ns, kCenturyNs)));
+}
+
+// New parameters, as Guava's setRate when only the rate changes; to or from no limit, afresh.
+void change_params(TokenBucket& bucket, const BucketParams& params, nanoseconds now) {
+  const double old_rate = bucket.params().permits_per_second;
+  if ((std::isinf(old_rate) || std::isinf(params.permits_per_second)) &&
+      old_rate != params.permits_per_second)
+    bucket = TokenBucket(params, now);
+  else
+    bucket.reconfigure(params, now);
+}
+
+}  // namespace
+
+void change_rate(TokenBucket& bucket, double permits_per_second, nanoseconds now) {
+  BucketParams params = bucket.params();
+  params.permits_per_second = permits_per_second;
+  change_params(bucket, params, now);
+}
+
+nanoseconds converted_turn(nanoseconds owed, double old_rate, double new_rate) {
+  if (owed <= nanoseconds::zero() || !(new_rate > old_rate) || std::isinf(new_rate)) return owed;
+  return nanoseconds(
+      static_cast<std::int64_t>(static_cast<double>(owed.count()) * (old_rate / new_rate)));
+}
+
+void set_rate_by_hand(TokenBucket& bucket, double permits_per_second, nanoseconds now) {
+  const double old_rate = bucket.params().permits_per_second;
+  const nanoseconds owed = bucket.state().next_free - now;
+  change_rate(bucket, permits_per_second, now);
+  const nanoseconds converted = converted_turn(owed, old_rate, permits_per_second);
+  if (converted >= owed) return;
+  bucket = TokenBucket(bucket.params(), BucketState{.stored_permits = bucket.state().stored_permits,
+                                                    .next_free = now + converted});
+}
+
+std::optional<std::vector<BucketStatus>> set_key_rate_by_hand(BucketStore& store,
+                                                              const std::string& key,
+                                                              double permits_per_second,
+                                                              const KeySchedule& schedule) {
+  std::vector<BucketStatus> before = store.status(key);
+  if (!store.set_rate(key, permits_per_second, schedule)) return std::nullopt;
+  if (before.size() != 1 || !before.front().problem.empty()) return before;
+  const double old_rate = before.front().params.permits_per_second;
+  const nanoseconds owed = before.front().next_free_in;
+  nanoseconds excess = owed - converted_turn(owed, old_rate, permits_per_second);
+  // give_back() moves a turn back by at most a century per call, and a turn booked at a rate near
+  // zero is up to 292 years ahead (the int64 limit of nanoseconds).
+  constexpr int kMostCalls = 3;
+  for (int call = 0; call < kMostCalls && excess > nanoseconds::zero(); ++call) {
+    const double permits = std::floor(std::min(static_cast<double>(excess.count()), kCenturyNs) *
+                                      permits_per_second / 1e9);
+    if (!(permits >= 1.0)) break;
+    const auto given = static_cast<std::int64_t>(std::min(permits, 0x1p62));
+    store.give_back(key, given, std::nullopt);
+    excess -= saturated_nanoseconds(static_cast<double>(given) * (1e9 / permits_per_second));
+  }
+  return before;
+}
+
+bool give_back(TokenBucket& bucket, std::int64_t permits, nanoseconds now,
+               const std::optional<BookingSpan>& booked) {
+  const BucketParams& params = bucket.params();
+  const nanoseconds next_free = bucket.state().next_free;
+  // Why a give-back with `booked` never grants more than rate x time + burst. Bookings only move
+  // the next free moment forward, so finding it still where the giver's bookings left it means no
+  // one booked after them; and it goes back by at most what they cost, never before where they
+  // found it. Every other user's turn therefore stays where it was, and later bookings queue after
+  // all of them: the key's turns are those it would have given had the giver booked only what it
+  // used, except that stored permits its bookings spent stay spent (fewer grants, never more).
+  // Giving back what someone else's booking came after would let bookings made later move up
+  // between those made earlier: three 108 ms turns in one 100 ms window.
+  if (booked && next_free.count() != booked->until) return false;
+  // As the core books fresh permits: permits times the stable interval, truncated.
+  const nanoseconds cost =
+      saturated_nanoseconds(static_cast<double>(permits) * (1e9 / params.permits_per_second));
+  // Idle for longer than it takes to fill the bucket, it is full: going back further changes
+  // nothing.
+  const nanoseconds fill = params.shape == BucketShape::warming_up
+                               ? params.warmup
+                               : saturated_nanoseconds(params.max_burst_seconds * 1e9);
+  nanoseconds earliest = now - fill;
+  if (booked) earliest = std::max(earliest, nanoseconds(booked->from));
+  const nanoseconds moved_back = std::max(next_free - cost, earliest);
+  if (moved_back >= next_free) return false;
+  bucket = TokenBucket(params, BucketState{.stored_permits = bucket.state().stored_permits,
+                                           .next_free = moved_back});
+  return true;
+}
+
+std::vector<QuotaParams> params_of(const std::vector<Quota>& quotas) {
+  std::vector<QuotaParams> params;
+  for (const Quota& quota : quotas) params.push_back(quota.params());
+  return params;
+}
+
+namespace {
+
+std::vector<Quota> replaced_quotas(std::vector<Quota> old_quotas,
+                                   const std::vector<QuotaParams>& params, nanoseconds now) {
+  std::vector<Quota> quotas;
+  for (const QuotaParams& wanted : params) {
+    const auto same_period = std::find_if(old_quotas.begin(), old_quotas.end(), [&](auto& old) {
+      return old.params().period == wanted.period;
+    });
+    if (same_period == old_quotas.end()) {
+      quotas.emplace_back(wanted, now);
+    } else {
+      quotas.emplace_back(wanted, same_period->state());
+      old_quotas.erase(same_period);
+    }
+  }
+  return quotas;
+}
+
+}  // namespace
+
+Reservation decide(TokenBucket& bucket, KeySchedule& schedule, std::vector<Quota>& quotas,
+                   const PermitRequest& request, nanoseconds now) {
+  Reservation reservation;
+  if (request.apply_params && request.quotas != params_of(quotas)) {
+    reservation.replaced_params = bucket.params();
+    reservation.replaced_timetable = schedule.timetable;
+    reservation.replaced_quotas = params_of(quotas);
+    quotas = replaced_quotas(std::move(quotas), request.quotas, now);
+  }
+  const auto replace = [&](const BucketParams& params) {
+    if (!reservation.replaced_params) {
+      reservation.replaced_params = bucket.params();
+      reservation.replaced_timetable = schedule.timetable;
+      reservation.replaced_quotas = params_of(quotas);
+    }
+    change_params(bucket, params, now);
+  };
+  if (request.apply_params && request.schedule.timetable != schedule.timetable) {
+    replace(request.params);
+    schedule = request.schedule;
+  } else {
+    if (!schedule.timetable.empty() && request.schedule.timetable == schedule.timetable &&
+        request.schedule.entry_until > schedule.entry_until) {
+      schedule.entry_until = request.schedule.entry_until;
+      change_rate(bucket, request.params.permits_per_second, now);
+    }
+    if (request.apply_params) {
+      BucketParams wanted = request.params;
+      // Under a timetable the rate is the latest entry's, settled above.
+      if (!schedule.timetable.empty())
+        wanted.permits_per_second = bucket.params().permits_per_second;
+      if (wanted != bucket.params()) replace(wanted);
+    }
+  }
+  reservation.key_timetable = schedule.timetable;
+  reservation.key_permits_per_second = bucket.params().permits_per_second;
+  const nanoseconds timeout = request.deadline == nanoseconds::max()
+                                  ? nanoseconds::max()
+                                  : std::max(request.deadline - now, nanoseconds::zero());
+  const nanoseconds found = bucket.state().next_free;
+  QuotaBucket limits(bucket, quotas);
+  const nanoseconds wait = limits.wait_for(request.permits, now);
+  reservation.held_by_quota = limits.held_by_quota(request.permits, now);
+  reservation.granted = !limits.never(request.permits) && wait <= timeout;
+  if (!reservation.granted) {
+    reservation.wait = wait;
+    return reservation;
+  }
+  reservation.wait = limits.reserve(request.permits, now);
+  bucket = limits.rate();
+  quotas = limits.quotas();
+  reservation.booked = {.from = found.count(), .until = bucket.state().next_free.count()};
+  return reservation;
+}
+
+BucketStatus describe(const std::string& key, TokenBucket bucket, KeySchedule schedule,
+                      const std::vector<Quota>& quotas, nanoseconds now) {
+  // Reconfiguring with the same parameters only brings the stored permits up to now.
+  bucket.reconfigure(bucket.params(), now);
+  BucketStatus status{.key = key,
+                      .problem = {},
+                      .params = bucket.params(),
+                      .schedule = std::move(schedule),
+                      .stored_permits = bucket.state().stored_permits,
+                      .next_free_in = std::max(bucket.state().next_free - now, nanoseconds::zero()),
+                      .quotas = quota_status(quotas, now)};
+  return status;
+}
+
+std::vector<QuotaStatus> quota_status(const std::vector<Quota>& quotas, nanoseconds now) {
+  std::vector<QuotaStatus> status;
+  for (const Quota& quota : quotas)
+    status.push_back({.params = quota.params(),
+                      .used = quota.used(now),
+                      .next_free_in = quota.earliest(1, now) - now});
+  return status;
+}
+
+}  // namespace ratelimit::stores

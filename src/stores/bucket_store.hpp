@@ -1,0 +1,203 @@
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "io/waiter.hpp"
+#include "ratelimit/quota.hpp"
+#include "ratelimit/token_bucket.hpp"
+
+// The contract of a store of shared buckets (docs/architecture.md, "Shared buckets"): the state
+// file on one host, Redis across hosts. Every store reaches the same decisions on the same state,
+// through decide(), and passes tests/golden_vectors.txt.
+namespace ratelimit::stores {
+
+// The timetable a key follows, kept with its bucket so that every user of the key follows the
+// same entries. The store only compares and keeps it: the users, who know the local time, work
+// out which entry is in force and say so in their requests.
+struct KeySchedule {
+  // As schedule::timetable_text() writes it; empty: one rate, no timetable.
+  std::string timetable;
+  // When the entry that set the bucket's rate ends (Unix seconds): the later an entry, the later
+  // its end, so a larger value is a later entry.
+  std::int64_t entry_until = 0;
+
+  friend bool operator==(const KeySchedule&, const KeySchedule&) = default;
+};
+
+// Timetables are at most this many bytes as a key keeps them: a record stays one small write, and
+// `ratelimit set` sends one to a pipe in one atomic write (under PIPE_BUF, 4096 bytes).
+inline constexpr std::size_t kMaxTimetableBytes = 4000;
+
+// Permits wanted from a named bucket that other processes share.
+struct PermitRequest {
+  std::string key;
+  // The bucket is made with these parameters if it does not exist yet.
+  BucketParams params;
+  // True: `params` replace the bucket's from now on when they differ, as set_rate does (stored
+  // permits rescaled). False: the bucket's parameters are kept.
+  bool apply_params = true;
+  // The timetable that params.permits_per_second comes from, and its entry. With apply_params and
+  // another timetable than the key's, it replaces the key's. With the key's own timetable and a
+  // later entry than the key's, the key moves on to that entry's rate (the first user past a
+  // change moves the key on), whatever apply_params says; an earlier entry changes nothing.
+  KeySchedule schedule{};
+  // The key's quotas, applied as `params` are (apply_params): they replace the key's when they
+  // differ.
+  std::vector<QuotaParams> quotas{};
+  // How the caller wrote its rate (format::notation_text(); empty: not said), for `status` to show
+  // the key's rates alike. The key keeps it when a request that applies its parameters makes the
+  // key or replaces the key's parameters; one that finds them already the key's leaves the key's
+  // notation as it is, and one that replaces them without a notation leaves none.
+  std::string notation{};
+  std::int64_t permits = 1;
+  // On the waiter's timeline (monotonic_now()): granted only if the permits are due by then
+  // (Guava tryAcquire); the store's own waits (a lock, a round trip) count against it, and a call
+  // that cannot get its answer by then is refused. A deadline already past never waits for the
+  // store. nanoseconds::max(): no limit.
+  std::chrono::nanoseconds deadline = std::chrono::nanoseconds::max();
+};
+
+// Where a booking lies among the key's: the key's next free moment that it found, and the one it
+// left, on the store's own timeline (a state file's monotonic clock, the Redis server's Unix
+// time), in nanoseconds. Only handed back to the store that made them (give_back), never read as
+// times.
+struct BookingSpan {
+  std::int64_t from = 0;
+  std::int64_t until = 0;
+
+  friend bool operator==(const BookingSpan&, const BookingSpan&) = default;
+};
+
+struct Reservation {
+  bool granted = false;
+  // How long until the permits may be used; when refused, how long that would have been (zero
+  // when the store could not be asked in time).
+  std::chrono::nanoseconds wait{0};
+  // The wait is a quota's, not the rate's.
+  bool held_by_quota = false;
+  // Not granted because a stop signal (SIGINT, SIGTERM, SIGHUP, SIGQUIT) cut the call short: that
+  // signal.
+  int signal = 0;
+  // The bucket's parameters that this request replaced (apply_params, and they or the timetable
+  // differed), and the timetable they came with.
+  std::optional<BucketParams> replaced_params;
+  std::string replaced_timetable{};
+  std::vector<QuotaParams> replaced_quotas{};
+  // The key's timetable and rate after the request: a user that keeps the key's parameters
+  // follows them.
+  std::string key_timetable{};
+  double key_permits_per_second = 0.0;
+  // Granted: where the booking lies among the key's.
+  BookingSpan booked{};
+};
+
+// One quota of a key as `ratelimit status` shows it, as of now.
+struct QuotaStatus {
+  QuotaParams params;
+  std::int64_t used = 0;  // in the window that a request now is counted against
+  // Until one more unit may be granted (zero: now).
+  std::chrono::nanoseconds next_free_in{0};
+};
+
+// One bucket as `ratelimit status` shows it, as of now.
+struct BucketStatus {
+  std::string key;
+  // Why the record cannot be used (it then counts as a fresh bucket); empty when it can.
+  std::string problem;
+  BucketParams params;
+  KeySchedule schedule{};
+  double stored_permits = 0.0;
+  std::chrono::nanoseconds next_free_in{0};
+  std::vector<QuotaStatus> quotas{};
+  std::string notation{};  // PermitRequest::notation, as the key keeps it; empty: none
+};
+
+// Where shared buckets are kept. A store that cannot answer throws StoreUnavailable (exit 69);
+// a bucket that must not be used (another machine's record, an unsafe file) UnsafeStateError (77).
+class BucketStore {
+ public:
+  virtual ~BucketStore() = default;
+  // Atomically applies the request's parameters (if asked) and books its permits if they are
+  // due by its deadline. Waits only through `waiter`, so a stop signal ends the call at once.
+  virtual Reservation reserve(const PermitRequest& request, io::Waiter& waiter) = 0;
+  // A new rate and timetable for every user of `key` from now on, as change_rate(); false if there
+  // is no such bucket.
+  virtual bool set_rate(const std::string& key, double permits_per_second,
+                        const KeySchedule& schedule) = 0;
+  // The buckets kept, sorted by key; only `key`'s when given.
+  virtual std::vector<BucketStatus> status(const std::optional<std::string>& key) = 0;
+  // Forgets a bucket; false if there was none.
+  virtual bool reset(const std::string& key) = 0;
+  // Permits that reserve() booked and their user did not use (a pipe's chunk booked ahead when its
+  // input ended), as give_back() takes them: with `booked`, the span of the user's latest bookings
+  // that they come from, and only if no one booked after them. Whether they went back (not if
+  // there is no such bucket). Quotas keep counting them: a window holds no more than was granted.
+  virtual bool give_back(const std::string& key, std::int64_t permits,
+                         const std::optional<BookingSpan>& booked) = 0;
+  // Returns once the store answers for `key`'s bucket, throws StoreUnavailable if it does not
+  // within its own timeout; waits only through `waiter`. Books nothing: it asks whether a store
+  // that went away is back. A store on this host is there whenever it is asked.
+  virtual void ping(const std::string& /*key*/, io::Waiter& /*waiter*/) {}
+};
+
+// A new rate, as Guava's setRate (stored permits rescaled), except to and from no limit
+// (infinity), where the bucket starts afresh: leaving "off" does not hand out a burst that nobody
+// saved up, and entering it does not wait out a turn booked at the old rate. Every rate change of
+// a timetable or of `ratelimit set` goes through here.
+void change_rate(TokenBucket& bucket, double permits_per_second, std::chrono::nanoseconds now);
+
+// A rate set by hand (`ratelimit set`): change_rate(), and then a turn booked ahead at a lower rate
+// is brought nearer, to when the permits it still owes are paid at the new rate (they are
+// converted, not the time): a rate mistyped (one permit at 0.001/s books the next 16 minutes
+// ahead) is undone by setting the rate meant. A lowered rate keeps the turn as Guava's setRate
+// does. Timetables' own changes of entry stay Guava's (change_rate()).
+void set_rate_by_hand(TokenBucket& bucket, double permits_per_second, std::chrono::nanoseconds now);
+// The same for a turn `owed` ahead, booked at `old_rate`: when it comes at `new_rate`.
+std::chrono::nanoseconds converted_turn(std::chrono::nanoseconds owed, double old_rate,
+                                        double new_rate);
+
+// Permits booked and not used go back, as if they had never been booked: the next free moment
+// moves back by what they cost at the stable rate, even into the past, where the bucket then
+// counts as idle since (a pipe whose last chunk went out late loses no time), but not further
+// back than the time the bucket takes to fill. Stored permits are left alone.
+// With `booked`, the span of the giver's latest bookings (one after the other, no one else's
+// between), only what no later booking has built on goes back: nothing unless the next free
+// moment is still the one they left (`until`), and never before the one they found (`from`).
+// Without it (a rate set by hand gives back the key's own turn), back in any case. Returns
+// whether the next free moment moved.
+bool give_back(TokenBucket& bucket, std::int64_t permits, std::chrono::nanoseconds now,
+               const std::optional<BookingSpan>& booked);
+
+// The decision on a bucket, its schedule and its quotas loaded at `now` (on the request's
+// deadline's timeline), shared by every store: granted at the later of the moments the rate and
+// every quota allow (QuotaBucket); refused, nothing is taken from any of them. New quotas keep the
+// counts of a quota of the same period (a new limit applies to what was granted), others start
+// empty.
+Reservation decide(TokenBucket& bucket, KeySchedule& schedule, std::vector<Quota>& quotas,
+                   const PermitRequest& request, std::chrono::nanoseconds now);
+
+std::vector<QuotaParams> params_of(const std::vector<Quota>& quotas);
+
+// BucketStore::set_rate() as set_rate_by_hand() does it: the key's status, the new rate, then
+// the permits that the key's turn owes beyond what they take at the new rate given back (at most
+// a century of them per call: a few calls). Not one atomic step: requests in between are booked
+// as they would be at either rate. Returns the key's status from before the change, or nothing if
+// there is no such bucket.
+std::optional<std::vector<BucketStatus>> set_key_rate_by_hand(BucketStore& store,
+                                                              const std::string& key,
+                                                              double permits_per_second,
+                                                              const KeySchedule& schedule);
+
+// What status shows of `quotas` at `now`.
+std::vector<QuotaStatus> quota_status(const std::vector<Quota>& quotas,
+                                      std::chrono::nanoseconds now);
+
+// What status shows of a usable bucket at `now`.
+BucketStatus describe(const std::string& key, TokenBucket bucket, KeySchedule schedule,
+                      const std::vector<Quota>& quotas, std::chrono::nanoseconds now);
+
+}  // namespace ratelimit::stores

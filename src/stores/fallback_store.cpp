@@ -1,0 +1,177 @@
+#include "stores/fallback_store.hpp"
+
+#include <fmt/core.h>
+
+#include <algorithm>
+
+#include "errors.hpp"
+
+namespace ratelimit::stores {
+namespace {
+
+// Bookings remembered per key: a pipe holds at most its current chunk and the one booked ahead,
+// each made of a booking or two.
+constexpr std::size_t kRememberedBookings = 8;
+
+}  // namespace
+
+FallbackStore::FallbackStore(std::unique_ptr<BucketStore> shared, std::string shared_name,
+                             UnavailablePolicy policy, OpenLocal open_local, Warn warn,
+                             RunInBackground run_in_background)
+    : shared_(std::move(shared)),
+      shared_name_(std::move(shared_name)),
+      policy_(std::move(policy)),
+      open_local_(std::move(open_local)),
+      warn_(std::move(warn)),
+      run_in_background_(std::move(run_in_background)) {}
+
+// The probe uses shared_: it ends first.
+FallbackStore::~FallbackStore() { probe_.reset(); }
+
+std::string FallbackStore::said_as() const {
+  return policy_.said_as.empty() ? "" : " (" + policy_.said_as + ")";
+}
+
+Reservation FallbackStore::reserve(const PermitRequest& request, io::Waiter& waiter) {
+  if (outage_) probe_or_return(request.key, waiter.now());
+  if (!outage_) {
+    try {
+      Reservation reservation = shared_->reserve(request, waiter);
+      if (reservation.granted) note_booking(request.key, Store::shared, request.permits);
+      return reservation;
+    } catch (const StoreUnavailable& error) {
+      if (policy_.action == OnUnavailable::fail) throw;
+      begin_outage(error, request.key, waiter.now());
+    }
+  }
+  return reserve_by_policy(request, waiter);
+}
+
+void FallbackStore::begin_outage(const StoreUnavailable& error, const std::string& key,
+                                 std::chrono::nanoseconds now) {
+  outage_ = true;
+  next_probe_at_ = now + kProbeInterval;
+  if (policy_.action == OnUnavailable::allow) {
+    warn_(std::string(error.what()) + "; running unthrottled" + said_as());
+    return;
+  }
+  const std::string share = policy_.local_share < 1.0
+                                ? fmt::format(" at {:g}% of the rate", policy_.local_share * 100)
+                                : "";
+  warn_(std::string(error.what()) + "; using this host's bucket '" + key + "'" + share + said_as());
+}
+
+void FallbackStore::probe_or_return(const std::string& key, std::chrono::nanoseconds now) {
+  if (probe_) {
+    if (!probe_->done()) return;
+    probe_.reset();
+    if (probe_answered_) {
+      outage_ = false;
+      warn_(fmt::format("{} answers again; back on the shared bucket '{}'{}", shared_name_, key,
+                        said_as()));
+      return;
+    }
+  }
+  if (now < next_probe_at_) return;
+  next_probe_at_ = now + kProbeInterval;
+  probe_answered_ = false;
+  probe_ = run_in_background_([this, key](io::Waiter& probe_waiter) {
+    shared_->ping(key, probe_waiter);
+    probe_answered_ = true;
+  });
+}
+
+BucketStore& FallbackStore::shared_alone() {
+  probe_.reset();
+  return *shared_;
+}
+
+Reservation FallbackStore::reserve_by_policy(const PermitRequest& request, io::Waiter& waiter) {
+  if (policy_.action == OnUnavailable::allow) {
+    note_booking(request.key, Store::none, request.permits);
+    // Unthrottled: the request's timetable and rate stand, so that a pipe following them keeps
+    // them.
+    return {.granted = true,
+            .wait = std::chrono::nanoseconds::zero(),
+            .signal = 0,
+            .replaced_params = {},
+            .replaced_timetable = {},
+            .key_timetable = request.schedule.timetable,
+            .key_permits_per_second = request.params.permits_per_second};
+  }
+  if (!local_) local_ = open_local_();
+  // This host's bucket holds its share of the key's rate, whatever it held before.
+  PermitRequest share = request;
+  share.params.permits_per_second *= policy_.local_share;
+  share.apply_params = true;
+  Reservation reservation = local_->reserve(share, waiter);
+  if (reservation.granted) note_booking(request.key, Store::local, request.permits);
+  // The user goes on following the key's rate and timetable as it knew them: the host's bucket
+  // stands in for the key, and what it held before is not the key's news.
+  reservation.replaced_params.reset();
+  reservation.replaced_timetable.clear();
+  reservation.key_timetable = request.schedule.timetable;
+  reservation.key_permits_per_second = request.params.permits_per_second;
+  return reservation;
+}
+
+void FallbackStore::note_booking(const std::string& key, Store store, std::int64_t permits) {
+  std::deque<Booking>& bookings = bookings_[key];
+  bookings.push_back({.store = store, .permits = permits});
+  if (bookings.size() > kRememberedBookings) bookings.pop_front();
+}
+
+bool FallbackStore::set_rate(const std::string& key, double permits_per_second,
+                             const KeySchedule& schedule) {
+  return shared_alone().set_rate(key, permits_per_second, schedule);
+}
+
+std::vector<BucketStatus> FallbackStore::status(const std::optional<std::string>& key) {
+  return shared_alone().status(key);
+}
+
+bool FallbackStore::reset(const std::string& key) { return shared_alone().reset(key); }
+
+bool FallbackStore::give_back_to(Store store, const std::string& key, std::int64_t permits,
+                                 const std::optional<BookingSpan>& booked) {
+  if (store == Store::local) return local_->give_back(key, permits, booked);
+  // None to the shared store while it is away (they stay booked there), none when unthrottled.
+  if (store == Store::shared && !outage_) return shared_alone().give_back(key, permits, booked);
+  return false;
+}
+
+bool FallbackStore::give_back(const std::string& key, std::int64_t permits,
+                              const std::optional<BookingSpan>& booked) {
+  // The unused permits are the latest booked: each part goes back where it was booked.
+  std::deque<Booking>& bookings = bookings_[key];
+  bool moved = false;
+  if (booked) {
+    // A span is on one store's timeline: it goes there in one call, with what the latest
+    // bookings there hold.
+    if (bookings.empty()) return give_back_to(Store::shared, key, permits, booked);
+    const Store store = bookings.back().store;
+    std::int64_t held = 0;
+    while (held < permits && !bookings.empty() && bookings.back().store == store) {
+      Booking& latest = bookings.back();
+      const std::int64_t taken = std::min(permits - held, latest.permits);
+      held += taken;
+      latest.permits -= taken;
+      if (latest.permits == 0) bookings.pop_back();
+    }
+    return give_back_to(store, key, held, booked);
+  }
+  while (permits > 0 && !bookings.empty()) {
+    Booking& latest = bookings.back();
+    const std::int64_t returned = std::min(permits, latest.permits);
+    moved |= give_back_to(latest.store, key, returned, std::nullopt);
+    latest.permits -= returned;
+    permits -= returned;
+    if (latest.permits == 0) bookings.pop_back();
+  }
+  // Permits this run did not book are the key's own (set_key_rate_by_hand() gives back a turn
+  // booked at an old rate): they go to the shared store, unless it is away.
+  if (permits > 0) moved |= give_back_to(Store::shared, key, permits, std::nullopt);
+  return moved;
+}
+
+}  // namespace ratelimit::stores

@@ -1,0 +1,32 @@
+#include "stores/redis/open_redis_store.hpp"
+
+#include <fmt/core.h>
+
+#include "stores/redis/redis_deployment.hpp"
+#include "stores/redis/redis_store.hpp"
+#include "stores/redis/redis_url.hpp"
+
+namespace ratelimit::stores {
+
+std::unique_ptr<BucketStore> open_redis_store(const RedisOptions& options,
+                                              const std::function<void(const std::string&)>& notify,
+                                              const std::function<void(const std::string&)>& warn) {
+  auto redis = std::make_unique<RedisStore>(parse_redis_deployment(options.url), options.timeout,
+                                            notify, options.tls, options.failover_timeout, warn);
+  if (options.agent)
+    redis->relay_through(
+        RedisRelayClient(options.agent, {.url = options.url,
+                                         .tls = options.tls,
+                                         .timeout = options.timeout,
+                                         .failover_timeout = options.failover_timeout}));
+  if (!options.tls.verify)
+    warn(fmt::format("{}: the Redis server's certificate and name are not checked",
+                     redis_option::tls_insecure));
+  return redis;
+}
+
+std::string describe_redis_store(const RedisOptions& options) {
+  return "Redis at " + hide_password(options.url);
+}
+
+}  // namespace ratelimit::stores

@@ -1,0 +1,306 @@
+#include <hiredis/hiredis.h>
+#include <poll.h>
+#include <signal.h>
+
+#include <algorithm>
+#include <array>
+#include <cerrno>
+#include <ctime>
+
+#include "errors.hpp"
+#include "io/posix.hpp"
+#include "stores/redis/redis_connection.hpp"
+#include "stores/redis/redis_connection_transport.hpp"
+
+namespace ratelimit::stores {
+namespace {
+
+// While alive, SIGPIPE is blocked in this thread, and one raised by a write to a connection the
+// server closed (a plain socket's or OpenSSL's) is taken back before the mask is restored: a
+// dropped connection is an error return (EPIPE), never the death of the process, and the
+// disposition is left as it was (a command that `exec` runs inherits it).
+class SigpipeBlocked {
+ public:
+  SigpipeBlocked() {
+    sigemptyset(&sigpipe_);
+    sigaddset(&sigpipe_, SIGPIPE);
+    ::pthread_sigmask(SIG_BLOCK, &sigpipe_, &previous_mask_);
+    was_pending_ = pending();
+  }
+  ~SigpipeBlocked() {
+    if (!was_pending_ && pending()) {
+      const timespec no_wait{};
+      io::retry_on_eintr([&] { return ::sigtimedwait(&sigpipe_, nullptr, &no_wait); });
+    }
+    ::pthread_sigmask(SIG_SETMASK, &previous_mask_, nullptr);
+  }
+  SigpipeBlocked(const SigpipeBlocked&) = delete;
+  SigpipeBlocked& operator=(const SigpipeBlocked&) = delete;
+
+ private:
+  static bool pending() {
+    sigset_t set;
+    ::sigpending(&set);
+    return sigismember(&set, SIGPIPE) == 1;
+  }
+  sigset_t sigpipe_;
+  sigset_t previous_mask_;
+  bool was_pending_ = false;
+};
+
+// A transport that failed under a command: the server or the network ended the connection.
+class TransportLost : public RedisFailure {
+ public:
+  TransportLost(const RedisFailure& cause, bool sent) : RedisFailure(cause), sent(sent) {}
+  bool sent;
+};
+
+// The monotonic clock and a poll that no signal cuts short, for operations run without a stop
+// waiter: status, reset and set run with the stop signals' default action, which ends the process
+// at once anyway.
+class UninterruptedWaiter final : public io::Waiter {
+ public:
+  std::chrono::nanoseconds now() override { return io::monotonic_now(); }
+  int wait_until(std::chrono::nanoseconds deadline, std::span<pollfd> fds) override {
+    const auto remaining = std::max(deadline - now(), std::chrono::nanoseconds::zero());
+    const timespec timeout{.tv_sec = static_cast<time_t>(remaining.count() / 1'000'000'000),
+                           .tv_nsec = static_cast<long>(remaining.count() % 1'000'000'000)};
+    // EINTR returns early, as a wait that ended with nothing ready: the caller waits again.
+    if (::ppoll(fds.data(), fds.size(), &timeout, nullptr) < 0 && errno != EINTR)
+      io::throw_errno("poll");
+    return 0;
+  }
+};
+
+// `timeout` from `now` on, saturated.
+std::chrono::nanoseconds deadline_after(std::chrono::nanoseconds now,
+                                        std::chrono::milliseconds timeout) {
+  return timeout > std::chrono::nanoseconds::max() - now ? std::chrono::nanoseconds::max()
+                                                         : now + timeout;
+}
+
+std::string describe(std::chrono::milliseconds duration) {
+  if (duration.count() % 1000 == 0) return std::to_string(duration.count() / 1000) + "s";
+  return std::to_string(duration.count()) + "ms";
+}
+
+RedisValue copy(const redisReply& reply) {
+  RedisValue value;
+  switch (reply.type) {
+    case REDIS_REPLY_INTEGER:
+      value.type = RedisValue::Type::integer;
+      value.integer = reply.integer;
+      break;
+    case REDIS_REPLY_STRING:
+    case REDIS_REPLY_STATUS:
+    case REDIS_REPLY_ERROR:
+      value.type = reply.type == REDIS_REPLY_STRING   ? RedisValue::Type::string
+                   : reply.type == REDIS_REPLY_STATUS ? RedisValue::Type::status
+                                                      : RedisValue::Type::error;
+      value.text.assign(reply.str, reply.len);
+      break;
+    case REDIS_REPLY_ARRAY:
+      value.type = RedisValue::Type::array;
+      for (std::size_t i = 0; i < reply.elements; ++i)
+        value.elements.push_back(copy(*reply.element[i]));
+      break;
+    default:
+      value.type = RedisValue::Type::nil;
+  }
+  return value;
+}
+
+}  // namespace
+
+RedisDeadline::RedisDeadline(std::chrono::milliseconds timeout, io::Waiter* waiter)
+    : waiter_(waiter), timeout_(timeout) {
+  static UninterruptedWaiter uninterrupted;
+  if (waiter_ == nullptr) waiter_ = &uninterrupted;
+  unavailable_at_ = deadline_after(waiter_->now(), timeout);
+}
+
+RedisDeadline RedisDeadline::renewed(std::chrono::milliseconds timeout) const {
+  RedisDeadline next(timeout, waiter_);
+  next.refused_at_ = refused_at_;
+  return next;
+}
+
+RedisDeadline RedisDeadline::share(std::chrono::milliseconds timeout) const {
+  RedisDeadline part = renewed(timeout);
+  part.unavailable_at_ = std::min(part.unavailable_at_, unavailable_at_);
+  return part;
+}
+
+void RedisDeadline::check(std::string_view awaited) {
+  if (const int signal = waiter_->wait_until(waiter_->now())) throw RedisInterrupted{signal};
+  const std::chrono::nanoseconds now = waiter_->now();
+  if (now >= refused_at_ && refused_at_ <= unavailable_at_) throw RedisTooLate{};
+  if (now >= unavailable_at_)
+    throw RedisFailure("no " + std::string(awaited) + " within " + describe(timeout_));
+}
+
+void RedisDeadline::pause(std::chrono::nanoseconds duration) {
+  const std::chrono::nanoseconds now = waiter_->now();
+  const std::chrono::nanoseconds until =
+      duration > unavailable_at_ - now ? unavailable_at_ : now + duration;
+  if (const int signal = waiter_->wait_until(until)) throw RedisInterrupted{signal};
+}
+
+void RedisDeadline::wait(std::span<pollfd> fds, std::string_view awaited,
+                         std::chrono::nanoseconds until) {
+  for (pollfd& fd : fds) fd.revents = 0;
+  if (const int signal = waiter_->wait_until(std::min({until, unavailable_at_, refused_at_}), fds))
+    throw RedisInterrupted{signal};
+  if (std::none_of(fds.begin(), fds.end(), [](const pollfd& fd) { return fd.revents != 0; }))
+    check(awaited);
+}
+
+void RedisConnection::FreeReader::operator()(redisReader* reader) const {
+  ::redisReaderFree(reader);
+}
+
+template <typename Step>
+auto RedisConnection::closing_on_failure(Step step) {
+  try {
+    const SigpipeBlocked sigpipe_blocked;
+    return step();
+  } catch (const TransportLost& lost) {
+    transport_.reset();
+    throw RedisConnectionLost("Redis at " + shown_url_ + ": " + lost.what(), lost.sent);
+  } catch (const RedisFailure& failure) {
+    transport_.reset();
+    throw StoreUnavailable("Redis at " + shown_url_ + ": " + failure.what());
+  } catch (...) {
+    transport_.reset();
+    throw;
+  }
+}
+
+RedisConnection::RedisConnection(const RedisAddress& address, const RedisTls* tls,
+                                 RedisDeadline& deadline)
+    : shown_url_(address.shown) {
+  closing_on_failure([&] {
+    deadline.check("connection");
+    io::FileDescriptor socket = connect_socket(address, deadline);
+    transport_ = address.tls ? tls_transport(std::move(socket), *tls, address, deadline)
+                             : plain_transport(std::move(socket));
+    reader_.reset(::redisReaderCreate());
+    if (!reader_) throw std::bad_alloc();
+  });
+  auto handshake = [&](const std::vector<std::string>& arguments) {
+    const RedisValue reply = command(arguments, deadline);
+    if (reply.type == RedisValue::Type::error) {
+      transport_.reset();
+      throw RedisRefused("Redis at " + shown_url_ + ": " + reply.text);
+    }
+  };
+  if (!address.password.empty()) {
+    std::vector<std::string> auth{"AUTH"};
+    if (!address.user.empty()) auth.push_back(address.user);
+    auth.push_back(address.password);
+    handshake(auth);
+  }
+  if (address.database != 0) handshake({"SELECT", std::to_string(address.database)});
+}
+
+RedisConnection::RedisConnection(RedisConnection&&) noexcept = default;
+RedisConnection& RedisConnection::operator=(RedisConnection&&) noexcept = default;
+RedisConnection::~RedisConnection() = default;
+
+RedisValue RedisConnection::command(const std::vector<std::string>& arguments,
+                                    RedisDeadline& deadline) {
+  return std::move(pipeline({arguments}, deadline).front());
+}
+
+std::vector<RedisValue> RedisConnection::pipeline(
+    const std::vector<std::vector<std::string>>& commands, RedisDeadline& deadline) {
+  if (!transport_) throw StoreUnavailable("Redis at " + shown_url_ + ": the connection was lost");
+  return closing_on_failure([&] {
+    deadline.check("reply");
+    if (answered_) check_still_open();
+    std::string out;
+    for (const std::vector<std::string>& arguments : commands) {
+      std::vector<const char*> pointers;
+      std::vector<std::size_t> lengths;
+      for (const std::string& argument : arguments) {
+        pointers.push_back(argument.data());
+        lengths.push_back(argument.size());
+      }
+      char* formatted = nullptr;
+      const int length = ::redisFormatCommandArgv(&formatted, static_cast<int>(arguments.size()),
+                                                  pointers.data(), lengths.data());
+      if (length < 0) throw std::bad_alloc();
+      const std::unique_ptr<char, decltype(&::redisFreeCommand)> owned(formatted,
+                                                                       &::redisFreeCommand);
+      out.append(formatted, static_cast<std::size_t>(length));
+    }
+    send(out, deadline);
+    std::vector<RedisValue> replies;
+    for (std::size_t i = 0; i < commands.size(); ++i) replies.push_back(receive_reply(deadline));
+    return replies;
+  });
+}
+
+void RedisConnection::check_still_open() {
+  std::array<char, 512> buffer;
+  short wanted = 0;
+  std::size_t received = 0;
+  try {
+    received = transport_->receive(buffer, wanted);
+  } catch (const RedisFailure& failure) {
+    throw TransportLost(failure, false);
+  }
+  // Bytes nobody asked for: kept for the reader, as before this look.
+  if (received > 0 && ::redisReaderFeed(reader_.get(), buffer.data(), received) != REDIS_OK)
+    throw std::bad_alloc();
+}
+
+void RedisConnection::send(std::string_view data, RedisDeadline& deadline) {
+  while (!data.empty()) {
+    short wanted = 0;
+    std::size_t sent = 0;
+    try {
+      sent = transport_->send(data, wanted);
+    } catch (const RedisFailure& failure) {
+      // Not all of the command went out: the server cannot have run it.
+      throw TransportLost(failure, false);
+    }
+    data.remove_prefix(sent);
+    if (sent == 0) {
+      pollfd ready{.fd = transport_->fd(), .events = wanted, .revents = 0};
+      deadline.wait({&ready, 1}, "reply");
+    }
+  }
+}
+
+RedisValue RedisConnection::receive_reply(RedisDeadline& deadline) {
+  std::array<char, 16384> buffer;
+  while (true) {
+    void* reply = nullptr;
+    if (::redisReaderGetReply(reader_.get(), &reply) != REDIS_OK)
+      throw RedisFailure(reader_->errstr);
+    if (reply != nullptr) {
+      RedisValue value = copy(*static_cast<redisReply*>(reply));
+      ::freeReplyObject(reply);
+      answered_ = true;
+      return value;
+    }
+    // Read before any wait: TLS may hold bytes already that no poll would announce.
+    short wanted = 0;
+    std::size_t received = 0;
+    try {
+      received = transport_->receive(buffer, wanted);
+    } catch (const RedisFailure& failure) {
+      throw TransportLost(failure, true);
+    }
+    if (received > 0) {
+      if (::redisReaderFeed(reader_.get(), buffer.data(), received) != REDIS_OK)
+        throw std::bad_alloc();
+      continue;
+    }
+    pollfd ready{.fd = transport_->fd(), .events = wanted, .revents = 0};
+    deadline.wait({&ready, 1}, "reply");
+  }
+}
+
+}  // namespace ratelimit::stores

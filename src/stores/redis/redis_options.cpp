@@ -1,0 +1,128 @@
+#include "stores/redis/redis_options.hpp"
+
+#include <fmt/core.h>
+
+#include <algorithm>
+#include <cctype>
+#include <charconv>
+#include <string>
+#include <vector>
+
+#include "errors.hpp"
+#include "format/words.hpp"
+
+namespace ratelimit::stores {
+namespace {
+
+// An option of a timeout, at least a millisecond, kept in `timeout`.
+StoreOption<RedisOptions> timeout_option(std::string_view name, std::string_view help,
+                                         std::chrono::milliseconds RedisOptions::*timeout) {
+  return {
+      {.name = name,
+       .kind = OptionKind::duration,
+       .value_name = "DURATION",
+       .value_said = "a DURATION",
+       .help = help},
+      [timeout](RedisOptions& options, const GivenValue& value) {
+        if (value.duration < std::chrono::milliseconds(1))
+          throw UsageError(fmt::format("invalid duration '{}': must be at least 1ms", value.text));
+        options.*timeout = std::chrono::ceil<std::chrono::milliseconds>(value.duration);
+      }};
+}
+
+// --on-redis-error's words, and the prefix of local's share.
+const std::vector<std::string> kPolicyWords = {"fail", "allow", "local"};
+constexpr OnUnavailable kPolicyActions[] = {OnUnavailable::fail, OnUnavailable::allow,
+                                            OnUnavailable::local};
+constexpr std::string_view kLocalShare = "local:";
+
+// fail, allow, local, or local:N% (this host's bucket at N% of the key's rate, 0 < N <= 100), in
+// any case.
+UnavailablePolicy policy_of(std::string_view text) {
+  std::string word(text);
+  std::transform(word.begin(), word.end(), word.begin(),
+                 [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+  const std::string said_as = fmt::format("{}={}", redis_option::on_error, word);
+  if (word.starts_with(kLocalShare)) {
+    const std::string_view percent = std::string_view(word).substr(kLocalShare.size());
+    double share = 0.0;
+    const auto [end, error] =
+        std::from_chars(percent.data(), percent.data() + percent.size(), share);
+    if (error != std::errc() || std::string_view(end) != "%" || !(share > 0.0) || share > 100.0)
+      throw UsageError(
+          fmt::format("invalid value '{}': expected local:N% with N above 0 and at "
+                      "most 100 (this host's share of the key's rate), e.g. local:25%",
+                      text));
+    return {.action = OnUnavailable::local, .local_share = share / 100.0, .said_as = said_as};
+  }
+  for (std::size_t i = 0; i < kPolicyWords.size(); ++i) {
+    if (word == kPolicyWords[i])
+      return {.action = kPolicyActions[i], .local_share = 1.0, .said_as = said_as};
+  }
+  throw UsageError(format::not_one_of(text, kPolicyWords));
+}
+
+const StoreOption<RedisOptions> kOptions[] = {
+    {{.name = redis_option::url,
+      .value_name = "URL",
+      .value_said = "a URL",
+      .help = "Keep the buckets in Redis, shared by every host: redis[s]://[[user]:password@]"
+              "host[:port][/db] (rediss: TLS; a server or a Cluster node), unix:///path[?db=N], "
+              "or redis-sentinel://[[user]:password@]host[:port][,host[:port]...]/MASTER[/db] "
+              "[default: $RATELIMIT_REDIS]",
+      .environment = redis_option::url_variable},
+     [](RedisOptions& options, const GivenValue& value) { options.url = value.text; }},
+    timeout_option(redis_option::timeout,
+                   "Give up on Redis if an operation (connect, TLS, its commands) takes longer "
+                   "[default: 1s]",
+                   &RedisOptions::timeout),
+    timeout_option(redis_option::failover_timeout,
+                   "Sentinel, Cluster: wait this long for a failover (a master gone, hung or not "
+                   "yet elected) before giving up on Redis [default: 60s]",
+                   &RedisOptions::failover_timeout),
+    {{.name = redis_option::tls_ca,
+      .value_name = "FILE",
+      .value_said = "a FILE",
+      .help = "rediss://: trust the CAs in this PEM file [default: the system's]"},
+     [](RedisOptions& options, const GivenValue& value) { options.tls.ca_file = value.text; }},
+    {{.name = redis_option::tls_cert,
+      .value_name = "FILE",
+      .value_said = "a FILE",
+      .help = "rediss://: this client's certificate (PEM), for a server that asks for one"},
+     [](RedisOptions& options, const GivenValue& value) { options.tls.cert_file = value.text; }},
+    {{.name = redis_option::tls_key,
+      .value_name = "FILE",
+      .value_said = "a FILE",
+      .help = "The private key of --redis-tls-cert (PEM) [default: in its file]",
+      .needs = redis_option::tls_cert},
+     [](RedisOptions& options, const GivenValue& value) { options.tls.key_file = value.text; }},
+    {{.name = redis_option::tls_insecure,
+      .kind = OptionKind::flag,
+      .help = "rediss://: do not check the server's certificate and name (warns)"},
+     [](RedisOptions& options, const GivenValue&) { options.tls.verify = false; }},
+    {{.name = redis_option::on_error,
+      .value_name = "fail|allow|local[:N%]",
+      .value_said = "fail, allow, local or local:N%",
+      .help = "If Redis cannot answer: fail (exit 69), allow (run unthrottled) or local (use "
+              "this host's bucket of the key; local:25%: at 25% of its rate), until Redis "
+              "answers again",
+      .for_permits = true},
+     [](RedisOptions& options, const GivenValue& value) {
+       options.on_unavailable = policy_of(value.text);
+     }},
+};
+
+}  // namespace
+
+std::span<const StoreOption<RedisOptions>> redis_store_options() { return kOptions; }
+
+void check_redis_options(const RedisOptions& options) {
+  const RedisTlsOptions& tls = options.tls;
+  if (options.url.empty() &&
+      (!tls.ca_file.empty() || !tls.cert_file.empty() || !tls.key_file.empty() || !tls.verify))
+    throw UsageError(fmt::format("the {} options need a rediss:// URL ({} or ${})",
+                                 redis_option::tls_any, redis_option::url,
+                                 redis_option::url_variable));
+}
+
+}  // namespace ratelimit::stores

@@ -1,0 +1,342 @@
+#include "stores/redis/redis_relay.hpp"
+
+#include <charconv>
+#include <filesystem>
+#include <system_error>
+
+#include "errors.hpp"
+#include "stores/redis/redis_deployment.hpp"
+
+namespace ratelimit::stores {
+namespace {
+
+using std::chrono::nanoseconds;
+
+// What a request starts with: another version of ratelimit, whose agent reads requests of
+// another form, answers kUnsupported and its client goes direct.
+constexpr std::string_view kRequestFormat = "redis-command-1";
+constexpr std::string_view kUnsupported = "unsupported";
+
+// Fields are written as "LENGTH:BYTES", so that any byte may be in one.
+void put(std::string& out, std::string_view field) {
+  out += std::to_string(field.size());
+  out += ':';
+  out += field;
+}
+
+void put_number(std::string& out, std::int64_t number) { put(out, std::to_string(number)); }
+
+// Thrown for a request or an answer that is not of the form written here.
+struct Malformed {};
+
+std::string_view take(std::string_view& in) {
+  const std::size_t colon = in.find(':');
+  std::size_t length = 0;
+  if (colon == std::string_view::npos) throw Malformed{};
+  const auto [end, error] = std::from_chars(in.data(), in.data() + colon, length);
+  if (error != std::errc() || end != in.data() + colon || length > in.size() - colon - 1)
+    throw Malformed{};
+  const std::string_view field = in.substr(colon + 1, length);
+  in.remove_prefix(colon + 1 + length);
+  return field;
+}
+
+std::int64_t take_number(std::string_view& in) {
+  const std::string_view text = take(in);
+  std::int64_t number = 0;
+  const auto [end, error] = std::from_chars(text.data(), text.data() + text.size(), number);
+  if (text.empty() || error != std::errc() || end != text.data() + text.size()) throw Malformed{};
+  return number;
+}
+
+void put_value(std::string& out, const RedisValue& value) {
+  switch (value.type) {
+    case RedisValue::Type::nil:
+      put(out, "nil");
+      break;
+    case RedisValue::Type::integer:
+      put(out, "integer");
+      put_number(out, value.integer);
+      break;
+    case RedisValue::Type::string:
+      put(out, "string");
+      put(out, value.text);
+      break;
+    case RedisValue::Type::status:
+      put(out, "status");
+      put(out, value.text);
+      break;
+    case RedisValue::Type::error:
+      put(out, "error");
+      put(out, value.text);
+      break;
+    case RedisValue::Type::array:
+      put(out, "array");
+      put_number(out, static_cast<std::int64_t>(value.elements.size()));
+      for (const RedisValue& element : value.elements) put_value(out, element);
+      break;
+  }
+}
+
+RedisValue take_value(std::string_view& in, int depth = 0) {
+  // Replies of the bucket script nest two deep; a deeper one is no answer of an agent's.
+  if (depth > 8) throw Malformed{};
+  const std::string_view type = take(in);
+  RedisValue value;
+  if (type == "nil") return value;
+  if (type == "integer") {
+    value.type = RedisValue::Type::integer;
+    value.integer = take_number(in);
+  } else if (type == "string" || type == "status" || type == "error") {
+    value.type = type == "string"   ? RedisValue::Type::string
+                 : type == "status" ? RedisValue::Type::status
+                                    : RedisValue::Type::error;
+    value.text = take(in);
+  } else if (type == "array") {
+    value.type = RedisValue::Type::array;
+    const std::int64_t count = take_number(in);
+    if (count < 0 || static_cast<std::size_t>(count) > in.size()) throw Malformed{};
+    for (std::int64_t i = 0; i < count; ++i) value.elements.push_back(take_value(in, depth + 1));
+  } else {
+    throw Malformed{};
+  }
+  return value;
+}
+
+std::string absolute(const std::string& file) {
+  if (file.empty()) return file;
+  std::error_code error;
+  const std::filesystem::path path = std::filesystem::absolute(file, error);
+  return error ? file : path.string();
+}
+
+// The answer that carries an error back: its kind and message.
+std::string failure_answer(std::string_view kind, std::string_view message) {
+  std::string out;
+  put(out, kind);
+  put(out, message);
+  return out;
+}
+
+// The answer that carries the error being handled back to its client, as what it is.
+std::string current_failure_answer() {
+  try {
+    throw;
+  } catch (const RedisTooLate&) {
+    std::string out;
+    put(out, "too_late");
+    return out;
+  } catch (const RedisInterrupted&) {
+    return failure_answer("unavailable", "the ratelimit agent was stopped");
+  } catch (const RedisConnectionLost& lost) {
+    std::string out = failure_answer("lost", lost.what());
+    put(out, lost.sent() ? "1" : "0");
+    return out;
+  } catch (const RedisRefused& refused) {
+    return failure_answer("refused", refused.what());
+  } catch (const StoreUnavailable& unavailable) {
+    return failure_answer("unavailable", unavailable.what());
+  } catch (const UsageError& usage) {
+    return failure_answer("usage", usage.what());
+  } catch (const InputError& input) {
+    return failure_answer("input", input.what());
+  } catch (const std::exception& error) {
+    return failure_answer("unavailable", std::string("the ratelimit agent: ") + error.what());
+  }
+}
+
+}  // namespace
+
+RedisRelayClient::RedisRelayClient(std::shared_ptr<AgentLink> link, RedisRelayDeployment deployment)
+    : link_(std::move(link)),
+      shown_url_(hide_password(deployment.url)),
+      failover_timeout_(deployment.failover_timeout) {
+  put(deployment_fields_, kRequestFormat);
+  put(deployment_fields_, deployment.url);
+  put(deployment_fields_, absolute(deployment.tls.ca_file));
+  put(deployment_fields_, absolute(deployment.tls.cert_file));
+  put(deployment_fields_, absolute(deployment.tls.key_file));
+  put(deployment_fields_, deployment.tls.verify ? "1" : "0");
+  put_number(deployment_fields_, deployment.timeout.count());
+  put_number(deployment_fields_, deployment.failover_timeout.count());
+}
+
+std::optional<RedisValue> RedisRelayClient::command(const std::string& redis_key,
+                                                    const std::vector<std::string>& arguments,
+                                                    RedisDeadline& deadline) {
+  deadline.check("reply");
+  std::string request = deployment_fields_;
+  put_number(request, deadline.refused_at().count());
+  put(request, redis_key);
+  put_number(request, static_cast<std::int64_t>(arguments.size()));
+  for (const std::string& argument : arguments) put(request, argument);
+  // The agent answers within the operation's timeout, or within the failover timeout after it
+  // (Sentinel, Cluster), as the direct path waits; the request's own deadline ends it sooner.
+  const nanoseconds unavailable_at = deadline.unavailable_at() + failover_timeout_;
+  const AgentAnswer answer =
+      link_->exchange(request, std::min(deadline.refused_at(), unavailable_at), deadline.waiter());
+  switch (answer.outcome) {
+    case AgentAnswer::Outcome::no_agent:
+      return std::nullopt;
+    case AgentAnswer::Outcome::lost:
+      throw RedisConnectionLost("Redis at " + shown_url_ + ": the ratelimit agent went away", true);
+    case AgentAnswer::Outcome::stopped:
+      throw RedisInterrupted{answer.signal};
+    case AgentAnswer::Outcome::too_late:
+      if (deadline.waiter().now() >= deadline.refused_at()) throw RedisTooLate{};
+      throw StoreUnavailable("Redis at " + shown_url_ + ": no answer through the ratelimit agent");
+    case AgentAnswer::Outcome::answered:
+      break;
+  }
+  try {
+    std::string_view in = answer.answer;
+    const std::string_view kind = take(in);
+    if (kind == "reply") return take_value(in);
+    if (kind == kUnsupported) return std::nullopt;
+    if (kind == "too_late") throw RedisTooLate{};
+    const std::string message(take(in));
+    if (kind == "unavailable") throw StoreUnavailable(message);
+    if (kind == "refused") throw RedisRefused(message);
+    if (kind == "lost") throw RedisConnectionLost(message, take(in) == "1");
+    if (kind == "usage") throw UsageError(message);
+    if (kind == "input") throw InputError(message);
+  } catch (const Malformed&) {
+  }
+  throw StoreUnavailable("Redis at " + shown_url_ +
+                         ": the ratelimit agent gave an answer that makes no sense");
+}
+
+struct RedisRelay::Request {
+  // What makes the deployment: the request's fields up to its deadline, as they came.
+  std::string deployment_key;
+  std::string url;
+  RedisTlsOptions tls;
+  std::chrono::milliseconds timeout{};
+  std::chrono::milliseconds failover_timeout{};
+  nanoseconds refused_at{};
+  std::string redis_key;
+  std::vector<std::string> arguments;
+};
+
+namespace {
+
+RedisRelay::Request parse_request(std::string_view request) {
+  RedisRelay::Request parsed;
+  std::string_view in = request;
+  if (take(in) != kRequestFormat) throw Malformed{};
+  parsed.url = take(in);
+  parsed.tls.ca_file = take(in);
+  parsed.tls.cert_file = take(in);
+  parsed.tls.key_file = take(in);
+  parsed.tls.verify = take(in) == "1";
+  parsed.timeout = std::chrono::milliseconds(take_number(in));
+  parsed.failover_timeout = std::chrono::milliseconds(take_number(in));
+  parsed.deployment_key = request.substr(0, request.size() - in.size());
+  parsed.refused_at = nanoseconds(take_number(in));
+  parsed.redis_key = take(in);
+  const std::int64_t count = take_number(in);
+  if (count <= 0 || static_cast<std::size_t>(count) > in.size()) throw Malformed{};
+  for (std::int64_t i = 0; i < count; ++i) parsed.arguments.emplace_back(take(in));
+  if (!in.empty()) throw Malformed{};
+  return parsed;
+}
+
+}  // namespace
+
+std::string RedisRelay::route(std::string_view request) {
+  try {
+    return parse_request(request).deployment_key;
+  } catch (const Malformed&) {
+    return {};
+  }
+}
+
+RedisTopology& RedisRelay::deployment(const Request& request) {
+  auto found = deployments_.find(request.deployment_key);
+  if (found == deployments_.end()) {
+    // Nobody reads the agent's --verbose notes nor its warnings: its clients say their own.
+    const auto quiet = [](const std::string&) {};
+    RedisTlsOptions tls = request.tls;
+    tls.session_dir = session_dir_;
+    found = deployments_
+                .try_emplace(request.deployment_key, parse_redis_deployment(request.url),
+                             request.timeout, request.failover_timeout, quiet, quiet, tls)
+                .first;
+  }
+  return found->second;
+}
+
+std::string RedisRelay::reply_answer(const Request& request, const RedisValue& reply) {
+  if ((request.arguments[0] == "EVALSHA" || request.arguments[0] == "EVAL") &&
+      reply.type != RedisValue::Type::error)
+    ++decisions_;
+  std::string out;
+  put(out, "reply");
+  put_value(out, reply);
+  return out;
+}
+
+std::string RedisRelay::answer_alone(const Request& request, io::Waiter& waiter) {
+  try {
+    RedisDeadline deadline(request.timeout, &waiter);
+    return reply_answer(
+        request, deployment(request).command(request.redis_key, request.arguments, deadline));
+  } catch (...) {
+    return current_failure_answer();
+  }
+}
+
+std::vector<std::string> RedisRelay::answer(const std::vector<std::string>& requests,
+                                            io::Waiter& waiter) {
+  std::vector<std::string> answers(requests.size());
+  // Each deployment's requests, in the order they came.
+  std::map<std::string_view, std::vector<std::size_t>> batches;
+  std::vector<Request> parsed(requests.size());
+  for (std::size_t i = 0; i < requests.size(); ++i) {
+    try {
+      parsed[i] = parse_request(requests[i]);
+      batches[parsed[i].deployment_key].push_back(i);
+    } catch (const Malformed&) {
+      put(answers[i], kUnsupported);
+    }
+  }
+  for (auto& [deployment_key, batch] : batches) {
+    // Those whose callers have stopped waiting are not sent: nothing is booked for nobody. Once
+    // sent, a reply is waited for until the timeout, even if its caller has stopped waiting:
+    // dropping the connection mid-reply, as a caller of its own does, would cost the server a
+    // new connection for every late reply.
+    std::erase_if(batch, [&](std::size_t i) {
+      if (parsed[i].refused_at > waiter.now()) return false;
+      put(answers[i], "too_late");
+      return true;
+    });
+    if (batch.size() > 1) {
+      std::vector<std::pair<std::string, std::vector<std::string>>> commands;
+      for (const std::size_t i : batch)
+        commands.emplace_back(parsed[i].redis_key, parsed[i].arguments);
+      std::optional<std::vector<RedisValue>> replies;
+      try {
+        const Request& first = parsed[batch.front()];
+        RedisDeadline deadline(first.timeout, &waiter);
+        replies = deployment(first).pipeline(commands, deadline);
+      } catch (...) {
+        const std::string failure = current_failure_answer();
+        for (const std::size_t i : batch) answers[i] = failure;
+        continue;
+      }
+      if (replies) {
+        for (std::size_t j = 0; j < batch.size(); ++j) {
+          const Request& request = parsed[batch[j]];
+          answers[batch[j]] = RedisTopology::sent_elsewhere((*replies)[j])
+                                  ? answer_alone(request, waiter)
+                                  : reply_answer(request, (*replies)[j]);
+        }
+        continue;
+      }
+    }
+    for (const std::size_t i : batch) answers[i] = answer_alone(parsed[i], waiter);
+  }
+  return answers;
+}
+
+}  // namespace ratelimit::stores

@@ -1,0 +1,86 @@
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "stores/agent_link.hpp"
+#include "stores/redis/redis_connection.hpp"
+#include "stores/redis/redis_topology.hpp"
+
+// Redis commands relayed through the host agent: the client sends the very command it would send
+// to the server (the script call with its arguments), with its deployment and deadline; the agent
+// sends it on the connection it keeps to that deployment and hands the reply back. Every decision
+// is the one the direct path would make: the same script, the same arguments, the server's clock.
+namespace ratelimit::stores {
+
+// A deployment as the agent keys its connections: everything that makes a connection differ
+// (URL with its password, TLS files, timeouts). Two clients share a connection only when all of
+// it is the same.
+struct RedisRelayDeployment {
+  std::string url;
+  RedisTlsOptions tls{};
+  std::chrono::milliseconds timeout{1000};
+  std::chrono::milliseconds failover_timeout = kDefaultFailoverTimeout;
+};
+
+// The client's side: a command for `redis_key`, sent through the agent.
+class RedisRelayClient {
+ public:
+  // TLS file names are made absolute here: the agent runs in another directory.
+  RedisRelayClient(std::shared_ptr<AgentLink> link, RedisRelayDeployment deployment);
+
+  // The reply, as RedisTopology::command gives it, or throws as it does (RedisConnectionLost with
+  // sent() when the agent went away after the request went out whole). Nothing when there is no
+  // agent (or one that does not understand this client): nothing was sent, go direct.
+  std::optional<RedisValue> command(const std::string& redis_key,
+                                    const std::vector<std::string>& arguments,
+                                    RedisDeadline& deadline);
+
+ private:
+  std::shared_ptr<AgentLink> link_;
+  // The deployment's part of every request, encoded once.
+  std::string deployment_fields_;
+  std::string shown_url_;
+  std::chrono::milliseconds failover_timeout_;
+};
+
+// The agent's side: one RedisTopology per deployment, kept until the agent ends.
+// Requests for one deployment that come together go out in one write (a pipeline): each its own
+// command, in the order they came, so each gets the decision it would get alone.
+class RedisRelay final : public AgentStores {
+ public:
+  // TLS sessions are kept in `session_dir` (none: not kept).
+  explicit RedisRelay(std::string session_dir = {}) : session_dir_(std::move(session_dir)) {}
+
+  // The deployment that `request` is for, as the agent routes it: each deployment is served on
+  // its own, so that one that hangs holds up its own requests alone. Empty for a request of
+  // another form (answered "unsupported").
+  static std::string route(std::string_view request);
+
+  std::vector<std::string> answer(const std::vector<std::string>& requests,
+                                  io::Waiter& waiter) override;
+  std::size_t connections() const override { return deployments_.size(); }
+  std::uint64_t decisions() const override { return decisions_; }
+
+  struct Request;
+
+ private:
+  // The deployment's topology, made at its first request.
+  RedisTopology& deployment(const Request& request);
+  // One request on its own, on the deployment's connection.
+  std::string answer_alone(const Request& request, io::Waiter& waiter);
+  // The answer that carries `reply` back; a script's reply (not NOSCRIPT) is a decision served.
+  std::string reply_answer(const Request& request, const RedisValue& reply);
+
+  std::string session_dir_;
+  std::map<std::string, RedisTopology, std::less<>> deployments_;
+  std::uint64_t decisions_ = 0;
+};
+
+}  // namespace ratelimit::stores

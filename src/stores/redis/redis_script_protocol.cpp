@@ -1,0 +1,318 @@
+#include "stores/redis/redis_script_protocol.hpp"
+
+#include <fmt/core.h>
+
+#include <algorithm>
+#include <charconv>
+#include <initializer_list>
+#include <utility>
+
+#include "errors.hpp"
+
+namespace ratelimit::stores::script {
+namespace {
+
+using std::chrono::nanoseconds;
+
+template <typename Number>
+std::optional<Number> parse_number(std::string_view text) {
+  Number value{};
+  const auto [end, error] = std::from_chars(text.data(), text.data() + text.size(), value);
+  if (text.empty() || error != std::errc() || end != text.data() + text.size()) return std::nullopt;
+  return value;
+}
+
+// Numbers as the script reads them: the shortest text that reads back as the same double.
+std::string number_text(double value) { return fmt::format("{}", value); }
+
+std::string shape_text(BucketShape shape) {
+  return shape == BucketShape::warming_up ? "warming_up" : "bursty";
+}
+
+std::string flag_text(bool flag) { return flag ? "1" : "0"; }
+
+// A quota's slot length in whole microseconds, as the core counts it.
+std::int64_t slot_micros(const QuotaParams& quota) {
+  return std::chrono::duration_cast<std::chrono::microseconds>(
+             Quota(quota, nanoseconds::zero()).slot_length())
+      .count();
+}
+
+// Quotas as a key keeps them in `quotas`: LIMIT/PERIOD_NS/SLOT_US, joined by blanks.
+std::string quota_specs(const std::vector<QuotaParams>& quotas) {
+  std::string specs;
+  for (const QuotaParams& quota : quotas)
+    specs += fmt::format("{}{}/{}/{}", specs.empty() ? "" : " ", quota.limit, quota.period.count(),
+                         slot_micros(quota));
+  return specs;
+}
+
+// The request's parameters, quotas and schedule as the script keeps them in a key's `texts` (its
+// format version first, the quotas if any before the schedule, the timetable last), so that the
+// script compares them with the key's at once.
+std::string request_texts(const PermitRequest& request) {
+  const BucketParams& params = request.params;
+  const std::string quotas = request.quotas.empty() ? "" : quota_specs(request.quotas) + ",";
+  return fmt::format("1,{},{},{},{},{},{},{},{}{},{}", shape_text(params.shape),
+                     number_text(params.permits_per_second), number_text(params.max_burst_seconds),
+                     params.warmup.count(), number_text(params.cold_factor),
+                     flag_text(params.start_full), flag_text(params.pay_first), quotas,
+                     request.schedule.entry_until, request.schedule.timetable);
+}
+
+// The quotas in a text as quota_specs() writes them; nothing if it holds anything else.
+std::optional<std::vector<QuotaParams>> parsed_quota_specs(std::string_view text) {
+  std::vector<QuotaParams> quotas;
+  while (!text.empty()) {
+    const std::size_t end = std::min(text.find(' '), text.size());
+    const std::string_view spec = text.substr(0, end);
+    text.remove_prefix(std::min(end + 1, text.size()));
+    const std::size_t first_slash = spec.find('/');
+    const std::size_t second_slash = spec.find('/', first_slash + 1);
+    if (first_slash == std::string_view::npos || second_slash == std::string_view::npos)
+      return std::nullopt;
+    const auto limit = parse_number<std::int64_t>(spec.substr(0, first_slash));
+    const auto period =
+        parse_number<std::int64_t>(spec.substr(first_slash + 1, second_slash - first_slash - 1));
+    if (!limit || !period) return std::nullopt;
+    quotas.push_back({.limit = *limit, .period = nanoseconds(*period)});
+  }
+  return quotas;
+}
+
+// ARGV of `operation`, with room up to position `last`; filled in by position (at()).
+std::vector<std::string> arguments_of(std::string operation, std::optional<std::int64_t> now_micros,
+                                      std::size_t last) {
+  std::vector<std::string> arguments(last);
+  arguments[kArgOperation - 1] = std::move(operation);
+  arguments[kArgTime - 1] = now_micros ? std::to_string(*now_micros) : std::string();
+  return arguments;
+}
+
+// The argument at a script position (from 1).
+std::string& at(std::vector<std::string>& arguments, std::size_t position) {
+  return arguments[position - 1];
+}
+
+// Reads one reply: its fields by the script's positions, and every failure one line naming the
+// operation and what was wrong.
+class ReplyReader {
+ public:
+  ReplyReader(const RedisValue& reply, std::string_view operation, std::string_view server)
+      : reply_(reply), operation_(operation), server_(server) {}
+
+  [[noreturn]] void malformed(std::string_view what) const {
+    throw StoreUnavailable(fmt::format("{}: unexpected reply to the bucket script's {}: {}",
+                                       server_, operation_, what));
+  }
+  // The reply's fields, which must be `count` of one of the counts given.
+  const std::vector<RedisValue>& fields(std::initializer_list<std::size_t> counts) const {
+    if (reply_.type != RedisValue::Type::array) malformed("not a table");
+    if (std::find(counts.begin(), counts.end(), reply_.elements.size()) == counts.end())
+      malformed(fmt::format("{} fields", reply_.elements.size()));
+    return reply_.elements;
+  }
+  const RedisValue& field(std::size_t position) const {
+    if (reply_.type != RedisValue::Type::array || position > reply_.elements.size())
+      malformed(fmt::format("no field {}", position));
+    return reply_.elements[position - 1];
+  }
+  const std::string& text(std::size_t position) const {
+    const RedisValue& value = field(position);
+    if (!is_text(value)) malformed(fmt::format("field {} is not a text", position));
+    return value.text;
+  }
+  template <typename Number>
+  Number number(std::size_t position) const {
+    const auto value = parse_number<Number>(text(position));
+    if (!value) malformed(fmt::format("field {} is not a number", position));
+    return *value;
+  }
+  bool flag(std::size_t position) const {
+    const RedisValue& value = field(position);
+    if (value.type != RedisValue::Type::integer || (value.integer != 0 && value.integer != 1))
+      malformed(fmt::format("field {} is not 0 or 1", position));
+    return value.integer == 1;
+  }
+  // Parameters from `first` on, as status gives them.
+  BucketParams params(std::size_t first) const {
+    const std::string& shape = text(first + kParamShape);
+    if (shape != "bursty" && shape != "warming_up")
+      malformed(fmt::format("field {} is no shape", first + kParamShape));
+    return {.shape = shape == "warming_up" ? BucketShape::warming_up : BucketShape::bursty,
+            .permits_per_second = number<double>(first + kParamRate),
+            .max_burst_seconds = number<double>(first + kParamBurst),
+            .warmup = nanoseconds(number<std::int64_t>(first + kParamWarmup)),
+            .cold_factor = number<double>(first + kParamCold),
+            .start_full = text(first + kParamStartFull) == "1",
+            .pay_first = text(first + kParamPayFirst) == "1"};
+  }
+  // The wait of a reply, "WAIT" or, granted, "WAIT FROM UNTIL" (the booking's span follows in
+  // the same text, which the server makes at a fraction of the cost of more fields).
+  void read_wait(std::string_view text, Reservation& reservation) const {
+    const std::size_t first = text.find(' ');
+    const auto wait = parse_number<std::int64_t>(text.substr(0, first));
+    if (!wait) malformed("the wait is not a number");
+    reservation.wait = nanoseconds(*wait);
+    if (first == std::string_view::npos) {
+      if (reservation.granted) malformed("a grant without its span");
+      return;
+    }
+    if (!reservation.granted) malformed("a refusal with a span");
+    const std::string_view span = text.substr(first + 1);
+    const std::size_t second = span.find(' ');
+    const auto from = parse_number<std::int64_t>(span.substr(0, second));
+    const auto until = second == std::string_view::npos
+                           ? std::nullopt
+                           : parse_number<std::int64_t>(span.substr(second + 1));
+    if (!from || !until) malformed("the span is not two numbers");
+    reservation.booked = {.from = *from, .until = *until};
+  }
+
+ private:
+  const RedisValue& reply_;
+  std::string_view operation_;
+  std::string_view server_;
+};
+
+}  // namespace
+
+std::vector<std::string> encode_reserve(const PermitRequest& request, nanoseconds timeout,
+                                        std::optional<std::int64_t> now_micros) {
+  const BucketParams& params = request.params;
+  const bool bursty = params.shape == BucketShape::bursty;
+  const std::size_t first_quota = bursty ? kArgFirstQuotaBursty : kArgFirstQuotaWarmingUp;
+  // Last, odd one out after the quotas' pairs: only with the parameters the request applies (the
+  // script keeps it only with those, and the common call of a pipe, keeping the key's, need not
+  // send it).
+  const bool with_notation = request.apply_params && !request.notation.empty();
+  std::vector<std::string> arguments =
+      arguments_of(request.apply_params ? "reserve" : "reserve_keeping", now_micros,
+                   first_quota - 1 + 2 * request.quotas.size() + (with_notation ? 1 : 0));
+  at(arguments, kArgPermits) = std::to_string(request.permits);
+  at(arguments, kArgTimeout) = std::to_string(timeout.count());
+  at(arguments, kArgTexts) = request_texts(request);
+  at(arguments, kArgShape) = shape_text(params.shape);
+  at(arguments, kArgPayFirst) = flag_text(params.pay_first);
+  at(arguments, kArgRate) = number_text(params.permits_per_second);
+  // Only the shape's own: each argument costs the server.
+  if (bursty) {
+    at(arguments, kArgBurst) = number_text(params.max_burst_seconds);
+  } else {
+    at(arguments, kArgWarmup) = std::to_string(params.warmup.count());
+    at(arguments, kArgCold) = number_text(params.cold_factor);
+  }
+  std::size_t position = first_quota;
+  for (const QuotaParams& quota : request.quotas) {
+    at(arguments, position++) = std::to_string(quota.limit);
+    at(arguments, position++) = std::to_string(slot_micros(quota));
+  }
+  if (with_notation) at(arguments, position) = request.notation;
+  return arguments;
+}
+
+std::vector<std::string> encode_status(std::optional<std::int64_t> now_micros) {
+  return arguments_of("status", now_micros, kArgTime);
+}
+
+std::vector<std::string> encode_give_back(std::int64_t permits,
+                                          const std::optional<BookingSpan>& booked,
+                                          std::optional<std::int64_t> now_micros) {
+  std::vector<std::string> arguments =
+      arguments_of("give_back", now_micros, booked ? kArgBookedUntil : kArgGivenBack);
+  at(arguments, kArgGivenBack) = std::to_string(permits);
+  if (booked) {
+    at(arguments, kArgBookedFrom) = std::to_string(booked->from);
+    at(arguments, kArgBookedUntil) = std::to_string(booked->until);
+  }
+  return arguments;
+}
+
+std::vector<std::string> encode_set_rate(double permits_per_second, const KeySchedule& schedule,
+                                         std::optional<std::int64_t> now_micros) {
+  std::vector<std::string> arguments = arguments_of("set_rate", now_micros, kArgNewEntryUntil);
+  at(arguments, kArgNewRate) = number_text(permits_per_second);
+  at(arguments, kArgNewTimetable) = schedule.timetable;
+  at(arguments, kArgNewEntryUntil) = std::to_string(schedule.entry_until);
+  return arguments;
+}
+
+DecodedReservation decode_reservation(const RedisValue& reply, const PermitRequest& request,
+                                      std::string_view server) {
+  const ReplyReader read(reply, "reserve", server);
+  DecodedReservation decoded;
+  Reservation& reservation = decoded.reservation;
+  reservation.granted = true;
+  reservation.key_timetable = request.schedule.timetable;
+  reservation.key_permits_per_second = request.params.permits_per_second;
+  if (reply.type == RedisValue::Type::string) {
+    read.read_wait(reply.text, reservation);
+    return decoded;
+  }
+  const std::size_t count = read.fields({kAsRequestedFields, kKeptFields, kReplacedFields}).size();
+  reservation.granted = read.flag(kReplyGranted);
+  read.read_wait(read.text(kReplyWait), reservation);
+  if (count == kAsRequestedFields) return decoded;
+  const bool replaced_follows = count == kReplacedFields;
+  if (read.flag(kReplyReplaced) != replaced_follows)
+    read.malformed(fmt::format("field {} disagrees with {} fields", kReplyReplaced, count));
+  decoded.problem = read.text(kReplyProblem);
+  reservation.key_timetable = read.text(kReplyKeyTimetable);
+  reservation.key_permits_per_second = read.number<double>(kReplyKeyRate);
+  if (!(reservation.key_permits_per_second > 0.0))
+    read.malformed(fmt::format("field {} is no rate", kReplyKeyRate));
+  if (replaced_follows) {
+    reservation.replaced_params = read.params(kReplyReplacedParams);
+    reservation.replaced_timetable = read.text(kReplyReplacedTimetable);
+    const auto quotas = parsed_quota_specs(read.text(kReplyReplacedQuotas));
+    if (!quotas) read.malformed(fmt::format("field {} is no quotas", kReplyReplacedQuotas));
+    reservation.replaced_quotas = *quotas;
+  }
+  return decoded;
+}
+
+std::optional<BucketStatus> decode_status(const RedisValue& reply, const std::string& key,
+                                          std::string_view server) {
+  const ReplyReader read(reply, "status", server);
+  if (reply.type == RedisValue::Type::nil) return std::nullopt;
+  if (reply.type != RedisValue::Type::array) read.malformed("not a table");
+  const std::size_t count = reply.elements.size();
+  BucketStatus status;
+  status.key = key;
+  if (count == kUnusableFields && read.text(1) == "unusable") {
+    status.problem = read.text(2);
+    return status;
+  }
+  if (count < kStatusFields || (count - kStatusFields) % kQuotaFields != 0)
+    read.malformed(fmt::format("{} fields", count));
+  status.params = read.params(kStatusParams);
+  status.stored_permits = read.number<double>(kStatusStored);
+  status.next_free_in = nanoseconds(read.number<std::int64_t>(kStatusNextFreeIn));
+  status.schedule = {.timetable = read.text(kStatusTimetable),
+                     .entry_until = read.number<std::int64_t>(kStatusEntryUntil)};
+  status.notation = read.text(kStatusNotation);
+  for (std::size_t quota = kStatusFields + 1; quota <= count; quota += kQuotaFields) {
+    status.quotas.push_back(
+        {.params = {.limit = read.number<std::int64_t>(quota + kQuotaLimit),
+                    .period = nanoseconds(read.number<std::int64_t>(quota + kQuotaPeriod))},
+         .used = read.number<std::int64_t>(quota + kQuotaUsed),
+         .next_free_in = nanoseconds(read.number<std::int64_t>(quota + kQuotaNextFreeIn))});
+  }
+  return status;
+}
+
+bool decode_give_back(const RedisValue& reply, std::string_view server) {
+  if (reply.type == RedisValue::Type::nil) return false;
+  if (reply.type != RedisValue::Type::integer || (reply.integer != 0 && reply.integer != 1))
+    ReplyReader(reply, "give_back", server).malformed("not 0 or 1");
+  return reply.integer == 1;
+}
+
+bool decode_set_rate(const RedisValue& reply, std::string_view server) {
+  if (reply.type == RedisValue::Type::nil) return false;
+  if (reply.type != RedisValue::Type::integer || reply.integer != 1)
+    ReplyReader(reply, "set_rate", server).malformed("not 1");
+  return true;
+}
+
+}  // namespace ratelimit::stores::script

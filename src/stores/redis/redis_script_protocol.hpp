@@ -1,0 +1,128 @@
+#pragma once
+
+#include <chrono>
+#include <cstddef>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "stores/bucket_store.hpp"
+#include "stores/redis/redis_connection.hpp"
+
+// What redis_bucket.lua takes and gives back, apart from the connection that carries it: requests
+// encoded as the script's ARGV, replies decoded into the store's values, each a pure function that
+// needs no server. Positions are the script's own, counted from 1 as Lua counts ARGV and a reply
+// table, and named as in redis_bucket.lua's header: both sides use these names.
+namespace ratelimit::stores::script {
+
+// ARGV positions. Every operation's:
+inline constexpr std::size_t kArgOperation = 1;  // "reserve", "reserve_keeping", "status", ...
+inline constexpr std::size_t kArgTime = 2;       // Unix microseconds (tests), "" for TIME
+
+// reserve and reserve_keeping: then the shape's own parameters, each quota's pair, and last (an odd
+// one out after the pairs) the notation, only with the parameters reserve applies.
+inline constexpr std::size_t kArgPermits = 3;
+inline constexpr std::size_t kArgTimeout = 4;  // nanoseconds, the int64 maximum for none
+inline constexpr std::size_t kArgTexts = 5;    // the caller's texts, as the key keeps them
+inline constexpr std::size_t kArgShape = 6;
+inline constexpr std::size_t kArgPayFirst = 7;
+inline constexpr std::size_t kArgRate = 8;
+inline constexpr std::size_t kArgBurst = 9;              // bursty
+inline constexpr std::size_t kArgWarmup = 9;             // warming_up
+inline constexpr std::size_t kArgCold = 10;              // warming_up
+inline constexpr std::size_t kArgFirstQuotaBursty = 10;  // LIMIT then SLOT_US, per quota
+inline constexpr std::size_t kArgFirstQuotaWarmingUp = 11;
+
+// give_back:
+inline constexpr std::size_t kArgGivenBack = 3;
+inline constexpr std::size_t kArgBookedFrom = 4;  // optional, with kArgBookedUntil
+inline constexpr std::size_t kArgBookedUntil = 5;
+
+// set_rate:
+inline constexpr std::size_t kArgNewRate = 3;
+inline constexpr std::size_t kArgNewTimetable = 4;
+inline constexpr std::size_t kArgNewEntryUntil = 5;
+
+// reserve's reply, when the key holds the request's rate and timetable and nothing was discarded:
+// the wait text alone if granted ("WAIT FROM UNTIL", the booking's span after the wait), else a
+// table of kAsRequestedFields; otherwise one of kKeptFields, or of kReplacedFields when the
+// request replaced the key's parameters.
+inline constexpr std::size_t kReplyGranted = 1;  // integer 0 or 1
+inline constexpr std::size_t kReplyWait = 2;     // "WAIT", or granted "WAIT FROM UNTIL"
+inline constexpr std::size_t kAsRequestedFields = 2;
+inline constexpr std::size_t kReplyReplaced = 3;      // integer 0 or 1
+inline constexpr std::size_t kReplyProblem = 4;       // why the record was discarded, "" if not
+inline constexpr std::size_t kReplyKeyTimetable = 5;  // after the call
+inline constexpr std::size_t kReplyKeyRate = 6;       // after the call
+inline constexpr std::size_t kKeptFields = 6;
+inline constexpr std::size_t kReplyReplacedParams = 7;  // kParamFields, as status gives them
+inline constexpr std::size_t kParamFields = 7;
+inline constexpr std::size_t kReplyReplacedTimetable = kReplyReplacedParams + kParamFields;
+inline constexpr std::size_t kReplyReplacedQuotas = kReplyReplacedTimetable + 1;  // as `quotas`
+inline constexpr std::size_t kReplacedFields = kReplyReplacedQuotas;
+
+// A bucket's parameters in a reply, as offsets from their first position: shape, rate, burst,
+// warm-up nanoseconds, cold factor, start full and pay first ("0" or "1").
+inline constexpr std::size_t kParamShape = 0;
+inline constexpr std::size_t kParamRate = 1;
+inline constexpr std::size_t kParamBurst = 2;
+inline constexpr std::size_t kParamWarmup = 3;
+inline constexpr std::size_t kParamCold = 4;
+inline constexpr std::size_t kParamStartFull = 5;
+inline constexpr std::size_t kParamPayFirst = 6;
+
+// status's reply: nil without a bucket; {"unusable", why} (kUnusableFields) for a record that
+// cannot be used; else the bucket's kStatusFields, then kQuotaFields for each quota.
+inline constexpr std::size_t kUnusableFields = 2;
+inline constexpr std::size_t kStatusParams = 1;  // kParamFields
+inline constexpr std::size_t kStatusStored = kStatusParams + kParamFields;
+inline constexpr std::size_t kStatusNextFreeIn = kStatusStored + 1;  // nanoseconds
+inline constexpr std::size_t kStatusTimetable = kStatusNextFreeIn + 1;
+inline constexpr std::size_t kStatusEntryUntil = kStatusTimetable + 1;
+inline constexpr std::size_t kStatusNotation = kStatusEntryUntil + 1;  // "" for none
+inline constexpr std::size_t kStatusFields = kStatusNotation;
+// Each quota's fields, as offsets from its first:
+inline constexpr std::size_t kQuotaLimit = 0;
+inline constexpr std::size_t kQuotaPeriod = 1;      // nanoseconds
+inline constexpr std::size_t kQuotaUsed = 2;        // in the window a request now counts against
+inline constexpr std::size_t kQuotaNextFreeIn = 3;  // nanoseconds until one more unit may go
+inline constexpr std::size_t kQuotaFields = 4;
+
+// give_back's reply: nil without a bucket, else 1 if the next free moment moved, 0 if not.
+// set_rate's: nil without a bucket, else 1.
+
+// The ARGV of a reserve (reserve_keeping when the request keeps the key's parameters) of permits
+// due within `timeout` (nanoseconds::max(): no limit), at `now_micros` (Unix microseconds; none:
+// the server's TIME).
+std::vector<std::string> encode_reserve(const PermitRequest& request,
+                                        std::chrono::nanoseconds timeout,
+                                        std::optional<std::int64_t> now_micros);
+std::vector<std::string> encode_status(std::optional<std::int64_t> now_micros);
+std::vector<std::string> encode_give_back(std::int64_t permits,
+                                          const std::optional<BookingSpan>& booked,
+                                          std::optional<std::int64_t> now_micros);
+std::vector<std::string> encode_set_rate(double permits_per_second, const KeySchedule& schedule,
+                                         std::optional<std::int64_t> now_micros);
+
+// A decoded reserve reply: the reservation, and why the key's record was discarded ("" if not).
+struct DecodedReservation {
+  Reservation reservation;
+  std::string problem;
+};
+
+// Decoders of the replies to the requests above. A reply they cannot read throws
+// StoreUnavailable, "<server>: unexpected reply to the bucket script's <operation>: <what>", one
+// line (`server` names the store, as "Redis at URL"). `request`: the one the reply answers.
+DecodedReservation decode_reservation(const RedisValue& reply, const PermitRequest& request,
+                                      std::string_view server);
+// Nothing without a bucket; `key` is the status's key.
+std::optional<BucketStatus> decode_status(const RedisValue& reply, const std::string& key,
+                                          std::string_view server);
+// Whether the next free moment moved (false without a bucket).
+bool decode_give_back(const RedisValue& reply, std::string_view server);
+// False without a bucket.
+bool decode_set_rate(const RedisValue& reply, std::string_view server);
+
+}  // namespace ratelimit::stores::script

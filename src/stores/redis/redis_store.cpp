@@ -1,0 +1,236 @@
+#include "stores/redis/redis_store.hpp"
+
+#include <fmt/core.h>
+
+#include <algorithm>
+#include <optional>
+#include <string_view>
+#include <utility>
+
+#include "errors.hpp"
+#include "stores/redis/redis_script.hpp"
+#include "stores/redis/redis_script_protocol.hpp"
+
+namespace ratelimit::stores {
+namespace {
+
+using std::chrono::nanoseconds;
+
+constexpr std::string_view kKeyPrefix = "ratelimit:{";
+constexpr std::string_view kKeySuffix = "}";
+
+}  // namespace
+
+std::string redis_key(const std::string& key) {
+  return std::string(kKeyPrefix) + key + std::string(kKeySuffix);
+}
+
+RedisStore::RedisStore(RedisDeployment deployment, std::chrono::milliseconds timeout, Notify notify,
+                       const RedisTlsOptions& tls, std::chrono::milliseconds failover_timeout,
+                       Notify warn)
+    : notify_(notify),
+      timeout_(timeout),
+      topology_(std::move(deployment), timeout, failover_timeout, std::move(notify),
+                std::move(warn), tls) {}
+
+void RedisStore::unexpected_reply(const RedisValue& reply) const {
+  throw StoreUnavailable(server() + ": " +
+                         (reply.type == RedisValue::Type::error
+                              ? explain_refusal(reply.text)
+                              : std::string("unexpected reply to the bucket script")));
+}
+
+RedisValue RedisStore::run_script(const std::string& key, std::vector<std::string> arguments,
+                                  RedisDeadline& deadline) {
+  std::vector<std::string> call{"EVALSHA", std::string(kRedisBucketScriptSha1), "1",
+                                redis_key(key)};
+  call.insert(call.end(), arguments.begin(), arguments.end());
+  const std::string bucket_key = redis_key(key);
+  RedisValue reply = command(bucket_key, call, deadline);
+  // NOSCRIPT: the script did not run, so running it with EVAL cannot book twice. EVAL also
+  // caches it for the next EVALSHA (a server started again has forgotten it).
+  if (reply.type == RedisValue::Type::error && reply.text.starts_with("NOSCRIPT")) {
+    call[0] = "EVAL";
+    call[1] = kRedisBucketScript;
+    reply = command(bucket_key, call, deadline);
+  }
+  if (reply.type == RedisValue::Type::error) {
+    // The connection may be fine, but the server refuses (NOAUTH, OOM, BUSY, a broken script).
+    unexpected_reply(reply);
+  }
+  return reply;
+}
+
+RedisValue RedisStore::command(const std::string& bucket_key,
+                               const std::vector<std::string>& arguments, RedisDeadline& deadline) {
+  try {
+    return send(bucket_key, arguments, deadline);
+  } catch (const RedisConnectionLost& lost) {
+    if (lost.sent() || deadline.passed()) throw;
+    notify_(std::string(lost.what()) + "; connecting again");
+    return send(bucket_key, arguments, deadline);
+  }
+}
+
+RedisValue RedisStore::send(const std::string& bucket_key,
+                            const std::vector<std::string>& arguments, RedisDeadline& deadline) {
+  if (relay_) {
+    if (auto reply = relay_->command(bucket_key, arguments, deadline)) return std::move(*reply);
+    relay_.reset();
+  }
+  return topology_.command(bucket_key, arguments, deadline);
+}
+
+void RedisStore::connect(const std::string& bucket_key, RedisDeadline& deadline) {
+  if (!relay_) topology_.connect(bucket_key, deadline);
+}
+
+Reservation RedisStore::reserve(const PermitRequest& request, io::Waiter& waiter) {
+  RedisDeadline round_trip = operation_deadline(&waiter);
+  if (request.deadline != nanoseconds::max())
+    round_trip.refuse_after(std::max(request.deadline, waiter.now() + nanoseconds(kAnswerGrace)));
+  try {
+    for (bool sent_again = false;; sent_again = true) {
+      try {
+        // Connected first, so that what is left of the request's timeout when the script runs
+        // is what the server judges by.
+        connect(redis_key(request.key), round_trip);
+        const nanoseconds timeout =
+            request.deadline == nanoseconds::max()
+                ? nanoseconds::max()
+                : std::max(request.deadline - waiter.now(), nanoseconds::zero());
+        return reserve_at(request, timeout, std::nullopt, round_trip);
+      } catch (const RedisConnectionLost& lost) {
+        // The reply was lost, not the time: the connection is made again and the request sent
+        // once more. The first may have been booked, so the key may pay twice for this one
+        // request: fewer grants, never more.
+        if (sent_again || round_trip.passed()) throw;
+        notify_(std::string(lost.what()) + "; sending the request again");
+      }
+    }
+  } catch (const RedisInterrupted& interrupted) {
+    Reservation reservation;
+    reservation.signal = interrupted.signal;
+    return reservation;
+  } catch (const RedisTooLate&) {
+    return {};
+  }
+}
+
+Reservation RedisStore::reserve_at(const PermitRequest& request, nanoseconds timeout,
+                                   std::optional<std::int64_t> now_micros,
+                                   io::Waiter* stop_waiter) {
+  RedisDeadline round_trip = operation_deadline(stop_waiter);
+  return reserve_at(request, timeout, now_micros, round_trip);
+}
+
+Reservation RedisStore::reserve_at(const PermitRequest& request, nanoseconds timeout,
+                                   std::optional<std::int64_t> now_micros,
+                                   RedisDeadline& deadline) {
+  validate(request.params);
+  validate_permits(request.permits);
+  const RedisValue reply =
+      run_script(request.key, script::encode_reserve(request, timeout, now_micros), deadline);
+  script::DecodedReservation decoded = script::decode_reservation(reply, request, server());
+  if (!decoded.problem.empty())
+    notify_(fmt::format("key '{}': {} in Redis; starting a fresh bucket", request.key,
+                        decoded.problem));
+  return std::move(decoded.reservation);
+}
+
+std::optional<BucketStatus> RedisStore::status_at(const std::string& key,
+                                                  std::optional<std::int64_t> now_micros) {
+  RedisDeadline round_trip = operation_deadline();
+  return script::decode_status(run_script(key, script::encode_status(now_micros), round_trip), key,
+                               server());
+}
+
+std::vector<BucketStatus> RedisStore::status(const std::optional<std::string>& key) {
+  std::vector<std::string> keys;
+  if (key) {
+    keys.push_back(*key);
+  } else {
+    // A Cluster's masters each hold their own slots' keys; the listing is one operation, then
+    // each key's status another.
+    RedisDeadline listing = operation_deadline();
+    topology_.for_each_master(listing, [&](RedisConnection& master) {
+      std::string cursor = "0";
+      do {
+        const RedisValue reply = master.command(
+            {"SCAN", cursor, "MATCH", std::string(kKeyPrefix) + "*" + std::string(kKeySuffix),
+             "COUNT", "1000"},
+            listing);
+        if (reply.type != RedisValue::Type::array || reply.elements.size() != 2 ||
+            !is_text(reply.elements[0]) || reply.elements[1].type != RedisValue::Type::array)
+          unexpected_reply(reply);
+        cursor = reply.elements[0].text;
+        for (const RedisValue& name : reply.elements[1].elements) {
+          const std::string_view text = name.text;
+          keys.emplace_back(
+              text.substr(kKeyPrefix.size(), text.size() - kKeyPrefix.size() - kKeySuffix.size()));
+        }
+      } while (cursor != "0");
+    });
+    std::sort(keys.begin(), keys.end());
+    keys.erase(std::unique(keys.begin(), keys.end()), keys.end());
+  }
+  std::vector<BucketStatus> buckets;
+  for (const std::string& name : keys) {
+    if (auto bucket = status_at(name, std::nullopt)) buckets.push_back(std::move(*bucket));
+  }
+  return buckets;
+}
+
+bool RedisStore::reset(const std::string& key) {
+  RedisDeadline round_trip = operation_deadline();
+  const std::string bucket_key = redis_key(key);
+  const RedisValue reply = command(bucket_key, {"DEL", bucket_key}, round_trip);
+  if (reply.type != RedisValue::Type::integer) unexpected_reply(reply);
+  return reply.integer > 0;
+}
+
+bool RedisStore::set_rate(const std::string& key, double permits_per_second,
+                          const KeySchedule& schedule) {
+  return set_rate_at(key, permits_per_second, schedule, std::nullopt);
+}
+
+void RedisStore::ping(const std::string& key, io::Waiter& waiter) {
+  RedisDeadline round_trip = operation_deadline(&waiter);
+  const std::string bucket_key = redis_key(key);
+  try {
+    connect(bucket_key, round_trip);
+    // A server that accepts connections may still be loading its data (-LOADING).
+    const RedisValue reply = command(bucket_key, {"PING"}, round_trip);
+    if (reply.type != RedisValue::Type::status || reply.text != "PONG") unexpected_reply(reply);
+  } catch (const RedisInterrupted&) {
+    throw StoreUnavailable(server() + ": not asked to the end");
+  }
+}
+
+bool RedisStore::give_back(const std::string& key, std::int64_t permits,
+                           const std::optional<BookingSpan>& booked) {
+  return give_back_at(key, permits, booked, std::nullopt);
+}
+
+bool RedisStore::give_back_at(const std::string& key, std::int64_t permits,
+                              const std::optional<BookingSpan>& booked,
+                              std::optional<std::int64_t> now_micros) {
+  validate_permits(permits);
+  RedisDeadline round_trip = operation_deadline();
+  return script::decode_give_back(
+      run_script(key, script::encode_give_back(permits, booked, now_micros), round_trip), server());
+}
+
+bool RedisStore::set_rate_at(const std::string& key, double permits_per_second,
+                             const KeySchedule& schedule, std::optional<std::int64_t> now_micros) {
+  BucketParams checked;
+  checked.permits_per_second = permits_per_second;
+  validate(checked);
+  RedisDeadline round_trip = operation_deadline();
+  return script::decode_set_rate(
+      run_script(key, script::encode_set_rate(permits_per_second, schedule, now_micros),
+                 round_trip),
+      server());
+}
+
+}  // namespace ratelimit::stores

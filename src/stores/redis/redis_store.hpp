@@ -1,0 +1,112 @@
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <optional>
+#include <string>
+
+#include "io/waiter.hpp"
+#include "stores/bucket_store.hpp"
+#include "stores/redis/redis_deployment.hpp"
+#include "stores/redis/redis_relay.hpp"
+#include "stores/redis/redis_topology.hpp"
+
+namespace ratelimit::stores {
+
+// Buckets kept in Redis under ratelimit:{KEY} (the braces keep a key in one Cluster slot), shared
+// by every host that reaches the server. Each decision is one call of redis_bucket.lua, atomic on
+// the server and timed by the server's clock; only relative waits come back.
+class RedisStore final : public BucketStore {
+ public:
+  // Told why a record was discarded (for --verbose).
+  using Notify = std::function<void(const std::string&)>;
+
+  // Connects at the first call. `timeout` bounds each operation as a whole: its connection (TLS
+  // included, with `tls` for rediss:// nodes) and every command it sends; a failover has
+  // `failover_timeout` (RedisTopology), and `warn` is told of two masters at once. Throws as
+  // RedisTls for TLS files that cannot be used, UsageError for TLS options without rediss://.
+  RedisStore(
+      RedisDeployment deployment, std::chrono::milliseconds timeout,
+      Notify notify = [](const std::string&) {}, const RedisTlsOptions& tls = {},
+      std::chrono::milliseconds failover_timeout = kDefaultFailoverTimeout,
+      Notify warn = [](const std::string&) {});
+
+  // The round trip counts against the request's deadline, as the state file's lock does: an
+  // answer not come by then (or by kAnswerGrace from the call, whichever is later) is a refusal,
+  // the connection closed (the call may have booked). A stop signal ends it at once, the same.
+  // A connection the server ended while the reply was awaited (a restart, CLIENT KILL) is made
+  // again and the request sent once more, within the same timeout: the key may pay twice for it
+  // (the first may have been booked), never grant twice.
+  Reservation reserve(const PermitRequest& request, io::Waiter& waiter) override;
+  bool set_rate(const std::string& key, double permits_per_second,
+                const KeySchedule& schedule) override;
+  std::vector<BucketStatus> status(const std::optional<std::string>& key) override;
+  bool reset(const std::string& key) override;
+  bool give_back(const std::string& key, std::int64_t permits,
+                 const std::optional<BookingSpan>& booked) override;
+  // Connected to the node (or master) that serves `key`, and a PING answered.
+  void ping(const std::string& key, io::Waiter& waiter) override;
+
+  // The decision for permits due within `timeout` (Guava tryAcquire; nanoseconds::max(): no
+  // limit), at a time the caller gives in Unix microseconds instead of the server's TIME: for the
+  // golden vectors only. The reply is waited for through `stop_waiter` when given
+  // (RedisInterrupted).
+  Reservation reserve_at(const PermitRequest& request, std::chrono::nanoseconds timeout,
+                         std::optional<std::int64_t> now_micros, io::Waiter* stop_waiter = nullptr);
+  Reservation reserve_at(const PermitRequest& request, std::chrono::nanoseconds timeout,
+                         std::optional<std::int64_t> now_micros, RedisDeadline& deadline);
+  std::optional<BucketStatus> status_at(const std::string& key,
+                                        std::optional<std::int64_t> now_micros);
+  bool give_back_at(const std::string& key, std::int64_t permits,
+                    const std::optional<BookingSpan>& booked,
+                    std::optional<std::int64_t> now_micros);
+  bool set_rate_at(const std::string& key, double permits_per_second, const KeySchedule& schedule,
+                   std::optional<std::int64_t> now_micros);
+
+  // Commands go through the host agent from now on, and to the server itself whenever there is
+  // no agent.
+  void relay_through(RedisRelayClient relay) { relay_.emplace(std::move(relay)); }
+
+  const std::string& shown_url() const { return topology_.shown_url(); }
+
+ private:
+  // The deadline of an operation starting now.
+  RedisDeadline operation_deadline(io::Waiter* stop_waiter = nullptr) const {
+    return RedisDeadline(timeout_, stop_waiter);
+  }
+  // As RedisTopology::command, except that a connection found ended before the command went out
+  // (the server restarted, CLIENT KILL, a proxy's idle timeout: all while it was idle) is made
+  // again the deployment's way (for Sentinel, by asking the sentinels) and the command sent there
+  // once more, within the same deadline: the server never ran it, so nothing is done twice.
+  RedisValue command(const std::string& bucket_key, const std::vector<std::string>& arguments,
+                     RedisDeadline& deadline);
+  // The command sent once: through the agent when there is one, else to the server.
+  RedisValue send(const std::string& bucket_key, const std::vector<std::string>& arguments,
+                  RedisDeadline& deadline);
+  // Connected to the node that serves `bucket_key` (the agent's business when it relays).
+  void connect(const std::string& bucket_key, RedisDeadline& deadline);
+  // Runs the script by its SHA-1, loading it once if the server does not have it (NOSCRIPT); as
+  // command().
+  RedisValue run_script(const std::string& key, std::vector<std::string> arguments,
+                        RedisDeadline& deadline);
+  [[noreturn]] void unexpected_reply(const RedisValue& reply) const;
+  // The store as errors name it.
+  std::string server() const { return "Redis at " + shown_url(); }
+
+  Notify notify_;
+  std::chrono::milliseconds timeout_;
+  RedisTopology topology_;
+  std::optional<RedisRelayClient> relay_;
+};
+
+// However near a request's deadline, a call waits this long for Redis's answer (connect included)
+// before it refuses: `--try` still asks a server that answers at once, and one that does not
+// answer within it is refused (exit 75) instead of waited for. Loopback and LAN round trips, a TLS
+// handshake included, take well under it.
+inline constexpr std::chrono::milliseconds kAnswerGrace{50};
+
+// The Redis key of a bucket.
+std::string redis_key(const std::string& key);
+
+}  // namespace ratelimit::stores

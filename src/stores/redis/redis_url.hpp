@@ -1,0 +1,51 @@
+#pragma once
+
+#include <string>
+#include <string_view>
+
+// Where a Redis server is, from a URL the user wrote; no I/O.
+namespace ratelimit::stores {
+
+struct RedisAddress {
+  enum class Kind { tcp, unix_socket };
+  Kind kind = Kind::tcp;
+  bool tls = false;  // rediss://: TCP with TLS, the host name checked against the certificate
+  std::string host;  // tcp: a name or an address (IPv6 without brackets)
+  int port = 6379;
+  std::string socket_path;  // unix_socket
+  int database = 0;
+  std::string user;      // empty: the default user
+  std::string password;  // empty: no AUTH
+  // The URL as errors show it: the password, if any, as "***".
+  std::string shown;
+};
+
+// How a client proves a rediss:// server is the one named, and itself to the server.
+struct RedisTlsOptions {
+  std::string ca_file;    // the CAs to trust; empty: the system's store
+  std::string cert_file;  // this client's certificate (chain); empty: none
+  std::string key_file;   // its private key; empty: in cert_file
+  bool verify = true;     // false: the server's certificate and name go unchecked
+  // Where sessions are kept so that the next process resumes one (the state directory); empty:
+  // none kept.
+  std::string session_dir;
+};
+
+// Parses `redis://[[user]:password@]host[:port][/db]` (`rediss://` the same over TLS) and
+// `unix://[[user]:password@]/path/redis.sock[?db=N]`; user and password may be %-encoded.
+// Throws UsageError naming the URL (password hidden) and what is wrong with it.
+RedisAddress parse_redis_url(std::string_view url);
+// The same, its errors naming `shown` instead: for a URL made of a part of another (a sentinel's
+// host in a redis-sentinel:// URL), so that they name the URL the user wrote.
+RedisAddress parse_redis_url(std::string_view url, std::string shown);
+
+// `url` with the password of its user part, if any, replaced by "***" (the whole user part when
+// it is malformed), so that an error can show even a malformed URL.
+std::string hide_password(std::string_view url);
+
+// A server's error reply as the user can act on it: a server that wants a password (NOAUTH, or the
+// protocol error it gives a long command sent without one) says so with the URL form that gives
+// one; any other error as it is.
+std::string explain_refusal(const std::string& error);
+
+}  // namespace ratelimit::stores

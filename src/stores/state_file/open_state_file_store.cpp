@@ -1,0 +1,18 @@
+#include "stores/state_file/open_state_file_store.hpp"
+
+#include "ratelimit/clock.hpp"
+#include "state/state_directory.hpp"
+#include "stores/state_file/state_file_store.hpp"
+
+namespace ratelimit::stores {
+
+std::unique_ptr<BucketStore> open_state_file_store(
+    const StateFileOptions& options, const std::function<void(const std::string&)>& notify) {
+  return std::make_unique<StateFileStore>(
+      state::StateDirectory::open(options.directory), system_clock(),
+      HostId{.machine_id = state::read_machine_id(), .boot_id = state::read_boot_id()}, notify);
+}
+
+std::string describe_state_file_store(const StateFileOptions& options) { return options.directory; }
+
+}  // namespace ratelimit::stores

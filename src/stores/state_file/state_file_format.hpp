@@ -1,0 +1,55 @@
+#pragma once
+
+#include <chrono>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "ratelimit/token_bucket.hpp"
+#include "state/key_file_names.hpp"
+#include "stores/bucket_store.hpp"
+
+// The state-file store's on-disk format, without I/O: file names and the bucket record.
+namespace ratelimit::stores {
+
+// What one state file keeps: the core's parameters and state, and the machine and boot they
+// belong to (the state's times are on that machine's CLOCK_MONOTONIC, which restarts at every
+// boot).
+struct StateRecord {
+  BucketParams params;
+  BucketState state;
+  KeySchedule schedule;
+  std::vector<Quota> quotas;
+  std::string notation;    // PermitRequest::notation as the key keeps it; empty: none
+  std::string machine_id;  // /etc/machine-id; empty if the machine has none
+  std::string boot_id;
+};
+
+// The record's bytes: magic, version, parameters, state, machine id, boot id, the schedule's entry
+// and timetable length, the timetable, the quotas (their number, then each one's limit, period,
+// newest slot and kQuotaCounts counts), the notation's length and the notation, and an FNV-1a
+// checksum of all that, in this machine's byte order (a record of another machine is refused
+// before its numbers are used). A record of version 5 (before the notation) is read as one
+// without a notation, of version 4 (before quotas) as one without quotas either.
+std::string encode_record(const StateRecord& record);
+
+struct DecodedRecord {
+  std::optional<StateRecord> record;
+  std::string problem;  // why there is no record, e.g. "bad checksum"
+};
+// A record is damaged, as a corrupt one is, when a field is out of what its parameters allow:
+// more stored permits than the bucket holds, or a next free moment later than `now` (on the
+// record's clock) plus the longest wait one request can book.
+DecodedRecord decode_record(std::string_view bytes, std::chrono::nanoseconds now);
+
+// The longest wait one request can book on a bucket of `params`: the most permits a request may
+// ask for, each at the slowest interval the bucket charges.
+std::chrono::nanoseconds longest_booked_wait(const BucketParams& params);
+
+// The bucket file of `key`: its state::key_file_stem() and ".bucket".
+std::string bucket_file_name(std::string_view key);
+// The key of a bucket file name, or none if `file_name` is not one.
+std::optional<std::string> key_of_bucket_file(std::string_view file_name);
+
+}  // namespace ratelimit::stores

@@ -1,0 +1,165 @@
+#include "stores/state_file/state_file_store.hpp"
+
+#include <fmt/core.h>
+
+#include "stores/state_file/state_file_format.hpp"
+
+namespace ratelimit::stores {
+
+StateFileStore::StateFileStore(state::StateDirectory directory, Clock& clock, HostId host,
+                               Notify notify)
+    : directory_(std::move(directory)),
+      clock_(clock),
+      host_(std::move(host)),
+      notify_(std::move(notify)) {}
+
+DecodedRecord StateFileStore::load(const state::LockedFile& file,
+                                   std::chrono::nanoseconds now) const {
+  const std::string bytes = file.read();
+  if (bytes.empty()) return {.record = {}, .problem = {}};
+  DecodedRecord decoded = decode_record(bytes, now);
+  if (!decoded.record) return decoded;
+  const StateRecord& record = *decoded.record;
+  // Another machine's clock and bookings mean nothing here, and taking its record as a fresh
+  // bucket would let callers that alternate between two hosts through a shared directory (NFS,
+  // a shared home) go unlimited.
+  if (!record.machine_id.empty() && !host_.machine_id.empty() &&
+      record.machine_id != host_.machine_id)
+    throw UnsafeStateError(fmt::format(
+        "state file '{}/{}' was written on another machine (machine id {}, this is {}): a state "
+        "directory shared by hosts cannot keep one limit; use a directory of this host's "
+        "(--state-dir)",
+        directory_.path(), file.name(), record.machine_id, host_.machine_id));
+  if (record.boot_id != host_.boot_id)
+    return {.record = {}, .problem = "state from a previous boot"};
+  return decoded;
+}
+
+StateFileStore::KeyLimits StateFileStore::load_bucket(const state::LockedFile& file,
+                                                      const PermitRequest& request,
+                                                      std::chrono::nanoseconds now) const {
+  DecodedRecord loaded = load(file, now);
+  if (!loaded.problem.empty())
+    notify_(fmt::format("key '{}': {}; starting a fresh bucket", request.key, loaded.problem));
+  if (!loaded.record) {
+    std::vector<Quota> quotas;
+    for (const QuotaParams& quota : request.quotas) quotas.emplace_back(quota, now);
+    return {.bucket = TokenBucket(request.params, now),
+            .schedule = request.schedule,
+            .quotas = std::move(quotas),
+            .notation = {},
+            .fresh = true};
+  }
+  return {.bucket = TokenBucket(loaded.record->params, loaded.record->state),
+          .schedule = std::move(loaded.record->schedule),
+          .quotas = std::move(loaded.record->quotas),
+          .notation = std::move(loaded.record->notation),
+          .fresh = false};
+}
+
+void StateFileStore::save(state::LockedFile& file, const TokenBucket& bucket,
+                          const KeySchedule& schedule, const std::vector<Quota>& quotas,
+                          const std::string& notation) const {
+  file.replace(encode_record({.params = bucket.params(),
+                              .state = bucket.state(),
+                              .schedule = schedule,
+                              .quotas = quotas,
+                              .notation = notation,
+                              .machine_id = host_.machine_id,
+                              .boot_id = host_.boot_id}));
+}
+
+Reservation StateFileStore::reserve(const PermitRequest& request, io::Waiter& waiter) {
+  return state::unavailable_on_failure(directory_, [&]() -> Reservation {
+    state::LockWait locked =
+        directory_.lock_until(bucket_file_name(request.key), waiter, request.deadline);
+    if (!locked.file)
+      return {.granted = false, .wait = {}, .signal = locked.signal, .replaced_params = {}};
+    // Read under the lock, so that the order of the times is the order of the bookings.
+    const auto now = clock_.now();
+    auto [bucket, schedule, quotas, notation, fresh] = load_bucket(*locked.file, request, now);
+    const Reservation reservation = decide(bucket, schedule, quotas, request, now);
+    if (request.apply_params && (fresh || reservation.replaced_params)) notation = request.notation;
+    save(*locked.file, bucket, schedule, quotas, notation);
+    return reservation;
+  });
+}
+
+bool StateFileStore::update_existing(const std::string& key, const Update& update) {
+  return state::unavailable_on_failure(directory_, [&] {
+    std::optional<state::LockedFile> file =
+        directory_.lock_existing(bucket_file_name(key), state::LockKind::exclusive);
+    if (!file) return false;
+    const auto now = clock_.now();
+    DecodedRecord loaded = load(*file, now);
+    if (!loaded.record) return false;
+    TokenBucket bucket(loaded.record->params, loaded.record->state);
+    update(bucket, loaded.record->schedule, now);
+    save(*file, bucket, loaded.record->schedule, loaded.record->quotas, loaded.record->notation);
+    return true;
+  });
+}
+
+bool StateFileStore::set_rate(const std::string& key, double permits_per_second,
+                              const KeySchedule& schedule) {
+  return update_existing(key,
+                         [&](TokenBucket& bucket, KeySchedule& kept, std::chrono::nanoseconds now) {
+                           change_rate(bucket, permits_per_second, now);
+                           kept = schedule;
+                         });
+}
+
+bool StateFileStore::give_back(const std::string& key, std::int64_t permits,
+                               const std::optional<BookingSpan>& booked) {
+  bool moved = false;
+  update_existing(key, [&](TokenBucket& bucket, KeySchedule&, std::chrono::nanoseconds now) {
+    moved = stores::give_back(bucket, permits, now, booked);
+  });
+  return moved;
+}
+
+std::vector<BucketStatus> StateFileStore::status(const std::optional<std::string>& key) {
+  std::vector<BucketStatus> buckets;
+  const std::vector<std::string> names =
+      state::unavailable_on_failure(directory_, [&] { return directory_.file_names(); });
+  for (const std::string& name : names) {
+    const std::optional<std::string> file_key = key_of_bucket_file(name);
+    if (!file_key || (key && *key != *file_key)) continue;
+    // One unreadable or hostile file (a symlink, a FIFO, no permission) is reported as such and
+    // does not hide the other buckets.
+    std::optional<state::LockedFile> file;
+    DecodedRecord loaded;
+    std::chrono::nanoseconds now{};
+    try {
+      file = directory_.lock_existing(name, state::LockKind::shared);
+      if (!file) continue;  // reset meanwhile
+      now = clock_.now();
+      loaded = load(*file, now);
+    } catch (const std::exception& error) {
+      BucketStatus unusable;
+      unusable.key = *file_key;
+      unusable.problem = error.what();
+      buckets.push_back(std::move(unusable));
+      continue;
+    }
+    if (loaded.record) {
+      buckets.push_back(describe(*file_key,
+                                 TokenBucket(loaded.record->params, loaded.record->state),
+                                 loaded.record->schedule, loaded.record->quotas, now));
+      buckets.back().notation = loaded.record->notation;
+    } else {
+      BucketStatus unusable;
+      unusable.key = *file_key;
+      unusable.problem = loaded.problem.empty() ? "empty record" : loaded.problem;
+      buckets.push_back(std::move(unusable));
+    }
+  }
+  return buckets;
+}
+
+bool StateFileStore::reset(const std::string& key) {
+  return state::unavailable_on_failure(directory_,
+                                       [&] { return directory_.remove(bucket_file_name(key)); });
+}
+
+}  // namespace ratelimit::stores

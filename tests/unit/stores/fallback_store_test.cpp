@@ -1,0 +1,309 @@
+#include "stores/fallback_store.hpp"
+
+#include <gtest/gtest.h>
+
+#include <functional>
+
+#include "errors.hpp"
+#include "fake_clock.hpp"
+#include "fake_waiter.hpp"
+
+namespace ratelimit::stores {
+namespace {
+
+using namespace std::chrono_literals;
+
+// Answers with a fixed wait, or fails as an unreachable store, counting the calls.
+class ScriptedStore final : public BucketStore {
+ public:
+  explicit ScriptedStore(std::chrono::nanoseconds wait) : wait_(wait) {}
+  Reservation reserve(const PermitRequest& request, io::Waiter&) override {
+    ++calls;
+    if (down) throw StoreUnavailable("Redis at redis://h: Connection refused");
+    requests.push_back(request);
+    return {.granted = true,
+            .wait = wait_,
+            .signal = 0,
+            .replaced_params = BucketParams{},
+            .replaced_timetable = "other",
+            .key_timetable = "key's",
+            .key_permits_per_second = 1234};
+  }
+  std::vector<BucketStatus> status(const std::optional<std::string>&) override {
+    if (down) throw StoreUnavailable("down");
+    return {};
+  }
+  bool reset(const std::string&) override { return !down; }
+  bool give_back(const std::string&, std::int64_t permits,
+                 const std::optional<BookingSpan>& booked) override {
+    if (down) throw StoreUnavailable("down");
+    given_back += permits;
+    last_span = booked;
+    return true;
+  }
+  bool set_rate(const std::string&, double, const stores::KeySchedule&) override { return !down; }
+  void ping(const std::string&, io::Waiter&) override {
+    ++pings;
+    if (down) throw StoreUnavailable("down");
+  }
+
+  bool down = false;
+  int calls = 0;
+  int pings = 0;
+  std::int64_t given_back = 0;
+  std::optional<BookingSpan> last_span;
+  std::vector<PermitRequest> requests;
+
+ private:
+  std::chrono::nanoseconds wait_;
+};
+
+// Background work run by hand: a started task is done once the test runs it.
+class ManualTask final : public io::BackgroundTask {
+ public:
+  bool done() const override { return *ran_; }
+  explicit ManualTask(std::shared_ptr<bool> ran) : ran_(std::move(ran)) {}
+
+ private:
+  std::shared_ptr<bool> ran_;
+};
+
+struct Fixture {
+  explicit Fixture(OnUnavailable action, double local_share = 1.0, std::string said_as = {}) {
+    auto owned = std::make_unique<ScriptedStore>(7ms);
+    shared = owned.get();
+    store = std::make_unique<FallbackStore>(
+        std::move(owned), "Redis at redis://h",
+        UnavailablePolicy{.action = action, .local_share = local_share, .said_as = said_as},
+        [this] {
+          ++locals_opened;
+          auto opened = std::make_unique<ScriptedStore>(30ms);
+          local = opened.get();
+          return opened;
+        },
+        [this](const std::string& warning) { warnings.push_back(warning); },
+        [this](std::function<void(io::Waiter&)> work) {
+          auto ran = std::make_shared<bool>(false);
+          started.push_back([this, work = std::move(work), ran] {
+            // As io::run_in_background, which drops what the work throws.
+            try {
+              work(waiter);
+            } catch (const StoreUnavailable&) {
+            }
+            *ran = true;
+          });
+          return std::make_unique<ManualTask>(ran);
+        });
+  }
+  Reservation reserve(std::int64_t permits = 1) {
+    PermitRequest request;
+    request.key = "api";
+    request.params.permits_per_second = 100;
+    request.schedule.timetable = "mine";
+    request.permits = permits;
+    return store->reserve(request, waiter);
+  }
+  // Runs the background work started so far.
+  void run_started() {
+    for (auto& work : started) work();
+    started.clear();
+  }
+
+  testing::FakeClock clock;
+  testing::FakeWaiter waiter{clock};
+  ScriptedStore* shared;
+  ScriptedStore* local = nullptr;
+  int locals_opened = 0;
+  std::vector<std::function<void()>> started;
+  std::unique_ptr<FallbackStore> store;
+  std::vector<std::string> warnings;
+};
+
+TEST(FallbackStore, FailPassesTheErrorOnAndNeverProbes) {
+  Fixture fixture(OnUnavailable::fail);
+  EXPECT_EQ(fixture.reserve().wait, 7ms);
+  fixture.shared->down = true;
+  EXPECT_THROW(fixture.reserve(), StoreUnavailable);
+  fixture.clock.advance(5s);
+  EXPECT_THROW(fixture.reserve(), StoreUnavailable);
+  EXPECT_TRUE(fixture.started.empty());
+  EXPECT_TRUE(fixture.warnings.empty());
+}
+
+TEST(FallbackStore, AllowGrantsAtOnceUntilTheStoreAnswersAgain) {
+  Fixture fixture(OnUnavailable::allow, 1.0, "--on-redis-error=allow");
+  EXPECT_EQ(fixture.reserve().wait, 7ms);
+  fixture.shared->down = true;
+  EXPECT_EQ(fixture.reserve().wait, 0ms);
+  fixture.shared->down = false;
+  // Not asked again before a second has passed, and never on a request's own time.
+  fixture.clock.advance(999ms);
+  EXPECT_EQ(fixture.reserve().wait, 0ms);
+  EXPECT_TRUE(fixture.started.empty());
+  fixture.clock.advance(1ms);
+  EXPECT_EQ(fixture.reserve().wait, 0ms);
+  ASSERT_EQ(fixture.started.size(), 1U);
+  EXPECT_EQ(fixture.shared->pings, 0);
+  EXPECT_EQ(fixture.reserve().wait, 0ms);  // the probe has not answered yet
+  fixture.run_started();
+  EXPECT_EQ(fixture.reserve().wait, 7ms);
+  EXPECT_EQ(fixture.shared->calls, 3);
+  EXPECT_EQ(fixture.warnings,
+            (std::vector<std::string>{"Redis at redis://h: Connection refused; running "
+                                      "unthrottled (--on-redis-error=allow)",
+                                      "Redis at redis://h answers again; back on the shared "
+                                      "bucket 'api' (--on-redis-error=allow)"}));
+}
+
+TEST(FallbackStore, LocalReturnsToTheSharedStoreOnceItAnswers) {
+  Fixture fixture(OnUnavailable::local, 1.0, "--on-redis-error=local");
+  fixture.shared->down = true;
+  EXPECT_EQ(fixture.reserve().wait, 30ms);
+  // Asked about once a second while it does not answer; the local bucket answers meanwhile.
+  for (int step = 0; step < 350; ++step) {
+    fixture.clock.advance(10ms);
+    EXPECT_EQ(fixture.reserve().wait, 30ms);
+    fixture.run_started();
+  }
+  EXPECT_EQ(fixture.shared->pings, 3);
+  EXPECT_EQ(fixture.shared->calls, 1);
+  fixture.shared->down = false;
+  fixture.clock.advance(500ms);
+  EXPECT_EQ(fixture.reserve().wait, 30ms);  // starts the probe that finds it back
+  fixture.run_started();
+  EXPECT_EQ(fixture.reserve().wait, 7ms);
+  EXPECT_EQ(fixture.reserve().wait, 7ms);
+  EXPECT_EQ(fixture.shared->calls, 3);
+  EXPECT_EQ(fixture.locals_opened, 1);
+  EXPECT_EQ(fixture.warnings,
+            (std::vector<std::string>{"Redis at redis://h: Connection refused; using this host's "
+                                      "bucket 'api' (--on-redis-error=local)",
+                                      "Redis at redis://h answers again; back on the shared "
+                                      "bucket 'api' (--on-redis-error=local)"}));
+
+  // A second outage is one more pair of lines.
+  fixture.shared->down = true;
+  EXPECT_EQ(fixture.reserve().wait, 30ms);
+  fixture.shared->down = false;
+  fixture.clock.advance(1s);
+  fixture.reserve();
+  fixture.run_started();
+  EXPECT_EQ(fixture.reserve().wait, 7ms);
+  EXPECT_EQ(fixture.warnings.size(), 4U);
+}
+
+TEST(FallbackStore, AProbeThatFindsTheStoreStillDownIsFollowedByAnotherASecondLater) {
+  Fixture fixture(OnUnavailable::local);
+  fixture.shared->down = true;
+  fixture.reserve();
+  fixture.clock.advance(1s);
+  fixture.reserve();
+  fixture.run_started();
+  EXPECT_EQ(fixture.shared->pings, 1);
+  EXPECT_EQ(fixture.reserve().wait, 30ms);
+  fixture.shared->down = false;
+  fixture.clock.advance(990ms);
+  EXPECT_EQ(fixture.reserve().wait, 30ms);
+  EXPECT_TRUE(fixture.started.empty());
+  fixture.clock.advance(10ms);
+  fixture.reserve();
+  fixture.run_started();
+  EXPECT_EQ(fixture.reserve().wait, 7ms);
+}
+
+TEST(FallbackStore, LocalAtAShareBooksThatShareOfTheRateAndReportsTheKeysRate) {
+  Fixture fixture(OnUnavailable::local, 0.25, "--on-redis-error=local:25%");
+  fixture.shared->down = true;
+  const Reservation reservation = fixture.reserve();
+  ASSERT_EQ(fixture.local->requests.size(), 1U);
+  EXPECT_DOUBLE_EQ(fixture.local->requests[0].params.permits_per_second, 25);
+  EXPECT_TRUE(fixture.local->requests[0].apply_params);
+  // The user keeps following the key as it knew it.
+  EXPECT_DOUBLE_EQ(reservation.key_permits_per_second, 100);
+  EXPECT_EQ(reservation.key_timetable, "mine");
+  EXPECT_FALSE(reservation.replaced_params);
+  EXPECT_EQ(fixture.warnings, std::vector<std::string>{
+                                  "Redis at redis://h: Connection refused; using this host's "
+                                  "bucket 'api' at 25% of the rate (--on-redis-error=local:25%)"});
+}
+
+TEST(FallbackStore, StatusAndResetFailWhateverThePolicy) {
+  Fixture fixture(OnUnavailable::local);
+  fixture.shared->down = true;
+  EXPECT_THROW(fixture.store->status(std::nullopt), StoreUnavailable);
+  EXPECT_FALSE(fixture.store->reset("api"));
+  EXPECT_FALSE(fixture.store->set_rate("api", 2, {}));
+  EXPECT_EQ(fixture.locals_opened, 0);
+}
+
+TEST(FallbackStore, PermitsGoBackWhereTheyWereBooked) {
+  Fixture up(OnUnavailable::local);
+  up.reserve(5);
+  up.store->give_back("api", 5, std::nullopt);
+  EXPECT_EQ(up.shared->given_back, 5);
+
+  Fixture local(OnUnavailable::local);
+  local.shared->down = true;
+  local.reserve(6);
+  local.store->give_back("api", 6, std::nullopt);
+  ASSERT_NE(local.local, nullptr);
+  EXPECT_EQ(local.local->given_back, 6);
+
+  Fixture unthrottled(OnUnavailable::allow);
+  unthrottled.shared->down = true;
+  unthrottled.reserve(7);
+  unthrottled.store->give_back("api", 7, std::nullopt);  // nowhere: nothing was booked
+  EXPECT_EQ(unthrottled.shared->given_back, 0);
+}
+
+TEST(FallbackStore, PermitsThisRunDidNotBookGoToTheSharedStoreUnlessItIsAway) {
+  // As set_key_rate_by_hand() gives back a turn booked at an old rate by whoever used the key.
+  Fixture setter(OnUnavailable::local);
+  setter.store->give_back("api", 9, std::nullopt);
+  EXPECT_EQ(setter.shared->given_back, 9);
+
+  Fixture away(OnUnavailable::local);
+  away.shared->down = true;
+  away.reserve(2);
+  away.store->give_back("api", 9, std::nullopt);
+  EXPECT_EQ(away.local->given_back, 2);
+  EXPECT_EQ(away.shared->given_back, 0);
+}
+
+TEST(FallbackStore, PermitsBookedAcrossAReturnGoBackToEachStoreItsPart) {
+  Fixture fixture(OnUnavailable::local);
+  fixture.reserve(10);  // shared
+  fixture.shared->down = true;
+  fixture.reserve(20);  // local
+  // Booked by the shared store before it went away: not given back while it is away.
+  fixture.store->give_back("api", 25, std::nullopt);
+  EXPECT_EQ(fixture.local->given_back, 20);
+  EXPECT_EQ(fixture.shared->given_back, 0);
+  fixture.reserve(20);  // local
+  fixture.shared->down = false;
+  fixture.clock.advance(1s);
+  fixture.reserve(20);  // local, and the probe starts
+  fixture.run_started();
+  fixture.reserve(30);  // shared again
+  fixture.store->give_back("api", 45, std::nullopt);
+  EXPECT_EQ(fixture.shared->given_back, 30);
+  EXPECT_EQ(fixture.local->given_back, 35);
+}
+
+TEST(FallbackStore, ASpanGoesInOneCallToTheStoreOfTheLatestBookings) {
+  // A span is one store's marks: the latest bookings' store gets it with what they hold, and the
+  // permits booked in the other store stay booked.
+  Fixture fixture(OnUnavailable::local);
+  fixture.reserve(10);  // shared
+  fixture.shared->down = true;
+  fixture.reserve(20);  // local
+  fixture.reserve(5);   // local
+  const BookingSpan span{.from = 1, .until = 2};
+  fixture.store->give_back("api", 40, span);
+  EXPECT_EQ(fixture.local->given_back, 25);
+  EXPECT_EQ(fixture.local->last_span, span);
+  EXPECT_EQ(fixture.shared->given_back, 0);
+}
+
+}  // namespace
+}  // namespace ratelimit::stores

@@ -1,0 +1,58 @@
+#include <gtest/gtest.h>
+
+#include "fake_clock.hpp"
+#include "fake_waiter.hpp"
+#include "stores/redis/redis_connection.hpp"
+#include "stores/redis/redis_connection_transport.hpp"
+
+namespace ratelimit::stores {
+namespace {
+
+using std::chrono::milliseconds;
+
+class RedisDeadlineTest : public ::testing::Test {
+ protected:
+  testing::FakeClock clock_;
+  testing::FakeWaiter waiter_{clock_};
+};
+
+// A share of a search ends with its share, or with the search if that ends first.
+TEST_F(RedisDeadlineTest, AShareNeverOutlastsTheSearch) {
+  RedisDeadline search(milliseconds(1000), &waiter_);
+  RedisDeadline share = search.share(milliseconds(250));
+  clock_.advance(milliseconds(249));
+  EXPECT_FALSE(share.passed());
+  clock_.advance(milliseconds(1));
+  EXPECT_TRUE(share.passed());
+  EXPECT_THROW(share.check("reply"), RedisFailure);
+  EXPECT_FALSE(search.passed());
+  clock_.advance(milliseconds(650));
+  const RedisDeadline last = search.share(milliseconds(250));
+  clock_.advance(milliseconds(100));
+  EXPECT_TRUE(last.passed());
+  EXPECT_TRUE(search.passed());
+}
+
+// Renewed for a failover, a deadline lasts its new timeout, past the old one's end.
+TEST_F(RedisDeadlineTest, ARenewedDeadlineLastsItsOwnTimeout) {
+  RedisDeadline operation(milliseconds(1000), &waiter_);
+  clock_.advance(milliseconds(900));
+  const RedisDeadline failover = operation.renewed(milliseconds(60000));
+  clock_.advance(milliseconds(59999));
+  EXPECT_TRUE(operation.passed());
+  EXPECT_FALSE(failover.passed());
+}
+
+// --try and --timeout still refuse in time, through a renewal and a share.
+TEST_F(RedisDeadlineTest, TheRequestsOwnDeadlineIsKept) {
+  RedisDeadline operation(milliseconds(1000), &waiter_);
+  operation.refuse_after(clock_.now() + milliseconds(50));
+  RedisDeadline failover = operation.renewed(milliseconds(60000));
+  RedisDeadline share = failover.share(milliseconds(250));
+  clock_.advance(milliseconds(50));
+  EXPECT_THROW(failover.check("reply"), RedisTooLate);
+  EXPECT_THROW(share.check("reply"), RedisTooLate);
+}
+
+}  // namespace
+}  // namespace ratelimit::stores

@@ -1,0 +1,91 @@
+#include "stores/redis/redis_deployment.hpp"
+
+#include <gtest/gtest.h>
+
+#include "errors.hpp"
+
+namespace ratelimit::stores {
+namespace {
+
+using Kind = RedisDeployment::Kind;
+
+std::string rejection(const std::string& url) {
+  try {
+    parse_redis_deployment(url);
+  } catch (const UsageError& error) {
+    return error.what();
+  }
+  return "accepted";
+}
+
+TEST(RedisDeployment, SentinelsWithEverything) {
+  const RedisDeployment deployment =
+      parse_redis_deployment("redis-sentinel://alice:p%40ss@s1.lan:26380,[::1],s3/cache/2");
+  EXPECT_EQ(deployment.kind, Kind::sentinel);
+  EXPECT_EQ(deployment.master_name, "cache");
+  EXPECT_EQ(deployment.node.user, "alice");
+  EXPECT_EQ(deployment.node.password, "p@ss");
+  EXPECT_EQ(deployment.node.database, 2);
+  EXPECT_EQ(deployment.shown, "redis-sentinel://alice:***@s1.lan:26380,[::1],s3/cache/2");
+  ASSERT_EQ(deployment.sentinels.size(), 3U);
+  EXPECT_EQ(deployment.sentinels[0].host, "s1.lan");
+  EXPECT_EQ(deployment.sentinels[0].port, 26380);
+  EXPECT_EQ(deployment.sentinels[1].host, "::1");
+  EXPECT_EQ(deployment.sentinels[1].port, 26379);
+  EXPECT_EQ(deployment.sentinels[2].host, "s3");
+  EXPECT_EQ(deployment.sentinels[2].port, 26379);
+  EXPECT_EQ(deployment.sentinels[2].shown, "redis-sentinel://s3");
+  // The sentinels are asked without the master's password.
+  EXPECT_TRUE(deployment.sentinels[0].password.empty());
+}
+
+TEST(RedisDeployment, SentinelDefaults) {
+  const RedisDeployment deployment = parse_redis_deployment("redis-sentinel://127.0.0.1:5000/m");
+  EXPECT_EQ(deployment.master_name, "m");
+  EXPECT_EQ(deployment.node.database, 0);
+  EXPECT_TRUE(deployment.node.password.empty());
+  ASSERT_EQ(deployment.sentinels.size(), 1U);
+  EXPECT_EQ(deployment.sentinels[0].port, 5000);
+}
+
+TEST(RedisDeployment, OtherUrlsNameOneServer) {
+  const RedisDeployment deployment = parse_redis_deployment("redis://:pw@h:7000/1");
+  EXPECT_EQ(deployment.kind, Kind::server);
+  EXPECT_EQ(deployment.node.host, "h");
+  EXPECT_EQ(deployment.node.port, 7000);
+  EXPECT_EQ(deployment.shown, "redis://:***@h:7000/1");
+}
+
+TEST(RedisDeployment, BadSentinelUrlsNameTheUrlWithoutThePassword) {
+  EXPECT_EQ(rejection("redis-sentinel://:secret@h:1"),
+            "bad Redis URL 'redis-sentinel://:***@h:1': expected /MASTER_NAME after the "
+            "sentinels: redis-sentinel://host:port[,host:port...]/MASTER_NAME[/db]");
+  EXPECT_EQ(rejection("redis-sentinel://:secret@h:1/"),
+            "bad Redis URL 'redis-sentinel://:***@h:1/': no master name after the sentinels");
+  EXPECT_EQ(rejection("redis-sentinel://:secret@h:1,,h:2/m"),
+            "bad Redis URL 'redis-sentinel://:***@h:1,,h:2/m': an empty sentinel address");
+  EXPECT_EQ(rejection("redis-sentinel://:secret@h:99999/m"),
+            "bad Redis URL 'redis-sentinel://:***@h:99999/m': the port must be a number from 1 "
+            "to 65535");
+  EXPECT_EQ(rejection("redis-sentinel://:secret@h:1/m/x"),
+            "bad Redis URL 'redis-sentinel://:***@h:1/m/x': the database after '/' must be a "
+            "number");
+  EXPECT_EQ(rejection("redis-sentinel://secret@h:1/m"),
+            "bad Redis URL 'redis-sentinel://***@h:1/m': a user needs a password: "
+            "[user]:password@");
+  EXPECT_EQ(rejection("redis-sentinel:///m"),
+            "bad Redis URL 'redis-sentinel:///m': an empty sentinel address");
+}
+
+TEST(RedisDeployment, NodeAddressKeepsTheCredentials) {
+  const RedisAddress seed = parse_redis_url("redis://u:pw@seed:7000/0");
+  const RedisAddress node = node_address(seed, "127.0.0.1", 7002);
+  EXPECT_EQ(node.host, "127.0.0.1");
+  EXPECT_EQ(node.port, 7002);
+  EXPECT_EQ(node.password, "pw");
+  EXPECT_EQ(node.shown, "redis://127.0.0.1:7002");
+  EXPECT_EQ(node_address(seed, "::1", 7).shown, "redis://[::1]:7");
+}
+
+}  // namespace
+}  // namespace ratelimit::stores

@@ -1,0 +1,92 @@
+#include "stores/redis/redis_url.hpp"
+
+#include <gtest/gtest.h>
+
+#include "errors.hpp"
+
+namespace ratelimit::stores {
+namespace {
+
+using Kind = RedisAddress::Kind;
+
+std::string rejection(const std::string& url) {
+  try {
+    parse_redis_url(url);
+  } catch (const UsageError& error) {
+    return error.what();
+  }
+  return "accepted";
+}
+
+TEST(RedisUrl, TcpWithEverything) {
+  const RedisAddress address = parse_redis_url("redis://alice:p%40ss:word@cache.lan:6380/3");
+  EXPECT_EQ(address.kind, Kind::tcp);
+  EXPECT_EQ(address.host, "cache.lan");
+  EXPECT_EQ(address.port, 6380);
+  EXPECT_EQ(address.database, 3);
+  EXPECT_EQ(address.user, "alice");
+  EXPECT_EQ(address.password, "p@ss:word");
+  EXPECT_EQ(address.shown, "redis://alice:***@cache.lan:6380/3");
+}
+
+TEST(RedisUrl, TcpDefaults) {
+  const RedisAddress address = parse_redis_url("redis://localhost");
+  EXPECT_EQ(address.host, "localhost");
+  EXPECT_EQ(address.port, 6379);
+  EXPECT_EQ(address.database, 0);
+  EXPECT_TRUE(address.password.empty());
+  EXPECT_EQ(address.shown, "redis://localhost");
+  EXPECT_EQ(parse_redis_url("redis://:pw@h").password, "pw");
+  EXPECT_EQ(parse_redis_url("redis://:pw@h").user, "");
+  EXPECT_EQ(parse_redis_url("redis://[::1]:7000").host, "::1");
+  EXPECT_EQ(parse_redis_url("redis://[::1]:7000").port, 7000);
+}
+
+TEST(RedisUrl, UnixSocket) {
+  const RedisAddress address = parse_redis_url("unix:///run/redis/redis.sock?db=2");
+  EXPECT_EQ(address.kind, Kind::unix_socket);
+  EXPECT_EQ(address.socket_path, "/run/redis/redis.sock");
+  EXPECT_EQ(address.database, 2);
+  const RedisAddress with_password = parse_redis_url("unix://:secret@/tmp/r.sock");
+  EXPECT_EQ(with_password.password, "secret");
+  EXPECT_EQ(with_password.socket_path, "/tmp/r.sock");
+  EXPECT_EQ(with_password.shown, "unix://:***@/tmp/r.sock");
+}
+
+TEST(RedisUrl, BadUrlsAreNamedWithoutTheirPassword) {
+  EXPECT_EQ(rejection("http://h"),
+            "bad Redis URL 'http://h': expected redis[s]://[[user]:password@]host[:port][/db] or "
+            "unix:///path[?db=N]");
+  EXPECT_EQ(rejection("redis://:hunter2@h:99999"),
+            "bad Redis URL 'redis://:***@h:99999': the port must be a number from 1 to 65535");
+  EXPECT_EQ(rejection("redis://h:"), "bad Redis URL 'redis://h:': empty port");
+  EXPECT_EQ(rejection("redis://h/x"),
+            "bad Redis URL 'redis://h/x': the database after '/' must be a number");
+  EXPECT_EQ(rejection("redis://"), "bad Redis URL 'redis://': no host");
+  EXPECT_EQ(rejection("redis://hunter2@h"),
+            "bad Redis URL 'redis://***@h': a user needs a password: [user]:password@");
+  EXPECT_EQ(rejection("redis://:@h"), "bad Redis URL 'redis://:***@h': empty password");
+  EXPECT_EQ(rejection("redis://:a%zz@h"),
+            "bad Redis URL 'redis://:***@h': a '%' in the user or password is not followed by 2 "
+            "hex digits");
+  EXPECT_EQ(rejection("unix://relative.sock"),
+            "bad Redis URL 'unix://relative.sock': the socket path must be absolute: unix:///path");
+  EXPECT_EQ(rejection("unix:///s?database=1"),
+            "bad Redis URL 'unix:///s?database=1': the only query parameter is db=N");
+  EXPECT_EQ(rejection("rediss://:hunter2@h:0"),
+            "bad Redis URL 'rediss://:***@h:0': the port must be a number from 1 to 65535");
+}
+
+TEST(RedisUrl, RedissIsTcpOverTls) {
+  const RedisAddress address = parse_redis_url("rediss://:pw@cache.example:6380/2");
+  EXPECT_EQ(address.kind, RedisAddress::Kind::tcp);
+  EXPECT_TRUE(address.tls);
+  EXPECT_EQ(address.host, "cache.example");
+  EXPECT_EQ(address.port, 6380);
+  EXPECT_EQ(address.database, 2);
+  EXPECT_EQ(address.shown, "rediss://:***@cache.example:6380/2");
+  EXPECT_FALSE(parse_redis_url("redis://cache.example").tls);
+}
+
+}  // namespace
+}  // namespace ratelimit::stores

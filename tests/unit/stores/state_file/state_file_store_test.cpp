@@ -1,0 +1,442 @@
+#include "stores/state_file/state_file_store.hpp"
+
+#include <gtest/gtest.h>
+#include <sys/stat.h>
+
+#include <csignal>
+#include <filesystem>
+#include <fstream>
+#include <optional>
+#include <vector>
+
+#include "fake_clock.hpp"
+#include "fake_waiter.hpp"
+#include "stores/state_file/state_file_format.hpp"
+#include "temp_dir.hpp"
+
+namespace ratelimit::stores {
+namespace {
+
+using namespace std::chrono_literals;
+using testing::FakeClock;
+using testing::FakeWaiter;
+using testing::TempDir;
+
+constexpr const char* kBoot = "11111111-2222-3333-4444-555555555555";
+constexpr const char* kMachine = "0123456789abcdef0123456789abcdef";
+
+BucketParams bursty(double rate) {
+  BucketParams params;
+  params.permits_per_second = rate;
+  return params;
+}
+
+class StateFileStoreTest : public ::testing::Test {
+ protected:
+  // Another process on the same state directory: its own descriptors, the same clock.
+  StateFileStore process(std::string boot_id = kBoot, std::string machine_id = kMachine) {
+    return StateFileStore(
+        state::StateDirectory::open(dir_.string()), clock_,
+        HostId{.machine_id = std::move(machine_id), .boot_id = std::move(boot_id)},
+        [this](const std::string& note) { notes_.push_back(note); });
+  }
+  void write_file(const std::string& name, const std::string& bytes) {
+    std::ofstream(dir_.path() / name, std::ios::binary) << bytes;
+  }
+  std::string read_file(const std::string& name) {
+    std::ifstream in(dir_.path() / name, std::ios::binary);
+    return {std::istreambuf_iterator<char>(in), {}};
+  }
+
+  // A request made now, due within `timeout`.
+  PermitRequest request(BucketParams params,
+                        std::chrono::nanoseconds timeout = std::chrono::nanoseconds::max()) {
+    PermitRequest permits;
+    permits.key = "api";
+    permits.params = params;
+    if (timeout != std::chrono::nanoseconds::max()) permits.deadline = clock_.now() + timeout;
+    return permits;
+  }
+
+  TempDir dir_;
+  FakeClock clock_;
+  FakeWaiter waiter_{clock_};
+  std::vector<std::string> notes_;
+};
+
+TEST_F(StateFileStoreTest, ProcessesShareOneBucketInArrivalOrder) {
+  auto first = process();
+  auto second = process();
+  EXPECT_EQ(first.reserve(request(bursty(10)), waiter_).wait, 0ms);
+  EXPECT_EQ(second.reserve(request(bursty(10)), waiter_).wait, 100ms);
+  EXPECT_EQ(first.reserve(request(bursty(10)), waiter_).wait, 200ms);
+  clock_.advance(50ms);
+  EXPECT_EQ(second.reserve(request(bursty(10)), waiter_).wait, 250ms);
+  EXPECT_TRUE(notes_.empty());
+}
+
+// Two pipes' turns: A's chunk booked ahead, then B's. A ends: giving back its chunk ahead would
+// let the next booking move up between A's turn and B's, so it stays booked; B's, the last, goes.
+TEST_F(StateFileStoreTest, GivesBackOnlyWhatNoLaterBookingBuiltOn) {
+  auto pipe_a = process();
+  auto pipe_b = process();
+  PermitRequest chunk = request(bursty(100));
+  chunk.permits = 10;  // 100 ms
+  ASSERT_EQ(pipe_a.reserve(chunk, waiter_).wait, 0ms);
+  const Reservation a_ahead = pipe_a.reserve(chunk, waiter_);
+  const Reservation b_chunk = pipe_b.reserve(chunk, waiter_);
+  const Reservation b_ahead = pipe_b.reserve(chunk, waiter_);
+  ASSERT_EQ(b_ahead.wait, 300ms);
+  EXPECT_EQ(b_chunk.booked.from, a_ahead.booked.until);
+  clock_.advance(50ms);
+  EXPECT_FALSE(pipe_a.give_back("api", 10, a_ahead.booked));
+  PermitRequest probe = request(bursty(100));
+  probe.permits = 1;
+  const Reservation after_a = pipe_b.reserve(probe, waiter_);
+  EXPECT_EQ(after_a.wait, 350ms);  // 400 ms from the start: nothing moved up
+  // B's two chunks and the probe, one after the other, are the last: they go back, as far as
+  // where B's first chunk found the key (200 ms from the start).
+  EXPECT_TRUE(pipe_b.give_back(
+      "api", 21, BookingSpan{.from = b_chunk.booked.from, .until = after_a.booked.until}));
+  EXPECT_EQ(pipe_a.reserve(probe, waiter_).wait, 150ms);
+  // Without a span (a rate set by hand), back in any case.
+  EXPECT_TRUE(pipe_a.give_back("api", 1, std::nullopt));
+  EXPECT_EQ(pipe_a.reserve(probe, waiter_).wait, 150ms);
+}
+
+// One permit at 0.001/s books the next 1000 s ahead; the rate meant, set by hand, converts what is
+// owed (1 permit) to the new rate, even from the 292-year limit; a lowered rate keeps the turn.
+TEST_F(StateFileStoreTest, ARaisedRateSetByHandConvertsTheBookedTurn) {
+  auto store = process();
+  PermitRequest keeping = request(bursty(5));
+  keeping.apply_params = false;
+  for (const double typo : {0.001, 1e-300}) {
+    store.reset("api");
+    EXPECT_EQ(store.reserve(request(bursty(typo)), waiter_).wait, 0ms);
+    ASSERT_TRUE(set_key_rate_by_hand(store, "api", 5, {}));
+    // 200 ms for what is owed, give or take a permit of rounding.
+    EXPECT_LT(store.reserve(keeping, waiter_).wait, 500ms) << typo;
+  }
+  // Booked 200 ms ahead at 5/s; lowered to 1/s, still 200 ms (not the 1 s a permit takes now).
+  store.reset("api");
+  EXPECT_EQ(store.reserve(request(bursty(5)), waiter_).wait, 0ms);
+  ASSERT_TRUE(set_key_rate_by_hand(store, "api", 1, {}));
+  keeping.params = bursty(1);
+  EXPECT_EQ(store.reserve(keeping, waiter_).wait, 200ms);
+  EXPECT_FALSE(set_key_rate_by_hand(store, "none", 5, {}));
+}
+
+TEST(SetRateByHand, ConvertsOnlyARaisedRate) {
+  TokenBucket bucket(bursty(1), 0s);
+  bucket.reserve(10, 0s);  // the next turn at 10 s
+  set_rate_by_hand(bucket, 10, 1s);
+  EXPECT_EQ(bucket.state().next_free, 1s + 900ms);  // 9 permits owed at 10/s
+  set_rate_by_hand(bucket, 1, 1s);
+  EXPECT_EQ(bucket.state().next_free, 1s + 900ms);  // as Guava's setRate
+}
+
+TEST_F(StateFileStoreTest, MatchesTheCoreDecisionForDecision) {
+  auto store = process();
+  BucketParams params;
+  params.shape = BucketShape::warming_up;
+  params.permits_per_second = 4;
+  params.warmup = 2s;
+  TokenBucket reference(params, clock_.now());
+  for (int i = 0; i < 20; ++i) {
+    clock_.advance(std::chrono::milliseconds(37 * (i % 5)));
+    PermitRequest permits = request(params);
+    permits.permits = 1 + i % 3;
+    EXPECT_EQ(store.reserve(permits, waiter_).wait,
+              reference.reserve(permits.permits, clock_.now()));
+  }
+}
+
+TEST_F(StateFileStoreTest, TryRefusesWithoutBooking) {
+  auto store = process();
+  ASSERT_TRUE(store.reserve(request(bursty(10), 0ns), waiter_).granted);
+  const Reservation refused = store.reserve(request(bursty(10), 0ns), waiter_);
+  EXPECT_FALSE(refused.granted);
+  EXPECT_EQ(refused.wait, 100ms);
+  clock_.advance(100ms);
+  EXPECT_TRUE(store.reserve(request(bursty(10), 0ns), waiter_).granted);
+}
+
+TEST_F(StateFileStoreTest, TimeoutGrantsWhatIsDueInTime) {
+  auto store = process();
+  store.reserve(request(bursty(10)), waiter_);
+  EXPECT_FALSE(store.reserve(request(bursty(10), 99ms), waiter_).granted);
+  const Reservation granted = store.reserve(request(bursty(10), 100ms), waiter_);
+  EXPECT_TRUE(granted.granted);
+  EXPECT_EQ(granted.wait, 100ms);
+}
+
+TEST_F(StateFileStoreTest, NewParametersApplyFromNowOn) {
+  auto store = process();
+  store.reserve(request(bursty(1)), waiter_);
+  EXPECT_EQ(store.reserve(request(bursty(1)), waiter_).wait, 1s);
+  // The booking at 1 permit/s is kept; after it, permits come at the new rate.
+  EXPECT_EQ(store.reserve(request(bursty(10)), waiter_).wait, 2s);
+  EXPECT_EQ(store.reserve(request(bursty(10)), waiter_).wait, 2100ms);
+  EXPECT_EQ(store.status("api").front().params, bursty(10));
+}
+
+// The notation goes with the parameters that a request applies: to a new key, in place of the
+// key's (blank if the request has none); a request that finds them the key's, or keeps the key's,
+// leaves the key's notation.
+TEST_F(StateFileStoreTest, TheKeyKeepsTheNotationOfTheParametersApplied) {
+  auto store = process();
+  const auto notation_now = [&] { return store.status("api").at(0).notation; };
+  PermitRequest made = request(bursty(10));
+  made.notation = "bytes si 1 time";
+  store.reserve(made, waiter_);
+  EXPECT_EQ(notation_now(), "bytes si 1 time");
+  PermitRequest same = made;
+  same.notation = "permits si 0 time";
+  store.reserve(same, waiter_);
+  EXPECT_EQ(notation_now(), "bytes si 1 time");
+  PermitRequest kept = request(bursty(20));
+  kept.apply_params = false;
+  kept.notation = "lines si 0 time";
+  store.reserve(kept, waiter_);
+  EXPECT_EQ(notation_now(), "bytes si 1 time");
+  PermitRequest replacing = request(bursty(20));
+  replacing.notation = "lines si 60 units";
+  store.reserve(replacing, waiter_);
+  EXPECT_EQ(notation_now(), "lines si 60 units");
+  store.reserve(request(bursty(30)), waiter_);
+  EXPECT_EQ(notation_now(), "");
+  // Kept by a change of rate by hand and a give-back.
+  store.reserve(replacing, waiter_);
+  store.set_rate("api", 40, {});
+  store.give_back("api", 1, std::nullopt);
+  EXPECT_EQ(notation_now(), "lines si 60 units");
+}
+
+TEST_F(StateFileStoreTest, IdleBucketStoresABurst) {
+  auto store = process();
+  store.reserve(request(bursty(10)), waiter_);
+  clock_.advance(5s);
+  const auto status = store.status("api");
+  ASSERT_EQ(status.size(), 1u);
+  EXPECT_DOUBLE_EQ(status.front().stored_permits, 10.0);
+  EXPECT_EQ(status.front().next_free_in, 0ns);
+  for (int i = 0; i < 11; ++i)
+    EXPECT_EQ(store.reserve(request(bursty(10)), waiter_).wait, 0ns) << i;
+  EXPECT_EQ(store.reserve(request(bursty(10)), waiter_).wait, 100ms);
+}
+
+TEST_F(StateFileStoreTest, CorruptRecordIsAFreshBucket) {
+  auto store = process();
+  store.reserve(request(bursty(1)), waiter_);
+  std::string bytes = read_file("api.bucket");
+  bytes[20] = static_cast<char>(bytes[20] ^ 0x40);
+  write_file("api.bucket", bytes);
+  EXPECT_NE(store.status(std::nullopt).front().problem, "");
+  EXPECT_EQ(store.reserve(request(bursty(1)), waiter_).wait, 0ns);
+  ASSERT_EQ(notes_.size(), 1u);
+  EXPECT_EQ(notes_.front(), "key 'api': bad checksum; starting a fresh bucket");
+  EXPECT_EQ(store.reserve(request(bursty(1)), waiter_).wait, 1s);
+}
+
+TEST_F(StateFileStoreTest, TruncatedAndGarbageRecordsAreFreshBuckets) {
+  auto store = process();
+  store.reserve(request(bursty(1)), waiter_);
+  write_file("api.bucket", read_file("api.bucket").substr(0, 50));
+  EXPECT_EQ(store.reserve(request(bursty(1)), waiter_).wait, 0ns);
+  write_file("api.bucket", std::string(5000, 'x'));
+  EXPECT_EQ(store.reserve(request(bursty(1)), waiter_).wait, 0ns);
+  EXPECT_EQ(notes_.size(), 2u);
+}
+
+TEST_F(StateFileStoreTest, ARecordBeyondItsParametersIsAFreshBucket) {
+  auto store = process();
+  store.reserve(request(bursty(1)), waiter_);
+  StateRecord record;
+  record.params = bursty(1);
+  record.state = {.stored_permits = 1e300, .next_free = clock_.now()};
+  record.machine_id = kMachine;
+  record.boot_id = kBoot;
+  write_file("api.bucket", encode_record(record));
+  EXPECT_NE(store.status(std::nullopt).front().problem, "");
+  // 1e300 stored permits would let everything through; a fresh bucket lets one.
+  EXPECT_EQ(store.reserve(request(bursty(1)), waiter_).wait, 0ns);
+  EXPECT_EQ(store.reserve(request(bursty(1)), waiter_).wait, 1s);
+  ASSERT_EQ(notes_.size(), 1u);
+  EXPECT_EQ(notes_.front(),
+            "key 'api': stored permits 1e+300 above the bucket's 1; starting a fresh bucket");
+}
+
+TEST_F(StateFileStoreTest, RecordOfAPreviousBootIsAFreshBucket) {
+  process("00000000-0000-0000-0000-000000000000").reserve(request(bursty(1)), waiter_);
+  auto store = process();
+  EXPECT_EQ(store.reserve(request(bursty(1)), waiter_).wait, 0ns);
+  ASSERT_EQ(notes_.size(), 1u);
+  EXPECT_EQ(notes_.front(), "key 'api': state from a previous boot; starting a fresh bucket");
+}
+
+TEST_F(StateFileStoreTest, RecordOfAnotherMachineIsRefused) {
+  process(kBoot, "ffffffffffffffffffffffffffffffff").reserve(request(bursty(1)), waiter_);
+  auto store = process();
+  try {
+    store.reserve(request(bursty(1)), waiter_);
+    ADD_FAILURE() << "another machine's record was used";
+  } catch (const UnsafeStateError& error) {
+    EXPECT_EQ(std::string(error.what()),
+              "state file '" + dir_.string() +
+                  "/api.bucket' was written on another machine (machine id "
+                  "ffffffffffffffffffffffffffffffff, this is 0123456789abcdef0123456789abcdef): a "
+                  "state directory shared by hosts cannot keep one limit; use a directory of this "
+                  "host's (--state-dir)");
+  }
+  // The other machine's record is left as it was, and reset clears it.
+  EXPECT_EQ(
+      process(kBoot, "ffffffffffffffffffffffffffffffff").reserve(request(bursty(1)), waiter_).wait,
+      1s);
+  EXPECT_TRUE(store.reset("api"));
+  EXPECT_TRUE(store.reserve(request(bursty(1)), waiter_).granted);
+}
+
+TEST_F(StateFileStoreTest, MachineWithoutAnIdTakesEveryRecordAsItsOwn) {
+  process(kBoot, "ffffffffffffffffffffffffffffffff").reserve(request(bursty(1)), waiter_);
+  EXPECT_EQ(process(kBoot, "").reserve(request(bursty(1)), waiter_).wait, 1s);
+}
+
+TEST_F(StateFileStoreTest, StatusListsBucketsByKeyAndResetForgetsOne) {
+  auto store = process();
+  for (const char* key : {"b", "a/x", "c"}) {
+    PermitRequest permits = request(bursty(2), 0ns);
+    permits.key = key;
+    store.reserve(permits, waiter_);
+  }
+  write_file("unrelated.txt", "");
+  std::vector<std::string> keys;
+  for (const auto& bucket : store.status(std::nullopt)) keys.push_back(bucket.key);
+  EXPECT_EQ(keys, (std::vector<std::string>{"a/x", "b", "c"}));
+  const auto only_b = store.status("b");
+  ASSERT_EQ(only_b.size(), 1u);
+  EXPECT_EQ(only_b.front().next_free_in, 500ms);
+  EXPECT_TRUE(store.reset("b"));
+  EXPECT_FALSE(store.reset("b"));
+  EXPECT_TRUE(store.status("b").empty());
+  EXPECT_TRUE(std::filesystem::exists(dir_.path() / "a%2Fx.bucket"));
+}
+
+TEST_F(StateFileStoreTest, SymlinkAtTheStateFileIsNotFollowed) {
+  TempDir elsewhere;
+  const auto target = elsewhere.path() / "target";
+  std::ofstream(target) << "precious";
+  std::filesystem::create_symlink(target, dir_.path() / "api.bucket");
+  auto store = process();
+  EXPECT_THROW(store.reserve(request(bursty(1)), waiter_), UnsafeStateError);
+  std::ifstream in(target);
+  EXPECT_EQ(std::string(std::istreambuf_iterator<char>(in), {}), "precious");
+}
+
+TEST_F(StateFileStoreTest, DirectoryWritableByOthersIsRefused) {
+  ::chmod(dir_.string().c_str(), 0777);
+  EXPECT_THROW(state::StateDirectory::open(dir_.string()), UnsafeStateError);
+  ::chmod(dir_.string().c_str(), 0720);
+  EXPECT_THROW(state::StateDirectory::open(dir_.string()), UnsafeStateError);
+  ::chmod(dir_.string().c_str(), 0755);
+  EXPECT_NO_THROW(state::StateDirectory::open(dir_.string()));
+}
+
+TEST_F(StateFileStoreTest, MissingDirectoryIsCreatedPrivate) {
+  const std::string path = dir_.string() + "/state";
+  state::StateDirectory::open(path);
+  struct stat status {};
+  ASSERT_EQ(::stat(path.c_str(), &status), 0);
+  EXPECT_EQ(status.st_mode & 07777, 0700u);
+}
+
+TEST_F(StateFileStoreTest, StateFilesArePrivate) {
+  process().reserve(request(bursty(1)), waiter_);
+  struct stat status {};
+  ASSERT_EQ(::stat((dir_.path() / "api.bucket").c_str(), &status), 0);
+  EXPECT_EQ(status.st_mode & 07777, 0600u);
+}
+
+TEST_F(StateFileStoreTest, SlotLockIsExclusiveUntilClosed) {
+  const state::StateDirectory directory = state::StateDirectory::open(dir_.string());
+  io::FileDescriptor held = directory.try_lock("api.slot-0");
+  ASSERT_TRUE(held);
+  EXPECT_FALSE(directory.try_lock("api.slot-0"));
+  held.reset();
+  EXPECT_TRUE(directory.try_lock("api.slot-0"));
+}
+
+TEST_F(StateFileStoreTest, AnUpdateReplacesTheRecordWholeSoNoCrashCanTearIt) {
+  auto store = process();
+  store.reserve(request(bursty(10)), waiter_);
+  const std::string before = read_file("api.bucket");
+  // A reader (or a crash) in the middle of the next update sees the old file whole.
+  std::ifstream old_file(dir_.path() / "api.bucket", std::ios::binary);
+  struct stat old_status {};
+  ASSERT_EQ(::stat((dir_.path() / "api.bucket").c_str(), &old_status), 0);
+  store.reserve(request(bursty(10)), waiter_);
+  EXPECT_EQ(std::string(std::istreambuf_iterator<char>(old_file), {}), before);
+  struct stat new_status {};
+  ASSERT_EQ(::stat((dir_.path() / "api.bucket").c_str(), &new_status), 0);
+  EXPECT_NE(new_status.st_ino, old_status.st_ino);
+  EXPECT_NE(read_file("api.bucket"), before);
+  EXPECT_FALSE(std::filesystem::exists(dir_.path() / "api.bucket.new"));
+}
+
+TEST_F(StateFileStoreTest, WhatACrashBeforeTheRenameLeftIsIgnored) {
+  auto store = process();
+  EXPECT_EQ(store.reserve(request(bursty(10)), waiter_).wait, 0ms);
+  write_file("api.bucket.new", "half a rec");
+  // The booked record holds: the next permit waits its turn, no fresh bucket's free one.
+  EXPECT_EQ(store.reserve(request(bursty(10)), waiter_).wait, 100ms);
+  EXPECT_TRUE(notes_.empty());
+  EXPECT_EQ(store.status("api").size(), 1u);
+}
+
+// Another process holding the bucket's lock (stopped inside its update, say) for as long as the
+// test runs.
+class HeldLockTest : public StateFileStoreTest {
+ protected:
+  void SetUp() override {
+    process().reserve(request(bursty(1000)), waiter_);
+    held_ =
+        state::StateDirectory::open(dir_.string()).lock("api.bucket", state::LockKind::exclusive);
+  }
+  std::optional<state::LockedFile> held_;
+};
+
+TEST_F(HeldLockTest, TryDoesNotWaitForTheLock) {
+  const Reservation reservation = process().reserve(request(bursty(1000), 0ns), waiter_);
+  EXPECT_FALSE(reservation.granted);
+  EXPECT_EQ(reservation.signal, 0);
+  EXPECT_TRUE(waiter_.waits.empty());
+}
+
+TEST_F(HeldLockTest, DeadlineBoundsTheWaitForTheLock) {
+  const auto start = clock_.now();
+  const Reservation reservation = process().reserve(request(bursty(1000), 30ms), waiter_);
+  EXPECT_FALSE(reservation.granted);
+  EXPECT_EQ(clock_.now() - start, 30ms);
+  // Tried again after 0.1, 0.2, 0.4 ... ms, at most 10 ms apart.
+  ASSERT_GE(waiter_.waits.size(), 3u);
+  EXPECT_EQ(waiter_.waits[0], 100us);
+  EXPECT_EQ(waiter_.waits[1], 200us);
+  for (const auto wait : waiter_.waits) EXPECT_LE(wait, 10ms);
+}
+
+TEST_F(HeldLockTest, StopSignalEndsTheWaitForTheLock) {
+  waiter_.signal_during_wait = 5;
+  const Reservation reservation = process().reserve(request(bursty(1000)), waiter_);
+  EXPECT_FALSE(reservation.granted);
+  EXPECT_EQ(reservation.signal, SIGINT);
+  EXPECT_EQ(waiter_.waits.size(), 5u);
+}
+
+TEST_F(HeldLockTest, LockLetGoIsTaken) {
+  auto store = process();
+  held_.reset();
+  clock_.advance(1s);
+  EXPECT_TRUE(store.reserve(request(bursty(1000), 0ns), waiter_).granted);
+}
+
+}  // namespace
+}  // namespace ratelimit::stores
