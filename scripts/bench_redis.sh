@@ -7,8 +7,9 @@
 #               against the rate and its worst 100 ms window (bench/pipe_probe traces);
 #   latency     the time of one `ratelimit acquire` with --redis over the unix socket, over TCP and
 #               over TLS (rediss://, a test CA, the session of the previous call resumed),
-#               against the state file, at a rate that never waits: the cost of a connection
-#               (and a TLS handshake) per exec call;
+#               connecting from the process and through the host agent, against the state file,
+#               at a rate that never waits: what a connection (and a TLS handshake) adds to an
+#               exec call, and what the agent leaves of it;
 #   kept        the script's round trip on a kept connection, as a pipe makes it (redis-benchmark,
 #               one client, median) over each transport;
 #   throughput  the script's decisions per second from 8 concurrent clients (redis-benchmark
@@ -101,14 +102,23 @@ mean_cpu_ms() {
     awk -v n="$count" '{ printf "%.3f", ($1 + $2) * 1000 / n }'
 }
 export RATELIMIT_STATE_DIR=$TMP/latency
-lat_file=$(RATELIMIT_REDIS= mean_ms 500 "$RATELIMIT" acquire --rate 1e9 --key lat)
-lat_unix=$(mean_ms 500 "$RATELIMIT" acquire --redis "$UNIX_URL" --rate 1e9 --key lat)
-lat_tcp=$(mean_ms 500 "$RATELIMIT" acquire --redis "$TCP_URL" --rate 1e9 --key lat)
-lat_tls=$(mean_ms 500 "$RATELIMIT" acquire --redis "$TLS_URL" "${TLS_CA[@]}" --rate 1e9 --key lat)
-cpu_unix=$(mean_cpu_ms 300 "$RATELIMIT" acquire --redis "$UNIX_URL" --rate 1e9 --key lat)
-cpu_tcp=$(mean_cpu_ms 300 "$RATELIMIT" acquire --redis "$TCP_URL" --rate 1e9 --key lat)
-cpu_tls=$(mean_cpu_ms 300 "$RATELIMIT" acquire --redis "$TLS_URL" "${TLS_CA[@]}" --rate 1e9 --key lat)
-latency_result="state file $lat_file ms, Redis over the unix socket $lat_unix ms, over TCP $lat_tcp ms, over TLS $lat_tls ms; CPU of the client per call: unix socket $cpu_unix ms, TCP $cpu_tcp ms, TLS $cpu_tls ms"
+# latency_of ARGS...: "WALL ms (CPU ms)" of `ratelimit acquire ARGS...`: the mean wall time of 300
+# calls, and the calling process's own CPU per call (an agent's is not in it).
+latency_of() {
+  echo "$(mean_ms 300 "$RATELIMIT" acquire --rate 1e9 --key lat "$@") ms ($(mean_cpu_ms 300 "$RATELIMIT" acquire --rate 1e9 --key lat "$@") ms)"
+}
+lat_file=$(RATELIMIT_REDIS= latency_of)
+lat_unix=$(latency_of --redis "$UNIX_URL" --no-agent)
+lat_tcp=$(latency_of --redis "$TCP_URL" --no-agent)
+lat_tls=$(latency_of --redis "$TLS_URL" "${TLS_CA[@]}" --no-agent)
+# Through the host agent, which the first call starts: it is warm when the timing begins.
+"$RATELIMIT" acquire --rate 1e9 --key lat --redis "$TLS_URL" "${TLS_CA[@]}" >/dev/null
+until [ -S "$RATELIMIT_STATE_DIR/agent.sock" ]; do sleep 0.01; done
+agent_unix=$(latency_of --redis "$UNIX_URL")
+agent_tcp=$(latency_of --redis "$TCP_URL")
+agent_tls=$(latency_of --redis "$TLS_URL" "${TLS_CA[@]}")
+kill "$(cat "$RATELIMIT_STATE_DIR/agent.lock")"
+latency_result="wall (the caller's CPU) per call: state file $lat_file; connecting from the process: unix socket $lat_unix, TCP $lat_tcp, TLS $lat_tls (the session resumed); through the host agent: unix socket $agent_unix, TCP $agent_tcp, TLS $agent_tls"
 echo "$latency_result" >&2
 
 echo "== decisions per second, 8 clients, against a minimal GCRA script" >&2
@@ -139,6 +149,8 @@ throughput_result="one key: ${ours_rps}/s, ${ours_cpu} us of server CPU each; mi
 echo "$throughput_result" >&2
 
 echo "== server CPU per acquire: TCP, TLS full handshake, TLS resumed" >&2
+# Each call connects: not through the host agent, which keeps its connection.
+export RATELIMIT_NO_AGENT=1
 # An RSA-2048 server certificate too: what most CAs issue, and dearer to the server than EC.
 openssl req -new -newkey rsa:2048 -nodes -keyout "$tls/rsa.key" -subj /CN=rsa \
   -addext "subjectAltName=DNS:localhost,IP:127.0.0.1" -out "$tls/rsa.csr" 2>/dev/null

@@ -3,6 +3,7 @@
 # one Redis connection for all of them; the bound holds through it and through its SIGKILL; its
 # socket is this user's alone; it ends when idle; --no-agent and $RATELIMIT_NO_AGENT turn it off.
 # Timing: loose bounds, run alone (RESOURCE_LOCK timing).
+# Under ThreadSanitizer too (label threaded), for the agent's threads: tests/e2e/under_tsan.sh.
 source "$E2E_LIB"
 source "$(dirname "${BASH_SOURCE[0]}")/redis_server.sh"
 use_agents
@@ -57,8 +58,10 @@ python3 -c '
 import json, sys
 agent = json.load(open(sys.argv[1]))["agent"]
 assert agent["pid"] == int(sys.argv[2]) and agent["connections"] == 1, agent
-assert agent["decisions"] >= int(sys.argv[3]) >= 1600, agent
-' "$WORK/status.json" "$pid" "$decisions" || fail "status --json: $(cat "$WORK/status.json")"
+# Every grant was a decision; a --try whose deadline passed while it queued (a loaded machine) is
+# refused without one, so the 1,600 calls may have made fewer.
+assert agent["decisions"] >= int(sys.argv[3]) >= int(sys.argv[4]), agent
+' "$WORK/status.json" "$pid" "$decisions" "$grants" || fail "status --json: $(cat "$WORK/status.json")"
 
 # A wait through the agent ends at once on Ctrl-C; --timeout and --try refuse in time.
 expect_status 0 "$RATELIMIT" acquire --rate 1/m --key slow

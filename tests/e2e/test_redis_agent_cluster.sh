@@ -2,6 +2,7 @@
 # The host agent on a Redis Cluster of three masters reached through one seed node: calls on keys
 # of every node go through one agent, which follows the MOVED replies: each key's bucket is on its
 # node, and each node sees the agent's one connection, not one per call.
+# Under ThreadSanitizer too (label threaded), for the agent's threads: tests/e2e/under_tsan.sh.
 source "$E2E_LIB"
 source "$(dirname "${BASH_SOURCE[0]}")/redis_server.sh"
 use_agents

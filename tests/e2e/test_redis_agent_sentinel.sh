@@ -5,6 +5,7 @@
 # (+2 for replication lag and scheduling), the same agent throughout, and the new master sees the
 # agent's connection, not one per call.
 # Timing: loose bounds, run alone (RESOURCE_LOCK timing).
+# Under ThreadSanitizer too (label threaded), for the agent's threads: tests/e2e/under_tsan.sh.
 source "$E2E_LIB"
 source "$(dirname "${BASH_SOURCE[0]}")/redis_server.sh"
 use_agents
