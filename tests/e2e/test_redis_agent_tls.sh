@@ -35,14 +35,17 @@ expect_stderr ""
 # expect_same_failure STATUS LINE OPTIONS...: `exec OPTIONS` ends with STATUS and LINE alone, the
 # command not run, direct and through the agent (which then serves one deployment more).
 expect_same_failure() {
-  local status=$1 line=$2 deployments
+  local status=$1 line=$2 way deployments
   shift 2
-  for agent in --no-agent ""; do
+  for way in direct agent; do
+    local direct_option=()
+    [ "$way" = direct ] && direct_option=(--no-agent)
     deployments=$(agent_deployments)
-    expect_status "$status" "$RATELIMIT" exec $agent --rate 10/s --key f "$@" -- touch "$WORK/ran"
+    expect_status "$status" "$RATELIMIT" exec "${direct_option[@]}" --rate 10/s --key f "$@" -- \
+      touch "$WORK/ran"
     expect_stderr "$line"
-    [ ! -e "$WORK/ran" ] || fail "the command ran ${agent:-through the agent}: $line"
-    if [ -z "$agent" ]; then
+    [ ! -e "$WORK/ran" ] || fail "the command ran ($way): $line"
+    if [ "$way" = agent ]; then
       [ "$(agent_deployments)" = $((deployments + 1)) ] || fail "not through the agent: $line"
     fi
   done
@@ -56,7 +59,7 @@ expect_same_failure 64 "ratelimit: --redis-tls-ca $WORK/not.pem: no PEM certific
 expect_same_failure 64 "ratelimit: --redis-tls-cert $tls/client.crt: no PEM private key in it (give it with --redis-tls-key FILE)" \
   --redis "$url" "${ca[@]}" --redis-tls-cert "$tls/client.crt"
 (
-  cd "$tls"
+  cd "$tls" || exit 1
   expect_same_failure 64 "ratelimit: --redis-tls-key server.key: not the key of the certificate in --redis-tls-cert client.crt" \
     --redis "$url" "${ca[@]}" --redis-tls-cert client.crt --redis-tls-key server.key
   expect_same_failure 66 "ratelimit: --redis-tls-ca none.crt: No such file or directory" \
