@@ -70,6 +70,10 @@ struct Job {
   std::uint64_t client;
   std::uint64_t number;
   std::string text;
+  // Whether it keeps the agent from ending when idle: not a request of a form no store reads
+  // (a client of another version, which goes direct), so that an agent that only such clients
+  // call still ends, and the next client starts one of its own version.
+  bool keeps_alive;
 };
 
 io::FileDescriptor make_event() {
@@ -259,10 +263,8 @@ class Agent {
         const short events = (entry++)->revents;
         if (events & POLLOUT) flush(client);
         if (events & (POLLIN | POLLHUP | POLLERR)) {
-          for (std::string& request : receive(client)) {
-            take(id, client, std::move(request));
-            active = true;
-          }
+          for (std::string& request : receive(client))
+            active = take(id, client, std::move(request)) || active;
         }
       }
       if (ready[1].revents & POLLIN) {
@@ -292,30 +294,38 @@ class Agent {
     }
   }
 
-  // The agent's own request is answered at once, the stores' are queued on their route.
-  void take(std::uint64_t id, Client& client, std::string request) {
+  // The agent's own request is answered at once, the stores' are queued on their route. Returns
+  // whether the request keeps the agent alive (Job::keeps_alive).
+  bool take(std::uint64_t id, Client& client, std::string request) {
     const std::uint64_t number = client.requests++;
     if (request == kStatusRequest) {
       deliver(client, number, status());
-      return;
+      return true;
     }
-    std::unique_ptr<Route>& route = routes_[stores::agent_route(request)];
+    const std::string route_name = stores::agent_route(request);
+    std::unique_ptr<Route>& route = routes_[route_name];
     if (!route) route = std::make_unique<Route>(state_dir_, answers_ready_.get());
-    route->queue({.client = id, .number = number, .text = std::move(request)});
+    route->queue({.client = id,
+                  .number = number,
+                  .text = std::move(request),
+                  .keeps_alive = !route_name.empty()});
     ++in_flight_;
+    return !route_name.empty();
   }
 
   // Hands the answers that the routes have ready to their clients (those still connected);
-  // whether there were any.
+  // whether any keeps the agent alive.
   bool deliver_answers() {
     std::vector<Job> answers;
     for (auto& [name, route] : routes_) route->take_answers(answers);
+    bool keeps_alive = false;
     for (Job& answer : answers) {
+      keeps_alive = keeps_alive || answer.keeps_alive;
       if (const auto client = clients_.find(answer.client); client != clients_.end())
         deliver(client->second, answer.number, std::move(answer.text));
     }
     in_flight_ -= answers.size();
-    return !answers.empty();
+    return keeps_alive;
   }
 
   std::string status() {

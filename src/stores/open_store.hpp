@@ -44,7 +44,8 @@ std::unique_ptr<BucketStore> open_store(const StoresOptions& options);
 std::unique_ptr<AgentStores> open_agent_stores(const std::string& state_dir);
 // The route of a request to the agent: the requests of one route are answered by one
 // AgentStores, in turn, in the order they came; those of different routes independently, so that
-// a store that hangs holds up its own callers alone.
+// a store that hangs holds up its own callers alone. Empty for a request of a form that no store
+// reads (another version's), which is answered that it is not understood.
 std::string agent_route(std::string_view request);
 // Where the buckets are, for messages.
 std::string describe_store(const StoresOptions& options);

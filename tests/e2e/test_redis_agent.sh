@@ -183,3 +183,38 @@ sleep 2.5
 ! running "$idle_pid" || fail "the agent did not end when idle"
 [ ! -e "$WORK/idle/agent.sock" ] || fail "the idle agent left its socket"
 "$RATELIMIT" status --json | grep -Fq '"agent":null' || fail "status --json with no agent: $("$RATELIMIT" status --json)"
+
+# Requests of a form it does not read (from a client of another version, which then goes direct)
+# are answered so, and keep no agent alive: it still ends when idle, and the next client starts
+# one of its own version.
+export RATELIMIT_STATE_DIR=$WORK/versions RATELIMIT_AGENT_IDLE=1s
+expect_status 0 "$RATELIMIT" acquire --rate 100/s --key versions
+wait_for_file "$WORK/versions/agent.sock"
+versions_pid=$(agent_pid "$WORK/versions")
+python3 -c '
+import socket, struct, sys, time
+def receive(s, count):
+    data = b""
+    while len(data) < count:
+        chunk = s.recv(count - len(data))
+        if not chunk:
+            raise OSError("closed")
+        data += chunk
+    return data
+answers = 0
+end = time.monotonic() + 3
+while time.monotonic() < end:
+    try:
+        s = socket.socket(socket.AF_UNIX)
+        s.settimeout(1)
+        s.connect(sys.argv[1])
+        request = b"redis-command-0"
+        s.sendall(struct.pack("=I", len(request)) + request)
+        answers += receive(s, struct.unpack("=I", receive(s, 4))[0]) == b"11:unsupported"
+        s.close()
+    except OSError:
+        pass
+    time.sleep(0.2)
+print(answers)' "$WORK/versions/agent.sock" >"$WORK/versions.answers"
+[ "$(cat "$WORK/versions.answers")" -ge 1 ] || fail "no answer to a request of another form"
+! running "$versions_pid" || fail "requests of another form kept the agent alive"

@@ -41,3 +41,16 @@ import json, sys
 agent = json.load(open(sys.argv[1]))["agent"]
 assert agent["decisions"] >= 14, agent
 ' "$WORK/status.json" || fail "status --json: $(cat "$WORK/status.json")"
+
+# -v: the redirect that the agent follows for a key new to it, said by the caller as a direct
+# call says it.
+for i in $(seq 0 60); do
+  [ "$(redis_cli n1 cluster keyslot "verbose$i")" -gt 5460 ] && break
+done
+key=verbose$i
+expect_status 0 "$RATELIMIT" acquire --no-agent -v --rate 100/s --key "$key"
+direct=$(cat "$WORK/stderr")
+[[ $direct == "ratelimit: Redis Cluster: ratelimit:{$key} answered by redis://"*" after MOVED "* ]] ||
+  fail "direct -v said '$direct'"
+expect_status 0 "$RATELIMIT" acquire -v --rate 100/s --key "$key"
+expect_stderr "$direct"

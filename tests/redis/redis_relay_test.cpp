@@ -7,6 +7,7 @@
 #include <memory>
 
 #include "../unit/golden_vectors.hpp"
+#include "../unit/temp_dir.hpp"
 #include "errors.hpp"
 #include "io/waiter.hpp"
 #include "redis_golden_store.hpp"
@@ -56,6 +57,7 @@ class InProcessAgent final : public AgentLink {
     return {.outcome = AgentAnswer::Outcome::answered,
             .answer = relay.answer({std::string(request)}, real_waiter()).front()};
   }
+  explicit InProcessAgent(std::string session_dir = {}) : relay(std::move(session_dir)) {}
   RedisRelay relay;
   std::deque<AgentAnswer> scripted;
   int requests = 0;
@@ -181,6 +183,86 @@ class ReplayingAgent final : public AgentLink {
   std::vector<std::string> answers_;
   std::size_t next_ = 0;
 };
+
+// A call the agent answers loads no TLS file (OpenSSL's set-up costs a process milliseconds of
+// CPU): a CA file that is not there goes unnoticed until a call connects itself, which says so.
+TEST(RedisRelayTls, ACallTheAgentAnswersLoadsNoTlsFile) {
+  const std::string url = "rediss://localhost:1";
+  RedisTlsOptions tls;
+  tls.ca_file = "/nonexistent/ca.crt";
+  const auto quiet = [](const std::string&) {};
+  RedisStore relayed(parse_redis_deployment(url), kTimeout, quiet, tls);
+  relayed.relay_through(
+      RedisRelayClient(std::make_shared<RecordingAgent>(), {.url = url, .tls = tls}));
+  EXPECT_EQ(relayed.reserve(request("k", 1), real_waiter()).signal, SIGINT);
+  RedisStore direct(parse_redis_deployment(url), kTimeout, quiet, tls);
+  EXPECT_THROW(direct.reserve(request("k", 1), real_waiter()), InputError);
+}
+
+// What the agent says while serving a request is said by its caller, as a direct call says it:
+// here the TLS session that a direct connection kept, resumed by the agent's connection.
+TEST(RedisRelayTls, WhatTheAgentSaysServingARequestIsSaidByTheCaller) {
+  testing::RedisServer server({}, true);
+  testing::TempDir state;
+  RedisTlsOptions tls;
+  tls.ca_file = server.ca_file();
+  tls.session_dir = state.string();
+  std::vector<std::string> direct_notes;
+  RedisStore direct(
+      parse_redis_deployment(server.tls_url()), kTimeout,
+      [&](const std::string& note) { direct_notes.push_back(note); }, tls);
+  EXPECT_TRUE(direct.reserve(request("k", 1e9), real_waiter()).granted);
+  EXPECT_EQ(direct_notes, std::vector<std::string>{});
+  RedisStore again(
+      parse_redis_deployment(server.tls_url()), kTimeout,
+      [&](const std::string& note) { direct_notes.push_back(note); }, tls);
+  EXPECT_TRUE(again.reserve(request("k", 1e9), real_waiter()).granted);
+  ASSERT_EQ(direct_notes.size(), 1u);
+
+  auto agent = std::make_shared<InProcessAgent>(state.string());
+  std::vector<std::string> notes;
+  std::vector<std::string> warnings;
+  RedisStore relayed(
+      parse_redis_deployment(server.tls_url()), kTimeout, [](const std::string&) {}, tls);
+  relayed.relay_through(RedisRelayClient(
+      agent, {.url = server.tls_url(), .tls = tls},
+      [&](const std::string& note) { notes.push_back(note); },
+      [&](const std::string& warning) { warnings.push_back(warning); }));
+  EXPECT_TRUE(relayed.reserve(request("k", 1e9), real_waiter()).granted);
+  EXPECT_EQ(notes, direct_notes);
+  // On the agent's kept connection, no session was resumed for the next request.
+  EXPECT_TRUE(relayed.reserve(request("k", 1e9), real_waiter()).granted);
+  EXPECT_EQ(notes, direct_notes);
+  EXPECT_EQ(warnings, std::vector<std::string>{});
+  EXPECT_EQ(agent->relay.decisions(), 2u);
+}
+
+// Notes go to the caller's notify (--verbose), warnings to its warn, in the order said; an answer
+// that says anything else makes no sense, and nothing of it is said.
+TEST(RedisRelayFormat, NotesAndWarningsOfAnAnswerAreToldInOrder) {
+  const auto field = [](std::string_view text) {
+    return std::to_string(text.size()) + ":" + std::string(text);
+  };
+  const auto pong = [&](const std::string& said) {
+    return field("reply") + field(said) + field("status") + field("PONG");
+  };
+  const std::string url = "unix:///a.sock";
+  std::vector<std::string> notes;
+  std::vector<std::string> warnings;
+  RedisStore store(parse_redis_deployment(url), kTimeout);
+  store.relay_through(RedisRelayClient(
+      std::make_shared<ReplayingAgent>(std::vector<std::string>{
+          pong(field("note") + field("one") + field("warning") + field("two") + field("note") +
+               field("three")),
+          pong(field("note") + field("four") + field("shout") + field("five"))}),
+      {.url = url}, [&](const std::string& note) { notes.push_back(note); },
+      [&](const std::string& warning) { warnings.push_back(warning); }));
+  store.ping("k", real_waiter());
+  EXPECT_EQ(notes, (std::vector<std::string>{"one", "three"}));
+  EXPECT_EQ(warnings, std::vector<std::string>{"two"});
+  EXPECT_THROW(store.ping("k", real_waiter()), StoreUnavailable);
+  EXPECT_EQ(notes.size(), 2u);
+}
 
 // 8 requests for one key at 1/s that come together go out in one write, and each gets the
 // decision it would get alone, in the order they came: now, in 1 s, in 2 s...

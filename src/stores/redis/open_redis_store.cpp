@@ -14,11 +14,12 @@ std::unique_ptr<BucketStore> open_redis_store(const RedisOptions& options,
   auto redis = std::make_unique<RedisStore>(parse_redis_deployment(options.url), options.timeout,
                                             notify, options.tls, options.failover_timeout, warn);
   if (options.agent)
-    redis->relay_through(
-        RedisRelayClient(options.agent, {.url = options.url,
-                                         .tls = options.tls,
-                                         .timeout = options.timeout,
-                                         .failover_timeout = options.failover_timeout}));
+    redis->relay_through(RedisRelayClient(options.agent,
+                                          {.url = options.url,
+                                           .tls = options.tls,
+                                           .timeout = options.timeout,
+                                           .failover_timeout = options.failover_timeout},
+                                          notify, warn));
   if (!options.tls.verify)
     warn(fmt::format("{}: the Redis server's certificate and name are not checked",
                      redis_option::tls_insecure));

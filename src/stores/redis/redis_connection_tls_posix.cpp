@@ -39,12 +39,16 @@ std::string openssl_reason(std::string_view fallback) {
 // Certificates and keys are small; a CA bundle a few hundred KiB.
 constexpr std::size_t kLargestPemFile = std::size_t{16} << 20;
 
-// The whole of a file the user named: a regular file, opened without blocking (a FIFO there would
-// hang the open or the read with no deadline). Throws InputError naming the option and the file.
-std::string read_pem_file(std::string_view option, const std::string& file) {
+// The whole of a file the user named, `file` as written, found in `directory` if relative (empty:
+// the working directory): a regular file, opened without blocking (a FIFO there would hang the
+// open or the read with no deadline). Throws InputError naming the option and the file.
+std::string read_pem_file(std::string_view option, const std::string& file,
+                          const std::string& directory) {
   const std::string named = std::string(option) + " " + file;
+  const std::string path =
+      directory.empty() || file.starts_with('/') ? file : directory + "/" + file;
   const io::FileDescriptor fd(io::retry_on_eintr(
-      [&] { return ::open(file.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC | O_NOCTTY); }));
+      [&] { return ::open(path.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC | O_NOCTTY); }));
   if (!fd) throw InputError(errno, named);
   struct stat status {};
   if (::fstat(fd.get(), &status) != 0) throw InputError(errno, named);
@@ -77,8 +81,8 @@ Bio memory_bio(const std::string& bytes) {
 }
 
 // The certificates (and CRLs) of --redis-tls-ca's file, trusted. Returns the digest of the file.
-std::string trust_cas(SSL_CTX* context, const std::string& file) {
-  const std::string bytes = read_pem_file("--redis-tls-ca", file);
+std::string trust_cas(SSL_CTX* context, const std::string& file, const std::string& directory) {
+  const std::string bytes = read_pem_file("--redis-tls-ca", file, directory);
   const Bio bio = memory_bio(bytes);
   STACK_OF(X509_INFO)* const infos = ::PEM_X509_INFO_read_bio(bio.get(), nullptr, nullptr, nullptr);
   X509_STORE* const store = ::SSL_CTX_get_cert_store(context);
@@ -95,8 +99,9 @@ std::string trust_cas(SSL_CTX* context, const std::string& file) {
 }
 
 // --redis-tls-cert's certificate and the chain after it. Returns the digest of the file.
-std::string use_certificate_chain(SSL_CTX* context, const std::string& file) {
-  const std::string bytes = read_pem_file("--redis-tls-cert", file);
+std::string use_certificate_chain(SSL_CTX* context, const std::string& file,
+                                  const std::string& directory) {
+  const std::string bytes = read_pem_file("--redis-tls-cert", file, directory);
   const Bio bio = memory_bio(bytes);
   X509* const certificate = ::PEM_read_bio_X509_AUX(bio.get(), nullptr, nullptr, nullptr);
   const bool used = certificate != nullptr && ::SSL_CTX_use_certificate(context, certificate) == 1;
@@ -117,8 +122,8 @@ std::string use_certificate_chain(SSL_CTX* context, const std::string& file) {
 
 // The private key of --redis-tls-cert, from `file` (`option` names where it came from).
 void use_private_key(SSL_CTX* context, std::string_view option, const std::string& file,
-                     const std::string& cert_file) {
-  const std::string bytes = read_pem_file(option, file);
+                     const std::string& cert_file, const std::string& directory) {
+  const std::string bytes = read_pem_file(option, file, directory);
   const Bio bio = memory_bio(bytes);
   EVP_PKEY* const key = ::PEM_read_bio_PrivateKey(bio.get(), nullptr, nullptr, nullptr);
   // Using a key checks it against the certificate.
@@ -444,16 +449,18 @@ RedisTls::RedisTls(const RedisTlsOptions& options, std::function<void(const std:
               X509_get_default_cert_dir_env() + "=" +
               getenv_or_empty(X509_get_default_cert_dir_env());
     } else {
-      trust = "CA file " + trust_cas(context, options.ca_file);
+      trust = "CA file " + trust_cas(context, options.ca_file, options.directory);
     }
   }
   if (options.cert_file.empty()) {
     ::SSL_CTX_set_client_cert_cb(context, TlsTransport::on_certificate_request);
   } else {
-    trust += ", client certificate " + use_certificate_chain(context, options.cert_file);
+    trust += ", client certificate " +
+             use_certificate_chain(context, options.cert_file, options.directory);
     const bool own_file = !options.key_file.empty();
     use_private_key(context, own_file ? "--redis-tls-key" : "--redis-tls-cert",
-                    own_file ? options.key_file : options.cert_file, options.cert_file);
+                    own_file ? options.key_file : options.cert_file, options.cert_file,
+                    options.directory);
   }
   if (!options.session_dir.empty()) keep_sessions(options, std::move(trust), std::move(notify));
 }

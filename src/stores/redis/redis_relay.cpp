@@ -3,6 +3,7 @@
 #include <charconv>
 #include <filesystem>
 #include <system_error>
+#include <utility>
 
 #include "errors.hpp"
 #include "stores/redis/redis_deployment.hpp"
@@ -12,9 +13,12 @@ namespace {
 
 using std::chrono::nanoseconds;
 
-// What a request starts with: another version of ratelimit, whose agent reads requests of
-// another form, answers kUnsupported and its client goes direct.
-constexpr std::string_view kRequestFormat = "redis-command-1";
+// What a request starts with, named anew whenever requests or answers change form: an agent of
+// another version answers a request of another form kUnsupported (as every version has), and
+// its client goes direct from then on, so that an old client and a new agent (or the reverse)
+// never read each other's fields. 2: answers carry what was said while serving the request, TLS
+// files are named as written, with the client's directory.
+constexpr std::string_view kRequestFormat = "redis-command-2";
 constexpr std::string_view kUnsupported = "unsupported";
 
 // Fields are written as "LENGTH:BYTES", so that any byte may be in one.
@@ -103,59 +107,75 @@ RedisValue take_value(std::string_view& in, int depth = 0) {
   return value;
 }
 
-std::string absolute(const std::string& file) {
-  if (file.empty()) return file;
+// The directory that the relative names among `tls`'s files are in: the working directory; empty
+// when all are absolute, so that clients in other directories share the deployment.
+std::string directory_of_relative_files(const RedisTlsOptions& tls) {
+  const auto relative = [](const std::string& file) {
+    return !file.empty() && !file.starts_with('/');
+  };
+  if (!relative(tls.ca_file) && !relative(tls.cert_file) && !relative(tls.key_file)) return {};
   std::error_code error;
-  const std::filesystem::path path = std::filesystem::absolute(file, error);
-  return error ? file : path.string();
+  const std::filesystem::path directory = std::filesystem::current_path(error);
+  return error ? std::string() : directory.string();
+}
+
+// Every answer starts with its kind, then (but for kUnsupported, whose form every version keeps)
+// what was said while serving it, as one field: each a kind ("note": --verbose's, or "warning")
+// and its text.
+std::string answer_head(std::string_view kind, std::string_view said) {
+  std::string out;
+  put(out, kind);
+  put(out, said);
+  return out;
 }
 
 // The answer that carries an error back: its kind and message.
-std::string failure_answer(std::string_view kind, std::string_view message) {
-  std::string out;
-  put(out, kind);
+std::string failure_answer(std::string_view kind, std::string_view said, std::string_view message) {
+  std::string out = answer_head(kind, said);
   put(out, message);
   return out;
 }
 
 // The answer that carries the error being handled back to its client, as what it is.
-std::string current_failure_answer() {
+std::string current_failure_answer(std::string_view said) {
   try {
     throw;
   } catch (const RedisTooLate&) {
-    std::string out;
-    put(out, "too_late");
-    return out;
+    return answer_head("too_late", said);
   } catch (const RedisInterrupted&) {
-    return failure_answer("unavailable", "the ratelimit agent was stopped");
+    return failure_answer("unavailable", said, "the ratelimit agent was stopped");
   } catch (const RedisConnectionLost& lost) {
-    std::string out = failure_answer("lost", lost.what());
+    std::string out = failure_answer("lost", said, lost.what());
     put(out, lost.sent() ? "1" : "0");
     return out;
   } catch (const RedisRefused& refused) {
-    return failure_answer("refused", refused.what());
+    return failure_answer("refused", said, refused.what());
   } catch (const StoreUnavailable& unavailable) {
-    return failure_answer("unavailable", unavailable.what());
+    return failure_answer("unavailable", said, unavailable.what());
   } catch (const UsageError& usage) {
-    return failure_answer("usage", usage.what());
+    return failure_answer("usage", said, usage.what());
   } catch (const InputError& input) {
-    return failure_answer("input", input.what());
+    return failure_answer("input", said, input.what());
   } catch (const std::exception& error) {
-    return failure_answer("unavailable", std::string("the ratelimit agent: ") + error.what());
+    return failure_answer("unavailable", said, std::string("the ratelimit agent: ") + error.what());
   }
 }
 
 }  // namespace
 
-RedisRelayClient::RedisRelayClient(std::shared_ptr<AgentLink> link, RedisRelayDeployment deployment)
+RedisRelayClient::RedisRelayClient(std::shared_ptr<AgentLink> link, RedisRelayDeployment deployment,
+                                   Notify notify, Notify warn)
     : link_(std::move(link)),
       shown_url_(hide_password(deployment.url)),
-      failover_timeout_(deployment.failover_timeout) {
+      failover_timeout_(deployment.failover_timeout),
+      notify_(std::move(notify)),
+      warn_(std::move(warn)) {
   put(deployment_fields_, kRequestFormat);
   put(deployment_fields_, deployment.url);
-  put(deployment_fields_, absolute(deployment.tls.ca_file));
-  put(deployment_fields_, absolute(deployment.tls.cert_file));
-  put(deployment_fields_, absolute(deployment.tls.key_file));
+  put(deployment_fields_, deployment.tls.ca_file);
+  put(deployment_fields_, deployment.tls.cert_file);
+  put(deployment_fields_, deployment.tls.key_file);
+  put(deployment_fields_, directory_of_relative_files(deployment.tls));
   put(deployment_fields_, deployment.tls.verify ? "1" : "0");
   put_number(deployment_fields_, deployment.timeout.count());
   put_number(deployment_fields_, deployment.failover_timeout.count());
@@ -191,8 +211,9 @@ std::optional<RedisValue> RedisRelayClient::command(const std::string& redis_key
   try {
     std::string_view in = answer.answer;
     const std::string_view kind = take(in);
-    if (kind == "reply") return take_value(in);
     if (kind == kUnsupported) return std::nullopt;
+    tell_said(take(in));
+    if (kind == "reply") return take_value(in);
     if (kind == "too_late") throw RedisTooLate{};
     const std::string message(take(in));
     if (kind == "unavailable") throw StoreUnavailable(message);
@@ -204,6 +225,17 @@ std::optional<RedisValue> RedisRelayClient::command(const std::string& redis_key
   }
   throw StoreUnavailable("Redis at " + shown_url_ +
                          ": the ratelimit agent gave an answer that makes no sense");
+}
+
+void RedisRelayClient::tell_said(std::string_view said) const {
+  // All checked before any is told: an answer that makes no sense says nothing.
+  std::vector<std::pair<std::string_view, std::string>> told;
+  while (!said.empty()) {
+    const std::string_view kind = take(said);
+    if (kind != "note" && kind != "warning") throw Malformed{};
+    told.emplace_back(kind, take(said));
+  }
+  for (const auto& [kind, text] : told) (kind == "note" ? notify_ : warn_)(text);
 }
 
 struct RedisRelay::Request {
@@ -228,6 +260,7 @@ RedisRelay::Request parse_request(std::string_view request) {
   parsed.tls.ca_file = take(in);
   parsed.tls.cert_file = take(in);
   parsed.tls.key_file = take(in);
+  parsed.tls.directory = take(in);
   parsed.tls.verify = take(in) == "1";
   parsed.timeout = std::chrono::milliseconds(take_number(in));
   parsed.failover_timeout = std::chrono::milliseconds(take_number(in));
@@ -254,35 +287,45 @@ std::string RedisRelay::route(std::string_view request) {
 RedisTopology& RedisRelay::deployment(const Request& request) {
   auto found = deployments_.find(request.deployment_key);
   if (found == deployments_.end()) {
-    // Nobody reads the agent's --verbose notes nor its warnings: its clients say their own.
-    const auto quiet = [](const std::string&) {};
+    // What it says goes to the client whose request was being served, said there as the direct
+    // path says it (--verbose's notes only under the client's --verbose).
+    const auto kept_as = [this](std::string_view kind) {
+      return [this, kind](const std::string& text) {
+        put(said_, kind);
+        put(said_, text);
+      };
+    };
     RedisTlsOptions tls = request.tls;
     tls.session_dir = session_dir_;
     found = deployments_
                 .try_emplace(request.deployment_key, parse_redis_deployment(request.url),
-                             request.timeout, request.failover_timeout, quiet, quiet, tls)
+                             request.timeout, request.failover_timeout, kept_as("note"),
+                             kept_as("warning"), tls)
                 .first;
   }
   return found->second;
 }
 
-std::string RedisRelay::reply_answer(const Request& request, const RedisValue& reply) {
+std::string RedisRelay::reply_answer(const Request& request, const RedisValue& reply,
+                                     std::string_view said) {
   if ((request.arguments[0] == "EVALSHA" || request.arguments[0] == "EVAL") &&
       reply.type != RedisValue::Type::error)
     ++decisions_;
-  std::string out;
-  put(out, "reply");
+  std::string out = answer_head("reply", said);
   put_value(out, reply);
   return out;
 }
 
-std::string RedisRelay::answer_alone(const Request& request, io::Waiter& waiter) {
+std::string RedisRelay::answer_alone(const Request& request, io::Waiter& waiter,
+                                     std::string_view said_before) {
+  said_ = said_before;
   try {
     RedisDeadline deadline(request.timeout, &waiter);
-    return reply_answer(
-        request, deployment(request).command(request.redis_key, request.arguments, deadline));
+    const RedisValue reply =
+        deployment(request).command(request.redis_key, request.arguments, deadline);
+    return reply_answer(request, reply, std::exchange(said_, {}));
   } catch (...) {
-    return current_failure_answer();
+    return current_failure_answer(std::exchange(said_, {}));
   }
 }
 
@@ -307,7 +350,7 @@ std::vector<std::string> RedisRelay::answer(const std::vector<std::string>& requ
     // new connection for every late reply.
     std::erase_if(batch, [&](std::size_t i) {
       if (parsed[i].refused_at > waiter.now()) return false;
-      put(answers[i], "too_late");
+      answers[i] = answer_head("too_late", {});
       return true;
     });
     if (batch.size() > 1) {
@@ -315,26 +358,30 @@ std::vector<std::string> RedisRelay::answer(const std::vector<std::string>& requ
       for (const std::size_t i : batch)
         commands.emplace_back(parsed[i].redis_key, parsed[i].arguments);
       std::optional<std::vector<RedisValue>> replies;
+      // What is said while the batch is sent (connecting, a TLS session resumed) is said to
+      // each of its callers, as each would have met it alone.
+      said_.clear();
       try {
         const Request& first = parsed[batch.front()];
         RedisDeadline deadline(first.timeout, &waiter);
         replies = deployment(first).pipeline(commands, deadline);
       } catch (...) {
-        const std::string failure = current_failure_answer();
+        const std::string failure = current_failure_answer(std::exchange(said_, {}));
         for (const std::size_t i : batch) answers[i] = failure;
         continue;
       }
+      const std::string said_in_batch = std::exchange(said_, {});
       if (replies) {
         for (std::size_t j = 0; j < batch.size(); ++j) {
           const Request& request = parsed[batch[j]];
           answers[batch[j]] = RedisTopology::sent_elsewhere((*replies)[j])
-                                  ? answer_alone(request, waiter)
-                                  : reply_answer(request, (*replies)[j]);
+                                  ? answer_alone(request, waiter, said_in_batch)
+                                  : reply_answer(request, (*replies)[j], said_in_batch);
         }
         continue;
       }
     }
-    for (const std::size_t i : batch) answers[i] = answer_alone(parsed[i], waiter);
+    for (const std::size_t i : batch) answers[i] = answer_alone(parsed[i], waiter, {});
   }
   return answers;
 }

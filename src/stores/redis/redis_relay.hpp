@@ -2,6 +2,7 @@
 
 #include <chrono>
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
 #include <optional>
@@ -32,12 +33,19 @@ struct RedisRelayDeployment {
 // The client's side: a command for `redis_key`, sent through the agent.
 class RedisRelayClient {
  public:
-  // TLS file names are made absolute here: the agent runs in another directory.
-  RedisRelayClient(std::shared_ptr<AgentLink> link, RedisRelayDeployment deployment);
+  // Told what the agent said while serving a request, as RedisTopology tells it: `notify` its
+  // --verbose notes, `warn` its warnings.
+  using Notify = std::function<void(const std::string&)>;
+
+  // Relative TLS file names go with this process's working directory: the agent runs in /.
+  RedisRelayClient(
+      std::shared_ptr<AgentLink> link, RedisRelayDeployment deployment,
+      Notify notify = [](const std::string&) {}, Notify warn = [](const std::string&) {});
 
   // The reply, as RedisTopology::command gives it, or throws as it does (RedisConnectionLost with
-  // sent() when the agent went away after the request went out whole). Nothing when there is no
-  // agent (or one that does not understand this client): nothing was sent, go direct.
+  // sent() when the agent went away after the request went out whole), after telling what was
+  // said while it was served. Nothing when there is no agent (or one that does not understand
+  // this client): nothing was sent, go direct.
   std::optional<RedisValue> command(const std::string& redis_key,
                                     const std::vector<std::string>& arguments,
                                     RedisDeadline& deadline);
@@ -48,6 +56,11 @@ class RedisRelayClient {
   std::string deployment_fields_;
   std::string shown_url_;
   std::chrono::milliseconds failover_timeout_;
+  Notify notify_;
+  Notify warn_;
+
+  // Tells the notes and warnings of an answer's field of them.
+  void tell_said(std::string_view said) const;
 };
 
 // The agent's side: one RedisTopology per deployment, kept until the agent ends.
@@ -57,6 +70,9 @@ class RedisRelay final : public AgentStores {
  public:
   // TLS sessions are kept in `session_dir` (none: not kept).
   explicit RedisRelay(std::string session_dir = {}) : session_dir_(std::move(session_dir)) {}
+  // Its deployments tell it what they say (said_): it stays where it was made.
+  RedisRelay(const RedisRelay&) = delete;
+  RedisRelay& operator=(const RedisRelay&) = delete;
 
   // The deployment that `request` is for, as the agent routes it: each deployment is served on
   // its own, so that one that hangs holds up its own requests alone. Empty for a request of
@@ -71,16 +87,22 @@ class RedisRelay final : public AgentStores {
   struct Request;
 
  private:
-  // The deployment's topology, made at its first request.
+  // The deployment's topology, made at its first request; what it says is kept in said_.
   RedisTopology& deployment(const Request& request);
-  // One request on its own, on the deployment's connection.
-  std::string answer_alone(const Request& request, io::Waiter& waiter);
-  // The answer that carries `reply` back; a script's reply (not NOSCRIPT) is a decision served.
-  std::string reply_answer(const Request& request, const RedisValue& reply);
+  // One request on its own, on the deployment's connection; its answer carries `said_before` and
+  // what was said while serving it.
+  std::string answer_alone(const Request& request, io::Waiter& waiter,
+                           std::string_view said_before);
+  // The answer that carries `reply` back, and `said`; a script's reply (not NOSCRIPT) is a
+  // decision served.
+  std::string reply_answer(const Request& request, const RedisValue& reply, std::string_view said);
 
   std::string session_dir_;
   std::map<std::string, RedisTopology, std::less<>> deployments_;
   std::uint64_t decisions_ = 0;
+  // What the deployments said (notes, warnings) since the answer being made was begun, in the
+  // form answers carry it.
+  std::string said_;
 };
 
 }  // namespace ratelimit::stores

@@ -24,8 +24,9 @@ class RedisStore final : public BucketStore {
 
   // Connects at the first call. `timeout` bounds each operation as a whole: its connection (TLS
   // included, with `tls` for rediss:// nodes) and every command it sends; a failover has
-  // `failover_timeout` (RedisTopology), and `warn` is told of two masters at once. Throws as
-  // RedisTls for TLS files that cannot be used, UsageError for TLS options without rediss://.
+  // `failover_timeout` (RedisTopology), and `warn` is told of two masters at once. Throws
+  // UsageError for TLS options without rediss://; TLS files that cannot be used are found by the
+  // first call that connects (or the agent serving it), which throws as RedisTls.
   RedisStore(
       RedisDeployment deployment, std::chrono::milliseconds timeout,
       Notify notify = [](const std::string&) {}, const RedisTlsOptions& tls = {},

@@ -66,15 +66,19 @@ RedisTopology::RedisTopology(RedisDeployment deployment, milliseconds timeout,
       failover_timeout_(failover_timeout),
       notify_(std::move(notify)),
       warn_(std::move(warn)),
+      tls_options_(tls),
       sentinel_share_(timeout / static_cast<int>(deployment_.sentinels.size() + 1)),
       master_share_(timeout / 2) {
-  if (deployment_.node.tls) {
-    tls_.emplace(tls, notify_);
-  } else if (!tls.ca_file.empty() || !tls.cert_file.empty() || !tls.key_file.empty() ||
-             !tls.verify) {
+  if (!deployment_.node.tls &&
+      (!tls.ca_file.empty() || !tls.cert_file.empty() || !tls.key_file.empty() || !tls.verify))
     throw UsageError(fmt::format("the {} options need a rediss:// URL, not '{}'",
                                  redis_option::tls_any, deployment_.shown));
-  }
+}
+
+const RedisTls* RedisTopology::tls_for(const RedisAddress& node) {
+  if (!node.tls) return nullptr;
+  if (!tls_) tls_.emplace(tls_options_, notify_);
+  return &*tls_;
 }
 
 RedisValue RedisTopology::command(const std::string& redis_key,
@@ -205,7 +209,11 @@ RedisValue RedisTopology::command_following_redirects(const std::string& redis_k
 
 RedisConnection& RedisTopology::master(RedisDeadline& deadline, RedisDeadline& failover,
                                        bool after_loss) {
-  if (!master_ || !master_->open()) master_.emplace(find_master(deadline, failover, after_loss));
+  if (!master_ || !master_->open()) {
+    // Before the sentinels are asked: a TLS file that cannot be used is said whatever they answer.
+    tls_for(deployment_.node);
+    master_.emplace(find_master(deadline, failover, after_loss));
+  }
   return *master_;
 }
 

@@ -32,8 +32,9 @@ class RedisTopology {
   // names one that could be it; `failover_timeout` bounds a failover: the search once a master
   // went away, stopped answering or was demoted, or a sentinel named one that is not reachable
   // or not a master (yet), and the request sent again there. `warn` is told of two masters at
-  // once. Throws as RedisTls for TLS files that cannot be used, UsageError for TLS options
-  // without rediss://.
+  // once. Throws UsageError for TLS options without rediss://. The TLS files are loaded when a
+  // connection first needs them (OpenSSL's set-up costs milliseconds of CPU, for nothing when
+  // the agent answers): the call that needs them throws as RedisTls for one that cannot be used.
   RedisTopology(RedisDeployment deployment, std::chrono::milliseconds timeout,
                 std::chrono::milliseconds failover_timeout, Notify notify, Notify warn,
                 const RedisTlsOptions& tls = {});
@@ -100,15 +101,16 @@ class RedisTopology {
   [[noreturn]] void failover_too_long(const std::string& cause) const;
   // The kept connection to `node` (named by its shown URL), connected again if it was lost.
   RedisConnection& node_connection(const RedisAddress& node, RedisDeadline& deadline);
-  const RedisTls* tls_for(const RedisAddress& node) const {
-    return node.tls && tls_ ? &*tls_ : nullptr;
-  }
+  // The TLS settings for a connection to `node`, loaded at the first that needs them; none for a
+  // node in the clear.
+  const RedisTls* tls_for(const RedisAddress& node);
 
   RedisDeployment deployment_;
   std::chrono::milliseconds timeout_;
   std::chrono::milliseconds failover_timeout_;
   Notify notify_;
   Notify warn_;
+  RedisTlsOptions tls_options_;
   std::optional<RedisTls> tls_;
   // sentinel: the master, and where it is (shown).
   std::optional<RedisConnection> master_;

@@ -26,6 +26,9 @@ struct RedisTlsOptions {
   std::string cert_file;  // this client's certificate (chain); empty: none
   std::string key_file;   // its private key; empty: in cert_file
   bool verify = true;     // false: the server's certificate and name go unchecked
+  // The directory that relative file names are in, and are named from: empty, this process's
+  // working directory; the agent's client's own (the agent runs in /).
+  std::string directory;
   // Where sessions are kept so that the next process resumes one (the state directory); empty:
   // none kept.
   std::string session_dir;
