@@ -3,6 +3,7 @@
 # connection serves it), yet a TLS file that cannot be used ends it with the line and the exit
 # code of a direct call, files named as written (relative ones too); and what the agent says
 # under -v while serving a call (a TLS session resumed) the caller says, as a direct call does.
+# Under ThreadSanitizer too (label threaded), for the agent's threads: tests/e2e/under_tsan.sh.
 source "$E2E_LIB"
 source "$(dirname "${BASH_SOURCE[0]}")/redis_server.sh"
 use_agents
