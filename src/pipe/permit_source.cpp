@@ -119,7 +119,8 @@ std::int64_t SharedPermitSource::trimmed(std::int64_t booked, double rate_before
   if (booked <= needed) return booked;
   // Where the key's next free moment is now is not known: the bookings before are given up for
   // give-backs.
-  if (store_.give_back(request_.key, booked - needed, tail_)) tail_units_ = 0;
+  if (store_.give_back({.key = request_.key, .permits = booked - needed, .booked = tail_}))
+    tail_units_ = 0;
   return needed;
 }
 
@@ -189,7 +190,7 @@ void SharedPermitSource::finish() {
   const std::int64_t unused = std::min(booked_unused(), tail_units_);
   if (unused <= 0) return;
   try {
-    store_.give_back(request_.key, unused, tail_);
+    store_.give_back({.key = request_.key, .permits = unused, .booked = tail_});
     credit_ = ahead_ = 0;
   } catch (const std::exception& error) {
     // The units stay booked: the key is only slower for a moment, and the data has gone out.
@@ -218,7 +219,9 @@ void SharedPermitSource::set_rate(double units_per_second, nanoseconds now) {
   credit_due_ = converted(credit_due_);
   ahead_due_ = converted(ahead_due_);
   request_.params.permits_per_second = units_per_second;
-  stores::set_key_rate_by_hand(store_, request_.key, units_per_second, request_.schedule);
+  stores::set_key_rate_by_hand(
+      store_,
+      {.key = request_.key, .permits_per_second = units_per_second, .schedule = request_.schedule});
 }
 
 void SharedPermitSource::enter_entry(double units_per_second, std::int64_t entry_until,

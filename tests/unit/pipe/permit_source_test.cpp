@@ -37,10 +37,9 @@ class FakeStore final : public testing::MemoryStore {
     return reservation;
   }
 
-  bool give_back(const std::string& key, std::int64_t permits,
-                 const std::optional<stores::BookingSpan>& booked) override {
+  bool give_back(const stores::UnusedPermits& unused) override {
     if (fail_give_back) throw UnsafeStateError("record gone bad");
-    return MemoryStore::give_back(key, permits, booked);
+    return MemoryStore::give_back(unused);
   }
 
   nanoseconds latency{0};
