@@ -33,8 +33,10 @@ int set_key_rate(const SetOptions& options) {
   // A key may count bytes (its pipes') or permits: a rate in bytes is taken as written.
   const ParsedBucket bucket = bucket_of(options.bucket, format::Counted::bytes);
   const std::optional<std::vector<stores::BucketStatus>> before =
-      stores::set_key_rate_by_hand(*stores::open_store(options.store.stores), options.key,
-                                   bucket.params.permits_per_second, bucket.key_schedule);
+      stores::set_key_rate_by_hand(*stores::open_store(options.store.stores),
+                                   {.key = options.key,
+                                    .permits_per_second = bucket.params.permits_per_second,
+                                    .schedule = bucket.key_schedule});
   if (!before) throw no_bucket(options.key, options.store);
   // Bytes when the rate says so (a key of pipes in byte mode), else permits.
   const RateValue& rate = options.bucket.rate->value;

@@ -16,54 +16,38 @@
 namespace ratelimit::cli {
 namespace {
 
-// What an option's value is written in, as its parser reads it.
-enum class ValueKind { rate, burst, duration, size };
+// What an option's value is written in: its name in messages, and its parser (throws
+// UsageError).
+struct ValueKind {
+  std::string_view name;
+  void (*parse)(std::string_view text);
+};
+
+constexpr ValueKind kRate{"rate", [](std::string_view text) { parse_rate(text); }};
+constexpr ValueKind kBurst{"burst", [](std::string_view text) {
+                             if (ends_in_time_unit(text))
+                               parse_duration(text);
+                             else
+                               parse_size(text);
+                           }};
+constexpr ValueKind kDuration{"duration", [](std::string_view text) { parse_duration(text); }};
+constexpr ValueKind kSize{"size", [](std::string_view text) { parse_size(text); }};
 
 std::optional<ValueKind> kind_of(std::string_view option) {
-  if (option == "-r" || option == "--rate") return ValueKind::rate;
-  if (option == "--burst") return ValueKind::burst;
-  if (option == "--timeout" || option == "--warmup") return ValueKind::duration;
-  if (option == "--chunk") return ValueKind::size;
+  if (option == "-r" || option == "--rate") return kRate;
+  if (option == "--burst") return kBurst;
+  if (option == "--timeout" || option == "--warmup") return kDuration;
+  if (option == "--chunk") return kSize;
   for (const auto& declared : stores::store_options()) {
     if (option == declared.text.name && declared.text.kind == stores::OptionKind::duration)
-      return ValueKind::duration;
+      return kDuration;
   }
   return std::nullopt;
 }
 
-std::string_view kind_name(ValueKind kind) {
-  switch (kind) {
-    case ValueKind::rate:
-      return "rate";
-    case ValueKind::burst:
-      return "burst";
-    case ValueKind::duration:
-      return "duration";
-    case ValueKind::size:
-      return "size";
-  }
-  return "value";
-}
-
-bool parses_as(ValueKind kind, const std::string& text) {
+bool parses_as(const ValueKind& kind, const std::string& text) {
   try {
-    switch (kind) {
-      case ValueKind::rate:
-        parse_rate(text);
-        break;
-      case ValueKind::burst:
-        if (ends_in_time_unit(text))
-          parse_duration(text);
-        else
-          parse_size(text);
-        break;
-      case ValueKind::duration:
-        parse_duration(text);
-        break;
-      case ValueKind::size:
-        parse_size(text);
-        break;
-    }
+    kind.parse(text);
     return true;
   } catch (const UsageError&) {
     return false;
@@ -72,7 +56,7 @@ bool parses_as(ValueKind kind, const std::string& text) {
 
 // "5" and "kb" meant as one value: what to write instead, if the two read as one. A lone "b" is
 // bytes or bits, so both are offered.
-std::optional<std::string> joined_value(ValueKind kind, const std::string& value,
+std::optional<std::string> joined_value(const ValueKind& kind, const std::string& value,
                                         const std::string& word, std::string_view option) {
   if (word.empty() || !(std::isalpha(static_cast<unsigned char>(word[0])) || word[0] == '/'))
     return std::nullopt;
@@ -90,7 +74,7 @@ std::optional<std::string> joined_value(ValueKind kind, const std::string& value
 }
 
 // "1,5M": a decimal comma, refused with the value it stands for.
-void check_decimal_comma(ValueKind kind, const std::string& value, std::string_view option) {
+void check_decimal_comma(const ValueKind& kind, const std::string& value, std::string_view option) {
   const std::size_t comma = value.find(',');
   if (comma == std::string::npos || comma == 0 || value.find(':') != std::string::npos ||
       !std::isdigit(static_cast<unsigned char>(value[comma - 1])) ||
@@ -99,8 +83,8 @@ void check_decimal_comma(ValueKind kind, const std::string& value, std::string_v
   std::string with_point = value;
   with_point[comma] = '.';
   if (parses_as(kind, with_point))
-    throw UsageError(fmt::format("{}: invalid {} '{}': use a decimal point ({})", option,
-                                 kind_name(kind), value, with_point));
+    throw UsageError(fmt::format("{}: invalid {} '{}': use a decimal point ({})", option, kind.name,
+                                 value, with_point));
 }
 
 // The command line of exec for an acquire given a command: `words` from the one after "acquire",

@@ -37,7 +37,8 @@ void Engine::start() {
   if (on_progress_) next_progress_ = totals_.started + options_.progress_interval;
   if (options_.schedule) {
     scheduled_ = options_.schedule->at(totals_.started);
-    source_.enter_entry(scheduled_.units_per_second, scheduled_.entry_until, totals_.started);
+    source_.apply_timetable_entry(scheduled_.units_per_second, scheduled_.entry_until,
+                                  totals_.started);
     note_rate(scheduled_.units_per_second, totals_.started);
     rate_changes_.clear();  // the starting rate is no change
   }
@@ -86,7 +87,7 @@ std::optional<Result> Engine::run_spliced() {
       input_awaited = false;
       if (!exhausted) {
         chunk_units = ready > 0 ? std::min(options_.chunk_units, *ready) : options_.chunk_units;
-        const std::optional<nanoseconds> due = source_.turn(chunk_units, requested_at, ready);
+        const std::optional<nanoseconds> due = source_.due_time(chunk_units, requested_at, ready);
         // Nothing has been read yet, so a stop here leaves nothing behind.
         if (!due) return finish(Ending::stopped, io_.stop_signal());
         turn = last_turn = *due;
@@ -155,7 +156,7 @@ Result Engine::move_buffered() {
     const nanoseconds requested_at = io_.now();
     if (span.units > 0) {
       const std::optional<nanoseconds> turn =
-          source_.turn(span.units, requested_at, units_ready(end_ - begin_));
+          source_.due_time(span.units, requested_at, units_ready(end_ - begin_));
       if (!turn) return stop_after_writing_buffer();
       const Wake wake = wait_for_turn(*turn, WaitFor::deadline);
       if (wake == Wake::stop) return stop_after_writing_buffer();
@@ -378,7 +379,7 @@ void Engine::follow_schedule(nanoseconds now) {
   const bool moved_on = period.units_per_second != scheduled_.units_per_second;
   scheduled_ = period;
   if (moved_on && period.units_per_second != totals_.rate) {
-    source_.enter_entry(period.units_per_second, period.entry_until, now);
+    source_.apply_timetable_entry(period.units_per_second, period.entry_until, now);
     note_rate(period.units_per_second, now);
   }
 }

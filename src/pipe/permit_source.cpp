@@ -34,8 +34,8 @@ LocalPermitSource::LocalPermitSource(const BucketParams& params,
                                      const std::vector<QuotaParams>& quotas, nanoseconds now)
     : bucket_(TokenBucket(params, now), new_quotas(quotas, now)) {}
 
-std::optional<nanoseconds> LocalPermitSource::turn(std::int64_t units, nanoseconds now,
-                                                   std::optional<std::int64_t>) {
+std::optional<nanoseconds> LocalPermitSource::due_time(std::int64_t units, nanoseconds now,
+                                                       std::optional<std::int64_t>) {
   const nanoseconds wait = bucket_.wait_for(units, now);
   held_by_quota_ = bucket_.held_by_quota(units, now);
   return wait > nanoseconds::max() - now ? nanoseconds::max() : now + wait;
@@ -56,7 +56,8 @@ void LocalPermitSource::set_rate(double units_per_second, nanoseconds now) {
   stores::set_rate_by_hand(bucket_.rate(), units_per_second, now);
 }
 
-void LocalPermitSource::enter_entry(double units_per_second, std::int64_t, nanoseconds now) {
+void LocalPermitSource::apply_timetable_entry(double units_per_second, std::int64_t,
+                                              nanoseconds now) {
   stores::change_rate(bucket_.rate(), units_per_second, now);
 }
 
@@ -119,12 +120,13 @@ std::int64_t SharedPermitSource::trimmed(std::int64_t booked, double rate_before
   if (booked <= needed) return booked;
   // Where the key's next free moment is now is not known: the bookings before are given up for
   // give-backs.
-  if (store_.give_back(request_.key, booked - needed, tail_)) tail_units_ = 0;
+  if (store_.give_back({.key = request_.key, .permits = booked - needed, .booked = tail_}))
+    tail_units_ = 0;
   return needed;
 }
 
-std::optional<nanoseconds> SharedPermitSource::turn(std::int64_t units, nanoseconds,
-                                                    std::optional<std::int64_t> units_ready) {
+std::optional<nanoseconds> SharedPermitSource::due_time(std::int64_t units, nanoseconds,
+                                                        std::optional<std::int64_t> units_ready) {
   if (failure_) std::rethrow_exception(failure_);
   if (credit_ < units && ahead_ > 0) {
     credit_ += std::exchange(ahead_, 0);
@@ -189,7 +191,7 @@ void SharedPermitSource::finish() {
   const std::int64_t unused = std::min(booked_unused(), tail_units_);
   if (unused <= 0) return;
   try {
-    store_.give_back(request_.key, unused, tail_);
+    store_.give_back({.key = request_.key, .permits = unused, .booked = tail_});
     credit_ = ahead_ = 0;
   } catch (const std::exception& error) {
     // The units stay booked: the key is only slower for a moment, and the data has gone out.
@@ -218,11 +220,13 @@ void SharedPermitSource::set_rate(double units_per_second, nanoseconds now) {
   credit_due_ = converted(credit_due_);
   ahead_due_ = converted(ahead_due_);
   request_.params.permits_per_second = units_per_second;
-  stores::set_key_rate_by_hand(store_, request_.key, units_per_second, request_.schedule);
+  stores::set_key_rate_by_hand(
+      store_,
+      {.key = request_.key, .permits_per_second = units_per_second, .schedule = request_.schedule});
 }
 
-void SharedPermitSource::enter_entry(double units_per_second, std::int64_t entry_until,
-                                     nanoseconds now) {
+void SharedPermitSource::apply_timetable_entry(double units_per_second, std::int64_t entry_until,
+                                               nanoseconds now) {
   // Units booked before "off" may go at once: the key starts afresh too (stores::change_rate).
   if (std::isinf(units_per_second)) {
     credit_due_ = std::min(credit_due_, now);

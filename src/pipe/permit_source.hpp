@@ -26,18 +26,18 @@ class PermitSource {
   // call to the store first. `units_ready`, when the input can say, are the units it holds now,
   // these included: nothing beyond them is booked ahead.
   // Throws what the store threw when it cannot answer.
-  virtual std::optional<std::chrono::nanoseconds> turn(std::int64_t units,
-                                                       std::chrono::nanoseconds now,
-                                                       std::optional<std::int64_t> units_ready) = 0;
+  virtual std::optional<std::chrono::nanoseconds> due_time(
+      std::int64_t units, std::chrono::nanoseconds now,
+      std::optional<std::int64_t> units_ready) = 0;
   // `units` were moved at `moved_at`, as requested at `requested_at`.
   virtual void consume(std::int64_t units, std::chrono::nanoseconds requested_at,
                        std::chrono::nanoseconds moved_at) = 0;
   // A rate set by hand (`ratelimit set`), from now on.
   virtual void set_rate(double units_per_second, std::chrono::nanoseconds now) = 0;
-  // The timetable followed moved on to an entry of this rate, which ends at `entry_until` (Unix
-  // seconds).
-  virtual void enter_entry(double units_per_second, std::int64_t entry_until,
-                           std::chrono::nanoseconds now) = 0;
+  // The timetable followed moved on to an entry: its rate from now on, as change_rate() makes it
+  // (not converted as a rate set by hand), and its end, `entry_until` (Unix seconds).
+  virtual void apply_timetable_entry(double units_per_second, std::int64_t entry_until,
+                                     std::chrono::nanoseconds now) = 0;
   // A timetable set by hand, from now on; its entry in force has this rate and end.
   virtual void set_timetable(const Timetable& timetable, double units_per_second,
                              std::int64_t entry_until, std::chrono::nanoseconds now) = 0;
@@ -47,7 +47,7 @@ class PermitSource {
   // The rate that permits come at when someone else changed it since the last call (another user
   // of a shared key); none otherwise.
   virtual std::optional<double> rate_set_elsewhere() = 0;
-  // Whether the last turn was set by a quota, not by the rate.
+  // Whether a quota, not the rate, set the last due_time().
   virtual bool held_by_quota() const { return false; }
   // The quotas of the bucket as of `now`; none if it has none, or if they cannot be known.
   virtual std::vector<stores::QuotaStatus> quota_status(std::chrono::nanoseconds /*now*/) {
@@ -63,13 +63,14 @@ class LocalPermitSource final : public PermitSource {
  public:
   LocalPermitSource(const BucketParams& params, const std::vector<QuotaParams>& quotas,
                     std::chrono::nanoseconds now);
-  std::optional<std::chrono::nanoseconds> turn(std::int64_t units, std::chrono::nanoseconds now,
-                                               std::optional<std::int64_t> units_ready) override;
+  std::optional<std::chrono::nanoseconds> due_time(
+      std::int64_t units, std::chrono::nanoseconds now,
+      std::optional<std::int64_t> units_ready) override;
   void consume(std::int64_t units, std::chrono::nanoseconds requested_at,
                std::chrono::nanoseconds moved_at) override;
   void set_rate(double units_per_second, std::chrono::nanoseconds now) override;
-  void enter_entry(double units_per_second, std::int64_t entry_until,
-                   std::chrono::nanoseconds now) override;
+  void apply_timetable_entry(double units_per_second, std::int64_t entry_until,
+                             std::chrono::nanoseconds now) override;
   void set_timetable(const Timetable& timetable, double units_per_second, std::int64_t entry_until,
                      std::chrono::nanoseconds now) override;
   void finish() override {}
@@ -116,13 +117,14 @@ class SharedPermitSource final : public PermitSource {
   SharedPermitSource(stores::BucketStore& store, stores::PermitRequest request, io::Waiter& waiter,
                      OnReplaced on_replaced = {}, OnKeyTimetable on_key_timetable = {},
                      Warn warn = {});
-  std::optional<std::chrono::nanoseconds> turn(std::int64_t units, std::chrono::nanoseconds now,
-                                               std::optional<std::int64_t> units_ready) override;
+  std::optional<std::chrono::nanoseconds> due_time(
+      std::int64_t units, std::chrono::nanoseconds now,
+      std::optional<std::int64_t> units_ready) override;
   void consume(std::int64_t units, std::chrono::nanoseconds requested_at,
                std::chrono::nanoseconds moved_at) override;
   void set_rate(double units_per_second, std::chrono::nanoseconds now) override;
-  void enter_entry(double units_per_second, std::int64_t entry_until,
-                   std::chrono::nanoseconds now) override;
+  void apply_timetable_entry(double units_per_second, std::int64_t entry_until,
+                             std::chrono::nanoseconds now) override;
   void set_timetable(const Timetable& timetable, double units_per_second, std::int64_t entry_until,
                      std::chrono::nanoseconds now) override;
   void finish() override;

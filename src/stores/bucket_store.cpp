@@ -52,11 +52,10 @@ void set_rate_by_hand(TokenBucket& bucket, double permits_per_second, nanosecond
 }
 
 std::optional<std::vector<BucketStatus>> set_key_rate_by_hand(BucketStore& store,
-                                                              const std::string& key,
-                                                              double permits_per_second,
-                                                              const KeySchedule& schedule) {
-  std::vector<BucketStatus> before = store.status(key);
-  if (!store.set_rate(key, permits_per_second, schedule)) return std::nullopt;
+                                                              const RateChange& change) {
+  const double permits_per_second = change.permits_per_second;
+  std::vector<BucketStatus> before = store.status(change.key);
+  if (!store.set_rate(change)) return std::nullopt;
   if (before.size() != 1 || !before.front().problem.empty()) return before;
   const double old_rate = before.front().params.permits_per_second;
   const nanoseconds owed = before.front().next_free_in;
@@ -69,7 +68,7 @@ std::optional<std::vector<BucketStatus>> set_key_rate_by_hand(BucketStore& store
                                       permits_per_second / 1e9);
     if (!(permits >= 1.0)) break;
     const auto given = static_cast<std::int64_t>(std::min(permits, 0x1p62));
-    store.give_back(key, given, std::nullopt);
+    store.give_back({.key = change.key, .permits = given, .booked = std::nullopt});
     excess -= saturated_nanoseconds(static_cast<double>(given) * (1e9 / permits_per_second));
   }
   return before;

@@ -72,6 +72,23 @@ struct BookingSpan {
   friend bool operator==(const BookingSpan&, const BookingSpan&) = default;
 };
 
+// A new rate and timetable for every user of a key from now on.
+struct RateChange {
+  std::string key;
+  double permits_per_second = 0.0;
+  KeySchedule schedule{};
+};
+
+// Permits that reserve() booked and their user did not use (a pipe's chunk booked ahead when its
+// input ended), on their way back to the key.
+struct UnusedPermits {
+  std::string key;
+  std::int64_t permits = 0;
+  // The span of the user's latest bookings that they come from (give_back()); none: back in any
+  // case (a rate set by hand gives back the key's own turn).
+  std::optional<BookingSpan> booked{};
+};
+
 struct Reservation {
   bool granted = false;
   // How long until the permits may be used; when refused, how long that would have been (zero
@@ -124,20 +141,17 @@ class BucketStore {
   // Atomically applies the request's parameters (if asked) and books its permits if they are
   // due by its deadline. Waits only through `waiter`, so a stop signal ends the call at once.
   virtual Reservation reserve(const PermitRequest& request, io::Waiter& waiter) = 0;
-  // A new rate and timetable for every user of `key` from now on, as change_rate(); false if there
-  // is no such bucket.
-  virtual bool set_rate(const std::string& key, double permits_per_second,
-                        const KeySchedule& schedule) = 0;
+  // The key's new rate and timetable from now on, as change_rate() makes it; false if there is
+  // no such bucket.
+  virtual bool set_rate(const RateChange& change) = 0;
   // The buckets kept, sorted by key; only `key`'s when given.
   virtual std::vector<BucketStatus> status(const std::optional<std::string>& key) = 0;
   // Forgets a bucket; false if there was none.
   virtual bool reset(const std::string& key) = 0;
-  // Permits that reserve() booked and their user did not use (a pipe's chunk booked ahead when its
-  // input ended), as give_back() takes them: with `booked`, the span of the user's latest bookings
-  // that they come from, and only if no one booked after them. Whether they went back (not if
-  // there is no such bucket). Quotas keep counting them: a window holds no more than was granted.
-  virtual bool give_back(const std::string& key, std::int64_t permits,
-                         const std::optional<BookingSpan>& booked) = 0;
+  // The permits go back as give_back() takes them: with a span, only if no one booked after
+  // them. Whether they went back (not if there is no such bucket). Quotas keep counting them: a
+  // window holds no more than was granted.
+  virtual bool give_back(const UnusedPermits& unused) = 0;
   // Returns once the store answers for `key`'s bucket, throws StoreUnavailable if it does not
   // within its own timeout; waits only through `waiter`. Books nothing: it asks whether a store
   // that went away is back. A store on this host is there whenever it is asked.
@@ -188,9 +202,7 @@ std::vector<QuotaParams> params_of(const std::vector<Quota>& quotas);
 // as they would be at either rate. Returns the key's status from before the change, or nothing if
 // there is no such bucket.
 std::optional<std::vector<BucketStatus>> set_key_rate_by_hand(BucketStore& store,
-                                                              const std::string& key,
-                                                              double permits_per_second,
-                                                              const KeySchedule& schedule);
+                                                              const RateChange& change);
 
 // What status shows of `quotas` at `now`.
 std::vector<QuotaStatus> quota_status(const std::vector<Quota>& quotas,

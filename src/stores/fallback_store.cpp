@@ -121,10 +121,7 @@ void FallbackStore::note_booking(const std::string& key, Store store, std::int64
   if (bookings.size() > kRememberedBookings) bookings.pop_front();
 }
 
-bool FallbackStore::set_rate(const std::string& key, double permits_per_second,
-                             const KeySchedule& schedule) {
-  return shared_alone().set_rate(key, permits_per_second, schedule);
-}
+bool FallbackStore::set_rate(const RateChange& change) { return shared_alone().set_rate(change); }
 
 std::vector<BucketStatus> FallbackStore::status(const std::optional<std::string>& key) {
   return shared_alone().status(key);
@@ -132,23 +129,23 @@ std::vector<BucketStatus> FallbackStore::status(const std::optional<std::string>
 
 bool FallbackStore::reset(const std::string& key) { return shared_alone().reset(key); }
 
-bool FallbackStore::give_back_to(Store store, const std::string& key, std::int64_t permits,
-                                 const std::optional<BookingSpan>& booked) {
-  if (store == Store::local) return local_->give_back(key, permits, booked);
+bool FallbackStore::give_back_to(Store store, const UnusedPermits& unused) {
+  if (store == Store::local) return local_->give_back(unused);
   // None to the shared store while it is away (they stay booked there), none when unthrottled.
-  if (store == Store::shared && !outage_) return shared_alone().give_back(key, permits, booked);
+  if (store == Store::shared && !outage_) return shared_alone().give_back(unused);
   return false;
 }
 
-bool FallbackStore::give_back(const std::string& key, std::int64_t permits,
-                              const std::optional<BookingSpan>& booked) {
+bool FallbackStore::give_back(const UnusedPermits& unused) {
   // The unused permits are the latest booked: each part goes back where it was booked.
+  const std::string& key = unused.key;
+  std::int64_t permits = unused.permits;
   std::deque<Booking>& bookings = bookings_[key];
   bool moved = false;
-  if (booked) {
+  if (unused.booked) {
     // A span is on one store's timeline: it goes there in one call, with what the latest
     // bookings there hold.
-    if (bookings.empty()) return give_back_to(Store::shared, key, permits, booked);
+    if (bookings.empty()) return give_back_to(Store::shared, unused);
     const Store store = bookings.back().store;
     std::int64_t held = 0;
     while (held < permits && !bookings.empty() && bookings.back().store == store) {
@@ -158,19 +155,20 @@ bool FallbackStore::give_back(const std::string& key, std::int64_t permits,
       latest.permits -= taken;
       if (latest.permits == 0) bookings.pop_back();
     }
-    return give_back_to(store, key, held, booked);
+    return give_back_to(store, {.key = key, .permits = held, .booked = unused.booked});
   }
   while (permits > 0 && !bookings.empty()) {
     Booking& latest = bookings.back();
     const std::int64_t returned = std::min(permits, latest.permits);
-    moved |= give_back_to(latest.store, key, returned, std::nullopt);
+    moved |= give_back_to(latest.store, {.key = key, .permits = returned, .booked = std::nullopt});
     latest.permits -= returned;
     permits -= returned;
     if (latest.permits == 0) bookings.pop_back();
   }
   // Permits this run did not book are the key's own (set_key_rate_by_hand() gives back a turn
   // booked at an old rate): they go to the shared store, unless it is away.
-  if (permits > 0) moved |= give_back_to(Store::shared, key, permits, std::nullopt);
+  if (permits > 0)
+    moved |= give_back_to(Store::shared, {.key = key, .permits = permits, .booked = std::nullopt});
   return moved;
 }
 

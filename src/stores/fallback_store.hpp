@@ -60,12 +60,10 @@ class FallbackStore final : public BucketStore {
 
   Reservation reserve(const PermitRequest& request, io::Waiter& waiter) override;
   // set_rate, status and reset are about the shared store: its failure is always an error.
-  bool set_rate(const std::string& key, double permits_per_second,
-                const KeySchedule& schedule) override;
+  bool set_rate(const RateChange& change) override;
   std::vector<BucketStatus> status(const std::optional<std::string>& key) override;
   bool reset(const std::string& key) override;
-  bool give_back(const std::string& key, std::int64_t permits,
-                 const std::optional<BookingSpan>& booked) override;
+  bool give_back(const UnusedPermits& unused) override;
 
  private:
   enum class Store { shared, local, none };
@@ -82,8 +80,7 @@ class FallbackStore final : public BucketStore {
   BucketStore& shared_alone();
   Reservation reserve_by_policy(const PermitRequest& request, io::Waiter& waiter);
   void note_booking(const std::string& key, Store store, std::int64_t permits);
-  bool give_back_to(Store store, const std::string& key, std::int64_t permits,
-                    const std::optional<BookingSpan>& booked);
+  bool give_back_to(Store store, const UnusedPermits& unused);
   std::string said_as() const;
 
   std::unique_ptr<BucketStore> shared_;

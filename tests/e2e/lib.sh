@@ -19,6 +19,19 @@ skip() {
   exit 200
 }
 
+# skip_part REASON: a part of the test cannot run here (it needs root, say); the rest runs, and
+# end_test then reports the test skipped, so that it never passes without that part.
+parts_skipped=()
+skip_part() {
+  parts_skipped+=("$*")
+}
+# end_test: the last line of a test that calls skip_part.
+end_test() {
+  local part
+  for part in "${parts_skipped[@]}"; do echo "SKIP: $part" >&2; done
+  [ "${#parts_skipped[@]}" -eq 0 ] || skip "the parts above did not run; every other check passed"
+}
+
 # expect_status CODE CMD...: runs CMD, fails unless it exits with CODE. Its stderr is kept in
 # $WORK/stderr for expect_stderr.
 expect_status() {

@@ -30,12 +30,15 @@ class RedisGoldenStore final : public testing::GoldenStore {
   }
   void set_rate(const testing::GoldenSetRate& change) override {
     EXPECT_TRUE(store_.set_rate_at(
-        key_, change.rate, {.timetable = change.timetable, .entry_until = change.entry_until},
+        {.key = key_,
+         .permits_per_second = change.rate,
+         .schedule = {.timetable = change.timetable, .entry_until = change.entry_until}},
         micros(change.at)));
   }
   bool give_back(const testing::GoldenGiveBack& unused,
                  const std::optional<BookingSpan>& booked) override {
-    return store_.give_back_at(key_, unused.permits, booked, micros(unused.at));
+    return store_.give_back_at({.key = key_, .permits = unused.permits, .booked = booked},
+                               micros(unused.at));
   }
   std::vector<testing::GoldenQuotaStatus> status(std::chrono::nanoseconds at) override {
     std::vector<testing::GoldenQuotaStatus> quotas;

@@ -352,9 +352,9 @@ TEST_F(RedisStoreTest, StatusResetAndSetRate) {
   EXPECT_EQ(at_one_second->next_free_in, 0ms);
   const auto at_zero = redis.status_at("a", 50000);
   EXPECT_EQ(at_zero->next_free_in, 50ms);
-  EXPECT_TRUE(redis.set_rate("a", 20, {}));
+  EXPECT_TRUE(redis.set_rate({.key = "a", .permits_per_second = 20, .schedule = {}}));
   EXPECT_EQ(redis.status("a").at(0).params.permits_per_second, 20);
-  EXPECT_FALSE(redis.set_rate("none", 20, {}));
+  EXPECT_FALSE(redis.set_rate({.key = "none", .permits_per_second = 20, .schedule = {}}));
   EXPECT_TRUE(redis.reset("a"));
   EXPECT_FALSE(redis.reset("a"));
   EXPECT_TRUE(redis.status("a").empty());
@@ -369,7 +369,10 @@ TEST_F(RedisStoreTest, StatusShowsTheScheduleAndSetRateReplacesIt) {
   EXPECT_EQ(redis.status_at("tt", 0)->schedule, first.schedule);
 
   const std::string timetable = "09:00,100;18:00,1";
-  EXPECT_TRUE(redis.set_rate_at("tt", 100, {.timetable = timetable, .entry_until = kMax - 1}, 0));
+  EXPECT_TRUE(redis.set_rate_at({.key = "tt",
+                                 .permits_per_second = 100,
+                                 .schedule = {.timetable = timetable, .entry_until = kMax - 1}},
+                                0));
   auto kept = redis.status_at("tt", 0);
   EXPECT_EQ(kept->params, bursty(100));
   EXPECT_EQ(kept->schedule, (KeySchedule{.timetable = timetable, .entry_until = kMax - 1}));
@@ -391,7 +394,7 @@ TEST_F(RedisStoreTest, StatusShowsTheScheduleAndSetRateReplacesIt) {
   EXPECT_EQ(kept->schedule, later.schedule);
 
   const KeySchedule none{.timetable = "", .entry_until = std::numeric_limits<std::int64_t>::min()};
-  EXPECT_TRUE(redis.set_rate("tt", 5, none));
+  EXPECT_TRUE(redis.set_rate({.key = "tt", .permits_per_second = 5, .schedule = none}));
   kept = redis.status("tt").at(0);
   EXPECT_EQ(kept->params, bursty(5));
   EXPECT_EQ(kept->schedule, none);
@@ -439,8 +442,8 @@ TEST_F(RedisStoreTest, TheKeyKeepsTheNotationOfTheParametersApplied) {
   redis.reserve_at(request("n", bursty(30)), kForever, 0);
   EXPECT_EQ(notation_now(), "");
   redis.reserve_at(warming, kForever, 0);
-  EXPECT_TRUE(redis.set_rate_at("n", 40, {}, 0));
-  redis.give_back_at("n", 1, std::nullopt, 0);
+  EXPECT_TRUE(redis.set_rate_at({.key = "n", .permits_per_second = 40, .schedule = {}}, 0));
+  redis.give_back_at({.key = "n", .permits = 1, .booked = std::nullopt}, 0);
   EXPECT_EQ(notation_now(), "lines si 60 units");
   EXPECT_EQ(redis.status_at("none", 0), std::nullopt);
 }

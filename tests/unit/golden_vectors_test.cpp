@@ -88,12 +88,14 @@ class StateFileStore final : public GoldenStore {
   void set_rate(const GoldenSetRate& change) override {
     move_to(change.at);
     EXPECT_TRUE(store_.set_rate(
-        "golden", change.rate, {.timetable = change.timetable, .entry_until = change.entry_until}));
+        {.key = "golden",
+         .permits_per_second = change.rate,
+         .schedule = {.timetable = change.timetable, .entry_until = change.entry_until}}));
   }
   bool give_back(const GoldenGiveBack& unused,
                  const std::optional<stores::BookingSpan>& booked) override {
     move_to(unused.at);
-    return store_.give_back("golden", unused.permits, booked);
+    return store_.give_back({.key = "golden", .permits = unused.permits, .booked = booked});
   }
   std::vector<GoldenQuotaStatus> status(nanoseconds at) override {
     move_to(at);
@@ -116,7 +118,8 @@ class StateFileStore final : public GoldenStore {
   const nanoseconds origin_ = aligned_origin(clock_);
   stores::StateFileStore store_{state::StateDirectory::open(dir_.string()), clock_,
                                 stores::HostId{.machine_id = "0123456789abcdef0123456789abcdef",
-                                               .boot_id = "11111111-2222-3333-4444-555555555555"}};
+                                               .boot_id = "11111111-2222-3333-4444-555555555555"},
+                                [](const std::string&) {}};
 };
 
 std::vector<GoldenVector> golden_vectors() { return read_golden_vectors(RATELIMIT_GOLDEN_VECTORS); }

@@ -35,26 +35,28 @@ class MemoryStore : public stores::BucketStore {
       bucket.emplace(request.params, io_.now());
       schedule = request.schedule;
     }
-    if (++calls == other_user_at_call) set_rate(request.key, other_user_rate, other_user_schedule);
+    if (++calls == other_user_at_call)
+      set_rate({.key = request.key,
+                .permits_per_second = other_user_rate,
+                .schedule = other_user_schedule});
     applied.push_back(request.apply_params);
     const stores::Reservation reservation =
         stores::decide(*bucket, schedule, quotas, request, io_.now());
     if (reservation.granted) booked += request.permits;
     return reservation;
   }
-  bool set_rate(const std::string&, double rate, const stores::KeySchedule& new_schedule) override {
-    stores::change_rate(*bucket, rate, io_.now());
-    schedule = new_schedule;
+  bool set_rate(const stores::RateChange& change) override {
+    stores::change_rate(*bucket, change.permits_per_second, io_.now());
+    schedule = change.schedule;
     return true;
   }
   std::vector<stores::BucketStatus> status(const std::optional<std::string>&) override {
     return {};
   }
   bool reset(const std::string&) override { return false; }
-  bool give_back(const std::string&, std::int64_t permits,
-                 const std::optional<stores::BookingSpan>& booked) override {
-    const bool moved = stores::give_back(*bucket, permits, io_.now(), booked);
-    if (moved) given_back += permits;
+  bool give_back(const stores::UnusedPermits& unused) override {
+    const bool moved = stores::give_back(*bucket, unused.permits, io_.now(), unused.booked);
+    if (moved) given_back += unused.permits;
     return moved;
   }
 

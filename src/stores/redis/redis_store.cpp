@@ -189,10 +189,7 @@ bool RedisStore::reset(const std::string& key) {
   return reply.integer > 0;
 }
 
-bool RedisStore::set_rate(const std::string& key, double permits_per_second,
-                          const KeySchedule& schedule) {
-  return set_rate_at(key, permits_per_second, schedule, std::nullopt);
-}
+bool RedisStore::set_rate(const RateChange& change) { return set_rate_at(change, std::nullopt); }
 
 void RedisStore::ping(const std::string& key, io::Waiter& waiter) {
   RedisDeadline round_trip = operation_deadline(&waiter);
@@ -207,28 +204,27 @@ void RedisStore::ping(const std::string& key, io::Waiter& waiter) {
   }
 }
 
-bool RedisStore::give_back(const std::string& key, std::int64_t permits,
-                           const std::optional<BookingSpan>& booked) {
-  return give_back_at(key, permits, booked, std::nullopt);
+bool RedisStore::give_back(const UnusedPermits& unused) {
+  return give_back_at(unused, std::nullopt);
 }
 
-bool RedisStore::give_back_at(const std::string& key, std::int64_t permits,
-                              const std::optional<BookingSpan>& booked,
-                              std::optional<std::int64_t> now_micros) {
-  validate_permits(permits);
+bool RedisStore::give_back_at(const UnusedPermits& unused, std::optional<std::int64_t> now_micros) {
+  validate_permits(unused.permits);
   RedisDeadline round_trip = operation_deadline();
   return script::decode_give_back(
-      run_script(key, script::encode_give_back(permits, booked, now_micros), round_trip), server());
+      run_script(unused.key, script::encode_give_back(unused.permits, unused.booked, now_micros),
+                 round_trip),
+      server());
 }
 
-bool RedisStore::set_rate_at(const std::string& key, double permits_per_second,
-                             const KeySchedule& schedule, std::optional<std::int64_t> now_micros) {
+bool RedisStore::set_rate_at(const RateChange& change, std::optional<std::int64_t> now_micros) {
   BucketParams checked;
-  checked.permits_per_second = permits_per_second;
+  checked.permits_per_second = change.permits_per_second;
   validate(checked);
   RedisDeadline round_trip = operation_deadline();
   return script::decode_set_rate(
-      run_script(key, script::encode_set_rate(permits_per_second, schedule, now_micros),
+      run_script(change.key,
+                 script::encode_set_rate(change.permits_per_second, change.schedule, now_micros),
                  round_trip),
       server());
 }

@@ -40,12 +40,10 @@ class RedisStore final : public BucketStore {
   // again and the request sent once more, within the same timeout: the key may pay twice for it
   // (the first may have been booked), never grant twice.
   Reservation reserve(const PermitRequest& request, io::Waiter& waiter) override;
-  bool set_rate(const std::string& key, double permits_per_second,
-                const KeySchedule& schedule) override;
+  bool set_rate(const RateChange& change) override;
   std::vector<BucketStatus> status(const std::optional<std::string>& key) override;
   bool reset(const std::string& key) override;
-  bool give_back(const std::string& key, std::int64_t permits,
-                 const std::optional<BookingSpan>& booked) override;
+  bool give_back(const UnusedPermits& unused) override;
   // Connected to the node (or master) that serves `key`, and a PING answered.
   void ping(const std::string& key, io::Waiter& waiter) override;
 
@@ -59,11 +57,8 @@ class RedisStore final : public BucketStore {
                          std::optional<std::int64_t> now_micros, RedisDeadline& deadline);
   std::optional<BucketStatus> status_at(const std::string& key,
                                         std::optional<std::int64_t> now_micros);
-  bool give_back_at(const std::string& key, std::int64_t permits,
-                    const std::optional<BookingSpan>& booked,
-                    std::optional<std::int64_t> now_micros);
-  bool set_rate_at(const std::string& key, double permits_per_second, const KeySchedule& schedule,
-                   std::optional<std::int64_t> now_micros);
+  bool give_back_at(const UnusedPermits& unused, std::optional<std::int64_t> now_micros);
+  bool set_rate_at(const RateChange& change, std::optional<std::int64_t> now_micros);
 
   // Commands go through the host agent from now on, and to the server itself whenever there is
   // no agent.

@@ -100,20 +100,18 @@ bool StateFileStore::update_existing(const std::string& key, const Update& updat
   });
 }
 
-bool StateFileStore::set_rate(const std::string& key, double permits_per_second,
-                              const KeySchedule& schedule) {
-  return update_existing(key,
+bool StateFileStore::set_rate(const RateChange& change) {
+  return update_existing(change.key,
                          [&](TokenBucket& bucket, KeySchedule& kept, std::chrono::nanoseconds now) {
-                           change_rate(bucket, permits_per_second, now);
-                           kept = schedule;
+                           change_rate(bucket, change.permits_per_second, now);
+                           kept = change.schedule;
                          });
 }
 
-bool StateFileStore::give_back(const std::string& key, std::int64_t permits,
-                               const std::optional<BookingSpan>& booked) {
+bool StateFileStore::give_back(const UnusedPermits& unused) {
   bool moved = false;
-  update_existing(key, [&](TokenBucket& bucket, KeySchedule&, std::chrono::nanoseconds now) {
-    moved = stores::give_back(bucket, permits, now, booked);
+  update_existing(unused.key, [&](TokenBucket& bucket, KeySchedule&, std::chrono::nanoseconds now) {
+    moved = stores::give_back(bucket, unused.permits, now, unused.booked);
   });
   return moved;
 }

@@ -27,17 +27,13 @@ class StateFileStore final : public BucketStore {
 
   // `clock` must be CLOCK_MONOTONIC's timeline (system_clock()) of the boot `host` names, the
   // timeline of the waiters' deadlines.
-  StateFileStore(
-      state::StateDirectory directory, Clock& clock, HostId host,
-      Notify notify = [](const std::string&) {});
+  StateFileStore(state::StateDirectory directory, Clock& clock, HostId host, Notify notify);
 
   Reservation reserve(const PermitRequest& request, io::Waiter& waiter) override;
-  bool set_rate(const std::string& key, double permits_per_second,
-                const KeySchedule& schedule) override;
+  bool set_rate(const RateChange& change) override;
   std::vector<BucketStatus> status(const std::optional<std::string>& key) override;
   bool reset(const std::string& key) override;
-  bool give_back(const std::string& key, std::int64_t permits,
-                 const std::optional<BookingSpan>& booked) override;
+  bool give_back(const UnusedPermits& unused) override;
 
   const state::StateDirectory& directory() const { return directory_; }
 

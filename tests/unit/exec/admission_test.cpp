@@ -30,14 +30,13 @@ class CountingStore final : public stores::BucketStore {
     auto [quotas, new_quotas] = quotas_.try_emplace(request.key);
     return stores::decide(bucket->second, schedule->second, quotas->second, request, now);
   }
-  bool set_rate(const std::string&, double, const stores::KeySchedule&) override { return false; }
+  bool set_rate(const stores::RateChange&) override { return false; }
   std::vector<stores::BucketStatus> status(const std::optional<std::string>&) override {
     return {};
   }
   bool reset(const std::string& key) override { return buckets_.erase(key) > 0; }
-  bool give_back(const std::string& key, std::int64_t permits,
-                 const std::optional<stores::BookingSpan>& booked) override {
-    return stores::give_back(buckets_.at(key), permits, clock_.now(), booked);
+  bool give_back(const stores::UnusedPermits& unused) override {
+    return stores::give_back(buckets_.at(unused.key), unused.permits, clock_.now(), unused.booked);
   }
 
  private:
@@ -159,15 +158,12 @@ class InterruptedStore final : public stores::BucketStore {
   stores::Reservation reserve(const stores::PermitRequest&, io::Waiter&) override {
     return {.granted = false, .wait = {}, .signal = SIGTERM, .replaced_params = {}};
   }
-  bool set_rate(const std::string&, double, const stores::KeySchedule&) override { return false; }
+  bool set_rate(const stores::RateChange&) override { return false; }
   std::vector<stores::BucketStatus> status(const std::optional<std::string>&) override {
     return {};
   }
   bool reset(const std::string&) override { return false; }
-  bool give_back(const std::string&, std::int64_t,
-                 const std::optional<stores::BookingSpan>&) override {
-    return false;
-  }
+  bool give_back(const stores::UnusedPermits&) override { return false; }
 };
 
 TEST_F(Admit, SignalWhileTheStoreIsAskedRunsNothing) {

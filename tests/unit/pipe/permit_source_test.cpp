@@ -37,10 +37,9 @@ class FakeStore final : public testing::MemoryStore {
     return reservation;
   }
 
-  bool give_back(const std::string& key, std::int64_t permits,
-                 const std::optional<stores::BookingSpan>& booked) override {
+  bool give_back(const stores::UnusedPermits& unused) override {
     if (fail_give_back) throw UnsafeStateError("record gone bad");
-    return MemoryStore::give_back(key, permits, booked);
+    return MemoryStore::give_back(unused);
   }
 
   nanoseconds latency{0};
@@ -364,8 +363,8 @@ TEST_P(SharedEngine, APipeThatEndsGivesBackOnlyWhatNoLaterBookingBuiltOn) {
   request.params = bytes_per_second(1000, 20).bucket;
   SharedPermitSource pipe_a(store, request, waiter);
   SharedPermitSource pipe_b(store, request, waiter);
-  ASSERT_EQ(pipe_a.turn(20, io.now(), std::nullopt), io.now());
-  ASSERT_EQ(pipe_b.turn(20, io.now(), std::nullopt), io.now() + 40ms);
+  ASSERT_EQ(pipe_a.due_time(20, io.now(), std::nullopt), io.now());
+  ASSERT_EQ(pipe_b.due_time(20, io.now(), std::nullopt), io.now() + 40ms);
   pipe_a.consume(20, io.now(), io.now());
   const nanoseconds key_free = store.bucket->state().next_free;
   pipe_a.finish();

@@ -34,14 +34,13 @@ class ScriptedStore final : public BucketStore {
     return {};
   }
   bool reset(const std::string&) override { return !down; }
-  bool give_back(const std::string&, std::int64_t permits,
-                 const std::optional<BookingSpan>& booked) override {
+  bool give_back(const stores::UnusedPermits& unused) override {
     if (down) throw StoreUnavailable("down");
-    given_back += permits;
-    last_span = booked;
+    given_back += unused.permits;
+    last_span = unused.booked;
     return true;
   }
-  bool set_rate(const std::string&, double, const stores::KeySchedule&) override { return !down; }
+  bool set_rate(const stores::RateChange&) override { return !down; }
   void ping(const std::string&, io::Waiter&) override {
     ++pings;
     if (down) throw StoreUnavailable("down");
@@ -232,40 +231,41 @@ TEST(FallbackStore, StatusAndResetFailWhateverThePolicy) {
   fixture.shared->down = true;
   EXPECT_THROW(fixture.store->status(std::nullopt), StoreUnavailable);
   EXPECT_FALSE(fixture.store->reset("api"));
-  EXPECT_FALSE(fixture.store->set_rate("api", 2, {}));
+  EXPECT_FALSE(fixture.store->set_rate({.key = "api", .permits_per_second = 2, .schedule = {}}));
   EXPECT_EQ(fixture.locals_opened, 0);
 }
 
 TEST(FallbackStore, PermitsGoBackWhereTheyWereBooked) {
   Fixture up(OnUnavailable::local);
   up.reserve(5);
-  up.store->give_back("api", 5, std::nullopt);
+  up.store->give_back({.key = "api", .permits = 5, .booked = std::nullopt});
   EXPECT_EQ(up.shared->given_back, 5);
 
   Fixture local(OnUnavailable::local);
   local.shared->down = true;
   local.reserve(6);
-  local.store->give_back("api", 6, std::nullopt);
+  local.store->give_back({.key = "api", .permits = 6, .booked = std::nullopt});
   ASSERT_NE(local.local, nullptr);
   EXPECT_EQ(local.local->given_back, 6);
 
   Fixture unthrottled(OnUnavailable::allow);
   unthrottled.shared->down = true;
   unthrottled.reserve(7);
-  unthrottled.store->give_back("api", 7, std::nullopt);  // nowhere: nothing was booked
+  unthrottled.store->give_back(
+      {.key = "api", .permits = 7, .booked = std::nullopt});  // nowhere: nothing was booked
   EXPECT_EQ(unthrottled.shared->given_back, 0);
 }
 
 TEST(FallbackStore, PermitsThisRunDidNotBookGoToTheSharedStoreUnlessItIsAway) {
   // As set_key_rate_by_hand() gives back a turn booked at an old rate by whoever used the key.
   Fixture setter(OnUnavailable::local);
-  setter.store->give_back("api", 9, std::nullopt);
+  setter.store->give_back({.key = "api", .permits = 9, .booked = std::nullopt});
   EXPECT_EQ(setter.shared->given_back, 9);
 
   Fixture away(OnUnavailable::local);
   away.shared->down = true;
   away.reserve(2);
-  away.store->give_back("api", 9, std::nullopt);
+  away.store->give_back({.key = "api", .permits = 9, .booked = std::nullopt});
   EXPECT_EQ(away.local->given_back, 2);
   EXPECT_EQ(away.shared->given_back, 0);
 }
@@ -276,7 +276,7 @@ TEST(FallbackStore, PermitsBookedAcrossAReturnGoBackToEachStoreItsPart) {
   fixture.shared->down = true;
   fixture.reserve(20);  // local
   // Booked by the shared store before it went away: not given back while it is away.
-  fixture.store->give_back("api", 25, std::nullopt);
+  fixture.store->give_back({.key = "api", .permits = 25, .booked = std::nullopt});
   EXPECT_EQ(fixture.local->given_back, 20);
   EXPECT_EQ(fixture.shared->given_back, 0);
   fixture.reserve(20);  // local
@@ -285,7 +285,7 @@ TEST(FallbackStore, PermitsBookedAcrossAReturnGoBackToEachStoreItsPart) {
   fixture.reserve(20);  // local, and the probe starts
   fixture.run_started();
   fixture.reserve(30);  // shared again
-  fixture.store->give_back("api", 45, std::nullopt);
+  fixture.store->give_back({.key = "api", .permits = 45, .booked = std::nullopt});
   EXPECT_EQ(fixture.shared->given_back, 30);
   EXPECT_EQ(fixture.local->given_back, 35);
 }
@@ -299,7 +299,7 @@ TEST(FallbackStore, ASpanGoesInOneCallToTheStoreOfTheLatestBookings) {
   fixture.reserve(20);  // local
   fixture.reserve(5);   // local
   const BookingSpan span{.from = 1, .until = 2};
-  fixture.store->give_back("api", 40, span);
+  fixture.store->give_back({.key = "api", .permits = 40, .booked = span});
   EXPECT_EQ(fixture.local->given_back, 25);
   EXPECT_EQ(fixture.local->last_span, span);
   EXPECT_EQ(fixture.shared->given_back, 0);

@@ -89,7 +89,7 @@ TEST_F(StateFileStoreTest, GivesBackOnlyWhatNoLaterBookingBuiltOn) {
   ASSERT_EQ(b_ahead.wait, 300ms);
   EXPECT_EQ(b_chunk.booked.from, a_ahead.booked.until);
   clock_.advance(50ms);
-  EXPECT_FALSE(pipe_a.give_back("api", 10, a_ahead.booked));
+  EXPECT_FALSE(pipe_a.give_back({.key = "api", .permits = 10, .booked = a_ahead.booked}));
   PermitRequest probe = request(bursty(100));
   probe.permits = 1;
   const Reservation after_a = pipe_b.reserve(probe, waiter_);
@@ -97,10 +97,12 @@ TEST_F(StateFileStoreTest, GivesBackOnlyWhatNoLaterBookingBuiltOn) {
   // B's two chunks and the probe, one after the other, are the last: they go back, as far as
   // where B's first chunk found the key (200 ms from the start).
   EXPECT_TRUE(pipe_b.give_back(
-      "api", 21, BookingSpan{.from = b_chunk.booked.from, .until = after_a.booked.until}));
+      {.key = "api",
+       .permits = 21,
+       .booked = BookingSpan{.from = b_chunk.booked.from, .until = after_a.booked.until}}));
   EXPECT_EQ(pipe_a.reserve(probe, waiter_).wait, 150ms);
   // Without a span (a rate set by hand), back in any case.
-  EXPECT_TRUE(pipe_a.give_back("api", 1, std::nullopt));
+  EXPECT_TRUE(pipe_a.give_back({.key = "api", .permits = 1, .booked = std::nullopt}));
   EXPECT_EQ(pipe_a.reserve(probe, waiter_).wait, 150ms);
 }
 
@@ -113,17 +115,19 @@ TEST_F(StateFileStoreTest, ARaisedRateSetByHandConvertsTheBookedTurn) {
   for (const double typo : {0.001, 1e-300}) {
     store.reset("api");
     EXPECT_EQ(store.reserve(request(bursty(typo)), waiter_).wait, 0ms);
-    ASSERT_TRUE(set_key_rate_by_hand(store, "api", 5, {}));
+    ASSERT_TRUE(
+        set_key_rate_by_hand(store, {.key = "api", .permits_per_second = 5, .schedule = {}}));
     // 200 ms for what is owed, give or take a permit of rounding.
     EXPECT_LT(store.reserve(keeping, waiter_).wait, 500ms) << typo;
   }
   // Booked 200 ms ahead at 5/s; lowered to 1/s, still 200 ms (not the 1 s a permit takes now).
   store.reset("api");
   EXPECT_EQ(store.reserve(request(bursty(5)), waiter_).wait, 0ms);
-  ASSERT_TRUE(set_key_rate_by_hand(store, "api", 1, {}));
+  ASSERT_TRUE(set_key_rate_by_hand(store, {.key = "api", .permits_per_second = 1, .schedule = {}}));
   keeping.params = bursty(1);
   EXPECT_EQ(store.reserve(keeping, waiter_).wait, 200ms);
-  EXPECT_FALSE(set_key_rate_by_hand(store, "none", 5, {}));
+  EXPECT_FALSE(
+      set_key_rate_by_hand(store, {.key = "none", .permits_per_second = 5, .schedule = {}}));
 }
 
 TEST(SetRateByHand, ConvertsOnlyARaisedRate) {
@@ -207,8 +211,8 @@ TEST_F(StateFileStoreTest, TheKeyKeepsTheNotationOfTheParametersApplied) {
   EXPECT_EQ(notation_now(), "");
   // Kept by a change of rate by hand and a give-back.
   store.reserve(replacing, waiter_);
-  store.set_rate("api", 40, {});
-  store.give_back("api", 1, std::nullopt);
+  store.set_rate({.key = "api", .permits_per_second = 40, .schedule = {}});
+  store.give_back({.key = "api", .permits = 1, .booked = std::nullopt});
   EXPECT_EQ(notation_now(), "lines si 60 units");
 }
 
