@@ -296,7 +296,7 @@ fleet_load_after=$(cut -d' ' -f1-3 /proc/loadavg)
   echo "server used meanwhile, per decision. The script: INFO commandstats, EVALSHA's usec_per_call"
   echo "(its duration: on a loaded machine, time preempted included). Wall: the row's time over the"
   echo "calls of one loop. Agent CPU: the agent's time"
-  echo "on a CPU (/proc/PID/schedstat) per decision. TCP kept, agent's pace: the same call on one kept"
+  echo "on a CPU, all its threads (/proc/PID/task/*/schedstat), per decision. TCP kept, agent's pace: the same call on one kept"
   echo "connection (redis-cli -r -i) at the pace of the agent's row, what a call costs a server that"
   echo "idles between calls (cold caches) without any connection made. Failed: calls that got no answer (exit 69: the"
   echo "server did not answer within --redis-timeout, 1 s)."
