@@ -108,12 +108,17 @@ class Route {
   Route(const Route&) = delete;
   Route& operator=(const Route&) = delete;
 
+  // Only a job that finds the queue empty tells the worker: the worker takes the whole queue at
+  // once, so one that joins a queue already told of is taken with it (a write fewer per request
+  // while a round trip is in flight).
   void queue(Job job) {
+    bool first = false;
     {
       const std::lock_guard lock(mutex_);
+      first = queued_.empty();
       queued_.push_back(std::move(job));
     }
-    raise_event(work_came_.get());
+    if (first) raise_event(work_came_.get());
   }
   void take_answers(std::vector<Job>& answers) {
     const std::lock_guard lock(mutex_);
@@ -199,7 +204,9 @@ void flush(Client& client) {
   }
 }
 
-// Reads what came on `client`; returns the whole requests among it, in order.
+// Reads what came on `client`; returns the whole requests among it, in order. A read that does
+// not fill the chunk took all there was: what comes later makes the socket readable again (the
+// wait is level-triggered), so no read is spent on learning that nothing more is there.
 std::vector<std::string> receive(Client& client) {
   std::array<char, 16384> chunk;
   while (true) {
@@ -207,6 +214,7 @@ std::vector<std::string> receive(Client& client) {
         [&] { return ::recv(client.socket.get(), chunk.data(), chunk.size(), MSG_DONTWAIT); });
     if (received > 0) {
       client.received.append(chunk.data(), static_cast<std::size_t>(received));
+      if (static_cast<std::size_t>(received) < chunk.size()) break;
       continue;
     }
     if (received == 0 || (errno != EAGAIN && errno != EWOULDBLOCK)) client.closed = true;
