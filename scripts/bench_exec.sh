@@ -33,17 +33,13 @@ echo "== overhead per call (hyperfine)" >&2
 # `env true` is the least any command that execs another pays: a second execve. Three rounds, and
 # per command the lowest of their medians, so that a burst of load on a shared machine during one
 # command's runs does not count against it.
-# A refusal too (`--try` on a key that has nothing left, exit 75): the path of every refusal and
-# error, which throws an exception.
-"$RATELIMIT" exec --rate 1/h --key refused -- true
 for round in 1 2 3; do
-  hyperfine -N --warmup 50 --runs 300 -i --export-csv "$WORK/overhead.$round.csv" \
-    "$RATELIMIT exec --rate 1e9 --key k -- true" "env true" "true" \
-    "$RATELIMIT exec --rate 1/h --key refused --try -- true" >&2
+  hyperfine -N --warmup 50 --runs 300 --export-csv "$WORK/overhead.$round.csv" \
+    "$RATELIMIT exec --rate 1e9 --key k -- true" "env true" "true" >&2
 done
-read -r exec_ms env_ms true_ms refused_ms < <(awk -F, 'FNR > 1 {
+read -r exec_ms env_ms true_ms < <(awk -F, 'FNR > 1 {
     median = $4 * 1000; if (!((FNR - 1) in best) || median < best[FNR - 1]) best[FNR - 1] = median }
-  END { printf "%.3f %.3f %.3f %.3f\n", best[1], best[2], best[3], best[4] }' "$WORK"/overhead.*.csv)
+  END { printf "%.3f %.3f %.3f\n", best[1], best[2], best[3] }' "$WORK"/overhead.*.csv)
 overhead_ms=$(awk -v a="$exec_ms" -v b="$true_ms" 'BEGIN { printf "%.3f", a - b }')
 own_ms=$(awk -v a="$exec_ms" -v b="$env_ms" 'BEGIN { printf "%.3f", a - b }')
 
@@ -99,7 +95,6 @@ starts_per_second=$(awk -v n=$((8 * calls_per_process)) -v s="$spawn_seconds" 'B
   echo "| overhead per call: \`exec --rate 1e9 --key k -- true\` ($exec_ms ms) minus \`true\` ($true_ms ms), lowest median of 3 hyperfine rounds of 300 | <= 1 ms | $overhead_ms ms | $(within "$overhead_ms" 0 1) |"
   echo "| floor of any exec wrapper: \`env true\` ($env_ms ms) minus \`true\` | | $(awk -v a="$env_ms" -v b="$true_ms" 'BEGIN { printf "%.3f", a - b }') ms | |"
   echo "| ratelimit's own cost: \`exec ... -- true\` minus \`env true\` | | $own_ms ms | |"
-  echo "| a refusal: \`exec --try\` on a key with nothing left (exit 75, $refused_ms ms) minus \`exec ... -- true\` | | $(awk -v a="$refused_ms" -v b="$exec_ms" 'BEGIN { printf "%.3f", a - b }') ms | |"
   for i in "${!sequential[@]}"; do
     s=${sequential[i]}
     echo "| 21 sequential execs at 10/s, run $((i + 1)) | 2.0 s +-5% | $s s | $(within "$s" 1.9 2.1) |"
