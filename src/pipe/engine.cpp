@@ -321,9 +321,12 @@ void Engine::charge(std::size_t bytes, std::int64_t units, nanoseconds requested
 }
 
 std::optional<std::int64_t> Engine::units_ready(std::size_t buffered) {
-  if (!options_.unit.counts_bytes()) return std::nullopt;
+  // Without quotas the input is not asked unless its end is known already: a pipe's writers are
+  // watched while waiting for a turn anyway, and a live pipe costs no system call per chunk.
+  if (!options_.unit.counts_bytes() || (options_.quotas.empty() && !io_.input_end_known()))
+    return std::nullopt;
   const std::optional<std::size_t> unread = io_.bytes_ready();
-  if (!unread || (options_.quotas.empty() && !io_.input_end_known())) return std::nullopt;
+  if (!unread) return std::nullopt;
   return static_cast<std::int64_t>(std::min<std::size_t>(
       *unread + buffered, static_cast<std::size_t>(std::numeric_limits<std::int64_t>::max())));
 }
