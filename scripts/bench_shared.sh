@@ -176,7 +176,6 @@ echo "head|cat: $head_only s; in-process: $cpu_alone s; --key: $cpu_keyed s (pip
   echo "0.37 + 0.74 + 0.11 of a 108 ms turn in about 5 s (the last pipe, alone by then, gives its"
   echo "rest back), so the sum is about 2.6 % short by design while the turns stay 108 ms apart."
   echo
-  echo
   sed 's/^/    /' <<<"$summary"
   echo
   echo "Run by run:"
