@@ -86,7 +86,9 @@ std::optional<Result> Engine::run_spliced() {
       }
       input_awaited = false;
       if (!exhausted) {
-        chunk_units = ready > 0 ? std::min(options_.chunk_units, *ready) : options_.chunk_units;
+        // Without quotas the last chunk is booked whole all the same (units_ready()).
+        chunk_units = ready > 0 && !options_.quotas.empty() ? std::min(options_.chunk_units, *ready)
+                                                            : options_.chunk_units;
         const std::optional<nanoseconds> due = source_.due_time(chunk_units, requested_at, ready);
         // Nothing has been read yet, so a stop here leaves nothing behind.
         if (!due) return finish(Ending::stopped, io_.stop_signal());
@@ -319,7 +321,10 @@ void Engine::charge(std::size_t bytes, std::int64_t units, nanoseconds requested
 }
 
 std::optional<std::int64_t> Engine::units_ready(std::size_t buffered) {
-  if (!options_.unit.counts_bytes() || options_.quotas.empty()) return std::nullopt;
+  // Without quotas the input is not asked unless its end is known already: a pipe's writers are
+  // watched while waiting for a turn anyway, and a live pipe costs no system call per chunk.
+  if (!options_.unit.counts_bytes() || (options_.quotas.empty() && !io_.input_end_known()))
+    return std::nullopt;
   const std::optional<std::size_t> unread = io_.bytes_ready();
   if (!unread) return std::nullopt;
   return static_cast<std::int64_t>(std::min<std::size_t>(

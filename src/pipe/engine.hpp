@@ -159,13 +159,14 @@ class Engine {
   // `requested_at`; stops early when downstream closes or a stop signal cuts a blocked write short.
   Written write_buffered(std::size_t bytes, std::chrono::nanoseconds requested_at);
   void charge(std::size_t bytes, std::int64_t units, std::chrono::nanoseconds requested_at);
-  // Byte mode under quotas: the units that can go now without waiting for input, `buffered` read
-  // and not written included, when the input can say; none in record modes and without quotas.
-  // A quota counts what is booked whether or not its data comes, so under quotas nothing is
-  // booked before its data is there: a chunk larger than what comes could wait for a window where
-  // the rest fits now. Without quotas a whole chunk is booked even for less: the next chunk (this
-  // pipe's or another's on the key) then comes a whole write interval later, as every 100 ms
-  // window holds one write, and what was not moved is given back.
+  // Byte mode: the units that can go now without waiting for input, `buffered` read and not
+  // written included, when the input can say; none in record modes. A quota counts what is
+  // booked whether or not its data comes, so under quotas nothing is booked before its data is
+  // there: a chunk larger than what comes could wait for a window where the rest fits now.
+  // Without quotas a whole chunk is booked even for less: the next chunk (this pipe's or
+  // another's on the key) then comes a whole write interval later, as every 100 ms window holds
+  // one write, and what was not moved is given back; the units are then said only where the
+  // input's end is known, so that no chunk is booked ahead beyond it.
   std::optional<std::int64_t> units_ready(std::size_t buffered);
   // At a stop or a failure: writes what is due, and what was read after it unless the input takes
   // that back.

@@ -48,6 +48,7 @@ class FileIo final : public Io {
   Wake wait(std::chrono::nanoseconds deadline, WaitFor what) override;
   bool input_exhausted() const override;
   std::optional<std::size_t> bytes_ready() override;
+  bool input_end_known() const override;
   bool input_ready_now() override;
   Moved read(std::span<char> buffer) override;
   bool input_takes_back() const override;

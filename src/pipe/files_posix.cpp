@@ -261,6 +261,12 @@ std::optional<std::size_t> FileIo::bytes_ready() {
   return static_cast<std::size_t>(bytes);
 }
 
+bool FileIo::input_end_known() const {
+  return at_end() ||
+         inputs_[current_].bytes_left.value_or(std::numeric_limits<std::size_t>::max()) !=
+             std::numeric_limits<std::size_t>::max();
+}
+
 bool FileIo::next_input() {
   // Its offset still has to follow the bytes of it that are yet to go out.
   Input& input = inputs_[current_];

@@ -50,6 +50,9 @@ class Io {
   // regular file, what a pipe holds (all that is left once its last writer has closed, which the
   // pipe is asked now). None when the input cannot say (a terminal, a socket).
   virtual std::optional<std::size_t> bytes_ready() = 0;
+  // True when the bytes of this input left to move are known: the rest of a regular file, what
+  // a pipe holds once its last writer was seen to close; bytes_ready() then says them.
+  virtual bool input_end_known() const { return false; }
   // True when a read would not block now, whatever signal has come.
   virtual bool input_ready_now() = 0;
   // Reads up to buffer.size() bytes after wait() or input_ready_now() said ready. Zero bytes

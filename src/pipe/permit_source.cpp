@@ -2,7 +2,6 @@
 
 #include <algorithm>
 #include <cmath>
-#include <limits>
 #include <utility>
 
 #include "pipe/chunk.hpp"
@@ -147,10 +146,16 @@ std::optional<nanoseconds> SharedPermitSource::due_time(std::int64_t units, nano
     // capacity the store is asked at most once per interval, not once per chunk (a state-file
     // update is a write and a rename).
     const double rate_before = request_.params.permits_per_second;
-    const std::int64_t booking = std::min(
-        std::max(units, default_chunk_units(rate_before, largest_booking_, kLeastBookingInterval)),
-        units_ready.value_or(std::numeric_limits<std::int64_t>::max()) - credit_);
-    if (booking <= 0) return credit_due_;
+    std::int64_t booking =
+        std::max(units, default_chunk_units(rate_before, largest_booking_, kLeastBookingInterval));
+    if (units_ready) {
+      // Nothing is booked ahead past the input's end: once another pipe booked after it, it could
+      // not go back, and the key would idle through it. Under quotas nothing is booked beyond
+      // what the input holds either; without, a chunk ahead is booked whole.
+      const std::int64_t beyond = *units_ready - credit_;
+      if (beyond <= 0) return credit_due_;
+      if (!request_.quotas.empty()) booking = std::min(booking, beyond);
+    }
     std::optional<nanoseconds> due;
     try {
       due = book(booking);

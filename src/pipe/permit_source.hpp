@@ -24,7 +24,8 @@ class PermitSource {
   virtual ~PermitSource() = default;
   // When up to `units` may be moved, on the engine's clock; none when a stop signal ended the
   // call to the store first. `units_ready`, when the input can say, are the units it holds now,
-  // these included: nothing beyond them is booked ahead.
+  // these included (without quotas: only where they are all it still gives): nothing is booked
+  // ahead once they are booked.
   // Throws what the store threw when it cannot answer.
   virtual std::optional<std::chrono::nanoseconds> due_time(
       std::int64_t units, std::chrono::nanoseconds now,
@@ -92,7 +93,8 @@ class LocalPermitSource final : public PermitSource {
 // made before the units move, so two users never take the same turn. One chunk more is kept
 // booked ahead: its booking is made before the wait for the current one, so the store's lock or
 // round trip hides behind that wait, and a wake-up a little late finds the key still busy with
-// this pipe's next chunk instead of idle (idle time would be stored as a burst for everyone).
+// this pipe's next chunk instead of idle (idle time would be stored as a burst for everyone);
+// none past the end of an input that is known to end.
 // Units booked and not moved (a short read, the end of a slow producer's burst) are kept as
 // local credit for the next turn: never booked twice. At the end of the run they are given back to
 // the key as far as no one else booked after them, so that a loop of short pipes on one key gets

@@ -118,6 +118,11 @@ class FakePipeIo final : public pipe::Io {
     return ready;
   }
 
+  // A file's rest, or all that came once the writer closed.
+  bool input_end_known() const override {
+    return unread_allowed_ || at_end() || arrivals_.back().time <= now_;
+  }
+
   bool input_ready_now() override { return readable() || at_end(); }
 
   pipe::Moved read(std::span<char> buffer) override {
