@@ -59,6 +59,10 @@ expect_error() {
   expect_stderr "$expected"
 }
 
+# tmux on a server of the test's own: tests that run at once never share the default server,
+# which ends with its last session, under another test's new one.
+tmux() { command tmux -S "$WORK/tmux.socket" "$@"; }
+
 # random_file PATH BYTES: incompressible test data.
 random_file() {
   head -c "$2" /dev/urandom >"$1"
