@@ -382,25 +382,33 @@ TEST_F(RedisRelayTest, GoldenRequestsAnsweredTogetherGetTheAnswersTheyGotAlone) 
   EXPECT_GT(decisions, 2 * vectors.size());
 }
 
-// A request with bad arguments among others on its key gets its own error; the others are
-// decided as alone, in order.
+// A request with bad arguments among others on its key gets its own error, whether the script
+// refuses it or fails on it; the others are decided as alone, in order.
 TEST_F(RedisRelayTest, ABadRequestInABatchSpoilsNoOther) {
   load_script();
   direct_command(server_, {"CONFIG", "RESETSTAT"});
   std::vector<std::string> bad_permits =
       script::encode_reserve(request("bad", 1), nanoseconds::max(), 1'000'000);
   bad_permits[script::kArgPermits - 1] = "0";
+  std::vector<std::string> bad_time = bad_permits;
+  bad_time[script::kArgPermits - 1] = "1";
+  bad_time[script::kArgTime - 1] = "soon";
   const std::vector<std::string> answers = agent_->relay.answer(
       {reserve_request(server_, "bad"), script_request(server_, "bad", bad_permits),
+       reserve_request(server_, "bad"), script_request(server_, "bad", bad_time),
        reserve_request(server_, "bad")},
       real_waiter());
-  ASSERT_EQ(answers.size(), 3u);
+  ASSERT_EQ(answers.size(), 5u);
   EXPECT_EQ(wait_in(answers[0]), "0");
   const RedisValue refused = reply_in(answers[1]);
   EXPECT_EQ(refused.type, RedisValue::Type::error);
   EXPECT_EQ(refused.text, "ERR ratelimit: bad arguments");
   EXPECT_EQ(wait_in(answers[2]), "1000000000");
-  EXPECT_EQ(agent_->relay.decisions(), 2u);
+  const RedisValue failed = reply_in(answers[3]);
+  EXPECT_EQ(failed.type, RedisValue::Type::error);
+  EXPECT_TRUE(failed.text.starts_with("ERR ")) << failed.text;
+  EXPECT_EQ(wait_in(answers[4]), "2000000000");
+  EXPECT_EQ(agent_->relay.decisions(), 3u);
   EXPECT_EQ(script_calls(server_), 1);
 }
 
