@@ -427,6 +427,22 @@ TEST_F(RedisRelayTest, ANilReplyInABatchStaysNil) {
   EXPECT_EQ(script_calls(server_), 1);
 }
 
+// A batch whose requests cannot all be told apart serves none of them.
+TEST_F(RedisRelayTest, ABatchThatIsNotWholeServesNoRequest) {
+  load_script();
+  const std::vector<std::string> reserve =
+      script::encode_reserve(request("torn", 1), nanoseconds::max(), 1'000'000);
+  std::vector<std::string> call{"EVALSHA", std::string(kRedisBucketScriptSha1), "1",
+                                redis_key("torn"), std::string(script::kBatchOperation)};
+  script::add_to_batch(call, reserve);
+  // A second request of 5 arguments, cut after 2.
+  call.insert(call.end(), {"5", "status", ""});
+  const RedisValue reply = direct_command(server_, call);
+  EXPECT_EQ(reply.type, RedisValue::Type::error);
+  EXPECT_EQ(reply.text, "ERR ratelimit: bad batch");
+  EXPECT_EQ(direct_command(server_, {"EXISTS", redis_key("torn")}).integer, 0);
+}
+
 // Whatever else reaches a key between its script calls goes in its place: a reset (DEL) between
 // two reserves ends the batch before it, and the reserve after it finds no bucket.
 TEST_F(RedisRelayTest, AResetBetweenReservesKeepsItsPlace) {

@@ -1067,14 +1067,19 @@ if not redis.REDIS_VERSION_NUM and redis.replicate_commands then redis.replicate
 
 if ARGV[1] ~= "batch" then return serve(ARGV) end
 -- batch: each request in turn, served as if alone; an error is its request's reply, and the
--- requests after it go on.
-local argv, replies, at = ARGV, {}, 2
+-- requests after it go on. All are found first: a batch that is not whole serves none.
+local argv, requests, at = ARGV, {}, 2
 while at <= #argv do
   local count = tonumber(argv[at])
   if not (count and count >= 1 and count % 1 == 0 and at + count <= #argv) then
     return redis.error_reply("ERR ratelimit: bad batch")
   end
-  local served, reply = pcall(serve, {unpack(argv, at + 1, at + count)})
+  requests[#requests + 1] = {unpack(argv, at + 1, at + count)}
+  at = at + 1 + count
+end
+local replies = {}
+for i = 1, #requests do
+  local served, reply = pcall(serve, requests[i])
   -- A redis.call() that failed raised its error reply; anything else raised a text.
   if not served and type(reply) ~= "table" then
     reply = redis.error_reply("ERR ratelimit: " .. tostring(reply))
@@ -1082,7 +1087,6 @@ while at <= #argv do
   -- Nil (no bucket) as false, which Redis sends as nil too, and which keeps its place in the
   -- table.
   if reply == nil then reply = false end
-  replies[#replies + 1] = reply
-  at = at + 1 + count
+  replies[i] = reply
 end
 return replies
