@@ -6,6 +6,7 @@
 #include <deque>
 #include <memory>
 #include <string_view>
+#include <thread>
 #include <utility>
 #include <vector>
 
@@ -460,6 +461,52 @@ TEST_F(RedisRelayTest, AResetBetweenReservesKeepsItsPlace) {
   EXPECT_EQ(wait_in(answers[3]), "0");
   EXPECT_EQ(wait_in(answers[4]), "1000000000");
   EXPECT_EQ(script_calls(server_), 2);
+}
+
+// A batch sent to a Cluster's node that does not serve its key (MOVED: nothing ran) is sent
+// again request by request, each to the node the reply names, and each decided once.
+TEST(RedisRelayCluster, AMovedBatchIsAnsweredRequestByRequest) {
+  RedisServer seed({}, false, true);
+  RedisServer other({}, false, true);
+  direct_command(seed, {"CLUSTER", "ADDSLOTSRANGE", "0", "8191"});
+  direct_command(other, {"CLUSTER", "ADDSLOTSRANGE", "8192", "16383"});
+  direct_command(seed, {"CLUSTER", "MEET", "127.0.0.1", std::to_string(other.port())});
+  for (int tries = 0; tries < 1000; ++tries) {
+    if (direct_command(seed, {"CLUSTER", "INFO"}).text.find("cluster_state:ok") !=
+            std::string::npos &&
+        direct_command(other, {"CLUSTER", "INFO"}).text.find("cluster_state:ok") !=
+            std::string::npos)
+      break;
+    std::this_thread::sleep_for(10ms);
+  }
+  std::string key;
+  for (int i = 0; key.empty(); ++i) {
+    const std::string candidate = "moved" + std::to_string(i);
+    if (direct_command(seed, {"CLUSTER", "KEYSLOT", redis_key(candidate)}).integer >= 8192)
+      key = candidate;
+  }
+  direct_command(other, {"SCRIPT", "LOAD", std::string(kRedisBucketScript)});
+  // The requests as a client of the seed node sends them.
+  RecordingAgent recorder;
+  RedisRelayClient client(std::shared_ptr<AgentLink>(&recorder, [](AgentLink*) {}),
+                          {.url = seed.tcp_url()});
+  for (int i = 0; i < 3; ++i) {
+    RedisDeadline deadline(kTimeout, &real_waiter());
+    std::vector<std::string> call{"EVALSHA", std::string(kRedisBucketScriptSha1), "1",
+                                  redis_key(key)};
+    for (std::string& argument :
+         script::encode_reserve(request(key, 1), nanoseconds::max(), 1'000'000))
+      call.push_back(std::move(argument));
+    EXPECT_THROW(client.command(redis_key(key), call, deadline), RedisInterrupted);
+  }
+  RedisRelay relay;
+  const std::vector<std::string> answers = relay.answer(recorder.requests, real_waiter());
+  ASSERT_EQ(answers.size(), 3u);
+  EXPECT_EQ(wait_in(answers[0]), "0");
+  EXPECT_EQ(wait_in(answers[1]), "1000000000");
+  EXPECT_EQ(wait_in(answers[2]), "2000000000");
+  EXPECT_EQ(relay.decisions(), 3u);
+  EXPECT_EQ(direct_command(other, {"EXISTS", redis_key(key)}).integer, 1);
 }
 
 // A batch that meets a server without the script (SCRIPT FLUSH, a server started again) gives

@@ -24,11 +24,12 @@ namespace ratelimit::testing {
 
 // A real redis-server of the test's own: a unix socket in a temp dir and a loopback TCP port,
 // nothing saved, stopped by its pid. With `tls`, also a TLS port, its certificate for localhost
-// signed by a CA made for the test (ca_file()).
+// signed by a CA made for the test (ca_file()). With `cluster`, a node of a Cluster yet to be made
+// (no slots, knowing no other node).
 class RedisServer {
  public:
-  explicit RedisServer(std::string password = {}, bool tls = false)
-      : password_(std::move(password)), tls_(tls) {
+  explicit RedisServer(std::string password = {}, bool tls = false, bool cluster = false)
+      : password_(std::move(password)), tls_(tls), cluster_(cluster) {
     if (tls_) make_certificates();
     start();
   }
@@ -94,6 +95,12 @@ class RedisServer {
                                        socket_path(),  "--save",    "",
                                        "--appendonly", "no",        "--dir",
                                        dir_.string(),  "--logfile", (dir_.path() / "log").string()};
+    if (cluster_) {
+      for (const std::string& argument :
+           {std::string("--cluster-enabled"), std::string("yes"),
+            std::string("--cluster-config-file"), (dir_.path() / "nodes.conf").string()})
+        arguments.push_back(argument);
+    }
     if (!password_.empty()) {
       arguments.push_back("--requirepass");
       arguments.push_back(password_);
@@ -156,6 +163,7 @@ class RedisServer {
   TempDir dir_;
   std::string password_;
   bool tls_ = false;
+  bool cluster_ = false;
   int port_ = 0;
   int tls_port_ = 0;
   pid_t pid_ = -1;
