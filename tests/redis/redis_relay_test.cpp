@@ -470,15 +470,15 @@ TEST(RedisRelayCluster, AMovedBatchIsAnsweredRequestByRequest) {
   RedisServer other({}, false, true);
   direct_command(seed, {"CLUSTER", "ADDSLOTSRANGE", "0", "8191"});
   direct_command(other, {"CLUSTER", "ADDSLOTSRANGE", "8192", "16383"});
-  direct_command(seed, {"CLUSTER", "MEET", "127.0.0.1", std::to_string(other.port())});
-  for (int tries = 0; tries < 1000; ++tries) {
-    if (direct_command(seed, {"CLUSTER", "INFO"}).text.find("cluster_state:ok") !=
-            std::string::npos &&
-        direct_command(other, {"CLUSTER", "INFO"}).text.find("cluster_state:ok") !=
-            std::string::npos)
-      break;
+  direct_command(seed, {"CLUSTER", "MEET", "127.0.0.1", std::to_string(other.port()),
+                        std::to_string(other.cluster_port())});
+  const auto ok = [](const RedisServer& node) {
+    return direct_command(node, {"CLUSTER", "INFO"}).text.find("cluster_state:ok") !=
+           std::string::npos;
+  };
+  for (int tries = 0; tries < 1000 && !(ok(seed) && ok(other)); ++tries)
     std::this_thread::sleep_for(10ms);
-  }
+  ASSERT_TRUE(ok(seed) && ok(other)) << "the Cluster never became ok";
   std::string key;
   for (int i = 0; key.empty(); ++i) {
     const std::string candidate = "moved" + std::to_string(i);

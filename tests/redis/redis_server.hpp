@@ -47,6 +47,8 @@ class RedisServer {
   std::string ca_file() const { return (dir_.path() / "ca.crt").string(); }
   std::string socket_path() const { return (dir_.path() / "sock").string(); }
   int port() const { return port_; }
+  // A Cluster node's bus, which CLUSTER MEET names.
+  int cluster_port() const { return cluster_port_; }
   pid_t pid() const { return pid_; }
 
   // Stops the server with `signal` (SIGKILL: as a crash) and waits for it.
@@ -88,6 +90,7 @@ class RedisServer {
 
   void start() {
     if (port_ == 0) port_ = free_loopback_port();
+    if (cluster_ && cluster_port_ == 0) cluster_port_ = free_loopback_port();
     if (tls_ && tls_port_ == 0) tls_port_ = free_loopback_port();
     std::filesystem::remove(socket_path());
     std::vector<std::string> arguments{"redis-server", "--port",    std::to_string(port_),
@@ -98,7 +101,10 @@ class RedisServer {
     if (cluster_) {
       for (const std::string& argument :
            {std::string("--cluster-enabled"), std::string("yes"),
-            std::string("--cluster-config-file"), (dir_.path() / "nodes.conf").string()})
+            std::string("--cluster-config-file"), (dir_.path() / "nodes.conf").string(),
+            // Its bus on a free port of its own: the default, 10000 above, may be taken or
+            // beyond 65535.
+            std::string("--cluster-port"), std::to_string(cluster_port_)})
         arguments.push_back(argument);
     }
     if (!password_.empty()) {
@@ -164,6 +170,7 @@ class RedisServer {
   std::string password_;
   bool tls_ = false;
   bool cluster_ = false;
+  int cluster_port_ = 0;
   int port_ = 0;
   int tls_port_ = 0;
   pid_t pid_ = -1;
