@@ -12,7 +12,8 @@
 # server read; the same load with --no-agent and from redis-benchmark on as many kept connections.
 # Environment: RATELIMIT (a Release binary; default: the bench tree's), AGENT_LOAD (default: the
 # agent_load of RATELIMIT's tree), BENCH_CALLS (calls of a single loop, default 400; 8 loops make
-# an eighth each, 64 loops a 64th, at least 10), BENCH_FLEET_SECONDS (each fleet row, default 3).
+# an eighth each, 64 loops a 64th, at least 10), BENCH_FLEET_SECONDS (each fleet row, default 3),
+# BENCH_FLEET_ONLY=1 (the fleet's rows alone, printed and not written: to compare two binaries).
 source "$(dirname "${BASH_SOURCE[0]}")/setup.sh"
 source "$(dirname "${BASH_SOURCE[0]}")/redis_bench.sh"
 ensure_packages redis-server redis-tools openssl
@@ -141,7 +142,9 @@ paced_floor() {
 
 load_before=$(cut -d' ' -f1-3 /proc/loadavg)
 rows=()
-for loops in 1 8 64; do
+loop_counts=(1 8 64)
+[ -n "${BENCH_FLEET_ONLY:-}" ] && loop_counts=()
+for loops in "${loop_counts[@]}"; do
   echo "== $loops loop(s)" >&2
   file=$(measure "$loops" "$TMP/file")
   tcp_direct=$(measure "$loops" "$TMP/direct" --redis "$TCP_URL" --no-agent)
@@ -286,6 +289,31 @@ for transport in TCP TLS; do
 done
 fleet_load_after=$(cut -d' ' -f1-3 /proc/loadavg)
 
+# The fleet's section, as agent.md holds it.
+fleet_section() {
+  echo "## The fleet: one server, many hosts' agents"
+  echo
+  echo "Load average $fleet_load_before before, $fleet_load_after after. Each row: as many"
+  echo "\`bench/agent_load\` processes as agents, each with its clients (threads, one connection each)"
+  echo "sending \`acquire --rate 1G/s\` requests back to back for $FLEET_SECONDS s, round the keys; each agent"
+  echo "has a state directory of its own, as one host. agent: through the agents; direct: the same"
+  echo "processes with --no-agent (each client a kept connection to the server); kept: redis-benchmark"
+  echo "sending the same script call on as many kept connections. The load generators, the agents"
+  echo "and the server share the machine's $(nproc) cores, so decisions/s is this machine's, not a"
+  echo "server's. Redis CPU per decision as above; per core: 1e6 over it, the decisions a second one"
+  echo "Redis core would make at that cost. Script calls per decision: INFO commandstats's EVALSHA"
+  echo "calls over the decisions; per server read: over INFO's total_reads_processed (how many"
+  echo "calls came in one read: pipelined). Agent CPU: all the agents' threads."
+  echo
+  echo "| transport | keys | agents | clients per agent | path | decisions/s | Redis CPU per decision (us) | decisions/s per Redis core | script calls per decision | script calls per server read | agent CPU per decision (us) | failed |"
+  echo "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |"
+  printf '%s\n' "${fleet_rows[@]}"
+}
+
+if [ -n "${BENCH_FLEET_ONLY:-}" ]; then
+  fleet_section
+  exit 0
+fi
 {
   echo "# The host agent"
   echo
@@ -305,22 +333,6 @@ fleet_load_after=$(cut -d' ' -f1-3 /proc/loadavg)
   echo "| --- | --- | --- | --- | --- | --- | --- |"
   printf '%s\n' "${rows[@]}"
   echo
-  echo "## The fleet: one server, many hosts' agents"
-  echo
-  echo "Load average $fleet_load_before before, $fleet_load_after after. Each row: as many"
-  echo "\`bench/agent_load\` processes as agents, each with its clients (threads, one connection each)"
-  echo "sending \`acquire --rate 1G/s\` requests back to back for $FLEET_SECONDS s, round the keys; each agent"
-  echo "has a state directory of its own, as one host. agent: through the agents; direct: the same"
-  echo "processes with --no-agent (each client a kept connection to the server); kept: redis-benchmark"
-  echo "sending the same script call on as many kept connections. The load generators, the agents"
-  echo "and the server share the machine's $(nproc) cores, so decisions/s is this machine's, not a"
-  echo "server's. Redis CPU per decision as above; per core: 1e6 over it, the decisions a second one"
-  echo "Redis core would make at that cost. Script calls per decision: INFO commandstats's EVALSHA"
-  echo "calls over the decisions; per server read: over INFO's total_reads_processed (how many"
-  echo "calls came in one read: pipelined). Agent CPU: all the agents' threads."
-  echo
-  echo "| transport | keys | agents | clients per agent | path | decisions/s | Redis CPU per decision (us) | decisions/s per Redis core | script calls per decision | script calls per server read | agent CPU per decision (us) | failed |"
-  echo "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |"
-  printf '%s\n' "${fleet_rows[@]}"
+  fleet_section
 } >"$RESULTS/agent.md"
 cat "$RESULTS/agent.md"

@@ -5,6 +5,10 @@
 #include <csignal>
 #include <deque>
 #include <memory>
+#include <string_view>
+#include <thread>
+#include <utility>
+#include <vector>
 
 #include "../unit/golden_vectors.hpp"
 #include "../unit/temp_dir.hpp"
@@ -14,6 +18,8 @@
 #include "redis_server.hpp"
 #include "stores/redis/redis_connection.hpp"
 #include "stores/redis/redis_deployment.hpp"
+#include "stores/redis/redis_script.hpp"
+#include "stores/redis/redis_script_protocol.hpp"
 #include "stores/redis/redis_store.hpp"
 
 // Redis commands relayed as the host agent relays them, the agent in process: its RedisRelay
@@ -54,13 +60,16 @@ class InProcessAgent final : public AgentLink {
         relay.answer({std::string(request)}, real_waiter());
       return answer;
     }
-    return {.outcome = AgentAnswer::Outcome::answered,
-            .answer = relay.answer({std::string(request)}, real_waiter()).front()};
+    std::string answer = relay.answer({std::string(request)}, real_waiter()).front();
+    exchanged.emplace_back(request, answer);
+    return {.outcome = AgentAnswer::Outcome::answered, .answer = std::move(answer)};
   }
   explicit InProcessAgent(std::string session_dir = {}) : relay(std::move(session_dir)) {}
   RedisRelay relay;
   std::deque<AgentAnswer> scripted;
   int requests = 0;
+  // Each request the relay answered, and its answer, in turn.
+  std::vector<std::pair<std::string, std::string>> exchanged;
 };
 
 class RedisRelayTest : public ::testing::Test {
@@ -286,6 +295,245 @@ TEST_F(RedisRelayTest, RequestsThatComeTogetherAreEachDecidedAsAlone) {
     EXPECT_LE(reservation.wait, nanoseconds(i * 1s));
     EXPECT_GT(reservation.wait, nanoseconds(i * 1s) - 200ms);
   }
+}
+
+// A command sent straight to `server`.
+RedisValue direct_command(const RedisServer& server, const std::vector<std::string>& arguments) {
+  RedisDeadline deadline(kTimeout);
+  return RedisConnection(parse_redis_url(server.unix_url()), nullptr, deadline)
+      .command(arguments, deadline);
+}
+
+// The calls of the bucket script that `server` ran since its statistics were last reset.
+long long script_calls(const RedisServer& server) {
+  const std::string stats = direct_command(server, {"INFO", "commandstats"}).text;
+  constexpr std::string_view kCalls = "cmdstat_evalsha:calls=";
+  const std::size_t at = stats.find(kCalls);
+  return at == std::string::npos ? 0 : std::stoll(stats.substr(at + kCalls.size()));
+}
+
+// The request a client sends the agent for `arguments`, a command on `redis_key` of `server`.
+std::string request_to_agent(const RedisServer& server, const std::string& redis_key,
+                             const std::vector<std::string>& arguments) {
+  auto recorder = std::make_shared<RecordingAgent>();
+  RedisRelayClient client(recorder, {.url = server.unix_url()});
+  RedisDeadline deadline(kTimeout, &real_waiter());
+  EXPECT_THROW(client.command(redis_key, arguments, deadline), RedisInterrupted);
+  return recorder->requests.at(0);
+}
+
+// The request of a call of the bucket script on `key` with `script_arguments` (its ARGV).
+std::string script_request(const RedisServer& server, const std::string& key,
+                           const std::vector<std::string>& script_arguments) {
+  std::vector<std::string> call{"EVALSHA", std::string(kRedisBucketScriptSha1), "1",
+                                redis_key(key)};
+  call.insert(call.end(), script_arguments.begin(), script_arguments.end());
+  return request_to_agent(server, redis_key(key), call);
+}
+
+// A reserve of one permit at 1/s on `key`, at 1 s after the epoch (so that waits are exact).
+std::string reserve_request(const RedisServer& server, const std::string& key) {
+  return script_request(server, key,
+                        script::encode_reserve(request(key, 1), nanoseconds::max(), 1'000'000));
+}
+
+// The reply that `answer` carries back to its client; throws what the client would.
+RedisValue reply_in(const std::string& answer) {
+  RedisRelayClient reader(std::make_shared<ReplayingAgent>(std::vector<std::string>{answer}),
+                          {.url = "unix:///a.sock"});
+  RedisDeadline deadline(kTimeout, &real_waiter());
+  return reader.command("k", {"PING"}, deadline).value();
+}
+
+// The wait of a reserve's reply (granted: "WAIT FROM UNTIL").
+std::string wait_in(const std::string& answer) {
+  const RedisValue reply = reply_in(answer);
+  EXPECT_EQ(reply.type, RedisValue::Type::string) << answer;
+  return reply.text.substr(0, reply.text.find(' '));
+}
+
+// The golden vectors' requests, as their clients sent them to the agent, answered together in
+// one answer(): the script calls on each key go as one batch, and every answer is byte for byte
+// the one the request got alone.
+TEST_F(RedisRelayTest, GoldenRequestsAnsweredTogetherGetTheAnswersTheyGotAlone) {
+  load_script();
+  RedisStore redis = relayed();
+  const auto vectors = testing::read_golden_vectors(RATELIMIT_GOLDEN_VECTORS);
+  for (const testing::GoldenVector& vector : vectors) {
+    RedisGoldenStore store(redis, "golden-" + vector.name);
+    for (const std::string& mismatch : testing::replay(vector, store)) ADD_FAILURE() << mismatch;
+  }
+  std::vector<std::string> requests;
+  std::vector<std::string> alone;
+  for (const auto& [request, answer] : agent_->exchanged) {
+    requests.push_back(request);
+    alone.push_back(answer);
+  }
+  const std::uint64_t decisions = agent_->relay.decisions();
+  // The keys as the first request found them; the script stays loaded.
+  direct_command(server_, {"FLUSHALL"});
+  direct_command(server_, {"CONFIG", "RESETSTAT"});
+  const std::vector<std::string> together = agent_->relay.answer(requests, real_waiter());
+  ASSERT_EQ(together.size(), alone.size());
+  for (std::size_t i = 0; i < alone.size(); ++i)
+    EXPECT_EQ(together[i], alone[i]) << "request " << i;
+  EXPECT_EQ(agent_->relay.decisions() - decisions, decisions);
+  // One batch per vector's key, after the reset (DEL) that begins the vector.
+  EXPECT_LE(script_calls(server_), static_cast<long long>(vectors.size()));
+  EXPECT_GT(decisions, 2 * vectors.size());
+}
+
+// A request with bad arguments among others on its key gets its own error, whether the script
+// refuses it or fails on it; the others are decided as alone, in order.
+TEST_F(RedisRelayTest, ABadRequestInABatchSpoilsNoOther) {
+  load_script();
+  direct_command(server_, {"CONFIG", "RESETSTAT"});
+  std::vector<std::string> bad_permits =
+      script::encode_reserve(request("bad", 1), nanoseconds::max(), 1'000'000);
+  bad_permits[script::kArgPermits - 1] = "0";
+  std::vector<std::string> bad_time = bad_permits;
+  bad_time[script::kArgPermits - 1] = "1";
+  bad_time[script::kArgTime - 1] = "soon";
+  const std::vector<std::string> answers = agent_->relay.answer(
+      {reserve_request(server_, "bad"), script_request(server_, "bad", bad_permits),
+       reserve_request(server_, "bad"), script_request(server_, "bad", bad_time),
+       reserve_request(server_, "bad")},
+      real_waiter());
+  ASSERT_EQ(answers.size(), 5u);
+  EXPECT_EQ(wait_in(answers[0]), "0");
+  const RedisValue refused = reply_in(answers[1]);
+  EXPECT_EQ(refused.type, RedisValue::Type::error);
+  EXPECT_EQ(refused.text, "ERR ratelimit: bad arguments");
+  EXPECT_EQ(wait_in(answers[2]), "1000000000");
+  const RedisValue failed = reply_in(answers[3]);
+  EXPECT_EQ(failed.type, RedisValue::Type::error);
+  EXPECT_TRUE(failed.text.starts_with("ERR ")) << failed.text;
+  EXPECT_EQ(wait_in(answers[4]), "2000000000");
+  EXPECT_EQ(agent_->relay.decisions(), 3u);
+  EXPECT_EQ(script_calls(server_), 1);
+}
+
+// A request whose reply is nil (no bucket) gets nil, in its place among the others.
+TEST_F(RedisRelayTest, ANilReplyInABatchStaysNil) {
+  load_script();
+  direct_command(server_, {"CONFIG", "RESETSTAT"});
+  const std::string status =
+      script_request(server_, "nil", script::encode_status(std::int64_t{1'000'000}));
+  const std::vector<std::string> answers =
+      agent_->relay.answer({status, reserve_request(server_, "nil"), status}, real_waiter());
+  ASSERT_EQ(answers.size(), 3u);
+  EXPECT_EQ(reply_in(answers[0]).type, RedisValue::Type::nil);
+  EXPECT_EQ(wait_in(answers[1]), "0");
+  EXPECT_EQ(reply_in(answers[2]).type, RedisValue::Type::array);
+  EXPECT_EQ(script_calls(server_), 1);
+}
+
+// A batch whose requests cannot all be told apart serves none of them.
+TEST_F(RedisRelayTest, ABatchThatIsNotWholeServesNoRequest) {
+  load_script();
+  const std::vector<std::string> reserve =
+      script::encode_reserve(request("torn", 1), nanoseconds::max(), 1'000'000);
+  std::vector<std::string> call{"EVALSHA", std::string(kRedisBucketScriptSha1), "1",
+                                redis_key("torn"), std::string(script::kBatchOperation)};
+  script::add_to_batch(call, reserve);
+  // A second request of 5 arguments, cut after 2.
+  call.insert(call.end(), {"5", "status", ""});
+  const RedisValue reply = direct_command(server_, call);
+  EXPECT_EQ(reply.type, RedisValue::Type::error);
+  EXPECT_EQ(reply.text, "ERR ratelimit: bad batch");
+  EXPECT_EQ(direct_command(server_, {"EXISTS", redis_key("torn")}).integer, 0);
+}
+
+// Whatever else reaches a key between its script calls goes in its place: a reset (DEL) between
+// two reserves ends the batch before it, and the reserve after it finds no bucket.
+TEST_F(RedisRelayTest, AResetBetweenReservesKeepsItsPlace) {
+  load_script();
+  direct_command(server_, {"CONFIG", "RESETSTAT"});
+  const std::string reset = request_to_agent(server_, redis_key("del"), {"DEL", redis_key("del")});
+  const std::vector<std::string> answers =
+      agent_->relay.answer({reserve_request(server_, "del"), reserve_request(server_, "del"), reset,
+                            reserve_request(server_, "del"), reserve_request(server_, "del")},
+                           real_waiter());
+  ASSERT_EQ(answers.size(), 5u);
+  EXPECT_EQ(wait_in(answers[0]), "0");
+  EXPECT_EQ(wait_in(answers[1]), "1000000000");
+  EXPECT_EQ(reply_in(answers[2]).integer, 1);
+  EXPECT_EQ(wait_in(answers[3]), "0");
+  EXPECT_EQ(wait_in(answers[4]), "1000000000");
+  EXPECT_EQ(script_calls(server_), 2);
+}
+
+// A batch sent to a Cluster's node that does not serve its key (MOVED: nothing ran) is sent
+// again request by request, each to the node the reply names, and each decided once.
+TEST(RedisRelayCluster, AMovedBatchIsAnsweredRequestByRequest) {
+  RedisServer seed({}, false, true);
+  RedisServer other({}, false, true);
+  direct_command(seed, {"CLUSTER", "ADDSLOTSRANGE", "0", "8191"});
+  direct_command(other, {"CLUSTER", "ADDSLOTSRANGE", "8192", "16383"});
+  direct_command(seed, {"CLUSTER", "MEET", "127.0.0.1", std::to_string(other.port()),
+                        std::to_string(other.cluster_port())});
+  const auto ok = [](const RedisServer& node) {
+    return direct_command(node, {"CLUSTER", "INFO"}).text.find("cluster_state:ok") !=
+           std::string::npos;
+  };
+  for (int tries = 0; tries < 1000 && !(ok(seed) && ok(other)); ++tries)
+    std::this_thread::sleep_for(10ms);
+  ASSERT_TRUE(ok(seed) && ok(other)) << "the Cluster never became ok";
+  std::string key;
+  for (int i = 0; key.empty(); ++i) {
+    const std::string candidate = "moved" + std::to_string(i);
+    if (direct_command(seed, {"CLUSTER", "KEYSLOT", redis_key(candidate)}).integer >= 8192)
+      key = candidate;
+  }
+  direct_command(other, {"SCRIPT", "LOAD", std::string(kRedisBucketScript)});
+  // The requests as a client of the seed node sends them.
+  RecordingAgent recorder;
+  RedisRelayClient client(std::shared_ptr<AgentLink>(&recorder, [](AgentLink*) {}),
+                          {.url = seed.tcp_url()});
+  for (int i = 0; i < 3; ++i) {
+    RedisDeadline deadline(kTimeout, &real_waiter());
+    std::vector<std::string> call{"EVALSHA", std::string(kRedisBucketScriptSha1), "1",
+                                  redis_key(key)};
+    for (std::string& argument :
+         script::encode_reserve(request(key, 1), nanoseconds::max(), 1'000'000))
+      call.push_back(std::move(argument));
+    EXPECT_THROW(client.command(redis_key(key), call, deadline), RedisInterrupted);
+  }
+  RedisRelay relay;
+  const std::vector<std::string> answers = relay.answer(recorder.requests, real_waiter());
+  ASSERT_EQ(answers.size(), 3u);
+  EXPECT_EQ(wait_in(answers[0]), "0");
+  EXPECT_EQ(wait_in(answers[1]), "1000000000");
+  EXPECT_EQ(wait_in(answers[2]), "2000000000");
+  EXPECT_EQ(relay.decisions(), 3u);
+  EXPECT_EQ(direct_command(other, {"EXISTS", redis_key(key)}).integer, 1);
+}
+
+// A batch that meets a server without the script (SCRIPT FLUSH, a server started again) gives
+// each request NOSCRIPT: each client loads the script with EVAL, as alone, and is booked once.
+TEST_F(RedisRelayTest, ABatchWithoutTheScriptLoadsItAndBooksEachRequestOnce) {
+  auto recorder = std::make_shared<RecordingAgent>();
+  RedisStore client(parse_redis_deployment(server_.unix_url()), kTimeout);
+  client.relay_through(RedisRelayClient(recorder, {.url = server_.unix_url()}));
+  for (int i = 0; i < 4; ++i) client.reserve(request("noscript", 1), real_waiter());
+  ASSERT_EQ(recorder->requests.size(), 4u);
+  direct_command(server_, {"SCRIPT", "FLUSH"});
+  direct_command(server_, {"CONFIG", "RESETSTAT"});
+  const std::vector<std::string> answers = agent_->relay.answer(recorder->requests, real_waiter());
+  EXPECT_EQ(script_calls(server_), 1);
+  EXPECT_EQ(agent_->relay.decisions(), 0u);
+  RedisStore relayed_client = relayed();
+  for (int i = 0; i < 4; ++i) {
+    EXPECT_TRUE(reply_in(answers[i]).text.starts_with("NOSCRIPT")) << answers[i];
+    // The client's next request (EVAL) goes to the agent alone.
+    agent_->scripted.push_back({.outcome = AgentAnswer::Outcome::answered, .answer = answers[i]});
+    const Reservation reservation = relayed_client.reserve(request("noscript", 1), real_waiter());
+    EXPECT_TRUE(reservation.granted);
+    EXPECT_LE(reservation.wait, nanoseconds(i * 1s));
+    EXPECT_GT(reservation.wait, nanoseconds(i * 1s) - 200ms);
+  }
+  EXPECT_EQ(agent_->relay.decisions(), 4u);
+  EXPECT_GT(relayed_client.reserve(request("noscript", 1), real_waiter()).wait, 3800ms);
 }
 
 // The agent serves each deployment on its own: one route per deployment, whatever the key or

@@ -24,11 +24,12 @@ namespace ratelimit::testing {
 
 // A real redis-server of the test's own: a unix socket in a temp dir and a loopback TCP port,
 // nothing saved, stopped by its pid. With `tls`, also a TLS port, its certificate for localhost
-// signed by a CA made for the test (ca_file()).
+// signed by a CA made for the test (ca_file()). With `cluster`, a node of a Cluster yet to be made
+// (no slots, knowing no other node).
 class RedisServer {
  public:
-  explicit RedisServer(std::string password = {}, bool tls = false)
-      : password_(std::move(password)), tls_(tls) {
+  explicit RedisServer(std::string password = {}, bool tls = false, bool cluster = false)
+      : password_(std::move(password)), tls_(tls), cluster_(cluster) {
     if (tls_) make_certificates();
     start();
   }
@@ -46,6 +47,8 @@ class RedisServer {
   std::string ca_file() const { return (dir_.path() / "ca.crt").string(); }
   std::string socket_path() const { return (dir_.path() / "sock").string(); }
   int port() const { return port_; }
+  // A Cluster node's bus, which CLUSTER MEET names.
+  int cluster_port() const { return cluster_port_; }
   pid_t pid() const { return pid_; }
 
   // Stops the server with `signal` (SIGKILL: as a crash) and waits for it.
@@ -87,6 +90,7 @@ class RedisServer {
 
   void start() {
     if (port_ == 0) port_ = free_loopback_port();
+    if (cluster_ && cluster_port_ == 0) cluster_port_ = free_loopback_port();
     if (tls_ && tls_port_ == 0) tls_port_ = free_loopback_port();
     std::filesystem::remove(socket_path());
     std::vector<std::string> arguments{"redis-server", "--port",    std::to_string(port_),
@@ -94,6 +98,15 @@ class RedisServer {
                                        socket_path(),  "--save",    "",
                                        "--appendonly", "no",        "--dir",
                                        dir_.string(),  "--logfile", (dir_.path() / "log").string()};
+    if (cluster_) {
+      for (const std::string& argument :
+           {std::string("--cluster-enabled"), std::string("yes"),
+            std::string("--cluster-config-file"), (dir_.path() / "nodes.conf").string(),
+            // Its bus on a free port of its own: the default, 10000 above, may be taken or
+            // beyond 65535.
+            std::string("--cluster-port"), std::to_string(cluster_port_)})
+        arguments.push_back(argument);
+    }
     if (!password_.empty()) {
       arguments.push_back("--requirepass");
       arguments.push_back(password_);
@@ -156,6 +169,8 @@ class RedisServer {
   TempDir dir_;
   std::string password_;
   bool tls_ = false;
+  bool cluster_ = false;
+  int cluster_port_ = 0;
   int port_ = 0;
   int tls_port_ = 0;
   pid_t pid_ = -1;

@@ -40,8 +40,10 @@
 --          one with quotas that predates them, which still reads and writes quota_counts as
 --          here) leaves them behind, and the next call reads every count and writes them again.
 -- Positions below are named as in redis_script_protocol.hpp, whose encoder and decoder use them.
--- ARGV[1]  kArgOperation: "reserve", "reserve_keeping", "status", "set_rate" or "give_back"
--- ARGV[2]  kArgTime: the time in Unix microseconds for tests, or "" for the server's TIME
+-- ARGV[1]  kArgOperation: "reserve", "reserve_keeping", "status", "set_rate", "give_back" or
+--          "batch" (kBatchOperation)
+-- ARGV[2]  kArgTime: the time in Unix microseconds for tests, or "" for the server's TIME (each
+--          operation's but batch's)
 -- reserve and reserve_keeping (which keeps the parameters of a bucket kept with others where
 --          reserve applies the caller's): ARGV[3] kArgPermits; ARGV[4] kArgTimeout nanoseconds;
 --          ARGV[5] kArgTexts, the caller's texts, as the key keeps them: the format version,
@@ -88,12 +90,19 @@
 --          span of the bookings they come from, as reserve gave it: only what no later booking
 --          has built on goes back. Returns nil without a bucket, else 1 if the next free moment
 --          moved, 0 if not.
+-- batch:   several requests on the key in one call (the host agent's, for those that come
+--          together): from ARGV[2], each request's arguments as it would send them alone (from
+--          its kArgOperation on), after their count. Each is served in turn as if alone, the
+--          server's TIME read for each; returns a table of their replies, in order: a nil reply
+--          as nil (false in the table, which keeps its length), and a request that fails (bad
+--          arguments, a redis.call() refused) has its error as its reply while the others go on.
 -- Waits are strings of integer nanoseconds: a Lua number in a reply is truncated to an integer.
 --
--- EVAL runs this whole body on every call, creating each function and table in it afresh: the
--- bucket is kept in locals rather than tables, and the functions that the common call (a reserve
--- on a key that holds the caller's parameters and schedule) does not need are only created by
--- the calls that do. Each argument costs the server on every call, and so does splitting a text:
+-- EVAL runs this whole body on every call, and serve() once per request, creating each function
+-- and table in it afresh: the bucket is kept in locals rather than tables, and the functions that
+-- the common call (a reserve on a key that holds the caller's parameters and schedule) does not
+-- need are only created by the calls that do. A request alone is served with ARGV as it came, no
+-- table made for it. Each argument costs the server on every call, and so does splitting a text:
 -- the caller's parameters and schedule come as one text, compared with the key's at once, and
 -- only those the common call computes with come apart as well.
 
@@ -115,938 +124,969 @@ local QUOTA_COUNTS = 66
 -- The most quotas a key keeps, as the state file's record.
 local MOST_QUOTAS = 64
 
-local operation, key, given_time = ARGV[1], KEYS[1], ARGV[2]
-if operation ~= "reserve" and operation ~= "reserve_keeping" and operation ~= "status" and
-    operation ~= "set_rate" and operation ~= "give_back" then
-  return redis.error_reply("ERR ratelimit: unknown operation " .. tostring(operation))
-end
-
--- now_s_text: TIME's seconds as the server wrote them (nil on a given time).
-local now_s, now, now_s_text
-if given_time ~= "" then
-  local micros = tonumber(given_time)
-  now_s = floor(micros / 1e6)
-  now = (micros - now_s * 1e6) * 1000
-else
-  local time = redis.call("TIME")
-  now_s_text = time[1]
-  -- Arithmetic reads a number's text once, tonumber() twice (whether it is one, then its value).
-  now_s = now_s_text + 0
-  now = time[2] * 1000
-end
-local now_ms = now_s * 1000 + floor(now / 1e6)
--- Times below are nanoseconds after now_s; the int64 maximum since the epoch caps them, as in
--- the core.
-local max_time = (REP_LIMIT - 1) - now_s * NS_PER_S
-
--- The functions below, made on every call, are the ones the common call needs, and capture
--- nothing (constants written out): a closure costs little to make, each local it captures more.
-
--- A duration or time in nanoseconds that is not negative, as the core truncates it to int64:
--- toward zero, NaN as 0, saturating at 2^63.
-local function whole_ns(value)
-  if value ~= value then return 0 end
-  return math.min(math.floor(value), 2 ^ 63)
-end
-
--- A whole number of nanoseconds as std::to_string writes the int64 it stands for.
-local function integer_string(value)
-  if value == 0 then return "0" end
-  if value >= 2 ^ 63 then return "9223372036854775807" end
-  return string.format("%.0f", value)
-end
-
--- TokenBucket::derive(): stable interval, max permits, cool-down interval, threshold, slope.
-local function derive(shape, rate, burst, warmup_ns, cold)
-  local stable = 1e9 / rate
-  if shape == "bursty" then
-    if burst == 0 then return stable, 0, stable, 0, 0 end
-    return stable, burst * rate, stable, 0, 0
+-- One request, its arguments in `argv` (the call's ARGV, or one request of a batch): its reply.
+local function serve(argv)
+  local operation, key, given_time = argv[1], KEYS[1], argv[2]
+  if operation ~= "reserve" and operation ~= "reserve_keeping" and operation ~= "status" and
+      operation ~= "set_rate" and operation ~= "give_back" then
+    return redis.error_reply("ERR ratelimit: unknown operation " .. tostring(operation))
   end
-  if warmup_ns == 0 then return stable, 0, stable, 0, 0 end
-  if stable == 0 then return stable, math.huge, 0, math.huge, 0 end
-  local cold_interval = stable * cold
-  local threshold = 0.5 * warmup_ns / stable
-  local max_permits = threshold + 2.0 * warmup_ns / (stable + cold_interval)
-  local warmup_permits = max_permits - threshold
-  local slope = 0
-  if warmup_permits > 0 and warmup_permits < math.huge then
-    slope = (cold_interval - stable) / warmup_permits
-  end
-  return stable, max_permits, warmup_ns / max_permits, threshold, slope
-end
 
--- The state in `f`, HMGET's reply (stored, free_s, free_ns and expires at 2 to 5), of a bucket
--- that holds up to max_permits: stored, the next free moment's seconds and nanoseconds, and
--- expires (0: none noted, in keys written before expiries were, or kept without expiry); nil if
--- a bucket cannot hold them (NaN or infinite permits or times would keep the key from expiring or
--- refuse every call). `now_s_text`: TIME's seconds as the server wrote them, or nil. tonumber(),
--- not arithmetic, though it parses a text twice: a field changed by hand to a text that is no
--- number makes a damaged bucket, not a script error on every call.
-local function read_state(f, max_permits, now_s, now_s_text)
-  local stored, free_s, free_ns, expires = tonumber(f[2]), f[3], tonumber(f[4]),
-                                           tonumber(f[5] or "0")
-  -- A busy key's next free moment is mostly in the current second, whose text TIME gave.
-  if free_s == now_s_text then free_s = now_s else free_s = tonumber(free_s) end
-  -- x % 1 == 0: whole, once the bounds before it have excluded the infinities. 9223372037: the
-  -- latest next free moment, in Unix seconds (the int64 maximum of nanoseconds).
-  -- Never more than the bucket holds (infinite only where it holds that much); a rescale may
-  -- round a full bucket a little above.
-  if stored and stored >= 0 and free_s and free_s >= 0 and free_s <= 9223372037 and
-      free_s % 1 == 0 and expires and expires >= 0 and expires < math.huge and free_ns and
-      free_ns >= 0 and free_ns < 1e9 and free_ns % 1 == 0 and
-      stored <= max_permits * (1 + 1e-9) then
-    return stored, free_s, free_ns, expires
+  -- now_s_text: TIME's seconds as the server wrote them (nil on a given time).
+  local now_s, now, now_s_text
+  if given_time ~= "" then
+    local micros = tonumber(given_time)
+    now_s = floor(micros / 1e6)
+    now = (micros - now_s * 1e6) * 1000
+  else
+    local time = redis.call("TIME")
+    now_s_text = time[1]
+    -- Arithmetic reads a number's text once, tonumber() twice (whether it is one, then its value).
+    now_s = now_s_text + 0
+    now = time[2] * 1000
   end
+  local now_ms = now_s * 1000 + floor(now / 1e6)
+  -- Times below are nanoseconds after now_s; the int64 maximum since the epoch caps them, as in
+  -- the core.
+  local max_time = (REP_LIMIT - 1) - now_s * NS_PER_S
+
+  -- The functions below, made on every call, are the ones the common call needs, and capture
+  -- nothing (constants written out): a closure costs little to make, each local it captures more.
+
+  -- A duration or time in nanoseconds that is not negative, as the core truncates it to int64:
+  -- toward zero, NaN as 0, saturating at 2^63.
+  local function whole_ns(value)
+    if value ~= value then return 0 end
+    return math.min(math.floor(value), 2 ^ 63)
+  end
+
+  -- A whole number of nanoseconds as std::to_string writes the int64 it stands for.
+  local function integer_string(value)
+    if value == 0 then return "0" end
+    if value >= 2 ^ 63 then return "9223372036854775807" end
+    return string.format("%.0f", value)
+  end
+
+  -- TokenBucket::derive(): stable interval, max permits, cool-down interval, threshold, slope.
+  local function derive(shape, rate, burst, warmup_ns, cold)
+    local stable = 1e9 / rate
+    if shape == "bursty" then
+      if burst == 0 then return stable, 0, stable, 0, 0 end
+      return stable, burst * rate, stable, 0, 0
+    end
+    if warmup_ns == 0 then return stable, 0, stable, 0, 0 end
+    if stable == 0 then return stable, math.huge, 0, math.huge, 0 end
+    local cold_interval = stable * cold
+    local threshold = 0.5 * warmup_ns / stable
+    local max_permits = threshold + 2.0 * warmup_ns / (stable + cold_interval)
+    local warmup_permits = max_permits - threshold
+    local slope = 0
+    if warmup_permits > 0 and warmup_permits < math.huge then
+      slope = (cold_interval - stable) / warmup_permits
+    end
+    return stable, max_permits, warmup_ns / max_permits, threshold, slope
+  end
+
+  -- The state in `f`, HMGET's reply (stored, free_s, free_ns and expires at 2 to 5), of a bucket
+  -- that holds up to max_permits: stored, the next free moment's seconds and nanoseconds, and
+  -- expires (0: none noted, in keys written before expiries were, or kept without expiry); nil if
+  -- a bucket cannot hold them (NaN or infinite permits or times would keep the key from expiring or
+  -- refuse every call). `now_s_text`: TIME's seconds as the server wrote them, or nil. tonumber(),
+  -- not arithmetic, though it parses a text twice: a field changed by hand to a text that is no
+  -- number makes a damaged bucket, not a script error on every call.
+  local function read_state(f, max_permits, now_s, now_s_text)
+    local stored, free_s, free_ns, expires = tonumber(f[2]), f[3], tonumber(f[4]),
+                                             tonumber(f[5] or "0")
+    -- A busy key's next free moment is mostly in the current second, whose text TIME gave.
+    if free_s == now_s_text then free_s = now_s else free_s = tonumber(free_s) end
+    -- x % 1 == 0: whole, once the bounds before it have excluded the infinities. 9223372037: the
+    -- latest next free moment, in Unix seconds (the int64 maximum of nanoseconds).
+    -- Never more than the bucket holds (infinite only where it holds that much); a rescale may
+    -- round a full bucket a little above.
+    if stored and stored >= 0 and free_s and free_s >= 0 and free_s <= 9223372037 and
+        free_s % 1 == 0 and expires and expires >= 0 and expires < math.huge and free_ns and
+        free_ns >= 0 and free_ns < 1e9 and free_ns % 1 == 0 and
+        stored <= max_permits * (1 + 1e-9) then
+      return stored, free_s, free_ns, expires
+    end
+  end
+
+  -- reserve's arguments; the parameters' values are read once the key's texts are known, and
+  -- checked only when they are not the key's, whose texts were checked before being written.
+  local apply = operation == "reserve"
+  local reserving = apply or operation == "reserve_keeping"
+  local shape, pay_first, rate, burst, warmup, cold
+  local permits, timeout, wanted_texts, given_notation
+  -- The quotas that decide with the rate, if any: their limits, slot lengths (microseconds) and
+  -- states (each the newest slot, then the QUOTA_COUNTS counts up to it, oldest first: Quota's
+  -- state, as cjson reads the key's quota_counts).
+  local quota_limits, quota_slots, quota_states
+  -- Or, on the common call until it needs the states, what it reads of them instead
+  -- (quota_marks_of()).
+  local quota_marks
+  if reserving then
+    -- Mostly one permit, not parsed (tonumber() costs).
+    permits, timeout = argv[3] == "1" and 1 or tonumber(argv[3]), argv[4]
+    -- No timeout, the int64 maximum, as tonumber() would read it.
+    if timeout == "9223372036854775807" then timeout = 2 ^ 63 else timeout = tonumber(timeout) end
+    wanted_texts, shape, pay_first, rate = argv[5], argv[6], argv[7], argv[8]
+    if shape == "bursty" then burst = argv[9] else warmup, cold = argv[9], argv[10] end
+    if not ((burst or cold) and permits and permits > 0 and timeout) then
+      return redis.error_reply("ERR ratelimit: bad arguments")
+    end
+    -- The quotas' limits and slot lengths, two arguments each, after the shape's; an odd one out
+    -- after them is the notation.
+    local first = burst and 10 or 11
+    local after_shape = #argv - first + 1
+    if after_shape % 2 == 1 then given_notation = argv[#argv] end
+    local count = floor(after_shape / 2)
+    if count > 0 then
+      if not (count <= MOST_QUOTAS) then
+        return redis.error_reply("ERR ratelimit: bad arguments")
+      end
+      quota_limits, quota_slots = {}, {}
+      for i = 1, count do
+        local limit, slot = tonumber(argv[first + 2 * i - 2]), tonumber(argv[first + 2 * i - 1])
+        if not (limit and limit >= 1 and slot and slot >= 1) then
+          return redis.error_reply("ERR ratelimit: bad arguments")
+        end
+        quota_limits[i], quota_slots[i] = limit, slot
+      end
+    end
+  end
+
+  -- The bucket: its parameters (a table as params_table() makes, on the calls that are not the
+  -- common one), TokenBucket's state and derived values, and its schedule.
+  local params, stored, next_free
+  local stable, max_permits, cool_down, threshold, slope
+  local timetable, entry_until
+  -- The record as the key held it (all nil for a new bucket), so that only what changed is written.
+  local saved_texts, saved_params, saved_stored, saved_free_s, saved_free_ns, saved_timetable,
+        saved_entry_until, saved_expires
+  -- The key's quota_counts as read, and its quotas (as `quotas` keeps them; "" for none).
+  local saved_quota_counts, saved_quota_specs
+
+  -- The bucket the key holds, with its schedule: `held`, else why there is none that can be used
+  -- (`problem`, "" for no key). A key whose `texts` and `rate` are the caller's holds the common
+  -- call's bucket, whose parameters are the caller's values; other keys (and those written before
+  -- `texts` was, or with numbers a bucket cannot hold) are read field by field by the other calls.
+  local held, problem = false, ""
+  local f
+  -- Keys without quotas are read as before quotas were.
+  if quota_limits then
+    f = redis.pcall("HMGET", key, "texts", "stored", "free_s", "free_ns", "expires", "rate",
+                    "quota_counts", "quota_sums", "quota_sums_of")
+  else
+    f = redis.pcall("HMGET", key, "texts", "stored", "free_s", "free_ns", "expires", "rate")
+  end
+  local common = wanted_texts ~= nil and f[1] == wanted_texts and f[6] == rate
+  local quota_states_of, quota_marks_of
+  if quota_limits or not common then
+    -- The quotas' states in `text` (the key's quota_counts: a JSON array of one array per quota,
+    -- its newest slot then its counts) if it holds `count` of them made of whole numbers; else nil.
+    -- Digits, commas and brackets only, each bracket a quota's or the whole's: cjson then makes
+    -- numbers and tables where the arithmetic expects them.
+    function quota_states_of(text, count)
+      if type(text) ~= "string" or not text:find("^%[[%d,%[%]]*%]$") then return nil end
+      local _, brackets = text:gsub("%[", "")
+      if brackets ~= count + 1 then return nil end
+      local decoded, states = pcall(cjson.decode, text)
+      if not (decoded and type(states) == "table" and #states == count) then return nil end
+      for i = 1, count do
+        local state = states[i]
+        if type(state) ~= "table" or #state ~= 67 then return nil end
+      end
+      return states
+    end
+
+    -- Each quota's newest slot, last count (and where it is written: last_at, close) and the sum of
+    -- its counts, read from `text` (the key's quota_counts) and `sums` (its quota_sums) without
+    -- decoding every count; nil unless both hold `count` quotas. Only for a text the script wrote
+    -- and checked (quota_sums_of equals it): its numbers need no more checks.
+    function quota_marks_of(text, sums, count)
+      local marks = {text = text, newest = {}, last = {}, last_at = {}, close = {}, sum = {}}
+      local at = 2
+      for i = 1, count do
+        local newest = text:match("^%[(%d+),", at)
+        local close = text:find("]", at, true)
+        if not (newest and close) then return nil end
+        -- The last count has at most 16 digits (below 2^53).
+        local last_at, last = text:match("()(%d+)%]", math.max(at, close - 17))
+        if not (last_at and last_at + #last == close) then return nil end
+        marks.newest[i], marks.last[i], marks.last_at[i], marks.close[i] =
+          tonumber(newest), tonumber(last), last_at, close
+        at = close + 2
+      end
+      if at ~= #text + 1 then return nil end
+      local i = 0
+      for sum in sums:gmatch("%d+") do
+        i = i + 1
+        marks.sum[i] = tonumber(sum)
+      end
+      if i ~= count then return nil end
+      return marks
+    end
+  end
+  if common then
+    -- Arithmetic reads a number's text once, tonumber() twice.
+    if burst then
+      stable, max_permits, cool_down, threshold, slope = derive(shape, rate + 0, burst + 0)
+    else
+      stable, max_permits, cool_down, threshold, slope =
+        derive(shape, rate + 0, nil, warmup + 0, cold + 0)
+    end
+    local free_s, free_ns, expires
+    stored, free_s, free_ns, expires = read_state(f, max_permits, now_s, now_s_text)
+    -- The key's quotas are the caller's (they are in `texts`): their states are read, or only
+    -- their marks when the sums are the counts'.
+    if stored and quota_limits then
+      if f[7] and f[8] and f[9] == f[7] then
+        quota_marks = quota_marks_of(f[7], f[8], #quota_limits)
+      end
+      if not quota_marks then
+        quota_states = quota_states_of(f[7], #quota_limits)
+        if not quota_states then stored = nil end
+      end
+    end
+    if stored then
+      held = true
+      next_free = (free_s - now_s) * NS_PER_S + free_ns
+      saved_texts, saved_stored, saved_free_s, saved_free_ns = f[1], stored, free_s, free_ns
+      saved_expires, saved_quota_counts = expires, f[7]
+    else
+      common = false
+    end
+  end
+
+  -- The other calls change the bucket through `bucket`, an object made only for them, as are the
+  -- functions below, and copy its state back into the locals. The common call keeps the key's
+  -- schedule, which it does not read.
+  local bucket, wanted, wanted_timetable, wanted_entry_until
+  local is_int64_text, params_table, joined_texts
+  -- Quotas as `quotas` and the caller's texts write them ("" for none), and apart: the caller's
+  -- and the key's, {limits, periods, slots} (periods as the texts write them, in nanoseconds).
+  local wanted_quota_specs, wanted_quotas, key_quotas = "", nil, nil
+  -- The key's quotas after the call, as `quotas` writes them.
+  local quota_specs = ""
+  if not common then
+    -- Whether `text` is an int64 as std::to_string writes it: the only form compared below.
+    function is_int64_text(text)
+      if text == "0" then return true end
+      if type(text) ~= "string" then return false end
+      local digits = text:match("^%-?([1-9]%d*)$")
+      if digits == nil then return false end
+      if #digits ~= 19 then return #digits < 19 end
+      if text:sub(1, 1) == "-" then return digits <= "9223372036854775808" end
+      return digits <= "9223372036854775807"
+    end
+
+    -- Parameters given as the texts the client sent (shape, rate, burst, warmup, cold, start_full,
+    -- pay_first, the hash's order): [1..7] their texts, and their values; nil if they are no
+    -- bucket's.
+    function params_table(shape, rate, burst, warmup, cold, start_full, pay_first)
+      if (start_full ~= "0" and start_full ~= "1") or (pay_first ~= "0" and pay_first ~= "1") or
+          (shape ~= "bursty" and shape ~= "warming_up") then
+        return nil
+      end
+      local rate_value, burst_value, warmup_value, cold_value =
+        tonumber(rate), tonumber(burst), tonumber(warmup), tonumber(cold)
+      -- Only the rate may be infinite (no limit); NaN fails every comparison.
+      local huge = math.huge
+      if not (rate_value and rate_value > 0 and
+              burst_value and burst_value > -huge and burst_value < huge and
+              warmup_value and warmup_value > -huge and warmup_value < huge and
+              cold_value and cold_value > -huge and cold_value < huge) then
+        return nil
+      end
+      if shape == "bursty" and not (burst_value >= 0) then return nil end
+      if shape == "warming_up" and
+          (start_full == "1" or not (warmup_value >= 0 and cold_value >= 1)) then
+        return nil
+      end
+      return {shape, rate, burst, warmup, cold, start_full, pay_first,
+              start_full = start_full == "1", pay_first = pay_first == "1", rate = rate_value,
+              burst = burst_value, warmup = warmup_value, cold = cold_value}
+    end
+
+    -- Quotas written as `quotas` keeps them, LIMIT/PERIOD/SLOT (limit and period as QuotaParams,
+    -- the period in nanoseconds, and the slot length in microseconds as Quota derives it), joined
+    -- by blanks, in the caller's order: {limits, periods, slots}, or nil if that is not what the
+    -- text holds.
+    local function quota_specs_of(text)
+      local limits, periods, slots, rebuilt = {}, {}, {}, {}
+      for limit, period, slot in text:gmatch("([^ /]*)/([^ /]*)/([^ /]*)") do
+        local i = #limits + 1
+        limits[i], periods[i], slots[i] = tonumber(limit), period, tonumber(slot)
+        -- Whole numbers written without leading zeros: equal quotas have equal texts.
+        if not (limit:find("^[1-9]%d*$") and period:find("^[1-9]%d*$") and
+                slot:find("^[1-9]%d*$") and limits[i] <= 2 ^ 53 and i <= MOST_QUOTAS) then
+          return nil
+        end
+        rebuilt[i] = limit .. "/" .. period .. "/" .. slot
+      end
+      if table.concat(rebuilt, " ") ~= text then return nil end
+      return {limits, periods, slots}
+    end
+
+    -- The key's `texts`: the format version, its parameters' texts (params_table() has found none
+    -- holds a comma), its quotas if it has any, and its schedule, joined, the timetable last, as
+    -- the caller sends its own. A key without quotas has the texts of keys written before them.
+    function joined_texts(p, quota_specs, entry_until, timetable)
+      local quotas = quota_specs == "" and "" or quota_specs .. ","
+      return FORMAT_VERSION .. "," .. p[1] .. "," .. p[2] .. "," .. p[3] .. "," .. p[4] .. "," ..
+             p[5] .. "," .. p[6] .. "," .. p[7] .. "," .. quotas .. entry_until .. "," .. timetable
+    end
+
+    if reserving then
+      -- The caller's texts split, the timetable last: it may hold commas. Those that came apart
+      -- too must be the same.
+      local split = {wanted_texts:match(
+        "^([^,]*),([^,]*),([^,]*),([^,]*),([^,]*),([^,]*),([^,]*),([^,]*),(.*)$")}
+      -- The quotas, if any, before the entry's end: they hold a '/', which no entry's end does.
+      local schedule = split[9] or ""
+      local quotas_text, until_text, timetable_text = schedule:match("^([^,]*/[^,]*),([^,]*),(.*)$")
+      if quotas_text then
+        wanted_quota_specs, wanted_entry_until, wanted_timetable =
+          quotas_text, until_text, timetable_text
+      else
+        wanted_entry_until, wanted_timetable = schedule:match("^([^,]*),(.*)$")
+      end
+      wanted = split[1] == FORMAT_VERSION and
+               params_table(split[2], split[3], split[4], split[5], split[6], split[7], split[8])
+      wanted_quotas = quota_specs_of(wanted_quota_specs)
+      if not (wanted and wanted_entry_until and
+              (wanted_entry_until == "0" or is_int64_text(wanted_entry_until)) and
+              shape == wanted[1] and pay_first == wanted[7] and rate == wanted[2] and
+              (burst == wanted[3] or warmup == wanted[4] and cold == wanted[5]) and
+              wanted_quotas and #wanted_quotas[1] == (quota_limits and #quota_limits or 0)) then
+        return redis.error_reply("ERR ratelimit: bad arguments")
+      end
+      for i = 1, #wanted_quotas[1] do
+        if wanted_quotas[1][i] ~= quota_limits[i] or wanted_quotas[3][i] ~= quota_slots[i] then
+          return redis.error_reply("ERR ratelimit: bad arguments")
+        end
+      end
+    end
+
+    if f.err then
+      problem = "a " .. redis.call("TYPE", key)["ok"] .. ", not a bucket"
+    else
+      local p = redis.call("HMGET", key, "v", "shape", "rate", "burst", "warmup", "cold",
+                           "start_full", "pay_first", "timetable", "entry_until", "quotas",
+                           "quota_counts")
+      if p[1] ~= FORMAT_VERSION then
+        if not (p[1] == false and redis.call("EXISTS", key) == 0) then
+          problem = "not a bucket of this version"
+        end
+      else
+        timetable, entry_until = p[9] or "", p[10] or "0"
+        params = params_table(p[2], p[3], p[4], p[5], p[6], p[7] or "0", p[8] or "0")
+        local free_s, free_ns, expires
+        if params and (entry_until == "0" or is_int64_text(entry_until)) then
+          stable, max_permits, cool_down, threshold, slope =
+            derive(params[1], params.rate, params.burst, params.warmup, params.cold)
+          stored, free_s, free_ns, expires = read_state(f, max_permits, now_s, now_s_text)
+        else
+          stored = nil
+        end
+        -- Keys written before quotas were have none.
+        local specs = p[11] or ""
+        key_quotas = quota_specs_of(specs)
+        if stored and key_quotas and #key_quotas[1] > 0 then
+          quota_states = quota_states_of(p[12], #key_quotas[1])
+          if not quota_states then stored = nil end
+        end
+        if stored and key_quotas then
+          held = true
+          next_free = (free_s - now_s) * NS_PER_S + free_ns
+          saved_texts, saved_params, saved_stored = f[1], params, stored
+          saved_free_s, saved_free_ns = free_s, free_ns
+          saved_timetable, saved_entry_until, saved_expires = timetable, entry_until, expires
+          saved_quota_counts, saved_quota_specs = p[12], specs
+          quota_specs, quota_limits, quota_slots = specs, key_quotas[1], key_quotas[3]
+          if #quota_limits == 0 then quota_limits, quota_slots, quota_states = nil, nil, nil end
+        else
+          problem = "a damaged bucket"
+        end
+      end
+    end
+
+    bucket = {now = now, params = params, stored = stored, next_free = next_free, stable = stable,
+              max_permits = max_permits, cool_down = cool_down, threshold = threshold,
+              slope = slope, params_table = params_table, derive = derive}
+
+    function bucket.same_params(a, b)
+      for i = 1, 7 do
+        if a[i] ~= b[i] then return false end
+      end
+      return true
+    end
+
+    -- a < b for int64 texts, exact where tonumber() would round above 2^53.
+    function bucket.int64_less(a, b)
+      if a == b then return false end
+      local a_negative, b_negative = a:sub(1, 1) == "-", b:sub(1, 1) == "-"
+      if a_negative ~= b_negative then return a_negative end
+      -- Between negatives, the larger magnitude is the smaller number.
+      if a_negative then a, b = b:sub(2), a:sub(2) end
+      if #a ~= #b then return #a < #b end
+      return a < b
+    end
+
+    function bucket:rederive()
+      local p = self.params
+      self.stable, self.max_permits, self.cool_down, self.threshold, self.slope =
+        self.derive(p[1], p.rate, p.burst, p.warmup, p.cold)
+    end
+
+    -- TokenBucket::resync()
+    function bucket:resync()
+      if self.now <= self.next_free then return end
+      if self.max_permits > 0 then
+        local idle = self.now - self.next_free
+        local new_permits = idle / self.cool_down
+        self.stored = math.min(self.max_permits, self.stored + new_permits)
+      end
+      self.next_free = self.now
+    end
+
+    -- TokenBucket::rescale_stored_permits()
+    function bucket:rescale(old_max)
+      local warming = self.params[1] == "warming_up"
+      if old_max == math.huge then
+        if warming then self.stored = 0 else self.stored = self.max_permits end
+      elseif old_max == 0 then
+        if warming then self.stored = self.max_permits else self.stored = 0 end
+      elseif self.stored > 0 then
+        self.stored = self.stored * self.max_permits / old_max
+      end
+    end
+
+    -- TokenBucket(params, now): empty, or full with start_full.
+    function bucket:start(new_params)
+      self.params, self.stored, self.next_free = new_params, 0, self.now
+      self:rederive()
+      if new_params.start_full then self.stored = self.max_permits else self:rescale(0) end
+    end
+
+    -- `p` with another rate (the rate's text as the client sent it); nil if it is no rate.
+    function bucket:with_rate(p, rate)
+      return self.params_table(p[1], rate, p[3], p[4], p[5], p[6], p[7])
+    end
+
+    -- change_params() of bucket_store.cpp: to or from no limit, afresh; else
+    -- TokenBucket::reconfigure().
+    function bucket:change_params(new_params)
+      local old_rate = self.params.rate
+      if (old_rate == math.huge or new_params.rate == math.huge) and
+          old_rate ~= new_params.rate then
+        self:start(new_params)
+        return
+      end
+      self:resync()
+      local old_max = self.max_permits
+      self.params = new_params
+      self:rederive()
+      self:rescale(old_max)
+    end
+
+    -- change_rate()
+    function bucket:change_rate(rate)
+      self:change_params(self:with_rate(self.params, rate))
+    end
+  end
+
+  -- Quota of src/core/quota.cpp on a state table (the newest slot at 1, the counts at 2 to 67, the
+  -- oldest first), made only for the calls on quotas. Times are nanoseconds after now_s, not
+  -- negative; slots are counted on Unix microseconds, whole numbers below 2^53 until the year 2255,
+  -- so that slot arithmetic is exact (fmod is).
+  local quota_slot_at, quota_fresh, quota_earliest, quota_book, quota_used, quota_counts_text
+  local quota_marks_allow, quota_marks_booked
+  if quota_limits or (wanted_quotas and #wanted_quotas[1] > 0) then
+    -- Quota::slot_of(): whole microseconds, then slots of `slot` microseconds.
+    function quota_slot_at(t, slot, now_s)
+      local us = now_s * 1e6 + math.floor(t / 1000)
+      return (us - math.fmod(us, slot)) / slot
+    end
+
+    -- Quota(params, now): the newest slot now's, the counts 0.
+    function quota_fresh(slot, now, now_s)
+      local state = {quota_slot_at(now, slot, now_s)}
+      for j = 2, 67 do state[j] = 0 end
+      return state
+    end
+
+    -- Quota::earliest(): the first moment not before `from` at which `units` (at most `limit`)
+    -- may be granted.
+    function quota_earliest(limit, slot, state, units, from, now_s)
+      local newest = state[1]
+      local d = math.min(math.max(quota_slot_at(from, slot, now_s), newest) - newest, 66)
+      local held = 0
+      for j = d + 2, 67 do held = held + state[j] end
+      while held + units > limit and d < 66 do
+        held = held - state[d + 2]
+        d = d + 1
+      end
+      return math.max(from, ((newest + d) * slot - now_s * 1e6) * 1000)
+    end
+
+    -- Quota::book()
+    function quota_book(slot, state, units, at, now_s)
+      local newest = state[1]
+      local booked_slot = math.max(quota_slot_at(at, slot, now_s), newest)
+      local shift = booked_slot - newest
+      if shift >= 66 then
+        for j = 2, 67 do state[j] = 0 end
+      elseif shift > 0 then
+        for j = 2, 67 - shift do state[j] = state[j + shift] end
+        for j = 68 - shift, 67 do state[j] = 0 end
+      end
+      state[1] = booked_slot
+      state[67] = state[67] + units
+    end
+
+    -- Quota::used()
+    function quota_used(slot, state, now, now_s)
+      local held = 0
+      for j = math.max(quota_slot_at(now, slot, now_s) - state[1], 0) + 2, 67 do
+        held = held + state[j]
+      end
+      return held
+    end
+
+    -- The key's quota_counts, every number with all its digits, and its quota_sums: each quota's
+    -- sum of counts, joined by blanks.
+    function quota_counts_text(states)
+      local format = "[" .. string.rep("%.0f,", 66) .. "%.0f]"
+      local texts, sums = {}, {}
+      for i = 1, #states do
+        local state = states[i]
+        texts[i] = string.format(format, unpack(state))
+        local sum = 0
+        for j = 2, 67 do sum = sum + state[j] end
+        sums[i] = string.format("%.0f", sum)
+      end
+      return "[" .. table.concat(texts, ",") .. "]", table.concat(sums, " ")
+    end
+
+    -- Whether every quota of `marks` grants `units` at `at` as Quota::earliest() does when it
+    -- holds them in its newest slot: `at` is in that slot (earliest() then returns `at`), and the
+    -- sum of all its counts leaves room for them (below 2^53, so exact). Then Quota::book() adds
+    -- them to the newest count, shifting nothing.
+    function quota_marks_allow(marks, units, at)
+      for i = 1, #quota_limits do
+        if marks.sum[i] + units > quota_limits[i] or
+            quota_slot_at(at, quota_slots[i], now_s) ~= marks.newest[i] then
+          return false
+        end
+      end
+      return true
+    end
+
+    -- quota_counts_text() after `units` were booked in every quota's newest slot: the key's text
+    -- with each last count replaced, the rest as it is.
+    function quota_marks_booked(marks, units)
+      local text, pieces, sums, from = marks.text, {}, {}, 1
+      for i = 1, #marks.newest do
+        pieces[2 * i - 1] = text:sub(from, marks.last_at[i] - 1)
+        pieces[2 * i] = string.format("%.0f", marks.last[i] + units)
+        sums[i] = string.format("%.0f", marks.sum[i] + units)
+        from = marks.close[i]
+      end
+      pieces[#pieces + 1] = text:sub(from)
+      return table.concat(pieces), table.concat(sums, " ")
+    end
+  end
+
+  -- Each operation but status changes the bucket and names its reply; the changes are saved below.
+  -- new_notation: the key's notation from now on, when reserve changes it.
+  local reply, new_notation
+  -- The quotas' counts and their sums to write ("" for none), when the call changed them.
+  local quota_counts, quota_sums
+  if reserving then
+    if problem ~= "" then redis.call("DEL", key) end
+    -- decide() before the booking: the request's quotas, parameters and schedule against the key's;
+    -- the replaced parameters and timetable, or nil.
+    local replaced, replaced_timetable
+    if not common then
+      -- No key, or deleted above: nothing saved.
+      local new_quotas = not held
+      if not held then
+        timetable, entry_until = wanted_timetable, wanted_entry_until
+        bucket:start(wanted)
+      elseif apply and wanted_quota_specs ~= quota_specs then
+        replaced, replaced_timetable = bucket.params, timetable
+        new_quotas = true
+      end
+      -- replaced_quotas(): a new quota keeps the counts of the key's first quota of its period not
+      -- kept yet; others start empty.
+      if new_quotas then
+        local states, taken = {}, {}
+        for i = 1, #wanted_quotas[1] do
+          for j = 1, held and #key_quotas[1] or 0 do
+            if not taken[j] and key_quotas[2][j] == wanted_quotas[2][i] then
+              taken[j], states[i] = true, quota_states[j]
+              break
+            end
+          end
+          states[i] = states[i] or quota_fresh(wanted_quotas[3][i], now, now_s)
+        end
+        quota_specs, quota_limits, quota_slots, quota_states =
+          wanted_quota_specs, wanted_quotas[1], wanted_quotas[3], states
+        if #states == 0 then quota_limits, quota_slots, quota_states = nil, nil, nil end
+        quota_counts, quota_sums = "", ""
+        if quota_states then quota_counts, quota_sums = quota_counts_text(quota_states) end
+      end
+      -- What was replaced is noted once, before the first change (decide()'s replace()).
+      if apply and wanted_timetable ~= timetable then
+        if not replaced then replaced, replaced_timetable = bucket.params, timetable end
+        bucket:change_params(wanted)
+        timetable, entry_until = wanted_timetable, wanted_entry_until
+      else
+        if timetable ~= "" and wanted_timetable == timetable and
+            bucket.int64_less(entry_until, wanted_entry_until) then
+          entry_until = wanted_entry_until
+          bucket:change_rate(wanted[2])
+        end
+        if apply then
+          local applied = wanted
+          -- Under a timetable the rate is the latest entry's, settled above.
+          local rate = bucket.params[2]
+          if timetable ~= "" and wanted[2] ~= rate then applied = bucket:with_rate(wanted, rate) end
+          if applied ~= bucket.params and not bucket.same_params(applied, bucket.params) then
+            if not replaced then replaced, replaced_timetable = bucket.params, timetable end
+            bucket:change_params(applied)
+          end
+        end
+      end
+      if apply and (replaced or not held) then new_notation = given_notation or "" end
+      params, stored, next_free = bucket.params, bucket.stored, bucket.next_free
+      stable, max_permits, cool_down = bucket.stable, bucket.max_permits, bucket.cool_down
+      threshold, slope = bucket.threshold, bucket.slope
+      shape, pay_first = params[1], params[7]
+    end
+    -- TokenBucket::book(): the state after booking `permits` now, and the caller's wait. Its
+    -- durations and times are not negative here, so the core's saturating sums are sums capped at
+    -- 2^63.
+    local booked_stored, booked_free, booked_from = stored, next_free, next_free
+    if now > booked_free then
+      if max_permits > 0 then
+        booked_stored = min(max_permits, booked_stored + (now - booked_free) / cool_down)
+      end
+      booked_free = now
+    end
+    local stored_to_spend = min(permits, booked_stored)
+    local fresh_permits = permits - stored_to_spend
+    -- TokenBucket::stored_permits_wait_ns()
+    local stored_wait = 0
+    if shape ~= "bursty" then
+      local permits_to_take = stored_to_spend
+      local above_threshold = booked_stored - threshold
+      if above_threshold > 0 then
+        local taken_above = min(above_threshold, permits_to_take)
+        local length = (stable + above_threshold * slope) +
+                       (stable + (above_threshold - taken_above) * slope)
+        stored_wait = whole_ns(taken_above * length / 2.0)
+        permits_to_take = permits_to_take - taken_above
+      end
+      stored_wait = min(stored_wait + whole_ns(stable * permits_to_take), 2 ^ 63)
+    end
+    -- Adding 0 saturates nothing: skipped.
+    local cost = whole_ns(fresh_permits * stable)
+    if stored_wait ~= 0 then cost = min(stored_wait + cost, 2 ^ 63) end
+    local go_at = booked_free
+    if cost ~= 0 then booked_free = min(booked_free + cost, 2 ^ 63) end
+    booked_free = min(booked_free, max_time)
+    booked_stored = booked_stored - stored_to_spend
+    if pay_first == "1" then go_at = booked_free end
+    local wait = max(go_at - now, 0)
+    -- decide(): granted iff the wait is within the timeout; a refusal changes nothing.
+    local granted = 0
+    -- The marks decide alone where the full states would decide the same; else the states are read.
+    if quota_marks and not quota_marks_allow(quota_marks, permits, now + wait) then
+      quota_states = quota_states_of(quota_marks.text, #quota_limits)
+      -- Marks are read only from a text the script wrote, and the states of that text then too:
+      -- only quota_counts and quota_sums_of changed alike by hand fail here.
+      if not quota_states then return redis.error_reply("ERR ratelimit: damaged quota counts") end
+      quota_marks = nil
+    end
+    if quota_marks then
+      if wait <= max(timeout, 0) then
+        granted = 1
+        stored, next_free = booked_stored, booked_free
+        quota_counts, quota_sums = quota_marks_booked(quota_marks, permits)
+      end
+    elseif quota_states then
+      -- QuotaBucket: at the later of the rate's moment and every quota's from there; never for
+      -- more than a quota ever allows.
+      local rate_go = now + wait
+      local go = rate_go
+      for i = 1, #quota_limits do
+        if permits > quota_limits[i] then
+          go = nil
+          break
+        end
+        go = max(go, quota_earliest(quota_limits[i], quota_slots[i], quota_states[i], permits,
+                                    rate_go, now_s))
+      end
+      if go then wait = max(go - now, 0) else wait = 2 ^ 63 end
+      if go and wait <= max(timeout, 0) then
+        granted = 1
+        -- The rate's turn goes with the request, unless the rate is no limit, which has none.
+        if go > rate_go and stable ~= 0 then
+          booked_free = min(booked_free + (go - rate_go), max_time)
+        end
+        stored, next_free = booked_stored, booked_free
+        for i = 1, #quota_limits do
+          quota_book(quota_slots[i], quota_states[i], permits, go, now_s)
+        end
+        quota_counts, quota_sums = quota_counts_text(quota_states)
+      end
+    elseif wait <= max(timeout, 0) then
+      granted = 1
+      stored, next_free = booked_stored, booked_free
+    end
+    local wait_text = integer_string(wait)
+    if granted == 1 then
+      -- The span, as integer Unix nanoseconds: whole seconds and nine digits of nanoseconds, which
+      -- a double could not hold as one number (exact only near the epoch: tests' times).
+      local function mark_text(t)
+        local ns = math.fmod(t, NS_PER_S)
+        if ns < 0 then ns = ns + NS_PER_S end
+        local s = now_s + floor((t - ns) / NS_PER_S + 0.5)
+        -- The int64 maximum, where the core saturates, is 9223372036 s and 854775807 ns.
+        if s > 9223372036 or s == 9223372036 and ns > 854775807 then
+          return "9223372036854775807"
+        end
+        if s > 0 then return string.format("%d%09d", s, ns) end
+        return integer_string(s * NS_PER_S + ns)
+      end
+      wait_text = wait_text .. " " .. mark_text(booked_from) .. " " .. mark_text(next_free)
+    end
+    if replaced then
+      reply = {granted, wait_text, 1, problem, timetable, params[2], replaced[1], replaced[2],
+               replaced[3], replaced[4], replaced[5], replaced[6], replaced[7], replaced_timetable,
+               saved_quota_specs}
+    elseif common or (problem == "" and timetable == wanted_timetable and params[2] == rate) then
+      if granted == 1 then reply = wait_text else reply = {0, wait_text} end
+    else
+      reply = {granted, wait_text, 0, problem, timetable, params[2]}
+    end
+  elseif operation == "status" then
+    if problem ~= "" then return {"unusable", problem} end
+    if not held then return nil end
+    bucket:resync()
+    local status = {params[1], params[2], params[3], params[4], params[5], params[6], params[7],
+                    string.format("%.17g", bucket.stored),
+                    integer_string(max(bucket.next_free - now, 0)), timetable, entry_until,
+                    redis.call("HGET", key, "notation") or ""}
+    -- Each quota's limit, period, used now and the wait for one more unit.
+    for i = 1, quota_states and #quota_states or 0 do
+      local limit, slot, state = quota_limits[i], quota_slots[i], quota_states[i]
+      local n = #status
+      status[n + 1], status[n + 2] = string.format("%.0f", limit), key_quotas[2][i]
+      status[n + 3] = string.format("%.0f", quota_used(slot, state, now, now_s))
+      status[n + 4] = integer_string(quota_earliest(limit, slot, state, 1, now, now_s) - now)
+    end
+    return status
+  elseif operation == "set_rate" then
+    if not held then return nil end
+    local new_params = bucket:with_rate(params, argv[3])
+    if not new_params then return redis.error_reply("ERR ratelimit: bad rate") end
+    local new_timetable, new_entry_until = argv[4], argv[5]
+    if not (type(new_timetable) == "string" and is_int64_text(new_entry_until)) then
+      return redis.error_reply("ERR ratelimit: bad arguments")
+    end
+    bucket:change_params(new_params)
+    params, stored, next_free = bucket.params, bucket.stored, bucket.next_free
+    max_permits, cool_down = bucket.max_permits, bucket.cool_down
+    timetable, entry_until = new_timetable, new_entry_until
+    reply = 1
+  else
+    local given_back, from_text, until_text = tonumber(argv[3]), argv[4], argv[5]
+    if not (given_back and given_back > 0 and (from_text == nil) == (until_text == nil) and
+            (from_text == nil or is_int64_text(from_text) and is_int64_text(until_text))) then
+      return redis.error_reply("ERR ratelimit: bad arguments")
+    end
+    if not held then return nil end
+    -- A mark of a span (reserve's integer Unix nanoseconds) as whole seconds and nanoseconds.
+    local function mark_parts(text)
+      if #text <= 15 then
+        local value = tonumber(text)
+        local s = floor(value / NS_PER_S)
+        return s, value - s * NS_PER_S
+      end
+      return tonumber(text:sub(1, -10)), tonumber(text:sub(-9))
+    end
+    -- The span's bookings must be the last (why: give_back() of bucket_store.cpp).
+    local earliest = -huge
+    if from_text then
+      local until_s, until_ns = mark_parts(until_text)
+      if until_s ~= saved_free_s or until_ns ~= saved_free_ns then return 0 end
+      local from_s, from_ns = mark_parts(from_text)
+      earliest = (from_s - now_s) * NS_PER_S + from_ns
+    end
+    -- give_back(): back by what the permits cost, as if never booked, but not further than the
+    -- bucket's fill time before now; durations truncated and at most a century.
+    local cost = whole_ns(min(given_back * stable, CENTURY_NS))
+    local fill = params.warmup
+    if params[1] == "bursty" then
+      fill = whole_ns(min(params.burst * NS_PER_S, CENTURY_NS))
+    end
+    local moved_back = max(next_free - cost, now - fill, earliest)
+    if moved_back >= next_free then return 0 end
+    next_free = moved_back
+    reply = 1
+  end
+
+  -- What changed since the key was read (everything for a new bucket), in one HSET, and the expiry.
+  local ns = math.fmod(next_free, NS_PER_S)
+  if ns < 0 then ns = ns + NS_PER_S end
+  local s = now_s + floor((next_free - ns) / NS_PER_S + 0.5)
+  local stored_changed, free_s_changed = stored ~= saved_stored, s ~= saved_free_s
+  -- Nothing changed, so neither did the moment the bucket is full again: the expiry holds. The
+  -- common call changes nothing else.
+  if common and not (stored_changed or free_s_changed or ns ~= saved_free_ns or quota_counts) then
+    return reply
+  end
+  -- Full again once the next free moment has passed and the missing permits have refilled.
+  local refill = (max_permits - stored) * cool_down
+  if refill ~= refill or max_permits == 0 then refill = 0 end
+  local full_in_ms = math.ceil((max(next_free - now, 0) + refill) / 1e6)
+  -- And the quotas are as new once their slots have all passed.
+  for i = 1, quota_states and #quota_states or quota_marks and #quota_marks.newest or 0 do
+    local newest = quota_marks and quota_marks.newest[i] or quota_states[i][1]
+    local passed_us = (newest + QUOTA_COUNTS) * quota_slots[i] - now_s * 1e6 - now / 1000
+    full_in_ms = max(full_in_ms, math.ceil(passed_us / 1000))
+  end
+  local expire_in_ms = full_in_ms + 2 * EXPIRY_MARGIN_MS
+  local expires = saved_expires or 0
+  -- Moved when the noted expiry is too soon, or further than it would be set now (the server's
+  -- clock went back, or the rate went up). On a time the caller gives (tests) it is always moved
+  -- and not noted: the expiry itself runs on the server's clock.
+  local earliest = now_ms + full_in_ms + EXPIRY_MARGIN_MS
+  local move_expiry = given_time ~= "" or expires < earliest or
+                      expires > earliest + EXPIRY_MARGIN_MS
+  -- Numbers go as they are: Redis writes them with every digit (%.17g), as tonumber() reads them.
+  local stored_value = stored == huge and "inf" or stored
+  -- The common call mostly moves the next free moment within a second, spending or gaining stored
+  -- permits or not, and keeps the expiry: its HSET made without a table, which would cost it more.
+  if common and not (free_s_changed or move_expiry or expire_in_ms > MAX_EXPIRY_MS or
+                     quota_counts) then
+    if stored_changed then
+      redis.call("HSET", key, "stored", stored_value, "free_ns", ns)
+    else
+      redis.call("HSET", key, "free_ns", ns)
+    end
+    return reply
+  end
+  -- Room for the usual changes made at once: a table grown by each one costs more.
+  local changes = {"HSET", key, nil, nil, nil, nil, nil, nil}
+  local n = 2
+  -- The common call keeps the parameters and schedule. A key written afresh holds the fields the
+  -- common call reads first: Redis looks a small hash's fields up from its start.
+  local params_changed, schedule_changed = false, false
+  if not common then
+    params_changed = params ~= saved_params and
+                     not (saved_params and bucket.same_params(params, saved_params))
+    schedule_changed = timetable ~= (saved_timetable or "") or
+                       entry_until ~= (saved_entry_until or "0")
+    if params_changed then
+      changes[3], changes[4] = "v", FORMAT_VERSION
+      n = 4
+    end
+    local texts = joined_texts(params, quota_specs, entry_until, timetable)
+    if texts ~= saved_texts then
+      changes[n + 1], changes[n + 2] = "texts", texts
+      n = n + 2
+    end
+  end
+  if stored_changed then
+    changes[n + 1], changes[n + 2] = "stored", stored_value
+    n = n + 2
+  end
+  if free_s_changed then
+    changes[n + 1], changes[n + 2] = "free_s", s
+    n = n + 2
+  end
+  if ns ~= saved_free_ns then
+    changes[n + 1], changes[n + 2] = "free_ns", ns
+    n = n + 2
+  end
+  if quota_counts and quota_counts ~= (saved_quota_counts or "") then
+    changes[n + 1], changes[n + 2] = "quota_counts", quota_counts
+    changes[n + 3], changes[n + 4] = "quota_sums", quota_sums
+    changes[n + 5], changes[n + 6] = "quota_sums_of", quota_counts
+    n = n + 6
+  end
+  if not common and quota_specs ~= (saved_quota_specs or "") then
+    changes[n + 1], changes[n + 2] = "quotas", quota_specs
+    n = n + 2
+  end
+  if params_changed then
+    changes[n + 1], changes[n + 2], changes[n + 3], changes[n + 4] =
+      "shape", params[1], "rate", params[2]
+    changes[n + 5], changes[n + 6], changes[n + 7], changes[n + 8] =
+      "burst", params[3], "warmup", params[4]
+    changes[n + 9], changes[n + 10], changes[n + 11], changes[n + 12] =
+      "cold", params[5], "start_full", params[6]
+    changes[n + 13], changes[n + 14] = "pay_first", params[7]
+    n = n + 14
+  end
+  if schedule_changed then
+    changes[n + 1], changes[n + 2] = "timetable", timetable
+    changes[n + 3], changes[n + 4] = "entry_until", entry_until
+    n = n + 4
+  end
+  if new_notation then
+    changes[n + 1], changes[n + 2] = "notation", new_notation
+    n = n + 2
+  end
+  if n == 2 then return reply end
+  if expire_in_ms > MAX_EXPIRY_MS then
+    if expires ~= 0 then
+      changes[n + 1], changes[n + 2] = "expires", 0
+      n = n + 2
+    end
+    redis.call(unpack(changes, 1, n))
+    redis.call("PERSIST", key)
+    return reply
+  end
+  if move_expiry and given_time == "" then
+    changes[n + 1], changes[n + 2] = "expires", now_ms + expire_in_ms
+    n = n + 2
+  end
+  redis.call(unpack(changes, 1, n))
+  if move_expiry then redis.call("PEXPIRE", key, expire_in_ms) end
+  return reply
 end
 
 -- A script that writes after TIME must have its effects replicated, not itself: Redis 7, which
 -- came with REDIS_VERSION_NUM, replicates nothing else, so only older servers are asked.
 if not redis.REDIS_VERSION_NUM and redis.replicate_commands then redis.replicate_commands() end
 
--- reserve's arguments; the parameters' values are read once the key's texts are known, and
--- checked only when they are not the key's, whose texts were checked before being written.
-local apply = operation == "reserve"
-local reserving = apply or operation == "reserve_keeping"
-local shape, pay_first, rate, burst, warmup, cold
-local permits, timeout, wanted_texts, given_notation
--- The quotas that decide with the rate, if any: their limits, slot lengths (microseconds) and
--- states (each the newest slot, then the QUOTA_COUNTS counts up to it, oldest first: Quota's
--- state, as cjson reads the key's quota_counts).
-local quota_limits, quota_slots, quota_states
--- Or, on the common call until it needs the states, what it reads of them instead
--- (quota_marks_of()).
-local quota_marks
-if reserving then
-  -- A local: each use of the global costs a lookup.
-  local argv = ARGV
-  -- Mostly one permit, not parsed (tonumber() costs).
-  permits, timeout = argv[3] == "1" and 1 or tonumber(argv[3]), argv[4]
-  -- No timeout, the int64 maximum, as tonumber() would read it.
-  if timeout == "9223372036854775807" then timeout = 2 ^ 63 else timeout = tonumber(timeout) end
-  wanted_texts, shape, pay_first, rate = argv[5], argv[6], argv[7], argv[8]
-  if shape == "bursty" then burst = argv[9] else warmup, cold = argv[9], argv[10] end
-  if not ((burst or cold) and permits and permits > 0 and timeout) then
-    return redis.error_reply("ERR ratelimit: bad arguments")
+if ARGV[1] ~= "batch" then return serve(ARGV) end
+-- batch: each request in turn, served as if alone; an error is its request's reply, and the
+-- requests after it go on. All are found first: a batch that is not whole serves none.
+local argv, requests, at = ARGV, {}, 2
+while at <= #argv do
+  local count = tonumber(argv[at])
+  if not (count and count >= 1 and count % 1 == 0 and at + count <= #argv) then
+    return redis.error_reply("ERR ratelimit: bad batch")
   end
-  -- The quotas' limits and slot lengths, two arguments each, after the shape's; an odd one out
-  -- after them is the notation.
-  local first = burst and 10 or 11
-  local after_shape = #argv - first + 1
-  if after_shape % 2 == 1 then given_notation = argv[#argv] end
-  local count = floor(after_shape / 2)
-  if count > 0 then
-    if not (count <= MOST_QUOTAS) then
-      return redis.error_reply("ERR ratelimit: bad arguments")
-    end
-    quota_limits, quota_slots = {}, {}
-    for i = 1, count do
-      local limit, slot = tonumber(argv[first + 2 * i - 2]), tonumber(argv[first + 2 * i - 1])
-      if not (limit and limit >= 1 and slot and slot >= 1) then
-        return redis.error_reply("ERR ratelimit: bad arguments")
-      end
-      quota_limits[i], quota_slots[i] = limit, slot
-    end
-  end
+  requests[#requests + 1] = {unpack(argv, at + 1, at + count)}
+  at = at + 1 + count
 end
-
--- The bucket: its parameters (a table as params_table() makes, on the calls that are not the
--- common one), TokenBucket's state and derived values, and its schedule.
-local params, stored, next_free
-local stable, max_permits, cool_down, threshold, slope
-local timetable, entry_until
--- The record as the key held it (all nil for a new bucket), so that only what changed is written.
-local saved_texts, saved_params, saved_stored, saved_free_s, saved_free_ns, saved_timetable,
-      saved_entry_until, saved_expires
--- The key's quota_counts as read, and its quotas (as `quotas` keeps them; "" for none).
-local saved_quota_counts, saved_quota_specs
-
--- The bucket the key holds, with its schedule: `held`, else why there is none that can be used
--- (`problem`, "" for no key). A key whose `texts` and `rate` are the caller's holds the common
--- call's bucket, whose parameters are the caller's values; other keys (and those written before
--- `texts` was, or with numbers a bucket cannot hold) are read field by field by the other calls.
-local held, problem = false, ""
-local f
--- Keys without quotas are read as before quotas were.
-if quota_limits then
-  f = redis.pcall("HMGET", key, "texts", "stored", "free_s", "free_ns", "expires", "rate",
-                  "quota_counts", "quota_sums", "quota_sums_of")
-else
-  f = redis.pcall("HMGET", key, "texts", "stored", "free_s", "free_ns", "expires", "rate")
+local replies = {}
+for i = 1, #requests do
+  local served, reply = pcall(serve, requests[i])
+  -- A redis.call() that failed raised its error reply; anything else raised a text.
+  if not served and type(reply) ~= "table" then
+    reply = redis.error_reply("ERR ratelimit: " .. tostring(reply))
+  end
+  -- Nil (no bucket) as false, which Redis sends as nil too, and which keeps its place in the
+  -- table.
+  if reply == nil then reply = false end
+  replies[i] = reply
 end
-local common = wanted_texts ~= nil and f[1] == wanted_texts and f[6] == rate
-local quota_states_of, quota_marks_of
-if quota_limits or not common then
-  -- The quotas' states in `text` (the key's quota_counts: a JSON array of one array per quota, its
-  -- newest slot then its counts) if it holds `count` of them made of whole numbers; else nil.
-  -- Digits, commas and brackets only, each bracket a quota's or the whole's: cjson then makes
-  -- numbers and tables where the arithmetic expects them.
-  function quota_states_of(text, count)
-    if type(text) ~= "string" or not text:find("^%[[%d,%[%]]*%]$") then return nil end
-    local _, brackets = text:gsub("%[", "")
-    if brackets ~= count + 1 then return nil end
-    local decoded, states = pcall(cjson.decode, text)
-    if not (decoded and type(states) == "table" and #states == count) then return nil end
-    for i = 1, count do
-      local state = states[i]
-      if type(state) ~= "table" or #state ~= 67 then return nil end
-    end
-    return states
-  end
-
-  -- Each quota's newest slot, last count (and where it is written: last_at, close) and the sum of
-  -- its counts, read from `text` (the key's quota_counts) and `sums` (its quota_sums) without
-  -- decoding every count; nil unless both hold `count` quotas. Only for a text the script wrote
-  -- and checked (quota_sums_of equals it): its numbers need no more checks.
-  function quota_marks_of(text, sums, count)
-    local marks = {text = text, newest = {}, last = {}, last_at = {}, close = {}, sum = {}}
-    local at = 2
-    for i = 1, count do
-      local newest = text:match("^%[(%d+),", at)
-      local close = text:find("]", at, true)
-      if not (newest and close) then return nil end
-      -- The last count has at most 16 digits (below 2^53).
-      local last_at, last = text:match("()(%d+)%]", math.max(at, close - 17))
-      if not (last_at and last_at + #last == close) then return nil end
-      marks.newest[i], marks.last[i], marks.last_at[i], marks.close[i] =
-        tonumber(newest), tonumber(last), last_at, close
-      at = close + 2
-    end
-    if at ~= #text + 1 then return nil end
-    local i = 0
-    for sum in sums:gmatch("%d+") do
-      i = i + 1
-      marks.sum[i] = tonumber(sum)
-    end
-    if i ~= count then return nil end
-    return marks
-  end
-end
-if common then
-  -- Arithmetic reads a number's text once, tonumber() twice.
-  if burst then
-    stable, max_permits, cool_down, threshold, slope = derive(shape, rate + 0, burst + 0)
-  else
-    stable, max_permits, cool_down, threshold, slope =
-      derive(shape, rate + 0, nil, warmup + 0, cold + 0)
-  end
-  local free_s, free_ns, expires
-  stored, free_s, free_ns, expires = read_state(f, max_permits, now_s, now_s_text)
-  -- The key's quotas are the caller's (they are in `texts`): their states are read, or only
-  -- their marks when the sums are the counts'.
-  if stored and quota_limits then
-    if f[7] and f[8] and f[9] == f[7] then quota_marks = quota_marks_of(f[7], f[8], #quota_limits) end
-    if not quota_marks then
-      quota_states = quota_states_of(f[7], #quota_limits)
-      if not quota_states then stored = nil end
-    end
-  end
-  if stored then
-    held = true
-    next_free = (free_s - now_s) * NS_PER_S + free_ns
-    saved_texts, saved_stored, saved_free_s, saved_free_ns = f[1], stored, free_s, free_ns
-    saved_expires, saved_quota_counts = expires, f[7]
-  else
-    common = false
-  end
-end
-
--- The other calls change the bucket through `bucket`, an object made only for them, as are the
--- functions below, and copy its state back into the locals. The common call keeps the key's
--- schedule, which it does not read.
-local bucket, wanted, wanted_timetable, wanted_entry_until
-local is_int64_text, params_table, joined_texts
--- Quotas as `quotas` and the caller's texts write them ("" for none), and apart: the caller's
--- and the key's, {limits, periods, slots} (periods as the texts write them, in nanoseconds).
-local wanted_quota_specs, wanted_quotas, key_quotas = "", nil, nil
--- The key's quotas after the call, as `quotas` writes them.
-local quota_specs = ""
-if not common then
-  -- Whether `text` is an int64 as std::to_string writes it: the only form compared below.
-  function is_int64_text(text)
-    if text == "0" then return true end
-    if type(text) ~= "string" then return false end
-    local digits = text:match("^%-?([1-9]%d*)$")
-    if digits == nil then return false end
-    if #digits ~= 19 then return #digits < 19 end
-    if text:sub(1, 1) == "-" then return digits <= "9223372036854775808" end
-    return digits <= "9223372036854775807"
-  end
-
-  -- Parameters given as the texts the client sent (shape, rate, burst, warmup, cold, start_full,
-  -- pay_first, the hash's order): [1..7] their texts, and their values; nil if they are no
-  -- bucket's.
-  function params_table(shape, rate, burst, warmup, cold, start_full, pay_first)
-    if (start_full ~= "0" and start_full ~= "1") or (pay_first ~= "0" and pay_first ~= "1") or
-        (shape ~= "bursty" and shape ~= "warming_up") then
-      return nil
-    end
-    local rate_value, burst_value, warmup_value, cold_value =
-      tonumber(rate), tonumber(burst), tonumber(warmup), tonumber(cold)
-    -- Only the rate may be infinite (no limit); NaN fails every comparison.
-    local huge = math.huge
-    if not (rate_value and rate_value > 0 and
-            burst_value and burst_value > -huge and burst_value < huge and
-            warmup_value and warmup_value > -huge and warmup_value < huge and
-            cold_value and cold_value > -huge and cold_value < huge) then
-      return nil
-    end
-    if shape == "bursty" and not (burst_value >= 0) then return nil end
-    if shape == "warming_up" and
-        (start_full == "1" or not (warmup_value >= 0 and cold_value >= 1)) then
-      return nil
-    end
-    return {shape, rate, burst, warmup, cold, start_full, pay_first,
-            start_full = start_full == "1", pay_first = pay_first == "1", rate = rate_value,
-            burst = burst_value, warmup = warmup_value, cold = cold_value}
-  end
-
-  -- Quotas written as `quotas` keeps them, LIMIT/PERIOD/SLOT (limit and period as QuotaParams,
-  -- the period in nanoseconds, and the slot length in microseconds as Quota derives it), joined
-  -- by blanks, in the caller's order: {limits, periods, slots}, or nil if that is not what the
-  -- text holds.
-  local function quota_specs_of(text)
-    local limits, periods, slots, rebuilt = {}, {}, {}, {}
-    for limit, period, slot in text:gmatch("([^ /]*)/([^ /]*)/([^ /]*)") do
-      local i = #limits + 1
-      limits[i], periods[i], slots[i] = tonumber(limit), period, tonumber(slot)
-      -- Whole numbers written without leading zeros: equal quotas have equal texts.
-      if not (limit:find("^[1-9]%d*$") and period:find("^[1-9]%d*$") and
-              slot:find("^[1-9]%d*$") and limits[i] <= 2 ^ 53 and i <= MOST_QUOTAS) then
-        return nil
-      end
-      rebuilt[i] = limit .. "/" .. period .. "/" .. slot
-    end
-    if table.concat(rebuilt, " ") ~= text then return nil end
-    return {limits, periods, slots}
-  end
-
-  -- The key's `texts`: the format version, its parameters' texts (params_table() has found none
-  -- holds a comma), its quotas if it has any, and its schedule, joined, the timetable last, as
-  -- the caller sends its own. A key without quotas has the texts of keys written before them.
-  function joined_texts(p, quota_specs, entry_until, timetable)
-    local quotas = quota_specs == "" and "" or quota_specs .. ","
-    return FORMAT_VERSION .. "," .. p[1] .. "," .. p[2] .. "," .. p[3] .. "," .. p[4] .. "," ..
-           p[5] .. "," .. p[6] .. "," .. p[7] .. "," .. quotas .. entry_until .. "," .. timetable
-  end
-
-  if reserving then
-    -- The caller's texts split, the timetable last: it may hold commas. Those that came apart
-    -- too must be the same.
-    local split = {wanted_texts:match(
-      "^([^,]*),([^,]*),([^,]*),([^,]*),([^,]*),([^,]*),([^,]*),([^,]*),(.*)$")}
-    -- The quotas, if any, before the entry's end: they hold a '/', which no entry's end does.
-    local schedule = split[9] or ""
-    local quotas_text, until_text, timetable_text = schedule:match("^([^,]*/[^,]*),([^,]*),(.*)$")
-    if quotas_text then
-      wanted_quota_specs, wanted_entry_until, wanted_timetable =
-        quotas_text, until_text, timetable_text
-    else
-      wanted_entry_until, wanted_timetable = schedule:match("^([^,]*),(.*)$")
-    end
-    wanted = split[1] == FORMAT_VERSION and
-             params_table(split[2], split[3], split[4], split[5], split[6], split[7], split[8])
-    wanted_quotas = quota_specs_of(wanted_quota_specs)
-    if not (wanted and wanted_entry_until and
-            (wanted_entry_until == "0" or is_int64_text(wanted_entry_until)) and
-            shape == wanted[1] and pay_first == wanted[7] and rate == wanted[2] and
-            (burst == wanted[3] or warmup == wanted[4] and cold == wanted[5]) and wanted_quotas and
-            #wanted_quotas[1] == (quota_limits and #quota_limits or 0)) then
-      return redis.error_reply("ERR ratelimit: bad arguments")
-    end
-    for i = 1, #wanted_quotas[1] do
-      if wanted_quotas[1][i] ~= quota_limits[i] or wanted_quotas[3][i] ~= quota_slots[i] then
-        return redis.error_reply("ERR ratelimit: bad arguments")
-      end
-    end
-  end
-
-  if f.err then
-    problem = "a " .. redis.call("TYPE", key)["ok"] .. ", not a bucket"
-  else
-    local p = redis.call("HMGET", key, "v", "shape", "rate", "burst", "warmup", "cold",
-                         "start_full", "pay_first", "timetable", "entry_until", "quotas",
-                         "quota_counts")
-    if p[1] ~= FORMAT_VERSION then
-      if not (p[1] == false and redis.call("EXISTS", key) == 0) then
-        problem = "not a bucket of this version"
-      end
-    else
-      timetable, entry_until = p[9] or "", p[10] or "0"
-      params = params_table(p[2], p[3], p[4], p[5], p[6], p[7] or "0", p[8] or "0")
-      local free_s, free_ns, expires
-      if params and (entry_until == "0" or is_int64_text(entry_until)) then
-        stable, max_permits, cool_down, threshold, slope =
-          derive(params[1], params.rate, params.burst, params.warmup, params.cold)
-        stored, free_s, free_ns, expires = read_state(f, max_permits, now_s, now_s_text)
-      else
-        stored = nil
-      end
-      -- Keys written before quotas were have none.
-      local specs = p[11] or ""
-      key_quotas = quota_specs_of(specs)
-      if stored and key_quotas and #key_quotas[1] > 0 then
-        quota_states = quota_states_of(p[12], #key_quotas[1])
-        if not quota_states then stored = nil end
-      end
-      if stored and key_quotas then
-        held = true
-        next_free = (free_s - now_s) * NS_PER_S + free_ns
-        saved_texts, saved_params, saved_stored = f[1], params, stored
-        saved_free_s, saved_free_ns = free_s, free_ns
-        saved_timetable, saved_entry_until, saved_expires = timetable, entry_until, expires
-        saved_quota_counts, saved_quota_specs = p[12], specs
-        quota_specs, quota_limits, quota_slots = specs, key_quotas[1], key_quotas[3]
-        if #quota_limits == 0 then quota_limits, quota_slots, quota_states = nil, nil, nil end
-      else
-        problem = "a damaged bucket"
-      end
-    end
-  end
-
-  bucket = {now = now, params = params, stored = stored, next_free = next_free, stable = stable,
-            max_permits = max_permits, cool_down = cool_down, threshold = threshold, slope = slope,
-            params_table = params_table, derive = derive}
-
-  function bucket.same_params(a, b)
-    for i = 1, 7 do
-      if a[i] ~= b[i] then return false end
-    end
-    return true
-  end
-
-  -- a < b for int64 texts, exact where tonumber() would round above 2^53.
-  function bucket.int64_less(a, b)
-    if a == b then return false end
-    local a_negative, b_negative = a:sub(1, 1) == "-", b:sub(1, 1) == "-"
-    if a_negative ~= b_negative then return a_negative end
-    -- Between negatives, the larger magnitude is the smaller number.
-    if a_negative then a, b = b:sub(2), a:sub(2) end
-    if #a ~= #b then return #a < #b end
-    return a < b
-  end
-
-  function bucket:rederive()
-    local p = self.params
-    self.stable, self.max_permits, self.cool_down, self.threshold, self.slope =
-      self.derive(p[1], p.rate, p.burst, p.warmup, p.cold)
-  end
-
-  -- TokenBucket::resync()
-  function bucket:resync()
-    if self.now <= self.next_free then return end
-    if self.max_permits > 0 then
-      local idle = self.now - self.next_free
-      local new_permits = idle / self.cool_down
-      self.stored = math.min(self.max_permits, self.stored + new_permits)
-    end
-    self.next_free = self.now
-  end
-
-  -- TokenBucket::rescale_stored_permits()
-  function bucket:rescale(old_max)
-    local warming = self.params[1] == "warming_up"
-    if old_max == math.huge then
-      if warming then self.stored = 0 else self.stored = self.max_permits end
-    elseif old_max == 0 then
-      if warming then self.stored = self.max_permits else self.stored = 0 end
-    elseif self.stored > 0 then
-      self.stored = self.stored * self.max_permits / old_max
-    end
-  end
-
-  -- TokenBucket(params, now): empty, or full with start_full.
-  function bucket:start(new_params)
-    self.params, self.stored, self.next_free = new_params, 0, self.now
-    self:rederive()
-    if new_params.start_full then self.stored = self.max_permits else self:rescale(0) end
-  end
-
-  -- `p` with another rate (the rate's text as the client sent it); nil if it is no rate.
-  function bucket:with_rate(p, rate)
-    return self.params_table(p[1], rate, p[3], p[4], p[5], p[6], p[7])
-  end
-
-  -- change_params() of bucket_store.cpp: to or from no limit, afresh; else
-  -- TokenBucket::reconfigure().
-  function bucket:change_params(new_params)
-    local old_rate = self.params.rate
-    if (old_rate == math.huge or new_params.rate == math.huge) and old_rate ~= new_params.rate then
-      self:start(new_params)
-      return
-    end
-    self:resync()
-    local old_max = self.max_permits
-    self.params = new_params
-    self:rederive()
-    self:rescale(old_max)
-  end
-
-  -- change_rate()
-  function bucket:change_rate(rate)
-    self:change_params(self:with_rate(self.params, rate))
-  end
-end
-
--- Quota of src/core/quota.cpp on a state table (the newest slot at 1, the counts at 2 to 67, the
--- oldest first), made only for the calls on quotas. Times are nanoseconds after now_s, not
--- negative; slots are counted on Unix microseconds, whole numbers below 2^53 until the year 2255,
--- so that slot arithmetic is exact (fmod is).
-local quota_slot_at, quota_fresh, quota_earliest, quota_book, quota_used, quota_counts_text
-local quota_marks_allow, quota_marks_booked
-if quota_limits or (wanted_quotas and #wanted_quotas[1] > 0) then
-  -- Quota::slot_of(): whole microseconds, then slots of `slot` microseconds.
-  function quota_slot_at(t, slot, now_s)
-    local us = now_s * 1e6 + math.floor(t / 1000)
-    return (us - math.fmod(us, slot)) / slot
-  end
-
-  -- Quota(params, now): the newest slot now's, the counts 0.
-  function quota_fresh(slot, now, now_s)
-    local state = {quota_slot_at(now, slot, now_s)}
-    for j = 2, 67 do state[j] = 0 end
-    return state
-  end
-
-  -- Quota::earliest(): the first moment not before `from` at which `units` (at most `limit`)
-  -- may be granted.
-  function quota_earliest(limit, slot, state, units, from, now_s)
-    local newest = state[1]
-    local d = math.min(math.max(quota_slot_at(from, slot, now_s), newest) - newest, 66)
-    local held = 0
-    for j = d + 2, 67 do held = held + state[j] end
-    while held + units > limit and d < 66 do
-      held = held - state[d + 2]
-      d = d + 1
-    end
-    return math.max(from, ((newest + d) * slot - now_s * 1e6) * 1000)
-  end
-
-  -- Quota::book()
-  function quota_book(slot, state, units, at, now_s)
-    local newest = state[1]
-    local booked_slot = math.max(quota_slot_at(at, slot, now_s), newest)
-    local shift = booked_slot - newest
-    if shift >= 66 then
-      for j = 2, 67 do state[j] = 0 end
-    elseif shift > 0 then
-      for j = 2, 67 - shift do state[j] = state[j + shift] end
-      for j = 68 - shift, 67 do state[j] = 0 end
-    end
-    state[1] = booked_slot
-    state[67] = state[67] + units
-  end
-
-  -- Quota::used()
-  function quota_used(slot, state, now, now_s)
-    local held = 0
-    for j = math.max(quota_slot_at(now, slot, now_s) - state[1], 0) + 2, 67 do
-      held = held + state[j]
-    end
-    return held
-  end
-
-  -- The key's quota_counts, every number with all its digits, and its quota_sums: each quota's
-  -- sum of counts, joined by blanks.
-  function quota_counts_text(states)
-    local format = "[" .. string.rep("%.0f,", 66) .. "%.0f]"
-    local texts, sums = {}, {}
-    for i = 1, #states do
-      local state = states[i]
-      texts[i] = string.format(format, unpack(state))
-      local sum = 0
-      for j = 2, 67 do sum = sum + state[j] end
-      sums[i] = string.format("%.0f", sum)
-    end
-    return "[" .. table.concat(texts, ",") .. "]", table.concat(sums, " ")
-  end
-
-  -- Whether every quota of `marks` grants `units` at `at` as Quota::earliest() does when it holds
-  -- them in its newest slot: `at` is in that slot (earliest() then returns `at`), and the sum of
-  -- all its counts leaves room for them (below 2^53, so exact). Then Quota::book() adds them to the
-  -- newest count, shifting nothing.
-  function quota_marks_allow(marks, units, at)
-    for i = 1, #quota_limits do
-      if marks.sum[i] + units > quota_limits[i] or
-          quota_slot_at(at, quota_slots[i], now_s) ~= marks.newest[i] then
-        return false
-      end
-    end
-    return true
-  end
-
-  -- quota_counts_text() after `units` were booked in every quota's newest slot: the key's text
-  -- with each last count replaced, the rest as it is.
-  function quota_marks_booked(marks, units)
-    local text, pieces, sums, from = marks.text, {}, {}, 1
-    for i = 1, #marks.newest do
-      pieces[2 * i - 1] = text:sub(from, marks.last_at[i] - 1)
-      pieces[2 * i] = string.format("%.0f", marks.last[i] + units)
-      sums[i] = string.format("%.0f", marks.sum[i] + units)
-      from = marks.close[i]
-    end
-    pieces[#pieces + 1] = text:sub(from)
-    return table.concat(pieces), table.concat(sums, " ")
-  end
-end
-
--- Each operation but status changes the bucket and names its reply; the changes are saved below.
--- new_notation: the key's notation from now on, when reserve changes it.
-local reply, new_notation
--- The quotas' counts and their sums to write ("" for none), when the call changed them.
-local quota_counts, quota_sums
-if reserving then
-  if problem ~= "" then redis.call("DEL", key) end
-  -- decide() before the booking: the request's quotas, parameters and schedule against the key's;
-  -- the replaced parameters and timetable, or nil.
-  local replaced, replaced_timetable
-  if not common then
-    -- No key, or deleted above: nothing saved.
-    local new_quotas = not held
-    if not held then
-      timetable, entry_until = wanted_timetable, wanted_entry_until
-      bucket:start(wanted)
-    elseif apply and wanted_quota_specs ~= quota_specs then
-      replaced, replaced_timetable = bucket.params, timetable
-      new_quotas = true
-    end
-    -- replaced_quotas(): a new quota keeps the counts of the key's first quota of its period not
-    -- kept yet; others start empty.
-    if new_quotas then
-      local states, taken = {}, {}
-      for i = 1, #wanted_quotas[1] do
-        for j = 1, held and #key_quotas[1] or 0 do
-          if not taken[j] and key_quotas[2][j] == wanted_quotas[2][i] then
-            taken[j], states[i] = true, quota_states[j]
-            break
-          end
-        end
-        states[i] = states[i] or quota_fresh(wanted_quotas[3][i], now, now_s)
-      end
-      quota_specs, quota_limits, quota_slots, quota_states =
-        wanted_quota_specs, wanted_quotas[1], wanted_quotas[3], states
-      if #states == 0 then quota_limits, quota_slots, quota_states = nil, nil, nil end
-      quota_counts, quota_sums = "", ""
-      if quota_states then quota_counts, quota_sums = quota_counts_text(quota_states) end
-    end
-    -- What was replaced is noted once, before the first change (decide()'s replace()).
-    if apply and wanted_timetable ~= timetable then
-      if not replaced then replaced, replaced_timetable = bucket.params, timetable end
-      bucket:change_params(wanted)
-      timetable, entry_until = wanted_timetable, wanted_entry_until
-    else
-      if timetable ~= "" and wanted_timetable == timetable and
-          bucket.int64_less(entry_until, wanted_entry_until) then
-        entry_until = wanted_entry_until
-        bucket:change_rate(wanted[2])
-      end
-      if apply then
-        local applied = wanted
-        -- Under a timetable the rate is the latest entry's, settled above.
-        local rate = bucket.params[2]
-        if timetable ~= "" and wanted[2] ~= rate then applied = bucket:with_rate(wanted, rate) end
-        if applied ~= bucket.params and not bucket.same_params(applied, bucket.params) then
-          if not replaced then replaced, replaced_timetable = bucket.params, timetable end
-          bucket:change_params(applied)
-        end
-      end
-    end
-    if apply and (replaced or not held) then new_notation = given_notation or "" end
-    params, stored, next_free = bucket.params, bucket.stored, bucket.next_free
-    stable, max_permits, cool_down = bucket.stable, bucket.max_permits, bucket.cool_down
-    threshold, slope = bucket.threshold, bucket.slope
-    shape, pay_first = params[1], params[7]
-  end
-  -- TokenBucket::book(): the state after booking `permits` now, and the caller's wait. Its
-  -- durations and times are not negative here, so the core's saturating sums are sums capped at
-  -- 2^63.
-  local booked_stored, booked_free, booked_from = stored, next_free, next_free
-  if now > booked_free then
-    if max_permits > 0 then
-      booked_stored = min(max_permits, booked_stored + (now - booked_free) / cool_down)
-    end
-    booked_free = now
-  end
-  local stored_to_spend = min(permits, booked_stored)
-  local fresh_permits = permits - stored_to_spend
-  -- TokenBucket::stored_permits_wait_ns()
-  local stored_wait = 0
-  if shape ~= "bursty" then
-    local permits_to_take = stored_to_spend
-    local above_threshold = booked_stored - threshold
-    if above_threshold > 0 then
-      local taken_above = min(above_threshold, permits_to_take)
-      local length = (stable + above_threshold * slope) +
-                     (stable + (above_threshold - taken_above) * slope)
-      stored_wait = whole_ns(taken_above * length / 2.0)
-      permits_to_take = permits_to_take - taken_above
-    end
-    stored_wait = min(stored_wait + whole_ns(stable * permits_to_take), 2 ^ 63)
-  end
-  -- Adding 0 saturates nothing: skipped.
-  local cost = whole_ns(fresh_permits * stable)
-  if stored_wait ~= 0 then cost = min(stored_wait + cost, 2 ^ 63) end
-  local go_at = booked_free
-  if cost ~= 0 then booked_free = min(booked_free + cost, 2 ^ 63) end
-  booked_free = min(booked_free, max_time)
-  booked_stored = booked_stored - stored_to_spend
-  if pay_first == "1" then go_at = booked_free end
-  local wait = max(go_at - now, 0)
-  -- decide(): granted iff the wait is within the timeout; a refusal changes nothing.
-  local granted = 0
-  -- The marks decide alone where the full states would decide the same; else the states are read.
-  if quota_marks and not quota_marks_allow(quota_marks, permits, now + wait) then
-    quota_states = quota_states_of(quota_marks.text, #quota_limits)
-    -- Marks are read only from a text the script wrote, and the states of that text then too:
-    -- only quota_counts and quota_sums_of changed alike by hand fail here.
-    if not quota_states then return redis.error_reply("ERR ratelimit: damaged quota counts") end
-    quota_marks = nil
-  end
-  if quota_marks then
-    if wait <= max(timeout, 0) then
-      granted = 1
-      stored, next_free = booked_stored, booked_free
-      quota_counts, quota_sums = quota_marks_booked(quota_marks, permits)
-    end
-  elseif quota_states then
-    -- QuotaBucket: at the later of the rate's moment and every quota's from there; never for
-    -- more than a quota ever allows.
-    local rate_go = now + wait
-    local go = rate_go
-    for i = 1, #quota_limits do
-      if permits > quota_limits[i] then
-        go = nil
-        break
-      end
-      go = max(go, quota_earliest(quota_limits[i], quota_slots[i], quota_states[i], permits,
-                                  rate_go, now_s))
-    end
-    if go then wait = max(go - now, 0) else wait = 2 ^ 63 end
-    if go and wait <= max(timeout, 0) then
-      granted = 1
-      -- The rate's turn goes with the request, unless the rate is no limit, which has none.
-      if go > rate_go and stable ~= 0 then
-        booked_free = min(booked_free + (go - rate_go), max_time)
-      end
-      stored, next_free = booked_stored, booked_free
-      for i = 1, #quota_limits do
-        quota_book(quota_slots[i], quota_states[i], permits, go, now_s)
-      end
-      quota_counts, quota_sums = quota_counts_text(quota_states)
-    end
-  elseif wait <= max(timeout, 0) then
-    granted = 1
-    stored, next_free = booked_stored, booked_free
-  end
-  local wait_text = integer_string(wait)
-  if granted == 1 then
-    -- The span, as integer Unix nanoseconds: whole seconds and nine digits of nanoseconds, which
-    -- a double could not hold as one number (exact only near the epoch: tests' times).
-    local function mark_text(t)
-      local ns = math.fmod(t, NS_PER_S)
-      if ns < 0 then ns = ns + NS_PER_S end
-      local s = now_s + floor((t - ns) / NS_PER_S + 0.5)
-      -- The int64 maximum, where the core saturates, is 9223372036 s and 854775807 ns.
-      if s > 9223372036 or s == 9223372036 and ns > 854775807 then
-        return "9223372036854775807"
-      end
-      if s > 0 then return string.format("%d%09d", s, ns) end
-      return integer_string(s * NS_PER_S + ns)
-    end
-    wait_text = wait_text .. " " .. mark_text(booked_from) .. " " .. mark_text(next_free)
-  end
-  if replaced then
-    reply = {granted, wait_text, 1, problem, timetable, params[2], replaced[1], replaced[2],
-             replaced[3], replaced[4], replaced[5], replaced[6], replaced[7], replaced_timetable,
-             saved_quota_specs}
-  elseif common or (problem == "" and timetable == wanted_timetable and params[2] == rate) then
-    if granted == 1 then reply = wait_text else reply = {0, wait_text} end
-  else
-    reply = {granted, wait_text, 0, problem, timetable, params[2]}
-  end
-elseif operation == "status" then
-  if problem ~= "" then return {"unusable", problem} end
-  if not held then return nil end
-  bucket:resync()
-  local status = {params[1], params[2], params[3], params[4], params[5], params[6], params[7],
-                  string.format("%.17g", bucket.stored),
-                  integer_string(max(bucket.next_free - now, 0)), timetable, entry_until,
-                  redis.call("HGET", key, "notation") or ""}
-  -- Each quota's limit, period, used now and the wait for one more unit.
-  for i = 1, quota_states and #quota_states or 0 do
-    local limit, slot, state = quota_limits[i], quota_slots[i], quota_states[i]
-    local n = #status
-    status[n + 1], status[n + 2] = string.format("%.0f", limit), key_quotas[2][i]
-    status[n + 3] = string.format("%.0f", quota_used(slot, state, now, now_s))
-    status[n + 4] = integer_string(quota_earliest(limit, slot, state, 1, now, now_s) - now)
-  end
-  return status
-elseif operation == "set_rate" then
-  if not held then return nil end
-  local new_params = bucket:with_rate(params, ARGV[3])
-  if not new_params then return redis.error_reply("ERR ratelimit: bad rate") end
-  local new_timetable, new_entry_until = ARGV[4], ARGV[5]
-  if not (type(new_timetable) == "string" and is_int64_text(new_entry_until)) then
-    return redis.error_reply("ERR ratelimit: bad arguments")
-  end
-  bucket:change_params(new_params)
-  params, stored, next_free = bucket.params, bucket.stored, bucket.next_free
-  max_permits, cool_down = bucket.max_permits, bucket.cool_down
-  timetable, entry_until = new_timetable, new_entry_until
-  reply = 1
-else
-  local given_back, from_text, until_text = tonumber(ARGV[3]), ARGV[4], ARGV[5]
-  if not (given_back and given_back > 0 and (from_text == nil) == (until_text == nil) and
-          (from_text == nil or is_int64_text(from_text) and is_int64_text(until_text))) then
-    return redis.error_reply("ERR ratelimit: bad arguments")
-  end
-  if not held then return nil end
-  -- A mark of a span (reserve's integer Unix nanoseconds) as whole seconds and nanoseconds.
-  local function mark_parts(text)
-    if #text <= 15 then
-      local value = tonumber(text)
-      local s = floor(value / NS_PER_S)
-      return s, value - s * NS_PER_S
-    end
-    return tonumber(text:sub(1, -10)), tonumber(text:sub(-9))
-  end
-  -- The span's bookings must be the last (why: give_back() of bucket_store.cpp).
-  local earliest = -huge
-  if from_text then
-    local until_s, until_ns = mark_parts(until_text)
-    if until_s ~= saved_free_s or until_ns ~= saved_free_ns then return 0 end
-    local from_s, from_ns = mark_parts(from_text)
-    earliest = (from_s - now_s) * NS_PER_S + from_ns
-  end
-  -- give_back(): back by what the permits cost, as if never booked, but not further than the
-  -- bucket's fill time before now; durations truncated and at most a century.
-  local cost = whole_ns(min(given_back * stable, CENTURY_NS))
-  local fill = params.warmup
-  if params[1] == "bursty" then
-    fill = whole_ns(min(params.burst * NS_PER_S, CENTURY_NS))
-  end
-  local moved_back = max(next_free - cost, now - fill, earliest)
-  if moved_back >= next_free then return 0 end
-  next_free = moved_back
-  reply = 1
-end
-
--- What changed since the key was read (everything for a new bucket), in one HSET, and the expiry.
-local ns = math.fmod(next_free, NS_PER_S)
-if ns < 0 then ns = ns + NS_PER_S end
-local s = now_s + floor((next_free - ns) / NS_PER_S + 0.5)
-local stored_changed, free_s_changed = stored ~= saved_stored, s ~= saved_free_s
--- Nothing changed, so neither did the moment the bucket is full again: the expiry holds. The
--- common call changes nothing else.
-if common and not (stored_changed or free_s_changed or ns ~= saved_free_ns or quota_counts) then
-  return reply
-end
--- Full again once the next free moment has passed and the missing permits have refilled.
-local refill = (max_permits - stored) * cool_down
-if refill ~= refill or max_permits == 0 then refill = 0 end
-local full_in_ms = math.ceil((max(next_free - now, 0) + refill) / 1e6)
--- And the quotas are as new once their slots have all passed.
-for i = 1, quota_states and #quota_states or quota_marks and #quota_marks.newest or 0 do
-  local newest = quota_marks and quota_marks.newest[i] or quota_states[i][1]
-  local passed_us = (newest + QUOTA_COUNTS) * quota_slots[i] - now_s * 1e6 - now / 1000
-  full_in_ms = max(full_in_ms, math.ceil(passed_us / 1000))
-end
-local expire_in_ms = full_in_ms + 2 * EXPIRY_MARGIN_MS
-local expires = saved_expires or 0
--- Moved when the noted expiry is too soon, or further than it would be set now (the server's
--- clock went back, or the rate went up). On a time the caller gives (tests) it is always moved
--- and not noted: the expiry itself runs on the server's clock.
-local earliest = now_ms + full_in_ms + EXPIRY_MARGIN_MS
-local move_expiry = given_time ~= "" or expires < earliest or expires > earliest + EXPIRY_MARGIN_MS
--- Numbers go as they are: Redis writes them with every digit (%.17g), as tonumber() reads them.
-local stored_value = stored == huge and "inf" or stored
--- The common call mostly moves the next free moment within a second, spending or gaining stored
--- permits or not, and keeps the expiry: its HSET made without a table, which would cost it more.
-if common and not (free_s_changed or move_expiry or expire_in_ms > MAX_EXPIRY_MS or
-                   quota_counts) then
-  if stored_changed then
-    redis.call("HSET", key, "stored", stored_value, "free_ns", ns)
-  else
-    redis.call("HSET", key, "free_ns", ns)
-  end
-  return reply
-end
--- Room for the usual changes made at once: a table grown by each one costs more.
-local changes = {"HSET", key, nil, nil, nil, nil, nil, nil}
-local n = 2
--- The common call keeps the parameters and schedule. A key written afresh holds the fields the
--- common call reads first: Redis looks a small hash's fields up from its start.
-local params_changed, schedule_changed = false, false
-if not common then
-  params_changed = params ~= saved_params and
-                   not (saved_params and bucket.same_params(params, saved_params))
-  schedule_changed = timetable ~= (saved_timetable or "") or
-                     entry_until ~= (saved_entry_until or "0")
-  if params_changed then
-    changes[3], changes[4] = "v", FORMAT_VERSION
-    n = 4
-  end
-  local texts = joined_texts(params, quota_specs, entry_until, timetable)
-  if texts ~= saved_texts then
-    changes[n + 1], changes[n + 2] = "texts", texts
-    n = n + 2
-  end
-end
-if stored_changed then
-  changes[n + 1], changes[n + 2] = "stored", stored_value
-  n = n + 2
-end
-if free_s_changed then
-  changes[n + 1], changes[n + 2] = "free_s", s
-  n = n + 2
-end
-if ns ~= saved_free_ns then
-  changes[n + 1], changes[n + 2] = "free_ns", ns
-  n = n + 2
-end
-if quota_counts and quota_counts ~= (saved_quota_counts or "") then
-  changes[n + 1], changes[n + 2] = "quota_counts", quota_counts
-  changes[n + 3], changes[n + 4] = "quota_sums", quota_sums
-  changes[n + 5], changes[n + 6] = "quota_sums_of", quota_counts
-  n = n + 6
-end
-if not common and quota_specs ~= (saved_quota_specs or "") then
-  changes[n + 1], changes[n + 2] = "quotas", quota_specs
-  n = n + 2
-end
-if params_changed then
-  changes[n + 1], changes[n + 2], changes[n + 3], changes[n + 4] =
-    "shape", params[1], "rate", params[2]
-  changes[n + 5], changes[n + 6], changes[n + 7], changes[n + 8] =
-    "burst", params[3], "warmup", params[4]
-  changes[n + 9], changes[n + 10], changes[n + 11], changes[n + 12] =
-    "cold", params[5], "start_full", params[6]
-  changes[n + 13], changes[n + 14] = "pay_first", params[7]
-  n = n + 14
-end
-if schedule_changed then
-  changes[n + 1], changes[n + 2] = "timetable", timetable
-  changes[n + 3], changes[n + 4] = "entry_until", entry_until
-  n = n + 4
-end
-if new_notation then
-  changes[n + 1], changes[n + 2] = "notation", new_notation
-  n = n + 2
-end
-if n == 2 then return reply end
-if expire_in_ms > MAX_EXPIRY_MS then
-  if expires ~= 0 then
-    changes[n + 1], changes[n + 2] = "expires", 0
-    n = n + 2
-  end
-  redis.call(unpack(changes, 1, n))
-  redis.call("PERSIST", key)
-  return reply
-end
-if move_expiry and given_time == "" then
-  changes[n + 1], changes[n + 2] = "expires", now_ms + expire_in_ms
-  n = n + 2
-end
-redis.call(unpack(changes, 1, n))
-if move_expiry then redis.call("PEXPIRE", key, expire_in_ms) end
-return reply
+return replies

@@ -2,11 +2,14 @@
 
 #include <charconv>
 #include <filesystem>
+#include <span>
 #include <system_error>
 #include <utility>
 
 #include "errors.hpp"
 #include "stores/redis/redis_deployment.hpp"
+#include "stores/redis/redis_script.hpp"
+#include "stores/redis/redis_script_protocol.hpp"
 
 namespace ratelimit::stores {
 namespace {
@@ -274,6 +277,32 @@ RedisRelay::Request parse_request(std::string_view request) {
   return parsed;
 }
 
+// Where a script call's ARGV starts: after EVALSHA, the SHA-1, the count of keys (1) and the key.
+constexpr std::size_t kFirstScriptArgument = 4;
+
+// Whether a batch may merge `request` with the others on its key: a call of the bucket script
+// that this agent was built with (whose batch operation it knows: a client of another version
+// sends another), on the request's key, of one request.
+bool mergeable(const RedisRelay::Request& request) {
+  const std::vector<std::string>& arguments = request.arguments;
+  return arguments.size() > kFirstScriptArgument && arguments[0] == "EVALSHA" &&
+         arguments[1] == kRedisBucketScriptSha1 && arguments[2] == "1" &&
+         arguments[3] == request.redis_key &&
+         arguments[kFirstScriptArgument] != script::kBatchOperation;
+}
+
+// The script call that serves `merged` (requests of `parsed` for which mergeable() holds, on one
+// key) in one batch, in their order.
+std::vector<std::string> batch_call(const std::vector<RedisRelay::Request>& parsed,
+                                    const std::vector<std::size_t>& merged) {
+  const std::vector<std::string>& first = parsed[merged.front()].arguments;
+  std::vector<std::string> call(first.begin(), first.begin() + kFirstScriptArgument);
+  call.emplace_back(script::kBatchOperation);
+  for (const std::size_t i : merged)
+    script::add_to_batch(call, std::span(parsed[i].arguments).subspan(kFirstScriptArgument));
+  return call;
+}
+
 }  // namespace
 
 std::string RedisRelay::route(std::string_view request) {
@@ -329,6 +358,31 @@ std::string RedisRelay::answer_alone(const Request& request, io::Waiter& waiter,
   }
 }
 
+void RedisRelay::answer_command(const std::vector<Request>& parsed,
+                                const std::vector<std::size_t>& requests, RedisValue reply,
+                                std::string_view server, io::Waiter& waiter, std::string_view said,
+                                std::vector<std::string>& answers) {
+  // Sent to the wrong node of a Cluster: nothing ran, and each request goes there on its own.
+  if (RedisTopology::sent_elsewhere(reply)) {
+    for (const std::size_t i : requests) answers[i] = answer_alone(parsed[i], waiter, said);
+    return;
+  }
+  if (requests.size() == 1) {
+    answers[requests.front()] = reply_answer(parsed[requests.front()], reply, said);
+    return;
+  }
+  std::vector<RedisValue> own;
+  try {
+    own = script::decode_batch(std::move(reply), requests.size(), server);
+  } catch (const StoreUnavailable&) {
+    const std::string failure = current_failure_answer(said);
+    for (const std::size_t i : requests) answers[i] = failure;
+    return;
+  }
+  for (std::size_t j = 0; j < requests.size(); ++j)
+    answers[requests[j]] = reply_answer(parsed[requests[j]], own[j], said);
+}
+
 std::vector<std::string> RedisRelay::answer(const std::vector<std::string>& requests,
                                             io::Waiter& waiter) {
   std::vector<std::string> answers(requests.size());
@@ -354,17 +408,41 @@ std::vector<std::string> RedisRelay::answer(const std::vector<std::string>& requ
       return true;
     });
     if (batch.size() > 1) {
+      // The requests each command answers: one, or the run of script calls on one key merged
+      // into one batch, placed where the run's first came. Any other command on the key ends its
+      // run, so that what reaches the key keeps its order.
+      std::vector<std::vector<std::size_t>> answered_by;
+      std::map<std::string_view, std::size_t> open_runs;
+      for (const std::size_t i : batch) {
+        const bool merges = mergeable(parsed[i]);
+        const auto run = open_runs.find(parsed[i].redis_key);
+        if (run != open_runs.end()) {
+          if (merges) {
+            answered_by[run->second].push_back(i);
+            continue;
+          }
+          open_runs.erase(run);
+        }
+        if (merges) open_runs.emplace(parsed[i].redis_key, answered_by.size());
+        answered_by.push_back({i});
+      }
       std::vector<std::pair<std::string, std::vector<std::string>>> commands;
-      for (const std::size_t i : batch)
-        commands.emplace_back(parsed[i].redis_key, parsed[i].arguments);
+      for (const std::vector<std::size_t>& requests : answered_by) {
+        const Request& first = parsed[requests.front()];
+        commands.emplace_back(
+            first.redis_key, requests.size() == 1 ? first.arguments : batch_call(parsed, requests));
+      }
       std::optional<std::vector<RedisValue>> replies;
       // What is said while the batch is sent (connecting, a TLS session resumed) is said to
       // each of its callers, as each would have met it alone.
       said_.clear();
+      std::string server;
       try {
         const Request& first = parsed[batch.front()];
         RedisDeadline deadline(first.timeout, &waiter);
-        replies = deployment(first).pipeline(commands, deadline);
+        RedisTopology& topology = deployment(first);
+        server = "Redis at " + topology.shown_url();
+        replies = topology.pipeline(commands, deadline);
       } catch (...) {
         const std::string failure = current_failure_answer(std::exchange(said_, {}));
         for (const std::size_t i : batch) answers[i] = failure;
@@ -372,12 +450,9 @@ std::vector<std::string> RedisRelay::answer(const std::vector<std::string>& requ
       }
       const std::string said_in_batch = std::exchange(said_, {});
       if (replies) {
-        for (std::size_t j = 0; j < batch.size(); ++j) {
-          const Request& request = parsed[batch[j]];
-          answers[batch[j]] = RedisTopology::sent_elsewhere((*replies)[j])
-                                  ? answer_alone(request, waiter, said_in_batch)
-                                  : reply_answer(request, (*replies)[j], said_in_batch);
-        }
+        for (std::size_t c = 0; c < answered_by.size(); ++c)
+          answer_command(parsed, answered_by[c], std::move((*replies)[c]), server, waiter,
+                         said_in_batch, answers);
         continue;
       }
     }

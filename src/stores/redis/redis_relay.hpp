@@ -64,8 +64,11 @@ class RedisRelayClient {
 };
 
 // The agent's side: one RedisTopology per deployment, kept until the agent ends.
-// Requests for one deployment that come together go out in one write (a pipeline): each its own
-// command, in the order they came, so each gets the decision it would get alone.
+// Requests for one deployment that come together go out in one write (a pipeline), in the order
+// they came, so that each gets the decision it would get alone. Calls of the bucket script on one
+// key among them go as one call of the script's batch operation, in the first one's place, which
+// serves them in turn and gives each its own reply; any other command on the key begins a new
+// batch after it.
 class RedisRelay final : public AgentStores {
  public:
   // TLS sessions are kept in `session_dir` (none: not kept).
@@ -93,6 +96,11 @@ class RedisRelay final : public AgentStores {
   // what was said while serving it.
   std::string answer_alone(const Request& request, io::Waiter& waiter,
                            std::string_view said_before);
+  // Answers `requests` (of `parsed`) with the reply to the command sent for them: theirs, or each
+  // its own of a batch's; as answer_alone() where it did not run. `server` names the deployment.
+  void answer_command(const std::vector<Request>& parsed, const std::vector<std::size_t>& requests,
+                      RedisValue reply, std::string_view server, io::Waiter& waiter,
+                      std::string_view said, std::vector<std::string>& answers);
   // The answer that carries `reply` back, and `said`; a script's reply (not NOSCRIPT) is a
   // decision served.
   std::string reply_answer(const Request& request, const RedisValue& reply, std::string_view said);

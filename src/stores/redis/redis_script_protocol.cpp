@@ -315,4 +315,19 @@ bool decode_set_rate(const RedisValue& reply, std::string_view server) {
   return true;
 }
 
+void add_to_batch(std::vector<std::string>& batch, std::span<const std::string> request) {
+  batch.push_back(std::to_string(request.size()));
+  batch.insert(batch.end(), request.begin(), request.end());
+}
+
+std::vector<RedisValue> decode_batch(RedisValue reply, std::size_t count, std::string_view server) {
+  if (reply.type == RedisValue::Type::error) return std::vector<RedisValue>(count, reply);
+  if (reply.type != RedisValue::Type::array || reply.elements.size() != count)
+    ReplyReader(reply, kBatchOperation, server)
+        .malformed(reply.type == RedisValue::Type::array
+                       ? fmt::format("{} replies for {} requests", reply.elements.size(), count)
+                       : std::string("not a table"));
+  return std::move(reply.elements);
+}
+
 }  // namespace ratelimit::stores::script

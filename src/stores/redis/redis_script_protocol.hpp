@@ -4,6 +4,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <optional>
+#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -17,7 +18,7 @@
 // table, and named as in redis_bucket.lua's header: both sides use these names.
 namespace ratelimit::stores::script {
 
-// ARGV positions. Every operation's:
+// ARGV positions. Every operation's (kArgTime: but batch's):
 inline constexpr std::size_t kArgOperation = 1;  // "reserve", "reserve_keeping", "status", ...
 inline constexpr std::size_t kArgTime = 2;       // Unix microseconds (tests), "" for TIME
 
@@ -93,6 +94,11 @@ inline constexpr std::size_t kQuotaFields = 4;
 // give_back's reply: nil without a bucket, else 1 if the next free moment moved, 0 if not.
 // set_rate's: nil without a bucket, else 1.
 
+// batch: several requests on the key in one call, each served as if alone, in order. After
+// kArgOperation, each request's ARGV as it would go alone, after the count of its arguments. Its
+// reply: a table of each request's own reply (an error among them is that request's alone).
+inline constexpr std::string_view kBatchOperation = "batch";
+
 // The ARGV of a reserve (reserve_keeping when the request keeps the key's parameters) of permits
 // due within `timeout` (nanoseconds::max(): no limit), at `now_micros` (Unix microseconds; none:
 // the server's TIME).
@@ -124,5 +130,12 @@ std::optional<BucketStatus> decode_status(const RedisValue& reply, const std::st
 bool decode_give_back(const RedisValue& reply, std::string_view server);
 // False without a bucket.
 bool decode_set_rate(const RedisValue& reply, std::string_view server);
+
+// Adds a request's ARGV (as it would go alone) to a batch's, which starts with kBatchOperation.
+void add_to_batch(std::vector<std::string>& batch, std::span<const std::string> request);
+// The replies of a batch of `count` requests, each request's own: a whole-call error (NOSCRIPT,
+// BUSY, ...: nothing ran) is each request's reply. Any other reply but a table of `count` throws
+// StoreUnavailable as the decoders above do.
+std::vector<RedisValue> decode_batch(RedisValue reply, std::size_t count, std::string_view server);
 
 }  // namespace ratelimit::stores::script

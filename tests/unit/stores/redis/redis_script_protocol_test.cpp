@@ -227,5 +227,40 @@ TEST(RedisScriptProtocol, MalformedRepliesAreOneLineAndExit69) {
             (Result{69, prefix + "set_rate: not 1\n"}));
 }
 
+// A batch carries each request's ARGV after its count, and its reply gives each request its own:
+// a whole-call error (nothing ran) is each one's; any other reply but as many replies as requests
+// is one line and exit 69 for each, never a reply taken for another request's.
+TEST(RedisScriptProtocol, BatchOfRequestsAndItsReplies) {
+  Strings batch{std::string(kBatchOperation)};
+  add_to_batch(batch, encode_status(std::nullopt));
+  add_to_batch(batch, encode_give_back(3, std::nullopt, 7));
+  EXPECT_EQ(batch, (Strings{"batch", "2", "status", "", "3", "give_back", "7", "3"}));
+
+  const RedisValue nil;
+  const auto replies = decode_batch(table({integer(1), nil, text("5")}), 3, kServer);
+  ASSERT_EQ(replies.size(), 3u);
+  EXPECT_EQ(replies[0].integer, 1);
+  EXPECT_EQ(replies[1].type, RedisValue::Type::nil);
+  EXPECT_EQ(replies[2].text, "5");
+  const RedisValue noscript{.type = RedisValue::Type::error,
+                            .integer = 0,
+                            .text = "NOSCRIPT No matching script",
+                            .elements = {}};
+  const auto refused = decode_batch(noscript, 2, kServer);
+  ASSERT_EQ(refused.size(), 2u);
+  EXPECT_EQ(refused[0].text, noscript.text);
+  EXPECT_EQ(refused[1].text, noscript.text);
+
+  using Result = std::pair<int, std::string>;
+  const std::string prefix =
+      "ratelimit: Redis at unix:///tmp/r.sock: unexpected reply to the bucket script's batch: ";
+  EXPECT_EQ(run_decoding([&] {
+              decode_batch(table({integer(1), nil}), 3, kServer);
+            }),
+            (Result{69, prefix + "2 replies for 3 requests\n"}));
+  EXPECT_EQ(run_decoding([&] { decode_batch(text("5"), 1, kServer); }),
+            (Result{69, prefix + "not a table\n"}));
+}
+
 }  // namespace
 }  // namespace ratelimit::stores::script
