@@ -40,7 +40,12 @@ esac
 TMP=$(mktemp -d)
 start_bench_server
 trap 'kill "$server" 2>/dev/null; rm -rf "$TMP"' EXIT
-until redis-cli -s "$TMP/redis/sock" ping >/dev/null 2>&1; do sleep 0.01; done
+until redis-cli -s "$TMP/redis/sock" ping >/dev/null 2>&1; do
+  # A port taken ends the server (one in the ephemeral range may be a connection's in TIME_WAIT,
+  # from the calls of an earlier run): another port, instead of waiting forever.
+  kill -0 "$server" 2>/dev/null || start_bench_server
+  sleep 0.01
+done
 UNIX_URL=unix://$TMP/redis/sock
 TCP_URL=redis://127.0.0.1:$port
 TLS_URL=rediss://localhost:$tls_port
