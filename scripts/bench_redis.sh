@@ -5,11 +5,15 @@
 #               20/s: total time (ideal 1.95 s) and the most starts in any 1 s window (ideal 21);
 #   pipes       4 pipes on 4 "hosts" sharing 1 MB/s through one key: the sum of their outputs
 #               against the rate and its worst 100 ms window (bench/pipe_probe traces);
-#   latency     the time of one `ratelimit acquire` with --redis over the unix socket, over TCP and
-#               over TLS (rediss://, a test CA, the session of the previous call resumed),
-#               connecting from the process and through the host agent, against the state file,
-#               at a rate that never waits: what a connection (and a TLS handshake) adds to an
-#               exec call, and what the agent leaves of it;
+#   latency     the wall time of one `ratelimit acquire` at a rate that never waits, with --redis
+#               over the unix socket, TCP and TLS (rediss://, a test CA, the session of the
+#               previous call resumed), connecting from the process (--no-agent) and through the
+#               host agent, against the state file and /bin/true (a process start's floor):
+#               BENCH_LATENCY_ROUNDS rounds (default 500), each calling every path once in a
+#               shuffled order; per path the mean, the difference from the same round's state-file
+#               call (mean +- 95% interval, median) and the caller's CPU. Alone with
+#               `scripts/bench_redis.sh latency` (any Release binary as $RATELIMIT): the figures
+#               go to standard output, bench/results/redis.md is left as it is;
 #   kept        the script's round trip on a kept connection, as a pipe makes it (redis-benchmark,
 #               one client, median) over each transport;
 #   throughput  the script's decisions per second from 8 concurrent clients (redis-benchmark
@@ -24,17 +28,121 @@
 source "$(dirname "${BASH_SOURCE[0]}")/setup.sh"
 source "$(dirname "${BASH_SOURCE[0]}")/redis_bench.sh"
 ensure_packages redis-server redis-tools openssl
-build_bench_tree
+case ${1:-all} in
+  all) build_bench_tree ;;
+  latency) use_bench_binary ;;
+  *)
+    echo "usage: scripts/bench_redis.sh [latency]" >&2
+    exit 64
+    ;;
+esac
 
 TMP=$(mktemp -d)
 start_bench_server
 trap 'kill "$server" 2>/dev/null; rm -rf "$TMP"' EXIT
-until redis-cli -s "$TMP/redis/sock" ping >/dev/null 2>&1; do sleep 0.01; done
+until redis-cli -s "$TMP/redis/sock" ping >/dev/null 2>&1; do
+  # A port taken ends the server (one in the ephemeral range may be a connection's in TIME_WAIT,
+  # from the calls of an earlier run): another port, instead of waiting forever.
+  kill -0 "$server" 2>/dev/null || start_bench_server
+  sleep 0.01
+done
 UNIX_URL=unix://$TMP/redis/sock
 TCP_URL=redis://127.0.0.1:$port
 TLS_URL=rediss://localhost:$tls_port
 TLS_CA=(--redis-tls-ca "$tls/ca.crt")
 export RATELIMIT_REDIS=$UNIX_URL
+
+# The paths the latency section times, each a function named latency_NAME calling it once.
+LATENCY_PATHS=(floor file unix tcp tls agent-unix agent-tcp agent-tls)
+latency_floor() { /bin/true; }
+latency_file() { RATELIMIT_REDIS='' "$RATELIMIT" acquire --rate 1e9 --key lat; }
+latency_unix() { "$RATELIMIT" acquire --rate 1e9 --key lat --redis "$UNIX_URL" --no-agent; }
+latency_tcp() { "$RATELIMIT" acquire --rate 1e9 --key lat --redis "$TCP_URL" --no-agent; }
+latency_tls() { "$RATELIMIT" acquire --rate 1e9 --key lat --redis "$TLS_URL" "${TLS_CA[@]}" --no-agent; }
+latency_agent-unix() { "$RATELIMIT" acquire --rate 1e9 --key lat --redis "$UNIX_URL"; }
+latency_agent-tcp() { "$RATELIMIT" acquire --rate 1e9 --key lat --redis "$TCP_URL"; }
+latency_agent-tls() { "$RATELIMIT" acquire --rate 1e9 --key lat --redis "$TLS_URL" "${TLS_CA[@]}"; }
+
+# measure_latency: times every path of LATENCY_PATHS in BENCH_LATENCY_ROUNDS rounds and sets
+# $latency_result to a table of them. Timing each path in a block of its own, or in a fixed
+# order, lets the machine's drift between blocks (or a path's place in the order) into the
+# differences; a shuffled order in every round and differences within a round leave it out.
+measure_latency() {
+  local rounds=${BENCH_LATENCY_ROUNDS:-500} round i j swap name start end load_before agent
+  local agent_cpu_before agent_cpu_after order=()
+  local log=$TMP/latency.log
+  export RATELIMIT_STATE_DIR=$TMP/latency
+  # Every path before the timing: the TLS session kept for the direct calls to resume, and once
+  # the agent that the first call started listens, each of its routes connected.
+  for name in "${LATENCY_PATHS[@]}"; do "latency_$name"; done
+  until [ -S "$RATELIMIT_STATE_DIR/agent.sock" ]; do sleep 0.01; done
+  for name in "${LATENCY_PATHS[@]}"; do "latency_$name"; done
+  agent=$(cat "$RATELIMIT_STATE_DIR/agent.lock")
+  load_before=$(cut -d' ' -f1-3 /proc/loadavg)
+  agent_cpu_before=$(thread_cpu_ns "$agent")
+  # Per call: "call ROUND NAME START END" and after it the output of `times`, whose second line
+  # is the CPU of the shell's children so far (the agent is not one): a call's CPU is the
+  # difference from the reading before it. Between a call's two readings of $EPOCHREALTIME,
+  # nothing but the call is forked.
+  exec 3>"$log"
+  times >&3
+  for ((round = 0; round < rounds; round++)); do
+    order=("${LATENCY_PATHS[@]}")
+    for ((i = ${#order[@]} - 1; i > 0; i--)); do
+      j=$((RANDOM % (i + 1)))
+      swap=${order[i]}
+      order[i]=${order[j]}
+      order[j]=$swap
+    done
+    for name in "${order[@]}"; do
+      start=$EPOCHREALTIME
+      "latency_$name"
+      end=$EPOCHREALTIME
+      echo "call $round $name $start $end" >&3
+      times >&3
+    done
+  done
+  exec 3>&-
+  agent_cpu_after=$(thread_cpu_ns "$agent")
+  kill "$agent"
+  latency_result=$(latency_table "$log" "$rounds" "$load_before" \
+    $(((agent_cpu_after - agent_cpu_before) / (3 * rounds))))
+}
+
+# thread_cpu_ns PID: the CPU time of PID's threads so far, in nanoseconds.
+thread_cpu_ns() { cat /proc/"$1"/task/*/schedstat | awk '{ sum += $1 } END { printf "%.0f", sum }'; }
+
+# latency_table LOG ROUNDS LOAD_BEFORE AGENT_NS_PER_CALL: measure_latency's log as a Markdown table.
+latency_table() {
+  local log=$1 rounds=$2 load_before=$3 agent_ns=$4 name
+  # seconds of `times`' "1m2.345s"
+  awk '
+    function seconds(text) { split(text, part, "m"); sub("s", "", part[2]); return part[1] * 60 + part[2] }
+    $1 == "call" { name = $3; round = $2; wall = ($5 - $4) * 1000; line = 0; next }
+    { if (++line % 2 == 0) { cpu = seconds($1) + seconds($2)
+        if (name != "") print name, round, wall, (cpu - before) * 1000
+        before = cpu } }' "$log" >"$TMP/latency.calls"
+  echo "| path | mean wall, ms | minus the same round's state file: mean ± 95%, ms | median, ms | caller's CPU, ms |"
+  echo "|---|---|---|---|---|"
+  for name in "${LATENCY_PATHS[@]}"; do
+    awk -v name="$name" '$1 == "file" { file[$2] = $3 } $1 == name { wall[$2] = $3; cpu[$2] = $4 }
+      END { for (r in wall) print wall[r] - file[r], wall[r], cpu[r] }' "$TMP/latency.calls" >"$TMP/latency.$name"
+    printf '| %s | %s | %s | %s | %s |\n' "$name" \
+      "$(awk '{ s += $2 } END { printf "%.3f", s / NR }' "$TMP/latency.$name")" \
+      "$(awk '{ s += $1; q += $1 * $1 } END { m = s / NR; sd = sqrt((q - NR * m * m) / (NR - 1))
+          printf "%+.3f ± %.3f", m, 1.96 * sd / sqrt(NR) }' "$TMP/latency.$name")" \
+      "$(cut -d' ' -f1 "$TMP/latency.$name" | median | awk '{ printf "%+.3f", $1 }')" \
+      "$(awk '{ s += $3 } END { printf "%.3f", s / NR }' "$TMP/latency.$name")"
+  done
+  echo
+  echo "$rounds rounds; the agent's own CPU per call through it: $(awk -v ns="$agent_ns" 'BEGIN { printf "%.3f", ns / 1e6 }') ms; load average $load_before before, $(cut -d' ' -f1-3 /proc/loadavg) after."
+}
+
+if [ "${1:-all}" = latency ]; then
+  measure_latency
+  echo "$latency_result"
+  exit 0
+fi
 
 echo "== 4 hosts x 10 execs sharing 20/s" >&2
 start=$(date +%s%N)
@@ -89,42 +197,7 @@ done | sort -n -k1,1 | awk '{ time[NR] = $1; units[NR] = $2; total += $2
 pipes_result="$pipes_result, byte-exact: $exact"
 echo "$pipes_result" >&2
 
-echo "== latency of one acquire" >&2
-# mean_ms COUNT CMD...: the mean wall time of CMD in milliseconds.
-mean_ms() {
-  local count=$1 start
-  shift
-  start=$(date +%s%N)
-  for _ in $(seq "$count"); do "$@"; done
-  awk -v ns=$(($(date +%s%N) - start)) -v n="$count" 'BEGIN { printf "%.3f", ns / n / 1e6 }'
-}
-# mean_cpu_ms COUNT CMD...: the mean CPU time (user + system) of CMD in milliseconds: what a call
-# costs whatever else the machine runs.
-mean_cpu_ms() {
-  local count=$1 TIMEFORMAT='%3U %3S'
-  shift
-  { time (for _ in $(seq "$count"); do "$@" 2>>"$TMP/cpu.stderr"; done); } 2>&1 |
-    awk -v n="$count" '{ printf "%.3f", ($1 + $2) * 1000 / n }'
-}
-export RATELIMIT_STATE_DIR=$TMP/latency
-# latency_of ARGS...: "WALL ms (CPU ms)" of `ratelimit acquire ARGS...`: the mean wall time of 300
-# calls, and the calling process's own CPU per call (an agent's is not in it).
-latency_of() {
-  echo "$(mean_ms 300 "$RATELIMIT" acquire --rate 1e9 --key lat "$@") ms ($(mean_cpu_ms 300 "$RATELIMIT" acquire --rate 1e9 --key lat "$@") ms)"
-}
-lat_file=$(RATELIMIT_REDIS= latency_of)
-lat_unix=$(latency_of --redis "$UNIX_URL" --no-agent)
-lat_tcp=$(latency_of --redis "$TCP_URL" --no-agent)
-lat_tls=$(latency_of --redis "$TLS_URL" "${TLS_CA[@]}" --no-agent)
-# Through the host agent, which the first call starts: it is warm when the timing begins.
-"$RATELIMIT" acquire --rate 1e9 --key lat --redis "$TLS_URL" "${TLS_CA[@]}" >/dev/null
-until [ -S "$RATELIMIT_STATE_DIR/agent.sock" ]; do sleep 0.01; done
-agent_unix=$(latency_of --redis "$UNIX_URL")
-agent_tcp=$(latency_of --redis "$TCP_URL")
-agent_tls=$(latency_of --redis "$TLS_URL" "${TLS_CA[@]}")
-kill "$(cat "$RATELIMIT_STATE_DIR/agent.lock")"
-latency_result="wall (the caller's CPU) per call: state file $lat_file; connecting from the process: unix socket $lat_unix, TCP $lat_tcp, TLS $lat_tls (the session resumed); through the host agent: unix socket $agent_unix, TCP $agent_tcp, TLS $agent_tls"
-echo "$latency_result" >&2
+measure_latency
 
 echo "== decisions per second, 8 clients, against a minimal GCRA script" >&2
 sha=$(redis-cli -s "$TMP/redis/sock" script load "$(cat "$RATELIMIT_ROOT/src/stores/redis/redis_bucket.lua")")
@@ -216,8 +289,10 @@ echo "$kept_result" >&2
   echo "- 4 pipes of 1 MB on 4 hosts sharing 1 MB/s through one key: $pipes_result (each pipe's"
   echo "  last 28 kB is booked as a whole 108 ms turn, so that no 100 ms window holds two writes: the"
   echo "  sum is about 5 % short by design while the writes stay 108 ms apart; bench/results/shared.md)."
-  echo "- Mean time of one \`ratelimit acquire\` that never waits (process start included):"
-  echo "  $latency_result."
+  echo "- The wall time of one \`ratelimit acquire\` that never waits (process start included):"
+  echo
+  sed 's/^/  /' <<<"$latency_result"
+  echo
   echo "- Redis's CPU and the wall time per \`ratelimit acquire\` (a new connection each):"
   echo "  $handshake_result."
   echo "- The script's round trip on a kept connection, as a pipe makes it (one client, median):"

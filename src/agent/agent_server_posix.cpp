@@ -8,7 +8,7 @@
 
 #include <algorithm>
 #include <array>
-#include <iterator>
+#include <atomic>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -53,21 +53,83 @@ class AgentSignals {
   sigset_t waiting_mask_;
 };
 
-// A client's requests are numbered as they come and answered in that order, whichever route
-// answers first.
+// What a client is answered through, shared by the main thread, which reads its requests, and the
+// route threads, which answer them: an answer is written by the thread that has it, as soon as
+// those to the client's earlier requests are out, so that a lone request's answer goes from the
+// route that served it straight to its client (no hand-over to the main thread, no wake-up of it).
+// The answers go in the order of the requests, whichever route answers first. Shared: the socket
+// stays open while a route still holds an answer for it, whoever drops the client first.
+class Outbox {
+ public:
+  explicit Outbox(io::FileDescriptor socket) : socket_(std::move(socket)) {}
+  Outbox(const Outbox&) = delete;
+  Outbox& operator=(const Outbox&) = delete;
+
+  int fd() const { return socket_.get(); }
+
+  // Queues the answer to request `number` after those to earlier requests, and writes what can go
+  // without blocking. Returns whether bytes are left to write once the socket takes them.
+  bool deliver(std::uint64_t number, std::string answer) {
+    const std::lock_guard lock(mutex_);
+    answered_early_.emplace(number, std::move(answer));
+    for (auto next = answered_early_.find(answered_); next != answered_early_.end();
+         next = answered_early_.find(++answered_)) {
+      to_send_ += framed(next->second);
+      answered_early_.erase(next);
+    }
+    return write_what_goes();
+  }
+  // Writes what can go without blocking; whether bytes are left.
+  bool flush() {
+    const std::lock_guard lock(mutex_);
+    return write_what_goes();
+  }
+  bool waiting_to_send() {
+    const std::lock_guard lock(mutex_);
+    return !to_send_.empty();
+  }
+  // Whether a write found the client gone.
+  bool gone() {
+    const std::lock_guard lock(mutex_);
+    return gone_;
+  }
+
+ private:
+  bool write_what_goes() {
+    while (!to_send_.empty()) {
+      const ssize_t sent = io::retry_on_eintr([&] {
+        return ::send(socket_.get(), to_send_.data(), to_send_.size(), MSG_NOSIGNAL | MSG_DONTWAIT);
+      });
+      if (sent < 0) {
+        if (errno == EAGAIN || errno == EWOULDBLOCK) return true;
+        gone_ = true;
+        to_send_.clear();
+        return false;
+      }
+      to_send_.erase(0, static_cast<std::size_t>(sent));
+    }
+    return false;
+  }
+
+  const io::FileDescriptor socket_;
+  std::mutex mutex_;
+  std::string to_send_;
+  bool gone_ = false;
+  std::uint64_t answered_ = 0;
+  std::map<std::uint64_t, std::string> answered_early_;
+};
+
+// A client as the main thread reads it: its requests are numbered as they come.
 struct Client {
-  io::FileDescriptor socket;
+  std::shared_ptr<Outbox> outbox;
   std::string received{};
-  std::string to_send{};
   bool closed = false;
   std::uint64_t requests = 0;
-  std::uint64_t answered = 0;
-  std::map<std::uint64_t, std::string> answered_early{};
 };
 
 // A request, and then its answer, with whom it is for.
 struct Job {
-  std::uint64_t client;
+  std::shared_ptr<Outbox> client;
   std::uint64_t number;
   std::string text;
   // Whether it keeps the agent from ending when idle: not a request of a form no store reads
@@ -95,16 +157,23 @@ void clear_event(int event) {
       io::retry_on_eintr([&] { return ::read(event, &count, sizeof count); });
 }
 
+// What the routes tell the main thread without waking it, and the event that wakes it when an
+// answer could not all be written (the main thread then waits for the client's socket).
+struct RouteNews {
+  std::atomic<std::size_t> in_flight{0};
+  // When the last answer that keeps the agent alive was written (monotonic_now(), in ns).
+  std::atomic<nanoseconds::rep> last_answered{0};
+  io::FileDescriptor answers_waiting = make_event();
+};
+
 // The requests of one route, answered in turn on a thread of its own with stores of its own, so
-// that a store that hangs holds up the requests of its route alone. Its answers are taken by the
-// main thread, told by `answers_ready`.
+// that a store that hangs holds up the requests of its route alone.
 class Route {
  public:
-  Route(const std::string& state_dir, int answers_ready)
+  Route(const std::string& state_dir, RouteNews& news)
       : work_came_(make_event()),
-        worker_(io::run_in_background([this, state_dir, answers_ready](io::Waiter& waiter) {
-          serve(waiter, state_dir, answers_ready);
-        })) {}
+        worker_(io::run_in_background(
+            [this, state_dir, &news](io::Waiter& waiter) { serve(waiter, state_dir, news); })) {}
   Route(const Route&) = delete;
   Route& operator=(const Route&) = delete;
 
@@ -120,11 +189,6 @@ class Route {
     }
     if (first) raise_event(work_came_.get());
   }
-  void take_answers(std::vector<Job>& answers) {
-    const std::lock_guard lock(mutex_);
-    std::move(answered_.begin(), answered_.end(), std::back_inserter(answers));
-    answered_.clear();
-  }
   std::size_t connections() {
     const std::lock_guard lock(mutex_);
     return connections_;
@@ -136,8 +200,9 @@ class Route {
 
  private:
   // The worker: until the route is dropped, answers what was queued meanwhile, all at once (a
-  // batch: requests for one key that came during a round trip go out together).
-  void serve(io::Waiter& waiter, const std::string& state_dir, int answers_ready) {
+  // batch: requests for one key that came during a round trip go out together), and writes the
+  // answers to their clients.
+  void serve(io::Waiter& waiter, const std::string& state_dir, RouteNews& news) {
     const std::unique_ptr<stores::AgentStores> stores = stores::open_agent_stores(state_dir);
     pollfd work{.fd = work_came_.get(), .events = POLLIN, .revents = 0};
     while (waiter.wait_until(nanoseconds::max(), {&work, 1}) == 0) {
@@ -151,21 +216,27 @@ class Route {
       std::vector<std::string> requests;
       for (Job& job : jobs) requests.push_back(std::move(job.text));
       std::vector<std::string> answers = stores->answer(requests, waiter);
-      for (std::size_t i = 0; i < jobs.size(); ++i) jobs[i].text = std::move(answers[i]);
       {
         const std::lock_guard lock(mutex_);
-        std::move(jobs.begin(), jobs.end(), std::back_inserter(answered_));
         connections_ = stores->connections();
         decisions_ = stores->decisions();
       }
-      raise_event(answers_ready);
+      bool left_waiting = false;
+      bool keeps_alive = false;
+      for (std::size_t i = 0; i < jobs.size(); ++i) {
+        left_waiting =
+            jobs[i].client->deliver(jobs[i].number, std::move(answers[i])) || left_waiting;
+        keeps_alive = keeps_alive || jobs[i].keeps_alive;
+      }
+      if (keeps_alive) news.last_answered = io::monotonic_now().count();
+      news.in_flight -= jobs.size();
+      if (left_waiting) raise_event(news.answers_waiting.get());
     }
   }
 
   io::FileDescriptor work_came_;
   std::mutex mutex_;
   std::vector<Job> queued_;
-  std::vector<Job> answered_;
   std::size_t connections_ = 0;
   std::uint64_t decisions_ = 0;
   // Last: stopped (its waits end as if SIGTERM had come) and joined before the rest goes.
@@ -190,20 +261,6 @@ io::FileDescriptor listen_at(const std::string& path) {
   return fd;
 }
 
-void flush(Client& client) {
-  while (!client.to_send.empty()) {
-    const ssize_t sent = io::retry_on_eintr([&] {
-      return ::send(client.socket.get(), client.to_send.data(), client.to_send.size(),
-                    MSG_NOSIGNAL | MSG_DONTWAIT);
-    });
-    if (sent < 0) {
-      if (errno != EAGAIN && errno != EWOULDBLOCK) client.closed = true;
-      return;
-    }
-    client.to_send.erase(0, static_cast<std::size_t>(sent));
-  }
-}
-
 // Reads what came on `client`; returns the whole requests among it, in order. A read that does
 // not fill the chunk took all there was: what comes later makes the socket readable again (the
 // wait is level-triggered), so no read is spent on learning that nothing more is there.
@@ -211,7 +268,7 @@ std::vector<std::string> receive(Client& client) {
   std::array<char, 16384> chunk;
   while (true) {
     const ssize_t received = io::retry_on_eintr(
-        [&] { return ::recv(client.socket.get(), chunk.data(), chunk.size(), MSG_DONTWAIT); });
+        [&] { return ::recv(client.outbox->fd(), chunk.data(), chunk.size(), MSG_DONTWAIT); });
     if (received > 0) {
       client.received.append(chunk.data(), static_cast<std::size_t>(received));
       if (static_cast<std::size_t>(received) < chunk.size()) break;
@@ -229,16 +286,6 @@ std::vector<std::string> receive(Client& client) {
   return requests;
 }
 
-// Queues the answer to `client`'s request `number`, after those to its earlier requests.
-void deliver(Client& client, std::uint64_t number, std::string answer) {
-  client.answered_early.emplace(number, std::move(answer));
-  for (auto next = client.answered_early.find(client.answered); next != client.answered_early.end();
-       next = client.answered_early.find(++client.answered)) {
-    client.to_send += framed(next->second);
-    client.answered_early.erase(next);
-  }
-}
-
 // The agent's clients and routes, served from its main thread.
 class Agent {
  public:
@@ -250,18 +297,24 @@ class Agent {
   void run(nanoseconds idle, const sigset_t* waiting_mask) {
     nanoseconds last_activity = io::monotonic_now();
     while (stop_signal == 0) {
-      const nanoseconds until_idle = in_flight_ > 0 ? nanoseconds::max() : last_activity + idle;
-      if (io::monotonic_now() >= until_idle) break;
-      std::vector<pollfd> ready{{.fd = listening_, .events = POLLIN, .revents = 0},
-                                {.fd = answers_ready_.get(), .events = POLLIN, .revents = 0}};
+      // The routes answer without waking this thread: the idle time counts from their last
+      // answer, and is put off while a request is being answered.
+      last_activity = std::max(last_activity, nanoseconds(news_.last_answered.load()));
+      if (const nanoseconds now = io::monotonic_now(); now >= last_activity + idle) {
+        if (news_.in_flight == 0) break;
+        last_activity = now;
+      }
+      std::vector<pollfd> ready{
+          {.fd = listening_, .events = POLLIN, .revents = 0},
+          {.fd = news_.answers_waiting.get(), .events = POLLIN, .revents = 0}};
       for (const auto& [id, client] : clients_)
-        ready.push_back(
-            {.fd = client.socket.get(),
-             .events = static_cast<short>(POLLIN | (client.to_send.empty() ? 0 : POLLOUT)),
-             .revents = 0});
+        ready.push_back({.fd = client.outbox->fd(),
+                         .events = static_cast<short>(
+                             POLLIN | (client.outbox->waiting_to_send() ? POLLOUT : 0)),
+                         .revents = 0});
       timespec storage{};
-      if (::ppoll(ready.data(), ready.size(), io::time_left_for_ppoll(until_idle, storage),
-                  waiting_mask) < 0) {
+      if (::ppoll(ready.data(), ready.size(),
+                  io::time_left_for_ppoll(last_activity + idle, storage), waiting_mask) < 0) {
         if (errno == EINTR) continue;
         io::throw_errno("ppoll");
       }
@@ -269,19 +322,18 @@ class Agent {
       auto entry = ready.begin() + 2;
       for (auto& [id, client] : clients_) {
         const short events = (entry++)->revents;
-        if (events & POLLOUT) flush(client);
+        if (events & POLLOUT) client.outbox->flush();
         if (events & (POLLIN | POLLHUP | POLLERR)) {
           for (std::string& request : receive(client))
-            active = take(id, client, std::move(request)) || active;
+            active = take(client, std::move(request)) || active;
         }
       }
-      if (ready[1].revents & POLLIN) {
-        clear_event(answers_ready_.get());
-        active = deliver_answers() || active;
-      }
+      // The sockets that an answer waits for are polled from the next turn on.
+      if (ready[1].revents & POLLIN) clear_event(news_.answers_waiting.get());
       if (active) last_activity = io::monotonic_now();
-      for (auto& [id, client] : clients_) flush(client);
-      std::erase_if(clients_, [](const auto& entry) { return entry.second.closed; });
+      std::erase_if(clients_, [](const auto& entry) {
+        return entry.second.closed || entry.second.outbox->gone();
+      });
       if (ready[0].revents & POLLIN) accept_clients();
     }
   }
@@ -298,42 +350,27 @@ class Agent {
       if (::getsockopt(fd.get(), SOL_SOCKET, SO_PEERCRED, &peer, &size) != 0 ||
           peer.uid != ::geteuid())
         continue;
-      clients_.emplace(next_client_++, Client{.socket = std::move(fd)});
+      clients_.emplace(next_client_++, Client{.outbox = std::make_shared<Outbox>(std::move(fd))});
     }
   }
 
   // The agent's own request is answered at once, the stores' are queued on their route. Returns
   // whether the request keeps the agent alive (Job::keeps_alive).
-  bool take(std::uint64_t id, Client& client, std::string request) {
+  bool take(Client& client, std::string request) {
     const std::uint64_t number = client.requests++;
     if (request == kStatusRequest) {
-      deliver(client, number, status());
+      client.outbox->deliver(number, status());
       return true;
     }
     const std::string route_name = stores::agent_route(request);
     std::unique_ptr<Route>& route = routes_[route_name];
-    if (!route) route = std::make_unique<Route>(state_dir_, answers_ready_.get());
-    route->queue({.client = id,
+    if (!route) route = std::make_unique<Route>(state_dir_, news_);
+    ++news_.in_flight;
+    route->queue({.client = client.outbox,
                   .number = number,
                   .text = std::move(request),
                   .keeps_alive = !route_name.empty()});
-    ++in_flight_;
     return !route_name.empty();
-  }
-
-  // Hands the answers that the routes have ready to their clients (those still connected);
-  // whether any keeps the agent alive.
-  bool deliver_answers() {
-    std::vector<Job> answers;
-    for (auto& [name, route] : routes_) route->take_answers(answers);
-    bool keeps_alive = false;
-    for (Job& answer : answers) {
-      keeps_alive = keeps_alive || answer.keeps_alive;
-      if (const auto client = clients_.find(answer.client); client != clients_.end())
-        deliver(client->second, answer.number, std::move(answer.text));
-    }
-    in_flight_ -= answers.size();
-    return keeps_alive;
   }
 
   std::string status() {
@@ -351,9 +388,8 @@ class Agent {
   int listening_;
   std::map<std::uint64_t, Client> clients_;
   std::uint64_t next_client_ = 0;
-  std::size_t in_flight_ = 0;
-  // Before the routes: their workers raise it until they are joined.
-  io::FileDescriptor answers_ready_ = make_event();
+  // Before the routes: their workers tell it until they are joined.
+  RouteNews news_;
   std::map<std::string, std::unique_ptr<Route>, std::less<>> routes_;
 };
 

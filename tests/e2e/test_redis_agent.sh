@@ -220,4 +220,45 @@ while time.monotonic() < end:
 print(answers)' "$WORK/versions/agent.sock" >"$WORK/versions.answers"
 [ "$(cat "$WORK/versions.answers")" -ge 1 ] || fail "no answer to a request of another form"
 ! running "$versions_pid" || fail "requests of another form kept the agent alive"
+# Requests sent together are answered in their order, whichever thread has an answer first: the
+# agent's own status at once, the others from a route.
+export RATELIMIT_STATE_DIR=$WORK/order RATELIMIT_AGENT_IDLE=5s
+expect_status 0 "$RATELIMIT" acquire --rate 100/s --key order
+wait_for_file "$WORK/order/agent.sock"
+order=$(python3 -c '
+import re, socket, struct, sys
+def receive(s, count):
+    data = b""
+    while len(data) < count:
+        chunk = s.recv(count - len(data))
+        if not chunk:
+            raise OSError("closed")
+        data += chunk
+    return data
+s = socket.socket(socket.AF_UNIX)
+s.settimeout(5)
+s.connect(sys.argv[1])
+requests = [b"redis-command-0", b"agent-status"] * 3
+s.sendall(b"".join(struct.pack("=I", len(r)) + r for r in requests))
+for _ in requests:
+    answer = receive(s, struct.unpack("=I", receive(s, 4))[0])
+    print("route" if answer == b"11:unsupported" else
+          "status" if re.fullmatch(rb"[0-9]+ [0-9]+ [0-9]+", answer) else answer)' "$WORK/order/agent.sock" |
+  tr '\n' ' ')
+[ "$order" = "route status route status route status " ] || fail "answers in the order: $order"
+
+# A request answered later than the idle time keeps the agent until it is answered.
+export RATELIMIT_STATE_DIR=$WORK/busy RATELIMIT_AGENT_IDLE=1s
+expect_status 0 "$RATELIMIT" acquire --rate 100/s --key busy
+wait_for_file "$WORK/busy/agent.sock"
+busy_pid=$(agent_pid "$WORK/busy")
+kill -STOP "$(cat "$WORK/main/pid")"
+"$RATELIMIT" acquire --rate 100/s --key busy --redis-timeout 10s 2>"$WORK/busy.err" &
+busy=$!
+sleep 2
+running "$busy_pid" || fail "the agent ended while it answered a request"
+kill -CONT "$(cat "$WORK/main/pid")"
+wait $busy || fail "the request answered late failed: $(cat "$WORK/busy.err")"
+sleep 2.5
+! running "$busy_pid" || fail "the agent did not end when idle after its late answer"
 end_test

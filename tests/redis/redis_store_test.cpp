@@ -624,6 +624,26 @@ TEST(RedisFailures, ServerKilledMidRunIsUnavailableNotSigpipe) {
   EXPECT_TRUE(redis.reserve(request("k", bursty(100)), real_waiter()).granted);
 }
 
+// A server that closes a connection while a command is still going out (here a bulk longer than
+// proto-max-bulk-len, refused at its header) makes the rest of the write fail: an error on
+// every transport, never the death of the process by SIGPIPE (left at its default here).
+TEST(RedisFailures, ConnectionClosedMidCommandIsAnErrorNotSigpipe) {
+  RedisServer server({}, true);
+  admin(server, {"CONFIG", "SET", "proto-max-bulk-len", "1mb"});
+  const RedisTls tls(RedisTlsOptions{.ca_file = server.ca_file()});
+  const std::string too_long(16 << 20, 'x');
+  for (const std::string& url : {server.unix_url(), server.tcp_url(), server.tls_url()}) {
+    const RedisAddress address = parse_redis_url(url);
+    RedisDeadline deadline(kTimeout);
+    RedisConnection connection(address, address.tls ? &tls : nullptr, deadline);
+    EXPECT_THROW(connection.command({"ECHO", too_long}, deadline), StoreUnavailable) << url;
+    EXPECT_FALSE(connection.open()) << url;
+  }
+  sigset_t pending;
+  sigpending(&pending);
+  EXPECT_EQ(sigismember(&pending, SIGPIPE), 0);
+}
+
 // CLIENT KILL (as a restart or a proxy's idle timeout) closes the connection while it is idle:
 // the next request finds it closed before sending anything, connects again and is booked once.
 TEST_F(RedisStoreTest, ConnectionDroppedWhileIdleIsMadeAgainAndTheRequestBookedOnce) {

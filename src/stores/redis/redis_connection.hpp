@@ -186,6 +186,8 @@ class RedisConnection {
   std::unique_ptr<RedisTransport> transport_;
   std::unique_ptr<redisReader, FreeReader> reader_;
   std::string shown_url_;
+  // Over TLS: OpenSSL writes to the socket with write(2), which raises SIGPIPE.
+  bool tls_;
   // A reply came on it: from then on, what it receives between commands can only be its end.
   bool answered_ = false;
 };

@@ -6,6 +6,7 @@
 #include <array>
 #include <cerrno>
 #include <ctime>
+#include <optional>
 
 #include "errors.hpp"
 #include "io/posix.hpp"
@@ -15,10 +16,11 @@
 namespace ratelimit::stores {
 namespace {
 
-// While alive, SIGPIPE is blocked in this thread, and one raised by a write to a connection the
-// server closed (a plain socket's or OpenSSL's) is taken back before the mask is restored: a
-// dropped connection is an error return (EPIPE), never the death of the process, and the
-// disposition is left as it was (a command that `exec` runs inherits it).
+// While alive, SIGPIPE is blocked in this thread, and one raised by OpenSSL's write to a
+// connection the server closed is taken back before the mask is restored: a dropped connection
+// is an error return (EPIPE), never the death of the process, and the disposition is left as it
+// was (a command that `exec` runs inherits it). A plain socket needs none of it: it sends with
+// MSG_NOSIGNAL.
 class SigpipeBlocked {
  public:
   SigpipeBlocked() {
@@ -162,7 +164,8 @@ void RedisConnection::FreeReader::operator()(redisReader* reader) const {
 template <typename Step>
 auto RedisConnection::closing_on_failure(Step step) {
   try {
-    const SigpipeBlocked sigpipe_blocked;
+    std::optional<SigpipeBlocked> sigpipe_blocked;
+    if (tls_) sigpipe_blocked.emplace();
     return step();
   } catch (const TransportLost& lost) {
     transport_.reset();
@@ -178,7 +181,7 @@ auto RedisConnection::closing_on_failure(Step step) {
 
 RedisConnection::RedisConnection(const RedisAddress& address, const RedisTls* tls,
                                  RedisDeadline& deadline)
-    : shown_url_(address.shown) {
+    : shown_url_(address.shown), tls_(address.tls) {
   closing_on_failure([&] {
     deadline.check("connection");
     io::FileDescriptor socket = connect_socket(address, deadline);

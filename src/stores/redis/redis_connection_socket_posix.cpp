@@ -146,8 +146,8 @@ class PlainTransport final : public RedisTransport {
   int fd() const override { return socket_.get(); }
 
   std::size_t send(std::string_view data, short& wanted) override {
-    const ssize_t sent =
-        io::retry_on_eintr([&] { return ::write(socket_.get(), data.data(), data.size()); });
+    const ssize_t sent = io::retry_on_eintr(
+        [&] { return ::send(socket_.get(), data.data(), data.size(), MSG_NOSIGNAL); });
     return moved(sent, POLLOUT, wanted);
   }
   std::size_t receive(std::span<char> buffer, short& wanted) override {
