@@ -186,15 +186,9 @@ sleep 2.5
 [ ! -e "$WORK/idle/agent.sock" ] || fail "the idle agent left its socket"
 "$RATELIMIT" status --json | grep -Fq '"agent":null' || fail "status --json with no agent: $("$RATELIMIT" status --json)"
 
-# Requests of a form it does not read (from a client of another version, which then goes direct)
-# are answered so, and keep no agent alive: it still ends when idle, and the next client starts
-# one of its own version.
-export RATELIMIT_STATE_DIR=$WORK/versions RATELIMIT_AGENT_IDLE=1s
-expect_status 0 "$RATELIMIT" acquire --rate 100/s --key versions
-wait_for_file "$WORK/versions/agent.sock"
-versions_pid=$(agent_pid "$WORK/versions")
-python3 -c '
-import socket, struct, sys, time
+# Python that reads the agent's framed answers: receive(s, count) reads count bytes or raises.
+read_framed='
+import socket, struct, sys
 def receive(s, count):
     data = b""
     while len(data) < count:
@@ -203,6 +197,17 @@ def receive(s, count):
             raise OSError("closed")
         data += chunk
     return data
+'
+
+# Requests of a form it does not read (from a client of another version, which then goes direct)
+# are answered so, and keep no agent alive: it still ends when idle, and the next client starts
+# one of its own version.
+export RATELIMIT_STATE_DIR=$WORK/versions RATELIMIT_AGENT_IDLE=1s
+expect_status 0 "$RATELIMIT" acquire --rate 100/s --key versions
+wait_for_file "$WORK/versions/agent.sock"
+versions_pid=$(agent_pid "$WORK/versions")
+python3 -c "$read_framed"'
+import time
 answers = 0
 end = time.monotonic() + 3
 while time.monotonic() < end:
@@ -225,16 +230,8 @@ print(answers)' "$WORK/versions/agent.sock" >"$WORK/versions.answers"
 export RATELIMIT_STATE_DIR=$WORK/order RATELIMIT_AGENT_IDLE=5s
 expect_status 0 "$RATELIMIT" acquire --rate 100/s --key order
 wait_for_file "$WORK/order/agent.sock"
-order=$(python3 -c '
-import re, socket, struct, sys
-def receive(s, count):
-    data = b""
-    while len(data) < count:
-        chunk = s.recv(count - len(data))
-        if not chunk:
-            raise OSError("closed")
-        data += chunk
-    return data
+order=$(python3 -c "$read_framed"'
+import re
 s = socket.socket(socket.AF_UNIX)
 s.settimeout(5)
 s.connect(sys.argv[1])
