@@ -19,6 +19,9 @@ namespace ratelimit::pipe {
 namespace {
 
 constexpr std::size_t kDefaultPipeCapacity = std::size_t{64} * 1024;
+// A pipe's bytes left once its writers are gone, when it does not say how many: as many as never
+// run out, so that its end is found by reading it.
+constexpr std::size_t kLeftUntilRead = std::numeric_limits<std::size_t>::max();
 
 bool is_standard_stream(const std::string& name) { return name.empty() || name == "-"; }
 
@@ -225,10 +228,9 @@ Wake FileIo::wait(std::chrono::nanoseconds deadline, WaitFor what) {
 
 void FileIo::note_writers_gone(Input& input) {
   int bytes = 0;
-  // If the pipe will not say, as much as never runs out: the end is found by reading it.
   input.bytes_left = ::ioctl(input.fd.get(), FIONREAD, &bytes) == 0
                          ? static_cast<std::size_t>(bytes)
-                         : std::numeric_limits<std::size_t>::max();
+                         : kLeftUntilRead;
 }
 
 void FileIo::note_moved(Input& input, std::size_t bytes) {
@@ -254,17 +256,15 @@ std::optional<std::size_t> FileIo::bytes_ready() {
       note_writers_gone(input);
   }
   if (input.bytes_left)
-    return *input.bytes_left == std::numeric_limits<std::size_t>::max() ? std::nullopt
-                                                                        : input.bytes_left;
+    return *input.bytes_left == kLeftUntilRead ? std::nullopt : input.bytes_left;
   int bytes = 0;
   if (!input.is_pipe || ::ioctl(input.fd.get(), FIONREAD, &bytes) != 0) return std::nullopt;
   return static_cast<std::size_t>(bytes);
 }
 
 bool FileIo::input_end_known() const {
-  return at_end() ||
-         inputs_[current_].bytes_left.value_or(std::numeric_limits<std::size_t>::max()) !=
-             std::numeric_limits<std::size_t>::max();
+  const std::optional<std::size_t>& left = inputs_[current_].bytes_left;
+  return at_end() || (left && *left != kLeftUntilRead);
 }
 
 bool FileIo::next_input() {
