@@ -473,7 +473,9 @@ Result Engine::finish(Ending ending, int signal) {
   if (!stopped_) source_.finish();
   totals_.now = io_.now();
   if (on_progress_) on_progress_(totals_);
-  return Result{ending, signal, refused_wait_, totals_, rate_changes_};
+  Result result{ending, signal, totals_, rate_changes_};
+  result.refused_wait = refused_wait_;
+  return result;
 }
 
 std::vector<stores::QuotaStatus> Engine::quota_status() {

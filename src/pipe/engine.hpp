@@ -99,12 +99,12 @@ struct RateChange {
 struct Result {
   Ending ending = Ending::end_of_input;
   int signal = 0;
-  // With wait_too_long and quota_spent: how far away the turn not waited for was.
-  std::chrono::nanoseconds refused_wait{0};
   Totals totals;
   std::vector<RateChange> rate_changes;
   // The quotas at the end (Engine::quota_status()), for --stats.
   std::vector<stores::QuotaStatus> quotas{};
+  // With wait_too_long and quota_spent: how far away the turn not waited for was.
+  std::chrono::nanoseconds refused_wait{0};
 };
 
 // Moves the input to the output at the rate of a permit source: asks it when a chunk may go

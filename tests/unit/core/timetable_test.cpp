@@ -237,7 +237,7 @@ TEST(Timetable, RefusesDayRangesItCannotFollow) {
             "timetable entry Thu-Sun-09:00: another entry takes effect at the same time "
             "(Mon-Fri-09:00)");
   EXPECT_EQ(error_of({{std::nullopt, 60, 1e6, 4}}),
-            "timetable entry 01:00: a last weekday needs a first");
+            "timetable entry Fri-01:00: a last weekday needs a first");
   EXPECT_EQ(error_of({on_days(kMonday, 7, 9, 0, 1e6)}),
             "timetable entry Mon-day 7-09:00: the weekday must be from 0 (Monday) to 6 (Sunday)");
 }

@@ -58,7 +58,7 @@ TEST(TimetableText, ReadsAndWritesRangesOfDays) {
   EXPECT_EQ(entries[0], (TimetableEntry{0, 9 * 60, 1e6, 4}));
   EXPECT_EQ(entries[1], (TimetableEntry{5, 0, std::numeric_limits<double>::infinity(), 6}));
   const Timetable timetable(entries);
-  EXPECT_EQ(timetable_text(timetable), "Mon-Fri-09:00,1000000;Sat-Sun-00:00,off");
+  EXPECT_EQ(timetable_text(timetable), "Mon-Fri-09:00,1e+06;Sat-Sun-00:00,off");
   const std::optional<Timetable> read = parse_timetable_text(timetable_text(timetable));
   ASSERT_TRUE(read);
   EXPECT_EQ(read->entries(), entries);
