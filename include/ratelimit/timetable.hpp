@@ -7,12 +7,15 @@
 
 namespace ratelimit {
 
-// A rate that takes effect at a wall-clock time of one weekday, or of every day (as rclone's
-// bandwidth timetable writes it: "Mon-08:00,512k 18:00,10M Sat-00:00,off").
+// A rate that takes effect at a wall-clock time of one weekday, of a range of weekdays, or of every
+// day (as rclone's bandwidth timetable writes it: "Mon-08:00,512k 18:00,10M Sat-00:00,off").
 struct TimetableEntry {
   std::optional<int> weekday;       // 0 = Monday .. 6 = Sunday; none: every day
   int minute_of_day = 0;            // 0 .. 1439
   double permits_per_second = 0.0;  // +inf: no limit ("off")
+  // With a weekday: the entry takes effect on each day from `weekday` to this one, past Sunday
+  // if it comes before ("Mon-Fri-09:00,1M", "Sat-Sun-00:00,off"); none: on `weekday` alone.
+  std::optional<int> last_weekday{};
 
   friend bool operator==(const TimetableEntry&, const TimetableEntry&) = default;
 };
@@ -39,8 +42,9 @@ struct TimetablePeriod {
 class Timetable {
  public:
   // Throws std::invalid_argument naming the bad entry: none at all, a weekday or minute out of
-  // range, a rate that is not positive, or two entries for the same time of the same day. An
-  // entry for one weekday overrides an every-day entry at the same time on that day.
+  // range (or a last weekday without a first), a rate that is not positive, or two entries as
+  // specific for the same time of the same day. At the same time of a day, an entry for that
+  // weekday alone overrides one for a range of days, which overrides an every-day entry.
   explicit Timetable(std::vector<TimetableEntry> entries);
 
   TimetablePeriod at(std::chrono::sys_seconds instant, const TimeZone& zone) const;

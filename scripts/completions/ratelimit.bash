@@ -11,7 +11,7 @@ _ratelimit() {
   done
 
   local value_options=" --rate -r --quota --burst --warmup --cold-factor --delimiter --chunk --key -k --permits \
---timeout --max-inflight --output -o --state-dir --redis --redis-timeout --redis-failover-timeout --on-redis-error \
+--timeout --max-inflight --size -s --output -o --state-dir --redis --redis-timeout --redis-failover-timeout --on-redis-error \
 --redis-tls-ca --redis-tls-cert --redis-tls-key "
   # exec: from the command on (after -- or at its first word), complete as that command.
   if [[ $command == exec ]]; then
@@ -36,7 +36,7 @@ _ratelimit() {
   local options
   case $command in
     "") options="$rate_options $shared_options --output -o --lines -l --null -0 --delimiter --chunk
-                 --progress -p --stats --on-redis-error --no-agent --help -h --version -V" ;;
+                 --timeout --stop-at-quota --size -s --progress -p --stats --on-redis-error --no-agent --help -h --version -V" ;;
     set) options="--rate -r $shared_options --help -h --version -V" ;;
     exec) options="$rate_options $shared_options --permits --try --timeout --max-inflight
                    --on-redis-error --no-agent --help -h --version -V" ;;
@@ -52,7 +52,7 @@ _ratelimit() {
     --on-redis-error) COMPREPLY=($(compgen -W "fail allow local" -- "$cur")); return ;;
     --redis) COMPREPLY=($(compgen -W "redis:// rediss:// unix://" -- "$cur")); compopt -o nospace; return ;;
     --rate | -r | --burst | --warmup | --cold-factor | --delimiter | --chunk | --key | -k | \
-      --permits | --timeout | --max-inflight | --redis-timeout | --redis-failover-timeout) return ;;
+      --permits | --timeout | --max-inflight | --size | -s | --redis-timeout | --redis-failover-timeout) return ;;
   esac
 
   if [[ $cur == -* ]]; then

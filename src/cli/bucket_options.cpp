@@ -121,10 +121,10 @@ void add_bucket_options(CLI::App& app, BucketOptions& options, format::Counted c
   const bool data = counted == format::Counted::bytes;
   add_rate_option(
       app, options.rate,
-      data ? "Rate: units per period, e.g. 5000, 1.5M, 10MiB/s, 8Mbit/s, 2/s, 100/m, 30/15s; or "
-             "a timetable, e.g. \"Mon-08:00,512k 18:00,10M Sat-00:00,off\""
-           : "Rate: permits per period, e.g. 2/s, 100/m, 1/h, 30/15s, 1.5k; or a timetable, "
-             "e.g. \"08:00,5/s 20:00,50/s\"")
+      data ? "Rate: units per period, e.g. 5000, 1.5M, 10MiB/s, 8Mbit/s, 2/s, 100/m, 30/15s, off "
+             "(no limit); or a timetable, e.g. \"Mon-Fri-08:00,512k 18:00,10M Sat-00:00,off\""
+           : "Rate: permits per period, e.g. 2/s, 100/m, 1/h, 30/15s, 1.5k, off (no limit); or a "
+             "timetable, e.g. \"Mon-Fri-08:00,5/s 20:00,50/s\"")
       ->group("Rate");
   auto* warmup = app.add_option("--warmup", CLI::callback_t{},
                                 "Start cold and speed up to the rate over this duration "

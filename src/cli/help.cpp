@@ -93,6 +93,8 @@ constexpr ValueOption kValueOptions[] = {
     {"--warmup", "a DURATION"},
     {"--cold-factor", "a number"},
     {"--chunk", "a SIZE or a TIME"},
+    {"-s", "a SIZE"},
+    {"--size", "a SIZE"},
     {"--timeout", "a DURATION"},
     {"--permits", "a number"},
     {"--max-inflight", "a number"},

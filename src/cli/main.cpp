@@ -47,6 +47,30 @@ std::vector<ratelimit::cli::Command> declare_commands(CLI::App& app, int argc, c
   return commands;
 }
 
+// The commands that declare `option`, declared anew for the question: a command line names only
+// its own command, and only that one was declared.
+std::vector<std::string> commands_with(const std::string& option) {
+  CLI::App scratch;
+  std::vector<std::string> names;
+  for (const Subcommand& subcommand : kSubcommands) {
+    if (subcommand.setup(scratch).app->get_option_no_throw(option))
+      names.emplace_back(subcommand.name);
+  }
+  if (ratelimit::cli::setup_pipe(scratch).app->get_option_no_throw(option))
+    names.emplace_back("the pipe");
+  return names;
+}
+
+// The command the command line runs: a subcommand, or the pipe (the top-level app).
+const CLI::App& command_given(const CLI::App& app, int argc, char** argv) {
+  if (argc > 1) {
+    for (const CLI::App* subcommand : app.get_subcommands({})) {
+      if (subcommand->get_name() == argv[1]) return *subcommand;
+    }
+  }
+  return app;
+}
+
 // How many words of the command line CLI11 parses: all but those of the command exec runs.
 int words_to_parse(const std::vector<ratelimit::cli::Command>& commands, int argc, char** argv) {
   for (const auto& command : commands) {
@@ -71,7 +95,8 @@ int run_ratelimit(int argc, char** argv) {
   ratelimit exec --rate 2/s --key api -- curl -s "$url"   2 starts a second, shared by a loop
 
 'ratelimit COMMAND --help' or 'ratelimit help COMMAND' shows a command's options;
-'man ratelimit' tells the whole story.)");
+'man ratelimit' tells the whole story: in the source tree 'man ./man/ratelimit.1', or after
+'cmake --install build/release --prefix ~/.local' (which puts ratelimit in ~/.local/bin).)");
   std::vector<char*> arguments =
       ratelimit::cli::check_command_words(std::vector<char*>(argv, argv + argc));
   ratelimit::cli::check_typos(arguments);
@@ -81,6 +106,9 @@ int run_ratelimit(int argc, char** argv) {
   for (const auto& command : commands) {
     if (command.app != &app) command.app->set_version_flag("-V,--version", version_text());
   }
+  const CLI::App& given = command_given(app, argc, argv);
+  ratelimit::cli::check_options_of(given, &given == &app ? "the pipe" : given.get_name(), arguments,
+                                   commands_with);
 
   // CLI11 delivers help and the version as exceptions, and an unknown word is given a suggestion
   // from the commands declared here; any other ParseError is the ladder's.

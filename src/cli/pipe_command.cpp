@@ -2,6 +2,7 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <cmath>
 #include <filesystem>
 #include <optional>
 #include <string>
@@ -47,6 +48,12 @@ struct PipeOptions {
   std::optional<char> delimiter;
   // Units per write, or the time between writes; none: the default.
   std::optional<Written<TimeOrAmount>> chunk;
+  // The longest wait for a turn (--timeout); none: any.
+  std::optional<Written<std::chrono::nanoseconds>> timeout;
+  bool stop_at_quota = false;  // end at a turn a quota holds back instead of waiting for it
+  // What the input holds in the units counted, for the percentage and ETA of --progress: instead
+  // of the files' sizes, or for standard input (pv's -s).
+  std::optional<Written<Amount>> size;
   std::string progress;  // empty: none; "auto": on a terminal; "force": always
   std::string stats;     // empty: none; "text" or "json"
 };
@@ -122,6 +129,9 @@ int exit_code(const pipe::Result& result) {
       return exit_broken_pipe;
     case pipe::Ending::stopped:
       return 128 + result.signal;
+    case pipe::Ending::wait_too_long:
+    case pipe::Ending::quota_spent:
+      return exit_temp_failure;
   }
   return exit_ok;
 }
@@ -246,6 +256,22 @@ pipe::Engine::ProgressCallback watch_progress(const PipeOptions& options,
 void report_end(const PipeOptions& options, const pipe::Result& result,
                 const format::Notation& notation, pipe::FileIo& io) {
   if (shows_progress(options)) fmt::print(stderr, "\n");
+  const auto moved = [&] {
+    return fmt::format(
+        "{} {} written, the rest left unread", result.totals.units,
+        format::counted_name(notation.counted, static_cast<double>(result.totals.units)));
+  };
+  // From a second on, in whole seconds rounded up: the turn as set, not the moments since.
+  const double wait = std::chrono::duration<double>(result.refused_wait).count();
+  const std::string refused_wait =
+      format::human_duration(std::chrono::duration<double>(wait >= 1.0 ? std::ceil(wait) : wait));
+  if (result.ending == pipe::Ending::wait_too_long)
+    fmt::print(stderr,
+               "ratelimit: stopped: the next turn was {} away, longer than --timeout {}; {}\n",
+               refused_wait, options.timeout->text, moved());
+  if (result.ending == pipe::Ending::quota_spent)
+    fmt::print(stderr, "ratelimit: stopped: a quota is spent for {} more; {}\n", refused_wait,
+               moved());
   if (options.stats == "text") fmt::print(stderr, "{}\n", pipe::summary_text(result, notation));
   if (options.stats == "json") {
     const auto unix_time_at_clock_zero =
@@ -257,6 +283,13 @@ void report_end(const PipeOptions& options, const pipe::Result& result,
 // What the inputs hold in the units counted, for the progress line's percentage and ETA.
 std::optional<std::uint64_t> total_units(const PipeOptions& options, const pipe::Unit& unit,
                                          const pipe::FileIo& io) {
+  if (options.size) {
+    if (!unit.counts_bytes() && options.size->value.unit != DataUnit::unspecified)
+      throw UsageError(fmt::format(
+          "size '{}' is in bytes or bits, but this command counts {}: write it without B/bit",
+          options.size->text, format::counted_name(pipe::counted(unit))));
+    return static_cast<std::uint64_t>(std::llround(options.size->value.units));
+  }
   if (unit.counts_bytes()) return io.total_bytes();
   if (!shows_progress(options)) return std::nullopt;
   return io.count_records(*unit.delimiter, kMostBytesCountedAhead);
@@ -266,6 +299,8 @@ int run_pipe(const PipeOptions& options) {
   check_flag_values_in_files(options);
   const pipe::Unit unit = unit_of(options);
   const ParsedBucket bucket = bucket_of(options.bucket, pipe::counted(unit));
+  if (options.stop_at_quota && bucket.quotas.empty() && options.key.empty())
+    throw UsageError("--stop-at-quota needs a --quota, or a --key whose users give one");
   const io::LocalTimeZone local_time;
   // Always: `ratelimit set` may send a timetable to a pipe started with one rate.
   pipe::TimetableSchedule schedule(bucket.timetable, bucket.params.permits_per_second, local_time,
@@ -283,6 +318,8 @@ int run_pipe(const PipeOptions& options) {
   engine_options.quotas = bucket.quotas;
   engine_options.schedule = &schedule;
   engine_options.progress_wakes = shows_progress(options);
+  if (options.timeout) engine_options.longest_wait = options.timeout->value;
+  engine_options.stop_at_quota = options.stop_at_quota;
   choose_chunk(options, engine_options, io);
   fit_chunk_to_quotas(options, engine_options);
   pipe::ProgressMeter meter(bucket.notation, total_units(options, unit, io));
@@ -329,6 +366,22 @@ Command setup_pipe(CLI::App& app) {
       ->check(read_into(options->chunk, written(parse_chunk), "CHUNK"))
       ->option_text("SIZE|TIME")
       ->group("Pipe");
+  app.add_option("--timeout", CLI::callback_t{},
+                 "Wait at most this long for a turn (e.g. 30s); a longer wait ends the pipe with "
+                 "exit 75, the rest of the input unread")
+      ->check(read_into(options->timeout, written(parse_duration), "DURATION"))
+      ->option_text("DURATION")
+      ->group("Rate");
+  app.add_flag("--stop-at-quota", options->stop_at_quota,
+               "End with exit 75, the rest of the input unread, when a quota is spent, instead of "
+               "waiting for its window")
+      ->group("Rate");
+  app.add_option("-s,--size", CLI::callback_t{},
+                 "What the input holds, for --progress's percentage and ETA on standard input "
+                 "(e.g. 4.7G; lines with -l)")
+      ->check(read_into(options->size, written(parse_size), "SIZE"))
+      ->option_text("SIZE")
+      ->group("Output");
   app.add_flag("-p{auto},--progress{auto}", options->progress,
                "Draw a progress line on standard error when it is a terminal (=force: always)")
       ->transform(one_of({"auto", "force"}))

@@ -322,10 +322,10 @@ void print_json(const std::vector<stores::BucketStatus>& buckets,
   fmt::print("{}\n", status.dump());
 }
 
-void print_agent(const agent::AgentReport& agent) {
-  fmt::print("\nagent: pid {}, {} Redis connection{}, {} decision{} served\n", agent.pid,
-             agent.connections, agent.connections == 1 ? "" : "s", agent.decisions,
-             agent.decisions == 1 ? "" : "s");
+std::string agent_text(const agent::AgentReport& agent) {
+  return fmt::format("agent: pid {}, {} Redis connection{}, {} decision{} served", agent.pid,
+                     agent.connections, agent.connections == 1 ? "" : "s", agent.decisions,
+                     agent.decisions == 1 ? "" : "s");
 }
 
 int run_status(const StatusOptions& options) {
@@ -348,8 +348,13 @@ int run_status(const StatusOptions& options) {
     print_json(buckets, pipes, agent);
     return exit_ok;
   }
+  // Nothing listed but the agent: one line that says both.
+  if (agent && buckets.empty() && pipes.empty()) {
+    fmt::print("no pipes or keys; {}\n", agent_text(*agent));
+    return exit_ok;
+  }
   print_text(buckets, pipes);
-  if (agent) print_agent(*agent);
+  if (agent) fmt::print("\n{}\n", agent_text(*agent));
   return exit_ok;
 }
 

@@ -1,9 +1,11 @@
 #include "cli/typo_hints.hpp"
 
 #include <fmt/core.h>
+#include <fmt/ranges.h>
 
 #include <cctype>
 #include <filesystem>
+#include <map>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -37,7 +39,7 @@ std::optional<ValueKind> kind_of(std::string_view option) {
   if (option == "-r" || option == "--rate") return kRate;
   if (option == "--burst") return kBurst;
   if (option == "--timeout" || option == "--warmup") return kDuration;
-  if (option == "--chunk") return kSize;
+  if (option == "--chunk" || option == "--size" || option == "-s") return kSize;
   for (const auto& declared : stores::store_options()) {
     if (option == declared.text.name && declared.text.kind == stores::OptionKind::duration)
       return kDuration;
@@ -157,6 +159,74 @@ void check_typos(const std::vector<char*>& arguments) {
       throw UsageError(fmt::format("{} '{}': did you mean {}?",
                                    command.empty() ? "no file" : "stray word", next, *meant));
   }
+}
+
+namespace {
+
+// What a pipe does instead of an option of exec or acquire.
+std::string_view pipe_instead_of(std::string_view option) {
+  if (option == "--try")
+    return ": a pipe bounds its wait with --timeout DURATION, or ends at a spent quota with "
+           "--stop-at-quota";
+  if (option == "--permits") return ": a pipe takes one permit per unit it writes";
+  return "";
+}
+
+// "exec", "exec and acquire", "exec, acquire and the pipe".
+std::string listed(const std::vector<std::string>& names) {
+  if (names.size() < 2) return fmt::format("{}", fmt::join(names, ""));
+  return fmt::format("{} and {}", fmt::join(names.begin(), names.end() - 1, ", "), names.back());
+}
+
+}  // namespace
+
+void check_options_of(const CLI::App& command, std::string_view command_name,
+                      const std::vector<char*>& arguments, const CommandsWith& commands_with) {
+  const bool pipe = command.get_parent() == nullptr;
+  const bool runs_command = command.get_name() == "exec";
+  // Options that take one value, with the value first given.
+  std::map<std::string, std::string> given;
+  // A pipe's Redis option, which only a key's bucket uses.
+  std::string redis_option;
+  bool key_given = false;
+  for (std::size_t i = pipe ? 1 : 2; i < arguments.size(); ++i) {
+    const std::string word = arguments[i];
+    if (word == "--") break;
+    if (!is_option(word)) {
+      if (runs_command) break;  // the command exec runs begins here
+      continue;
+    }
+    const std::size_t equals = word.find('=');
+    const std::string option = word.substr(0, equals);
+    // Short options may be clustered (-l0): left to the parser.
+    if (!option.starts_with("--") && option.size() != 2) continue;
+    const CLI::Option* declared = command.get_option_no_throw(option);
+    if (!declared) {
+      const std::vector<std::string> others = commands_with(option);
+      if (others.empty()) continue;
+      throw UsageError(fmt::format("{} is an option of {}, not of {}{}", option, listed(others),
+                                   command_name,
+                                   pipe ? pipe_instead_of(option) : std::string_view()));
+    }
+    if (pipe && option.find("redis") != std::string::npos && redis_option.empty())
+      redis_option = option;
+    key_given = key_given || declared->check_name("--key");
+    if (!takes_value(option)) continue;
+    std::string value;
+    if (equals != std::string::npos)
+      value = word.substr(equals + 1);
+    else if (i + 1 < arguments.size())
+      value = arguments[++i];
+    if (declared->get_multi_option_policy() != CLI::MultiOptionPolicy::Throw) continue;
+    const auto [first, inserted] = given.emplace(declared->get_name(), value);
+    if (!inserted)
+      throw UsageError(fmt::format("{} given twice ('{}', then '{}'): give it once", option,
+                                   first->second, value));
+  }
+  if (!redis_option.empty() && !key_given)
+    throw UsageError(
+        fmt::format("{} without --key: a pipe shares a bucket only by a key's name; add --key NAME",
+                    redis_option));
 }
 
 }  // namespace ratelimit::cli

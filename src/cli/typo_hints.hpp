@@ -1,5 +1,9 @@
 #pragma once
 
+#include <CLI/CLI.hpp>
+#include <functional>
+#include <string>
+#include <string_view>
 #include <vector>
 
 namespace ratelimit::cli {
@@ -15,5 +19,18 @@ namespace ratelimit::cli {
 //   acquire --rate 2/s -- echo hi  acquire runs no command: did you mean 'ratelimit exec ...'?
 // A word that names an existing file is never second-guessed.
 void check_typos(const std::vector<char*>& arguments);
+
+// The commands that declare an option ("exec", "acquire", "the pipe"), for a message about an
+// option given to another.
+using CommandsWith = std::function<std::vector<std::string>(const std::string& option)>;
+
+// Looks at the options given to `command` (named `command_name`: "set", or "the pipe" for the
+// top-level app) once it is declared, and throws UsageError naming the option and what to write
+// instead, for an option of other commands only and one given twice:
+//   ratelimit --try ...            --try is an option of exec and acquire, not of the pipe: ...
+//   ratelimit --rate 5 --rate 6    --rate given twice ('5', then '6'): give it once
+// An option no command declares is left to the parser, which suggests the nearest.
+void check_options_of(const CLI::App& command, std::string_view command_name,
+                      const std::vector<char*>& arguments, const CommandsWith& commands_with);
 
 }  // namespace ratelimit::cli

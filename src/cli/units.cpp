@@ -7,6 +7,7 @@
 #include <charconv>
 #include <cmath>
 #include <cstdlib>
+#include <limits>
 #include <optional>
 #include <utility>
 #include <vector>
@@ -168,6 +169,23 @@ std::string unit_hint(std::string_view text, std::string_view unit) {
         unit != prefix.symbol)
       meant.push_back(fmt::format("{}{}", number, prefix.symbol));
   }
+  // "10mb/s": a prefix in the wrong case before a data unit ("b" is bytes or bits).
+  const std::size_t slash = std::min(unit.find('/'), unit.size());
+  const std::string_view data = unit.substr(1, slash - std::min<std::size_t>(slash, 1));
+  const std::string_view period = unit.substr(slash);
+  constexpr std::string_view kDataUnits[] = {"B", "bit", "bits", "byte", "bytes", "bps", "Bps"};
+  for (const Prefix& prefix : kPrefixes) {
+    if (data.empty() || prefix.symbol.size() != 1 || unit[0] == prefix.symbol[0] ||
+        std::toupper(static_cast<unsigned char>(unit[0])) != prefix.symbol[0])
+      continue;
+    if (data == "b") {
+      meant.push_back(fmt::format("{}{}B{}", number, prefix.symbol, period));
+      meant.push_back(fmt::format("{}{}bit{}", number, prefix.symbol, period));
+    } else if (std::find(std::begin(kDataUnits), std::end(kDataUnits), data) !=
+               std::end(kDataUnits)) {
+      meant.push_back(fmt::format("{}{}{}{}", number, prefix.symbol, data, period));
+    }
+  }
   if (std::any_of(std::begin(kTimeUnits), std::end(kTimeUnits),
                   [unit](const TimeUnit& time) { return time.symbol == unit; }))
     meant.push_back(fmt::format("{}/{}", number, unit));
@@ -179,6 +197,10 @@ std::string unit_hint(std::string_view text, std::string_view unit) {
 
 Rate parse_rate(std::string_view text) {
   constexpr auto kind = "rate"sv;
+  if (text.size() == 3 && std::equal(text.begin(), text.end(), "off", [](char a, char b) {
+        return std::tolower(static_cast<unsigned char>(a)) == b;
+      }))
+    return Rate{std::numeric_limits<double>::infinity(), DataUnit::unspecified};
   if (text.find(':') != std::string_view::npos) {
     const std::string meant = timetable_hint(text);
     reject(kind, text,
@@ -186,6 +208,17 @@ Rate parse_rate(std::string_view text) {
                          : fmt::format("a timetable's entries are [DAY-]HH:MM,RATE: did you mean "
                                        "'{}'?",
                                        meant));
+  }
+  // "10 MB/s" as one word: the same without the spaces, if that is a rate.
+  if (text.find_first_of(" \t") != std::string_view::npos) {
+    std::string joined(text);
+    std::erase_if(joined, [](char c) { return c == ' ' || c == '\t'; });
+    try {
+      parse_rate(joined);
+    } catch (const UsageError&) {
+      reject(kind, text, "a rate has no spaces");
+    }
+    reject(kind, text, fmt::format("a rate has no spaces: did you mean {}?", joined));
   }
   std::string_view rest = text;
   bool per_second = false;

@@ -30,7 +30,7 @@ struct Rate {
 };
 
 // "5000", "1.5M", "10MiB/s", "8Mbit/s", "8Mbps", "5MiBps", "10MB/sec", "2/s", "100/min",
-// "300/15s", "1k/500ms".
+// "300/15s", "1k/500ms"; "off" (any case) is no limit, an infinite rate.
 Rate parse_rate(std::string_view text);
 // How `rate` was written, to show rates and amounts of `counted` back alike.
 format::Notation notation_of(const Rate& rate, format::Counted counted);

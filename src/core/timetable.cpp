@@ -21,11 +21,11 @@ constexpr std::array<const char*, 7> kWeekdayNames{"Mon", "Tue", "Wed", "Thu", "
 
 std::string describe(const TimetableEntry& entry) {
   std::string text;
-  if (entry.weekday) {
-    text = *entry.weekday >= 0 && *entry.weekday < 7 ? kWeekdayNames[*entry.weekday]
-                                                     : "day " + std::to_string(*entry.weekday);
-    text += '-';
-  }
+  const auto day_name = [](int day) -> std::string {
+    return day >= 0 && day < 7 ? kWeekdayNames[day] : "day " + std::to_string(day);
+  };
+  if (entry.weekday) text = day_name(*entry.weekday) + '-';
+  if (entry.last_weekday) text += day_name(*entry.last_weekday) + '-';
   auto append_two_digits = [&text](int value) {
     if (value < 10) text += '0';
     text += std::to_string(value);
@@ -82,41 +82,52 @@ sys_seconds first_instant_reaching(seconds local, const TimeZone& zone) {
 
 Timetable::Timetable(std::vector<TimetableEntry> entries) : entries_(std::move(entries)) {
   if (entries_.empty()) throw std::invalid_argument("a timetable needs at least one entry");
+  // How specific an entry is: the more specific one holds at the same time of the same day.
+  enum Days { every_day, day_range, one_day };
   struct Candidate {
     Boundary boundary;
-    bool one_weekday;
+    Days days;
   };
   std::vector<Candidate> candidates;
   for (std::size_t index = 0; index < entries_.size(); ++index) {
     const TimetableEntry& entry = entries_[index];
-    if (entry.weekday && (*entry.weekday < 0 || *entry.weekday > 6))
-      reject(entry, "the weekday must be from 0 (Monday) to 6 (Sunday)");
+    for (const std::optional<int>& day : {entry.weekday, entry.last_weekday}) {
+      if (day && (*day < 0 || *day > 6))
+        reject(entry, "the weekday must be from 0 (Monday) to 6 (Sunday)");
+    }
+    if (entry.last_weekday && !entry.weekday) reject(entry, "a last weekday needs a first");
     if (entry.minute_of_day < 0 || entry.minute_of_day >= 24 * 60)
       reject(entry, "the time must be from 00:00 to 23:59");
     if (!(entry.permits_per_second > 0.0)) reject(entry, "the rate must be positive");
     const seconds time_of_day = std::chrono::minutes(entry.minute_of_day);
-    if (entry.weekday) {
-      candidates.push_back({{*entry.weekday * kDay + time_of_day, index}, true});
+    if (entry.weekday && entry.last_weekday) {
+      // Mon-Fri: 0..4; Sat-Mon: 5, 6, 0.
+      const int days = (*entry.last_weekday - *entry.weekday + 7) % 7 + 1;
+      for (int i = 0; i < days; ++i)
+        candidates.push_back(
+            {{(*entry.weekday + i) % 7 * kDay + time_of_day, index}, Days::day_range});
+    } else if (entry.weekday) {
+      candidates.push_back({{*entry.weekday * kDay + time_of_day, index}, Days::one_day});
     } else {
       for (int day = 0; day < 7; ++day)
-        candidates.push_back({{day * kDay + time_of_day, index}, false});
+        candidates.push_back({{day * kDay + time_of_day, index}, Days::every_day});
     }
   }
   std::stable_sort(candidates.begin(), candidates.end(),
                    [](const Candidate& a, const Candidate& b) {
                      if (a.boundary.since_week_start != b.boundary.since_week_start)
                        return a.boundary.since_week_start < b.boundary.since_week_start;
-                     return a.one_weekday > b.one_weekday;
+                     return a.days > b.days;
                    });
   for (std::size_t i = 0; i < candidates.size(); ++i) {
     const Candidate& candidate = candidates[i];
     if (i > 0 &&
         candidates[i - 1].boundary.since_week_start == candidate.boundary.since_week_start) {
-      if (candidates[i - 1].one_weekday == candidate.one_weekday)
+      if (candidates[i - 1].days == candidate.days)
         reject(entries_[candidate.boundary.entry],
                "another entry takes effect at the same time (" +
                    describe(entries_[candidates[i - 1].boundary.entry]) + ")");
-      continue;  // an every-day entry, overridden by this weekday's own
+      continue;  // a less specific entry, overridden on this day
     }
     week_.push_back(candidate.boundary);
   }

@@ -93,6 +93,8 @@ std::optional<Result> Engine::run_spliced() {
         // Nothing has been read yet, so a stop here leaves nothing behind.
         if (!due) return finish(Ending::stopped, io_.stop_signal());
         turn = last_turn = *due;
+        // Nothing has been read yet: the input keeps all that was not written.
+        if (const std::optional<Ending> ending = refusal(turn)) return finish(*ending);
       }
       const Wake wake = wait_for_turn(turn, WaitFor::input_end);
       if (wake == Wake::stop) return finish(Ending::stopped, io_.stop_signal());
@@ -160,6 +162,7 @@ Result Engine::move_buffered() {
       const std::optional<nanoseconds> turn =
           source_.due_time(span.units, requested_at, units_ready(end_ - begin_));
       if (!turn) return stop_after_writing_buffer();
+      if (const std::optional<Ending> ending = refusal(*turn)) return end_refused(*ending);
       const Wake wake = wait_for_turn(*turn, WaitFor::deadline);
       if (wake == Wake::stop) return stop_after_writing_buffer();
       // The chunk and the turn follow the new rate: the span and its turn are asked for again.
@@ -421,6 +424,24 @@ Result Engine::stop_after_writing_buffer() {
                 signal);
 }
 
+std::optional<Ending> Engine::refusal(nanoseconds turn) {
+  const nanoseconds wait = turn - io_.now();
+  std::optional<Ending> ending;
+  if (options_.stop_at_quota && wait > nanoseconds::zero() && source_.held_by_quota())
+    ending = Ending::quota_spent;
+  else if (options_.longest_wait && wait > *options_.longest_wait)
+    ending = Ending::wait_too_long;
+  if (ending) refused_wait_ = wait;
+  return ending;
+}
+
+Result Engine::end_refused(Ending ending) {
+  stopping_ = true;
+  if (write_due_give_back_rest() == Written::downstream_closed)
+    return finish(Ending::downstream_closed);
+  return finish(ending);
+}
+
 Engine::Written Engine::write_due_give_back_rest() {
   std::size_t due = due_;
   if (!options_.unit.counts_bytes()) {
@@ -452,7 +473,9 @@ Result Engine::finish(Ending ending, int signal) {
   if (!stopped_) source_.finish();
   totals_.now = io_.now();
   if (on_progress_) on_progress_(totals_);
-  return Result{ending, signal, totals_, rate_changes_};
+  Result result{ending, signal, totals_, rate_changes_};
+  result.refused_wait = refused_wait_;
+  return result;
 }
 
 std::vector<stores::QuotaStatus> Engine::quota_status() {

@@ -44,6 +44,12 @@ struct EngineOptions {
   // watches is; a status record alone (for `ratelimit status`) is refreshed at the wake-ups the
   // data makes anyway, as a wake-up of its own would double a slow pipe's CPU.
   bool progress_wakes = true;
+  // The longest wait for a turn (--timeout): a turn further away ends the run instead
+  // (Ending::wait_too_long). None: any wait.
+  std::optional<std::chrono::nanoseconds> longest_wait;
+  // Whether a turn that a quota holds back ends the run instead of being waited for
+  // (--stop-at-quota, Ending::quota_spent).
+  bool stop_at_quota = false;
   // The rate over time (a timetable), followed from the start; also what a timetable sent by
   // `ratelimit set` replaces. None: the bucket's rate throughout, and sent timetables are ignored.
   RateSchedule* schedule = nullptr;
@@ -78,6 +84,8 @@ enum class Ending {
   end_of_input,
   stopped,            // a stop signal: see Result::signal
   downstream_closed,  // the reader went away (EPIPE)
+  wait_too_long,      // the next turn was further away than EngineOptions::longest_wait
+  quota_spent,        // a quota held the next turn back, with EngineOptions::stop_at_quota
 };
 
 // A rate that took over while data moved, by `ratelimit set` or a timetable.
@@ -95,6 +103,8 @@ struct Result {
   std::vector<RateChange> rate_changes;
   // The quotas at the end (Engine::quota_status()), for --stats.
   std::vector<stores::QuotaStatus> quotas{};
+  // With wait_too_long and quota_spent: how far away the turn not waited for was.
+  std::chrono::nanoseconds refused_wait{0};
 };
 
 // Moves the input to the output at the rate of a permit source: asks it when a chunk may go
@@ -179,6 +189,12 @@ class Engine {
   // Takes note of the rate now in force: the chunk follows it, the wait for a turn ends.
   void note_rate(double units_per_second, std::chrono::nanoseconds now);
   Result stop_after_writing_buffer();
+  // The ending for a turn at `turn` that is not to be waited for (longest_wait, stop_at_quota);
+  // none when it is.
+  std::optional<Ending> refusal(std::chrono::nanoseconds turn);
+  // Ends the run at a turn refused: what is due goes out, what else was read goes back to the
+  // input if it can take it (a file), else out as well.
+  Result end_refused(Ending ending);
   Result finish(Ending ending, int signal = 0);
 
   EngineOptions options_;
@@ -191,7 +207,8 @@ class Engine {
   // What the schedule said last; a rate set by hand holds until the schedule moves on.
   RatePeriod scheduled_;
   std::vector<RateChange> rate_changes_;
-  bool rate_changed_ = false;  // since the current wait began
+  std::chrono::nanoseconds refused_wait_{0};  // of the turn refused, if one was
+  bool rate_changed_ = false;                 // since the current wait began
 
   std::vector<char> buffer_;
   std::size_t begin_ = 0;  // unwritten data is buffer_[begin_, end_)

@@ -31,6 +31,10 @@ const char* ending_name(Ending ending) {
       return "stopped";
     case Ending::downstream_closed:
       return "downstream_closed";
+    case Ending::wait_too_long:
+      return "wait_too_long";
+    case Ending::quota_spent:
+      return "quota_spent";
   }
   return "";
 }

@@ -8,6 +8,7 @@
 #include <limits>
 #include <stdexcept>
 #include <string>
+#include <tuple>
 
 #include "errors.hpp"
 
@@ -78,6 +79,11 @@ std::vector<TimetableEntry> parse_timetable(
       parsed.weekday = weekday_of(when.substr(0, dash), entry);
       when.remove_prefix(dash + 1);
     }
+    // A range of days: "Mon-Fri-09:00".
+    if (const std::size_t dash = when.find('-'); dash != std::string_view::npos) {
+      parsed.last_weekday = weekday_of(when.substr(0, dash), entry);
+      when.remove_prefix(dash + 1);
+    }
     parsed.minute_of_day = minute_of_day(when, entry);
     if (rate.empty()) reject(entry, "expected a rate or 'off' after the comma");
     if (equal_ignoring_case(rate, "off")) {
@@ -97,8 +103,9 @@ std::vector<TimetableEntry> parse_timetable(
 std::string entry_text(const TimetableEntry& entry,
                        const std::function<std::string(double units_per_second)>& rate_text) {
   std::string text;
-  if (entry.weekday) {
-    const std::string_view day = kWeekdays[static_cast<std::size_t>(*entry.weekday)];
+  for (const std::optional<int>& weekday : {entry.weekday, entry.last_weekday}) {
+    if (!weekday) continue;
+    const std::string_view day = kWeekdays[static_cast<std::size_t>(*weekday)];
     text += static_cast<char>(std::toupper(static_cast<unsigned char>(day[0])));
     text += day.substr(1, 2);
     text += '-';
@@ -114,8 +121,8 @@ std::string entry_text(const TimetableEntry& entry,
 std::string timetable_text(const Timetable& timetable) {
   std::vector<TimetableEntry> entries = timetable.entries();
   std::sort(entries.begin(), entries.end(), [](const TimetableEntry& a, const TimetableEntry& b) {
-    return std::pair(a.weekday.value_or(-1), a.minute_of_day) <
-           std::pair(b.weekday.value_or(-1), b.minute_of_day);
+    return std::tuple(a.weekday.value_or(-1), a.minute_of_day, a.last_weekday.value_or(-1)) <
+           std::tuple(b.weekday.value_or(-1), b.minute_of_day, b.last_weekday.value_or(-1));
   });
   const auto shortest = [](double units_per_second) {
     // The shortest text that reads back as the same double.

@@ -17,10 +17,11 @@ namespace ratelimit::schedule {
 bool is_timetable(std::string_view text);
 
 // "Mon-08:00,512k 18:00,10M Sat-00:00,off", as rclone writes its bandwidth timetable: entries
-// [DAY-]HH:MM,RATE separated by spaces or semicolons; DAY is Mon..Sun or the full name, in any
-// case; RATE is "off" (no limit) or what `rate_of` turns into units per second (it throws
-// UsageError naming a rate that does not fit the command). Throws UsageError naming the entry and
-// what is wrong with it; the entries themselves are checked by Timetable.
+// [DAY-[DAY-]]HH:MM,RATE separated by spaces or semicolons; DAY is Mon..Sun or the full name, in
+// any case, and two of them a range of days ("Mon-Fri-09:00,1M", "Sat-Sun-00:00,off"); RATE is
+// "off" (no limit) or what `rate_of` turns into units per second (it throws UsageError naming a
+// rate that does not fit the command). Throws UsageError naming the entry and what is wrong with
+// it; the entries themselves are checked by Timetable.
 std::vector<TimetableEntry> parse_timetable(
     std::string_view text, const std::function<double(std::string_view rate)>& rate_of);
 

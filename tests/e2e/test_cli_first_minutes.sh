@@ -68,6 +68,50 @@ grep -q -- "--redis-timeout DURATION .*\[default: 1s\]" "$WORK/help" ||
 grep -q -- "--stats\[=text|json\]" "$WORK/help" || fail "--stats: $(grep -- --stats "$WORK/help")"
 echo hi | "$RATELIMIT" --rate 1k --stats=text >/dev/null 2>"$WORK/stats"
 grep -q "^ratelimit: 3 bytes in" "$WORK/stats" || fail "--stats=text: $(cat "$WORK/stats")"
+# Issue 39. An option of other commands names them, and what the pipe does instead; before, CLI11
+# said "not expected: --try; did you mean --try?" and set took --burst's value for its PID.
+expect_error "ratelimit: --try is an option of exec and acquire, not of the pipe: a pipe bounds its wait with --timeout DURATION, or ends at a spent quota with --stop-at-quota" \
+  "$RATELIMIT" --rate 5 --try
+expect_error "ratelimit: --permits is an option of exec and acquire, not of the pipe: a pipe takes one permit per unit it writes" \
+  "$RATELIMIT" --rate 5 --permits 2
+expect_error "ratelimit: --max-inflight is an option of exec, not of the pipe" \
+  "$RATELIMIT" --rate 5 --max-inflight=2
+expect_error "ratelimit: --max-inflight is an option of exec, not of acquire" \
+  "$RATELIMIT" acquire --rate 5 --key k --max-inflight 2
+expect_error "ratelimit: --burst is an option of exec, acquire and the pipe, not of set" \
+  "$RATELIMIT" set --key k --rate 5 --burst 2s
+# Units as other tools write them.
+expect_error "ratelimit: --rate: invalid rate '10mb': unknown unit 'mb': did you mean 10MB or 10Mbit?" \
+  "$RATELIMIT" --rate 10mb
+expect_error "ratelimit: --rate: invalid rate '10mB/s': unknown unit 'mB/s': did you mean 10MB/s?" \
+  "$RATELIMIT" --rate 10mB/s
+expect_error "ratelimit: --rate: invalid rate '10 MB/s': a rate has no spaces: did you mean 10MB/s?" \
+  "$RATELIMIT" --rate "10 MB/s"
+expect_error "ratelimit: no file 'MB/s': did you mean --rate 10MB/s?" "$RATELIMIT" --rate 10 MB/s
+# An option given twice.
+expect_error "ratelimit: --rate given twice ('5', then '6'): give it once" "$RATELIMIT" --rate 5 --rate 6
+expect_error "ratelimit: -r given twice ('5/s', then '6/s'): give it once" \
+  "$RATELIMIT" exec --rate=5/s -r 6/s -- true
+# --redis on a pipe without a key would share nothing.
+expect_error "ratelimit: --redis without --key: a pipe shares a bucket only by a key's name; add --key NAME" \
+  "$RATELIMIT" --rate 5 --redis redis://127.0.0.1:1
+# The manual from the source tree, as --help says; and cmake --install puts both where PATH and
+# man find them.
+"$RATELIMIT" --help | grep -q "in the source tree 'man ./man/ratelimit.1'" || fail "--help names no manual"
+[ -f "$root/man/ratelimit.1" ] || fail "no man/ratelimit.1 in the source tree"
+build=$(dirname "$(dirname "$RATELIMIT")")
+cmake --install "$build" --prefix "$WORK/prefix" >/dev/null
+[ -x "$WORK/prefix/bin/ratelimit" ] && [ -f "$WORK/prefix/share/man/man1/ratelimit.1" ] ||
+  fail "cmake --install put: $(cd "$WORK/prefix" && find . -type f | sort | tr '\n' ' ')"
+# -s/--size: a percentage and ETA on standard input, as pv -s.
+head -c 5000 /dev/zero | "$RATELIMIT" --rate 1M --size 5000 --progress=force 2>"$WORK/progress" >/dev/null
+tr '\r' '\n' <"$WORK/progress" | grep -q "100%" || fail "--size: $(tr '\r' '\n' <"$WORK/progress" | tail -2)"
+head -c 5000 /dev/zero | "$RATELIMIT" --rate 1M --progress=force 2>"$WORK/progress" >/dev/null
+tr '\r' '\n' <"$WORK/progress" | grep -q "%" && fail "a percentage without --size: $(cat "$WORK/progress")"
+seq 4 | "$RATELIMIT" -l --rate 1k -s 4 --progress=force 2>"$WORK/progress" >/dev/null
+tr '\r' '\n' <"$WORK/progress" | grep -q "100%" || fail "-l -s 4: $(tr '\r' '\n' <"$WORK/progress" | tail -2)"
+expect_error "ratelimit: size '4kB' is in bytes or bits, but this command counts lines: write it without B/bit" \
+  "$RATELIMIT" -l --rate 1k -s 4kB
 # The man page says how large a chunk is as --chunk does.
 grep -q "hundredth" "$root/man/ratelimit.1" && fail "the man page still says a hundredth of a second"
 exit 0

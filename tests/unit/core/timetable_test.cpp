@@ -42,6 +42,10 @@ TimetableEntry on(int weekday, int hour, int minute, double rate) {
   return {weekday, hour * 60 + minute, rate};
 }
 
+TimetableEntry on_days(int first, int last, int hour, int minute, double rate) {
+  return {first, hour * 60 + minute, rate, last};
+}
+
 sys_seconds utc(year_month_day date, hours h, minutes m = 0min) { return sys_days(date) + h + m; }
 
 const FixedZone kUtc{0s};
@@ -188,6 +192,54 @@ TEST(Timetable, RefusesEntriesItCannotFollow) {
             "timetable entry 08:00: another entry takes effect at the same time (08:00)");
   EXPECT_EQ(message({on(kSaturday, 0, 0, 1.0), on(kSaturday, 0, 0, kOff)}),
             "timetable entry Sat-00:00: another entry takes effect at the same time (Sat-00:00)");
+}
+
+// "Mon-Fri-09:00,1M Mon-Fri-17:00,off": working hours only, the weekend unlimited.
+TEST(Timetable, DayRangeTakesEffectOnEachOfItsDays) {
+  constexpr int kFriday = 4;
+  const Timetable table(
+      {on_days(kMonday, kFriday, 9, 0, 1e6), on_days(kMonday, kFriday, 17, 0, kOff)});
+  EXPECT_EQ(table.at(utc(kMondayDate, 12h), kUtc).permits_per_second, 1e6);
+  EXPECT_EQ(table.at(utc(2026y / December / 4, 12h), kUtc).permits_per_second, 1e6);
+  EXPECT_EQ(table.at(utc(2026y / December / 4, 17h), kUtc).permits_per_second, kOff);
+  const TimetablePeriod saturday = table.at(utc(kSaturdayDate, 12h), kUtc);
+  EXPECT_EQ(saturday.permits_per_second, kOff);
+  EXPECT_EQ(saturday.next_change, utc(2026y / December / 7, 9h));
+}
+
+TEST(Timetable, DayRangeWrapsPastSunday) {
+  const Timetable table({on_days(kSaturday, kMonday, 0, 0, kOff), every_day(8, 0, 1e6)});
+  EXPECT_EQ(table.at(utc(kSundayDate, 1h), kUtc).permits_per_second, kOff);
+  EXPECT_EQ(table.at(utc(2026y / December / 7, 1h), kUtc).permits_per_second, kOff);
+  // Tuesday 01:00: Monday's 08:00 holds, as no range entry is on Tuesday.
+  EXPECT_EQ(table.at(utc(2026y / December / 8, 1h), kUtc).permits_per_second, 1e6);
+}
+
+TEST(Timetable, OneDayOverridesARangeWhichOverridesEveryDay) {
+  constexpr int kWednesday = 2, kFriday = 4;
+  const Timetable table(
+      {every_day(9, 0, 5e6), on_days(kMonday, kFriday, 9, 0, 1e6), on(kWednesday, 9, 0, 2e6)});
+  EXPECT_EQ(table.at(utc(2026y / December / 1, 12h), kUtc).permits_per_second, 1e6);
+  EXPECT_EQ(table.at(utc(2026y / December / 2, 12h), kUtc).permits_per_second, 2e6);
+  EXPECT_EQ(table.at(utc(kSaturdayDate, 12h), kUtc).permits_per_second, 5e6);
+}
+
+TEST(Timetable, RefusesDayRangesItCannotFollow) {
+  const auto error_of = [](std::vector<TimetableEntry> entries) -> std::string {
+    try {
+      Timetable{std::move(entries)};
+    } catch (const std::invalid_argument& error) {
+      return error.what();
+    }
+    return "accepted";
+  };
+  EXPECT_EQ(error_of({on_days(kMonday, 4, 9, 0, 1e6), on_days(3, kSunday, 9, 0, 2e6)}),
+            "timetable entry Thu-Sun-09:00: another entry takes effect at the same time "
+            "(Mon-Fri-09:00)");
+  EXPECT_EQ(error_of({{std::nullopt, 60, 1e6, 4}}),
+            "timetable entry Fri-01:00: a last weekday needs a first");
+  EXPECT_EQ(error_of({on_days(kMonday, 7, 9, 0, 1e6)}),
+            "timetable entry Mon-day 7-09:00: the weekday must be from 0 (Monday) to 6 (Sunday)");
 }
 
 }  // namespace

@@ -184,6 +184,28 @@ TEST(PipeEngine, FallsBackToReadAndWriteWhenSpliceIsImpossible) {
   EXPECT_EQ(io.writes(), (std::vector<Write>{{0ms, "abc"}}));
 }
 
+// --timeout: a turn further away than the longest wait ends the run, what was written whole and
+// the rest of a file left unread; a turn within it is waited for.
+TEST(PipeEngine, ATurnFurtherThanTheLongestWaitEndsTheRun) {
+  FakePipeIo io;
+  io.allow_unread();
+  io.arrive(0s, "1\n2\n3\n");
+  EngineOptions options = lines_per_second(1, 1);
+  options.longest_wait = 500ms;
+  const Result result = Engine(options, io).run();
+  EXPECT_EQ(result.ending, Ending::wait_too_long);
+  EXPECT_EQ(result.refused_wait, 1s);
+  EXPECT_EQ(io.output(), "1\n");
+  EXPECT_EQ(io.rest(), "2\n3\n");
+  EXPECT_EQ(io.elapsed(), 0s);
+
+  FakePipeIo within;
+  within.arrive(0s, "1\n2\n3\n");
+  options.longest_wait = 1s;
+  EXPECT_EQ(Engine(options, within).run().ending, Ending::end_of_input);
+  EXPECT_EQ(within.output(), "1\n2\n3\n");
+}
+
 // The zero-copy path waits in another order (the bucket first, then the input); both keep the
 // same schedule.
 class BothPaths : public ::testing::TestWithParam<bool> {
@@ -686,6 +708,23 @@ TEST(PipeEngine, ReportsProgressEveryIntervalAndAtTheEnd) {
   // Writes at 0, 100, 200, 300, 400 ms; ticks at 100, 200, 300, 400 ms come before their write.
   EXPECT_EQ(reports, (std::vector<std::pair<std::chrono::nanoseconds, std::uint64_t>>{
                          {100ms, 10}, {200ms, 20}, {300ms, 30}, {400ms, 40}, {400ms, 50}}));
+}
+
+// --stop-at-quota: a turn that a quota holds back ends the run, the rest of a file unread and
+// what a pipe still holds left in it; the turns the rate holds are waited for.
+TEST_P(BothPaths, ATurnAQuotaHoldsEndsTheRunWhenAskedTo) {
+  // Read and written, the input gives back what was read only as a file does.
+  if (!GetParam()) io.allow_unread();
+  io.arrive(0s, std::string(100, 'x'));
+  EngineOptions options = bytes_per_second(1000, 20);
+  options.quotas = {{.limit = 40, .period = 1h}};
+  options.stop_at_quota = true;
+  const Result result = Engine(options, io).run();
+  EXPECT_EQ(result.ending, Ending::quota_spent);
+  EXPECT_GT(result.refused_wait, 59min);
+  EXPECT_EQ(io.output(), std::string(40, 'x'));
+  EXPECT_EQ(io.rest(), std::string(60, 'x'));
+  EXPECT_EQ(io.elapsed(), 20ms);
 }
 
 }  // namespace

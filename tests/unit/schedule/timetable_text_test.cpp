@@ -51,6 +51,22 @@ TEST(TimetableText, FullDayNamesAnyCaseSemicolonsAndOneDigitHours) {
   EXPECT_EQ(entries[2], (TimetableEntry{4, 0, 1048576.0}));
 }
 
+TEST(TimetableText, ReadsAndWritesRangesOfDays) {
+  const std::vector<TimetableEntry> entries =
+      parse_timetable("Mon-Fri-09:00,1M sat-SUNDAY-00:00,off", rate_of);
+  ASSERT_EQ(entries.size(), 2u);
+  EXPECT_EQ(entries[0], (TimetableEntry{0, 9 * 60, 1e6, 4}));
+  EXPECT_EQ(entries[1], (TimetableEntry{5, 0, std::numeric_limits<double>::infinity(), 6}));
+  const Timetable timetable(entries);
+  EXPECT_EQ(timetable_text(timetable), "Mon-Fri-09:00,1e+06;Sat-Sun-00:00,off");
+  const std::optional<Timetable> read = parse_timetable_text(timetable_text(timetable));
+  ASSERT_TRUE(read);
+  EXPECT_EQ(read->entries(), entries);
+  EXPECT_EQ(error_of("Mon-Fun-09:00,1M"),
+            "invalid timetable entry 'Mon-Fun-09:00,1M': unknown day 'Fun' (Mon..Sun, or the full "
+            "name)");
+}
+
 TEST(TimetableText, ErrorsNameTheEntryAndTheProblem) {
   EXPECT_EQ(error_of("Mon-08:00,1M 25:00,2M"),
             "invalid timetable entry '25:00,2M': the hour must be from 0 to 23");
@@ -109,6 +125,7 @@ TEST(TimetableText, EntryAsPeopleWriteIt) {
   EXPECT_EQ(entry_text({0, 8 * 60, 512000.0}, as_k), "Mon-08:00,512k");
   EXPECT_EQ(entry_text({std::nullopt, 18 * 60 + 5, std::numeric_limits<double>::infinity()}, as_k),
             "18:05,off");
+  EXPECT_EQ(entry_text({0, 9 * 60, 512000.0, 4}, as_k), "Mon-Fri-09:00,512k");
 }
 
 class Utc final : public TimeZone {
