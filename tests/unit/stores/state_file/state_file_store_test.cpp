@@ -1,5 +1,6 @@
 #include "stores/state_file/state_file_store.hpp"
 
+#include <fmt/core.h>
 #include <gtest/gtest.h>
 #include <sys/stat.h>
 
