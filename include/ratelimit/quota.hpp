@@ -18,6 +18,11 @@ struct QuotaParams {
   friend bool operator==(const QuotaParams&, const QuotaParams&) = default;
 };
 
+// The most units a quota's limit, one request's permits and so a window's counts may be: 2^53 - 1,
+// below which a double holds every whole number and its successor, so that a store computing in
+// doubles (Redis's Lua) decides as exactly as one in integers.
+inline constexpr std::int64_t kLargestExactCount = (std::int64_t{1} << 53) - 1;
+
 // A quota counts its grants in slots of period / kQuotaSlots (rounded up to whole microseconds,
 // so that a store counting in microseconds draws the same boundaries), and allows a grant when the
 // kQuotaCounts slots up to the grant's hold at most the limit: one slot more than a window of the
@@ -91,8 +96,8 @@ class Quota {
   std::chrono::nanoseconds slot_length_;
 };
 
-// Throws std::invalid_argument naming the bad value: the limit from 1 to 2^53 (a Lua number
-// stays exact), the period from 1 microsecond to 10 years.
+// Throws std::invalid_argument naming the bad value: the limit from 1 to kLargestExactCount, the
+// period from 1 microsecond to 10 years.
 void validate(const QuotaParams& params);
 
 // A token bucket (the rate) and quotas decided together: a request is granted at the later of the

@@ -3,13 +3,13 @@
 #include <fmt/core.h>
 
 #include <filesystem>
-#include <limits>
 
 #include "agent/agent.hpp"
 #include "cli/units.hpp"
 #include "exit_codes.hpp"
 #include "format/escaping.hpp"
 #include "io/waiter.hpp"
+#include "ratelimit/quota.hpp"
 #include "state/key_file_names.hpp"
 
 namespace ratelimit::cli {
@@ -133,7 +133,7 @@ void add_permit_options(CLI::App& app, PermitOptions& options) {
   add_redis_policy_option(app, options.store);
   add_key_option(app, options.key);
   app.add_option("--permits", options.permits, "Permits to take [default: 1]")
-      ->check(whole_number_in(1, std::numeric_limits<std::int64_t>::max()))
+      ->check(whole_number_in(1, kLargestExactCount))
       ->option_text("N")
       ->group("Shared bucket");
   auto* try_only = app.add_flag("--try", options.try_only,

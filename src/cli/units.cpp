@@ -12,6 +12,8 @@
 #include <utility>
 #include <vector>
 
+#include "ratelimit/quota.hpp"
+
 namespace ratelimit::cli {
 namespace {
 
@@ -266,7 +268,8 @@ QuotaAmount parse_quota(std::string_view text) {
   }
   if (!(amount.units >= 1.0) || amount.units != std::floor(amount.units))
     reject(kind, text, "the amount must be a whole number of units, at least 1");
-  if (amount.units > 9007199254740992.0) reject(kind, text, "the amount must be at most 2^53");
+  if (amount.units > static_cast<double>(kLargestExactCount))
+    reject(kind, text, fmt::format("the amount must be at most {} (2^53 - 1)", kLargestExactCount));
   if (!(period_seconds * 1e6 >= 1.0) || period_seconds > 3653 * 86400.0)
     reject(kind, text, "the period must be from 1us to 10 years");
   return QuotaAmount{amount.units, std::chrono::nanoseconds(std::llround(period_seconds * 1e9)),

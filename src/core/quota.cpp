@@ -11,7 +11,6 @@ namespace {
 using std::chrono::nanoseconds;
 using Rep = nanoseconds::rep;
 
-constexpr std::int64_t kLargestLimit = std::int64_t{1} << 53;
 constexpr nanoseconds kShortestPeriod = std::chrono::microseconds(1);
 constexpr nanoseconds kLongestPeriod = std::chrono::hours(24 * 3653);
 
@@ -28,8 +27,8 @@ nanoseconds slot_start(std::int64_t slot, nanoseconds slot_length) {
 }  // namespace
 
 void validate(const QuotaParams& params) {
-  if (params.limit < 1 || params.limit > kLargestLimit)
-    throw std::invalid_argument("quota limit must be from 1 to 2^53, got " +
+  if (params.limit < 1 || params.limit > kLargestExactCount)
+    throw std::invalid_argument("quota limit must be from 1 to 2^53 - 1, got " +
                                 std::to_string(params.limit));
   if (params.period < kShortestPeriod || params.period > kLongestPeriod)
     throw std::invalid_argument("quota period must be from 1us to 10 years, got " +

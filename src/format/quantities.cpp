@@ -59,9 +59,9 @@ std::string plain_exponent(std::string text) {
 
 bool is_whole(double count) { return std::abs(count - std::round(count)) <= 1e-9 * count; }
 
-// `count` written with a prefix (or none) and read back the same: "1G", "10Mi", "1.5k", "250",
-// "123456789"; empty if no prefix writes it exactly in a few digits.
-std::string exact_count(double count) {
+// `count` written with a prefix (or none) and read back the same, within `relative_error`: "1G",
+// "10Mi", "1.5k", "250", "123456789"; empty if no prefix writes it so in a few digits.
+std::string exact_count(double count, double relative_error = 1e-9) {
   std::string best;
   const auto consider = [&](const Prefix& prefix) {
     const double scaled = count / prefix.factor;
@@ -72,7 +72,7 @@ std::string exact_count(double count) {
     double back = 0.0;
     std::from_chars(number.data(), number.data() + number.size(), back);
     const std::string text = number + std::string(prefix.symbol);
-    if (std::abs(back * prefix.factor - count) <= 1e-9 * count &&
+    if (std::abs(back * prefix.factor - count) <= relative_error * count &&
         (best.empty() || text.size() < best.size()))
       best = text;
   };
@@ -263,7 +263,8 @@ std::string measured_rate(double units_per_second, const Notation& notation) {
 
 std::string written_quota(const QuotaParams& quota, const Notation& notation) {
   const double units = shown_units(static_cast<double>(quota.limit), notation);
-  std::string amount = is_data(notation) ? exact_count(units) : std::string();
+  // A limit is counted to the unit: a prefix only where it reads back as the very same number.
+  std::string amount = is_data(notation) ? exact_count(units, 0.0) : std::string();
   if (amount.empty()) amount = fmt::format("{:.0f}", units);
   if (is_data(notation)) amount += data_symbol(notation);
   return fmt::format("{}/{}", amount, whole_period(quota.period));

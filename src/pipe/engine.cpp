@@ -468,9 +468,8 @@ Engine::Written Engine::write_due_give_back_rest() {
 }
 
 Result Engine::finish(Ending ending, int signal) {
-  // After a stop signal the store is not asked again: the process ends at once.
-  stopped_ = ending == Ending::stopped;
-  if (!stopped_) source_.finish();
+  // After a stop signal the store is not asked again for the run: the process ends at once.
+  if (ending != Ending::stopped) source_.finish();
   totals_.now = io_.now();
   if (on_progress_) on_progress_(totals_);
   Result result{ending, signal, totals_, rate_changes_};
@@ -479,7 +478,7 @@ Result Engine::finish(Ending ending, int signal) {
 }
 
 std::vector<stores::QuotaStatus> Engine::quota_status() {
-  if (options_.quotas.empty() || (stopped_ && !own_source_)) return {};
+  if (options_.quotas.empty()) return {};
   return source_.quota_status(io_.now());
 }
 

@@ -126,8 +126,8 @@ class Engine {
          ProgressCallback on_progress = {});
 
   Result run();
-  // The quotas of the bucket once run() has returned; none after a stop signal with a shared
-  // bucket, as the store is not asked again then.
+  // The quotas of the bucket once run() has returned, however it ended: a shared bucket's are
+  // asked of its store (--stats asks for them, after a stop signal too).
   std::vector<stores::QuotaStatus> quota_status();
 
  private:
@@ -218,7 +218,6 @@ class Engine {
   bool last_read_filled_ = false;  // the last read took all it asked for: more may be there now
   bool inside_record_ = false;     // the last byte written did not end a record
   bool stopping_ = false;  // a stop signal or a failure came: writing what is due, then done
-  bool stopped_ = false;   // run() ended at a stop signal
   bool failed_ = false;    // what goes out is not charged: the run failed
   // Bytes at the start of the unwritten data whose turn has come: the rest of the chunk being
   // written.

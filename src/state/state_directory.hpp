@@ -22,7 +22,9 @@ class StateDirectory;
 // A state file held open under flock; closing it (the destructor) releases the lock.
 class LockedFile {
  public:
-  std::string read() const;
+  // The file's bytes, at most `max_bytes` + 1 of them (a file longer than `max_bytes` is read as
+  // that many, for the caller to refuse).
+  std::string read(std::size_t max_bytes) const;
   // The file's name in its directory.
   const std::string& name() const { return name_; }
   // Replaces the file's content whole: written to a new file beside it, locked, then renamed

@@ -46,10 +46,9 @@ const char* getenv_or_empty(const char* name) {
 
 }  // namespace
 
-std::string LockedFile::read() const {
-  // A record is small and fixed-size; anything longer is corrupt, and reading one byte more than
-  // the largest record tells so.
-  std::string bytes(4096, '\0');
+std::string LockedFile::read(std::size_t max_bytes) const {
+  // One byte more than the largest record tells a longer file from a record.
+  std::string bytes(max_bytes + 1, '\0');
   const ssize_t count =
       io::retry_on_eintr([&] { return ::pread(fd_.get(), bytes.data(), bytes.size(), 0); });
   if (count < 0) io::throw_errno("read state file");

@@ -183,6 +183,7 @@ TEST_F(RedisStoreTest, ScriptMatchesTheCoreOnRandomSequences) {
       ASSERT_EQ(actual.key_timetable, expected.key_timetable) << where;
       ASSERT_EQ(actual.granted, expected.granted) << where;
       ASSERT_EQ(actual.wait.count(), expected.wait.count()) << where;
+      ASSERT_EQ(actual.held_by_quota, expected.held_by_quota) << where;
       const auto kept = redis.status_at(key, now_micros);
       ASSERT_TRUE(kept) << where;
       ASSERT_EQ(kept->schedule, core_schedule) << where;

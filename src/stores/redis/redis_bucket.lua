@@ -74,7 +74,8 @@
 --          status gives them), [14] kReplyReplacedTimetable and [15] kReplyReplacedQuotas (as
 --          `quotas` keeps them). A granted wait is followed in its text by the booking's span
 --          (BookingSpan of bucket_store.hpp): the next free moment it found and the one it
---          left, as integer Unix nanoseconds, blank-separated ("WAIT FROM UNTIL").
+--          left, as integer Unix nanoseconds, blank-separated ("WAIT FROM UNTIL"); a wait that
+--          a quota, not the rate, sets ends in " quota" ("WAIT quota", "WAIT FROM UNTIL quota").
 -- status:  returns nil without a bucket, {"unusable", why} (kUnusableFields) for a record that
 --          cannot be used, else kStatusFields: [1..7] kStatusParams (shape, rate, burst, warmup,
 --          cold, start_full, pay_first: kParamShape...kParamPayFirst from there), [8]
@@ -802,6 +803,8 @@ local function serve(argv)
     local wait = max(go_at - now, 0)
     -- decide(): granted iff the wait is within the timeout; a refusal changes nothing.
     local granted = 0
+    -- QuotaBucket::held_by_quota(): whether a quota, not the rate, sets the moment.
+    local held_by_quota = false
     -- The marks decide alone where the full states would decide the same; else the states are read.
     if quota_marks and not quota_marks_allow(quota_marks, permits, now + wait) then
       quota_states = quota_states_of(quota_marks.text, #quota_limits)
@@ -830,6 +833,7 @@ local function serve(argv)
                                     rate_go, now_s))
       end
       if go then wait = max(go - now, 0) else wait = 2 ^ 63 end
+      held_by_quota = not go or go > rate_go
       if go and wait <= max(timeout, 0) then
         granted = 1
         -- The rate's turn goes with the request, unless the rate is no limit, which has none.
@@ -863,6 +867,7 @@ local function serve(argv)
       end
       wait_text = wait_text .. " " .. mark_text(booked_from) .. " " .. mark_text(next_free)
     end
+    if held_by_quota then wait_text = wait_text .. " quota" end
     if replaced then
       reply = {granted, wait_text, 1, problem, timetable, params[2], replaced[1], replaced[2],
                replaced[3], replaced[4], replaced[5], replaced[6], replaced[7], replaced_timetable,

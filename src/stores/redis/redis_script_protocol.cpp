@@ -148,8 +148,12 @@ class ReplyReader {
             .pay_first = text(first + kParamPayFirst) == "1"};
   }
   // The wait of a reply, "WAIT" or, granted, "WAIT FROM UNTIL" (the booking's span follows in
-  // the same text, which the server makes at a fraction of the cost of more fields).
+  // the same text, which the server makes at a fraction of the cost of more fields), followed by
+  // " quota" when a quota set it.
   void read_wait(std::string_view text, Reservation& reservation) const {
+    constexpr std::string_view kHeldByQuota = " quota";
+    reservation.held_by_quota = text.ends_with(kHeldByQuota);
+    if (reservation.held_by_quota) text.remove_suffix(kHeldByQuota.size());
     const std::size_t first = text.find(' ');
     const auto wait = parse_number<std::int64_t>(text.substr(0, first));
     if (!wait) malformed("the wait is not a number");

@@ -49,7 +49,7 @@ inline constexpr std::size_t kArgNewEntryUntil = 5;
 // reserve's reply, when the key holds the request's rate and timetable and nothing was discarded:
 // the wait text alone if granted ("WAIT FROM UNTIL", the booking's span after the wait), else a
 // table of kAsRequestedFields; otherwise one of kKeptFields, or of kReplacedFields when the
-// request replaced the key's parameters.
+// request replaced the key's parameters. A wait that a quota set ends in " quota".
 inline constexpr std::size_t kReplyGranted = 1;  // integer 0 or 1
 inline constexpr std::size_t kReplyWait = 2;     // "WAIT", or granted "WAIT FROM UNTIL"
 inline constexpr std::size_t kAsRequestedFields = 2;

@@ -81,6 +81,10 @@ std::string unpadded(std::string_view field) {
 
 }  // namespace
 
+const std::size_t kMaxRecordBytes = kFixedRecordBytes + kMaxTimetableBytes + sizeof(std::uint32_t) +
+                                    kMaxRecordQuotas * kQuotaRecordBytes + sizeof(std::uint32_t) +
+                                    kMaxNotationBytes;
+
 std::string encode_record(const StateRecord& record) {
   std::string out(kMagic);
   append(out, kVersion);

@@ -1,6 +1,7 @@
 #pragma once
 
 #include <chrono>
+#include <cstddef>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -33,6 +34,10 @@ struct StateRecord {
 // before its numbers are used). A record of version 5 (before the notation) is read as one
 // without a notation, of version 4 (before quotas) as one without quotas either.
 std::string encode_record(const StateRecord& record);
+
+// The largest record decode_record() takes (the longest timetable, the most quotas, the longest
+// notation): a state file is read up to this size, so that every record written is read whole.
+extern const std::size_t kMaxRecordBytes;
 
 struct DecodedRecord {
   std::optional<StateRecord> record;

@@ -15,7 +15,7 @@ StateFileStore::StateFileStore(state::StateDirectory directory, Clock& clock, Ho
 
 DecodedRecord StateFileStore::load(const state::LockedFile& file,
                                    std::chrono::nanoseconds now) const {
-  const std::string bytes = file.read();
+  const std::string bytes = file.read(kMaxRecordBytes);
   if (bytes.empty()) return {.record = {}, .problem = {}};
   DecodedRecord decoded = decode_record(bytes, now);
   if (!decoded.record) return decoded;

@@ -110,13 +110,23 @@ TEST(WrittenRate, ReadBackAsTheSameRate) {
   EXPECT_EQ(parse_rate(format::written_rate(1e6, bits)).units_per_second, 1e6);
 }
 
+// Every store counts exactly up to 2^53 - 1 (Redis in doubles): a quota beyond is refused.
+TEST(Quota, TheAmountIsAtMostTheLargestExactCount) {
+  EXPECT_EQ(parse_quota("9007199254740991/h").units, 9007199254740991.0);
+  EXPECT_EQ(error_of(parse_quota, "9007199254740992/h"),
+            "invalid quota '9007199254740992/h': the amount must be at most 9007199254740991 "
+            "(2^53 - 1)");
+  EXPECT_EQ(error_of(parse_quota, "9100T/d"),
+            "invalid quota '9100T/d': the amount must be at most 9007199254740991 (2^53 - 1)");
+}
+
 TEST(WrittenQuota, ReadBackAsTheSameQuota) {
   const format::Notation kinds[] = {{},
                                     {.counted = format::Counted::bytes},
                                     {.counted = format::Counted::bytes, .binary_prefix = true},
                                     {.counted = format::Counted::bytes, .bits = true}};
   for (const std::int64_t limit : {std::int64_t{1}, std::int64_t{1000}, std::int64_t{1536},
-                                   std::int64_t{123456789}, std::int64_t{1} << 53}) {
+                                   std::int64_t{123456789}, kLargestExactCount}) {
     for (const std::chrono::nanoseconds period : std::initializer_list<std::chrono::nanoseconds>{
              1us, 1500ns, 500ms, 90s, 10min, 2h, 24h, 3653 * 24h}) {
       for (const format::Notation& notation : kinds) {

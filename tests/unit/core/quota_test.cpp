@@ -111,8 +111,7 @@ TEST(Quota, SlotsAreWholeMicrosecondsCoveringThePeriod) {
 
 TEST(Quota, BadParametersNameTheValue) {
   EXPECT_THROW(Quota({.limit = 0, .period = 1s}, 0s), std::invalid_argument);
-  EXPECT_THROW(Quota({.limit = (std::int64_t{1} << 53) + 1, .period = 1s}, 0s),
-               std::invalid_argument);
+  EXPECT_THROW(Quota({.limit = kLargestExactCount + 1, .period = 1s}, 0s), std::invalid_argument);
   EXPECT_THROW(Quota({.limit = 1, .period = 999ns}, 0s), std::invalid_argument);
   try {
     Quota({.limit = -5, .period = 1s}, 0s);

@@ -121,6 +121,18 @@ TEST(RedisScriptProtocol, ReplyOfAKeyAsRequested) {
       decode_reservation(table({integer(0), text("700")}), request, kServer).reservation;
   EXPECT_FALSE(refused.granted);
   EXPECT_EQ(refused.wait, 700ns);
+  EXPECT_FALSE(granted.held_by_quota);
+  EXPECT_FALSE(refused.held_by_quota);
+  // A wait that a quota set says so.
+  const Reservation held = decode_reservation(text("5 10 20 quota"), request, kServer).reservation;
+  EXPECT_TRUE(held.held_by_quota);
+  EXPECT_EQ(held.wait, 5ns);
+  EXPECT_EQ(held.booked, (BookingSpan{.from = 10, .until = 20}));
+  const Reservation held_refused =
+      decode_reservation(table({integer(0), text("700 quota")}), request, kServer).reservation;
+  EXPECT_TRUE(held_refused.held_by_quota);
+  EXPECT_FALSE(held_refused.granted);
+  EXPECT_EQ(held_refused.wait, 700ns);
 }
 
 TEST(RedisScriptProtocol, ReplyOfAKeyThatKeptOrReplacedItsParameters) {
@@ -196,6 +208,7 @@ TEST(RedisScriptProtocol, MalformedRepliesAreOneLineAndExit69) {
   EXPECT_EQ(reserve(text("soon")), (Result{69, prefix + "reserve: the wait is not a number\n"}));
   EXPECT_EQ(reserve(text("5")), (Result{69, prefix + "reserve: a grant without its span\n"}));
   EXPECT_EQ(reserve(text("5 1")), (Result{69, prefix + "reserve: the span is not two numbers\n"}));
+  EXPECT_EQ(reserve(text("5 quota")), (Result{69, prefix + "reserve: a grant without its span\n"}));
   EXPECT_EQ(reserve(table({integer(0), text("5 1 2")})),
             (Result{69, prefix + "reserve: a refusal with a span\n"}));
   EXPECT_EQ(reserve(table({integer(2), text("5")})),

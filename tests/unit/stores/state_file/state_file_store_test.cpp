@@ -1,5 +1,6 @@
 #include "stores/state_file/state_file_store.hpp"
 
+#include <fmt/core.h>
 #include <gtest/gtest.h>
 #include <sys/stat.h>
 
@@ -242,6 +243,37 @@ TEST_F(StateFileStoreTest, CorruptRecordIsAFreshBucket) {
   EXPECT_EQ(store.reserve(request(bursty(1)), waiter_).wait, 1s);
 }
 
+// Any record the store writes, it reads whole: every number of quotas up to the most a record
+// keeps, timetables and notations up to their longest.
+TEST_F(StateFileStoreTest, EveryRecordItWritesItReads) {
+  auto store = process();
+  for (const std::size_t quota_count : {0, 1, 8, 9, 64})
+    for (const std::size_t timetable_bytes : {std::size_t{0}, std::size_t{1}, kMaxTimetableBytes})
+      for (const std::size_t notation_bytes : {0, 64}) {
+        PermitRequest largest = request(bursty(1e6));
+        for (std::size_t i = 0; i < quota_count; ++i)
+          largest.quotas.push_back(
+              {.limit = std::int64_t{1} << 52, .period = std::chrono::hours(1 + i)});
+        largest.schedule = {.timetable = std::string(timetable_bytes, ';'), .entry_until = 1};
+        largest.notation = std::string(notation_bytes, 'n');
+        store.reset("api");
+        ASSERT_TRUE(store.reserve(largest, waiter_).granted);
+        largest.permits = 3;
+        ASSERT_TRUE(store.reserve(largest, waiter_).granted);
+        const std::vector<BucketStatus> status = store.status("api");
+        const std::string where = fmt::format("{} quotas, timetable of {} bytes, notation of {}",
+                                              quota_count, timetable_bytes, notation_bytes);
+        ASSERT_EQ(status.size(), 1u) << where;
+        EXPECT_EQ(status[0].problem, "") << where;
+        ASSERT_EQ(status[0].quotas.size(), quota_count) << where;
+        for (const QuotaStatus& quota : status[0].quotas) EXPECT_EQ(quota.used, 4) << where;
+        EXPECT_EQ(status[0].schedule, largest.schedule) << where;
+        EXPECT_EQ(status[0].notation, largest.notation) << where;
+      }
+  EXPECT_EQ(read_file("api.bucket").size(), kMaxRecordBytes);
+  EXPECT_TRUE(notes_.empty()) << notes_.front();
+}
+
 TEST_F(StateFileStoreTest, TruncatedAndGarbageRecordsAreFreshBuckets) {
   auto store = process();
   store.reserve(request(bursty(1)), waiter_);
@@ -249,7 +281,13 @@ TEST_F(StateFileStoreTest, TruncatedAndGarbageRecordsAreFreshBuckets) {
   EXPECT_EQ(store.reserve(request(bursty(1)), waiter_).wait, 0ns);
   write_file("api.bucket", std::string(5000, 'x'));
   EXPECT_EQ(store.reserve(request(bursty(1)), waiter_).wait, 0ns);
-  EXPECT_EQ(notes_.size(), 2u);
+  // Longer than any record: the rest is not read.
+  write_file("api.bucket", read_file("api.bucket") + std::string(kMaxRecordBytes, '\0'));
+  EXPECT_EQ(store.reserve(request(bursty(1)), waiter_).wait, 0ns);
+  ASSERT_EQ(notes_.size(), 3u);
+  EXPECT_EQ(notes_.back(),
+            fmt::format("key 'api': record of {} bytes, expected {}; starting a fresh bucket",
+                        kMaxRecordBytes + 1, read_file("api.bucket").size()));
 }
 
 TEST_F(StateFileStoreTest, ARecordBeyondItsParametersIsAFreshBucket) {
