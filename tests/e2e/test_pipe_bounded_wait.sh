@@ -55,11 +55,22 @@ grep -q '"ending":"quota_spent"' "$WORK/stderr" || fail "--stats=json: $(cat "$W
 expect_error "ratelimit: --stop-at-quota needs a --quota, or a --key whose users give one" \
   "$RATELIMIT" -l --rate 1k --stop-at-quota lines
 
-# A key's quota spent by an earlier run: the next run writes nothing and stops. On the state file
-# only: the Redis store does not say yet that a quota, not the rate, set a turn
-# (Reservation::held_by_quota), so a keyed pipe in Redis waits for the window (man page).
-expect_status 75 "$RATELIMIT" -l --rate 1k --quota 3/d --key nightly --stop-at-quota lines -o out
-expect_quota_stop "3 lines"
-expect_status 75 "$RATELIMIT" -l --rate 1k --quota 3/d --key nightly --stop-at-quota lines -o out
-expect_quota_stop "0 lines"
-[ ! -s out ] || fail "a spent key's quota let through: $(cat out)"
+# A key's quota spent by an earlier run: the next run writes nothing and stops, on the state file
+# and in Redis (through the host agent and without).
+source "$(dirname "${BASH_SOURCE[0]}")/redis_server.sh"
+use_agents
+start_redis main
+for variant in state_file redis redis_no_agent; do
+  store="--state-dir $WORK/state"
+  [ "$variant" = state_file ] || store="--redis unix://$WORK/main/sock"
+  if [ "$variant" = redis_no_agent ]; then export RATELIMIT_NO_AGENT=1; else unset RATELIMIT_NO_AGENT; fi
+  # shellcheck disable=SC2086 # the store's options, split
+  expect_status 75 "$RATELIMIT" -l --rate 1k --quota 3/d --key "nightly-$variant" $store \
+    --stop-at-quota lines -o out
+  expect_quota_stop "3 lines"
+  # shellcheck disable=SC2086
+  expect_status 75 "$RATELIMIT" -l --rate 1k --quota 3/d --key "nightly-$variant" $store \
+    --stop-at-quota lines -o out
+  expect_quota_stop "0 lines"
+  [ ! -s out ] || fail "a spent key's quota let through ($variant): $(cat out)"
+done
