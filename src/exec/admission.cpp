@@ -42,17 +42,18 @@ Admission admit(stores::BucketStore& store, exec::InflightSlots* slots, io::Wait
   if (reservation.signal != 0)
     return not_admitted(AdmissionResult::interrupted, reservation.signal);
   // Told it follows the key's settings, the caller says so whatever comes of the request.
-  if (!reservation.granted)
-    return not_admitted(AdmissionResult::refused, 0, reservation.followed);
+  std::optional<stores::KeySettings> followed;
+  if (reservation.tell_followed) followed = reservation.followed;
+  if (!reservation.granted) return not_admitted(AdmissionResult::refused, 0, followed);
   const nanoseconds granted_by = deadline_after(waiter.now(), reservation.wait);
   if (const int signal = waiter.wait_until(granted_by))
-    return not_admitted(AdmissionResult::interrupted, signal, reservation.followed);
+    return not_admitted(AdmissionResult::interrupted, signal, followed);
   return Admission{.result = AdmissionResult::admitted,
                    .signal = 0,
                    .slot = std::move(slot),
                    .granted_from = deadline_after(asked_at, reservation.wait),
                    .granted_by = granted_by,
-                   .followed = reservation.followed};
+                   .followed = followed};
 }
 
 }  // namespace ratelimit::exec

@@ -94,7 +94,15 @@ std::optional<nanoseconds> SharedPermitSource::book(std::int64_t units) {
     tail_ = reservation.booked;
     tail_units_ = units;
   }
-  if (reservation.followed && on_followed_) on_followed_(*reservation.followed);
+  if (reservation.followed) {
+    if (reservation.tell_followed && on_followed_) on_followed_(*reservation.followed);
+    // The key's settings from now on, so that the next bookings are the key's own requests. Its
+    // rate and timetable are taken up below.
+    const double rate = request_.params.permits_per_second;
+    request_.params = reservation.followed->params;
+    request_.params.permits_per_second = rate;
+    request_.quotas = reservation.followed->quotas;
+  }
   // Only a new key takes the notation: the first booking made it, or found it.
   request_.notation.clear();
   if (reservation.key_permits_per_second != request_.params.permits_per_second) {

@@ -169,10 +169,8 @@ void notice_followed(Reservation& reservation, const PermitRequest& request,
     settings += fmt::format("/{}:{}", quota.limit, quota.period.count());
   // Never 0, which stands for none told.
   const std::uint64_t fingerprint = format::fnv1a<std::uint64_t>(settings) | 1U;
-  if (fingerprint == noticed) {
-    reservation.followed.reset();
-    return;
-  }
+  if (fingerprint == noticed) return;
+  reservation.tell_followed = true;
   noticed = fingerprint;
 }
 

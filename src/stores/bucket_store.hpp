@@ -118,10 +118,12 @@ struct Reservation {
   std::optional<BucketParams> replaced_params;
   std::string replaced_timetable{};
   std::vector<QuotaParams> replaced_quotas{};
-  // The key's settings, which this request (apply_params false) followed though its own differ:
-  // given only to the first such request since the key's settings changed or since a request
-  // with other settings was told (notice_followed()), so that a loop is told once.
+  // The key's settings, which this request (apply_params false) followed though its own differ.
   std::optional<KeySettings> followed{};
+  // Whether its caller says so: only the first request with its settings since the key's
+  // settings changed or since a request with other settings was told (notice_followed()), so that
+  // a loop is told once.
+  bool tell_followed = false;
   // The key's timetable and rate after the request: a user that keeps the key's parameters
   // follows them.
   std::string key_timetable{};
@@ -223,9 +225,9 @@ std::vector<QuotaParams> params_of(const std::vector<Quota>& quotas);
 
 // What a key records of the request last told that it follows the key's settings (a fingerprint
 // of the request's settings; 0: none told since the key's settings were last set), and the
-// rate limit of those notices: keeps `reservation.followed` only for a request whose settings
-// are not the ones last told, and records them. Every store but Redis (whose script does the
-// same) calls it after decide(); a change of the key's settings sets `noticed` to 0.
+// rate limit of those notices: tells (tell_followed) a request that followed the key only if its
+// settings are not the ones last told, and records them. Every store but Redis (whose script
+// does the same) calls it after decide(); a change of the key's settings sets `noticed` to 0.
 void notice_followed(Reservation& reservation, const PermitRequest& request,
                      std::uint64_t& noticed);
 

@@ -45,7 +45,7 @@ GoldenAnswer answer(const stores::Reservation& reservation) {
           .wait = reservation.wait,
           .replaced = reservation.replaced_params.has_value(),
           .key_timetable = reservation.key_timetable,
-          .followed = reservation.followed.has_value(),
+          .followed = reservation.tell_followed,
           .booked = reservation.booked};
 }
 

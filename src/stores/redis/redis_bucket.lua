@@ -73,8 +73,9 @@
 --          the call); when replaced (kReplyReplaced 1), kReplacedFields: then [7..13]
 --          kReplyReplacedParams (as status gives them), [14] kReplyReplacedTimetable and [15]
 --          kReplyReplacedQuotas (as `quotas` keeps them); when reserve_keeping's caller asked for
---          other settings than the key's and is to be told that it follows them (kReplyReplaced
---          2: kReplyFollowed), the same fields hold the key's settings after the call. A granted wait is followed in its text by the booking's span
+--          other settings than the key's, which it follows (kReplyReplaced 2, kReplyFollowedTold,
+--          when it is to say so; else 3, kReplyFollowed), the same fields hold the key's settings
+--          after the call. A granted wait is followed in its text by the booking's span
 --          (BookingSpan of bucket_store.hpp): the next free moment it found and the one it
 --          left, as integer Unix nanoseconds, blank-separated ("WAIT FROM UNTIL").
 -- status:  returns nil without a bucket, {"unusable", why} (kUnusableFields) for a record that
@@ -732,7 +733,7 @@ local function serve(argv)
   -- Whether the caller, which keeps the key's parameters and asked for other settings, is told
   -- that it follows them (the first such caller since the key's settings changed or another's
   -- were told: notice_followed() of bucket_store.cpp).
-  local followed = false
+  local followed, tell_followed = false, false
   -- The quotas' counts and their sums to write ("" for none), when the call changed them.
   local quota_counts, quota_sums
   -- replaced_quotas(): the caller's quotas (wanted_quotas) become the key's; a new quota keeps the
@@ -776,8 +777,9 @@ local function serve(argv)
           if wanted[i] ~= params[i] and not (i == 2 and timetable ~= "") then differs = true end
         end
         if differs then
+          followed = true
           local told = joined_texts(wanted, wanted_quota_specs, "0", wanted_timetable)
-          if saved_noticed ~= told then followed, noticed = true, told end
+          if saved_noticed ~= told then tell_followed, noticed = true, told end
         end
       end
       if not held then
@@ -921,7 +923,8 @@ local function serve(argv)
                replaced[3], replaced[4], replaced[5], replaced[6], replaced[7], replaced_timetable,
                saved_quota_specs}
     elseif followed then
-      reply = {granted, wait_text, 2, problem, timetable, params[2], params[1], params[2],
+      reply = {granted, wait_text, tell_followed and 2 or 3, problem, timetable, params[2],
+               params[1], params[2],
                params[3], params[4], params[5], params[6], params[7], timetable, quota_specs}
     elseif common or (problem == "" and timetable == wanted_timetable and params[2] == rate) then
       if granted == 1 then reply = wait_text else reply = {0, wait_text} end

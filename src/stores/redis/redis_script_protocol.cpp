@@ -269,8 +269,8 @@ DecodedReservation decode_reservation(const RedisValue& reply, const PermitReque
   if (count == kAsRequestedFields) return decoded;
   const bool settings_follow = count == kReplacedFields;
   const std::int64_t replaced = read.integer(kReplyReplaced);
-  if (replaced != 0 && replaced != 1 && replaced != kReplyFollowed)
-    read.malformed(fmt::format("field {} is not 0, 1 or {}", kReplyReplaced, kReplyFollowed));
+  if (replaced < 0 || replaced > kReplyFollowed)
+    read.malformed(fmt::format("field {} is not 0 to {}", kReplyReplaced, kReplyFollowed));
   if ((replaced != 0) != settings_follow)
     read.malformed(fmt::format("field {} disagrees with {} fields", kReplyReplaced, count));
   decoded.problem = read.text(kReplyProblem);
@@ -283,8 +283,9 @@ DecodedReservation decode_reservation(const RedisValue& reply, const PermitReque
     const std::string& timetable = read.text(kReplyReplacedTimetable);
     const auto quotas = parsed_quota_specs(read.text(kReplyReplacedQuotas));
     if (!quotas) read.malformed(fmt::format("field {} is no quotas", kReplyReplacedQuotas));
-    if (replaced == kReplyFollowed) {
+    if (replaced == kReplyFollowedTold || replaced == kReplyFollowed) {
       reservation.followed = KeySettings{.params = params, .timetable = timetable, .quotas = *quotas};
+      reservation.tell_followed = replaced == kReplyFollowedTold;
     } else {
       reservation.replaced_params = params;
       reservation.replaced_timetable = timetable;

@@ -55,10 +55,12 @@ inline constexpr std::size_t kArgNewSettings = 6;  // optional, as kArgTexts
 inline constexpr std::size_t kReplyGranted = 1;  // integer 0 or 1
 inline constexpr std::size_t kReplyWait = 2;     // "WAIT", or granted "WAIT FROM UNTIL"
 inline constexpr std::size_t kAsRequestedFields = 2;
-// Integer 0, 1 (the request replaced the key's parameters) or kReplyFollowed (the request, which
-// keeps them, asked for other settings and is told that it follows the key's).
+// Integer 0, 1 (the request replaced the key's parameters), kReplyFollowedTold or kReplyFollowed
+// (the request, which keeps them, asked for other settings and follows the key's; told: its
+// caller says so).
 inline constexpr std::size_t kReplyReplaced = 3;
-inline constexpr std::int64_t kReplyFollowed = 2;
+inline constexpr std::int64_t kReplyFollowedTold = 2;
+inline constexpr std::int64_t kReplyFollowed = 3;
 inline constexpr std::size_t kReplyProblem = 4;       // why the record was discarded, "" if not
 inline constexpr std::size_t kReplyKeyTimetable = 5;  // after the call
 inline constexpr std::size_t kReplyKeyRate = 6;       // after the call
