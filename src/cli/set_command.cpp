@@ -28,6 +28,15 @@ struct SetOptions {
   KeyChangeOptions change;  // a pipe's: only the rate
 };
 
+// How `set --key` shows a key's rates: as its --rate was written, in bytes when it says so (a key
+// of pipes in byte mode), else in permits.
+format::Notation key_notation(const BucketOptions& options) {
+  if (!options.rate) return format::Notation{.counted = format::Counted::permits};
+  const RateValue& rate = options.rate->value;
+  const bool in_bytes = !rate.timetable && rate.rate.unit != DataUnit::unspecified;
+  return notation_of(rate, in_bytes ? format::Counted::bytes : format::Counted::permits);
+}
+
 // Whether `options` change more of a key than its rate (or timetable).
 bool changes_more_than_rate(const KeyChangeOptions& options) {
   const BucketOptions& bucket = options.bucket;
@@ -42,10 +51,7 @@ int set_key_settings(const SetOptions& options, stores::BucketStore& store,
                      const std::optional<stores::BucketStatus>& key) {
   // A key may count bytes (its pipes') or permits: amounts in bytes are taken as written.
   const KeyChange change = changed_key(options.change, key, format::Counted::bytes);
-  const BucketOptions& bucket = options.change.bucket;
-  const format::Notation notation =
-      bucket.rate ? notation_of(bucket.rate->value, format::Counted::permits)
-                  : format::Notation{.counted = format::Counted::permits};
+  const format::Notation notation = key_notation(options.change.bucket);
   stores::set_key_rate_by_hand(store, {.key = options.key,
                                        .permits_per_second = change.settings.params.permits_per_second,
                                        .schedule = change.schedule,
@@ -73,11 +79,7 @@ int set_key_rate(const SetOptions& options) {
                                             .permits_per_second = bucket.params.permits_per_second,
                                             .schedule = bucket.key_schedule});
   if (!before) throw no_bucket(options.key, options.store);
-  // Bytes when the rate says so (a key of pipes in byte mode), else permits.
-  const RateValue& rate = options.change.bucket.rate->value;
-  const bool in_bytes = !rate.timetable && rate.rate.unit != DataUnit::unspecified;
-  const format::Notation notation =
-      notation_of(rate, in_bytes ? format::Counted::bytes : format::Counted::permits);
+  const format::Notation notation = key_notation(options.change.bucket);
   const std::string now_text =
       bucket.timetable
           ? std::string("follows the timetable")
