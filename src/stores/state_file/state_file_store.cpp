@@ -61,7 +61,7 @@ StateFileStore::KeyLimits StateFileStore::load_bucket(const state::LockedFile& f
 
 void StateFileStore::save(state::LockedFile& file, const TokenBucket& bucket,
                           const KeySchedule& schedule, const std::vector<Quota>& quotas,
-                          const std::string& notation) const {
+                          const std::string& notation, std::uint64_t noticed) const {
   file.replace(encode_record({.params = bucket.params(),
                               .state = bucket.state(),
                               .schedule = schedule,

@@ -507,7 +507,8 @@ TEST_F(StateFileStoreTest, SetSticksUnderARunningLoop) {
 TEST_F(StateFileStoreTest, SetSettingsChangeQuotasOrMakeTheKey) {
   StateFileStore store = process();
   const KeySettings made{.params = bursty(3), .timetable = {}, .quotas = {{.limit = 2, .period = 1h}}};
-  ASSERT_TRUE(store.set_rate({.key = "api", .permits_per_second = 3, .settings = made}));
+  const RateChange making{.key = "api", .permits_per_second = 3, .schedule = {}, .settings = made};
+  ASSERT_TRUE(store.set_rate(making));
   std::vector<BucketStatus> status = store.status("api");
   ASSERT_EQ(status.size(), 1u);
   EXPECT_EQ(status.front().params, made.params);
@@ -518,7 +519,9 @@ TEST_F(StateFileStoreTest, SetSettingsChangeQuotasOrMakeTheKey) {
   KeySettings without_quota = made;
   without_quota.params.max_burst_seconds = 2;
   without_quota.quotas.clear();
-  ASSERT_TRUE(store.set_rate({.key = "api", .permits_per_second = 3, .settings = without_quota}));
+  const RateChange removing{
+      .key = "api", .permits_per_second = 3, .schedule = {}, .settings = without_quota};
+  ASSERT_TRUE(store.set_rate(removing));
   status = store.status("api");
   ASSERT_EQ(status.size(), 1u);
   EXPECT_EQ(status.front().params.max_burst_seconds, 2);
