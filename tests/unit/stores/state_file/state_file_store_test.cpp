@@ -507,8 +507,11 @@ TEST_F(StateFileStoreTest, SetSticksUnderARunningLoop) {
 TEST_F(StateFileStoreTest, SetSettingsChangeQuotasOrMakeTheKey) {
   StateFileStore store = process();
   const KeySettings made{.params = bursty(3), .timetable = {}, .quotas = {{.limit = 2, .period = 1h}}};
-  const RateChange making{.key = "api", .permits_per_second = 3, .schedule = {}, .settings = made};
-  ASSERT_TRUE(store.set_rate(making));
+  RateChange change;
+  change.key = "api";
+  change.permits_per_second = 3;
+  change.settings = made;
+  ASSERT_TRUE(store.set_rate(change));
   std::vector<BucketStatus> status = store.status("api");
   ASSERT_EQ(status.size(), 1u);
   EXPECT_EQ(status.front().params, made.params);
@@ -519,9 +522,8 @@ TEST_F(StateFileStoreTest, SetSettingsChangeQuotasOrMakeTheKey) {
   KeySettings without_quota = made;
   without_quota.params.max_burst_seconds = 2;
   without_quota.quotas.clear();
-  const RateChange removing{
-      .key = "api", .permits_per_second = 3, .schedule = {}, .settings = without_quota};
-  ASSERT_TRUE(store.set_rate(removing));
+  change.settings = without_quota;
+  ASSERT_TRUE(store.set_rate(change));
   status = store.status("api");
   ASSERT_EQ(status.size(), 1u);
   EXPECT_EQ(status.front().params.max_burst_seconds, 2);
