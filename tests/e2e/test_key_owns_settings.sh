@@ -32,10 +32,10 @@ key_owns_settings() {
     "$RATELIMIT" acquire "$@" --key flip --rate 500/s 2>>"$WORK/flip.err"
   done
   [ "$(wc -l <"$WORK/flip.err")" -eq 1 ] || fail "30 calls printed: $(cat "$WORK/flip.err")"
-  grep -qx "ratelimit: key 'flip' has rate 1000/s, burst 1s: this call follows it, not its own rate 500/s, burst 1s (to make them the key's: ratelimit set --key flip --rate 500/s)" \
+  grep -qx "ratelimit: key 'flip' has rate 1k/s, burst 1s: this call follows it, not its own rate 500/s, burst 1s (to make them the key's: ratelimit set --key flip --rate 500/s)" \
     "$WORK/flip.err" || fail "the notice: $(cat "$WORK/flip.err")"
   rm "$WORK/flip.err"
-  grep -Eq "^flip +1000/s " <<<"$("$RATELIMIT" status "$@" --key flip)" ||
+  grep -Eq "^flip +1k/s " <<<"$("$RATELIMIT" status "$@" --key flip)" ||
     fail "the key flipped: $("$RATELIMIT" status "$@" --key flip)"
 
   # set --key sticks under a running loop at 100/s: the loop follows 2/s from its next call on,
