@@ -130,6 +130,8 @@ std::string describe_settings(const stores::KeySettings& settings,
           : fmt::format("{}, burst {}", rate,
                         format::written_burst(params.max_burst_seconds, params.permits_per_second,
                                               notation));
+  if (params.start_full) described += ", start-full";
+  if (params.pay_first) described += ", pay-first";
   for (const QuotaParams& quota : quotas)
     described += ", quota " + format::written_quota(quota, notation);
   return described;
