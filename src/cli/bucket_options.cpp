@@ -228,8 +228,9 @@ ParsedBucket bucket_of(const BucketOptions& options, format::Counted counted,
   return parsed;
 }
 
-KeyChange changed_key(const KeyChangeOptions& options, const std::optional<stores::BucketStatus>& key,
-                      format::Counted counted, std::chrono::system_clock::time_point now) {
+KeyChange changed_key(const KeyChangeOptions& options,
+                      const std::optional<stores::BucketStatus>& key, format::Counted counted,
+                      std::chrono::system_clock::time_point now) {
   const BucketOptions& given = options.bucket;
   KeyChange change;
   stores::KeySettings& settings = change.settings;
@@ -276,9 +277,8 @@ KeyChange changed_key(const KeyChangeOptions& options, const std::optional<store
   if (key) {
     for (const Written<QuotaAmount>& written_quota : given.quotas) {
       const QuotaParams quota = quota_of(written_quota, counted);
-      const auto same_period = std::find_if(quotas.begin(), quotas.end(), [&](auto& kept) {
-        return kept.period == quota.period;
-      });
+      const auto same_period = std::find_if(
+          quotas.begin(), quotas.end(), [&](auto& kept) { return kept.period == quota.period; });
       if (same_period != quotas.end())
         *same_period = quota;
       else

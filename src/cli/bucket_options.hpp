@@ -94,8 +94,8 @@ struct KeyChange {
   stores::KeySettings settings;
   stores::KeySchedule schedule;
 };
-KeyChange changed_key(const KeyChangeOptions& options, const std::optional<stores::BucketStatus>& key,
-                      format::Counted counted,
+KeyChange changed_key(const KeyChangeOptions& options,
+                      const std::optional<stores::BucketStatus>& key, format::Counted counted,
                       std::chrono::system_clock::time_point now = std::chrono::system_clock::now());
 
 }  // namespace ratelimit::cli

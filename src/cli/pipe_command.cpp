@@ -270,8 +270,7 @@ int run_pipe(const PipeOptions& options) {
   const std::unique_ptr<stores::BucketStore> store =
       options.key.empty() ? nullptr : stores::open_store(options.store.stores);
   const ParsedBucket bucket =
-      store ? bucket_or_key(options.bucket, options.key, options.store, *store,
-                            pipe::counted(unit))
+      store ? bucket_or_key(options.bucket, options.key, options.store, *store, pipe::counted(unit))
             : bucket_of(options.bucket, pipe::counted(unit));
   const io::LocalTimeZone local_time;
   // Always: `ratelimit set` may send a timetable to a pipe started with one rate.

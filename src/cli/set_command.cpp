@@ -52,14 +52,14 @@ int set_key_settings(const SetOptions& options, stores::BucketStore& store,
   // A key may count bytes (its pipes') or permits: amounts in bytes are taken as written.
   const KeyChange change = changed_key(options.change, key, format::Counted::bytes);
   const format::Notation notation = key_notation(options.change.bucket);
-  stores::set_key_rate_by_hand(store, {.key = options.key,
-                                       .permits_per_second = change.settings.params.permits_per_second,
-                                       .schedule = change.schedule,
-                                       .settings = change.settings});
+  stores::set_key_rate_by_hand(store,
+                               {.key = options.key,
+                                .permits_per_second = change.settings.params.permits_per_second,
+                                .schedule = change.schedule,
+                                .settings = change.settings});
   fmt::print(stderr, "ratelimit: key '{}' now has {}{}\n", format::escaped_bytes(options.key),
              describe_settings(change.settings, notation),
-             key ? fmt::format(" (was {})",
-                               describe_settings(settings_of(*key), notation))
+             key ? fmt::format(" (was {})", describe_settings(settings_of(*key), notation))
                  : std::string(" (a new key)"));
   return exit_ok;
 }

@@ -55,10 +55,9 @@ void add_options_of_stores(CLI::App& app, StoreOptions& options, bool for_permit
 // A quota's period as --no-quota takes it: "1h", "1d", "10m", "30s", "500ms".
 std::string period_text(std::chrono::nanoseconds period) {
   using namespace std::chrono;
-  for (const auto& [unit, suffix] : {std::pair{nanoseconds(days(1)), "d"},
-                                     std::pair{nanoseconds(hours(1)), "h"},
-                                     std::pair{nanoseconds(minutes(1)), "m"},
-                                     std::pair{nanoseconds(seconds(1)), "s"}})
+  for (const auto& [unit, suffix] :
+       {std::pair{nanoseconds(days(1)), "d"}, std::pair{nanoseconds(hours(1)), "h"},
+        std::pair{nanoseconds(minutes(1)), "m"}, std::pair{nanoseconds(seconds(1)), "s"}})
     if (period % unit == nanoseconds::zero()) return fmt::format("{}{}", period / unit, suffix);
   return fmt::format("{}ms", duration_cast<milliseconds>(period).count());
 }
@@ -73,8 +72,8 @@ std::string shell_word(const std::string& text) {
 
 // The options of `ratelimit set --key` that make the settings `own` (as `written` gives them) the
 // key's instead of `key_settings`: " --rate 4/s --quota 3/h"; empty if none can.
-std::string set_options_for(const stores::KeySettings& key_settings,
-                            const stores::KeySettings& own, const BucketOptions& written) {
+std::string set_options_for(const stores::KeySettings& key_settings, const stores::KeySettings& own,
+                            const BucketOptions& written) {
   std::string options;
   if (written.rate) {
     const BucketParams& mine = own.params;
@@ -88,9 +87,10 @@ std::string set_options_for(const stores::KeySettings& key_settings,
     if (mine.shape == BucketShape::warming_up &&
         (keys.shape != BucketShape::warming_up || mine.warmup != keys.warmup ||
          mine.cold_factor != keys.cold_factor))
-      options += fmt::format(" --warmup {}ms --cold-factor {:g}",
-                             std::chrono::duration_cast<std::chrono::milliseconds>(mine.warmup).count(),
-                             mine.cold_factor);
+      options +=
+          fmt::format(" --warmup {}ms --cold-factor {:g}",
+                      std::chrono::duration_cast<std::chrono::milliseconds>(mine.warmup).count(),
+                      mine.cold_factor);
     if (mine.start_full && !keys.start_full) options += " --start-full";
     if (mine.pay_first && !keys.pay_first) options += " --pay-first";
   }
@@ -148,8 +148,7 @@ ParsedBucket bucket_or_key(const BucketOptions& options, const std::string& key,
     throw UsageError(fmt::format(
         "no --rate, and key '{}' has no bucket in {} to follow: give --rate (e.g. --rate 2/s), "
         "or make the key first (ratelimit set --key {} --rate 2/s)",
-        format::escaped_bytes(key), stores::describe_store(store_options.stores),
-        shell_word(key)));
+        format::escaped_bytes(key), stores::describe_store(store_options.stores), shell_word(key)));
   const stores::BucketStatus& status = found.front();
   ParsedBucket followed;
   followed.params = status.params;
@@ -157,8 +156,8 @@ ParsedBucket bucket_or_key(const BucketOptions& options, const std::string& key,
   if (!status.schedule.timetable.empty())
     followed.timetable = schedule::parse_timetable_text(status.schedule.timetable);
   for (const stores::QuotaStatus& quota : status.quotas) followed.quotas.push_back(quota.params);
-  followed.notation = format::notation_of_text(status.notation)
-                          .value_or(format::Notation{.counted = counted});
+  followed.notation =
+      format::notation_of_text(status.notation).value_or(format::Notation{.counted = counted});
   return followed;
 }
 

@@ -179,9 +179,8 @@ Reservation decide(TokenBucket& bucket, KeySchedule& schedule, std::vector<Quota
   Reservation reservation;
   if (!request.apply_params &&
       differs_from_key(request, bucket.params(), schedule, params_of(quotas)))
-    reservation.followed =
-        KeySettings{.params = bucket.params(), .timetable = schedule.timetable,
-                    .quotas = params_of(quotas)};
+    reservation.followed = KeySettings{
+        .params = bucket.params(), .timetable = schedule.timetable, .quotas = params_of(quotas)};
   if (request.apply_params && request.quotas != params_of(quotas)) {
     reservation.replaced_params = bucket.params();
     reservation.replaced_timetable = schedule.timetable;

@@ -240,8 +240,8 @@ std::string answered_line(const std::string& line, const GoldenAnswer& answer) {
     out += word + " ";
   }
   return out + "granted=" + (answer.granted ? "yes" : "no") + " wait=" + wait_text(answer.wait) +
-         " replaced=" + (answer.replaced ? "yes" : "no") + " key_timetable=" + answer.key_timetable +
-         " followed=" + (answer.followed ? "yes" : "no");
+         " replaced=" + (answer.replaced ? "yes" : "no") +
+         " key_timetable=" + answer.key_timetable + " followed=" + (answer.followed ? "yes" : "no");
 }
 
 }  // namespace
@@ -355,11 +355,12 @@ std::vector<std::string> replay(const GoldenVector& vector, GoldenStore& store) 
     const GoldenRequest& request = *step.request;
     const GoldenAnswer answer = store.request(request);
     spans.push_back(answer.booked);
-    const bool same = request.granted == answer.granted && request.wait &&
-                      wait_matches(*request.wait, answer.wait) &&
-                      request.replaced.value_or(answer.replaced) == answer.replaced &&
-                      request.key_timetable.value_or(answer.key_timetable) == answer.key_timetable &&
-                      request.followed.value_or(answer.followed) == answer.followed;
+    const bool same =
+        request.granted == answer.granted && request.wait &&
+        wait_matches(*request.wait, answer.wait) &&
+        request.replaced.value_or(answer.replaced) == answer.replaced &&
+        request.key_timetable.value_or(answer.key_timetable) == answer.key_timetable &&
+        request.followed.value_or(answer.followed) == answer.followed;
     if (!same) {
       mismatches.push_back(vector.name + " line " + std::to_string(step.line) +
                            ": the store answers\n" + answered_line(step.text, answer));

@@ -59,7 +59,8 @@ class CoreStore final : public GoldenStore {
       for (const QuotaParams& quota : request.quotas) quotas_.emplace_back(quota, request.at);
     }
     const stores::PermitRequest permits = permit_request(request, nanoseconds::zero());
-    stores::Reservation reservation = stores::decide(*bucket_, schedule_, quotas_, permits, request.at);
+    stores::Reservation reservation =
+        stores::decide(*bucket_, schedule_, quotas_, permits, request.at);
     stores::notice_followed(reservation, permits, noticed_);
     return answer(reservation);
   }

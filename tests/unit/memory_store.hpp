@@ -49,7 +49,8 @@ class MemoryStore : public stores::BucketStore {
   bool set_rate(const stores::RateChange& change) override {
     if (change.settings && !bucket) {
       bucket.emplace(change.settings->params, io_.now());
-      for (const QuotaParams& quota : change.settings->quotas) quotas.emplace_back(quota, io_.now());
+      for (const QuotaParams& quota : change.settings->quotas)
+        quotas.emplace_back(quota, io_.now());
     } else if (change.settings) {
       stores::change_settings(*bucket, quotas, change.settings->params, change.settings->quotas,
                               io_.now());

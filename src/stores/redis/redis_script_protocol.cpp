@@ -284,7 +284,8 @@ DecodedReservation decode_reservation(const RedisValue& reply, const PermitReque
     const auto quotas = parsed_quota_specs(read.text(kReplyReplacedQuotas));
     if (!quotas) read.malformed(fmt::format("field {} is no quotas", kReplyReplacedQuotas));
     if (replaced == kReplyFollowedTold || replaced == kReplyFollowed) {
-      reservation.followed = KeySettings{.params = params, .timetable = timetable, .quotas = *quotas};
+      reservation.followed =
+          KeySettings{.params = params, .timetable = timetable, .quotas = *quotas};
       reservation.tell_followed = replaced == kReplyFollowedTold;
     } else {
       reservation.replaced_params = params;

@@ -22,9 +22,9 @@ struct StateRecord {
   BucketState state;
   KeySchedule schedule;
   std::vector<Quota> quotas;
-  std::string notation;    // PermitRequest::notation as the key keeps it; empty: none
+  std::string notation;       // PermitRequest::notation as the key keeps it; empty: none
   std::uint64_t noticed = 0;  // notice_followed()'s record of the request last told
-  std::string machine_id;  // /etc/machine-id; empty if the machine has none
+  std::string machine_id;     // /etc/machine-id; empty if the machine has none
   std::string boot_id;
 };
 

@@ -108,14 +108,13 @@ bool StateFileStore::update_existing(const std::string& key, const Update& updat
 
 bool StateFileStore::set_rate(const RateChange& change) {
   if (change.settings) return set_settings(change);
-  return update_existing(change.key,
-                         [&](TokenBucket& bucket, KeySchedule& kept, std::uint64_t& noticed,
-                             std::chrono::nanoseconds now) {
-                           change_rate(bucket, change.permits_per_second, now);
-                           kept = change.schedule;
-                           // New settings: the next user whose own differ is told.
-                           noticed = 0;
-                         });
+  return update_existing(change.key, [&](TokenBucket& bucket, KeySchedule& kept,
+                                         std::uint64_t& noticed, std::chrono::nanoseconds now) {
+    change_rate(bucket, change.permits_per_second, now);
+    kept = change.schedule;
+    // New settings: the next user whose own differ is told.
+    noticed = 0;
+  });
 }
 
 bool StateFileStore::set_settings(const RateChange& change) {

@@ -47,7 +47,7 @@ class StateFileStore final : public BucketStore {
     std::vector<Quota> quotas;
     std::string notation;
     std::uint64_t noticed = 0;  // StateRecord::noticed
-    bool fresh = false;  // made by the request: the file held no bucket that can be used
+    bool fresh = false;         // made by the request: the file held no bucket that can be used
   };
   // The bucket of `file`, its schedule, quotas and notation at `now`: its record's, or fresh ones
   // made by `request`.

@@ -30,8 +30,7 @@ class FakeStore final : public testing::MemoryStore {
   stores::Reservation reserve(const stores::PermitRequest& request, io::Waiter& waiter) override {
     if (fail || ++calls_seen == fail_from_call) fail = true;
     if (fail) throw StoreUnavailable("store gone");
-    if (interrupt_with != 0)
-      return {.granted = false, .wait = {}, .signal = interrupt_with};
+    if (interrupt_with != 0) return {.granted = false, .wait = {}, .signal = interrupt_with};
     const stores::Reservation reservation = MemoryStore::reserve(request, waiter);
     if (other_pipe_chunk > 0) {
       // Another pipe on the key books its next chunk right after this one.
@@ -80,8 +79,7 @@ class SharedEngine : public ::testing::TestWithParam<bool> {
     request.quotas = options.quotas;
     request.schedule = schedule;
     SharedPermitSource source(
-        store, request, waiter,
-        [this](const stores::KeySettings&) { ++followed; },
+        store, request, waiter, [this](const stores::KeySettings&) { ++followed; },
         [this, &options](const std::string& timetable) {
           key_timetables.push_back(timetable);
           options.schedule->follow(schedule::parse_timetable_text(timetable));
@@ -120,7 +118,7 @@ class SharedEngine : public ::testing::TestWithParam<bool> {
   FakePipeIo io;
   FakeStore store{io};
   testing::IoClockWaiter waiter{io};
-  int followed = 0;  // told that it follows the key's settings
+  int followed = 0;                         // told that it follows the key's settings
   std::vector<std::string> key_timetables;  // as the source was told them
   std::vector<std::string> warnings;
   std::int64_t booked_unused = 0;

@@ -115,7 +115,8 @@ TEST(RedisScriptProtocol, OtherOperationsAreEncoded) {
                             stores::KeySettings{.params = {.permits_per_second = 0.5},
                                                 .timetable = "t",
                                                 .quotas = {{.limit = 3, .period = 1s}}}),
-            (Strings{"set_rate", "11", "0.5", "t", "9", "1,bursty,0.5,1,0,3,0,0,3/1000000000/15625,9,t"}));
+            (Strings{"set_rate", "11", "0.5", "t", "9",
+                     "1,bursty,0.5,1,0,3,0,0,3/1000000000/15625,9,t"}));
 }
 
 TEST(RedisScriptProtocol, ReplyOfAKeyAsRequested) {

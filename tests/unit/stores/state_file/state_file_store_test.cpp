@@ -506,7 +506,8 @@ TEST_F(StateFileStoreTest, SetSticksUnderARunningLoop) {
 // `set --key` with settings changes any of them, quotas included, and makes a key that has none.
 TEST_F(StateFileStoreTest, SetSettingsChangeQuotasOrMakeTheKey) {
   StateFileStore store = process();
-  const KeySettings made{.params = bursty(3), .timetable = {}, .quotas = {{.limit = 2, .period = 1h}}};
+  const KeySettings made{
+      .params = bursty(3), .timetable = {}, .quotas = {{.limit = 2, .period = 1h}}};
   RateChange change;
   change.key = "api";
   change.permits_per_second = 3;
