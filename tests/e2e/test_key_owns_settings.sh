@@ -81,6 +81,16 @@ key_owns_settings() {
   expect_stderr ""
   [ "$(cat "$WORK/piped")" = hello ] || fail "the pipe following the key wrote: $(cat "$WORK/piped")"
 
+  # A caller without --rate moves a key's timetable on past a change, as one that gives it does.
+  boundary_in 2
+  expect_status 0 "$RATELIMIT" set "$@" --key tt --rate "$before,2/s $at,50/s"
+  expect_status 0 "$RATELIMIT" acquire "$@" --key tt
+  until [ "$(date +%s)" -ge "$boundary" ]; do sleep 0.05; done
+  expect_status 0 "$RATELIMIT" acquire "$@" --key tt --timeout 2s
+  grep -Eq "^tt +50/s " <<<"$("$RATELIMIT" status "$@" --key tt)" ||
+    fail "the key did not move on: $("$RATELIMIT" status "$@" --key tt)"
+  unset TZ
+
   # set --key changes any setting, a left-out one stays; --no-quota removes one; a new key is made.
   expect_status 0 "$RATELIMIT" set "$@" --key b --burst 2s --quota 5/1h --quota 100/1d
   expect_stderr "ratelimit: key 'b' now has rate 100/s, burst 2s, quota 5/h, quota 100/d (was rate 100/s, burst 1s, quota 3/h)"
