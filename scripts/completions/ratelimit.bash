@@ -10,7 +10,7 @@ _ratelimit() {
     esac
   done
 
-  local value_options=" --rate -r --quota --burst --warmup --cold-factor --delimiter --chunk --key -k --permits \
+  local value_options=" --rate -r --quota --no-quota --burst --warmup --cold-factor --delimiter --chunk --key -k --permits \
 --timeout --max-inflight --size -s --output -o --state-dir --redis --redis-timeout --redis-failover-timeout --on-redis-error \
 --redis-tls-ca --redis-tls-cert --redis-tls-key "
   # exec: from the command on (after -- or at its first word), complete as that command.
@@ -37,7 +37,7 @@ _ratelimit() {
   case $command in
     "") options="$rate_options $shared_options --output -o --lines -l --null -0 --delimiter --chunk
                  --timeout --stop-at-quota --size -s --progress -p --stats --on-redis-error --no-agent --help -h --version -V" ;;
-    set) options="--rate -r $shared_options --help -h --version -V" ;;
+    set) options="$rate_options --no-quota $shared_options --help -h --version -V" ;;
     exec) options="$rate_options $shared_options --permits --try --timeout --max-inflight
                    --on-redis-error --no-agent --help -h --version -V" ;;
     acquire) options="$rate_options $shared_options --permits --try --timeout --on-redis-error

@@ -6,7 +6,7 @@ set -l commands set exec acquire status reset
 function __ratelimit_exec_command
     set -l words (commandline -opc)
     test (count $words) -ge 2; and test $words[2] = exec; or return 1
-    set -l value_options --rate -r --burst --warmup --cold-factor --key -k --state-dir --permits \
+    set -l value_options --rate -r --no-quota --burst --warmup --cold-factor --key -k --state-dir --permits \
         --timeout --max-inflight --redis --redis-timeout --redis-failover-timeout --on-redis-error --redis-tls-ca \
         --redis-tls-cert --redis-tls-key
     set -l i 3
@@ -39,8 +39,9 @@ complete -c ratelimit -n "$own" -s h -l help -d 'Print help and exit'
 complete -c ratelimit -n "$own" -s V -l version -d 'Print the version and exit'
 
 # Rate options: pipe mode, exec and acquire
-set -l with_rate "not __fish_seen_subcommand_from set status reset; and $own"
-complete -c ratelimit -n "$with_rate; or __fish_seen_subcommand_from set" -s r -l rate -x -d 'Rate: units per period, e.g. 5000, 10MiB/s, 2/s'
+set -l with_rate "not __fish_seen_subcommand_from status reset; and $own"
+complete -c ratelimit -n "$with_rate" -s r -l rate -x -d 'Rate: units per period, e.g. 5000, 10MiB/s, 2/s'
+complete -c ratelimit -n "__fish_seen_subcommand_from set" -l no-quota -x -d "With --key: remove the key's quota of this PERIOD, or all"
 complete -c ratelimit -n "$with_rate" -l burst -x -d 'Unused capacity stored for a burst (2s or 64k)'
 complete -c ratelimit -n "$with_rate" -l warmup -x -d 'Start cold and ramp up over this duration'
 complete -c ratelimit -n "$with_rate" -l cold-factor -x -d 'With --warmup: how much slower a cold start is'

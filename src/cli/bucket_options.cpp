@@ -2,6 +2,7 @@
 
 #include <fmt/core.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <limits>
@@ -225,6 +226,70 @@ ParsedBucket bucket_of(const BucketOptions& options, format::Counted counted,
         stderr, "ratelimit: warning: at rate '{}' one unit takes {}\n", rate.text,
         format::human_duration(std::chrono::duration<double>(1.0 / params.permits_per_second)));
   return parsed;
+}
+
+KeyChange changed_key(const KeyChangeOptions& options,
+                      const std::optional<stores::BucketStatus>& key, format::Counted counted,
+                      std::chrono::system_clock::time_point now) {
+  const BucketOptions& given = options.bucket;
+  KeyChange change;
+  stores::KeySettings& settings = change.settings;
+  if (!key) {
+    const ParsedBucket parsed = bucket_of(given, counted, now);
+    settings = {.params = parsed.params,
+                .timetable = parsed.key_schedule.timetable,
+                .quotas = parsed.quotas};
+    change.schedule = parsed.key_schedule;
+  } else {
+    settings = {.params = key->params, .timetable = key->schedule.timetable, .quotas = {}};
+    for (const stores::QuotaStatus& quota : key->quotas) settings.quotas.push_back(quota.params);
+    change.schedule = key->schedule;
+  }
+  BucketParams& params = settings.params;
+  if (key && given.rate) {
+    BucketOptions rate_only;
+    rate_only.rate = given.rate;
+    const ParsedBucket parsed = bucket_of(rate_only, counted, now);
+    params.permits_per_second = parsed.params.permits_per_second;
+    change.schedule = parsed.key_schedule;
+    settings.timetable = parsed.key_schedule.timetable;
+  }
+  if (key && given.warmup) {
+    params.shape = BucketShape::warming_up;
+    params.warmup = *given.warmup;
+    params.cold_factor = given.cold_factor;
+    params.start_full = false;
+  } else if (key && given.burst) {
+    if (!settings.timetable.empty() && !is_time(given.burst))
+      throw UsageError("invalid burst '" + given.burst->text +
+                       "': the key follows a timetable, give the burst as a time (e.g. 2s)");
+    params.shape = BucketShape::bursty;
+    params.max_burst_seconds = burst_seconds(*given.burst, params.permits_per_second, counted);
+    if (!std::isfinite(params.max_burst_seconds))
+      throw UsageError("invalid burst '" + given.burst->text + "': longer than any duration");
+  }
+  if (given.start_full) params.start_full = true;
+  if (given.pay_first) params.pay_first = true;
+  std::vector<QuotaParams>& quotas = settings.quotas;
+  if (options.all_quotas_removed) quotas.clear();
+  for (const std::chrono::nanoseconds period : options.removed_quota_periods)
+    std::erase_if(quotas, [period](const QuotaParams& quota) { return quota.period == period; });
+  if (key) {
+    for (const Written<QuotaAmount>& written_quota : given.quotas) {
+      const QuotaParams quota = quota_of(written_quota, counted);
+      const auto same_period = std::find_if(
+          quotas.begin(), quotas.end(), [&](auto& kept) { return kept.period == quota.period; });
+      if (same_period != quotas.end())
+        *same_period = quota;
+      else
+        quotas.push_back(quota);
+    }
+  }
+  if (quotas.size() > kMaxQuotas)
+    throw UsageError(fmt::format("too many quotas: the key would have {}, at most {}",
+                                 quotas.size(), kMaxQuotas));
+  given_to_core("", [&] { validate(params); });
+  return change;
 }
 
 }  // namespace ratelimit::cli

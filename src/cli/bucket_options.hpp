@@ -76,4 +76,26 @@ ParsedBucket bucket_of(
     const BucketOptions& options, format::Counted counted,
     std::chrono::system_clock::time_point now = std::chrono::system_clock::now());
 
+// What `ratelimit set --key` gives a key: the bucket options, and the quotas it removes.
+struct KeyChangeOptions {
+  BucketOptions bucket;
+  // --no-quota: the periods of the quotas to remove; all of them when all_quotas.
+  std::vector<std::chrono::nanoseconds> removed_quota_periods;
+  bool all_quotas_removed = false;
+};
+
+// The key's settings and schedule after `ratelimit set --key` with `options` at `now`: the key's
+// (`key`), with only what the options give changed (--rate the rate or timetable, --burst or
+// --warmup the shape, --start-full and --pay-first turned on, each --quota added or in place of
+// the key's of its period, each --no-quota removed). A key without a bucket (none) gets what the
+// options make, as its first user's would (`counted` as bucket_of()). Throws UsageError naming a
+// bad value.
+struct KeyChange {
+  stores::KeySettings settings;
+  stores::KeySchedule schedule;
+};
+KeyChange changed_key(const KeyChangeOptions& options,
+                      const std::optional<stores::BucketStatus>& key, format::Counted counted,
+                      std::chrono::system_clock::time_point now = std::chrono::system_clock::now());
+
 }  // namespace ratelimit::cli

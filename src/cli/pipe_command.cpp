@@ -156,12 +156,12 @@ pipe::Result run_engine(const PipeOptions& options, const pipe::EngineOptions& e
   request.schedule = bucket.key_schedule;
   request.quotas = engine_options.quotas;
   request.notation = format::notation_text(bucket.notation);
-  const auto on_replaced = [&](const BucketParams& replaced, const std::string& timetable,
-                               const std::vector<QuotaParams>& quotas) {
-    announce_replaced_params(
-        options.key, {replaced, timetable, quotas},
-        {engine_options.bucket, bucket.key_schedule.timetable, engine_options.quotas},
-        bucket.notation);
+  const auto on_followed = [&](const stores::KeySettings& key_settings) {
+    announce_followed(options.key, key_settings,
+                      {.params = engine_options.bucket,
+                       .timetable = bucket.key_schedule.timetable,
+                       .quotas = engine_options.quotas},
+                      options.bucket, bucket.notation);
   };
   const auto follow_key = [&](const std::string& text) {
     std::optional<Timetable> timetable = schedule::parse_timetable_text(text);
@@ -180,7 +180,7 @@ pipe::Result run_engine(const PipeOptions& options, const pipe::EngineOptions& e
   const auto warn = [](const std::string& warning) {
     fmt::print(stderr, "ratelimit: warning: {}\n", warning);
   };
-  pipe::SharedPermitSource source(*store, request, io.waiter(), on_replaced, follow_key, warn);
+  pipe::SharedPermitSource source(*store, request, io.waiter(), on_followed, follow_key, warn);
   return run(pipe::Engine(engine_options, io, source, draw));
 }
 
@@ -298,17 +298,19 @@ std::optional<std::uint64_t> total_units(const PipeOptions& options, const pipe:
 int run_pipe(const PipeOptions& options) {
   check_flag_values_in_files(options);
   const pipe::Unit unit = unit_of(options);
-  const ParsedBucket bucket = bucket_of(options.bucket, pipe::counted(unit));
+  // Before the control FIFO: a state directory that cannot keep the key is an error, said alone
+  // rather than after a warning that the FIFO cannot be made there either.
+  const std::unique_ptr<stores::BucketStore> store =
+      options.key.empty() ? nullptr : stores::open_store(options.store.stores);
+  const ParsedBucket bucket =
+      store ? bucket_or_key(options.bucket, options.key, options.store, *store, pipe::counted(unit))
+            : bucket_of(options.bucket, pipe::counted(unit));
   if (options.stop_at_quota && bucket.quotas.empty() && options.key.empty())
     throw UsageError("--stop-at-quota needs a --quota, or a --key whose users give one");
   const io::LocalTimeZone local_time;
   // Always: `ratelimit set` may send a timetable to a pipe started with one rate.
   pipe::TimetableSchedule schedule(bucket.timetable, bucket.params.permits_per_second, local_time,
                                    [] { return std::chrono::system_clock::now(); });
-  // Before the control FIFO: a state directory that cannot keep the key is an error, said alone
-  // rather than after a warning that the FIFO cannot be made there either.
-  const std::unique_ptr<stores::BucketStore> store =
-      options.key.empty() ? nullptr : stores::open_store(options.store.stores);
   const std::unique_ptr<control::ControlChannel> control =
       open_control(options.store.state_dir, unit);
   pipe::FileIo io(options.files, options.output, control.get());

@@ -2,14 +2,19 @@
 
 #include <fmt/core.h>
 
+#include <algorithm>
 #include <filesystem>
+#include <limits>
+#include <utility>
 
 #include "agent/agent.hpp"
 #include "cli/units.hpp"
 #include "exit_codes.hpp"
 #include "format/escaping.hpp"
+#include "io/local_time_posix.hpp"
 #include "io/waiter.hpp"
 #include "ratelimit/quota.hpp"
+#include "schedule/timetable_text.hpp"
 #include "state/key_file_names.hpp"
 
 namespace ratelimit::cli {
@@ -49,9 +54,74 @@ void add_options_of_stores(CLI::App& app, StoreOptions& options, bool for_permit
   }
 }
 
-std::string describe_params(const BucketParams& params, const std::string& timetable,
-                            const std::vector<QuotaParams>& quotas,
-                            const format::Notation& notation) {
+// A quota's period as --no-quota takes it: "1h", "1d", "10m", "30s", "500ms".
+std::string period_text(std::chrono::nanoseconds period) {
+  using namespace std::chrono;
+  for (const auto& [unit, suffix] :
+       {std::pair{nanoseconds(days(1)), "d"}, std::pair{nanoseconds(hours(1)), "h"},
+        std::pair{nanoseconds(minutes(1)), "m"}, std::pair{nanoseconds(seconds(1)), "s"}})
+    if (period % unit == nanoseconds::zero()) return fmt::format("{}{}", period / unit, suffix);
+  return fmt::format("{}ms", duration_cast<milliseconds>(period).count());
+}
+
+// A value on a shell command line: quoted when it holds anything but plain characters.
+std::string shell_word(const std::string& text) {
+  if (text.find_first_not_of("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789"
+                             "./:,_+-") == std::string::npos)
+    return text;
+  return "'" + text + "'";
+}
+
+// The options of `ratelimit set --key` that make the settings `own` (as `written` gives them) the
+// key's instead of `key_settings`: " --rate 4/s --quota 3/h"; empty if none can.
+std::string set_options_for(const stores::KeySettings& key_settings, const stores::KeySettings& own,
+                            const BucketOptions& written) {
+  std::string options;
+  if (written.rate) {
+    const BucketParams& mine = own.params;
+    const BucketParams& keys = key_settings.params;
+    if (own.timetable != key_settings.timetable ||
+        (own.timetable.empty() && mine.permits_per_second != keys.permits_per_second))
+      options += " --rate " + shell_word(written.rate->text);
+    if (mine.shape == BucketShape::bursty &&
+        (keys.shape != BucketShape::bursty || mine.max_burst_seconds != keys.max_burst_seconds))
+      options += " --burst " + (written.burst ? shell_word(written.burst->text) : "1s");
+    if (mine.shape == BucketShape::warming_up &&
+        (keys.shape != BucketShape::warming_up || mine.warmup != keys.warmup ||
+         mine.cold_factor != keys.cold_factor))
+      options +=
+          fmt::format(" --warmup {}ms --cold-factor {:g}",
+                      std::chrono::duration_cast<std::chrono::milliseconds>(mine.warmup).count(),
+                      mine.cold_factor);
+    if (mine.start_full && !keys.start_full) options += " --start-full";
+    if (mine.pay_first && !keys.pay_first) options += " --pay-first";
+  }
+  const auto has = [](const std::vector<QuotaParams>& quotas, const auto& matches) {
+    return std::any_of(quotas.begin(), quotas.end(), matches);
+  };
+  for (std::size_t i = 0; i < own.quotas.size() && i < written.quotas.size(); ++i)
+    if (!has(key_settings.quotas, [&](const QuotaParams& quota) { return quota == own.quotas[i]; }))
+      options += " --quota " + shell_word(written.quotas[i].text);
+  for (const QuotaParams& quota : key_settings.quotas)
+    if (!has(own.quotas, [&](const QuotaParams& mine) { return mine.period == quota.period; }))
+      options += " --no-quota " + period_text(quota.period);
+  return options;
+}
+
+}  // namespace
+
+stores::KeySettings settings_of(const stores::BucketStatus& key) {
+  stores::KeySettings settings{
+      .params = key.params, .timetable = key.schedule.timetable, .quotas = {}};
+  for (const stores::QuotaStatus& quota : key.quotas) settings.quotas.push_back(quota.params);
+  return settings;
+}
+
+std::string describe_settings(const stores::KeySettings& settings,
+                              const format::Notation& notation) {
+  const BucketParams& params = settings.params;
+  const std::string& timetable = settings.timetable;
+  const std::vector<QuotaParams>& quotas = settings.quotas;
   const std::string rate = timetable.empty()
                                ? "rate " + format::written_rate(params.permits_per_second, notation)
                                : fmt::format("timetable '{}'", timetable);
@@ -62,12 +132,46 @@ std::string describe_params(const BucketParams& params, const std::string& timet
           : fmt::format("{}, burst {}", rate,
                         format::written_burst(params.max_burst_seconds, params.permits_per_second,
                                               notation));
+  if (params.start_full) described += ", start-full";
+  if (params.pay_first) described += ", pay-first";
   for (const QuotaParams& quota : quotas)
     described += ", quota " + format::written_quota(quota, notation);
   return described;
 }
 
-}  // namespace
+ParsedBucket bucket_or_key(const BucketOptions& options, const std::string& key,
+                           const StoreOptions& store_options, stores::BucketStore& store,
+                           format::Counted counted) {
+  if (options.rate || !options.quotas.empty() || options.burst || options.warmup ||
+      options.start_full || options.pay_first)
+    return bucket_of(options, counted);
+  std::vector<stores::BucketStatus> found = store.status(key);
+  if (found.size() != 1 || !found.front().problem.empty())
+    throw UsageError(fmt::format(
+        "no --rate, and key '{}' has no bucket in {} to follow: give --rate (e.g. --rate 2/s), "
+        "or make the key first (ratelimit set --key {} --rate 2/s)",
+        format::escaped_bytes(key), stores::describe_store(store_options.stores), shell_word(key)));
+  const stores::BucketStatus& status = found.front();
+  ParsedBucket followed;
+  followed.params = status.params;
+  followed.key_schedule = status.schedule;
+  if (!status.schedule.timetable.empty())
+    followed.timetable = schedule::parse_timetable_text(status.schedule.timetable);
+  if (followed.timetable) {
+    // The entry in force here, as a caller that gives the timetable asks for it: the first user
+    // past a change moves the key on.
+    const TimetablePeriod period =
+        followed.timetable->at(std::chrono::floor<std::chrono::seconds>(
+                                   std::chrono::system_clock::now()),
+                               io::LocalTimeZone());
+    followed.params.permits_per_second = period.permits_per_second;
+    followed.key_schedule.entry_until = period.next_change.time_since_epoch().count();
+  }
+  for (const stores::QuotaStatus& quota : status.quotas) followed.quotas.push_back(quota.params);
+  followed.notation =
+      format::notation_of_text(status.notation).value_or(format::Notation{.counted = counted});
+  return followed;
+}
 
 CLI::Option* add_key_option(CLI::App& app, std::string& key) {
   const auto checked_key = [](const std::string& text) {
@@ -152,6 +256,8 @@ stores::PermitRequest to_permit_request(const PermitOptions& options, const Pars
   stores::PermitRequest request;
   request.key = options.key;
   request.params = bucket.params;
+  // The key owns its settings: these make a new key, and follow the key's otherwise.
+  request.apply_params = false;
   request.schedule = bucket.key_schedule;
   request.permits = options.permits;
   for (std::size_t i = 0; i < bucket.quotas.size(); ++i)
@@ -177,7 +283,8 @@ int admit_then(const PermitOptions& options, int max_inflight,
   if (max_inflight > 0)
     slots = std::make_unique<exec::StateDirectorySlots>(
         state::StateDirectory::open(options.store.state_dir));
-  const ParsedBucket bucket = bucket_of(options.bucket, format::Counted::permits);
+  const ParsedBucket bucket =
+      bucket_or_key(options.bucket, options.key, options.store, *store, format::Counted::permits);
   exec::Admission admission;
   exec::AdmissionRequest request;
   {
@@ -187,12 +294,12 @@ int admit_then(const PermitOptions& options, int max_inflight,
                .max_inflight = max_inflight};
     admission = exec::admit(*store, slots.get(), waiter, request);
   }
-  if (admission.replaced_params)
-    announce_replaced_params(
-        options.key,
-        {*admission.replaced_params, admission.replaced_timetable, admission.replaced_quotas},
-        {request.permits.params, request.permits.schedule.timetable, request.permits.quotas},
-        bucket.notation);
+  if (admission.followed)
+    announce_followed(options.key, *admission.followed,
+                      {.params = request.permits.params,
+                       .timetable = request.permits.schedule.timetable,
+                       .quotas = request.permits.quotas},
+                      options.bucket, bucket.notation);
   switch (admission.result) {
     case exec::AdmissionResult::admitted:
       return admitted(admission);
@@ -204,12 +311,18 @@ int admit_then(const PermitOptions& options, int max_inflight,
   return exit_temp_failure;
 }
 
-void announce_replaced_params(const std::string& key, const KeyParams& replaced,
-                              const KeyParams& now_in_force, const format::Notation& notation) {
-  fmt::print(
-      stderr, "ratelimit: key '{}' now has {} (was {})\n", key,
-      describe_params(now_in_force.params, now_in_force.timetable, now_in_force.quotas, notation),
-      describe_params(replaced.params, replaced.timetable, replaced.quotas, notation));
+void announce_followed(const std::string& key, const stores::KeySettings& key_settings,
+                       const stores::KeySettings& own, const BucketOptions& written,
+                       const format::Notation& notation) {
+  const std::string options = set_options_for(key_settings, own, written);
+  fmt::print(stderr, "ratelimit: key '{}' has {}: this call follows it, not its own {} ({})\n",
+             format::escaped_bytes(key), describe_settings(key_settings, notation),
+             describe_settings(own, notation),
+             options.empty()
+                 ? fmt::format("to make them the key's: ratelimit reset --key {}, then run again",
+                               shell_word(key))
+                 : fmt::format("to make them the key's: ratelimit set --key {}{}", shell_word(key),
+                               options));
 }
 
 }  // namespace ratelimit::cli

@@ -72,16 +72,25 @@ stores::PermitRequest to_permit_request(const PermitOptions& options, const Pars
 int admit_then(const PermitOptions& options, int max_inflight,
                const std::function<int(exec::Admission&)>& admitted);
 
-// What a key's users agree on: its parameters and its timetable (empty: none).
-struct KeyParams {
-  BucketParams params;
-  std::string timetable;
-  std::vector<QuotaParams> quotas{};
-};
+// The bucket of a command that takes permits from `key` (exec, acquire, a pipe with --key),
+// counting `counted`: its options' (bucket_of()), or, when they give none of --rate, --quota,
+// --burst, --warmup, --start-full and --pay-first, the key's own settings, which the command then
+// follows. Throws UsageError (64) with a hint when it gives none and the key has no bucket.
+ParsedBucket bucket_or_key(const BucketOptions& options, const std::string& key,
+                           const StoreOptions& store_options, stores::BucketStore& store,
+                           format::Counted counted);
 
-// The one line on stderr that says a request changed a shared key's parameters, its rates in
-// `notation` (the request's).
-void announce_replaced_params(const std::string& key, const KeyParams& replaced,
-                              const KeyParams& now_in_force, const format::Notation& notation = {});
+// A key's settings as `status` gives them.
+stores::KeySettings settings_of(const stores::BucketStatus& key);
+// "rate 4/s, burst 1s, quota 3/h", the rates in `notation`.
+std::string describe_settings(const stores::KeySettings& settings,
+                              const format::Notation& notation);
+
+// The one line on stderr that tells a caller it follows the settings of `key`, not its own
+// (`own`, as its options `written` give them), and the `ratelimit set --key` that makes its own
+// the key's.
+void announce_followed(const std::string& key, const stores::KeySettings& key_settings,
+                       const stores::KeySettings& own, const BucketOptions& written,
+                       const format::Notation& notation);
 
 }  // namespace ratelimit::cli

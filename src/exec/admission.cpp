@@ -17,13 +17,14 @@ Admission admit(stores::BucketStore& store, exec::InflightSlots* slots, io::Wait
                 const AdmissionRequest& request) {
   const nanoseconds deadline = request.permits.deadline;
   // Returning drops the slot taken so far, if any.
-  auto not_admitted = [](AdmissionResult result, int signal) {
+  auto not_admitted = [](AdmissionResult result, int signal,
+                         std::optional<stores::KeySettings> followed = {}) {
     return Admission{.result = result,
                      .signal = signal,
                      .slot = {},
                      .granted_from = {},
                      .granted_by = {},
-                     .replaced_params = {}};
+                     .followed = std::move(followed)};
   };
 
   io::FileDescriptor slot;
@@ -40,18 +41,19 @@ Admission admit(stores::BucketStore& store, exec::InflightSlots* slots, io::Wait
   const stores::Reservation reservation = store.reserve(request.permits, waiter);
   if (reservation.signal != 0)
     return not_admitted(AdmissionResult::interrupted, reservation.signal);
-  if (!reservation.granted) return not_admitted(AdmissionResult::refused, 0);
+  // Told it follows the key's settings, the caller says so whatever comes of the request.
+  std::optional<stores::KeySettings> followed;
+  if (reservation.tell_followed) followed = reservation.followed;
+  if (!reservation.granted) return not_admitted(AdmissionResult::refused, 0, followed);
   const nanoseconds granted_by = deadline_after(waiter.now(), reservation.wait);
   if (const int signal = waiter.wait_until(granted_by))
-    return not_admitted(AdmissionResult::interrupted, signal);
+    return not_admitted(AdmissionResult::interrupted, signal, followed);
   return Admission{.result = AdmissionResult::admitted,
                    .signal = 0,
                    .slot = std::move(slot),
                    .granted_from = deadline_after(asked_at, reservation.wait),
                    .granted_by = granted_by,
-                   .replaced_params = reservation.replaced_params,
-                   .replaced_timetable = reservation.replaced_timetable,
-                   .replaced_quotas = reservation.replaced_quotas};
+                   .followed = followed};
 }
 
 }  // namespace ratelimit::exec

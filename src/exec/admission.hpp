@@ -34,10 +34,9 @@ struct Admission {
   // plus the wait the store gave. The wait ended at granted_by.
   std::chrono::nanoseconds granted_from{0};
   std::chrono::nanoseconds granted_by{0};
-  // The bucket's parameters that this request replaced, if it did, and their timetable.
-  std::optional<BucketParams> replaced_params;
-  std::string replaced_timetable{};
-  std::vector<QuotaParams> replaced_quotas{};
+  // The key's settings that this request followed though its own differ, when its caller is to
+  // be told (stores::Reservation::followed).
+  std::optional<stores::KeySettings> followed;
 };
 
 // How often a caller waiting for a --max-inflight slot looks again: flock cannot wait for any one

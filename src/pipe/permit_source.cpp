@@ -66,15 +66,15 @@ void LocalPermitSource::set_timetable(const Timetable&, double units_per_second,
 }
 
 SharedPermitSource::SharedPermitSource(stores::BucketStore& store, stores::PermitRequest request,
-                                       io::Waiter& waiter, OnReplaced on_replaced,
+                                       io::Waiter& waiter, OnFollowed on_followed,
                                        OnKeyTimetable on_key_timetable, Warn warn)
     : store_(store),
       request_(std::move(request)),
       waiter_(waiter),
-      on_replaced_(std::move(on_replaced)),
+      on_followed_(std::move(on_followed)),
       on_key_timetable_(std::move(on_key_timetable)),
       warn_(std::move(warn)) {
-  request_.apply_params = true;
+  request_.apply_params = false;
   request_.deadline = nanoseconds::max();
   // A booking larger than a quota would never be granted.
   largest_booking_ = kLargestBooking;
@@ -94,10 +94,17 @@ std::optional<nanoseconds> SharedPermitSource::book(std::int64_t units) {
     tail_ = reservation.booked;
     tail_units_ = units;
   }
-  if (reservation.replaced_params && on_replaced_)
-    on_replaced_(*reservation.replaced_params, reservation.replaced_timetable,
-                 reservation.replaced_quotas);
-  request_.apply_params = false;
+  if (reservation.followed) {
+    if (reservation.tell_followed && on_followed_) on_followed_(*reservation.followed);
+    // The key's settings from now on, so that the next bookings are the key's own requests. Its
+    // rate and timetable are taken up below.
+    const double rate = request_.params.permits_per_second;
+    request_.params = reservation.followed->params;
+    request_.params.permits_per_second = rate;
+    request_.quotas = reservation.followed->quotas;
+  }
+  // Only a new key takes the notation: the first booking made it, or found it.
+  request_.notation.clear();
   if (reservation.key_permits_per_second != request_.params.permits_per_second) {
     // Set by `set --key` or another user's parameters: the next bookings and chunks follow it.
     request_.params.permits_per_second = reservation.key_permits_per_second;

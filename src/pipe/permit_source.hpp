@@ -101,23 +101,22 @@ class LocalPermitSource final : public PermitSource {
 // the key's whole rate and pipes that share it stay smooth; a give-back that fails is only a
 // warning, as the data has gone out. A booking ahead that fails leaves the turn
 // already booked to go; the failure is thrown once those units are used, or at the next turn. The
-// first booking applies the request's parameters and timetable to the key (saying so through
-// `on_replaced` if they differed); later ones keep the key's, so that two users with other
-// parameters do not flip the key back and forth. A timetable's change of entry goes to the key with
+// key owns its settings: the request's make a new key, and on a key that has others the source
+// follows the key's (saying so through `on_followed` when the store says to tell), so that users
+// with other parameters never change the key. A timetable's change of entry goes to the key with
 // the next booking (the first user past it moves the key on); when the key's timetable is another
 // than the one followed (set by another user), `on_key_timetable` is told, so that the pipe follows
 // the key's.
 class SharedPermitSource final : public PermitSource {
  public:
-  using OnReplaced = std::function<void(const BucketParams& replaced, const std::string& timetable,
-                                        const std::vector<QuotaParams>& quotas)>;
+  using OnFollowed = std::function<void(const stores::KeySettings& key_settings)>;
   using OnKeyTimetable = std::function<void(const std::string& timetable)>;
   using Warn = std::function<void(const std::string& warning)>;
 
   // `waiter` is on the engine's clock; `request` names the key, the parameters and the timetable
   // (its permits and deadline are the source's business).
   SharedPermitSource(stores::BucketStore& store, stores::PermitRequest request, io::Waiter& waiter,
-                     OnReplaced on_replaced = {}, OnKeyTimetable on_key_timetable = {},
+                     OnFollowed on_followed = {}, OnKeyTimetable on_key_timetable = {},
                      Warn warn = {});
   std::optional<std::chrono::nanoseconds> due_time(
       std::int64_t units, std::chrono::nanoseconds now,
@@ -149,7 +148,7 @@ class SharedPermitSource final : public PermitSource {
   stores::BucketStore& store_;
   stores::PermitRequest request_;
   io::Waiter& waiter_;
-  OnReplaced on_replaced_;
+  OnFollowed on_followed_;
   OnKeyTimetable on_key_timetable_;
   Warn warn_;
   std::int64_t credit_ = 0;

@@ -1,7 +1,11 @@
 #include "stores/bucket_store.hpp"
 
+#include <fmt/core.h>
+
 #include <algorithm>
 #include <cmath>
+
+#include "format/checksum.hpp"
 
 namespace ratelimit::stores {
 
@@ -131,9 +135,52 @@ std::vector<Quota> replaced_quotas(std::vector<Quota> old_quotas,
 
 }  // namespace
 
+void change_settings(TokenBucket& bucket, std::vector<Quota>& quotas, const BucketParams& params,
+                     const std::vector<QuotaParams>& new_quotas, nanoseconds now) {
+  change_params(bucket, params, now);
+  quotas = replaced_quotas(std::move(quotas), new_quotas, now);
+}
+
+namespace {
+
+// Whether a request that keeps the key's parameters asked for other settings than the key's: other
+// parameters (under the key's own timetable, whose entries set the rate, the rate aside), another
+// timetable or other quotas.
+bool differs_from_key(const PermitRequest& request, const BucketParams& key_params,
+                      const KeySchedule& schedule, const std::vector<QuotaParams>& key_quotas) {
+  if (request.schedule.timetable != schedule.timetable || request.quotas != key_quotas) return true;
+  BucketParams asked = request.params;
+  if (!schedule.timetable.empty()) asked.permits_per_second = key_params.permits_per_second;
+  return asked != key_params;
+}
+
+}  // namespace
+
+void notice_followed(Reservation& reservation, const PermitRequest& request,
+                     std::uint64_t& noticed) {
+  if (reservation.replaced_params) noticed = 0;
+  if (!reservation.followed) return;
+  const BucketParams& params = request.params;
+  std::string settings = fmt::format(
+      "{}/{:a}/{:a}/{}/{:a}/{:d}/{:d}/{}", static_cast<int>(params.shape),
+      params.permits_per_second, params.max_burst_seconds, params.warmup.count(),
+      params.cold_factor, params.start_full, params.pay_first, request.schedule.timetable);
+  for (const QuotaParams& quota : request.quotas)
+    settings += fmt::format("/{}:{}", quota.limit, quota.period.count());
+  // Never 0, which stands for none told.
+  const std::uint64_t fingerprint = format::fnv1a<std::uint64_t>(settings) | 1U;
+  if (fingerprint == noticed) return;
+  reservation.tell_followed = true;
+  noticed = fingerprint;
+}
+
 Reservation decide(TokenBucket& bucket, KeySchedule& schedule, std::vector<Quota>& quotas,
                    const PermitRequest& request, nanoseconds now) {
   Reservation reservation;
+  if (!request.apply_params &&
+      differs_from_key(request, bucket.params(), schedule, params_of(quotas)))
+    reservation.followed = KeySettings{
+        .params = bucket.params(), .timetable = schedule.timetable, .quotas = params_of(quotas)};
   if (request.apply_params && request.quotas != params_of(quotas)) {
     reservation.replaced_params = bucket.params();
     reservation.replaced_timetable = schedule.timetable;

@@ -32,13 +32,22 @@ struct KeySchedule {
 // `ratelimit set` sends one to a pipe in one atomic write (under PIPE_BUF, 4096 bytes).
 inline constexpr std::size_t kMaxTimetableBytes = 4000;
 
+// What a key keeps for all its users: its bucket's parameters, timetable and quotas.
+struct KeySettings {
+  BucketParams params;
+  std::string timetable;  // empty: none
+  std::vector<QuotaParams> quotas{};
+};
+
 // Permits wanted from a named bucket that other processes share.
 struct PermitRequest {
   std::string key;
   // The bucket is made with these parameters if it does not exist yet.
   BucketParams params;
   // True: `params` replace the bucket's from now on when they differ, as set_rate does (stored
-  // permits rescaled). False: the bucket's parameters are kept.
+  // permits rescaled). False: the bucket's parameters are kept (the key owns them: what every
+  // user's request does), and a request whose parameters, timetable or quotas differ from the
+  // key's follows the key's (Reservation::followed).
   bool apply_params = true;
   // The timetable that params.permits_per_second comes from, and its entry. With apply_params and
   // another timetable than the key's, it replaces the key's. With the key's own timetable and a
@@ -77,6 +86,11 @@ struct RateChange {
   std::string key;
   double permits_per_second = 0.0;
   KeySchedule schedule{};
+  // `ratelimit set --key`: all the key's settings from now on (their rate permits_per_second,
+  // their timetable schedule's), the parameters changed as change_rate() changes a rate, the
+  // quotas as a request's replace them; a key without a bucket is made with them. None: only the
+  // rate and timetable change, and only on a key that has a bucket.
+  std::optional<KeySettings> settings{};
 };
 
 // Permits that reserve() booked and their user did not use (a pipe's chunk booked ahead when its
@@ -104,6 +118,12 @@ struct Reservation {
   std::optional<BucketParams> replaced_params;
   std::string replaced_timetable{};
   std::vector<QuotaParams> replaced_quotas{};
+  // The key's settings, which this request (apply_params false) followed though its own differ.
+  std::optional<KeySettings> followed{};
+  // Whether its caller says so: only the first request with its settings since the key's
+  // settings changed or since a request with other settings was told (notice_followed()), so that
+  // a loop is told once.
+  bool tell_followed = false;
   // The key's timetable and rate after the request: a user that keeps the key's parameters
   // follows them.
   std::string key_timetable{};
@@ -141,8 +161,9 @@ class BucketStore {
   // Atomically applies the request's parameters (if asked) and books its permits if they are
   // due by its deadline. Waits only through `waiter`, so a stop signal ends the call at once.
   virtual Reservation reserve(const PermitRequest& request, io::Waiter& waiter) = 0;
-  // The key's new rate and timetable from now on, as change_rate() makes it; false if there is
-  // no such bucket.
+  // The key's new rate and timetable from now on, as change_rate() makes it, or its new settings
+  // (change_settings()); false if there is no such bucket (with settings, never: one is made).
+  // The next user whose settings differ from the key's is told that it follows them.
   virtual bool set_rate(const RateChange& change) = 0;
   // The buckets kept, sorted by key; only `key`'s when given.
   virtual std::vector<BucketStatus> status(const std::optional<std::string>& key) = 0;
@@ -163,6 +184,12 @@ class BucketStore {
 // saved up, and entering it does not wait out a turn booked at the old rate. Every rate change of
 // a timetable or of `ratelimit set` goes through here.
 void change_rate(TokenBucket& bucket, double permits_per_second, std::chrono::nanoseconds now);
+
+// A key's new settings (`ratelimit set --key`): its parameters as change_rate() changes a rate,
+// its quotas as decide() replaces a request's (a quota keeps the counts of the key's quota of
+// the same period).
+void change_settings(TokenBucket& bucket, std::vector<Quota>& quotas, const BucketParams& params,
+                     const std::vector<QuotaParams>& new_quotas, std::chrono::nanoseconds now);
 
 // A rate set by hand (`ratelimit set`): change_rate(), and then a turn booked ahead at a lower rate
 // is brought nearer, to when the permits it still owes are paid at the new rate (they are
@@ -195,6 +222,14 @@ Reservation decide(TokenBucket& bucket, KeySchedule& schedule, std::vector<Quota
                    const PermitRequest& request, std::chrono::nanoseconds now);
 
 std::vector<QuotaParams> params_of(const std::vector<Quota>& quotas);
+
+// What a key records of the request last told that it follows the key's settings (a fingerprint
+// of the request's settings; 0: none told since the key's settings were last set), and the
+// rate limit of those notices: tells (tell_followed) a request that followed the key only if its
+// settings are not the ones last told, and records them. Every store but Redis (whose script
+// does the same) calls it after decide(); a change of the key's settings sets `noticed` to 0.
+void notice_followed(Reservation& reservation, const PermitRequest& request,
+                     std::uint64_t& noticed);
 
 // BucketStore::set_rate() as set_rate_by_hand() does it: the key's status, the new rate, then
 // the permits that the key's turn owes beyond what they take at the new rate given back (at most

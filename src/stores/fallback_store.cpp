@@ -110,6 +110,7 @@ Reservation FallbackStore::reserve_by_policy(const PermitRequest& request, io::W
   // stands in for the key, and what it held before is not the key's news.
   reservation.replaced_params.reset();
   reservation.replaced_timetable.clear();
+  reservation.followed.reset();
   reservation.key_timetable = request.schedule.timetable;
   reservation.key_permits_per_second = request.params.permits_per_second;
   return reservation;

@@ -3,8 +3,8 @@
 # between its request's sending and its answer's arrival, plus the store's wait (acquire -vv).
 
 # expect_quota_rules STORE_OPTIONS...: on key "refused" of the store, a refused request takes
-# nothing, status shows the quota (text and JSON), another caller's quota replaces the key's and
-# says so, and reset clears it.
+# nothing, status shows the quota (text and JSON), another caller's quota follows the key's and
+# says so, set --key replaces it, and reset clears it.
 expect_quota_rules() {
   # Refused takes nothing: 3 an hour, the 4th --try is refused and the key still counts 3.
   for _ in 1 2 3; do "$RATELIMIT" acquire --quota 3/h --key refused "$@"; done
@@ -20,10 +20,15 @@ quota = json.load(open(sys.argv[1]))["buckets"][0]["quotas"][0]
 assert quota["limit"] == 3 and quota["used"] == 3 and quota["period_seconds"] == 3600, quota
 assert quota["next_free_in_seconds"] > 3000, quota' "$WORK/status.json" ||
     fail "status --json shows: $(cat "$WORK/status.json")"
-  # Another caller's quotas replace the key's (and say so); reset clears them.
+  # Another caller's quotas follow the key's (and say so); set --key replaces them (the new quota
+  # keeps the count of the old one of its period); reset clears them.
+  expect_status 75 "$RATELIMIT" acquire --quota 4/h --try --key refused "$@"
+  grep -q "has rate off, burst 1s, quota 3/h: this call follows it, not its own rate off, burst 1s, quota 4/h (to make them the key's: ratelimit set --key refused --quota 4/h)" "$WORK/stderr" ||
+    fail "the followed quota was not told: $(cat "$WORK/stderr")"
+  expect_status 0 "$RATELIMIT" set --key refused --quota 4/h "$@"
+  expect_stderr "ratelimit: key 'refused' now has rate off, burst 1s, quota 4/h (was rate off, burst 1s, quota 3/h)"
   expect_status 0 "$RATELIMIT" acquire --quota 4/h --try --key refused "$@"
-  grep -q "now has rate off, burst 1s, quota 4/h (was rate off, burst 1s, quota 3/h)" "$WORK/stderr" ||
-    fail "the replaced quota was not announced: $(cat "$WORK/stderr")"
+  expect_status 75 "$RATELIMIT" acquire --quota 4/h --try --key refused "$@"
   "$RATELIMIT" reset --key refused "$@"
   expect_status 0 "$RATELIMIT" acquire --rate 1/s --try --key refused "$@"
   "$RATELIMIT" status --key refused "$@" >"$WORK/status"

@@ -69,7 +69,7 @@ grep -q -- "--stats\[=text|json\]" "$WORK/help" || fail "--stats: $(grep -- --st
 echo hi | "$RATELIMIT" --rate 1k --stats=text >/dev/null 2>"$WORK/stats"
 grep -q "^ratelimit: 3 bytes in" "$WORK/stats" || fail "--stats=text: $(cat "$WORK/stats")"
 # Issue 39. An option of other commands names them, and what the pipe does instead; before, CLI11
-# said "not expected: --try; did you mean --try?" and set took --burst's value for its PID.
+# said "not expected: --try; did you mean --try?" and set took --permits's value for its PID.
 expect_error "ratelimit: --try is an option of exec and acquire, not of the pipe: a pipe bounds its wait with --timeout DURATION, or ends at a spent quota with --stop-at-quota" \
   "$RATELIMIT" --rate 5 --try
 expect_error "ratelimit: --permits is an option of exec and acquire, not of the pipe: a pipe takes one permit per unit it writes" \
@@ -78,8 +78,8 @@ expect_error "ratelimit: --max-inflight is an option of exec, not of the pipe" \
   "$RATELIMIT" --rate 5 --max-inflight=2
 expect_error "ratelimit: --max-inflight is an option of exec, not of acquire" \
   "$RATELIMIT" acquire --rate 5 --key k --max-inflight 2
-expect_error "ratelimit: --burst is an option of exec, acquire and the pipe, not of set" \
-  "$RATELIMIT" set --key k --rate 5 --burst 2s
+expect_error "ratelimit: --permits is an option of exec and acquire, not of set" \
+  "$RATELIMIT" set --key k --rate 5 --permits 2
 # Units as other tools write them.
 expect_error "ratelimit: --rate: invalid rate '10mb': unknown unit 'mb': did you mean 10MB or 10Mbit?" \
   "$RATELIMIT" --rate 10mb

@@ -46,10 +46,12 @@ summary = json.load(open(sys.argv[1]))
 assert summary["quotas"] == [] and summary["held_by_quotas_seconds"] == 0, summary
 ' "$WORK/json" || fail "--stats=json without quotas: $(cat "$WORK/json")"
 
-# A pipe's parameters replacing a key's: the quotas it brings, and those it replaces.
+# A pipe that follows a key's settings names the quotas on both sides: those it would bring, and
+# the key's that it keeps.
 expect_status 0 "$RATELIMIT" acquire --rate 2/s --key replaced
 seq 3 | "$RATELIMIT" -l --rate 100/s --quota 50/h --key replaced >/dev/null 2>"$WORK/stderr"
-expect_stderr "ratelimit: key 'replaced' now has rate 100/s, burst 1s, quota 50/h (was rate 2/s, burst 1s)"
+expect_stderr "ratelimit: key 'replaced' has rate 2/s, burst 1s: this call follows it, not its own rate 100/s, burst 1s, quota 50/h (to make them the key's: ratelimit set --key replaced --rate 100/s --quota 50/h)"
+expect_status 0 "$RATELIMIT" set --key replaced --rate 100/s --quota 50/h
 seq 3 | "$RATELIMIT" -l --rate 100/s --key replaced >/dev/null 2>"$WORK/stderr"
-expect_stderr "ratelimit: key 'replaced' now has rate 100/s, burst 1s (was rate 100/s, burst 1s, quota 50/h)"
+expect_stderr "ratelimit: key 'replaced' has rate 100/s, burst 1s, quota 50/h: this call follows it, not its own rate 100/s, burst 1s (to make them the key's: ratelimit set --key replaced --no-quota 1h)"
 exit 0

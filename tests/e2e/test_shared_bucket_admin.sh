@@ -27,10 +27,19 @@ expect_status 66 "$RATELIMIT" status --key api
 expect_status 0 "$RATELIMIT" acquire --rate 1/m --key api --try
 expect_status 66 "$RATELIMIT" reset --key never-used
 
-# Parameters changed between calls: what was booked at 0.5/s stands (2 s), then 20/s applies.
+# Parameters changed between calls: a caller's own do not change the key (the next waits the 2 s
+# booked at 0.5/s and says so); set --key does, and its 20/s applies at once (the turn booked at
+# 0.5/s brought nearer).
 "$RATELIMIT" acquire --rate 0.5/s --key p
+start=$(now_ns)
+expect_status 0 "$RATELIMIT" acquire --rate 20/s --burst 0 --key p
+ms=$(ms_since "$start")
+[ "$ms" -ge 1800 ] && [ "$ms" -lt 4000 ] || fail "a caller with another rate took ${ms} ms, expected about 2000"
+grep -q "^ratelimit: key 'p' has rate 30/m, burst 0.5: this call follows it" "$WORK/stderr" ||
+  fail "the caller that followed the key said: $(cat "$WORK/stderr")"
+expect_status 0 "$RATELIMIT" set --key p --rate 20/s --burst 0
 start=$(now_ns)
 for _ in $(seq 5); do "$RATELIMIT" acquire --rate 20/s --burst 0 --key p; done
 ms=$(ms_since "$start")
-[ "$ms" -ge 1800 ] && [ "$ms" -lt 4000 ] || fail "after a rate change 5 acquires took ${ms} ms, expected about 2200"
-"$RATELIMIT" status --key p | grep -Eq '^p +20/s +burst 0 ' || fail "status does not show the new rate"
+[ "$ms" -lt 1500 ] || fail "after set --key 5 acquires at 20/s took ${ms} ms"
+"$RATELIMIT" status --key p | grep -Eq '^p +20/s +burst 0s ' || fail "status does not show the new rate"

@@ -57,15 +57,16 @@ follow_key_timetable() {
   grep -q "TIMETABLE" "$WORK/status" && fail "a timetable left after a plain rate: $(cat "$WORK/status")"
   grep -Eq "^k +7 lines/s " "$WORK/status" || fail "status after set --key: $(cat "$WORK/status")"
 
-  # exec and acquire with the key's own timetable replace nothing; one rate replaces it.
+  # exec and acquire with the key's own timetable say nothing; one with one rate follows the
+  # timetable and says so.
   expect_status 0 "$RATELIMIT" acquire "$@" --key t --rate "$timetable"
   expect_status 0 "$RATELIMIT" acquire "$@" --key t --rate "$timetable"
   expect_stderr ""
   expect_status 0 "$RATELIMIT" exec "$@" --key t --rate 100 -- true
-  grep -Eq "^ratelimit: key 't' now has rate 100/s, burst 1s \(was timetable '[^']*', burst 1s\)$" \
-    "$WORK/stderr" || fail "exec replacing a timetable said: $(cat "$WORK/stderr")"
+  grep -Eq "^ratelimit: key 't' has timetable '[^']*', burst 1s: this call follows it, not its own rate 100/s, burst 1s \(to make them the key's: ratelimit set --key t --rate 100\)$" \
+    "$WORK/stderr" || fail "exec following a timetable said: $(cat "$WORK/stderr")"
   grep -q "$before,5" "$WORK/stderr" && grep -q "$at,off" "$WORK/stderr" ||
-    fail "the replaced timetable is not named: $(cat "$WORK/stderr")"
+    fail "the key's timetable is not named: $(cat "$WORK/stderr")"
 }
 
 follow_key_timetable

@@ -89,14 +89,14 @@ redis_cli main hset 'ratelimit:{mb}' notation "" >/dev/null
 "$RATELIMIT" status --key mb "${redis[@]}" >"$WORK/status"
 grep -Eq '^mb +10M/s +burst 1s ' "$WORK/status" || fail "a key without a notation: $(cat "$WORK/status")"
 
-# Parameters replaced by a request with its own notation take it; the key's parameters left as
-# they are keep the key's.
+# Requests that follow the key's settings with others of their own (an acquire, a pipe) leave the
+# key's notation as it is.
 expect_status 0 "$RATELIMIT" acquire --rate 3/s --key permits "${redis[@]}"
 kept permits
 "$RATELIMIT" status --key permits "${redis[@]}" >"$WORK/status"
-grep -Eq '^permits +3/s +burst 1s ' "$WORK/status" || fail "replaced: $(cat "$WORK/status")"
-printf 'a\n' | "$RATELIMIT" -l --rate 3/s --key permits "${redis[@]}" >/dev/null
+grep -Eq '^permits +2/s +burst 5 ' "$WORK/status" || fail "followed: $(cat "$WORK/status")"
+printf 'a\n' | "$RATELIMIT" -l --rate 3/s --key permits "${redis[@]}" >/dev/null 2>&1
 kept permits
 "$RATELIMIT" status --key permits "${redis[@]}" >"$WORK/status"
-grep -Eq '^permits +3/s +burst 1s ' "$WORK/status" || fail "kept: $(cat "$WORK/status")"
+grep -Eq '^permits +2/s +burst 5 ' "$WORK/status" || fail "kept: $(cat "$WORK/status")"
 exit 0

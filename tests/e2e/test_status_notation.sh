@@ -40,15 +40,17 @@ grep -Eq "^ratelimit: pipe $weekly follows the timetable: $weekly_rate now \(was
 exec 3>&- 4>&-
 wait "$slow" "$weekly" || fail "a pipe failed: $(cat "$WORK/slow.stderr" "$WORK/weekly.stderr")"
 
-# A key's new parameters are announced in the request's notation, the burst in the unit given.
+# A key's settings that a request follows are told in the request's notation, the burst in the
+# unit given.
 expect_status 0 "$RATELIMIT" acquire --key n --rate 1/s
 expect_status 0 "$RATELIMIT" acquire --key n --rate 1/10s --burst 5
-expect_stderr "ratelimit: key 'n' now has rate 1/10s, burst 5 (was rate 10/10s, burst 1)"
+expect_stderr "ratelimit: key 'n' has rate 10/10s, burst 1: this call follows it, not its own rate 1/10s, burst 5 (to make them the key's: ratelimit set --key n --rate 1/10s --burst 5)"
 expect_status 0 "$RATELIMIT" set --key n --rate 7/s
-expect_stderr "ratelimit: key 'n' now at 7/s (was 6/m)"
+expect_stderr "ratelimit: key 'n' now at 7/s (was 1/s)"
 expect_status 0 "$RATELIMIT" set --key n --rate 5MB/s
 expect_stderr "ratelimit: key 'n' now at 5MB/s (was 7B/s)"
-expect_status 66 "$RATELIMIT" set --key nosuch --rate 7/s
+expect_status 0 "$RATELIMIT" set --key nosuch --rate 7/s
+expect_stderr "ratelimit: key 'nosuch' now has rate 7/s, burst 1s (a new key)"
 
 # A key whose timetable a user in another time zone applied: the entry in force here is not the
 # key's rate until someone here uses it. The first entry begins this UTC hour, the second nine

@@ -26,6 +26,7 @@ class RedisGoldenStore final : public testing::GoldenStore {
             .wait = reservation.wait,
             .replaced = reservation.replaced_params.has_value(),
             .key_timetable = reservation.key_timetable,
+            .followed = reservation.tell_followed,
             .booked = reservation.booked};
   }
   void set_rate(const testing::GoldenSetRate& change) override {

@@ -205,6 +205,7 @@ GoldenRequest parse_request(std::map<std::string, std::string>& fields,
   if (const auto timetable = take(fields, "timetable")) request.timetable = *timetable;
   if (const auto until = take(fields, "entry_until")) request.entry_until = parse_integer(*until);
   if (const auto replaced = take(fields, "replaced")) request.replaced = parse_yes_no(*replaced);
+  if (const auto followed = take(fields, "followed")) request.followed = parse_yes_no(*followed);
   request.key_timetable = take(fields, "key_timetable");
   if (const auto granted = take(fields, "granted"); granted && *granted != "?")
     request.granted = parse_yes_no(*granted);
@@ -233,12 +234,14 @@ std::string answered_line(const std::string& line, const GoldenAnswer& answer) {
   std::string out;
   while (words >> word) {
     if (word.starts_with("granted=") || word.starts_with("wait=") ||
-        word.starts_with("replaced=") || word.starts_with("key_timetable="))
+        word.starts_with("replaced=") || word.starts_with("key_timetable=") ||
+        word.starts_with("followed="))
       continue;
     out += word + " ";
   }
   return out + "granted=" + (answer.granted ? "yes" : "no") + " wait=" + wait_text(answer.wait) +
-         " replaced=" + (answer.replaced ? "yes" : "no") + " key_timetable=" + answer.key_timetable;
+         " replaced=" + (answer.replaced ? "yes" : "no") +
+         " key_timetable=" + answer.key_timetable + " followed=" + (answer.followed ? "yes" : "no");
 }
 
 }  // namespace
@@ -352,10 +355,12 @@ std::vector<std::string> replay(const GoldenVector& vector, GoldenStore& store) 
     const GoldenRequest& request = *step.request;
     const GoldenAnswer answer = store.request(request);
     spans.push_back(answer.booked);
-    const bool same = request.granted == answer.granted && request.wait &&
-                      wait_matches(*request.wait, answer.wait) &&
-                      request.replaced.value_or(answer.replaced) == answer.replaced &&
-                      request.key_timetable.value_or(answer.key_timetable) == answer.key_timetable;
+    const bool same =
+        request.granted == answer.granted && request.wait &&
+        wait_matches(*request.wait, answer.wait) &&
+        request.replaced.value_or(answer.replaced) == answer.replaced &&
+        request.key_timetable.value_or(answer.key_timetable) == answer.key_timetable &&
+        request.followed.value_or(answer.followed) == answer.followed;
     if (!same) {
       mismatches.push_back(vector.name + " line " + std::to_string(step.line) +
                            ": the store answers\n" + answered_line(step.text, answer));

@@ -29,6 +29,7 @@ struct GoldenRequest {
   // Expected only where the line says so.
   std::optional<bool> replaced;
   std::optional<std::string> key_timetable;
+  std::optional<bool> followed;
 };
 
 struct GoldenSetRate {
@@ -85,6 +86,7 @@ struct GoldenAnswer {
   std::chrono::nanoseconds wait{0};
   bool replaced = false;
   std::string key_timetable{};
+  bool followed = false;         // told that it follows the key's settings (Reservation::followed)
   stores::BookingSpan booked{};  // granted: the store's marks, handed back to it as they are
 };
 

@@ -45,6 +45,7 @@ GoldenAnswer answer(const stores::Reservation& reservation) {
           .wait = reservation.wait,
           .replaced = reservation.replaced_params.has_value(),
           .key_timetable = reservation.key_timetable,
+          .followed = reservation.tell_followed,
           .booked = reservation.booked};
 }
 
@@ -57,12 +58,16 @@ class CoreStore final : public GoldenStore {
       schedule_ = {.timetable = request.timetable, .entry_until = request.entry_until};
       for (const QuotaParams& quota : request.quotas) quotas_.emplace_back(quota, request.at);
     }
-    return answer(stores::decide(*bucket_, schedule_, quotas_,
-                                 permit_request(request, nanoseconds::zero()), request.at));
+    const stores::PermitRequest permits = permit_request(request, nanoseconds::zero());
+    stores::Reservation reservation =
+        stores::decide(*bucket_, schedule_, quotas_, permits, request.at);
+    stores::notice_followed(reservation, permits, noticed_);
+    return answer(reservation);
   }
   void set_rate(const GoldenSetRate& change) override {
     stores::change_rate(*bucket_, change.rate, change.at);
     schedule_ = {.timetable = change.timetable, .entry_until = change.entry_until};
+    noticed_ = 0;
   }
   bool give_back(const GoldenGiveBack& unused,
                  const std::optional<stores::BookingSpan>& booked) override {
@@ -76,6 +81,7 @@ class CoreStore final : public GoldenStore {
   std::optional<TokenBucket> bucket_;
   stores::KeySchedule schedule_;
   std::vector<Quota> quotas_;
+  std::uint64_t noticed_ = 0;
 };
 
 // The state-file store in a directory of its own, on a fake clock that the vector's times move.

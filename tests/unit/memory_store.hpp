@@ -34,20 +34,33 @@ class MemoryStore : public stores::BucketStore {
     if (!bucket) {
       bucket.emplace(request.params, io_.now());
       schedule = request.schedule;
+      for (const QuotaParams& quota : request.quotas) quotas.emplace_back(quota, io_.now());
     }
     if (++calls == other_user_at_call)
       set_rate({.key = request.key,
                 .permits_per_second = other_user_rate,
                 .schedule = other_user_schedule});
     applied.push_back(request.apply_params);
-    const stores::Reservation reservation =
-        stores::decide(*bucket, schedule, quotas, request, io_.now());
+    stores::Reservation reservation = stores::decide(*bucket, schedule, quotas, request, io_.now());
+    stores::notice_followed(reservation, request, noticed);
     if (reservation.granted) booked += request.permits;
     return reservation;
   }
   bool set_rate(const stores::RateChange& change) override {
-    stores::change_rate(*bucket, change.permits_per_second, io_.now());
+    if (change.settings && !bucket) {
+      bucket.emplace(change.settings->params, io_.now());
+      for (const QuotaParams& quota : change.settings->quotas)
+        quotas.emplace_back(quota, io_.now());
+    } else if (change.settings) {
+      stores::change_settings(*bucket, quotas, change.settings->params, change.settings->quotas,
+                              io_.now());
+    } else if (bucket) {
+      stores::change_rate(*bucket, change.permits_per_second, io_.now());
+    } else {
+      return false;
+    }
     schedule = change.schedule;
+    noticed = 0;
     return true;
   }
   std::vector<stores::BucketStatus> status(const std::optional<std::string>&) override {
@@ -63,6 +76,7 @@ class MemoryStore : public stores::BucketStore {
   std::optional<TokenBucket> bucket;
   stores::KeySchedule schedule;
   std::vector<Quota> quotas;
+  std::uint64_t noticed = 0;  // stores::notice_followed()'s record
   std::vector<bool> applied;  // each call's apply_params
   std::int64_t booked = 0;
   std::int64_t given_back = 0;

@@ -61,18 +61,21 @@
 --          moment and every quota's, and takes nothing from any when refused; a reserve with
 --          other quotas than the key's replaces them (a new quota keeps the counts of the key's
 --          quota of the same period), and `reset` (DEL) clears them. Last and optional (an odd
---          argument after the quotas' pairs), the caller's notation, which reserve writes with
---          the caller's parameters to a new key or in place of the key's (a replacement without
---          one leaves ""), and which is otherwise not read.
+--          argument after the quotas' pairs), the caller's notation, which both write with the
+--          caller's parameters to a new key, and reserve in place of the key's (a replacement
+--          without one leaves ""), and which is otherwise not read.
 --          Returns, when the key holds the caller's rate and timetable after the call and no
 --          record was discarded, the wait in ns alone if granted (Redis turns a table into a
 --          reply at several times the cost of a text), else {0, wait ns} (kAsRequestedFields);
 --          else a table of kKeptFields: [1] kReplyGranted 0|1, [2] kReplyWait, [3]
 --          kReplyReplaced 0|1 (parameters replaced), [4] kReplyProblem (why the record was
 --          discarded, "" if not), [5] kReplyKeyTimetable and [6] kReplyKeyRate (the key's after
---          the call); when replaced, kReplacedFields: then [7..13] kReplyReplacedParams (as
---          status gives them), [14] kReplyReplacedTimetable and [15] kReplyReplacedQuotas (as
---          `quotas` keeps them). A granted wait is followed in its text by the booking's span
+--          the call); when replaced (kReplyReplaced 1), kReplacedFields: then [7..13]
+--          kReplyReplacedParams (as status gives them), [14] kReplyReplacedTimetable and [15]
+--          kReplyReplacedQuotas (as `quotas` keeps them); when reserve_keeping's caller asked for
+--          other settings than the key's, which it follows (kReplyReplaced 2, kReplyFollowedTold,
+--          when it is to say so; else 3, kReplyFollowed), the same fields hold the key's settings
+--          after the call. A granted wait is followed in its text by the booking's span
 --          (BookingSpan of bucket_store.hpp): the next free moment it found and the one it
 --          left, as integer Unix nanoseconds, blank-separated ("WAIT FROM UNTIL"); a wait that
 --          a quota, not the rate, sets ends in " quota" ("WAIT quota", "WAIT FROM UNTIL quota").
@@ -85,7 +88,10 @@
 --          the window a request now counts against) and kQuotaNextFreeIn (ns until one more unit
 --          may go).
 -- set_rate: ARGV[3] kArgNewRate, ARGV[4] kArgNewTimetable, ARGV[5] kArgNewEntryUntil (the new
---          timetable's entry's end); returns nil without a bucket, else 1.
+--          timetable's entry's end); returns nil without a bucket, else 1. Optional, ARGV[6]
+--          kArgNewSettings: all the key's settings from now on, as reserve's kArgTexts (rate and
+--          timetable those of ARGV[3..5]); a key without a bucket is then made with them (1).
+--          Either way the key is kept (KEPT_MS) and its `noticed` emptied.
 -- give_back: ARGV[3] kArgGivenBack, permits booked and not used (give_back() of
 --          bucket_store.cpp); ARGV[4] kArgBookedFrom and ARGV[5] kArgBookedUntil, optional, the
 --          span of the bookings they come from, as reserve gave it: only what no later booking
@@ -117,6 +123,12 @@ local FORMAT_VERSION = "1"
 -- must be, and noted in the hash (expires, Unix milliseconds), so that a busy key's expiry is
 -- moved about once per margin, not on every call.
 local EXPIRY_MARGIN_MS = 1000
+-- A key that owns settings some caller does not pass (it told one that it follows them: field
+-- `noticed`), or that `ratelimit set --key` changed, is kept this long after its last call, so
+-- that its settings outlive its bucket's idle expiry; its expiry is moved about once per
+-- KEPT_MARGIN_MS.
+local KEPT_MS = 7 * 86400 * 1000
+local KEPT_MARGIN_MS = 3600 * 1000
 -- Beyond this (about 3000 years) a key is kept without expiry.
 local MAX_EXPIRY_MS = 1e14
 local huge, floor, min, max = math.huge, math.floor, math.min, math.max
@@ -274,12 +286,21 @@ local function serve(argv)
   local held, problem = false, ""
   local f
   -- Keys without quotas are read as before quotas were.
+  -- `noticed` last: false when the key is not kept (KEPT_MS).
+  local noticed_at
   if quota_limits then
     f = redis.pcall("HMGET", key, "texts", "stored", "free_s", "free_ns", "expires", "rate",
-                    "quota_counts", "quota_sums", "quota_sums_of")
+                    "quota_counts", "quota_sums", "quota_sums_of", "noticed")
+    noticed_at = 10
   else
-    f = redis.pcall("HMGET", key, "texts", "stored", "free_s", "free_ns", "expires", "rate")
+    f = redis.pcall("HMGET", key, "texts", "stored", "free_s", "free_ns", "expires", "rate",
+                    "noticed")
+    noticed_at = 7
   end
+  -- The key's `noticed` as read, and as written when it changes: the texts of the caller last
+  -- told that it follows the key's settings ("" for none told since `set --key` or a
+  -- replacement).
+  local saved_noticed, noticed = not f.err and f[noticed_at] or nil, nil
   local common = wanted_texts ~= nil and f[1] == wanted_texts and f[6] == rate
   local quota_states_of, quota_marks_of
   if quota_limits or not common then
@@ -438,10 +459,10 @@ local function serve(argv)
              p[5] .. "," .. p[6] .. "," .. p[7] .. "," .. quotas .. entry_until .. "," .. timetable
     end
 
-    if reserving then
-      -- The caller's texts split, the timetable last: it may hold commas. Those that came apart
-      -- too must be the same.
-      local split = {wanted_texts:match(
+    -- The caller's texts (reserve's, or set_rate's new settings) split, the timetable last: it may
+    -- hold commas. Whether they are a bucket's settings.
+    local function read_wanted(texts)
+      local split = {texts:match(
         "^([^,]*),([^,]*),([^,]*),([^,]*),([^,]*),([^,]*),([^,]*),([^,]*),(.*)$")}
       -- The quotas, if any, before the entry's end: they hold a '/', which no entry's end does.
       local schedule = split[9] or ""
@@ -455,11 +476,19 @@ local function serve(argv)
       wanted = split[1] == FORMAT_VERSION and
                params_table(split[2], split[3], split[4], split[5], split[6], split[7], split[8])
       wanted_quotas = quota_specs_of(wanted_quota_specs)
-      if not (wanted and wanted_entry_until and
-              (wanted_entry_until == "0" or is_int64_text(wanted_entry_until)) and
+      return wanted and wanted_entry_until and
+             (wanted_entry_until == "0" or is_int64_text(wanted_entry_until)) and wanted_quotas
+    end
+
+    if operation == "set_rate" and argv[6] and not read_wanted(argv[6]) then
+      return redis.error_reply("ERR ratelimit: bad arguments")
+    end
+    if reserving then
+      -- Those that came apart too must be the same.
+      if not (read_wanted(wanted_texts) and
               shape == wanted[1] and pay_first == wanted[7] and rate == wanted[2] and
               (burst == wanted[3] or warmup == wanted[4] and cold == wanted[5]) and
-              wanted_quotas and #wanted_quotas[1] == (quota_limits and #quota_limits or 0)) then
+              #wanted_quotas[1] == (quota_limits and #quota_limits or 0)) then
         return redis.error_reply("ERR ratelimit: bad arguments")
       end
       for i = 1, #wanted_quotas[1] do
@@ -702,16 +731,58 @@ local function serve(argv)
   -- Each operation but status changes the bucket and names its reply; the changes are saved below.
   -- new_notation: the key's notation from now on, when reserve changes it.
   local reply, new_notation
+  -- Whether the caller, which keeps the key's parameters and asked for other settings, is told
+  -- that it follows them (the first such caller since the key's settings changed or another's
+  -- were told: notice_followed() of bucket_store.cpp).
+  local followed, tell_followed = false, false
   -- The quotas' counts and their sums to write ("" for none), when the call changed them.
   local quota_counts, quota_sums
+  -- replaced_quotas(): the caller's quotas (wanted_quotas) become the key's; a new quota keeps the
+  -- counts of the key's first quota of its period not kept yet, others start empty.
+  local take_wanted_quotas
+  if not common then
+    function take_wanted_quotas()
+      local states, taken = {}, {}
+      for i = 1, #wanted_quotas[1] do
+        for j = 1, held and #key_quotas[1] or 0 do
+          if not taken[j] and key_quotas[2][j] == wanted_quotas[2][i] then
+            taken[j], states[i] = true, quota_states[j]
+            break
+          end
+        end
+        states[i] = states[i] or quota_fresh(wanted_quotas[3][i], now, now_s)
+      end
+      quota_specs, quota_limits, quota_slots, quota_states =
+        wanted_quota_specs, wanted_quotas[1], wanted_quotas[3], states
+      if #states == 0 then quota_limits, quota_slots, quota_states = nil, nil, nil end
+      quota_counts, quota_sums = "", ""
+      if quota_states then quota_counts, quota_sums = quota_counts_text(quota_states) end
+    end
+  end
   if reserving then
-    if problem ~= "" then redis.call("DEL", key) end
+    if problem ~= "" then
+      redis.call("DEL", key)
+      saved_noticed = nil
+    end
     -- decide() before the booking: the request's quotas, parameters and schedule against the key's;
     -- the replaced parameters and timetable, or nil.
     local replaced, replaced_timetable
     if not common then
       -- No key, or deleted above: nothing saved.
       local new_quotas = not held
+      -- differs_from_key() of bucket_store.cpp: other parameters (the rate aside under the key's
+      -- timetable), another timetable or other quotas.
+      if held and not apply then
+        local differs = wanted_quota_specs ~= quota_specs or wanted_timetable ~= timetable
+        for i = 1, 7 do
+          if wanted[i] ~= params[i] and not (i == 2 and timetable ~= "") then differs = true end
+        end
+        if differs then
+          followed = true
+          local told = joined_texts(wanted, wanted_quota_specs, "0", wanted_timetable)
+          if saved_noticed ~= told then tell_followed, noticed = true, told end
+        end
+      end
       if not held then
         timetable, entry_until = wanted_timetable, wanted_entry_until
         bucket:start(wanted)
@@ -719,25 +790,7 @@ local function serve(argv)
         replaced, replaced_timetable = bucket.params, timetable
         new_quotas = true
       end
-      -- replaced_quotas(): a new quota keeps the counts of the key's first quota of its period not
-      -- kept yet; others start empty.
-      if new_quotas then
-        local states, taken = {}, {}
-        for i = 1, #wanted_quotas[1] do
-          for j = 1, held and #key_quotas[1] or 0 do
-            if not taken[j] and key_quotas[2][j] == wanted_quotas[2][i] then
-              taken[j], states[i] = true, quota_states[j]
-              break
-            end
-          end
-          states[i] = states[i] or quota_fresh(wanted_quotas[3][i], now, now_s)
-        end
-        quota_specs, quota_limits, quota_slots, quota_states =
-          wanted_quota_specs, wanted_quotas[1], wanted_quotas[3], states
-        if #states == 0 then quota_limits, quota_slots, quota_states = nil, nil, nil end
-        quota_counts, quota_sums = "", ""
-        if quota_states then quota_counts, quota_sums = quota_counts_text(quota_states) end
-      end
+      if new_quotas then take_wanted_quotas() end
       -- What was replaced is noted once, before the first change (decide()'s replace()).
       if apply and wanted_timetable ~= timetable then
         if not replaced then replaced, replaced_timetable = bucket.params, timetable end
@@ -760,7 +813,9 @@ local function serve(argv)
           end
         end
       end
-      if apply and (replaced or not held) then new_notation = given_notation or "" end
+      if (apply and replaced) or not held then new_notation = given_notation or "" end
+      -- New settings: the next caller whose own differ is told.
+      if replaced and saved_noticed and saved_noticed ~= "" then noticed = "" end
       params, stored, next_free = bucket.params, bucket.stored, bucket.next_free
       stable, max_permits, cool_down = bucket.stable, bucket.max_permits, bucket.cool_down
       threshold, slope = bucket.threshold, bucket.slope
@@ -872,6 +927,10 @@ local function serve(argv)
       reply = {granted, wait_text, 1, problem, timetable, params[2], replaced[1], replaced[2],
                replaced[3], replaced[4], replaced[5], replaced[6], replaced[7], replaced_timetable,
                saved_quota_specs}
+    elseif followed then
+      reply = {granted, wait_text, tell_followed and 2 or 3, problem, timetable, params[2],
+               params[1], params[2],
+               params[3], params[4], params[5], params[6], params[7], timetable, quota_specs}
     elseif common or (problem == "" and timetable == wanted_timetable and params[2] == rate) then
       if granted == 1 then reply = wait_text else reply = {0, wait_text} end
     else
@@ -894,6 +953,20 @@ local function serve(argv)
       status[n + 4] = integer_string(quota_earliest(limit, slot, state, 1, now, now_s) - now)
     end
     return status
+  elseif operation == "set_rate" and argv[6] then
+    -- All the settings (`ratelimit set --key`), change_settings(); a key without a bucket (or
+    -- with a damaged one) is made with them.
+    if problem ~= "" then
+      redis.call("DEL", key)
+      saved_noticed = nil
+    end
+    if held then bucket:change_params(wanted) else bucket:start(wanted) end
+    take_wanted_quotas()
+    params, stored, next_free = bucket.params, bucket.stored, bucket.next_free
+    max_permits, cool_down = bucket.max_permits, bucket.cool_down
+    timetable, entry_until = wanted_timetable, wanted_entry_until
+    noticed = ""
+    reply = 1
   elseif operation == "set_rate" then
     if not held then return nil end
     local new_params = bucket:with_rate(params, argv[3])
@@ -906,6 +979,8 @@ local function serve(argv)
     params, stored, next_free = bucket.params, bucket.stored, bucket.next_free
     max_permits, cool_down = bucket.max_permits, bucket.cool_down
     timetable, entry_until = new_timetable, new_entry_until
+    -- Set by hand: kept (KEPT_MS), and the next caller whose settings differ is told.
+    noticed = ""
     reply = 1
   else
     local given_back, from_text, until_text = tonumber(argv[3]), argv[4], argv[5]
@@ -964,14 +1039,18 @@ local function serve(argv)
     local passed_us = (newest + QUOTA_COUNTS) * quota_slots[i] - now_s * 1e6 - now / 1000
     full_in_ms = max(full_in_ms, math.ceil(passed_us / 1000))
   end
-  local expire_in_ms = full_in_ms + 2 * EXPIRY_MARGIN_MS
+  -- A kept key stays KEPT_MS after its last call, its expiry moved once per KEPT_MARGIN_MS.
+  local margin = EXPIRY_MARGIN_MS
+  if noticed or saved_noticed then
+    full_in_ms, margin = max(full_in_ms, KEPT_MS), KEPT_MARGIN_MS
+  end
+  local expire_in_ms = full_in_ms + 2 * margin
   local expires = saved_expires or 0
   -- Moved when the noted expiry is too soon, or further than it would be set now (the server's
   -- clock went back, or the rate went up). On a time the caller gives (tests) it is always moved
   -- and not noted: the expiry itself runs on the server's clock.
-  local earliest = now_ms + full_in_ms + EXPIRY_MARGIN_MS
-  local move_expiry = given_time ~= "" or expires < earliest or
-                      expires > earliest + EXPIRY_MARGIN_MS
+  local earliest = now_ms + full_in_ms + margin
+  local move_expiry = given_time ~= "" or expires < earliest or expires > earliest + margin
   -- Numbers go as they are: Redis writes them with every digit (%.17g), as tonumber() reads them.
   local stored_value = stored == huge and "inf" or stored
   -- The common call mostly moves the next free moment within a second, spending or gaining stored
@@ -1045,6 +1124,10 @@ local function serve(argv)
   end
   if new_notation then
     changes[n + 1], changes[n + 2] = "notation", new_notation
+    n = n + 2
+  end
+  if noticed and noticed ~= saved_noticed then
+    changes[n + 1], changes[n + 2] = "noticed", noticed
     n = n + 2
   end
   if n == 2 then return reply end

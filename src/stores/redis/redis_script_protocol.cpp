@@ -128,11 +128,16 @@ class ReplyReader {
     if (!value) malformed(fmt::format("field {} is not a number", position));
     return *value;
   }
-  bool flag(std::size_t position) const {
+  std::int64_t integer(std::size_t position) const {
     const RedisValue& value = field(position);
-    if (value.type != RedisValue::Type::integer || (value.integer != 0 && value.integer != 1))
-      malformed(fmt::format("field {} is not 0 or 1", position));
-    return value.integer == 1;
+    if (value.type != RedisValue::Type::integer)
+      malformed(fmt::format("field {} is not an integer", position));
+    return value.integer;
+  }
+  bool flag(std::size_t position) const {
+    const std::int64_t value = integer(position);
+    if (value != 0 && value != 1) malformed(fmt::format("field {} is not 0 or 1", position));
+    return value == 1;
   }
   // Parameters from `first` on, as status gives them.
   BucketParams params(std::size_t first) const {
@@ -186,10 +191,10 @@ std::vector<std::string> encode_reserve(const PermitRequest& request, nanosecond
   const BucketParams& params = request.params;
   const bool bursty = params.shape == BucketShape::bursty;
   const std::size_t first_quota = bursty ? kArgFirstQuotaBursty : kArgFirstQuotaWarmingUp;
-  // Last, odd one out after the quotas' pairs: only with the parameters the request applies (the
-  // script keeps it only with those, and the common call of a pipe, keeping the key's, need not
-  // send it).
-  const bool with_notation = request.apply_params && !request.notation.empty();
+  // Last, odd one out after the quotas' pairs, when the request has one (the script keeps it only
+  // for a new key or with the parameters reserve applies: a pipe sends it on its first call
+  // only).
+  const bool with_notation = !request.notation.empty();
   std::vector<std::string> arguments =
       arguments_of(request.apply_params ? "reserve" : "reserve_keeping", now_micros,
                    first_quota - 1 + 2 * request.quotas.size() + (with_notation ? 1 : 0));
@@ -233,11 +238,20 @@ std::vector<std::string> encode_give_back(std::int64_t permits,
 }
 
 std::vector<std::string> encode_set_rate(double permits_per_second, const KeySchedule& schedule,
-                                         std::optional<std::int64_t> now_micros) {
-  std::vector<std::string> arguments = arguments_of("set_rate", now_micros, kArgNewEntryUntil);
+                                         std::optional<std::int64_t> now_micros,
+                                         const std::optional<KeySettings>& settings) {
+  std::vector<std::string> arguments =
+      arguments_of("set_rate", now_micros, settings ? kArgNewSettings : kArgNewEntryUntil);
   at(arguments, kArgNewRate) = number_text(permits_per_second);
   at(arguments, kArgNewTimetable) = schedule.timetable;
   at(arguments, kArgNewEntryUntil) = std::to_string(schedule.entry_until);
+  if (settings) {
+    PermitRequest wanted;
+    wanted.params = settings->params;
+    wanted.schedule = schedule;
+    wanted.quotas = settings->quotas;
+    at(arguments, kArgNewSettings) = request_texts(wanted);
+  }
   return arguments;
 }
 
@@ -257,20 +271,31 @@ DecodedReservation decode_reservation(const RedisValue& reply, const PermitReque
   reservation.granted = read.flag(kReplyGranted);
   read.read_wait(read.text(kReplyWait), reservation);
   if (count == kAsRequestedFields) return decoded;
-  const bool replaced_follows = count == kReplacedFields;
-  if (read.flag(kReplyReplaced) != replaced_follows)
+  const bool settings_follow = count == kReplacedFields;
+  const std::int64_t replaced = read.integer(kReplyReplaced);
+  if (replaced < 0 || replaced > kReplyFollowed)
+    read.malformed(fmt::format("field {} is not 0 to {}", kReplyReplaced, kReplyFollowed));
+  if ((replaced != 0) != settings_follow)
     read.malformed(fmt::format("field {} disagrees with {} fields", kReplyReplaced, count));
   decoded.problem = read.text(kReplyProblem);
   reservation.key_timetable = read.text(kReplyKeyTimetable);
   reservation.key_permits_per_second = read.number<double>(kReplyKeyRate);
   if (!(reservation.key_permits_per_second > 0.0))
     read.malformed(fmt::format("field {} is no rate", kReplyKeyRate));
-  if (replaced_follows) {
-    reservation.replaced_params = read.params(kReplyReplacedParams);
-    reservation.replaced_timetable = read.text(kReplyReplacedTimetable);
+  if (settings_follow) {
+    const BucketParams params = read.params(kReplyReplacedParams);
+    const std::string& timetable = read.text(kReplyReplacedTimetable);
     const auto quotas = parsed_quota_specs(read.text(kReplyReplacedQuotas));
     if (!quotas) read.malformed(fmt::format("field {} is no quotas", kReplyReplacedQuotas));
-    reservation.replaced_quotas = *quotas;
+    if (replaced == kReplyFollowedTold || replaced == kReplyFollowed) {
+      reservation.followed =
+          KeySettings{.params = params, .timetable = timetable, .quotas = *quotas};
+      reservation.tell_followed = replaced == kReplyFollowedTold;
+    } else {
+      reservation.replaced_params = params;
+      reservation.replaced_timetable = timetable;
+      reservation.replaced_quotas = *quotas;
+    }
   }
   return decoded;
 }

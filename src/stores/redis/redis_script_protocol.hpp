@@ -45,15 +45,22 @@ inline constexpr std::size_t kArgBookedUntil = 5;
 inline constexpr std::size_t kArgNewRate = 3;
 inline constexpr std::size_t kArgNewTimetable = 4;
 inline constexpr std::size_t kArgNewEntryUntil = 5;
+inline constexpr std::size_t kArgNewSettings = 6;  // optional, as kArgTexts
 
 // reserve's reply, when the key holds the request's rate and timetable and nothing was discarded:
 // the wait text alone if granted ("WAIT FROM UNTIL", the booking's span after the wait), else a
 // table of kAsRequestedFields; otherwise one of kKeptFields, or of kReplacedFields when the
-// request replaced the key's parameters. A wait that a quota set ends in " quota".
+// request replaced the key's parameters (their fields then hold the ones replaced) or is told that
+// it follows the key's settings (the key's settings). A wait that a quota set ends in " quota".
 inline constexpr std::size_t kReplyGranted = 1;  // integer 0 or 1
 inline constexpr std::size_t kReplyWait = 2;     // "WAIT", or granted "WAIT FROM UNTIL"
 inline constexpr std::size_t kAsRequestedFields = 2;
-inline constexpr std::size_t kReplyReplaced = 3;      // integer 0 or 1
+// Integer 0, 1 (the request replaced the key's parameters), kReplyFollowedTold or kReplyFollowed
+// (the request, which keeps them, asked for other settings and follows the key's; told: its
+// caller says so).
+inline constexpr std::size_t kReplyReplaced = 3;
+inline constexpr std::int64_t kReplyFollowedTold = 2;
+inline constexpr std::int64_t kReplyFollowed = 3;
 inline constexpr std::size_t kReplyProblem = 4;       // why the record was discarded, "" if not
 inline constexpr std::size_t kReplyKeyTimetable = 5;  // after the call
 inline constexpr std::size_t kReplyKeyRate = 6;       // after the call
@@ -99,7 +106,8 @@ inline constexpr std::size_t kQuotaFields = 4;
 // reply: a table of each request's own reply (an error among them is that request's alone).
 inline constexpr std::string_view kBatchOperation = "batch";
 
-// The ARGV of a reserve (reserve_keeping when the request keeps the key's parameters) of permits
+// The ARGV of a reserve (reserve_keeping when the request keeps the key's parameters: it follows
+// them) of permits
 // due within `timeout` (nanoseconds::max(): no limit), at `now_micros` (Unix microseconds; none:
 // the server's TIME).
 std::vector<std::string> encode_reserve(const PermitRequest& request,
@@ -109,8 +117,10 @@ std::vector<std::string> encode_status(std::optional<std::int64_t> now_micros);
 std::vector<std::string> encode_give_back(std::int64_t permits,
                                           const std::optional<BookingSpan>& booked,
                                           std::optional<std::int64_t> now_micros);
+// With `settings`, all of them (RateChange::settings).
 std::vector<std::string> encode_set_rate(double permits_per_second, const KeySchedule& schedule,
-                                         std::optional<std::int64_t> now_micros);
+                                         std::optional<std::int64_t> now_micros,
+                                         const std::optional<KeySettings>& settings = {});
 
 // A decoded reserve reply: the reservation, and why the key's record was discarded ("" if not).
 struct DecodedReservation {

@@ -224,7 +224,8 @@ bool RedisStore::set_rate_at(const RateChange& change, std::optional<std::int64_
   RedisDeadline round_trip = operation_deadline();
   return script::decode_set_rate(
       run_script(change.key,
-                 script::encode_set_rate(change.permits_per_second, change.schedule, now_micros),
+                 script::encode_set_rate(change.permits_per_second, change.schedule, now_micros,
+                                         change.settings),
                  round_trip),
       server());
 }

@@ -16,9 +16,11 @@ namespace {
 
 constexpr std::string_view kMagic = "RLBUCKET";
 // 2 added the flags (start_full, pay_first), 3 the machine id, 4 the schedule, 5 the quotas, 6
-// the notation. A record of version 4 or 5 is read as one without what came later; of another
-// version it counts as a fresh bucket, as a corrupt one does.
-constexpr std::uint32_t kVersion = 6;
+// the notation, 7 the fingerprint of the settings last told. A record of version 4 to 6 is read
+// as one without what came later; of another version it counts as a fresh bucket, as a corrupt
+// one does.
+constexpr std::uint32_t kVersion = 7;
+constexpr std::uint32_t kVersionWithoutNoticed = 6;
 constexpr std::uint32_t kVersionWithoutNotation = 5;
 constexpr std::uint32_t kVersionWithoutQuotas = 4;
 // A notation is a few words (format::notation_text()).
@@ -83,7 +85,7 @@ std::string unpadded(std::string_view field) {
 
 const std::size_t kMaxRecordBytes = kFixedRecordBytes + kMaxTimetableBytes + sizeof(std::uint32_t) +
                                     kMaxRecordQuotas * kQuotaRecordBytes + sizeof(std::uint32_t) +
-                                    kMaxNotationBytes;
+                                    kMaxNotationBytes + sizeof(StateRecord::noticed);
 
 std::string encode_record(const StateRecord& record) {
   std::string out(kMagic);
@@ -113,6 +115,7 @@ std::string encode_record(const StateRecord& record) {
   const std::string_view notation = std::string_view(record.notation).substr(0, kMaxNotationBytes);
   append(out, static_cast<std::uint32_t>(notation.size()));
   out += notation;
+  append(out, record.noticed);
   append(out, format::fnv1a<std::uint64_t>(out));
   return out;
 }
@@ -141,7 +144,8 @@ Problem read_version(std::string_view bytes, std::uint32_t& version) {
   if (bytes.size() < kMagic.size() + sizeof(std::uint32_t) || !bytes.starts_with(kMagic))
     return std::nullopt;
   std::memcpy(&version, bytes.data() + kMagic.size(), sizeof version);
-  if (version == kVersion || version == kVersionWithoutNotation || version == kVersionWithoutQuotas)
+  if (version == kVersion || version == kVersionWithoutNoticed ||
+      version == kVersionWithoutNotation || version == kVersionWithoutQuotas)
     return std::nullopt;
   return "record version " + std::to_string(version) + ", expected " + std::to_string(kVersion);
 }
@@ -174,7 +178,7 @@ Problem read_expected_size(std::string_view bytes, std::uint32_t version, std::s
              std::to_string(kMaxRecordQuotas);
     size += sizeof(std::uint32_t) + quotas * kQuotaRecordBytes;
   }
-  if (version == kVersion) {
+  if (version >= kVersionWithoutNoticed) {
     // The notation's length just after the quotas, before the checksum.
     const std::size_t offset = size - sizeof(std::uint64_t);
     const std::uint32_t notation_bytes = length_at(offset, offset + sizeof(std::uint32_t));
@@ -183,6 +187,7 @@ Problem read_expected_size(std::string_view bytes, std::uint32_t version, std::s
              std::to_string(kMaxNotationBytes);
     size += sizeof(std::uint32_t) + notation_bytes;
   }
+  if (version == kVersion) size += sizeof(std::uint64_t);
   return std::nullopt;
 }
 
@@ -234,8 +239,9 @@ Problem read_fields(std::string_view bytes, std::uint32_t version, StateRecord& 
   } catch (const std::invalid_argument& error) {
     return std::string("invalid bucket: ") + error.what();
   }
-  if (version == kVersion)
+  if (version >= kVersionWithoutNoticed)
     record.notation = std::string(reader.next_bytes(reader.next<std::uint32_t>()));
+  if (version == kVersion) record.noticed = reader.next<std::uint64_t>();
   return std::nullopt;
 }
 

@@ -2,6 +2,7 @@
 
 #include <chrono>
 #include <cstddef>
+#include <cstdint>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -22,17 +23,20 @@ struct StateRecord {
   BucketState state;
   KeySchedule schedule;
   std::vector<Quota> quotas;
-  std::string notation;    // PermitRequest::notation as the key keeps it; empty: none
-  std::string machine_id;  // /etc/machine-id; empty if the machine has none
+  std::string notation;       // PermitRequest::notation as the key keeps it; empty: none
+  std::uint64_t noticed = 0;  // notice_followed()'s record of the request last told
+  std::string machine_id;     // /etc/machine-id; empty if the machine has none
   std::string boot_id;
 };
 
 // The record's bytes: magic, version, parameters, state, machine id, boot id, the schedule's entry
 // and timetable length, the timetable, the quotas (their number, then each one's limit, period,
-// newest slot and kQuotaCounts counts), the notation's length and the notation, and an FNV-1a
-// checksum of all that, in this machine's byte order (a record of another machine is refused
-// before its numbers are used). A record of version 5 (before the notation) is read as one
-// without a notation, of version 4 (before quotas) as one without quotas either.
+// newest slot and kQuotaCounts counts), the notation's length and the notation, the fingerprint of
+// the settings last told that they follow the key's, and an FNV-1a checksum of all that, in this
+// machine's byte order (a record of another machine is refused before its numbers are used). A
+// record of version 6 (before the fingerprint) is read as one with none told, of version 5
+// (before the notation) as one without a notation either, of version 4 (before quotas) as one
+// without quotas either.
 std::string encode_record(const StateRecord& record);
 
 // The largest record decode_record() takes (the longest timetable, the most quotas, the longest

@@ -48,23 +48,26 @@ StateFileStore::KeyLimits StateFileStore::load_bucket(const state::LockedFile& f
             .schedule = request.schedule,
             .quotas = std::move(quotas),
             .notation = {},
+            .noticed = 0,
             .fresh = true};
   }
   return {.bucket = TokenBucket(loaded.record->params, loaded.record->state),
           .schedule = std::move(loaded.record->schedule),
           .quotas = std::move(loaded.record->quotas),
           .notation = std::move(loaded.record->notation),
+          .noticed = loaded.record->noticed,
           .fresh = false};
 }
 
 void StateFileStore::save(state::LockedFile& file, const TokenBucket& bucket,
                           const KeySchedule& schedule, const std::vector<Quota>& quotas,
-                          const std::string& notation) const {
+                          const std::string& notation, std::uint64_t noticed) const {
   file.replace(encode_record({.params = bucket.params(),
                               .state = bucket.state(),
                               .schedule = schedule,
                               .quotas = quotas,
                               .notation = notation,
+                              .noticed = noticed,
                               .machine_id = host_.machine_id,
                               .boot_id = host_.boot_id}));
 }
@@ -77,10 +80,12 @@ Reservation StateFileStore::reserve(const PermitRequest& request, io::Waiter& wa
       return {.granted = false, .wait = {}, .signal = locked.signal, .replaced_params = {}};
     // Read under the lock, so that the order of the times is the order of the bookings.
     const auto now = clock_.now();
-    auto [bucket, schedule, quotas, notation, fresh] = load_bucket(*locked.file, request, now);
-    const Reservation reservation = decide(bucket, schedule, quotas, request, now);
-    if (request.apply_params && (fresh || reservation.replaced_params)) notation = request.notation;
-    save(*locked.file, bucket, schedule, quotas, notation);
+    auto [bucket, schedule, quotas, notation, noticed, fresh] =
+        load_bucket(*locked.file, request, now);
+    Reservation reservation = decide(bucket, schedule, quotas, request, now);
+    notice_followed(reservation, request, noticed);
+    if (fresh || (request.apply_params && reservation.replaced_params)) notation = request.notation;
+    save(*locked.file, bucket, schedule, quotas, notation, noticed);
     return reservation;
   });
 }
@@ -94,23 +99,49 @@ bool StateFileStore::update_existing(const std::string& key, const Update& updat
     DecodedRecord loaded = load(*file, now);
     if (!loaded.record) return false;
     TokenBucket bucket(loaded.record->params, loaded.record->state);
-    update(bucket, loaded.record->schedule, now);
-    save(*file, bucket, loaded.record->schedule, loaded.record->quotas, loaded.record->notation);
+    update(bucket, loaded.record->schedule, loaded.record->noticed, now);
+    save(*file, bucket, loaded.record->schedule, loaded.record->quotas, loaded.record->notation,
+         loaded.record->noticed);
     return true;
   });
 }
 
 bool StateFileStore::set_rate(const RateChange& change) {
-  return update_existing(change.key,
-                         [&](TokenBucket& bucket, KeySchedule& kept, std::chrono::nanoseconds now) {
-                           change_rate(bucket, change.permits_per_second, now);
-                           kept = change.schedule;
-                         });
+  if (change.settings) return set_settings(change);
+  return update_existing(change.key, [&](TokenBucket& bucket, KeySchedule& kept,
+                                         std::uint64_t& noticed, std::chrono::nanoseconds now) {
+    change_rate(bucket, change.permits_per_second, now);
+    kept = change.schedule;
+    // New settings: the next user whose own differ is told.
+    noticed = 0;
+  });
+}
+
+bool StateFileStore::set_settings(const RateChange& change) {
+  return state::unavailable_on_failure(directory_, [&] {
+    state::LockedFile file =
+        directory_.lock(bucket_file_name(change.key), state::LockKind::exclusive);
+    const auto now = clock_.now();
+    DecodedRecord loaded = load(file, now);
+    const KeySettings& settings = *change.settings;
+    if (!loaded.record) {
+      std::vector<Quota> quotas;
+      for (const QuotaParams& quota : settings.quotas) quotas.emplace_back(quota, now);
+      save(file, TokenBucket(settings.params, now), change.schedule, quotas, {}, 0);
+      return true;
+    }
+    TokenBucket bucket(loaded.record->params, loaded.record->state);
+    change_settings(bucket, loaded.record->quotas, settings.params, settings.quotas, now);
+    // New settings: the next user whose own differ is told.
+    save(file, bucket, change.schedule, loaded.record->quotas, loaded.record->notation, 0);
+    return true;
+  });
 }
 
 bool StateFileStore::give_back(const UnusedPermits& unused) {
   bool moved = false;
-  update_existing(unused.key, [&](TokenBucket& bucket, KeySchedule&, std::chrono::nanoseconds now) {
+  update_existing(unused.key, [&](TokenBucket& bucket, KeySchedule&, std::uint64_t&,
+                                  std::chrono::nanoseconds now) {
     moved = stores::give_back(bucket, unused.permits, now, unused.booked);
   });
   return moved;

@@ -1,5 +1,6 @@
 #pragma once
 
+#include <cstdint>
 #include <functional>
 #include <string>
 #include <utility>
@@ -45,18 +46,23 @@ class StateFileStore final : public BucketStore {
     KeySchedule schedule;
     std::vector<Quota> quotas;
     std::string notation;
-    bool fresh = false;  // made by the request: the file held no bucket that can be used
+    std::uint64_t noticed = 0;  // StateRecord::noticed
+    bool fresh = false;         // made by the request: the file held no bucket that can be used
   };
   // The bucket of `file`, its schedule, quotas and notation at `now`: its record's, or fresh ones
   // made by `request`.
   KeyLimits load_bucket(const state::LockedFile& file, const PermitRequest& request,
                         std::chrono::nanoseconds now) const;
   void save(state::LockedFile& file, const TokenBucket& bucket, const KeySchedule& schedule,
-            const std::vector<Quota>& quotas, const std::string& notation) const;
-  // Changes the bucket of `key` and its schedule under the lock, at the time given; false if there
-  // is no bucket that can be used.
-  using Update = std::function<void(TokenBucket&, KeySchedule&, std::chrono::nanoseconds now)>;
+            const std::vector<Quota>& quotas, const std::string& notation,
+            std::uint64_t noticed) const;
+  // Changes the bucket of `key`, its schedule and its record of the settings last told under the
+  // lock, at the time given; false if there is no bucket that can be used.
+  using Update = std::function<void(TokenBucket&, KeySchedule&, std::uint64_t& noticed,
+                                    std::chrono::nanoseconds now)>;
   bool update_existing(const std::string& key, const Update& update);
+  // set_rate() with settings: the key's bucket changed, or made.
+  bool set_settings(const RateChange& change);
 
   state::StateDirectory directory_;
   Clock& clock_;

@@ -28,7 +28,10 @@ class CountingStore final : public stores::BucketStore {
     auto [bucket, added] = buckets_.try_emplace(request.key, request.params, now);
     auto [schedule, new_schedule] = schedules_.try_emplace(request.key, request.schedule);
     auto [quotas, new_quotas] = quotas_.try_emplace(request.key);
-    return stores::decide(bucket->second, schedule->second, quotas->second, request, now);
+    stores::Reservation reservation =
+        stores::decide(bucket->second, schedule->second, quotas->second, request, now);
+    stores::notice_followed(reservation, request, noticed_[request.key]);
+    return reservation;
   }
   bool set_rate(const stores::RateChange&) override { return false; }
   std::vector<stores::BucketStatus> status(const std::optional<std::string>&) override {
@@ -44,6 +47,7 @@ class CountingStore final : public stores::BucketStore {
   std::map<std::string, TokenBucket> buckets_;
   std::map<std::string, stores::KeySchedule> schedules_;
   std::map<std::string, std::vector<Quota>> quotas_;
+  std::map<std::string, std::uint64_t> noticed_;
 };
 
 // The slots are busy until a given time.
@@ -156,7 +160,7 @@ TEST_F(Admit, SignalWhileWaitingForASlot) {
 class InterruptedStore final : public stores::BucketStore {
  public:
   stores::Reservation reserve(const stores::PermitRequest&, io::Waiter&) override {
-    return {.granted = false, .wait = {}, .signal = SIGTERM, .replaced_params = {}};
+    return {.granted = false, .wait = {}, .signal = SIGTERM};
   }
   bool set_rate(const stores::RateChange&) override { return false; }
   std::vector<stores::BucketStatus> status(const std::optional<std::string>&) override {
@@ -175,14 +179,16 @@ TEST_F(Admit, SignalWhileTheStoreIsAskedRunsNothing) {
   EXPECT_FALSE(admission.slot);
 }
 
-TEST_F(Admit, SaysWhichParametersItReplaced) {
+// The key owns its settings: a later request with others follows them, and is told once.
+TEST_F(Admit, SaysOnceWhichSettingsItFollowed) {
   admit(request());
   AdmissionRequest faster = request();
+  faster.permits.apply_params = false;
   faster.permits.params.permits_per_second = 20.0;
   const Admission admission = admit(faster);
-  ASSERT_TRUE(admission.replaced_params);
-  EXPECT_EQ(admission.replaced_params->permits_per_second, 10.0);
-  EXPECT_FALSE(admit(faster).replaced_params);
+  ASSERT_TRUE(admission.followed);
+  EXPECT_EQ(admission.followed->params.permits_per_second, 10.0);
+  EXPECT_FALSE(admit(faster).followed);
 }
 
 }  // namespace

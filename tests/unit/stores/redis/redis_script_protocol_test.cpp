@@ -92,12 +92,15 @@ TEST(RedisScriptProtocol, EachReserveArgumentAtItsNamedPosition) {
   EXPECT_EQ(at(kArgFirstQuotaWarmingUp + 2), "9");
   EXPECT_EQ(at(kArgFirstQuotaWarmingUp + 3), "937500");
   EXPECT_EQ(arguments.back(), "2.5/s");
-  // Keeping the key's parameters, the notation is not sent.
+  // Keeping the key's parameters, the notation goes too (for a new key); a request without one
+  // (a pipe's after its first) sends none.
   request.apply_params = false;
   const Strings keeping = encode_reserve(request, 5ms, std::nullopt);
   EXPECT_EQ(keeping.front(), "reserve_keeping");
   EXPECT_EQ(keeping[kArgTime - 1], "");
-  EXPECT_EQ(keeping.size(), kArgFirstQuotaWarmingUp - 1 + 2 * 2);
+  EXPECT_EQ(keeping.back(), "2.5/s");
+  request.notation.clear();
+  EXPECT_EQ(encode_reserve(request, 5ms, std::nullopt).size(), kArgFirstQuotaWarmingUp - 1 + 2 * 2);
 }
 
 TEST(RedisScriptProtocol, OtherOperationsAreEncoded) {
@@ -107,6 +110,13 @@ TEST(RedisScriptProtocol, OtherOperationsAreEncoded) {
             (Strings{"give_back", "", "3", "5", "8"}));
   EXPECT_EQ(encode_set_rate(0.5, {.timetable = "t", .entry_until = 9}, 11),
             (Strings{"set_rate", "11", "0.5", "t", "9"}));
+  // All the settings (set --key with more than a rate), as a reserve's texts.
+  EXPECT_EQ(encode_set_rate(0.5, {.timetable = "t", .entry_until = 9}, 11,
+                            stores::KeySettings{.params = {.permits_per_second = 0.5},
+                                                .timetable = "t",
+                                                .quotas = {{.limit = 3, .period = 1s}}}),
+            (Strings{"set_rate", "11", "0.5", "t", "9",
+                     "1,bursty,0.5,1,0,3,0,0,3/1000000000/15625,9,t"}));
 }
 
 TEST(RedisScriptProtocol, ReplyOfAKeyAsRequested) {
@@ -158,6 +168,20 @@ TEST(RedisScriptProtocol, ReplyOfAKeyThatKeptOrReplacedItsParameters) {
   EXPECT_TRUE(reservation.replaced_params->pay_first);
   EXPECT_EQ(reservation.replaced_timetable, "old");
   EXPECT_EQ(reservation.replaced_quotas, (std::vector<QuotaParams>{{.limit = 50, .period = 2s}}));
+  EXPECT_FALSE(reservation.followed);
+
+  // The key's settings, which a request keeping them follows: to tell, or not.
+  for (const std::int64_t flag : {kReplyFollowedTold, kReplyFollowed}) {
+    RedisValue followed = replaced;
+    followed.elements[kReplyReplaced - 1] = integer(flag);
+    const Reservation following = decode_reservation(followed, request, kServer).reservation;
+    EXPECT_FALSE(following.replaced_params);
+    ASSERT_TRUE(following.followed);
+    EXPECT_EQ(following.followed->params.permits_per_second, 3);
+    EXPECT_EQ(following.followed->timetable, "old");
+    EXPECT_EQ(following.followed->quotas, (std::vector<QuotaParams>{{.limit = 50, .period = 2s}}));
+    EXPECT_EQ(following.tell_followed, flag == kReplyFollowedTold);
+  }
 }
 
 TEST(RedisScriptProtocol, StatusReply) {

@@ -71,8 +71,8 @@ TEST(StateRecord, ReadsARecordOfVersion4AsOneWithoutQuotas) {
   // what version 4 wrote.
   StateRecord record = sample_record();
   record.notation.clear();
-  const DecodedRecord decoded =
-      decode_record(older_record(record, 2 * sizeof(std::uint32_t), 4), kNow);
+  const DecodedRecord decoded = decode_record(
+      older_record(record, 2 * sizeof(std::uint32_t) + sizeof(std::uint64_t), 4), kNow);
   ASSERT_TRUE(decoded.record) << decoded.problem;
   EXPECT_EQ(decoded.record->params, sample_record().params);
   EXPECT_TRUE(decoded.record->quotas.empty());
@@ -83,12 +83,27 @@ TEST(StateRecord, ReadsARecordOfVersion5AsOneWithoutNotation) {
   StateRecord record = sample_record();
   record.notation.clear();
   record.quotas = {Quota({.limit = 3, .period = 2s}, kNow)};
-  const DecodedRecord decoded = decode_record(older_record(record, sizeof(std::uint32_t), 5), kNow);
+  const DecodedRecord decoded =
+      decode_record(older_record(record, sizeof(std::uint32_t) + sizeof(std::uint64_t), 5), kNow);
   ASSERT_TRUE(decoded.record) << decoded.problem;
   EXPECT_EQ(decoded.record->params, sample_record().params);
   ASSERT_EQ(decoded.record->quotas.size(), 1u);
   EXPECT_EQ(decoded.record->quotas[0].params().limit, 3);
   EXPECT_EQ(decoded.record->notation, "");
+}
+
+TEST(StateRecord, ReadsARecordOfVersion6AsOneWithNoneTold) {
+  // A record less the fingerprint of the settings last told is what version 6 wrote.
+  StateRecord record = sample_record();
+  record.noticed = 42;
+  const DecodedRecord decoded = decode_record(older_record(record, sizeof(std::uint64_t), 6), kNow);
+  ASSERT_TRUE(decoded.record) << decoded.problem;
+  EXPECT_EQ(decoded.record->notation, sample_record().notation);
+  EXPECT_EQ(decoded.record->noticed, 0u);
+  record.noticed = 42;
+  const DecodedRecord current = decode_record(encode_record(record), kNow);
+  ASSERT_TRUE(current.record) << current.problem;
+  EXPECT_EQ(current.record->noticed, 42u);
 }
 
 TEST(StateRecord, KeepsNotationsUpToTheirLimit) {
@@ -103,7 +118,7 @@ TEST(StateRecord, KeepsNotationsUpToTheirLimit) {
   ASSERT_TRUE(cut.record) << cut.problem;
   EXPECT_EQ(cut.record->notation, std::string(64, 'n'));
   std::string bytes = encode_record(sample_record());
-  const std::size_t length_at = bytes.size() - sizeof(std::uint64_t) -
+  const std::size_t length_at = bytes.size() - 2 * sizeof(std::uint64_t) -
                                 sample_record().notation.size() - sizeof(std::uint32_t);
   const std::uint32_t claimed = 65;
   bytes.replace(length_at, sizeof claimed, reinterpret_cast<const char*>(&claimed), sizeof claimed);
@@ -160,7 +175,7 @@ TEST(StateRecord, AnOlderVersionIsNamed) {
   version_1.resize(108, '\0');
   const DecodedRecord decoded = decode_record(version_1, kNow);
   EXPECT_FALSE(decoded.record);
-  EXPECT_EQ(decoded.problem, "record version 1, expected 6");
+  EXPECT_EQ(decoded.problem, "record version 1, expected 7");
 }
 
 TEST(StateRecord, AnyFlippedBitIsDetected) {

@@ -480,5 +480,94 @@ TEST_F(HeldLockTest, LockLetGoIsTaken) {
   EXPECT_TRUE(store.reserve(request(bursty(1000), 0ns), waiter_).granted);
 }
 
+// A key owns its settings (issue 39): a request keeps them (as every user's does), so that one
+// without --quota neither removes the key's quota nor its count; it follows them and is told once.
+TEST_F(StateFileStoreTest, ACallerWithoutTheQuotaKeepsTheKeysBudget) {
+  StateFileStore store = process();
+  PermitRequest with_quota = request(bursty(100));
+  with_quota.apply_params = false;
+  with_quota.quotas = {{.limit = 3, .period = 1h}};
+  const Reservation first = store.reserve(with_quota, waiter_);
+  EXPECT_TRUE(first.granted);
+  EXPECT_FALSE(first.followed);
+  PermitRequest without = request(bursty(100), 1s);
+  without.apply_params = false;
+  const Reservation second = store.reserve(without, waiter_);
+  EXPECT_TRUE(second.granted);
+  ASSERT_TRUE(second.followed);
+  EXPECT_TRUE(second.tell_followed);
+  EXPECT_EQ(second.followed->quotas, with_quota.quotas);
+  const Reservation third = store.reserve(without, waiter_);
+  EXPECT_TRUE(third.granted);
+  EXPECT_FALSE(third.tell_followed);
+  const Reservation fourth = store.reserve(without, waiter_);
+  EXPECT_FALSE(fourth.granted);
+  EXPECT_TRUE(fourth.held_by_quota);
+  const std::vector<BucketStatus> status = store.status("api");
+  ASSERT_EQ(status.size(), 1u);
+  ASSERT_EQ(status.front().quotas.size(), 1u);
+  EXPECT_EQ(status.front().quotas.front().used, 3);
+}
+
+// Two hosts' scripts with different rates: the key keeps the first's, and 30 calls tell once.
+TEST_F(StateFileStoreTest, TwoCallersWithOtherRatesDoNotFlipTheKey) {
+  StateFileStore store = process();
+  int told = 0;
+  for (int call = 0; call < 30; ++call) {
+    PermitRequest permits = request(bursty(call % 2 == 0 ? 1000 : 500));
+    permits.apply_params = false;
+    const Reservation reservation = store.reserve(permits, waiter_);
+    EXPECT_EQ(reservation.key_permits_per_second, 1000);
+    told += reservation.tell_followed ? 1 : 0;
+    clock_.advance(10ms);
+  }
+  EXPECT_EQ(told, 1);
+}
+
+// `set --key` sticks under a loop at 4/s: its next request keeps 1/s, is told once, and the turns
+// are a second apart.
+TEST_F(StateFileStoreTest, SetSticksUnderARunningLoop) {
+  StateFileStore store = process();
+  PermitRequest loop = request(bursty(4));
+  loop.apply_params = false;
+  EXPECT_FALSE(store.reserve(loop, waiter_).followed);
+  ASSERT_TRUE(store.set_rate({.key = "api", .permits_per_second = 1}));
+  clock_.advance(250ms);
+  const Reservation after_set = store.reserve(loop, waiter_);
+  EXPECT_TRUE(after_set.tell_followed);
+  EXPECT_EQ(after_set.key_permits_per_second, 1);
+  const Reservation next = store.reserve(loop, waiter_);
+  EXPECT_FALSE(next.tell_followed);
+  EXPECT_EQ(next.wait, 1s);
+}
+
+// `set --key` with settings changes any of them, quotas included, and makes a key that has none.
+TEST_F(StateFileStoreTest, SetSettingsChangeQuotasOrMakeTheKey) {
+  StateFileStore store = process();
+  const KeySettings made{
+      .params = bursty(3), .timetable = {}, .quotas = {{.limit = 2, .period = 1h}}};
+  RateChange change;
+  change.key = "api";
+  change.permits_per_second = 3;
+  change.settings = made;
+  ASSERT_TRUE(store.set_rate(change));
+  std::vector<BucketStatus> status = store.status("api");
+  ASSERT_EQ(status.size(), 1u);
+  EXPECT_EQ(status.front().params, made.params);
+  ASSERT_EQ(status.front().quotas.size(), 1u);
+  PermitRequest permits = request(bursty(100));
+  permits.apply_params = false;
+  EXPECT_TRUE(store.reserve(permits, waiter_).granted);
+  KeySettings without_quota = made;
+  without_quota.params.max_burst_seconds = 2;
+  without_quota.quotas.clear();
+  change.settings = without_quota;
+  ASSERT_TRUE(store.set_rate(change));
+  status = store.status("api");
+  ASSERT_EQ(status.size(), 1u);
+  EXPECT_EQ(status.front().params.max_burst_seconds, 2);
+  EXPECT_TRUE(status.front().quotas.empty());
+}
+
 }  // namespace
 }  // namespace ratelimit::stores
