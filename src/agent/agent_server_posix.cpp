@@ -338,8 +338,9 @@ class Agent {
         if (events & POLLOUT) client.outbox->flush();
         if (events & (POLLIN | POLLHUP | POLLERR)) {
           std::vector<std::string> requests = receive(client);
-          // A client that closed its end no longer waits for an answer (it gave up, or went
-          // direct): nothing is booked for nobody.
+          // A client that closed its end (the wait says so before a read finds it) no longer
+          // waits for an answer: it gave up, or went direct. Nothing is booked for nobody.
+          if (events & (POLLHUP | POLLERR)) client.closed = true;
           if (client.closed) continue;
           for (std::string& request : requests) active = take(client, std::move(request)) || active;
         }
