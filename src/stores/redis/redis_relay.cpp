@@ -28,12 +28,13 @@ using std::chrono::nanoseconds;
 // files are named as written, with the client's directory. 3: a request carries when its
 // caller's --redis-timeout ends.
 constexpr std::string_view kRequestFormat = "redis-command-3";
-// The agent shows that it runs within this share of --redis-timeout (answered, or asked on a
-// connection of its own), or the caller goes direct: however long the store takes, an agent that
-// is stopped or stuck costs a call this bound, twice at most (the wait, then the question).
+constexpr std::string_view kUnsupported = "unsupported";
+// The agent shows that it runs within this share of --redis-timeout (its answer, or its answer
+// to whether it runs, on a connection of its own), or the caller goes direct: however long the
+// store takes, an agent that is stopped or stuck costs a call this bound twice at most (the wait
+// for the answer, then for the other).
 constexpr int kLivenessShare = 10;
 constexpr nanoseconds kShortestLiveness = std::chrono::milliseconds(1);
-constexpr std::string_view kUnsupported = "unsupported";
 
 // Fields are written as "LENGTH:BYTES", so that any byte may be in one.
 void put(std::string& out, std::string_view field) {
@@ -175,7 +176,7 @@ std::string current_failure_answer(std::string_view said) {
   }
 }
 
-// The time before which `waiter` must show itself alive: a share of `timeout`.
+// How soon the agent must show that it runs, for a caller of `timeout` (--redis-timeout).
 nanoseconds liveness_bound(std::chrono::milliseconds timeout) {
   return std::max(nanoseconds(timeout) / kLivenessShare, kShortestLiveness);
 }
