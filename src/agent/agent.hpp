@@ -27,12 +27,18 @@ class AgentClient final : public stores::AgentLink {
   explicit AgentClient(std::string state_dir, bool start = true)
       : state_dir_(std::move(state_dir)), start_(start) {}
 
+  // Whenever `liveness` passes without the answer, the agent is asked on a connection of its own
+  // whether it runs: its main thread answers that at once, however long the store takes.
+  // nanoseconds::max(): never asked.
   stores::AgentAnswer exchange(std::string_view request, std::chrono::nanoseconds deadline,
-                               io::Waiter& waiter) override;
+                               std::chrono::nanoseconds liveness, io::Waiter& waiter) override;
 
  private:
   // Connected to an agent (one started if none runs) by `deadline`; false if not.
   bool connect(std::chrono::nanoseconds deadline, io::Waiter& waiter);
+  // Whether the agent answers a request of its own (kStatusRequest) on a new connection by
+  // `deadline`: it runs, it is not stopped or stuck.
+  bool runs(std::chrono::nanoseconds deadline, io::Waiter& waiter) const;
 
   std::string state_dir_;
   bool start_;

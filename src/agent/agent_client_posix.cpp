@@ -82,7 +82,11 @@ void start_agent(const std::string& state_dir) {
   io::retry_on_eintr([&] { return ::waitpid(child, nullptr, 0); });
 }
 
-enum class Moved { done, closed, stopped, too_late };
+// unread: the agent closed the connection with bytes of ours unread (the kernel says so with
+// ECONNRESET; a close after reading them all is an end of file), so the request was not acted on:
+// it ended when idle as the request came, or was killed before it read it.
+// not_answering: no sign of life within the liveness bound.
+enum class Moved { done, closed, unread, stopped, too_late, not_answering };
 
 // Writes all of `bytes`, waiting through `waiter` while the socket is full.
 Moved send_all(int fd, std::string_view bytes, nanoseconds deadline, io::Waiter& waiter) {
@@ -121,11 +125,38 @@ Moved receive_frame(int fd, std::string& buffer, std::string& payload, nanosecon
       buffer.append(chunk.data(), static_cast<std::size_t>(received));
       continue;
     }
+    if (received < 0 && errno == ECONNRESET && buffer.empty()) return Moved::unread;
     if (received == 0 || (errno != EAGAIN && errno != EWOULDBLOCK)) return Moved::closed;
     pollfd ready{.fd = fd, .events = POLLIN, .revents = 0};
     if (const int signal = waiter.wait_until(deadline, {&ready, 1}); signal != 0)
       return Moved::stopped;
     if (ready.revents == 0 && waiter.now() >= deadline) return Moved::too_late;
+  }
+}
+
+// `from` + `duration`, nanoseconds::max() if that is beyond it.
+nanoseconds after(nanoseconds from, nanoseconds duration) {
+  return duration >= nanoseconds::max() - from ? nanoseconds::max() : from + duration;
+}
+
+// Waits for the answer to the request sent on `fd`, until `deadline`; whenever `liveness` passes
+// without it, asks `runs` whether the agent runs (until `liveness` from then), and stops waiting
+// if it does not. A deadline that comes before the agent was asked is one more reason to ask: the
+// caller goes direct (not too late) when the agent is not there to answer.
+template <typename Runs>
+Moved await_answer(int fd, std::string& payload, nanoseconds deadline, nanoseconds liveness,
+                   io::Waiter& waiter, Runs runs) {
+  std::string buffer;
+  bool seen_running = false;
+  nanoseconds ask_at = after(waiter.now(), liveness);
+  while (true) {
+    const Moved received = receive_frame(fd, buffer, payload, std::min(deadline, ask_at), waiter);
+    if (received != Moved::too_late || liveness == nanoseconds::max()) return received;
+    if (waiter.now() >= deadline && seen_running) return Moved::too_late;
+    if (!runs(after(waiter.now(), liveness))) return Moved::not_answering;
+    seen_running = true;
+    if (waiter.now() >= deadline) return Moved::too_late;
+    ask_at = after(waiter.now(), liveness);
   }
 }
 
@@ -171,11 +202,21 @@ bool AgentClient::connect(nanoseconds deadline, io::Waiter& waiter) {
   }
 }
 
+bool AgentClient::runs(nanoseconds deadline, io::Waiter& waiter) const {
+  io::FileDescriptor socket;
+  if (connect_to(state_dir_ + "/" + std::string(kSocketName), socket) != Reached::connected)
+    return false;
+  std::string buffer;
+  std::string answer;
+  return send_all(socket.get(), framed(kStatusRequest), deadline, waiter) == Moved::done &&
+         receive_frame(socket.get(), buffer, answer, deadline, waiter) == Moved::done;
+}
+
 AgentAnswer AgentClient::exchange(std::string_view request, nanoseconds deadline,
-                                  io::Waiter& waiter) {
+                                  nanoseconds liveness, io::Waiter& waiter) {
   const std::string frame = framed(request);
-  // A second attempt only when the first did not get its request out: the agent went away
-  // between two requests of a long-lived process.
+  // A second attempt only when the first was not acted on: the request did not get out, or the
+  // agent ended without reading it (between two requests of a long-lived process, or as it came).
   for (int attempt = 0; attempt < 2; ++attempt) {
     if (socket_ && closed_by_agent(socket_.get())) socket_.reset();
     if (!socket_) {
@@ -189,16 +230,21 @@ AgentAnswer AgentClient::exchange(std::string_view request, nanoseconds deadline
       socket_.reset();
       continue;
     }
-    if (sent == Moved::done) {
-      std::string buffer;
-      received = receive_frame(socket_.get(), buffer, answer.answer, deadline, waiter);
-    }
+    if (sent == Moved::done)
+      received = await_answer(socket_.get(), answer.answer, deadline, liveness, waiter,
+                              [&](nanoseconds by) { return runs(by, waiter); });
     switch (received) {
       case Moved::done:
         answer.outcome = AgentAnswer::Outcome::answered;
         return answer;
+      case Moved::unread:
+        socket_.reset();
+        continue;
       case Moved::closed:
         answer.outcome = AgentAnswer::Outcome::lost;
+        break;
+      case Moved::not_answering:
+        answer.outcome = AgentAnswer::Outcome::not_answering;
         break;
       case Moved::stopped:
         answer.outcome = AgentAnswer::Outcome::stopped;
@@ -226,8 +272,8 @@ std::optional<AgentReport> ask_agent(const std::string& state_dir) {
     }
   } waiter;
   AgentClient client(state_dir, false);
-  const AgentAnswer answer =
-      client.exchange(kStatusRequest, waiter.now() + std::chrono::seconds(1), waiter);
+  const AgentAnswer answer = client.exchange(kStatusRequest, waiter.now() + std::chrono::seconds(1),
+                                             nanoseconds::max(), waiter);
   if (answer.outcome != AgentAnswer::Outcome::answered) return std::nullopt;
   AgentReport report;
   std::istringstream fields(answer.answer);

@@ -25,6 +25,11 @@ namespace {
 
 using std::chrono::nanoseconds;
 
+// How long a new agent waits for the lock of one that is ending: it unlocks a few
+// microseconds after it removed its socket.
+constexpr std::chrono::microseconds kLockPause{1000};
+constexpr int kLockTries = 100;
+
 volatile sig_atomic_t stop_signal = 0;
 
 void record_stop(int signal) { stop_signal = signal; }
@@ -292,17 +297,18 @@ class Agent {
   Agent(std::string state_dir, int listening)
       : state_dir_(std::move(state_dir)), listening_(listening) {}
 
-  // Serves until a stop signal comes, or until nothing has come for `idle` and no request is
-  // being answered.
+  // Serves until a stop signal comes, or until nothing has come for `idle`, no request is being
+  // answered and nothing waits to be read or written.
   void run(nanoseconds idle, const sigset_t* waiting_mask) {
     nanoseconds last_activity = io::monotonic_now();
     while (stop_signal == 0) {
       // The routes answer without waking this thread: the idle time counts from their last
       // answer, and is put off while a request is being answered.
       last_activity = std::max(last_activity, nanoseconds(news_.last_answered.load()));
+      bool ends_if_quiet = false;
       if (const nanoseconds now = io::monotonic_now(); now >= last_activity + idle) {
-        if (news_.in_flight == 0) break;
-        last_activity = now;
+        ends_if_quiet = news_.in_flight == 0;
+        if (!ends_if_quiet) last_activity = now;
       }
       std::vector<pollfd> ready{
           {.fd = listening_, .events = POLLIN, .revents = 0},
@@ -313,19 +319,30 @@ class Agent {
                              POLLIN | (client.outbox->waiting_to_send() ? POLLOUT : 0)),
                          .revents = 0});
       timespec storage{};
-      if (::ppoll(ready.data(), ready.size(),
-                  io::time_left_for_ppoll(last_activity + idle, storage), waiting_mask) < 0) {
+      // Idle: one look without waiting, so that a client that came meanwhile (connected, or its
+      // request sent) is served, not dropped.
+      const int became_ready =
+          ::ppoll(ready.data(), ready.size(),
+                  io::time_left_for_ppoll(
+                      ends_if_quiet ? nanoseconds::zero() : last_activity + idle, storage),
+                  waiting_mask);
+      if (became_ready < 0) {
         if (errno == EINTR) continue;
         io::throw_errno("ppoll");
       }
+      if (became_ready == 0 && ends_if_quiet) break;
       bool active = false;
       auto entry = ready.begin() + 2;
       for (auto& [id, client] : clients_) {
         const short events = (entry++)->revents;
         if (events & POLLOUT) client.outbox->flush();
         if (events & (POLLIN | POLLHUP | POLLERR)) {
-          for (std::string& request : receive(client))
-            active = take(client, std::move(request)) || active;
+          std::vector<std::string> requests = receive(client);
+          // A client that closed its end (the wait says so before a read finds it) no longer
+          // waits for an answer: it gave up, or went direct. Nothing is booked for nobody.
+          if (events & (POLLHUP | POLLERR)) client.closed = true;
+          if (client.closed) continue;
+          for (std::string& request : requests) active = take(client, std::move(request)) || active;
         }
       }
       // The sockets that an answer waits for are polled from the next turn on.
@@ -399,8 +416,15 @@ void run_agent(const std::string& state_dir, nanoseconds idle) {
   // Holds no mount busy while it idles.
   if (::chdir("/") != 0) io::throw_errno("chdir /");
   const state::StateDirectory directory = state::StateDirectory::open(state_dir);
-  const io::FileDescriptor lock = directory.try_lock(std::string(kLockName));
-  if (!lock) return;  // another agent serves the directory: its clients found it meanwhile
+  // A client starts an agent when it finds no socket: the agent before may be ending (its socket
+  // removed, its lock released as it exits), and is waited for a moment. Still held after it,
+  // the lock is another agent's that serves the directory: its clients found it meanwhile.
+  io::FileDescriptor lock = directory.try_lock(std::string(kLockName));
+  for (int tries = 0; !lock && tries < kLockTries; ++tries) {
+    ::usleep(kLockPause.count());
+    lock = directory.try_lock(std::string(kLockName));
+  }
+  if (!lock) return;
   const std::string pid = std::to_string(::getpid()) + "\n";
   io::rewrite_from_start(lock, pid, 64);
   const std::string path = state_dir + "/" + std::string(kSocketName);

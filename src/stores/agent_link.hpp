@@ -26,6 +26,9 @@ struct AgentAnswer {
     stopped,
     // No answer by the deadline; it may have acted on the request.
     too_late,
+    // No sign of life within the liveness bound (stopped, hung): the caller goes to the store
+    // itself. It may still act on the request.
+    not_answering,
   };
   Outcome outcome = Outcome::no_agent;
   std::string answer{};
@@ -38,9 +41,10 @@ class AgentLink {
   virtual ~AgentLink() = default;
   // Sends `request` (starting an agent if none runs) and waits through `waiter` for the answer
   // until `deadline` (the waiter's timeline) at most. An agent acts on a request only once it has
-  // it whole, so a request that did not go out whole was not acted on.
+  // it whole, so a request that did not go out whole was not acted on. An agent slow to answer
+  // (the store is) must show within each `liveness` that it runs, or it is not_answering.
   virtual AgentAnswer exchange(std::string_view request, std::chrono::nanoseconds deadline,
-                               io::Waiter& waiter) = 0;
+                               std::chrono::nanoseconds liveness, io::Waiter& waiter) = 0;
 };
 
 // What the agent runs for its clients: the stores' connections of one route (open_store.hpp:

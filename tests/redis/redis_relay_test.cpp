@@ -5,6 +5,7 @@
 #include <csignal>
 #include <deque>
 #include <memory>
+#include <span>
 #include <string_view>
 #include <thread>
 #include <utility>
@@ -50,7 +51,7 @@ PermitRequest request(const std::string& key, double rate) {
 // (an agent killed, a signal); then every request goes to the relay.
 class InProcessAgent final : public AgentLink {
  public:
-  AgentAnswer exchange(std::string_view request, nanoseconds, io::Waiter&) override {
+  AgentAnswer exchange(std::string_view request, nanoseconds, nanoseconds, io::Waiter&) override {
     ++requests;
     if (!scripted.empty()) {
       AgentAnswer answer = scripted.front();
@@ -173,7 +174,7 @@ TEST_F(RedisRelayTest, StoreErrorsComeBackAsTheirOwn) {
 // Requests as the clients sent them, recorded; the client is told a signal came.
 class RecordingAgent final : public AgentLink {
  public:
-  AgentAnswer exchange(std::string_view request, nanoseconds, io::Waiter&) override {
+  AgentAnswer exchange(std::string_view request, nanoseconds, nanoseconds, io::Waiter&) override {
     requests.emplace_back(request);
     return {.outcome = AgentAnswer::Outcome::stopped, .signal = SIGINT};
   }
@@ -184,7 +185,7 @@ class RecordingAgent final : public AgentLink {
 class ReplayingAgent final : public AgentLink {
  public:
   explicit ReplayingAgent(std::vector<std::string> answers) : answers_(std::move(answers)) {}
-  AgentAnswer exchange(std::string_view, nanoseconds, io::Waiter&) override {
+  AgentAnswer exchange(std::string_view, nanoseconds, nanoseconds, io::Waiter&) override {
     return {.outcome = AgentAnswer::Outcome::answered, .answer = answers_.at(next_++)};
   }
 
@@ -192,6 +193,63 @@ class ReplayingAgent final : public AgentLink {
   std::vector<std::string> answers_;
   std::size_t next_ = 0;
 };
+
+// A clock the test sets; waits on it end at once.
+class SetClock final : public io::Waiter {
+ public:
+  nanoseconds now() override { return time; }
+  int wait_until(nanoseconds, std::span<pollfd>) override { return 0; }
+  nanoseconds time = 1h;
+};
+
+// An agent that shows no sign of life (stopped, stuck) costs the call no decision: the call goes
+// to Redis itself, from then on, and Redis decides.
+TEST_F(RedisRelayTest, AnAgentThatShowsNoSignOfLifeIsLeftForRedisItself) {
+  agent_->scripted.push_back({.outcome = AgentAnswer::Outcome::not_answering});
+  RedisStore redis = relayed();
+  PermitRequest now_or_never = request("silent", 1);
+  now_or_never.deadline = real_waiter().now();
+  EXPECT_TRUE(redis.reserve(now_or_never, real_waiter()).granted);
+  EXPECT_FALSE(redis.reserve(now_or_never, real_waiter()).granted);
+  EXPECT_EQ(agent_->requests, 1);
+  EXPECT_EQ(agent_->relay.decisions(), 0u);
+}
+
+// A request whose caller's --redis-timeout ran out while it waited for its turn (behind requests
+// to a server that hangs) is not sent: its caller is told what it would have been told alone.
+TEST(RedisRelayDeadlines, ARequestQueuedPastItsCallersTimeoutIsNotSent) {
+  const std::string url = "unix:///nowhere/redis.sock";
+  SetClock clock;
+  auto recorder = std::make_shared<RecordingAgent>();
+  RedisStore client(parse_redis_deployment(url), kTimeout);
+  client.relay_through(RedisRelayClient(recorder, {.url = url}));
+  client.reserve(request("queued", 1), clock);
+  ASSERT_EQ(recorder->requests.size(), 1u);
+  clock.time += kTimeout;
+  RedisRelay relay;
+  const std::vector<std::string> answers = relay.answer(recorder->requests, clock);
+  EXPECT_EQ(relay.connections(), 0u);
+  RedisStore reader(parse_redis_deployment(url), kTimeout);
+  reader.relay_through(RedisRelayClient(std::make_shared<ReplayingAgent>(answers), {.url = url}));
+  try {
+    reader.reserve(request("queued", 1), clock);
+    FAIL() << "answered";
+  } catch (const StoreUnavailable& unavailable) {
+    EXPECT_STREQ(unavailable.what(), "Redis at unix:///nowhere/redis.sock: no reply within 1s");
+  }
+}
+
+// No error of the relay is one that nothing maps to an exit code (70): a call whose timeout ran
+// out before it went to the agent is the store's unavailability, as on the direct path.
+TEST(RedisRelayDeadlines, ACallPastItsTimeoutIsUnavailable) {
+  auto recorder = std::make_shared<RecordingAgent>();
+  RedisRelayClient client(recorder, {.url = "unix:///nowhere/redis.sock"});
+  SetClock clock;
+  RedisDeadline spent(kTimeout, &clock);
+  clock.time += kTimeout;
+  EXPECT_THROW(client.command("k", {"PING"}, spent), StoreUnavailable);
+  EXPECT_TRUE(recorder->requests.empty());
+}
 
 // A call the agent answers loads no TLS file (OpenSSL's set-up costs a process milliseconds of
 // CPU): a CA file that is not there goes unnoticed until a call connects itself, which says so.

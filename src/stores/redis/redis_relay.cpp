@@ -1,5 +1,8 @@
 #include "stores/redis/redis_relay.hpp"
 
+#include <fmt/core.h>
+
+#include <algorithm>
 #include <charconv>
 #include <filesystem>
 #include <span>
@@ -7,6 +10,8 @@
 #include <utility>
 
 #include "errors.hpp"
+#include "format/quantities.hpp"
+#include "stores/redis/redis_connection_transport.hpp"
 #include "stores/redis/redis_deployment.hpp"
 #include "stores/redis/redis_script.hpp"
 #include "stores/redis/redis_script_protocol.hpp"
@@ -20,9 +25,16 @@ using std::chrono::nanoseconds;
 // another version answers a request of another form kUnsupported (as every version has), and
 // its client goes direct from then on, so that an old client and a new agent (or the reverse)
 // never read each other's fields. 2: answers carry what was said while serving the request, TLS
-// files are named as written, with the client's directory.
-constexpr std::string_view kRequestFormat = "redis-command-2";
+// files are named as written, with the client's directory. 3: a request carries when its
+// caller's --redis-timeout ends.
+constexpr std::string_view kRequestFormat = "redis-command-3";
 constexpr std::string_view kUnsupported = "unsupported";
+// The agent shows that it runs within this share of --redis-timeout (its answer, or its answer
+// to whether it runs, on a connection of its own), or the caller goes direct: however long the
+// store takes, an agent that is stopped or stuck costs a call this bound twice at most (the wait
+// for the answer, then for the other).
+constexpr int kLivenessShare = 10;
+constexpr nanoseconds kShortestLiveness = std::chrono::milliseconds(1);
 
 // Fields are written as "LENGTH:BYTES", so that any byte may be in one.
 void put(std::string& out, std::string_view field) {
@@ -164,12 +176,18 @@ std::string current_failure_answer(std::string_view said) {
   }
 }
 
+// How soon the agent must show that it runs, for a caller of `timeout` (--redis-timeout).
+nanoseconds liveness_bound(std::chrono::milliseconds timeout) {
+  return std::max(nanoseconds(timeout) / kLivenessShare, kShortestLiveness);
+}
+
 }  // namespace
 
 RedisRelayClient::RedisRelayClient(std::shared_ptr<AgentLink> link, RedisRelayDeployment deployment,
                                    Notify notify, Notify warn)
     : link_(std::move(link)),
       shown_url_(hide_password(deployment.url)),
+      liveness_(liveness_bound(deployment.timeout)),
       failover_timeout_(deployment.failover_timeout),
       notify_(std::move(notify)),
       warn_(std::move(warn)) {
@@ -187,20 +205,39 @@ RedisRelayClient::RedisRelayClient(std::shared_ptr<AgentLink> link, RedisRelayDe
 std::optional<RedisValue> RedisRelayClient::command(const std::string& redis_key,
                                                     const std::vector<std::string>& arguments,
                                                     RedisDeadline& deadline) {
-  deadline.check("reply");
+  try {
+    deadline.check("reply");
+  } catch (const RedisFailure& failure) {
+    throw StoreUnavailable("Redis at " + shown_url_ + ": " + failure.what());
+  }
   std::string request = deployment_fields_;
   put_number(request, deadline.refused_at().count());
+  put_number(request, deadline.unavailable_at().count());
   put(request, redis_key);
   put_number(request, static_cast<std::int64_t>(arguments.size()));
   for (const std::string& argument : arguments) put(request, argument);
   // The agent answers within the operation's timeout, or within the failover timeout after it
   // (Sentinel, Cluster), as the direct path waits; the request's own deadline ends it sooner.
   const nanoseconds unavailable_at = deadline.unavailable_at() + failover_timeout_;
-  const AgentAnswer answer =
-      link_->exchange(request, std::min(deadline.refused_at(), unavailable_at), deadline.waiter());
+  const nanoseconds sent_at = deadline.waiter().now();
+  const AgentAnswer answer = link_->exchange(
+      request, std::min(deadline.refused_at(), unavailable_at), liveness_, deadline.waiter());
   switch (answer.outcome) {
     case AgentAnswer::Outcome::no_agent:
       return std::nullopt;
+    case AgentAnswer::Outcome::not_answering: {
+      // The time spent on the agent is given back to the request's own deadline, so that the
+      // server decides as it would have without the agent (--try included); the operation's
+      // timeout is not, and bounds the whole call.
+      const nanoseconds spent = deadline.waiter().now() - sent_at;
+      if (deadline.refused_at() != nanoseconds::max())
+        deadline.refuse_after(deadline.refused_at() + spent);
+      notify_(
+          fmt::format("the ratelimit agent showed no sign of life within {}; to Redis at {} "
+                      "directly",
+                      format::human_duration(liveness_), shown_url_));
+      return std::nullopt;
+    }
     case AgentAnswer::Outcome::lost:
       throw RedisConnectionLost("Redis at " + shown_url_ + ": the ratelimit agent went away", true);
     case AgentAnswer::Outcome::stopped:
@@ -249,6 +286,9 @@ struct RedisRelay::Request {
   std::chrono::milliseconds timeout{};
   std::chrono::milliseconds failover_timeout{};
   nanoseconds refused_at{};
+  // When the caller's --redis-timeout ends: the agent's timeout counts from when the caller
+  // began, not from when its request's turn came.
+  nanoseconds unavailable_at{};
   std::string redis_key;
   std::vector<std::string> arguments;
 };
@@ -269,6 +309,7 @@ RedisRelay::Request parse_request(std::string_view request) {
   parsed.failover_timeout = std::chrono::milliseconds(take_number(in));
   parsed.deployment_key = request.substr(0, request.size() - in.size());
   parsed.refused_at = nanoseconds(take_number(in));
+  parsed.unavailable_at = nanoseconds(take_number(in));
   parsed.redis_key = take(in);
   const std::int64_t count = take_number(in);
   if (count <= 0 || static_cast<std::size_t>(count) > in.size()) throw Malformed{};
@@ -301,6 +342,29 @@ std::vector<std::string> batch_call(const std::vector<RedisRelay::Request>& pars
   for (const std::size_t i : merged)
     script::add_to_batch(call, std::span(parsed[i].arguments).subspan(kFirstScriptArgument));
   return call;
+}
+
+// The deadline of `request` on the agent's `waiter`: its caller's --redis-timeout, counted from
+// when the caller began (a request that waited for its turn behind one to a hung server has that
+// much less); a failover's tries have the whole timeout each, as the direct path's.
+RedisDeadline caller_deadline(const RedisRelay::Request& request, io::Waiter& waiter) {
+  const nanoseconds left = std::max(request.unavailable_at - waiter.now(), nanoseconds::zero());
+  return RedisDeadline(std::chrono::ceil<std::chrono::milliseconds>(left), &waiter)
+      .share(request.timeout);
+}
+
+// The answer to a request whose caller's timeout ran out before its turn came, as its caller
+// would have been answered alone by a server that does not reply.
+std::string timed_out_answer(const RedisRelay::Request& request, io::Waiter& waiter) {
+  try {
+    caller_deadline(request, waiter).check("reply");
+  } catch (const RedisFailure& failure) {
+    return failure_answer("unavailable", {},
+                          "Redis at " + hide_password(request.url) + ": " + failure.what());
+  } catch (...) {
+    return current_failure_answer({});
+  }
+  return answer_head("too_late", {});
 }
 
 }  // namespace
@@ -349,7 +413,7 @@ std::string RedisRelay::answer_alone(const Request& request, io::Waiter& waiter,
                                      std::string_view said_before) {
   said_ = said_before;
   try {
-    RedisDeadline deadline(request.timeout, &waiter);
+    RedisDeadline deadline = caller_deadline(request, waiter);
     const RedisValue reply =
         deployment(request).command(request.redis_key, request.arguments, deadline);
     return reply_answer(request, reply, std::exchange(said_, {}));
@@ -398,13 +462,16 @@ std::vector<std::string> RedisRelay::answer(const std::vector<std::string>& requ
     }
   }
   for (auto& [deployment_key, batch] : batches) {
-    // Those whose callers have stopped waiting are not sent: nothing is booked for nobody. Once
-    // sent, a reply is waited for until the timeout, even if its caller has stopped waiting:
-    // dropping the connection mid-reply, as a caller of its own does, would cost the server a
-    // new connection for every late reply.
+    // Those whose callers have stopped waiting are not sent: nothing is booked for nobody; nor
+    // those whose timeout ran out while they waited for their turn (the server did not answer
+    // those before). Once sent, a reply is waited for until the timeout, even if its caller has
+    // stopped waiting: dropping the connection mid-reply, as a caller of its own does, would cost
+    // the server a new connection for every late reply.
     std::erase_if(batch, [&](std::size_t i) {
-      if (parsed[i].refused_at > waiter.now()) return false;
-      answers[i] = answer_head("too_late", {});
+      const nanoseconds now = waiter.now();
+      if (parsed[i].refused_at > now && parsed[i].unavailable_at > now) return false;
+      answers[i] = parsed[i].refused_at <= now ? answer_head("too_late", {})
+                                               : timed_out_answer(parsed[i], waiter);
       return true;
     });
     if (batch.size() > 1) {
@@ -438,8 +505,12 @@ std::vector<std::string> RedisRelay::answer(const std::vector<std::string>& requ
       said_.clear();
       std::string server;
       try {
-        const Request& first = parsed[batch.front()];
-        RedisDeadline deadline(first.timeout, &waiter);
+        // The batch is waited for as long as its most pressed caller waits, none past its own.
+        const Request& first =
+            parsed[*std::min_element(batch.begin(), batch.end(), [&](std::size_t a, std::size_t b) {
+              return parsed[a].unavailable_at < parsed[b].unavailable_at;
+            })];
+        RedisDeadline deadline = caller_deadline(first, waiter);
         RedisTopology& topology = deployment(first);
         server = "Redis at " + topology.shown_url();
         replies = topology.pipeline(commands, deadline);

@@ -44,8 +44,11 @@ class RedisRelayClient {
 
   // The reply, as RedisTopology::command gives it, or throws as it does (RedisConnectionLost with
   // sent() when the agent went away after the request went out whole), after telling what was
-  // said while it was served. Nothing when there is no agent (or one that does not understand
-  // this client): nothing was sent, go direct.
+  // said while it was served; never RedisFailure (StoreUnavailable instead). Nothing when there
+  // is no agent (or one that does not understand this client): nothing was sent, go direct.
+  // Nothing too when the agent showed no sign of life within a tenth of the timeout (stopped,
+  // stuck): it may still act on the request, and the caller goes direct, its own deadline
+  // (refuse_after) put off by the time spent on the agent.
   std::optional<RedisValue> command(const std::string& redis_key,
                                     const std::vector<std::string>& arguments,
                                     RedisDeadline& deadline);
@@ -55,6 +58,8 @@ class RedisRelayClient {
   // The deployment's part of every request, encoded once.
   std::string deployment_fields_;
   std::string shown_url_;
+  // How soon the agent must show that it runs (AgentLink::exchange).
+  std::chrono::nanoseconds liveness_;
   std::chrono::milliseconds failover_timeout_;
   Notify notify_;
   Notify warn_;
