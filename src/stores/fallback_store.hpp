@@ -39,10 +39,10 @@ struct UnavailablePolicy {
 // again in the background (a PING), at most once per kProbeInterval and never on a request's own
 // time; the first request after it answered goes to the store again, and the outage ends only if
 // the store decides it (a server that answers PING may still refuse the script: out of memory,
-// read-only). Each outage and each return is one line through `warn`. A request whose answer was lost may have been booked by the store: it is not
-// sent again, and is booked again by the policy (the key may pay twice, never grant twice).
-// Permits booked during the outage are never booked again (the user holds them), and permits
-// given back go to the store that booked them.
+// read-only). Each outage and each return is one line through `warn`. A request whose answer was
+// lost may have been booked by the store: it is not sent again, and is booked again by the policy
+// (the key may pay twice, never grant twice). Permits booked during the outage are never booked
+// again (the user holds them), and permits given back go to the store that booked them.
 class FallbackStore final : public BucketStore {
  public:
   using OpenLocal = std::function<std::unique_ptr<BucketStore>()>;

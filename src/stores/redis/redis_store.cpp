@@ -98,9 +98,8 @@ auto RedisStore::with_restarts(RedisDeadline& deadline, bool resend_if_reply_los
       if (next_try >= deadline.refused_at()) throw;
       if (next_try >= restart->unavailable_at()) {
         if (!lost.sent())
-          throw RedisConnectionLost(fmt::format("{} for {}", lost.what(),
-                                                format::human_duration(kRestartBudget)),
-                                    false);
+          throw RedisConnectionLost(
+              fmt::format("{} for {}", lost.what(), format::human_duration(kRestartBudget)), false);
         throw;
       }
       restart->pause(milliseconds(jittered));
@@ -231,8 +230,9 @@ bool RedisStore::reset(const std::string& key) {
   RedisDeadline round_trip = operation_deadline();
   const std::string bucket_key = redis_key(key);
   // DEL twice deletes what DEL once did.
-  const RedisValue reply =
-      with_restarts(round_trip, true, [&] { return send(bucket_key, {"DEL", bucket_key}, round_trip); });
+  const RedisValue reply = with_restarts(round_trip, true, [&] {
+    return send(bucket_key, {"DEL", bucket_key}, round_trip);
+  });
   if (reply.type != RedisValue::Type::integer) unexpected_reply(reply);
   return reply.integer > 0;
 }
@@ -243,10 +243,13 @@ void RedisStore::ping(const std::string& key, io::Waiter& waiter) {
   RedisDeadline round_trip = operation_deadline(&waiter);
   const std::string bucket_key = redis_key(key);
   try {
-    connect(bucket_key, round_trip);
-    // A server that accepts connections may still be loading its data (-LOADING).
-    const RedisValue reply = send(bucket_key, {"PING"}, round_trip);
-    if (reply.type != RedisValue::Type::status || reply.text != "PONG") unexpected_reply(reply);
+    with_restarts(round_trip, true, [&] {
+      connect(bucket_key, round_trip);
+      // A server that accepts connections may still be loading its data (-LOADING): not back.
+      const RedisValue reply = send(bucket_key, {"PING"}, round_trip);
+      if (reply.type != RedisValue::Type::status || reply.text != "PONG") unexpected_reply(reply);
+      return true;
+    });
   } catch (const RedisInterrupted&) {
     throw StoreUnavailable(server() + ": not asked to the end");
   }
@@ -262,8 +265,8 @@ bool RedisStore::give_back_at(const UnusedPermits& unused, std::optional<std::in
   // Given back twice, permits would be granted twice: a lost reply is not sent again.
   return with_restarts(round_trip, false, [&] {
     return script::decode_give_back(
-        run_script(unused.key,
-                   script::encode_give_back(unused.permits, unused.booked, now_micros), round_trip),
+        run_script(unused.key, script::encode_give_back(unused.permits, unused.booked, now_micros),
+                   round_trip),
         server());
   });
 }

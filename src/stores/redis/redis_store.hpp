@@ -45,8 +45,8 @@ class RedisStore final : public BucketStore {
   std::vector<BucketStatus> status(const std::optional<std::string>& key) override;
   bool reset(const std::string& key) override;
   bool give_back(const UnusedPermits& unused) override;
-  // Connected to the node (or master) that serves `key`, and a PING answered; asked once, without
-  // waiting for a restart.
+  // Connected to the node (or master) that serves `key`, and a PING answered (a restart waited
+  // for, as by every operation).
   void ping(const std::string& key, io::Waiter& waiter) override;
 
   // The decision for permits due within `timeout` (Guava tryAcquire; nanoseconds::max(): no
