@@ -19,9 +19,12 @@ expect_status 75 "$RATELIMIT" acquire --redis "unix://$WORK/main/sock" --try --r
 expect_status 0 "$RATELIMIT" acquire --redis "$url" "${ca[@]}" --try --rate 1/h --key t
 
 # Each failure: one line naming the URL and the cause, exit 69, the command not run.
+# Connections made before (the host agent keeps its own) are ended first: the one made now checks
+# the certificate served now.
 expect_tls_failure() {
   local cause=$1
   shift
+  redis_cli main client kill type normal >/dev/null
   expect_status 69 "$RATELIMIT" exec "$@" --rate 10/s --key f -- touch "$WORK/ran"
   expect_stderr "ratelimit: Redis at ${url_of_failure:-$url}: $cause"
   [ ! -e "$WORK/ran" ] || fail "the command ran after: $cause"
