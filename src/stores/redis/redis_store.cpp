@@ -85,12 +85,15 @@ auto RedisStore::with_restarts(RedisDeadline& deadline, bool resend_if_reply_los
       return attempt();
     } catch (const RedisConnectionLost& lost) {
       if (lost.sent() && (!resend_if_reply_lost || resent)) throw;
+      resent |= lost.sent();
       if (!restart) {
+        // Tried again at once: a connection dropped while idle (CLIENT KILL, a proxy's timeout)
+        // is made again on a server that is there.
         restart.emplace(deadline.renewed(kRestartBudget));
         notify_(std::string(lost.what()) +
                 (lost.sent() ? "; sending the request again" : "; connecting again"));
+        continue;
       }
-      resent |= lost.sent();
       // A pause of between half and all of `pause`, then one twice as long, up to the longest.
       const auto jittered = std::uniform_int_distribution<milliseconds::rep>(
           pause.count() / 2, pause.count())(jitter_);

@@ -75,10 +75,10 @@ class RedisStore final : public BucketStore {
   }
   // Runs `attempt` (one try of an operation, which returns its result) within `deadline`, again
   // while the server restarts: while it refuses or drops connections, or answers LOADING (all
-  // reported as RedisConnectionLost), tries again after a jittered pause that doubles, within
-  // kRestartBudget from the first refusal, each try within a --redis-timeout of its own. Past the
-  // budget, the request's own deadline or a stop signal, the last failure is thrown. Only
-  // `resend_if_reply_lost` lets a command whose reply was lost be sent once more (it may have
+  // reported as RedisConnectionLost), tries again at once, then after a jittered pause that
+  // doubles, within kRestartBudget from the first refusal, each try within a --redis-timeout of its
+  // own. Past the budget, the request's own deadline or a stop signal, the last failure is thrown.
+  // Only `resend_if_reply_lost` lets a command whose reply was lost be sent once more (it may have
   // run). This is the one retry of an operation: what it calls tries once.
   template <typename Attempt>
   auto with_restarts(RedisDeadline& deadline, bool resend_if_reply_lost, Attempt attempt);
