@@ -94,17 +94,18 @@ auto RedisStore::with_restarts(RedisDeadline& deadline, bool resend_if_reply_los
                 (lost.sent() ? "; sending the request again" : "; connecting again"));
         continue;
       }
-      // A pause of between half and all of `pause`, then one twice as long, up to the longest.
-      const auto jittered = std::uniform_int_distribution<milliseconds::rep>(
-          pause.count() / 2, pause.count())(jitter_);
-      const nanoseconds next_try = deadline.waiter().now() + milliseconds(jittered);
-      if (next_try >= deadline.refused_at()) throw;
-      if (next_try >= restart->unavailable_at()) {
+      // Past the budget (the last try was at its end): an outage.
+      if (restart->passed()) {
         if (!lost.sent())
           throw RedisConnectionLost(
               fmt::format("{} for {}", lost.what(), format::human_duration(kRestartBudget)), false);
         throw;
       }
+      // A pause of between half and all of `pause` (cut short at the budget's end, for a last
+      // try there), then one twice as long, up to the longest.
+      const auto jittered = std::uniform_int_distribution<milliseconds::rep>(
+          pause.count() / 2, pause.count())(jitter_);
+      if (deadline.waiter().now() + milliseconds(jittered) >= deadline.refused_at()) throw;
       restart->pause(milliseconds(jittered));
       pause = std::min(pause * 2, kLongestRestartPause);
       deadline = deadline.renewed(timeout_);
