@@ -33,13 +33,21 @@ std::string FallbackStore::said_as() const {
 }
 
 Reservation FallbackStore::reserve(const PermitRequest& request, io::Waiter& waiter) {
-  if (outage_) probe_or_return(request.key, waiter.now());
-  if (!outage_) {
-    try {
-      Reservation reservation = shared_->reserve(request, waiter);
-      if (reservation.granted) note_booking(request.key, Store::shared, request.permits);
-      return reservation;
-    } catch (const StoreUnavailable& error) {
+  if (outage_ && !probe_answered(request.key, waiter.now()))
+    return reserve_by_policy(request, waiter);
+  try {
+    Reservation reservation = shared_->reserve(request, waiter);
+    if (outage_) {
+      // A decision made: the store is back, not merely answering PING.
+      outage_ = false;
+      warn_(fmt::format("{} answers again; back on the shared bucket '{}'{}", shared_name_,
+                        request.key, said_as()));
+    }
+    if (reservation.granted) note_booking(request.key, Store::shared, request.permits);
+    return reservation;
+  } catch (const StoreUnavailable& error) {
+    // Still away (out of memory, a replica, a script it cannot run): said once, when it went.
+    if (!outage_) {
       if (policy_.action == OnUnavailable::fail) throw;
       begin_outage(error, request.key, waiter.now());
     }
@@ -61,24 +69,21 @@ void FallbackStore::begin_outage(const StoreUnavailable& error, const std::strin
   warn_(std::string(error.what()) + "; using this host's bucket '" + key + "'" + share + said_as());
 }
 
-void FallbackStore::probe_or_return(const std::string& key, std::chrono::nanoseconds now) {
+bool FallbackStore::probe_answered(const std::string& key, std::chrono::nanoseconds now) {
   if (probe_) {
-    if (!probe_->done()) return;
+    if (!probe_->done()) return false;
     probe_.reset();
-    if (probe_answered_) {
-      outage_ = false;
-      warn_(fmt::format("{} answers again; back on the shared bucket '{}'{}", shared_name_, key,
-                        said_as()));
-      return;
-    }
+    if (probe_answered_) return true;
   }
-  if (now < next_probe_at_) return;
-  next_probe_at_ = now + kProbeInterval;
-  probe_answered_ = false;
-  probe_ = run_in_background_([this, key](io::Waiter& probe_waiter) {
-    shared_->ping(key, probe_waiter);
-    probe_answered_ = true;
-  });
+  if (now >= next_probe_at_) {
+    next_probe_at_ = now + kProbeInterval;
+    probe_answered_ = false;
+    probe_ = run_in_background_([this, key](io::Waiter& probe_waiter) {
+      shared_->ping(key, probe_waiter);
+      probe_answered_ = true;
+    });
+  }
+  return false;
 }
 
 BucketStore& FallbackStore::shared_alone() {

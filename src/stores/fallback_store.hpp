@@ -34,14 +34,15 @@ struct UnavailablePolicy {
 };
 
 // A shared store with a policy for its outages. A request that the store cannot answer (after
-// the store's own retries: a Redis connection lost is made again first) starts an outage: the
-// policy answers it and every request after it, while the store is asked again in the
-// background, at most once per kProbeInterval and never on a request's own time; the first
-// request after it answered goes to the store again. Each outage and each return is one line
-// through `warn`. A request whose answer was lost may have been booked by the store: it is not
-// sent again, and is booked again by the policy (the key may pay twice, never grant twice).
-// Permits booked during the outage are never booked again (the user holds them), and permits
-// given back go to the store that booked them.
+// the store's own retries: a Redis connection lost is made again first, a restart waited for)
+// starts an outage: the policy answers it and every request after it, while the store is asked
+// again in the background (a PING), at most once per kProbeInterval and never on a request's own
+// time; the first request after it answered goes to the store again, and the outage ends only if
+// the store decides it (a server that answers PING may still refuse the script: out of memory,
+// read-only). Each outage and each return is one line through `warn`. A request whose answer was
+// lost may have been booked by the store: it is not sent again, and is booked again by the policy
+// (the key may pay twice, never grant twice). Permits booked during the outage are never booked
+// again (the user holds them), and permits given back go to the store that booked them.
 class FallbackStore final : public BucketStore {
  public:
   using OpenLocal = std::function<std::unique_ptr<BucketStore>()>;
@@ -74,8 +75,9 @@ class FallbackStore final : public BucketStore {
 
   void begin_outage(const StoreUnavailable& error, const std::string& key,
                     std::chrono::nanoseconds now);
-  // Ends the outage if the last probe found the store answering; starts the next probe when due.
-  void probe_or_return(const std::string& key, std::chrono::nanoseconds now);
+  // Whether the last probe found the store answering (then the request asks it: the outage ends
+  // with a decision it makes, not with the probe); starts the next probe when due.
+  bool probe_answered(const std::string& key, std::chrono::nanoseconds now);
   // The shared store to itself again: no probe left running on it.
   BucketStore& shared_alone();
   Reservation reserve_by_policy(const PermitRequest& request, io::Waiter& waiter);

@@ -3,8 +3,8 @@ set -euo pipefail
 
 : "${RATELIMIT:?RATELIMIT must name the binary under test}"
 WORK=$(mktemp -d)
-# Redis straight from each process, as tests not about the host agent expect: an agent would
-# outlive them. test_redis_agent.sh unsets it.
+# Redis straight from each process, unless the test uses Redis: an agent would outlive a test
+# that does not end it. redis_server.sh turns the agent on again (use_agents), as users have it.
 export RATELIMIT_NO_AGENT=1
 trap 'rm -rf "$WORK"' EXIT
 

@@ -28,6 +28,22 @@ launch_redis() {
     --appendonly no --dir "$1" --logfile "$1/log" "${@:3}"
 }
 
+# start_redis_again NAME [redis-server options...]: server NAME, stopped (stop_redis), started
+# again on its port and socket, as a restart does; returns once it answers.
+start_redis_again() {
+  local dir=$WORK/$1 port waited
+  port=$(cat "$dir/port")
+  launch_redis "$dir" "$port" "${@:2}" >/dev/null 2>&1 &
+  echo $! >"$dir/pid"
+  REDIS_PIDS+=($!)
+  disown
+  for waited in $(seq 500); do
+    redis_answers "$dir" "$port" && return 0
+    sleep 0.01
+  done
+  fail "redis-server $1 did not start again on port $port"
+}
+
 # redis_answers DIR PORT: the server answers on its socket and its port.
 redis_answers() {
   redis-cli -s "$1/sock" ping 2>/dev/null | grep -q -e PONG -e NOAUTH &&
@@ -165,7 +181,7 @@ start_cluster() {
 
 # use_agents: the host agent on (lib.sh turns it off), this test's state directory in
 # $WORK/state, agents that idle a minute; the agents the test starts end with it (their pids are
-# in their lock files), before the servers.
+# in their lock files), before the servers. Every test of Redis starts so (below).
 use_agents() {
   unset RATELIMIT_NO_AGENT
   export RATELIMIT_STATE_DIR=$WORK/state RATELIMIT_AGENT_IDLE=60s
@@ -209,3 +225,7 @@ starts_within_bound() {
       printf "gap %.0f after %d\n", gap, after
     }' >"$WORK/bound" || fail "grants beyond the bound: $(cat "$WORK/bound")"
 }
+
+# Tests of Redis run as users do, through the host agent; E2E_NO_AGENT=1 (set by the tests named
+# *_no_agent, which run another test again) runs them with RATELIMIT_NO_AGENT=1, as --no-agent.
+[ -n "${E2E_NO_AGENT:-}" ] || use_agents

@@ -3,10 +3,12 @@
 # - the first one SIGSTOPped: acquire --redis-timeout 2s answers within its share, well under 2 s;
 # - the master SIGKILLed, down-after-milliseconds 5000 (a failover of about 6 s): a pipe at
 #   200 kB/s (--key up) across it is byte-exact and exits 0, and a loop of acquires loses no call;
+#   8 loops of acquires at --redis-timeout 500ms never exit 70 and grant within rate x time + burst;
 # - the master and the first sentinel SIGSTOPped together mid-pipe: the pipe goes on, byte-exact.
 # One sentinel naming a dead master, two others naming two masters: acquire finds one and warns
 # once of the split brain. A master refusing writes for want of replicas (NOREPLICAS) is asked
 # again until --redis-failover-timeout.
+# test_redis_failover_no_agent.sh runs it with --no-agent.
 # Timing: loose bounds, run alone (RESOURCE_LOCK timing).
 source "$E2E_LIB"
 source "$(dirname "${BASH_SOURCE[0]}")/redis_server.sh"
@@ -59,10 +61,31 @@ pipe=$!
   done
 ) &
 loop=$!
+# 8 loops of acquires at --redis-timeout 500ms on one key until the pipe ends: none exits 70, and
+# the grants keep within rate x time + burst (+ 8 in flight).
+eights=()
+for i in $(seq 8); do
+  (
+    until [ -e "$WORK/pipe.done" ]; do
+      status=0
+      "$RATELIMIT" acquire --rate 20/s --key eight --redis-timeout 500ms 2>>"$WORK/eight.err" ||
+        status=$?
+      echo "$(now_ns) $status" >>"$WORK/eight.$i"
+    done
+  ) &
+  eights+=($!)
+done
 sleep 2
 stop_redis one-master KILL
 status=0
 wait $pipe || status=$?
+: >"$WORK/pipe.done"
+wait "${eights[@]}"
+cat "$WORK"/eight.[1-8] | sort -n >"$WORK/eight.all"
+! awk '$2 == 70' "$WORK/eight.all" | grep -q . || fail "acquires at --redis-timeout 500ms exited 70: $(head -3 "$WORK/eight.err")"
+awk '$2 == 0 { if (!first) first = $1; last = $1; n++ }
+  END { bound = 20 * (last - first) / 1e9 + 20 + 8; if (n > bound) { print n " grants, bound " bound; exit 1 } }' \
+  "$WORK/eight.all" || fail "8 loops across the failover granted too many"
 [ "$status" -eq 0 ] || fail "the pipe exited $status across the failover: $(cat "$WORK/pipe.err")"
 cmp -s "$WORK/in" "$WORK/pipe.out" || fail "the pipe's output differs after the failover"
 wait $loop

@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
-# One limit through outages: a Redis restart mid-pipe (the pipe comes back to the key), dropped
-# connections (CLIENT KILL: no outage at all), and a fleet's bound under --on-redis-error=local:N%.
+# One limit through outages: Redis away past the restart budget mid-pipe (the pipe comes back to
+# the key), dropped connections (CLIENT KILL: no outage at all), a server out of memory (one line
+# each way, not a flap), and a fleet's bound under --on-redis-error=local:N%.
+# test_redis_outage_no_agent.sh runs it with --no-agent.
 # Timing: loose bounds, run alone (RESOURCE_LOCK timing).
 source "$E2E_LIB"
 source "$(dirname "${BASH_SOURCE[0]}")/redis_server.sh"
@@ -20,17 +22,18 @@ for share in 0% 101% 25 x%; do
   expect_stderr "ratelimit: --on-redis-error: invalid value 'local:$share': expected local:N% with N above 0 and at most 100 (this host's share of the key's rate), e.g. local:25%"
 done
 
-# 1. Killed at 2 s, started again at 3 s, under `local`: the pipe books from the key again within
-# 2 s of the restart, the output is the input, and it says so: one line out, one line back.
+# 1. Killed at 2 s, started again at 9 s (away past the 5 s restart budget), under `local`: the
+# pipe books from the key again within 2 s of the restart, the output is the input, and it says
+# so: one line out, one line back.
 start_redis restart
-seq 600 >"$WORK/lines"
+seq 1200 >"$WORK/lines"
 "$RATELIMIT" -l --rate 100 --key fk --redis "unix://$WORK/restart/sock" --on-redis-error local \
   <"$WORK/lines" >"$WORK/restart.out" 2>"$WORK/restart.err" &
 pipe=$!
 sleep 2
 stop_redis restart KILL
-sleep 1
-start_redis restart
+sleep 7
+start_redis_again restart
 restarted=$(now_ns)
 sample_key restart fk "$WORK/restart.samples" &
 sampler=$!
@@ -89,7 +92,30 @@ for command in exec acquire; do
 done
 kill $killer
 
-# 3. local:25%: 4 hosts (their own state directories) on a key of 20 kB/s through a 10 s outage
+# 3. Out of memory (maxmemory 1mb, noeviction) under `local`: the server answers PING and refuses
+# the script. One line when the pipe leaves the key, none while PING answers and the script is
+# still refused, one line when a decision on the key succeeds again (maxmemory lifted at 3 s).
+start_redis oom --maxmemory 1mb --maxmemory-policy noeviction
+# Filled past its bound (DEBUG POPULATE is exempt from it), so that every write is refused.
+redis_cli oom debug populate 20000 filler 100 >/dev/null
+oom=unix://$WORK/oom/sock
+seq 600 >"$WORK/oom.in"
+"$RATELIMIT" -l --rate 100 --key om --redis "$oom" --on-redis-error local <"$WORK/oom.in" \
+  >"$WORK/oom.out" 2>"$WORK/oom.err" &
+pipe=$!
+sleep 3
+redis_cli oom config set maxmemory 0 >/dev/null
+status=0
+wait $pipe || status=$?
+[ "$status" -eq 0 ] || fail "the pipe on a server out of memory exited $status: $(cat "$WORK/oom.err")"
+cmp "$WORK/oom.in" "$WORK/oom.out" || fail "the pipe on a server out of memory: output differs"
+[ "$(wc -l <"$WORK/oom.err")" -eq 2 ] &&
+  grep -qx "ratelimit: Redis at $oom: OOM .*; using this host's bucket 'om' (--on-redis-error=local)" \
+    "$WORK/oom.err" &&
+  grep -qx "ratelimit: Redis at $oom answers again; back on the shared bucket 'om' (--on-redis-error=local)" \
+    "$WORK/oom.err" || fail "the pipe on a server out of memory said: $(cat "$WORK/oom.err")"
+
+# 4. local:25%: 4 hosts (their own state directories) on a key of 20 kB/s through a 10 s outage
 # deliver at most N x share x rate x (outage + burst) + 3 chunks a host (man page: the 2 booked
 # on the key before the outage and the first of its own bucket; 108 ms of the key's rate each).
 start_redis fleet
@@ -114,7 +140,9 @@ delivered=$((after - before))
 bound=$(awk -v ms="$outage_ms" 'BEGIN { printf "%d", 4 * 0.25 * 20000 * (ms / 1000 + 1) + 4 * 3 * 0.108 * 20000 }')
 # Without the share the hosts would deliver 4 x 20 kB/s: 800 kB in 10 s.
 [ "$delivered" -le "$bound" ] || fail "4 hosts at local:25% delivered $delivered B in ${outage_ms} ms, bound $bound"
-[ "$delivered" -ge $((4 * 5000 * 8)) ] || fail "4 hosts at local:25% delivered only $delivered B in ${outage_ms} ms"
+# The first 5 s are the restart budget (nothing more is booked); at least 3 s of the 5 after it at
+# the share.
+[ "$delivered" -ge $((4 * 5000 * 3)) ] || fail "4 hosts at local:25% delivered only $delivered B in ${outage_ms} ms"
 for host in 1 2 3 4; do
   grep -q "using this host's bucket 'fleet' at 25% of the rate (--on-redis-error=local:25%)" \
     "$WORK/fleet.$host.err" || fail "host $host said: $(cat "$WORK/fleet.$host.err")"

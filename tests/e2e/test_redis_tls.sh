@@ -26,24 +26,27 @@ expect_tls_failure() {
   expect_stderr "ratelimit: Redis at ${url_of_failure:-$url}: $cause"
   [ ! -e "$WORK/ran" ] || fail "the command ran after: $cause"
 }
+# serve CONFIG...: the server takes CONFIG (its certificate, say), and the connections made before
+# (the host agent keeps its own) end: the next one is checked against what it serves now.
+serve() {
+  redis_cli main config set "$@" >/dev/null
+  redis_cli main client kill type normal >/dev/null
+}
 # A wrong CA and none (the system's store does not know the test CA) each say what to do.
 expect_tls_failure "TLS: the server's certificate is not trusted: self-signed certificate in certificate chain (no CA in --redis-tls-ca $tls/other-ca.crt signed it)" \
   --redis "$url" --redis-tls-ca "$tls/other-ca.crt"
 expect_tls_failure "TLS: the server's certificate is not trusted: self-signed certificate in certificate chain (no CA of the system's store signed it: give its CA with --redis-tls-ca FILE)" \
   --redis "$url"
 # Another name, or an address the certificate does not hold: the names it holds.
-redis_cli main config set tls-cert-file "$tls/other-name.crt" tls-key-file "$tls/other-name.key" \
-  >/dev/null
+serve tls-cert-file "$tls/other-name.crt" tls-key-file "$tls/other-name.key"
 expect_tls_failure "TLS: the server's certificate is not trusted: hostname mismatch (it is for elsewhere.test, not localhost: name one of those in the URL)" \
   --redis "$url" "${ca[@]}"
-redis_cli main config set tls-cert-file "$tls/localhost-only.crt" \
-  tls-key-file "$tls/localhost-only.key" >/dev/null
+serve tls-cert-file "$tls/localhost-only.crt" tls-key-file "$tls/localhost-only.key"
 url_of_failure=rediss://127.0.0.1:$port
 expect_tls_failure "TLS: the server's certificate is not trusted: IP address mismatch (it is for localhost, not 127.0.0.1: name one of those in the URL)" \
   --redis "$url_of_failure" "${ca[@]}"
 unset url_of_failure
-redis_cli main config set tls-cert-file "$tls/expired.crt" tls-key-file "$tls/expired.key" \
-  >/dev/null
+serve tls-cert-file "$tls/expired.crt" tls-key-file "$tls/expired.key"
 expect_tls_failure "TLS: the server's certificate is not trusted: certificate has expired" \
   --redis "$url" "${ca[@]}"
 
@@ -52,8 +55,7 @@ expect_status 0 "$RATELIMIT" acquire --redis "$url" --redis-tls-insecure --rate 
 expect_stderr "ratelimit: --redis-tls-insecure: the Redis server's certificate and name are not checked"
 
 # A server that requires a client certificate: refused without one, granted with it.
-redis_cli main config set tls-cert-file "$tls/server.crt" tls-key-file "$tls/server.key" \
-  tls-auth-clients yes >/dev/null
+serve tls-cert-file "$tls/server.crt" tls-key-file "$tls/server.key" tls-auth-clients yes
 expect_tls_failure "TLS: the server requires a client certificate (--redis-tls-cert)" --redis "$url" "${ca[@]}"
 expect_status 0 "$RATELIMIT" acquire --redis "$url" "${ca[@]}" --redis-tls-cert "$tls/client.crt" \
   --redis-tls-key "$tls/client.key" --rate 10/s --key c

@@ -6,6 +6,9 @@
 # state directory keeps none. New files of processes killed before their rename are removed, and
 # the host agent keeps the session of its own connection.
 source "$E2E_LIB"
+# Sessions between processes are what each process connecting itself resumes: without the host
+# agent (whose one connection makes one handshake), which the last part turns on.
+export E2E_NO_AGENT=1
 source "$(dirname "${BASH_SOURCE[0]}")/redis_server.sh"
 state=$WORK/state
 export RATELIMIT_STATE_DIR=$state

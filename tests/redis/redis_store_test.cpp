@@ -619,8 +619,12 @@ TEST(RedisFailures, ServerKilledMidRunIsUnavailableNotSigpipe) {
   EXPECT_TRUE(redis.reserve(request("k", bursty(100)), real_waiter()).granted);
   server.stop(SIGKILL);
   // The first write to the dead connection may succeed; the ones after it would raise SIGPIPE.
-  for (int attempt = 0; attempt < 3; ++attempt)
-    EXPECT_THROW(redis.reserve(request("k", bursty(100)), real_waiter()), StoreUnavailable);
+  // Each request gives up at its deadline, not past the restart budget.
+  for (int attempt = 0; attempt < 3; ++attempt) {
+    PermitRequest permits = request("k", bursty(100));
+    permits.deadline = real_waiter().now() + nanoseconds(200ms);
+    EXPECT_THROW(redis.reserve(permits, real_waiter()), StoreUnavailable);
+  }
   server.restart();
   EXPECT_TRUE(redis.reserve(request("k", bursty(100)), real_waiter()).granted);
 }
@@ -770,16 +774,55 @@ TEST(RedisInterruption, StopSignalBeforeTheCallSendsNothing) {
   EXPECT_LE(buckets[0].next_free_in, 1s);
 }
 
-TEST(RedisFailures, NoServerIsUnavailable) {
+// A server that is not there may be restarting: it is waited for within the restart budget,
+// then unavailable, said with how long it was waited for.
+TEST(RedisFailures, NoServerIsUnavailableAfterTheRestartBudget) {
   testing::TempDir dir;
   RedisStore redis(parse_redis_deployment("unix://" + dir.string() + "/none.sock"), kTimeout);
+  const auto start = std::chrono::steady_clock::now();
   try {
     redis.reserve(request("k", bursty(1)), real_waiter());
     FAIL();
   } catch (const StoreUnavailable& error) {
     EXPECT_EQ(std::string(error.what()),
-              "Redis at unix://" + dir.string() + "/none.sock: No such file or directory");
+              "Redis at unix://" + dir.string() + "/none.sock: No such file or directory for 5s");
   }
+  const auto waited = std::chrono::steady_clock::now() - start;
+  EXPECT_GE(waited, kRestartBudget - 300ms);
+  EXPECT_LT(waited, kRestartBudget + 2s);
+}
+
+// A restart (the port closed 0.3 s, then open again) costs the request that meets it a wait, not
+// a failure: it is decided once the server answers, booked once.
+TEST_F(RedisStoreTest, ARestartIsWaitedFor) {
+  RedisStore redis = store_at(server_.tcp_url());
+  EXPECT_EQ(redis.reserve(request("r", bursty(1)), real_waiter()).wait, 0ns);
+  server_.stop(SIGTERM);
+  // The request waits in a thread of its own: the server is started by this one, which it dies
+  // with.
+  Reservation after;
+  bool threw = false;
+  nanoseconds waited{};
+  std::thread waiting([&] {
+    const auto start = std::chrono::steady_clock::now();
+    try {
+      after = redis.reserve(request("r", bursty(1)), real_waiter());
+    } catch (const StoreUnavailable&) {
+      threw = true;
+    }
+    waited = std::chrono::steady_clock::now() - start;
+  });
+  std::this_thread::sleep_for(300ms);
+  server_.restart();
+  waiting.join();
+  EXPECT_FALSE(threw);
+  EXPECT_TRUE(after.granted);
+  // The server started again empty: a fresh bucket.
+  EXPECT_EQ(after.wait, 0ns);
+  EXPECT_GE(waited, 250ms);
+  EXPECT_LT(waited, 2s);
+  ASSERT_EQ(notes_.size(), 1U);
+  EXPECT_NE(notes_[0].find("; connecting again"), std::string::npos) << notes_[0];
 }
 
 }  // namespace

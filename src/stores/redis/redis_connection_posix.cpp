@@ -170,6 +170,9 @@ auto RedisConnection::closing_on_failure(Step step) {
   } catch (const TransportLost& lost) {
     transport_.reset();
     throw RedisConnectionLost("Redis at " + shown_url_ + ": " + lost.what(), lost.sent);
+  } catch (const RedisNotListening& refused) {
+    transport_.reset();
+    throw RedisConnectionLost("Redis at " + shown_url_ + ": " + refused.what(), false);
   } catch (const RedisFailure& failure) {
     transport_.reset();
     throw StoreUnavailable("Redis at " + shown_url_ + ": " + failure.what());

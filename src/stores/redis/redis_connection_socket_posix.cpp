@@ -139,6 +139,15 @@ io::FileDescriptor connect_to(const sockaddr* address, socklen_t length, RedisDe
   return socket;
 }
 
+// The failure of a connection that `error` (an errno) refused.
+[[noreturn]] void throw_refusal(int error) {
+  // Refused or reset: the host is there and nothing listens on the port (yet). No such file: a
+  // unix socket that its server removed as it ended.
+  if (error == ECONNREFUSED || error == ECONNRESET || error == ENOENT)
+    throw RedisNotListening(std::strerror(error));
+  throw RedisFailure(std::strerror(error));
+}
+
 class PlainTransport final : public RedisTransport {
  public:
   explicit PlainTransport(io::FileDescriptor socket)
@@ -197,7 +206,7 @@ io::FileDescriptor connect_socket(const RedisAddress& address, RedisDeadline& de
     address.socket_path.copy(unix_address.sun_path, sizeof unix_address.sun_path - 1);
     io::FileDescriptor socket = connect_to(reinterpret_cast<const sockaddr*>(&unix_address),
                                            sizeof unix_address, deadline, error);
-    if (!socket) throw RedisFailure(std::strerror(error));
+    if (!socket) throw_refusal(error);
     return socket;
   }
   if (const auto numeric = numeric_address(address.host, address.port)) {
@@ -205,7 +214,7 @@ io::FileDescriptor connect_socket(const RedisAddress& address, RedisDeadline& de
     io::FileDescriptor socket = connect_to(
         target, target->sa_family == AF_INET ? sizeof(sockaddr_in) : sizeof(sockaddr_in6), deadline,
         error);
-    if (!socket) throw RedisFailure(std::strerror(error));
+    if (!socket) throw_refusal(error);
     return socket;
   }
   const Addresses addresses = resolve(address.host, address.port, deadline);
@@ -213,7 +222,8 @@ io::FileDescriptor connect_socket(const RedisAddress& address, RedisDeadline& de
     if (io::FileDescriptor socket = connect_to(node->ai_addr, node->ai_addrlen, deadline, error))
       return socket;
   }
-  throw RedisFailure(error != 0 ? std::strerror(error) : "no address for " + address.host);
+  if (error != 0) throw_refusal(error);
+  throw RedisFailure("no address for " + address.host);
 }
 
 std::unique_ptr<RedisTransport> plain_transport(io::FileDescriptor socket) {

@@ -21,6 +21,13 @@ class RedisFailure : public std::runtime_error {
   using std::runtime_error::runtime_error;
 };
 
+// The server refused the connection, reset it while it was made, or its socket is gone: nothing
+// listens there now, as while a server restarts. It never ran anything of ours.
+class RedisNotListening : public RedisFailure {
+ public:
+  using RedisFailure::RedisFailure;
+};
+
 // A byte stream to a server whose calls never block. Each moves what it can at once: the number
 // of bytes, or 0 with `wanted` set to the poll events (POLLIN, POLLOUT) to wait for on fd()
 // before calling again. Throws RedisFailure when the stream fails or the server closed it.
@@ -34,7 +41,8 @@ class RedisTransport {
 
 // A non-blocking socket connected to `address`: its unix socket, or its host resolved (from
 // /etc/hosts and the name servers of /etc/resolv.conf, no NSS) and each of its addresses tried in
-// turn. Throws RedisFailure, or as RedisDeadline does.
+// turn. Throws RedisNotListening when every address refused it, RedisFailure for any other
+// failure, or as RedisDeadline does.
 io::FileDescriptor connect_socket(const RedisAddress& address, RedisDeadline& deadline);
 
 std::unique_ptr<RedisTransport> plain_transport(io::FileDescriptor socket);

@@ -8,13 +8,21 @@
 #include <utility>
 
 #include "errors.hpp"
+#include "format/quantities.hpp"
+#include "stores/redis/redis_connection_transport.hpp"
 #include "stores/redis/redis_script.hpp"
 #include "stores/redis/redis_script_protocol.hpp"
 
 namespace ratelimit::stores {
 namespace {
 
+using std::chrono::milliseconds;
 using std::chrono::nanoseconds;
+
+// The first pause before a server that refused is asked again, and the longest: a restart is met
+// within a few milliseconds of its end, and the hosts it met do not come back all at once.
+constexpr milliseconds kFirstRestartPause{20};
+constexpr milliseconds kLongestRestartPause{250};
 
 constexpr std::string_view kKeyPrefix = "ratelimit:{";
 constexpr std::string_view kKeySuffix = "}";
@@ -46,14 +54,18 @@ RedisValue RedisStore::run_script(const std::string& key, std::vector<std::strin
                                 redis_key(key)};
   call.insert(call.end(), arguments.begin(), arguments.end());
   const std::string bucket_key = redis_key(key);
-  RedisValue reply = command(bucket_key, call, deadline);
+  RedisValue reply = send(bucket_key, call, deadline);
   // NOSCRIPT: the script did not run, so running it with EVAL cannot book twice. EVAL also
-  // caches it for the next EVALSHA (a server started again has forgotten it).
+  // caches it for the next EVALSHA (a server started again, a replica just promoted, has not
+  // got it).
   if (reply.type == RedisValue::Type::error && reply.text.starts_with("NOSCRIPT")) {
     call[0] = "EVAL";
     call[1] = kRedisBucketScript;
-    reply = command(bucket_key, call, deadline);
+    reply = send(bucket_key, call, deadline);
   }
+  // A server started again that is still reading its data: nothing ran, and it will.
+  if (reply.type == RedisValue::Type::error && reply.text.starts_with("LOADING"))
+    throw RedisConnectionLost(server() + ": " + reply.text, false);
   if (reply.type == RedisValue::Type::error) {
     // The connection may be fine, but the server refuses (NOAUTH, OOM, BUSY, a broken script).
     unexpected_reply(reply);
@@ -61,21 +73,62 @@ RedisValue RedisStore::run_script(const std::string& key, std::vector<std::strin
   return reply;
 }
 
-RedisValue RedisStore::command(const std::string& bucket_key,
-                               const std::vector<std::string>& arguments, RedisDeadline& deadline) {
-  try {
-    return send(bucket_key, arguments, deadline);
-  } catch (const RedisConnectionLost& lost) {
-    if (lost.sent() || deadline.passed()) throw;
-    notify_(std::string(lost.what()) + "; connecting again");
-    return send(bucket_key, arguments, deadline);
+template <typename Attempt>
+auto RedisStore::with_restarts(RedisDeadline& deadline, bool resend_if_reply_lost,
+                               Attempt attempt) {
+  // Counted from the first refusal: a server that answered until now may be restarting.
+  std::optional<RedisDeadline> restart;
+  bool resent = false;
+  milliseconds pause = kFirstRestartPause;
+  while (true) {
+    try {
+      return attempt();
+    } catch (const RedisConnectionLost& lost) {
+      if (lost.sent() && (!resend_if_reply_lost || resent)) throw;
+      resent |= lost.sent();
+      if (!restart) {
+        // Tried again at once: a connection dropped while idle (CLIENT KILL, a proxy's timeout)
+        // is made again on a server that is there.
+        restart.emplace(deadline.renewed(kRestartBudget));
+        notify_(std::string(lost.what()) +
+                (lost.sent() ? "; sending the request again" : "; connecting again"));
+        continue;
+      }
+      // Past the budget (the last try was at its end): an outage.
+      if (restart->passed()) {
+        if (!lost.sent())
+          throw RedisConnectionLost(
+              fmt::format("{} for {}", lost.what(), format::human_duration(kRestartBudget)), false);
+        throw;
+      }
+      // A pause of between half and all of `pause` (cut short at the budget's end, for a last
+      // try there), then one twice as long, up to the longest.
+      const auto jittered = std::uniform_int_distribution<milliseconds::rep>(
+          pause.count() / 2, pause.count())(jitter_);
+      if (deadline.waiter().now() + milliseconds(jittered) >= deadline.refused_at()) throw;
+      restart->pause(milliseconds(jittered));
+      pause = std::min(pause * 2, kLongestRestartPause);
+      deadline = deadline.renewed(timeout_);
+    }
   }
 }
 
 RedisValue RedisStore::send(const std::string& bucket_key,
                             const std::vector<std::string>& arguments, RedisDeadline& deadline) {
   if (relay_) {
-    if (auto reply = relay_->command(bucket_key, arguments, deadline)) return std::move(*reply);
+    std::optional<RedisValue> reply;
+    try {
+      reply = relay_->command(bucket_key, arguments, deadline);
+    } catch (const RedisFailure& failure) {
+      // The operation's deadline passed before the command went to the agent.
+      throw StoreUnavailable(server() + ": " + failure.what());
+    }
+    if (reply) {
+      // Answered after the operation's timeout: the agent followed a failover, as the direct path
+      // does (RedisTopology::command), and what follows (EVAL after NOSCRIPT) has a timeout anew.
+      if (deadline.passed()) deadline = deadline.renewed(timeout_);
+      return std::move(*reply);
+    }
     relay_.reset();
   }
   return topology_.command(bucket_key, arguments, deadline);
@@ -90,24 +143,18 @@ Reservation RedisStore::reserve(const PermitRequest& request, io::Waiter& waiter
   if (request.deadline != nanoseconds::max())
     round_trip.refuse_after(std::max(request.deadline, waiter.now() + nanoseconds(kAnswerGrace)));
   try {
-    for (bool sent_again = false;; sent_again = true) {
-      try {
-        // Connected first, so that what is left of the request's timeout when the script runs
-        // is what the server judges by.
-        connect(redis_key(request.key), round_trip);
-        const nanoseconds timeout =
-            request.deadline == nanoseconds::max()
-                ? nanoseconds::max()
-                : std::max(request.deadline - waiter.now(), nanoseconds::zero());
-        return reserve_at(request, timeout, std::nullopt, round_trip);
-      } catch (const RedisConnectionLost& lost) {
-        // The reply was lost, not the time: the connection is made again and the request sent
-        // once more. The first may have been booked, so the key may pay twice for this one
-        // request: fewer grants, never more.
-        if (sent_again || round_trip.passed()) throw;
-        notify_(std::string(lost.what()) + "; sending the request again");
-      }
-    }
+    // The reply lost may have been booked: sent again, the key may pay twice for this one
+    // request, fewer grants, never more.
+    return with_restarts(round_trip, true, [&] {
+      // Connected first, so that what is left of the request's timeout when the script runs is
+      // what the server judges by.
+      connect(redis_key(request.key), round_trip);
+      const nanoseconds timeout =
+          request.deadline == nanoseconds::max()
+              ? nanoseconds::max()
+              : std::max(request.deadline - waiter.now(), nanoseconds::zero());
+      return reserve_at(request, timeout, std::nullopt, round_trip);
+    });
   } catch (const RedisInterrupted& interrupted) {
     Reservation reservation;
     reservation.signal = interrupted.signal;
@@ -141,8 +188,10 @@ Reservation RedisStore::reserve_at(const PermitRequest& request, nanoseconds tim
 std::optional<BucketStatus> RedisStore::status_at(const std::string& key,
                                                   std::optional<std::int64_t> now_micros) {
   RedisDeadline round_trip = operation_deadline();
-  return script::decode_status(run_script(key, script::encode_status(now_micros), round_trip), key,
-                               server());
+  return with_restarts(round_trip, true, [&] {
+    return script::decode_status(run_script(key, script::encode_status(now_micros), round_trip),
+                                 key, server());
+  });
 }
 
 std::vector<BucketStatus> RedisStore::status(const std::optional<std::string>& key) {
@@ -184,7 +233,10 @@ std::vector<BucketStatus> RedisStore::status(const std::optional<std::string>& k
 bool RedisStore::reset(const std::string& key) {
   RedisDeadline round_trip = operation_deadline();
   const std::string bucket_key = redis_key(key);
-  const RedisValue reply = command(bucket_key, {"DEL", bucket_key}, round_trip);
+  // DEL twice deletes what DEL once did.
+  const RedisValue reply = with_restarts(round_trip, true, [&] {
+    return send(bucket_key, {"DEL", bucket_key}, round_trip);
+  });
   if (reply.type != RedisValue::Type::integer) unexpected_reply(reply);
   return reply.integer > 0;
 }
@@ -195,10 +247,13 @@ void RedisStore::ping(const std::string& key, io::Waiter& waiter) {
   RedisDeadline round_trip = operation_deadline(&waiter);
   const std::string bucket_key = redis_key(key);
   try {
-    connect(bucket_key, round_trip);
-    // A server that accepts connections may still be loading its data (-LOADING).
-    const RedisValue reply = command(bucket_key, {"PING"}, round_trip);
-    if (reply.type != RedisValue::Type::status || reply.text != "PONG") unexpected_reply(reply);
+    with_restarts(round_trip, true, [&] {
+      connect(bucket_key, round_trip);
+      // A server that accepts connections may still be loading its data (-LOADING): not back.
+      const RedisValue reply = send(bucket_key, {"PING"}, round_trip);
+      if (reply.type != RedisValue::Type::status || reply.text != "PONG") unexpected_reply(reply);
+      return true;
+    });
   } catch (const RedisInterrupted&) {
     throw StoreUnavailable(server() + ": not asked to the end");
   }
@@ -211,10 +266,13 @@ bool RedisStore::give_back(const UnusedPermits& unused) {
 bool RedisStore::give_back_at(const UnusedPermits& unused, std::optional<std::int64_t> now_micros) {
   validate_permits(unused.permits);
   RedisDeadline round_trip = operation_deadline();
-  return script::decode_give_back(
-      run_script(unused.key, script::encode_give_back(unused.permits, unused.booked, now_micros),
-                 round_trip),
-      server());
+  // Given back twice, permits would be granted twice: a lost reply is not sent again.
+  return with_restarts(round_trip, false, [&] {
+    return script::decode_give_back(
+        run_script(unused.key, script::encode_give_back(unused.permits, unused.booked, now_micros),
+                   round_trip),
+        server());
+  });
 }
 
 bool RedisStore::set_rate_at(const RateChange& change, std::optional<std::int64_t> now_micros) {
@@ -222,12 +280,14 @@ bool RedisStore::set_rate_at(const RateChange& change, std::optional<std::int64_
   checked.permits_per_second = change.permits_per_second;
   validate(checked);
   RedisDeadline round_trip = operation_deadline();
-  return script::decode_set_rate(
-      run_script(change.key,
-                 script::encode_set_rate(change.permits_per_second, change.schedule, now_micros,
-                                         change.settings),
-                 round_trip),
-      server());
+  return with_restarts(round_trip, false, [&] {
+    return script::decode_set_rate(
+        run_script(change.key,
+                   script::encode_set_rate(change.permits_per_second, change.schedule, now_micros,
+                                           change.settings),
+                   round_trip),
+        server());
+  });
 }
 
 }  // namespace ratelimit::stores

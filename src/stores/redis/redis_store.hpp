@@ -4,6 +4,7 @@
 #include <cstdint>
 #include <functional>
 #include <optional>
+#include <random>
 #include <string>
 
 #include "io/waiter.hpp"
@@ -36,15 +37,16 @@ class RedisStore final : public BucketStore {
   // The round trip counts against the request's deadline, as the state file's lock does: an
   // answer not come by then (or by kAnswerGrace from the call, whichever is later) is a refusal,
   // the connection closed (the call may have booked). A stop signal ends it at once, the same.
-  // A connection the server ended while the reply was awaited (a restart, CLIENT KILL) is made
-  // again and the request sent once more, within the same timeout: the key may pay twice for it
-  // (the first may have been booked), never grant twice.
+  // A server that restarts is waited for (with_restarts): a connection it ended while the reply
+  // was awaited is made again and the request sent once more: the key may pay twice for it (the
+  // first may have been booked), never grant twice.
   Reservation reserve(const PermitRequest& request, io::Waiter& waiter) override;
   bool set_rate(const RateChange& change) override;
   std::vector<BucketStatus> status(const std::optional<std::string>& key) override;
   bool reset(const std::string& key) override;
   bool give_back(const UnusedPermits& unused) override;
-  // Connected to the node (or master) that serves `key`, and a PING answered.
+  // Connected to the node (or master) that serves `key`, and a PING answered (a restart waited
+  // for, as by every operation).
   void ping(const std::string& key, io::Waiter& waiter) override;
 
   // The decision for permits due within `timeout` (Guava tryAcquire; nanoseconds::max(): no
@@ -71,19 +73,22 @@ class RedisStore final : public BucketStore {
   RedisDeadline operation_deadline(io::Waiter* stop_waiter = nullptr) const {
     return RedisDeadline(timeout_, stop_waiter);
   }
-  // As RedisTopology::command, except that a connection found ended before the command went out
-  // (the server restarted, CLIENT KILL, a proxy's idle timeout: all while it was idle) is made
-  // again the deployment's way (for Sentinel, by asking the sentinels) and the command sent there
-  // once more, within the same deadline: the server never ran it, so nothing is done twice.
-  RedisValue command(const std::string& bucket_key, const std::vector<std::string>& arguments,
-                     RedisDeadline& deadline);
+  // Runs `attempt` (one try of an operation, which returns its result) within `deadline`, again
+  // while the server restarts: while it refuses or drops connections, or answers LOADING (all
+  // reported as RedisConnectionLost), tries again at once, then after a jittered pause that
+  // doubles, within kRestartBudget from the first refusal, each try within a --redis-timeout of its
+  // own. Past the budget, the request's own deadline or a stop signal, the last failure is thrown.
+  // Only `resend_if_reply_lost` lets a command whose reply was lost be sent once more (it may have
+  // run). This is the one retry of an operation: what it calls tries once.
+  template <typename Attempt>
+  auto with_restarts(RedisDeadline& deadline, bool resend_if_reply_lost, Attempt attempt);
   // The command sent once: through the agent when there is one, else to the server.
   RedisValue send(const std::string& bucket_key, const std::vector<std::string>& arguments,
                   RedisDeadline& deadline);
   // Connected to the node that serves `bucket_key` (the agent's business when it relays).
   void connect(const std::string& bucket_key, RedisDeadline& deadline);
   // Runs the script by its SHA-1, loading it once if the server does not have it (NOSCRIPT); as
-  // command().
+  // send(). An error reply throws StoreUnavailable; LOADING, RedisConnectionLost (not sent).
   RedisValue run_script(const std::string& key, std::vector<std::string> arguments,
                         RedisDeadline& deadline);
   [[noreturn]] void unexpected_reply(const RedisValue& reply) const;
@@ -92,6 +97,8 @@ class RedisStore final : public BucketStore {
 
   Notify notify_;
   std::chrono::milliseconds timeout_;
+  // Spreads the retries of the hosts that a restart met over the pause.
+  std::minstd_rand jitter_{std::random_device{}()};
   RedisTopology topology_;
   std::optional<RedisRelayClient> relay_;
 };
@@ -101,6 +108,12 @@ class RedisStore final : public BucketStore {
 // answer within it is refused (exit 75) instead of waited for. Loopback and LAN round trips, a TLS
 // handshake included, take well under it.
 inline constexpr std::chrono::milliseconds kAnswerGrace{50};
+
+// How long a server that refuses or drops connections is waited for before --on-redis-error
+// applies: a restart (stopped, started again, its data loaded) takes well under a second for the
+// small data of buckets, and a service manager's restart a second or two; past 5 s it is an
+// outage, said and handled as one.
+inline constexpr std::chrono::milliseconds kRestartBudget{5000};
 
 // The Redis key of a bucket.
 std::string redis_key(const std::string& key);

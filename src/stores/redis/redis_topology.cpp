@@ -144,6 +144,8 @@ RedisValue RedisTopology::command_in_cluster(const std::string& redis_key,
     std::string cause;
     try {
       RedisValue reply = command_following_redirects(redis_key, arguments, attempt);
+      // As command_on_master: what follows has the timeout of the node that answered.
+      deadline = attempt;
       // The Cluster lost a master and has not promoted its replica yet: the command did not run.
       if (reply.type != RedisValue::Type::error ||
           !(reply.text.starts_with("CLUSTERDOWN") || reply.text.starts_with("TRYAGAIN")))
@@ -228,6 +230,9 @@ RedisValue RedisTopology::command_on_master(const std::vector<std::string>& argu
     std::string cause;
     try {
       RedisValue reply = connection.command(arguments, attempt);
+      // After a failover, what follows in the operation (EVAL after NOSCRIPT on the promoted
+      // replica) has the new master's timeout, not the one that the failover spent.
+      deadline = attempt;
       if (reply.type != RedisValue::Type::error) return reply;
       if (reply.text.starts_with("READONLY")) {
         cause = fmt::format("{} is no longer the master of '{}' (READONLY)", master_shown_,

@@ -47,7 +47,9 @@ class RedisTopology {
   // and TRYAGAIN. Each sends the command again, to the master found anew, each time within a new
   // `timeout`, as long as the failover timeout lasts: the one sent before may have booked, so a
   // key can pay twice for one request, never grant twice. A request's own deadline
-  // (RedisDeadline::refuse_after) still ends it.
+  // (RedisDeadline::refuse_after) still ends it. After a failover, `deadline` is renewed for what
+  // follows. A server that refuses connections (restarting) throws RedisConnectionLost (not
+  // sent), as one that dropped the connection: RedisStore waits for it.
   RedisValue command(const std::string& redis_key, const std::vector<std::string>& arguments,
                      RedisDeadline& deadline);
   // The commands of `commands` (each a command on its `redis_key` alone) in one write, their

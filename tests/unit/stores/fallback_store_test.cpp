@@ -20,6 +20,9 @@ class ScriptedStore final : public BucketStore {
   Reservation reserve(const PermitRequest& request, io::Waiter&) override {
     ++calls;
     if (down) throw StoreUnavailable("Redis at redis://h: Connection refused");
+    if (script_refused)
+      throw StoreUnavailable(
+          "Redis at redis://h: OOM command not allowed when used memory > 'maxmemory'");
     requests.push_back(request);
     return {.granted = true,
             .wait = wait_,
@@ -47,6 +50,8 @@ class ScriptedStore final : public BucketStore {
   }
 
   bool down = false;
+  // Answers PING, refuses every decision (out of memory, read-only).
+  bool script_refused = false;
   int calls = 0;
   int pings = 0;
   std::int64_t given_back = 0;
@@ -208,6 +213,32 @@ TEST(FallbackStore, AProbeThatFindsTheStoreStillDownIsFollowedByAnotherASecondLa
   fixture.reserve();
   fixture.run_started();
   EXPECT_EQ(fixture.reserve().wait, 7ms);
+}
+
+TEST(FallbackStore, AStoreThatAnswersPingButRefusesTheScriptIsNotBack) {
+  Fixture fixture(OnUnavailable::local, 1.0, "--on-redis-error=local");
+  fixture.shared->script_refused = true;
+  EXPECT_EQ(fixture.reserve().wait, 30ms);
+  // Each probe answers, and the request after it is refused: still away, nothing said.
+  for (int step = 0; step < 400; ++step) {
+    fixture.clock.advance(10ms);
+    EXPECT_EQ(fixture.reserve().wait, 30ms);
+    fixture.run_started();
+  }
+  // The first request, and one after each probe but the last (not followed by one yet).
+  EXPECT_EQ(fixture.shared->pings, 4);
+  EXPECT_EQ(fixture.shared->calls, 4);
+  fixture.shared->script_refused = false;
+  fixture.clock.advance(1s);
+  fixture.reserve();
+  fixture.run_started();
+  EXPECT_EQ(fixture.reserve().wait, 7ms);
+  EXPECT_EQ(fixture.warnings,
+            (std::vector<std::string>{"Redis at redis://h: OOM command not allowed when used "
+                                      "memory > 'maxmemory'; using this host's bucket 'api' "
+                                      "(--on-redis-error=local)",
+                                      "Redis at redis://h answers again; back on the shared "
+                                      "bucket 'api' (--on-redis-error=local)"}));
 }
 
 TEST(FallbackStore, LocalAtAShareBooksThatShareOfTheRateAndReportsTheKeysRate) {
