@@ -32,6 +32,23 @@ end_test() {
   [ "${#parts_skipped[@]}" -eq 0 ] || skip "the parts above did not run; every other check passed"
 }
 
+# granted_of COUNT CMD...: runs CMD COUNT times and prints how many were granted (exit 0); a
+# refusal is 75, and any other exit fails the test. CMD's stderr is added to $WORK/granted_of.stderr.
+granted_of() {
+  local count=$1 granted=0 i status
+  shift
+  for i in $(seq "$count"); do
+    status=0
+    "$@" 2>>"$WORK/granted_of.stderr" || status=$?
+    case $status in
+      0) granted=$((granted + 1)) ;;
+      75) ;;
+      *) cat "$WORK/granted_of.stderr" >&2; fail "'$*' exited $status" ;;
+    esac
+  done
+  echo "$granted"
+}
+
 # expect_status CODE CMD...: runs CMD, fails unless it exits with CODE. Its stderr is kept in
 # $WORK/stderr for expect_stderr.
 expect_status() {

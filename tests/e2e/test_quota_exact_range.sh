@@ -16,18 +16,8 @@ expect_error "ratelimit: --permits: '9007199254740992' is not a whole number fro
 # count_granted STORE_OPTIONS...: after the whole quota in one request, how many of 50 more single
 # permits are granted.
 count_granted() {
-  local granted=0 i status
   expect_status 0 "$RATELIMIT" acquire --quota $largest/h --permits $largest --key big --try "$@"
-  for i in $(seq 50); do
-    status=0
-    "$RATELIMIT" acquire --quota $largest/h --key big --try "$@" 2>"$WORK/stderr" || status=$?
-    case $status in
-      0) granted=$((granted + 1)) ;;
-      75) ;;
-      *) cat "$WORK/stderr" >&2; fail "acquire exited $status ($variant)" ;;
-    esac
-  done
-  echo "$granted"
+  granted_of 50 "$RATELIMIT" acquire --quota $largest/h --key big --try "$@"
 }
 
 for variant in state_file redis redis_no_agent; do

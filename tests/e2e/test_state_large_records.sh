@@ -5,21 +5,11 @@
 source "$E2E_LIB"
 state=(--state-dir "$WORK/state")
 
-# try_twenty KEY OPTIONS...: how many of 20 `acquire --try` on KEY are granted; any exit but 0
-# (granted) or 75 (refused) fails the test.
+# try_twenty KEY OPTIONS...: how many of 20 `acquire --try` on KEY are granted.
 try_twenty() {
-  local key=$1 granted=0 i status
+  local key=$1
   shift
-  for i in $(seq 20); do
-    status=0
-    "$RATELIMIT" acquire "${state[@]}" --key "$key" --try "$@" 2>>"$WORK/stderr.$key" || status=$?
-    case $status in
-      0) granted=$((granted + 1)) ;;
-      75) ;;
-      *) cat "$WORK/stderr.$key" >&2; fail "acquire on '$key' exited $status" ;;
-    esac
-  done
-  echo "$granted"
+  granted_of 20 "$RATELIMIT" acquire "${state[@]}" --key "$key" --try "$@"
 }
 
 quotas=()
@@ -43,7 +33,8 @@ granted=$(try_twenty timetable --rate "$timetable")
 grep -q unusable "$WORK/status" && fail "status finds a record unusable: $(cat "$WORK/status")"
 grep -q "^quotas: quota 8/8h: 1 used in the window" "$WORK/status" ||
   fail "status does not show the 8th quota: $(cat "$WORK/status")"
-! grep -q "fresh bucket" "$WORK"/stderr.* || fail "a record was taken as damaged: $(cat "$WORK"/stderr.*)"
+! grep -q "fresh bucket" "$WORK/granted_of.stderr" ||
+  fail "a record was taken as damaged: $(cat "$WORK/granted_of.stderr")"
 
 # Damaged, the largest record is still one line (under --verbose) and a fresh bucket.
 file=$WORK/state/quotas.bucket
