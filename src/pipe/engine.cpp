@@ -34,6 +34,7 @@ void Engine::start() {
         options_.default_chunk(options_.bucket.permits_per_second, *options_.default_chunk_limit);
   totals_.started = totals_.now = io_.now();
   totals_.rate = options_.bucket.permits_per_second;
+  source_.refuse_turns(options_.longest_wait, options_.stop_at_quota);
   if (on_progress_) next_progress_ = totals_.started + options_.progress_interval;
   if (options_.schedule) {
     scheduled_ = options_.schedule->at(totals_.started);
@@ -426,12 +427,14 @@ Result Engine::stop_after_writing_buffer() {
 
 std::optional<Ending> Engine::refusal(nanoseconds turn) {
   const nanoseconds wait = turn - io_.now();
+  // A turn the source refused is not booked: never waited for, though by now it may seem near.
+  const bool refused = source_.refused();
   std::optional<Ending> ending;
-  if (options_.stop_at_quota && wait > nanoseconds::zero() && source_.held_by_quota())
+  if (options_.stop_at_quota && (refused || wait > nanoseconds::zero()) && source_.held_by_quota())
     ending = Ending::quota_spent;
-  else if (options_.longest_wait && wait > *options_.longest_wait)
+  else if (refused || (options_.longest_wait && wait > *options_.longest_wait))
     ending = Ending::wait_too_long;
-  if (ending) refused_wait_ = wait;
+  if (ending) refused_wait_ = std::max(wait, nanoseconds::zero());
   return ending;
 }
 

@@ -82,11 +82,29 @@ SharedPermitSource::SharedPermitSource(stores::BucketStore& store, stores::Permi
     largest_booking_ = std::min(largest_booking_, largest_chunk_under_quota(quota.limit));
 }
 
-std::optional<nanoseconds> SharedPermitSource::book(std::int64_t units) {
+void SharedPermitSource::refuse_turns(std::optional<nanoseconds> longest_wait, bool at_quota) {
+  longest_wait_ = longest_wait;
+  refuse_quota_wait_ = at_quota;
+}
+
+std::optional<nanoseconds> SharedPermitSource::book(std::int64_t units,
+                                                    std::optional<nanoseconds> waited_from) {
   request_.permits = units;
+  // The store refuses such a turn without booking it: a refused run takes nothing from the key.
+  request_.deadline = nanoseconds::max();
+  if (waited_from && longest_wait_)
+    request_.deadline = *longest_wait_ > nanoseconds::max() - *waited_from
+                            ? nanoseconds::max()
+                            : *waited_from + *longest_wait_;
+  request_.refuse_quota_wait = waited_from && refuse_quota_wait_;
   const stores::Reservation reservation = store_.reserve(request_, waiter_);
   if (reservation.signal != 0) return std::nullopt;
   last_held_by_quota_ = reservation.held_by_quota;
+  last_refused_ = !reservation.granted;
+  const nanoseconds now = waiter_.now();
+  const nanoseconds due =
+      reservation.wait > nanoseconds::max() - now ? nanoseconds::max() : now + reservation.wait;
+  if (last_refused_) return due;
   if (tail_units_ > 0 && reservation.booked.from == tail_.until) {
     tail_.until = reservation.booked.until;
     tail_units_ += units;
@@ -115,8 +133,7 @@ std::optional<nanoseconds> SharedPermitSource::book(std::int64_t units) {
     request_.schedule = {.timetable = reservation.key_timetable, .entry_until = 0};
     if (on_key_timetable_) on_key_timetable_(reservation.key_timetable);
   }
-  const nanoseconds now = waiter_.now();
-  return reservation.wait > nanoseconds::max() - now ? nanoseconds::max() : now + reservation.wait;
+  return due;
 }
 
 std::int64_t SharedPermitSource::trimmed(std::int64_t booked, double rate_before) {
@@ -134,6 +151,7 @@ std::int64_t SharedPermitSource::trimmed(std::int64_t booked, double rate_before
 std::optional<nanoseconds> SharedPermitSource::due_time(std::int64_t units, nanoseconds,
                                                         std::optional<std::int64_t> units_ready) {
   if (failure_) std::rethrow_exception(failure_);
+  refused_ = false;
   if (credit_ < units && ahead_ > 0) {
     credit_ += std::exchange(ahead_, 0);
     if (ahead_due_ >= credit_due_) credit_held_by_quota_ = ahead_held_by_quota_;
@@ -141,8 +159,13 @@ std::optional<nanoseconds> SharedPermitSource::due_time(std::int64_t units, nano
   }
   if (credit_ < units) {
     const double rate_before = request_.params.permits_per_second;
-    const std::optional<nanoseconds> due = book(units - credit_);
+    const std::optional<nanoseconds> due = book(units - credit_, waiter_.now());
     if (!due) return std::nullopt;
+    if (last_refused_) {
+      refused_ = true;
+      credit_held_by_quota_ = last_held_by_quota_;
+      return std::max(credit_due_, *due);
+    }
     // Short of `units` only after a drop in rate, which makes the engine ask again anyway.
     credit_ += trimmed(units - credit_, rate_before);
     if (*due >= credit_due_) credit_held_by_quota_ = last_held_by_quota_;
@@ -165,7 +188,8 @@ std::optional<nanoseconds> SharedPermitSource::due_time(std::int64_t units, nano
     }
     std::optional<nanoseconds> due;
     try {
-      due = book(booking);
+      // Refused when the engine would not wait for it once the units asked for have gone.
+      due = book(booking, std::max(credit_due_, waiter_.now()));
     } catch (...) {
       // The units asked for are booked: they go at their turn, and then the run ends.
       if (credit_ < units) throw;
@@ -173,6 +197,8 @@ std::optional<nanoseconds> SharedPermitSource::due_time(std::int64_t units, nano
       return credit_due_;
     }
     if (!due) return std::nullopt;
+    // Asked for again at its turn, and refused then if it still is one not waited for.
+    if (last_refused_) return credit_due_;
     ahead_ = trimmed(booking, rate_before);
     ahead_due_ = *due;
     ahead_held_by_quota_ = last_held_by_quota_;

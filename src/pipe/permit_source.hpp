@@ -50,6 +50,13 @@ class PermitSource {
   virtual std::optional<double> rate_set_elsewhere() = 0;
   // Whether a quota, not the rate, set the last due_time().
   virtual bool held_by_quota() const { return false; }
+  // The turns that the engine will not wait for (EngineOptions::longest_wait, stop_at_quota), so
+  // that a source that books before the wait does not book them.
+  virtual void refuse_turns(std::optional<std::chrono::nanoseconds> /*longest_wait*/,
+                            bool /*at_quota*/) {}
+  // Whether the units of the last due_time() were refused, for refuse_turns(): none was booked,
+  // and its time is the turn that would have been theirs.
+  virtual bool refused() const { return false; }
   // The quotas of the bucket as of `now`; none if it has none, or if they cannot be known.
   virtual std::vector<stores::QuotaStatus> quota_status(std::chrono::nanoseconds /*now*/) {
     return {};
@@ -131,6 +138,8 @@ class SharedPermitSource final : public PermitSource {
   void finish() override;
   std::optional<double> rate_set_elsewhere() override { return std::exchange(key_rate_news_, {}); }
   bool held_by_quota() const override { return credit_held_by_quota_; }
+  void refuse_turns(std::optional<std::chrono::nanoseconds> longest_wait, bool at_quota) override;
+  bool refused() const override { return refused_; }
   // The key's, as the store keeps them; none if it cannot say (a warning then).
   std::vector<stores::QuotaStatus> quota_status(std::chrono::nanoseconds now) override;
 
@@ -138,8 +147,11 @@ class SharedPermitSource final : public PermitSource {
   std::int64_t booked_unused() const { return credit_ + ahead_; }
 
  private:
-  // Books `units`; none if a stop signal ended the call, else when they are due.
-  std::optional<std::chrono::nanoseconds> book(std::int64_t units);
+  // Books `units`; none if a stop signal ended the call, else when they are due. With
+  // `waited_from`, refused (last_refused_, nothing booked) if the turn is one that refuse_turns()
+  // said is not waited for from then on; the time is then the turn refused.
+  std::optional<std::chrono::nanoseconds> book(
+      std::int64_t units, std::optional<std::chrono::nanoseconds> waited_from = std::nullopt);
   // What a booking of `booked` units keeps when it found the key's rate lower than `rate_before`:
   // sized for the old rate, it would hold the key (this pipe's next chunk included) at the new one
   // (5000 bytes at 2 kB/s: 2.5 s), so what a chunk at the new rate does not need goes back at once.
@@ -159,6 +171,11 @@ class SharedPermitSource final : public PermitSource {
   bool credit_held_by_quota_ = false;
   bool ahead_held_by_quota_ = false;
   bool last_held_by_quota_ = false;
+  // refuse_turns()'s, and whether the last booking, and the last due_time()'s units, were refused.
+  std::optional<std::chrono::nanoseconds> longest_wait_;
+  bool refuse_quota_wait_ = false;
+  bool last_refused_ = false;
+  bool refused_ = false;
   std::optional<double> key_rate_news_;
   // This pipe's latest bookings that followed each other on the key (each found the key's next
   // free moment where the one before left it), and the units they booked: what may go back.

@@ -221,7 +221,9 @@ Reservation decide(TokenBucket& bucket, KeySchedule& schedule, std::vector<Quota
   QuotaBucket limits(bucket, quotas);
   const nanoseconds wait = limits.wait_for(request.permits, now);
   reservation.held_by_quota = limits.held_by_quota(request.permits, now);
-  reservation.granted = !limits.never(request.permits) && wait <= timeout;
+  reservation.granted =
+      !limits.never(request.permits) && wait <= timeout &&
+      !(request.refuse_quota_wait && reservation.held_by_quota && wait > nanoseconds::zero());
   if (!reservation.granted) {
     reservation.wait = wait;
     return reservation;

@@ -68,6 +68,9 @@ struct PermitRequest {
   // that cannot get its answer by then is refused. A deadline already past never waits for the
   // store. nanoseconds::max(): no limit.
   std::chrono::nanoseconds deadline = std::chrono::nanoseconds::max();
+  // Refused all the same when a quota, not the rate, holds the permits back past now (a pipe's
+  // --stop-at-quota): a turn its user will not wait for books nothing.
+  bool refuse_quota_wait = false;
 };
 
 // Where a booking lies among the key's: the key's next free moment that it found, and the one it

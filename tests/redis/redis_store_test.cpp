@@ -121,6 +121,7 @@ TEST_F(RedisStoreTest, ScriptMatchesTheCoreOnRandomSequences) {
   int replaced = 0;
   int moved_on = 0;
   int held_by_quota = 0;
+  int refused_at_quota = 0;
   for (int sequence = 0; sequence < 40; ++sequence) {
     const std::string key = "random-" + std::to_string(sequence);
     auto random_params = [&] {
@@ -163,6 +164,7 @@ TEST_F(RedisStoreTest, ScriptMatchesTheCoreOnRandomSequences) {
       permits.quotas = quotas;
       permits.permits = 1 + static_cast<std::int64_t>(random() % 20);
       permits.apply_params = random() % 4 != 0;
+      permits.refuse_quota_wait = random() % 4 == 0;  // a pipe's --stop-at-quota
       nanoseconds timeout = kForever;
       if (random() % 3 == 0) timeout = std::chrono::milliseconds(random() % 500);
       const nanoseconds now = std::chrono::microseconds(now_micros);
@@ -197,6 +199,9 @@ TEST_F(RedisStoreTest, ScriptMatchesTheCoreOnRandomSequences) {
       }
       held_by_quota += !core_quotas.empty() && expected.granted &&
                        QuotaBucket(*core, core_quotas).held_by_quota(1, now);
+      // Refused only as a quota holds it back (refuse_quota_wait).
+      refused_at_quota += permits.refuse_quota_wait && !expected.granted &&
+                          expected.held_by_quota && expected.wait <= timeout;
       replaced += expected.replaced_params.has_value();
       moved_on += core_schedule.entry_until != entry_before && !expected.replaced_params;
       ++compared;
@@ -207,6 +212,7 @@ TEST_F(RedisStoreTest, ScriptMatchesTheCoreOnRandomSequences) {
   EXPECT_GT(replaced, 200);
   EXPECT_GT(moved_on, 50);
   EXPECT_GT(held_by_quota, 100);
+  EXPECT_GT(refused_at_quota, 50);
 }
 
 TEST_F(RedisStoreTest, UnixAndTcpClientsShareOneBucket) {

@@ -45,7 +45,8 @@
 -- ARGV[2]  kArgTime: the time in Unix microseconds for tests, or "" for the server's TIME (each
 --          operation's but batch's)
 -- reserve and reserve_keeping (which keeps the parameters of a bucket kept with others where
---          reserve applies the caller's): ARGV[3] kArgPermits; ARGV[4] kArgTimeout nanoseconds;
+--          reserve applies the caller's): ARGV[3] kArgPermits; ARGV[4] kArgTimeout nanoseconds,
+--          then " quota" (kQuotaWaitRefused) when a wait that a quota sets is refused too;
 --          ARGV[5] kArgTexts, the caller's texts, as the key keeps them: the format version,
 --          shape ("bursty" or "warming_up"), permits per second, max burst seconds, warm-up
 --          nanoseconds, cold factor, start full and pay first ("0" or "1"), the end of the
@@ -230,6 +231,8 @@ local function serve(argv)
   local reserving = apply or operation == "reserve_keeping"
   local shape, pay_first, rate, burst, warmup, cold
   local permits, timeout, wanted_texts, given_notation
+  -- PermitRequest::refuse_quota_wait: refused when a quota holds the request back past now.
+  local refuse_quota_wait = false
   -- The quotas that decide with the rate, if any: their limits, slot lengths (microseconds) and
   -- states (each the newest slot, then the QUOTA_COUNTS counts up to it, oldest first: Quota's
   -- state, as cjson reads the key's quota_counts).
@@ -240,6 +243,10 @@ local function serve(argv)
   if reserving then
     -- Mostly one permit, not parsed (tonumber() costs).
     permits, timeout = argv[3] == "1" and 1 or tonumber(argv[3]), argv[4]
+    if string.sub(timeout, -6) == " quota" then
+      refuse_quota_wait = true
+      timeout = string.sub(timeout, 1, -7)
+    end
     -- No timeout, the int64 maximum, as tonumber() would read it.
     if timeout == "9223372036854775807" then timeout = 2 ^ 63 else timeout = tonumber(timeout) end
     wanted_texts, shape, pay_first, rate = argv[5], argv[6], argv[7], argv[8]
@@ -889,7 +896,8 @@ local function serve(argv)
       end
       if go then wait = max(go - now, 0) else wait = 2 ^ 63 end
       held_by_quota = not go or go > rate_go
-      if go and wait <= max(timeout, 0) then
+      if go and wait <= max(timeout, 0) and
+          not (refuse_quota_wait and held_by_quota and wait > 0) then
         granted = 1
         -- The rate's turn goes with the request, unless the rate is no limit, which has none.
         if go > rate_go and stable ~= 0 then

@@ -200,6 +200,7 @@ std::vector<std::string> encode_reserve(const PermitRequest& request, nanosecond
                    first_quota - 1 + 2 * request.quotas.size() + (with_notation ? 1 : 0));
   at(arguments, kArgPermits) = std::to_string(request.permits);
   at(arguments, kArgTimeout) = std::to_string(timeout.count());
+  if (request.refuse_quota_wait) at(arguments, kArgTimeout).append(kQuotaWaitRefused);
   at(arguments, kArgTexts) = request_texts(request);
   at(arguments, kArgShape) = shape_text(params.shape);
   at(arguments, kArgPayFirst) = flag_text(params.pay_first);

@@ -25,8 +25,11 @@ inline constexpr std::size_t kArgTime = 2;       // Unix microseconds (tests), "
 // reserve and reserve_keeping: then the shape's own parameters, each quota's pair, and last (an odd
 // one out after the pairs) the notation, only with the parameters reserve applies.
 inline constexpr std::size_t kArgPermits = 3;
-inline constexpr std::size_t kArgTimeout = 4;  // nanoseconds, the int64 maximum for none
-inline constexpr std::size_t kArgTexts = 5;    // the caller's texts, as the key keeps them
+// Nanoseconds, the int64 maximum for none; then kQuotaWaitRefused with
+// PermitRequest::refuse_quota_wait.
+inline constexpr std::size_t kArgTimeout = 4;
+inline constexpr std::string_view kQuotaWaitRefused = " quota";
+inline constexpr std::size_t kArgTexts = 5;  // the caller's texts, as the key keeps them
 inline constexpr std::size_t kArgShape = 6;
 inline constexpr std::size_t kArgPayFirst = 7;
 inline constexpr std::size_t kArgRate = 8;

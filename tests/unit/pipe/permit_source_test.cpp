@@ -401,6 +401,57 @@ TEST_P(SharedEngine, APipeThatEndsGivesBackOnlyWhatNoLaterBookingBuiltOn) {
   EXPECT_EQ(store.bucket->state().next_free, key_free - 40ms);
 }
 
+// --stop-at-quota on a key whose quota of 40 an hour is spent after 40 bytes: the run ends at the
+// turn the quota holds back without booking it, so that the runs after it end at once, write
+// nothing and leave the key (its bucket, its quotas' counts) as the first run's last write did.
+TEST_P(SharedEngine, ATurnRefusedAtAQuotaBooksNothing) {
+  EngineOptions options = bytes_per_second(1000, 20);
+  options.quotas = {{.limit = 40, .period = 1h}};
+  options.stop_at_quota = true;
+  // Read and written, the input gives back what was read only as a file does.
+  if (!GetParam()) io.allow_unread();
+  io.arrive(0s, std::string(100, 'x'));
+  const Result first = run(options);
+  EXPECT_EQ(first.ending, Ending::quota_spent);
+  EXPECT_GT(first.refused_wait, 59min);
+  EXPECT_EQ(io.output(), std::string(40, 'x'));
+  const BucketState key_after_first = store.bucket->state();
+  const QuotaState counts_after_first = store.quotas.at(0).state();
+  const std::int64_t booked_by_first = store.booked - store.given_back;
+  EXPECT_EQ(booked_by_first, 40);
+  for (int again = 0; again < 3; ++again) {
+    FakePipeIo fresh;
+    std::swap(io, fresh);
+    if (GetParam()) io.allow_splice();
+    if (!GetParam()) io.allow_unread();
+    io.arrive(0s, std::string(100, 'x'));
+    const Result refused = run(options);
+    EXPECT_EQ(refused.ending, Ending::quota_spent) << again;
+    EXPECT_GT(refused.refused_wait, 59min) << again;
+    EXPECT_EQ(io.output(), "") << again;
+    EXPECT_EQ(io.elapsed(), 0s) << again;
+    EXPECT_EQ(store.bucket->state(), key_after_first) << again;
+    EXPECT_EQ(store.quotas.at(0).state(), counts_after_first) << again;
+    EXPECT_EQ(store.booked - store.given_back, booked_by_first) << again;
+  }
+}
+
+// --timeout below the wait for the key's next free moment (another user booked it 2 s ahead):
+// the turn is refused without being booked, and the key stays as that user left it.
+TEST_P(SharedEngine, ATurnRefusedForItsWaitBooksNothing) {
+  EngineOptions options = bytes_per_second(1000, 20);
+  options.longest_wait = 500ms;
+  store.bucket.emplace(options.bucket, io.now());
+  store.bucket->reserve(2000, io.now());
+  const BucketState key_before = store.bucket->state();
+  io.arrive(0s, std::string(100, 'x'));
+  const Result result = run(options);
+  EXPECT_EQ(result.ending, Ending::wait_too_long);
+  EXPECT_EQ(io.output(), "");
+  EXPECT_EQ(store.bucket->state(), key_before);
+  EXPECT_EQ(store.booked, 0);
+}
+
 TEST_P(SharedEngine, StopSignalDuringTheCallToTheStore) {
   store.interrupt_with = SIGTERM;
   io.arrive(0s, "data");

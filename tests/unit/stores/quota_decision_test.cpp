@@ -35,6 +35,31 @@ TEST(QuotaDecision, RefusedTakesNothingFromAnyOfThem) {
   EXPECT_EQ(quotas[1].state(), quotas_before[1].state());
 }
 
+// A pipe's --stop-at-quota: a wait that a quota sets is refused, taking nothing, whatever the
+// deadline; one the rate sets is granted.
+TEST(QuotaDecision, AQuotaWaitRefusedTakesNothing) {
+  stores::PermitRequest request;
+  request.params.permits_per_second = 10.0;
+  request.quotas = {{.limit = 3, .period = 1h}};
+  request.refuse_quota_wait = true;
+  TokenBucket bucket(request.params, 0s);
+  stores::KeySchedule schedule;
+  std::vector<Quota> quotas;
+  for (int i = 0; i < 3; ++i) {
+    const stores::Reservation granted = stores::decide(bucket, schedule, quotas, request, 0s);
+    EXPECT_TRUE(granted.granted) << i;
+    EXPECT_FALSE(granted.held_by_quota) << i;
+  }
+  const TokenBucket bucket_before = bucket;
+  const std::vector<Quota> quotas_before = quotas;
+  const stores::Reservation refused = stores::decide(bucket, schedule, quotas, request, 0s);
+  EXPECT_FALSE(refused.granted);
+  EXPECT_TRUE(refused.held_by_quota);
+  EXPECT_GT(refused.wait, 59min);
+  EXPECT_EQ(bucket.state(), bucket_before.state());
+  EXPECT_EQ(quotas[0].state(), quotas_before[0].state());
+}
+
 TEST(QuotaDecision, ACallersQuotasReplaceTheKeysAndKeepCountsOfTheSamePeriod) {
   stores::PermitRequest request;
   request.params.permits_per_second = std::numeric_limits<double>::infinity();

@@ -60,6 +60,15 @@ TEST(RedisScriptProtocol, ReserveOfAKeyWithAQuota) {
                      "bursty", "0", "1000000000", "1", "1000000000000000", "56250000"}));
 }
 
+TEST(RedisScriptProtocol, AReserveThatRefusesAQuotasWaitSaysSoAfterItsTimeout) {
+  PermitRequest request = bursty_request();
+  request.quotas = {{.limit = 3, .period = 1h}};
+  request.refuse_quota_wait = true;
+  EXPECT_EQ(encode_reserve(request, 5ms, std::nullopt).at(kArgTimeout - 1), "5000000 quota");
+  request.refuse_quota_wait = false;
+  EXPECT_EQ(encode_reserve(request, 5ms, std::nullopt).at(kArgTimeout - 1), "5000000");
+}
+
 TEST(RedisScriptProtocol, EachReserveArgumentAtItsNamedPosition) {
   PermitRequest request;
   request.key = "k";
