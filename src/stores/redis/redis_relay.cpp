@@ -344,11 +344,12 @@ std::vector<std::string> batch_call(const std::vector<RedisRelay::Request>& pars
   return call;
 }
 
-// The deadline of `request` on the agent's `waiter`: its caller's --redis-timeout, counted from
-// when the caller began (a request that waited for its turn behind one to a hung server has that
-// much less); a failover's tries have the whole timeout each, as the direct path's.
-RedisDeadline caller_deadline(const RedisRelay::Request& request, io::Waiter& waiter) {
-  const nanoseconds left = std::max(request.unavailable_at - waiter.now(), nanoseconds::zero());
+// The deadline of a request on the agent's `waiter` that its caller waits for until
+// `unavailable_at` (RedisRelay::unavailable_at); a failover's tries have the whole timeout each,
+// as the direct path's.
+RedisDeadline caller_deadline(const RedisRelay::Request& request, nanoseconds unavailable_at,
+                              io::Waiter& waiter) {
+  const nanoseconds left = std::max(unavailable_at - waiter.now(), nanoseconds::zero());
   return RedisDeadline(std::chrono::ceil<std::chrono::milliseconds>(left), &waiter)
       .share(request.timeout);
 }
@@ -357,7 +358,7 @@ RedisDeadline caller_deadline(const RedisRelay::Request& request, io::Waiter& wa
 // would have been answered alone by a server that does not reply.
 std::string timed_out_answer(const RedisRelay::Request& request, io::Waiter& waiter) {
   try {
-    caller_deadline(request, waiter).check("reply");
+    caller_deadline(request, request.unavailable_at, waiter).check("reply");
   } catch (const RedisFailure& failure) {
     return failure_answer("unavailable", {},
                           "Redis at " + hide_password(request.url) + ": " + failure.what());
@@ -368,6 +369,14 @@ std::string timed_out_answer(const RedisRelay::Request& request, io::Waiter& wai
 }
 
 }  // namespace
+
+nanoseconds RedisRelay::unavailable_at(const Request& request) const {
+  const auto found = deployments_.find(request.deployment_key);
+  const nanoseconds began = request.unavailable_at - request.timeout;
+  if (found != deployments_.end() && found->second.last_failover() > began)
+    return request.unavailable_at + request.failover_timeout;
+  return request.unavailable_at;
+}
 
 std::string RedisRelay::route(std::string_view request) {
   try {
@@ -413,7 +422,7 @@ std::string RedisRelay::answer_alone(const Request& request, io::Waiter& waiter,
                                      std::string_view said_before) {
   said_ = said_before;
   try {
-    RedisDeadline deadline = caller_deadline(request, waiter);
+    RedisDeadline deadline = caller_deadline(request, unavailable_at(request), waiter);
     const RedisValue reply =
         deployment(request).command(request.redis_key, request.arguments, deadline);
     return reply_answer(request, reply, std::exchange(said_, {}));
@@ -469,7 +478,7 @@ std::vector<std::string> RedisRelay::answer(const std::vector<std::string>& requ
     // the server a new connection for every late reply.
     std::erase_if(batch, [&](std::size_t i) {
       const nanoseconds now = waiter.now();
-      if (parsed[i].refused_at > now && parsed[i].unavailable_at > now) return false;
+      if (parsed[i].refused_at > now && unavailable_at(parsed[i]) > now) return false;
       answers[i] = parsed[i].refused_at <= now ? answer_head("too_late", {})
                                                : timed_out_answer(parsed[i], waiter);
       return true;
@@ -510,7 +519,7 @@ std::vector<std::string> RedisRelay::answer(const std::vector<std::string>& requ
             parsed[*std::min_element(batch.begin(), batch.end(), [&](std::size_t a, std::size_t b) {
               return parsed[a].unavailable_at < parsed[b].unavailable_at;
             })];
-        RedisDeadline deadline = caller_deadline(first, waiter);
+        RedisDeadline deadline = caller_deadline(first, unavailable_at(first), waiter);
         RedisTopology& topology = deployment(first);
         server = "Redis at " + topology.shown_url();
         replies = topology.pipeline(commands, deadline);

@@ -97,6 +97,11 @@ class RedisRelay final : public AgentStores {
  private:
   // The deployment's topology, made at its first request; what it says is kept in said_.
   RedisTopology& deployment(const Request& request);
+  // When `request`'s caller stops waiting for it: at the end of its --redis-timeout, counted from
+  // when the caller began (a request that waited behind one to a hung server has that much less),
+  // or of the failover timeout after it once its deployment met a failover since then, as the
+  // caller waits for the agent (RedisRelayClient::command) and the direct path for a failover.
+  std::chrono::nanoseconds unavailable_at(const Request& request) const;
   // One request on its own, on the deployment's connection; its answer carries `said_before` and
   // what was said while serving it.
   std::string answer_alone(const Request& request, io::Waiter& waiter,

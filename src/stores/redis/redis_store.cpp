@@ -3,6 +3,7 @@
 #include <fmt/core.h>
 
 #include <algorithm>
+#include <exception>
 #include <optional>
 #include <string_view>
 #include <utility>
@@ -78,12 +79,19 @@ auto RedisStore::with_restarts(RedisDeadline& deadline, bool resend_if_reply_los
                                Attempt attempt) {
   // Counted from the first refusal: a server that answered until now may be restarting.
   std::optional<RedisDeadline> restart;
+  std::exception_ptr last_loss;
   bool resent = false;
   milliseconds pause = kFirstRestartPause;
   while (true) {
     try {
       return attempt();
+    } catch (const RedisTooLate&) {
+      // The request's deadline passed while the server was away (a try through the agent that
+      // came after it): unavailable, as the direct path says, not a refusal the server made.
+      if (last_loss) std::rethrow_exception(last_loss);
+      throw;
     } catch (const RedisConnectionLost& lost) {
+      last_loss = std::current_exception();
       if (lost.sent() && (!resend_if_reply_lost || resent)) throw;
       resent |= lost.sent();
       if (!restart) {

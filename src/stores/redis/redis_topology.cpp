@@ -146,6 +146,7 @@ RedisValue RedisTopology::command_in_cluster(const std::string& redis_key,
       RedisValue reply = command_following_redirects(redis_key, arguments, attempt);
       // As command_on_master: what follows has the timeout of the node that answered.
       deadline = attempt;
+      if (told) last_failover_ = deadline.waiter().now();
       // The Cluster lost a master and has not promoted its replica yet: the command did not run.
       if (reply.type != RedisValue::Type::error ||
           !(reply.text.starts_with("CLUSTERDOWN") || reply.text.starts_with("TRYAGAIN")))
@@ -168,6 +169,7 @@ RedisValue RedisTopology::command_in_cluster(const std::string& redis_key,
                       cause, redis_option::failover_timeout));
     if (!told) notify_(fmt::format("Redis Cluster: {}; asking the Cluster again", cause));
     told = true;
+    last_failover_ = deadline.waiter().now();
     failover.pause(kFailoverPause);
     attempt = deadline.renewed(timeout_);
   }
@@ -233,6 +235,7 @@ RedisValue RedisTopology::command_on_master(const std::vector<std::string>& argu
       // After a failover, what follows in the operation (EVAL after NOSCRIPT on the promoted
       // replica) has the new master's timeout, not the one that the failover spent.
       deadline = attempt;
+      if (lost) last_failover_ = deadline.waiter().now();
       if (reply.type != RedisValue::Type::error) return reply;
       if (reply.text.starts_with("READONLY")) {
         cause = fmt::format("{} is no longer the master of '{}' (READONLY)", master_shown_,
@@ -252,6 +255,7 @@ RedisValue RedisTopology::command_on_master(const std::vector<std::string>& argu
       notify_(cause + "; asking the sentinels for the master");
     }
     master_.reset();
+    last_failover_ = deadline.waiter().now();
     if (failover.passed()) failover_too_long(cause);
     failover.pause(kFailoverPause);
     attempt = deadline.renewed(timeout_);

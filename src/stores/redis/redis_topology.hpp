@@ -62,6 +62,9 @@ class RedisTopology {
       RedisDeadline& deadline);
   // A Cluster's MOVED, ASK, CLUSTERDOWN or TRYAGAIN: the command did not run.
   static bool sent_elsewhere(const RedisValue& reply);
+  // When a command last met a failover here (on its deadline's waiter), or zero: the agent lets a
+  // request that waited behind one wait for the failover, as its caller does alone.
+  std::chrono::nanoseconds last_failover() const { return last_failover_; }
   // Connects to the node that serves `redis_key`, if not connected yet, within `deadline`; after
   // a failover, `deadline` is renewed for what follows.
   void connect(const std::string& redis_key, RedisDeadline& deadline);
@@ -117,6 +120,7 @@ class RedisTopology {
   // sentinel: the master, and where it is (shown).
   std::optional<RedisConnection> master_;
   std::string master_shown_;
+  std::chrono::nanoseconds last_failover_{0};
   // sentinel: the one asked first (the last that named the master).
   std::size_t first_sentinel_ = 0;
   // sentinel: the parts of `timeout_` that a sentinel and a master it names are asked within.
