@@ -174,8 +174,8 @@ echo "head|cat: $head_only s; in-process: $cpu_alone s; --key: $cpu_keyed s (pip
   echo "Every pipe's last chunk is short (0.63, 0.26, 0.89 and 0.52 of a chunk) and is booked"
   echo "exactly, so that the next booking on the key, another pipe's, follows at once: no turn idles."
   echo "Each part of a chunk goes at its share of the chunk's time after its turn, so that a short"
-  echo "chunk and the next pipe's chunk share a 100 ms window only in part: 1.12 at most on time"
-  echo "(1.08 and a 12 ms part), 1.20 to 1.24 with one part a few ms late."
+  echo "chunk and the next pipe's chunk share a 100 ms window only in part: on time a window holds"
+  echo "100 ms of bookings and one part (12 ms, up to 14 ms of a short chunk split in fewer parts)."
   echo
   sed 's/^/    /' <<<"$summary"
   echo
