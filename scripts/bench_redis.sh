@@ -287,8 +287,8 @@ echo "$kept_result" >&2
   echo
   echo "- 4 processes as 4 hosts x 10 execs sharing 20/s: $exec_result."
   echo "- 4 pipes of 1 MB on 4 hosts sharing 1 MB/s through one key: $pipes_result (each pipe's"
-  echo "  last 28 kB is booked as a whole 108 ms turn, so that no 100 ms window holds two writes: the"
-  echo "  sum is about 5 % short by design while the writes stay 108 ms apart; bench/results/shared.md)."
+  echo "  last 28 kB is booked exactly and each 108 ms chunk written in 12 ms parts, so that the last"
+  echo "  and the next pipe's chunk share a 100 ms window only in part; bench/results/shared.md)."
   echo "- The wall time of one \`ratelimit acquire\` that never waits (process start included):"
   echo
   sed 's/^/  /' <<<"$latency_result"

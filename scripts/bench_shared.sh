@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Pipes sharing one --key:
 #   four pipes  of 0.5, 1, 1.5 and 2 s of the rate on one key at 100 kB/s, 500 kB/s and 1 MB/s
-#               (108 ms writes, the default), each pipe ending before the next: the sum of their
+#               (108 ms chunks, the default), each pipe ending before the next: the sum of their
 #               outputs against the rate, its worst 100 ms window against rate x 0.1 s, and each
 #               pipe's share while all four are busy (ideal 25 %); every output compared with its
 #               input; $RUNS runs of each (default 6), on the state file, and on Redis too when
@@ -23,8 +23,8 @@ export RATELIMIT_STATE_DIR=$TMP/state
 # merged_stats RATE TRACE...: the sum of several probes' traces (absolute times, cumulative
 # units) as "rate=R error=E% window=W turn=T share_I=S%..." (shares over the time all were busy).
 # turn: the mean time from one write to the next, whichever pipe's (reads of one pipe within 5 ms
-# are one write, a chunk that a pipe's capacity split): a key that lets no turn go idle spaces them
-# by the chunk's 108 ms, even where a pipe's last chunk is short.
+# are one write, a chunk that a pipe's capacity split): a shared pipe writes each 108 ms chunk in 9
+# parts, so a key that lets no turn go idle spaces them by 12 ms (108 ms in-process).
 merged_stats() {
   local rate=$1
   shift
@@ -165,16 +165,17 @@ echo "head|cat: $head_only s; in-process: $cpu_alone s; --key: $cpu_keyed s (pip
   echo "$(cut -d' ' -f1-3 /proc/loadavg) at the end."
   echo
   echo "Four pipes of 0.5, 1, 1.5 and 2 s of the rate on one key, so that each ends before the next"
-  echo "(108 ms writes, the default): the sum of the four outputs against the rate; turn: the mean"
-  echo "time from one write to the next, whichever pipe's (108 ms when the key never idles); window:"
-  echo "the worst 100 ms as a multiple of the rate x 0.1 s; shares while all four were busy, ideal"
-  echo "25 %; each output compared with its input. $RUNS runs per rate and store."
+  echo "(108 ms chunks, the default, each written in 9 parts of 12 ms): the sum of the four outputs"
+  echo "against the rate; turn: the mean time from one write to the next, whichever pipe's (12 ms"
+  echo "when the key never idles); window: the worst 100 ms as a multiple of the rate x 0.1 s; shares"
+  echo "while all four were busy, ideal 25 %; each output compared with its input. $RUNS runs per"
+  echo "rate and store."
   echo
-  echo "Every pipe's last chunk is short (0.63, 0.26, 0.89 and 0.52 of a chunk) and is booked whole"
-  echo "all the same, so that the key's next write comes a whole chunk later and no 100 ms window"
-  echo "holds two: a pipe that ends while others wait leaves the rest of that turn idle. Here that is"
-  echo "0.37 + 0.74 + 0.11 of a 108 ms turn in about 5 s (the last pipe, alone by then, gives its"
-  echo "rest back), so the sum is about 2.6 % short by design while the turns stay 108 ms apart."
+  echo "Every pipe's last chunk is short (0.63, 0.26, 0.89 and 0.52 of a chunk) and is booked"
+  echo "exactly, so that the next booking on the key, another pipe's, follows at once: no turn idles."
+  echo "Each part of a chunk goes at its share of the chunk's time after its turn, so that a short"
+  echo "chunk and the next pipe's chunk share a 100 ms window only in part: on time a window holds"
+  echo "100 ms of bookings and one part (12 ms, up to 14 ms of a short chunk split in fewer parts)."
   echo
   sed 's/^/    /' <<<"$summary"
   echo

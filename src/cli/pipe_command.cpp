@@ -324,6 +324,8 @@ int run_pipe(const PipeOptions& options) {
   engine_options.stop_at_quota = options.stop_at_quota;
   choose_chunk(options, engine_options, io);
   fit_chunk_to_quotas(options, engine_options);
+  if (!options.key.empty() && engine_options.default_chunk_limit)
+    engine_options.writes_per_chunk = pipe::kSharedWritesPerChunk;
   pipe::ProgressMeter meter(bucket.notation, total_units(options, unit, io));
   const pipe::Engine::ProgressCallback on_progress =
       watch_progress(options, bucket.notation, control.get(), schedule, io, meter);

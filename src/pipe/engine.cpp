@@ -62,12 +62,14 @@ std::optional<Result> Engine::run_spliced() {
   // chunk. Asking at once instead would book the next chunk early by the part not yet there, and
   // that part and the next chunk would then come close together: one 100 ms window could hold a
   // third chunk. The turn is not waited for once the input is known to hold nothing more, so the
-  // end comes without a wait.
+  // end comes without a wait. A chunk written in parts (writes_per_chunk) sends each part at its
+  // share of the chunk's time after the turn, as the chunk's booking runs on.
   nanoseconds input_seen_at = nanoseconds::min();
   nanoseconds last_turn = io_.now();
   nanoseconds requested_at = last_turn;
   std::int64_t chunk_units = options_.chunk_units;  // of the chunk begun
   std::int64_t chunk_rest = 0;
+  std::int64_t part_units = chunk_units;
   bool input_awaited = false;  // for a booking under quotas
   while (true) {
     if (chunk_rest == 0) {
@@ -87,9 +89,8 @@ std::optional<Result> Engine::run_spliced() {
       }
       input_awaited = false;
       if (!exhausted) {
-        // Without quotas the last chunk is booked whole all the same (units_ready()).
-        chunk_units = ready > 0 && !options_.quotas.empty() ? std::min(options_.chunk_units, *ready)
-                                                            : options_.chunk_units;
+        // No more than the input still holds, where it says (units_ready()).
+        chunk_units = ready > 0 ? std::min(options_.chunk_units, *ready) : options_.chunk_units;
         const std::optional<nanoseconds> due = source_.due_time(chunk_units, requested_at, ready);
         // Nothing has been read yet, so a stop here leaves nothing behind.
         if (!due) return finish(Ending::stopped, io_.stop_signal());
@@ -100,15 +101,27 @@ std::optional<Result> Engine::run_spliced() {
       const Wake wake = wait_for_turn(turn, WaitFor::input_end);
       if (wake == Wake::stop) return finish(Ending::stopped, io_.stop_signal());
       if (wake == Wake::control) continue;
+      part_units = options_.writes_per_chunk > 1
+                       ? chunk_part_units(totals_.rate, chunk_units,
+                                          options_.write_interval() / options_.writes_per_chunk)
+                       : chunk_units;
     }
-    const std::int64_t wanted = chunk_rest > 0 ? chunk_rest : chunk_units;
+    const std::int64_t unsent = chunk_rest > 0 ? chunk_rest : chunk_units;
+    const std::int64_t sent = chunk_units - unsent;
+    if (sent > 0 && sent % part_units == 0) {
+      // A new part of the chunk: at its share of the chunk's time. A new rate or the input's end
+      // sends it at once.
+      if (wait(last_turn + time_of(sent), WaitFor::input_end) == Wake::stop)
+        return finish(Ending::stopped, io_.stop_signal());
+    }
+    const std::int64_t wanted = std::min(unsent, part_units - sent % part_units);
     const std::optional<Moved> moved = io_.splice(static_cast<std::size_t>(wanted));
     if (!moved) return std::nullopt;
     if (moved->output_closed) return finish(Ending::downstream_closed);
     if (moved->bytes > 0) {
       const auto bytes = static_cast<std::int64_t>(moved->bytes);
       charge(moved->bytes, bytes, requested_at);
-      chunk_rest = std::max<std::int64_t>(wanted - bytes, 0);
+      chunk_rest = std::max<std::int64_t>(unsent - bytes, 0);
     } else if (moved->end_of_input) {
       return finish(Ending::end_of_input);
     } else if (wait_for_input() == Wake::stop) {
@@ -357,6 +370,12 @@ Wake Engine::wait(nanoseconds deadline, WaitFor what) {
     // A ready for input_end is news to check at the top: the input may still hold bytes.
     if (wake == Wake::stop || (wake == Wake::ready && what == WaitFor::input)) return wake;
   }
+}
+
+nanoseconds Engine::time_of(std::int64_t units) const {
+  // At most 1e9 s (about 31 years), to which a time on the clock adds without overflow.
+  const double seconds = std::min(static_cast<double>(units) / totals_.rate, 1e9);
+  return nanoseconds(static_cast<std::int64_t>(seconds * 1e9));
 }
 
 Wake Engine::wait_for_turn(nanoseconds turn, WaitFor what) {

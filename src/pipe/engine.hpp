@@ -36,6 +36,10 @@ struct EngineOptions {
   std::optional<std::int64_t> default_chunk_limit;
   // None: default_write_interval of the unit.
   std::optional<std::chrono::nanoseconds> chunk_interval;
+  // Spliced, each chunk is written in about this many equal parts, each at its share of the
+  // chunk's time after the chunk's turn (a shared pipe's: kSharedWritesPerChunk); a chunk that a
+  // write interval / writes_per_chunk of the rate covers goes whole.
+  int writes_per_chunk = 1;
   // Room for records in record modes and the largest write in byte mode.
   std::size_t buffer_bytes = 256 * 1024;
   // How often `on_progress` is called while data flows or waits.
@@ -173,11 +177,13 @@ class Engine {
   // written included, when the input can say; none in record modes. A quota counts what is
   // booked whether or not its data comes, so under quotas nothing is booked before its data is
   // there: a chunk larger than what comes could wait for a window where the rest fits now.
-  // Without quotas a whole chunk is booked even for less: the next chunk (this pipe's or
-  // another's on the key) then comes a whole write interval later, as every 100 ms window holds
-  // one write, and what was not moved is given back; the units are then said only where the
-  // input's end is known, so that no chunk is booked ahead beyond it.
+  // Without quotas the units are said only where the input's end is known: the last chunk is
+  // booked no larger than what is left, and no chunk is booked ahead beyond it (a shared pipe's
+  // chunks go in parts, so that a short last chunk and the next pipe's chunk on the key never
+  // share a 100 ms window whole).
   std::optional<std::int64_t> units_ready(std::size_t buffered);
+  // The time that `units` take at the rate in force.
+  std::chrono::nanoseconds time_of(std::int64_t units) const;
   // At a stop or a failure: writes what is due, and what was read after it unless the input takes
   // that back.
   Written write_due_give_back_rest();

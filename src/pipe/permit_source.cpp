@@ -180,11 +180,10 @@ std::optional<nanoseconds> SharedPermitSource::due_time(std::int64_t units, nano
         std::max(units, default_chunk_units(rate_before, largest_booking_, kLeastBookingInterval));
     if (units_ready) {
       // Nothing is booked ahead past the input's end: once another pipe booked after it, it could
-      // not go back, and the key would idle through it. Under quotas nothing is booked beyond
-      // what the input holds either; without, a chunk ahead is booked whole.
+      // not go back, and the key would idle through it.
       const std::int64_t beyond = *units_ready - credit_;
       if (beyond <= 0) return credit_due_;
-      if (!request_.quotas.empty()) booking = std::min(booking, beyond);
+      booking = std::min(booking, beyond);
     }
     std::optional<nanoseconds> due;
     try {
