@@ -7,23 +7,32 @@
 #include <cmath>
 #include <limits>
 #include <stdexcept>
+#include <utility>
 #include <variant>
+#include <vector>
 
 #include "cli/units.hpp"
 #include "format/quantities.hpp"
+#include "format/timetable_text.hpp"
 #include "io/local_time_posix.hpp"
-#include "schedule/timetable_text.hpp"
 
 namespace ratelimit::cli {
 namespace {
 
-// One rule for --rate, --burst and --quota: bytes and bits only where bytes are counted.
+// One rule for --rate, --burst and --quota: bytes and bits only where bytes are counted. What
+// is wrong with `text` of `option` in `unit` for a command that counts `counted`; empty if nothing.
+std::string data_unit_refusal(const std::string& option, const std::string& text, DataUnit unit,
+                              format::Counted counted) {
+  if (counted == format::Counted::bytes || unit == DataUnit::unspecified) return {};
+  return fmt::format(
+      "{} '{}' is in bytes or bits, but this command counts {}: write it without B/bit", option,
+      text, format::counted_name(counted));
+}
+
 void check_data_unit(const std::string& option, const std::string& text, DataUnit unit,
                      format::Counted counted) {
-  if (counted != format::Counted::bytes && unit != DataUnit::unspecified)
-    throw UsageError(fmt::format(
-        "{} '{}' is in bytes or bits, but this command counts {}: write it without B/bit", option,
-        text, format::counted_name(counted)));
+  if (std::string refusal = data_unit_refusal(option, text, unit, counted); !refusal.empty())
+    throw UsageError(std::move(refusal));
 }
 
 // Rates slower than this look like a hang: the pipe or the command waits in silence.
@@ -41,17 +50,19 @@ auto given_to_core(const std::string& context, Make make) {
   }
 }
 
-// The timetable of `text`, each rate checked by `check` as it is read.
-template <typename Check>
-Timetable timetable_of(std::string_view text, Check check) {
-  Timetable timetable = given_to_core("invalid timetable '" + std::string(text) + "': ", [&] {
-    return Timetable(schedule::parse_timetable(text, [&check](std::string_view rate_text) {
-      const Rate rate = parse_rate(rate_text);
-      check(rate_text, rate);
-      return rate.units_per_second;
-    }));
-  });
-  if (const std::size_t bytes = schedule::timetable_text(timetable).size();
+// The timetable of `text`, and the first of its entries whose rate is in bytes or bits.
+Timetable timetable_of(std::string_view text,
+                       std::optional<format::WrittenTimetableEntry>& first_in_data_units) {
+  std::vector<format::WrittenTimetableEntry> written = format::parse_timetable(text);
+  std::vector<TimetableEntry> entries;
+  for (format::WrittenTimetableEntry& entry : written) {
+    entries.push_back(entry.entry);
+    if (entry.unit != DataUnit::unspecified && !first_in_data_units)
+      first_in_data_units = std::move(entry);
+  }
+  Timetable timetable = given_to_core("invalid timetable '" + std::string(text) + "': ",
+                                      [&] { return Timetable(std::move(entries)); });
+  if (const std::size_t bytes = format::timetable_text(timetable).size();
       bytes > stores::kMaxTimetableBytes)
     throw UsageError(fmt::format(
         "invalid timetable of {} entries: too long ({} bytes as a key keeps it, at most {})",
@@ -59,13 +70,14 @@ Timetable timetable_of(std::string_view text, Check check) {
   return timetable;
 }
 
-// Throws the refusal of the timetable's first rate in bytes or bits, which names its entry, when
-// `counted` is not bytes. The text is read again only to word that message.
-void check_timetable_units(const Written<RateValue>& rate, format::Counted counted) {
-  if (!rate.value.timetable_in_data_units || counted == format::Counted::bytes) return;
-  timetable_of(rate.text, [counted](std::string_view text, const Rate& entry_rate) {
-    check_data_unit("rate", std::string(text), entry_rate.unit, counted);
-  });
+// Refuses the timetable's first rate in bytes or bits, naming its entry, when `counted` is not
+// bytes.
+void check_timetable_units(const RateValue& rate, format::Counted counted) {
+  if (!rate.first_in_data_units) return;
+  const format::WrittenTimetableEntry& entry = *rate.first_in_data_units;
+  if (const std::string refusal = data_unit_refusal("rate", entry.rate_text, entry.unit, counted);
+      !refusal.empty())
+    throw UsageError(fmt::format("invalid timetable entry '{}': {}", entry.text, refusal));
 }
 
 TimetablePeriod period_at(const Timetable& timetable, std::chrono::system_clock::time_point now) {
@@ -96,13 +108,11 @@ bool is_time(const std::optional<Written<TimeOrAmount>>& burst) {
 
 RateValue read_rate(std::string_view text) {
   RateValue rate;
-  if (!schedule::is_timetable(text)) {
+  if (!format::is_timetable(text)) {
     rate.rate = parse_rate(text);
     return rate;
   }
-  rate.timetable = timetable_of(text, [&rate](std::string_view, const Rate& entry_rate) {
-    if (entry_rate.unit != DataUnit::unspecified) rate.timetable_in_data_units = true;
-  });
+  rate.timetable = timetable_of(text, rate.first_in_data_units);
   return rate;
 }
 
@@ -197,11 +207,11 @@ ParsedBucket bucket_of(const BucketOptions& options, format::Counted counted,
       throw UsageError(
           "invalid burst '" + options.burst->text +
           "': with a timetable, give the burst as a time (e.g. 2s), as the rate changes");
-    check_timetable_units(rate, counted);
+    check_timetable_units(rate.value, counted);
     const Timetable& timetable = parsed.timetable.emplace(*rate.value.timetable);
     const TimetablePeriod period = period_at(timetable, now);
     params.permits_per_second = period.permits_per_second;
-    parsed.key_schedule = {.timetable = schedule::timetable_text(timetable),
+    parsed.key_schedule = {.timetable = format::timetable_text(timetable),
                            .entry_until = period.next_change.time_since_epoch().count()};
   } else {
     check_data_unit("rate", rate.text, rate.value.rate.unit, counted);

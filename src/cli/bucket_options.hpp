@@ -9,6 +9,7 @@
 
 #include "cli/units.hpp"
 #include "format/quantities.hpp"
+#include "format/timetable_text.hpp"
 #include "ratelimit/quota.hpp"
 #include "ratelimit/timetable.hpp"
 #include "ratelimit/token_bucket.hpp"
@@ -20,9 +21,9 @@ namespace ratelimit::cli {
 struct RateValue {
   Rate rate{};                         // one rate; nothing with a timetable
   std::optional<Timetable> timetable;  // or a timetable
-  // Whether a rate of the timetable is written in bytes or bits, which only a command that
-  // counts bytes takes.
-  bool timetable_in_data_units = false;
+  // The first entry of the timetable whose rate is written in bytes or bits, which only a
+  // command that counts bytes takes.
+  std::optional<format::WrittenTimetableEntry> first_in_data_units;
 };
 // The syntax of --rate, whatever the command counts. Throws UsageError naming the bad value.
 RateValue read_rate(std::string_view text);

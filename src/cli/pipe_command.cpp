@@ -17,13 +17,13 @@
 #include "cli/units.hpp"
 #include "control/control.hpp"
 #include "exit_codes.hpp"
+#include "format/timetable_text.hpp"
 #include "io/local_time_posix.hpp"
 #include "io/posix.hpp"
 #include "pipe/engine.hpp"
 #include "pipe/files.hpp"
 #include "pipe/progress.hpp"
 #include "pipe/rate_schedule.hpp"
-#include "schedule/timetable_text.hpp"
 
 namespace ratelimit::cli {
 namespace {
@@ -164,7 +164,7 @@ pipe::Result run_engine(const PipeOptions& options, const pipe::EngineOptions& e
                       options.bucket, bucket.notation);
   };
   const auto follow_key = [&](const std::string& text) {
-    std::optional<Timetable> timetable = schedule::parse_timetable_text(text);
+    std::optional<Timetable> timetable = format::parse_timetable_text(text);
     if (text.empty())
       fmt::print(stderr, "ratelimit: key '{}' has no timetable now: its rate holds\n", options.key);
     else if (!timetable)

@@ -16,7 +16,7 @@
 #include "exit_codes.hpp"
 #include "format/escaping.hpp"
 #include "format/quantities.hpp"
-#include "schedule/timetable_text.hpp"
+#include "format/timetable_text.hpp"
 
 namespace ratelimit::cli {
 namespace {

@@ -11,10 +11,10 @@
 #include "cli/units.hpp"
 #include "exit_codes.hpp"
 #include "format/escaping.hpp"
+#include "format/timetable_text.hpp"
 #include "io/local_time_posix.hpp"
 #include "io/waiter.hpp"
 #include "ratelimit/quota.hpp"
-#include "schedule/timetable_text.hpp"
 #include "state/key_file_names.hpp"
 
 namespace ratelimit::cli {
@@ -156,14 +156,13 @@ ParsedBucket bucket_or_key(const BucketOptions& options, const std::string& key,
   followed.params = status.params;
   followed.key_schedule = status.schedule;
   if (!status.schedule.timetable.empty())
-    followed.timetable = schedule::parse_timetable_text(status.schedule.timetable);
+    followed.timetable = format::parse_timetable_text(status.schedule.timetable);
   if (followed.timetable) {
     // The entry in force here, as a caller that gives the timetable asks for it: the first user
     // past a change moves the key on.
-    const TimetablePeriod period =
-        followed.timetable->at(std::chrono::floor<std::chrono::seconds>(
-                                   std::chrono::system_clock::now()),
-                               io::LocalTimeZone());
+    const TimetablePeriod period = followed.timetable->at(
+        std::chrono::floor<std::chrono::seconds>(std::chrono::system_clock::now()),
+        io::LocalTimeZone());
     followed.params.permits_per_second = period.permits_per_second;
     followed.key_schedule.entry_until = period.next_change.time_since_epoch().count();
   }

@@ -17,8 +17,8 @@
 #include "format/escaping.hpp"
 #include "format/json.hpp"
 #include "format/quantities.hpp"
+#include "format/timetable_text.hpp"
 #include "io/local_time_posix.hpp"
-#include "schedule/timetable_text.hpp"
 #include "state/state_directory.hpp"
 
 namespace ratelimit::cli {
@@ -101,7 +101,7 @@ struct TimetableNow {
 std::optional<TimetableNow> timetable_now(const std::string& text,
                                           const format::Notation& notation = {}) {
   if (text.empty()) return std::nullopt;
-  const std::optional<Timetable> timetable = schedule::parse_timetable_text(text);
+  const std::optional<Timetable> timetable = format::parse_timetable_text(text);
   if (!timetable) return TimetableNow{};
   const auto now = std::chrono::system_clock::now();
   const io::LocalTimeZone zone;
@@ -109,9 +109,9 @@ std::optional<TimetableNow> timetable_now(const std::string& text,
   const TimetablePeriod next = timetable->at(period.next_change, zone);
   const auto as_written = [&notation](double rate) { return format::written_rate(rate, notation); };
   return TimetableNow{
-      .entry = schedule::entry_text(timetable->entries()[period.entry], as_written),
+      .entry = format::entry_text(timetable->entries()[period.entry], as_written),
       .rate = period.permits_per_second,
-      .next_entry = schedule::entry_text(timetable->entries()[next.entry], as_written),
+      .next_entry = format::entry_text(timetable->entries()[next.entry], as_written),
       .next_change = period.next_change,
       .next_change_in =
           std::chrono::duration_cast<std::chrono::nanoseconds>(period.next_change - now)};

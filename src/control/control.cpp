@@ -7,7 +7,7 @@
 
 #include "format/checksum.hpp"
 #include "format/escaping.hpp"
-#include "schedule/timetable_text.hpp"
+#include "format/timetable_text.hpp"
 
 namespace ratelimit::control {
 
@@ -20,14 +20,14 @@ constexpr std::string_view kStatusTag = "ratelimit-pipe 4";
 
 std::string encode_rate(const NewRate& rate) {
   if (const auto* timetable = std::get_if<Timetable>(&rate))
-    return fmt::format("{}{}\n", kTimetableTag, schedule::timetable_text(*timetable));
+    return fmt::format("{}{}\n", kTimetableTag, format::timetable_text(*timetable));
   return fmt::format("{}\n", std::get<double>(rate));
 }
 
 std::optional<NewRate> decode_rate(std::string_view line) {
   if (line.starts_with(kTimetableTag)) {
     std::optional<Timetable> timetable =
-        schedule::parse_timetable_text(line.substr(kTimetableTag.size()));
+        format::parse_timetable_text(line.substr(kTimetableTag.size()));
     if (!timetable) return std::nullopt;
     return NewRate(std::move(*timetable));
   }

@@ -31,7 +31,7 @@ struct PipeStatus {
   // for a status that counts its own, whose rate is then the one in force.
   std::uint64_t answered = 0;
   std::string key{};  // the shared bucket; empty: none
-  // The timetable it follows, as schedule::timetable_text() writes it; empty: none.
+  // The timetable it follows, as format::timetable_text() writes it; empty: none.
   std::string timetable{};
   friend bool operator==(const PipeStatus&, const PipeStatus&) = default;
 };

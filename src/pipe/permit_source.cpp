@@ -4,8 +4,8 @@
 #include <cmath>
 #include <utility>
 
+#include "format/timetable_text.hpp"
 #include "pipe/chunk.hpp"
-#include "schedule/timetable_text.hpp"
 
 namespace ratelimit::pipe {
 namespace {
@@ -275,8 +275,7 @@ void SharedPermitSource::apply_timetable_entry(double units_per_second, std::int
 
 void SharedPermitSource::set_timetable(const Timetable& timetable, double units_per_second,
                                        std::int64_t entry_until, nanoseconds now) {
-  request_.schedule = {.timetable = schedule::timetable_text(timetable),
-                       .entry_until = entry_until};
+  request_.schedule = {.timetable = format::timetable_text(timetable), .entry_until = entry_until};
   set_rate(units_per_second, now);
 }
 

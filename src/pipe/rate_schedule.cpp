@@ -1,6 +1,6 @@
 #include "pipe/rate_schedule.hpp"
 
-#include "schedule/timetable_text.hpp"
+#include "format/timetable_text.hpp"
 
 namespace ratelimit::pipe {
 
@@ -17,14 +17,14 @@ constexpr nanoseconds kClockStep = std::chrono::seconds(1);
 TimetableSchedule::TimetableSchedule(std::optional<Timetable> timetable, double rate,
                                      const TimeZone& zone, WallClock wall_clock)
     : timetable_(std::move(timetable)),
-      timetable_text_(timetable_ ? schedule::timetable_text(*timetable_) : std::string()),
+      timetable_text_(timetable_ ? format::timetable_text(*timetable_) : std::string()),
       zone_(zone),
       wall_clock_(std::move(wall_clock)),
       period_{.units_per_second = rate} {}
 
 void TimetableSchedule::follow(std::optional<Timetable> timetable) {
   timetable_ = std::move(timetable);
-  timetable_text_ = timetable_ ? schedule::timetable_text(*timetable_) : std::string();
+  timetable_text_ = timetable_ ? format::timetable_text(*timetable_) : std::string();
   looked_up_ = false;
   period_.until = nanoseconds::max();
   period_.entry_until = 0;

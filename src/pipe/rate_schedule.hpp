@@ -43,7 +43,7 @@ class TimetableSchedule final : public RateSchedule {
 
   RatePeriod at(std::chrono::nanoseconds now) override;
   void follow(std::optional<Timetable> timetable) override;
-  // The timetable followed, as schedule::timetable_text() writes it; empty: none.
+  // The timetable followed, as format::timetable_text() writes it; empty: none.
   const std::string& timetable_text() const { return timetable_text_; }
 
  private:

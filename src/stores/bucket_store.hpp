@@ -19,7 +19,7 @@ namespace ratelimit::stores {
 // same entries. The store only compares and keeps it: the users, who know the local time, work
 // out which entry is in force and say so in their requests.
 struct KeySchedule {
-  // As schedule::timetable_text() writes it; empty: one rate, no timetable.
+  // As format::timetable_text() writes it; empty: one rate, no timetable.
   std::string timetable;
   // When the entry that set the bucket's rate ends (Unix seconds): the later an entry, the later
   // its end, so a larger value is a later entry.

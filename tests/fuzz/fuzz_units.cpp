@@ -10,10 +10,12 @@
 #include <stdexcept>
 #include <string>
 #include <string_view>
+#include <vector>
 
-#include "cli/units.hpp"
+#include "errors.hpp"
+#include "format/parse_quantities.hpp"
+#include "format/timetable_text.hpp"
 #include "ratelimit/timetable.hpp"
-#include "schedule/timetable_text.hpp"
 
 namespace {
 
@@ -31,22 +33,23 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   const std::string_view text(reinterpret_cast<const char*>(data), size);
   using ratelimit::UsageError;
   try {
-    const ratelimit::cli::Rate rate = ratelimit::cli::parse_rate(text);
+    const ratelimit::format::Rate rate = ratelimit::format::parse_rate(text);
     if (!(rate.units_per_second > 0.0)) std::abort();
   } catch (const UsageError&) {
   }
   try {
-    if (!(ratelimit::cli::parse_size(text).units >= 0.0)) std::abort();
+    if (!(ratelimit::format::parse_size(text).units >= 0.0)) std::abort();
   } catch (const UsageError&) {
   }
   try {
-    if (ratelimit::cli::parse_duration(text).count() < 0) std::abort();
+    if (ratelimit::format::parse_duration(text).count() < 0) std::abort();
   } catch (const UsageError&) {
   }
   try {
-    const ratelimit::Timetable timetable(ratelimit::schedule::parse_timetable(
-        text,
-        [](std::string_view rate) { return ratelimit::cli::parse_rate(rate).units_per_second; }));
+    std::vector<ratelimit::TimetableEntry> entries;
+    for (const auto& written : ratelimit::format::parse_timetable(text))
+      entries.push_back(written.entry);
+    const ratelimit::Timetable timetable(entries);
     const auto period =
         timetable.at(std::chrono::sys_seconds(std::chrono::seconds(1'796'000'000)), kUtc);
     if (!(period.permits_per_second > 0.0)) std::abort();
@@ -56,11 +59,11 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   // A key's timetable (written by anything that can write the key) is read back or refused, and
   // what is read back is written in the same form again.
   if (const std::optional<ratelimit::Timetable> timetable =
-          ratelimit::schedule::parse_timetable_text(text)) {
-    const std::string written = ratelimit::schedule::timetable_text(*timetable);
+          ratelimit::format::parse_timetable_text(text)) {
+    const std::string written = ratelimit::format::timetable_text(*timetable);
     const std::optional<ratelimit::Timetable> again =
-        ratelimit::schedule::parse_timetable_text(written);
-    if (!again || ratelimit::schedule::timetable_text(*again) != written) std::abort();
+        ratelimit::format::parse_timetable_text(written);
+    if (!again || ratelimit::format::timetable_text(*again) != written) std::abort();
   }
   return 0;
 }

@@ -11,9 +11,9 @@
 
 #include "errors.hpp"
 #include "fake_pipe_io.hpp"
+#include "format/timetable_text.hpp"
 #include "memory_store.hpp"
 #include "pipe/engine.hpp"
-#include "schedule/timetable_text.hpp"
 #include "stores/fallback_store.hpp"
 
 namespace ratelimit::pipe {
@@ -82,7 +82,7 @@ class SharedEngine : public ::testing::TestWithParam<bool> {
         store, request, waiter, [this](const stores::KeySettings&) { ++followed; },
         [this, &options](const std::string& timetable) {
           key_timetables.push_back(timetable);
-          options.schedule->follow(schedule::parse_timetable_text(timetable));
+          options.schedule->follow(format::parse_timetable_text(timetable));
         },
         [this](const std::string& warning) { warnings.push_back(warning); });
     const Result result = Engine(options, io, source).run();
@@ -500,7 +500,7 @@ class KeyTimetable : public SharedEngine {
  protected:
   // 20-byte chunks at 1000/s from 18:00 and 2000/s from 08:00.
   const Timetable timetable{{{std::nullopt, 8 * 60, 2000.0}, {std::nullopt, 18 * 60, 1000.0}}};
-  const stores::KeySchedule in_the_evening{.timetable = schedule::timetable_text(timetable),
+  const stores::KeySchedule in_the_evening{.timetable = format::timetable_text(timetable),
                                            .entry_until = unix_seconds(kMonday + 8h)};
   UtcZone zone;
   TimetableSchedule schedule_of(std::optional<Timetable> followed, double rate) {

@@ -1,8 +1,11 @@
-#include "cli/units.hpp"
+#include "format/parse_quantities.hpp"
 
 #include <gtest/gtest.h>
 
-namespace ratelimit::cli {
+#include "errors.hpp"
+#include "ratelimit/quota.hpp"
+
+namespace ratelimit::format {
 namespace {
 
 using namespace std::chrono_literals;
@@ -102,14 +105,6 @@ TEST(ParseSize, CountsWithPrefixes) {
   EXPECT_EQ(error_of(parse_size, "-1"), "invalid size '-1': must not be negative");
 }
 
-TEST(WrittenRate, ReadBackAsTheSameRate) {
-  for (const double rate : {1.0 / 3600, 100.0 / 60, 1e9, 1536.0, 0.5, 123456789.0, 1e300}) {
-    EXPECT_NEAR(parse_rate(format::written_rate(rate)).units_per_second, rate, 1e-9 * rate) << rate;
-  }
-  const format::Notation bits{.counted = format::Counted::bytes, .bits = true};
-  EXPECT_EQ(parse_rate(format::written_rate(1e6, bits)).units_per_second, 1e6);
-}
-
 // Every store counts exactly up to 2^53 - 1 (Redis in doubles): a quota beyond is refused.
 TEST(Quota, TheAmountIsAtMostTheLargestExactCount) {
   EXPECT_EQ(parse_quota("9007199254740991/h").units, 9007199254740991.0);
@@ -120,41 +115,17 @@ TEST(Quota, TheAmountIsAtMostTheLargestExactCount) {
             "invalid quota '9100T/d': the amount must be at most 9007199254740991 (2^53 - 1)");
 }
 
-TEST(WrittenQuota, ReadBackAsTheSameQuota) {
-  const format::Notation kinds[] = {{},
-                                    {.counted = format::Counted::bytes},
-                                    {.counted = format::Counted::bytes, .binary_prefix = true},
-                                    {.counted = format::Counted::bytes, .bits = true}};
-  for (const std::int64_t limit : {std::int64_t{1}, std::int64_t{1000}, std::int64_t{1536},
-                                   std::int64_t{123456789}, kLargestExactCount}) {
-    for (const std::chrono::nanoseconds period : std::initializer_list<std::chrono::nanoseconds>{
-             1us, 1500ns, 500ms, 90s, 10min, 2h, 24h, 3653 * 24h}) {
-      for (const format::Notation& notation : kinds) {
-        const std::string text =
-            format::written_quota({.limit = limit, .period = period}, notation);
-        const QuotaAmount read = parse_quota(text);
-        EXPECT_EQ(read.units, static_cast<double>(limit)) << text;
-        EXPECT_EQ(read.period, period) << text;
-      }
-    }
-  }
-}
-
 TEST(NotationOf, AsTheRateWasWritten) {
-  EXPECT_EQ(
-      notation_of(parse_rate("8Mbit/s"), format::Counted::bytes),
-      (format::Notation{.counted = format::Counted::bytes, .bits = true, .period_seconds = 1}));
-  EXPECT_EQ(notation_of(parse_rate("10MiB/s"), format::Counted::bytes),
-            (format::Notation{
-                .counted = format::Counted::bytes, .binary_prefix = true, .period_seconds = 1}));
-  EXPECT_EQ(notation_of(parse_rate("20"), format::Counted::lines),
-            (format::Notation{.counted = format::Counted::lines}));
+  EXPECT_EQ(notation_of(parse_rate("8Mbit/s"), Counted::bytes),
+            (Notation{.counted = Counted::bytes, .bits = true, .period_seconds = 1}));
+  EXPECT_EQ(notation_of(parse_rate("10MiB/s"), Counted::bytes),
+            (Notation{.counted = Counted::bytes, .binary_prefix = true, .period_seconds = 1}));
+  EXPECT_EQ(notation_of(parse_rate("20"), Counted::lines), (Notation{.counted = Counted::lines}));
   // The period as written: 1/10s is shown back as 1/10s, not 6/m; "ps" is per second.
-  EXPECT_EQ(notation_of(parse_rate("1/10s"), format::Counted::lines),
-            (format::Notation{.counted = format::Counted::lines, .period_seconds = 10}));
-  EXPECT_EQ(
-      notation_of(parse_rate("8Mbps"), format::Counted::bytes),
-      (format::Notation{.counted = format::Counted::bytes, .bits = true, .period_seconds = 1}));
+  EXPECT_EQ(notation_of(parse_rate("1/10s"), Counted::lines),
+            (Notation{.counted = Counted::lines, .period_seconds = 10}));
+  EXPECT_EQ(notation_of(parse_rate("8Mbps"), Counted::bytes),
+            (Notation{.counted = Counted::bytes, .bits = true, .period_seconds = 1}));
 }
 
 TEST(ParseDuration, UnitsAndBareSeconds) {
@@ -178,4 +149,4 @@ TEST(ParseDuration, UnitsAndBareSeconds) {
 }
 
 }  // namespace
-}  // namespace ratelimit::cli
+}  // namespace ratelimit::format

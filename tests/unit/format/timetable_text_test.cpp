@@ -1,4 +1,4 @@
-#include "schedule/timetable_text.hpp"
+#include "format/timetable_text.hpp"
 
 #include <gtest/gtest.h>
 
@@ -8,17 +8,24 @@
 #include <limits>
 #include <optional>
 #include <string>
+#include <vector>
 
-#include "cli/units.hpp"
+#include "errors.hpp"
 
-namespace ratelimit::schedule {
+namespace ratelimit::format {
 namespace {
 
-double rate_of(std::string_view text) { return cli::parse_rate(text).units_per_second; }
+// The entries of a timetable as the command line gives it.
+std::vector<TimetableEntry> parse(std::string_view text) {
+  std::vector<TimetableEntry> entries;
+  for (const WrittenTimetableEntry& written : parse_timetable(text))
+    entries.push_back(written.entry);
+  return entries;
+}
 
 std::string error_of(std::string_view text) {
   try {
-    parse_timetable(text, rate_of);
+    parse(text);
   } catch (const UsageError& error) {
     return error.what();
   }
@@ -33,8 +40,7 @@ TEST(TimetableText, OnlyTextWithAnEntryIsATimetable) {
 }
 
 TEST(TimetableText, ReadsEntriesAsRcloneWritesThem) {
-  const std::vector<TimetableEntry> entries =
-      parse_timetable("Mon-08:00,512k 18:00,10M Sat-00:00,off", rate_of);
+  const std::vector<TimetableEntry> entries = parse("Mon-08:00,512k 18:00,10M Sat-00:00,off");
   ASSERT_EQ(entries.size(), 3u);
   EXPECT_EQ(entries[0], (TimetableEntry{0, 8 * 60, 512e3}));
   EXPECT_EQ(entries[1], (TimetableEntry{std::nullopt, 18 * 60, 10e6}));
@@ -43,7 +49,7 @@ TEST(TimetableText, ReadsEntriesAsRcloneWritesThem) {
 
 TEST(TimetableText, FullDayNamesAnyCaseSemicolonsAndOneDigitHours) {
   const std::vector<TimetableEntry> entries =
-      parse_timetable("  sunday-9:05,2/s;MONDAY-23:59,OFF ;  fri-00:00,1MiB/s ", rate_of);
+      parse("  sunday-9:05,2/s;MONDAY-23:59,OFF ;  fri-00:00,1MiB/s ");
   ASSERT_EQ(entries.size(), 3u);
   EXPECT_EQ(entries[0], (TimetableEntry{6, 9 * 60 + 5, 2.0}));
   EXPECT_EQ(entries[1].weekday, 0);
@@ -52,8 +58,7 @@ TEST(TimetableText, FullDayNamesAnyCaseSemicolonsAndOneDigitHours) {
 }
 
 TEST(TimetableText, ReadsAndWritesRangesOfDays) {
-  const std::vector<TimetableEntry> entries =
-      parse_timetable("Mon-Fri-09:00,1M sat-SUNDAY-00:00,off", rate_of);
+  const std::vector<TimetableEntry> entries = parse("Mon-Fri-09:00,1M sat-SUNDAY-00:00,off");
   ASSERT_EQ(entries.size(), 2u);
   EXPECT_EQ(entries[0], (TimetableEntry{0, 9 * 60, 1e6, 4}));
   EXPECT_EQ(entries[1], (TimetableEntry{5, 0, std::numeric_limits<double>::infinity(), 6}));
@@ -86,17 +91,15 @@ TEST(TimetableText, ErrorsNameTheEntryAndTheProblem) {
 }
 
 TEST(TimetableText, OneFormWhateverTheWriting) {
-  const Timetable written(
-      parse_timetable("Sat-00:00,off  18:00,10M;mon-8:00,512k 07:30,1.5", rate_of));
+  const Timetable written(parse("Sat-00:00,off  18:00,10M;mon-8:00,512k 07:30,1.5"));
   EXPECT_EQ(timetable_text(written), "07:30,1.5;18:00,1e+07;Mon-08:00,512000;Sat-00:00,off");
-  const Timetable reordered(
-      parse_timetable("monday-08:00,512000 18:00,1e7 Sat-00:00,OFF 7:30,1.5", rate_of));
+  const Timetable reordered(parse("monday-08:00,512000 18:00,1e7 Sat-00:00,OFF 7:30,1.5"));
   EXPECT_EQ(timetable_text(reordered), timetable_text(written));
 }
 
 TEST(TimetableText, ReadsBackWhatItWrites) {
   const Timetable timetable(
-      parse_timetable("Sun-23:59,0.1 00:00,4.9e-324 Wed-12:00,off 06:00,123456789.125", rate_of));
+      parse("Sun-23:59,0.1 00:00,4.9e-324 Wed-12:00,off 06:00,123456789.125"));
   const std::optional<Timetable> read = parse_timetable_text(timetable_text(timetable));
   ASSERT_TRUE(read);
   EXPECT_EQ(timetable_text(*read), timetable_text(timetable));
@@ -150,7 +153,7 @@ TEST(TimetableText, ReadmeExampleDoesWhatItsCommentSays) {
   using namespace std::chrono;
   const std::string text = readme_weekend_example();
   ASSERT_TRUE(is_timetable(text)) << "no timetable example found in the README: '" << text << "'";
-  const Timetable timetable(parse_timetable(text, rate_of));
+  const Timetable timetable(parse(text));
   const auto rate_at = [&](sys_days day, hours hour) {
     return timetable.at(sys_seconds(day) + hour, Utc()).permits_per_second;
   };
@@ -169,4 +172,4 @@ TEST(TimetableText, ReadmeExampleDoesWhatItsCommentSays) {
 }
 
 }  // namespace
-}  // namespace ratelimit::schedule
+}  // namespace ratelimit::format

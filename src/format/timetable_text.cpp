@@ -1,4 +1,4 @@
-#include "schedule/timetable_text.hpp"
+#include "format/timetable_text.hpp"
 
 #include <algorithm>
 #include <array>
@@ -9,10 +9,11 @@
 #include <stdexcept>
 #include <string>
 #include <tuple>
+#include <utility>
 
 #include "errors.hpp"
 
-namespace ratelimit::schedule {
+namespace ratelimit::format {
 namespace {
 
 constexpr std::array<std::string_view, 7> kWeekdays{"monday", "tuesday",  "wednesday", "thursday",
@@ -56,13 +57,11 @@ int minute_of_day(std::string_view time, std::string_view entry) {
          number(time.substr(colon + 1), 59, "the minutes");
 }
 
-}  // namespace
-
-bool is_timetable(std::string_view text) { return text.find(',') != std::string_view::npos; }
-
-std::vector<TimetableEntry> parse_timetable(
-    std::string_view text, const std::function<double(std::string_view rate)>& rate_of) {
-  std::vector<TimetableEntry> entries;
+// The entries of `text`, each rate read by `read_rate`: parse_rate() as people write rates, or
+// a plain number of units per second as timetable_text() writes them.
+std::vector<WrittenTimetableEntry> entries_of(std::string_view text,
+                                              Rate (*read_rate)(std::string_view)) {
+  std::vector<WrittenTimetableEntry> entries;
   constexpr std::string_view kSeparators = " \t;";
   std::size_t position = 0;
   while ((position = text.find_first_not_of(kSeparators, position)) != std::string_view::npos) {
@@ -74,7 +73,8 @@ std::vector<TimetableEntry> parse_timetable(
     if (comma == std::string_view::npos) reject(entry, "expected [DAY-]HH:MM,RATE");
     std::string_view when = entry.substr(0, comma);
     const std::string_view rate = entry.substr(comma + 1);
-    TimetableEntry parsed;
+    WrittenTimetableEntry written{.text = std::string(entry), .rate_text = std::string(rate)};
+    TimetableEntry& parsed = written.entry;
     if (const std::size_t dash = when.find('-'); dash != std::string_view::npos) {
       parsed.weekday = weekday_of(when.substr(0, dash), entry);
       when.remove_prefix(dash + 1);
@@ -90,14 +90,33 @@ std::vector<TimetableEntry> parse_timetable(
       parsed.permits_per_second = std::numeric_limits<double>::infinity();
     } else {
       try {
-        parsed.permits_per_second = rate_of(rate);
+        const Rate read = read_rate(rate);
+        parsed.permits_per_second = read.units_per_second;
+        written.unit = read.unit;
       } catch (const UsageError& error) {
         reject(entry, error.what());
       }
     }
-    entries.push_back(parsed);
+    entries.push_back(std::move(written));
   }
   return entries;
+}
+
+// A number of units per second, as timetable_text() writes a rate.
+Rate plain_number(std::string_view text) {
+  double value = 0.0;
+  const auto [end, error] = std::from_chars(text.data(), text.data() + text.size(), value);
+  if (error != std::errc() || end != text.data() + text.size())
+    throw UsageError("not a number of units per second");
+  return Rate{value, DataUnit::unspecified};
+}
+
+}  // namespace
+
+bool is_timetable(std::string_view text) { return text.find(',') != std::string_view::npos; }
+
+std::vector<WrittenTimetableEntry> parse_timetable(std::string_view text) {
+  return entries_of(text, parse_rate);
 }
 
 std::string entry_text(const TimetableEntry& entry,
@@ -139,15 +158,11 @@ std::string timetable_text(const Timetable& timetable) {
 }
 
 std::optional<Timetable> parse_timetable_text(std::string_view text) {
-  const auto number = [](std::string_view rate) {
-    double value = 0.0;
-    const auto [end, error] = std::from_chars(rate.data(), rate.data() + rate.size(), value);
-    if (error != std::errc() || end != rate.data() + rate.size())
-      throw UsageError("not a number of units per second");
-    return value;
-  };
   try {
-    return Timetable(parse_timetable(text, number));
+    std::vector<TimetableEntry> entries;
+    for (const WrittenTimetableEntry& written : entries_of(text, plain_number))
+      entries.push_back(written.entry);
+    return Timetable(std::move(entries));
   } catch (const UsageError&) {
     return std::nullopt;
   } catch (const std::invalid_argument&) {
@@ -155,4 +170,4 @@ std::optional<Timetable> parse_timetable_text(std::string_view text) {
   }
 }
 
-}  // namespace ratelimit::schedule
+}  // namespace ratelimit::format
