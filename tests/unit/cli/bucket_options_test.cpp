@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include "cli/units.hpp"
+#include "usage_error.hpp"
 
 namespace ratelimit::cli {
 namespace {
@@ -22,17 +23,6 @@ BucketOptions read(std::vector<std::string> args) {
 BucketParams parse(std::vector<std::string> args,
                    format::Counted counted = format::Counted::bytes) {
   return bucket_of(read(std::move(args)), counted).params;
-}
-
-// The message of the UsageError that `make` throws; "accepted" if none.
-template <typename Make>
-std::string refusal(Make make) {
-  try {
-    make();
-  } catch (const UsageError& error) {
-    return error.what();
-  }
-  return "accepted";
 }
 
 TEST(BucketOptions, DefaultIsGuavaOneSecondBursty) {
@@ -117,10 +107,10 @@ TEST(BucketOptions, QuotasInTheOrderGiven) {
 TEST(BucketOptions, ATimetableInBytesOnlyWhereBytesAreCounted) {
   const BucketOptions options = read({"--rate", "08:00,5 18:00,20kB"});
   EXPECT_GT(bucket_of(options, format::Counted::bytes).params.permits_per_second, 0.0);
-  EXPECT_EQ(refusal([&] { bucket_of(options, format::Counted::lines); }),
+  EXPECT_EQ(usage_error_of([&] { bucket_of(options, format::Counted::lines); }),
             "invalid timetable entry '18:00,20kB': rate '20kB' is in bytes or bits, but this "
             "command counts lines: write it without B/bit");
-  EXPECT_EQ(refusal([] {
+  EXPECT_EQ(usage_error_of([] {
               bucket_of(read({"--rate", "08:00,5 18:00,20"}), format::Counted::lines);
             }),
             "accepted");
@@ -129,7 +119,7 @@ TEST(BucketOptions, ATimetableInBytesOnlyWhereBytesAreCounted) {
 // What the options' checks let through and the core refuses is bad usage too (64), the core's
 // words kept: read_rate() and bucket_of() are where the user's values are handed to the core.
 TEST(BucketOptions, TheCoresRefusalIsAUsageErrorInTheCoresWords) {
-  EXPECT_EQ(refusal([] { read_rate("08:00,1M 08:00,2M"); }),
+  EXPECT_EQ(usage_error_of([] { read_rate("08:00,1M 08:00,2M"); }),
             "invalid timetable '08:00,1M 08:00,2M': timetable entry 08:00: another entry takes "
             "effect at the same time (08:00)");
   // CLI11 keeps --start-full from --warmup; the core refuses the pair even so.
@@ -137,7 +127,7 @@ TEST(BucketOptions, TheCoresRefusalIsAUsageErrorInTheCoresWords) {
   warm_but_full.rate = Written{read_rate("1M"), "1M"};
   warm_but_full.warmup = 4s;
   warm_but_full.start_full = true;
-  EXPECT_EQ(refusal([&] { bucket_of(warm_but_full, format::Counted::bytes); }),
+  EXPECT_EQ(usage_error_of([&] { bucket_of(warm_but_full, format::Counted::bytes); }),
             "start full applies to bursty buckets only: a warming-up bucket starts cold, full of "
             "slow permits");
 }

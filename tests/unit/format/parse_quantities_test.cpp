@@ -2,8 +2,8 @@
 
 #include <gtest/gtest.h>
 
-#include "errors.hpp"
 #include "ratelimit/quota.hpp"
+#include "usage_error.hpp"
 
 namespace ratelimit::format {
 namespace {
@@ -46,43 +46,34 @@ TEST(ParseRate, SpellingsPeopleType) {
   EXPECT_EQ(parse_rate("16bits").units_per_second, 2.0);
 }
 
-std::string error_of(auto parse, std::string_view text) {
-  try {
-    parse(text);
-  } catch (const UsageError& error) {
-    return error.what();
-  }
-  return "accepted";
-}
-
 TEST(ParseRate, RejectsWhatIsNotARateNamingIt) {
-  EXPECT_EQ(error_of(parse_rate, "abc"), "invalid rate 'abc': expected a number");
-  EXPECT_EQ(error_of(parse_rate, ""), "invalid rate '': expected a number");
-  EXPECT_EQ(error_of(parse_rate, "0"), "invalid rate '0': must be more than zero");
-  EXPECT_EQ(error_of(parse_rate, "-5"), "invalid rate '-5': must not be negative");
-  EXPECT_EQ(error_of(parse_rate, "5x"),
+  EXPECT_EQ(usage_error_of(parse_rate, "abc"), "invalid rate 'abc': expected a number");
+  EXPECT_EQ(usage_error_of(parse_rate, ""), "invalid rate '': expected a number");
+  EXPECT_EQ(usage_error_of(parse_rate, "0"), "invalid rate '0': must be more than zero");
+  EXPECT_EQ(usage_error_of(parse_rate, "-5"), "invalid rate '-5': must not be negative");
+  EXPECT_EQ(usage_error_of(parse_rate, "5x"),
             "invalid rate '5x': unknown unit 'x' (use k, M, G, T = 1000^n or Ki, Mi, Gi, Ti = "
             "1024^n; B or bit; /s, /m, /h, /d)");
-  EXPECT_EQ(error_of(parse_rate, "5kb"),
+  EXPECT_EQ(usage_error_of(parse_rate, "5kb"),
             "invalid rate '5kb': 'b' could mean bytes or bits: write 5kB for bytes or 5kbit for "
             "bits");
-  EXPECT_EQ(error_of(parse_rate, "5Mb/s"),
+  EXPECT_EQ(usage_error_of(parse_rate, "5Mb/s"),
             "invalid rate '5Mb/s': 'b' could mean bytes or bits: write 5MB/s for bytes or "
             "5Mbit/s for bits");
-  EXPECT_EQ(error_of(parse_rate, "1e400"), "invalid rate '1e400': too large");
-  EXPECT_EQ(error_of(parse_rate, "1e-400"), "invalid rate '1e-400': too small");
-  EXPECT_EQ(error_of(parse_rate, "5bps/s"),
+  EXPECT_EQ(usage_error_of(parse_rate, "1e400"), "invalid rate '1e400': too large");
+  EXPECT_EQ(usage_error_of(parse_rate, "1e-400"), "invalid rate '1e-400': too small");
+  EXPECT_EQ(usage_error_of(parse_rate, "5bps/s"),
             "invalid rate '5bps/s': unknown unit '/s' (use k, M, G, T = 1000^n or Ki, Mi, Gi, "
             "Ti = 1024^n; B or bit; /s, /m, /h, /d)");
-  EXPECT_EQ(error_of(parse_rate, "5/x"),
+  EXPECT_EQ(usage_error_of(parse_rate, "5/x"),
             "invalid rate '5/x': unknown time unit 'x' (use ns, us, ms, s, m, h, d)");
-  EXPECT_EQ(error_of(parse_rate, "5/0s"),
+  EXPECT_EQ(usage_error_of(parse_rate, "5/0s"),
             "invalid rate '5/0s': the period must be longer than zero");
-  EXPECT_EQ(error_of(parse_rate, "5/15"),
+  EXPECT_EQ(usage_error_of(parse_rate, "5/15"),
             "invalid rate '5/15': expected a period such as /s, /m or /15s");
-  EXPECT_EQ(error_of(parse_rate, "inf"), "invalid rate 'inf': expected a number");
-  EXPECT_EQ(error_of(parse_rate, "nan"), "invalid rate 'nan': expected a number");
-  EXPECT_EQ(error_of(parse_rate, "1e308T"), "invalid rate '1e308T': too large");
+  EXPECT_EQ(usage_error_of(parse_rate, "inf"), "invalid rate 'inf': expected a number");
+  EXPECT_EQ(usage_error_of(parse_rate, "nan"), "invalid rate 'nan': expected a number");
+  EXPECT_EQ(usage_error_of(parse_rate, "1e308T"), "invalid rate '1e308T': too large");
 }
 
 TEST(ParseSize, CountsWithPrefixes) {
@@ -94,24 +85,24 @@ TEST(ParseSize, CountsWithPrefixes) {
   EXPECT_EQ(parse_size("1MB").unit, DataUnit::bytes);
   EXPECT_EQ(parse_size("8Mbit").units, 1e6);
   EXPECT_EQ(parse_size("64k").unit, DataUnit::unspecified);
-  EXPECT_EQ(error_of(parse_size, "12q"),
+  EXPECT_EQ(usage_error_of(parse_size, "12q"),
             "invalid size '12q': unknown unit 'q' (use k, M, G, T = 1000^n or Ki, Mi, Gi, Ti = "
             "1024^n; B or bit)");
-  EXPECT_EQ(error_of(parse_size, "5kb"),
+  EXPECT_EQ(usage_error_of(parse_size, "5kb"),
             "invalid size '5kb': 'b' could mean bytes or bits: write 5kB for bytes or 5kbit for "
             "bits");
-  EXPECT_EQ(error_of(parse_size, "5MBps"),
+  EXPECT_EQ(usage_error_of(parse_size, "5MBps"),
             "invalid size '5MBps': a size is not per second (drop the 'ps')");
-  EXPECT_EQ(error_of(parse_size, "-1"), "invalid size '-1': must not be negative");
+  EXPECT_EQ(usage_error_of(parse_size, "-1"), "invalid size '-1': must not be negative");
 }
 
 // Every store counts exactly up to 2^53 - 1 (Redis in doubles): a quota beyond is refused.
 TEST(Quota, TheAmountIsAtMostTheLargestExactCount) {
   EXPECT_EQ(parse_quota("9007199254740991/h").units, 9007199254740991.0);
-  EXPECT_EQ(error_of(parse_quota, "9007199254740992/h"),
+  EXPECT_EQ(usage_error_of(parse_quota, "9007199254740992/h"),
             "invalid quota '9007199254740992/h': the amount must be at most 9007199254740991 "
             "(2^53 - 1)");
-  EXPECT_EQ(error_of(parse_quota, "9100T/d"),
+  EXPECT_EQ(usage_error_of(parse_quota, "9100T/d"),
             "invalid quota '9100T/d': the amount must be at most 9007199254740991 (2^53 - 1)");
 }
 
@@ -142,10 +133,10 @@ TEST(ParseDuration, UnitsAndBareSeconds) {
   EXPECT_FALSE(ends_in_time_unit("64k"));
   EXPECT_EQ(parse_duration("3"), 3s);
   EXPECT_EQ(parse_duration("0"), 0s);
-  EXPECT_EQ(error_of(parse_duration, "10x"),
+  EXPECT_EQ(usage_error_of(parse_duration, "10x"),
             "invalid duration '10x': unknown time unit 'x' (use ns, us, ms, s, m, h, d)");
-  EXPECT_EQ(error_of(parse_duration, "s"), "invalid duration 's': expected a number");
-  EXPECT_EQ(error_of(parse_duration, "1e12d"), "invalid duration '1e12d': too long");
+  EXPECT_EQ(usage_error_of(parse_duration, "s"), "invalid duration 's': expected a number");
+  EXPECT_EQ(usage_error_of(parse_duration, "1e12d"), "invalid duration '1e12d': too long");
 }
 
 }  // namespace

@@ -10,7 +10,7 @@
 #include <string>
 #include <vector>
 
-#include "errors.hpp"
+#include "usage_error.hpp"
 
 namespace ratelimit::format {
 namespace {
@@ -21,15 +21,6 @@ std::vector<TimetableEntry> parse(std::string_view text) {
   for (const WrittenTimetableEntry& written : parse_timetable(text))
     entries.push_back(written.entry);
   return entries;
-}
-
-std::string error_of(std::string_view text) {
-  try {
-    parse(text);
-  } catch (const UsageError& error) {
-    return error.what();
-  }
-  return "accepted";
 }
 
 TEST(TimetableText, OnlyTextWithAnEntryIsATimetable) {
@@ -67,25 +58,26 @@ TEST(TimetableText, ReadsAndWritesRangesOfDays) {
   const std::optional<Timetable> read = parse_timetable_text(timetable_text(timetable));
   ASSERT_TRUE(read);
   EXPECT_EQ(read->entries(), entries);
-  EXPECT_EQ(error_of("Mon-Fun-09:00,1M"),
+  EXPECT_EQ(usage_error_of(parse_timetable, "Mon-Fun-09:00,1M"),
             "invalid timetable entry 'Mon-Fun-09:00,1M': unknown day 'Fun' (Mon..Sun, or the full "
             "name)");
 }
 
 TEST(TimetableText, ErrorsNameTheEntryAndTheProblem) {
-  EXPECT_EQ(error_of("Mon-08:00,1M 25:00,2M"),
+  EXPECT_EQ(usage_error_of(parse_timetable, "Mon-08:00,1M 25:00,2M"),
             "invalid timetable entry '25:00,2M': the hour must be from 0 to 23");
-  EXPECT_EQ(error_of("08:60,1M"),
+  EXPECT_EQ(usage_error_of(parse_timetable, "08:60,1M"),
             "invalid timetable entry '08:60,1M': the minutes must be from 0 to 59");
-  EXPECT_EQ(error_of("Funday-08:00,1M"),
+  EXPECT_EQ(usage_error_of(parse_timetable, "Funday-08:00,1M"),
             "invalid timetable entry 'Funday-08:00,1M': unknown day 'Funday' (Mon..Sun, or the "
             "full name)");
-  EXPECT_EQ(error_of("0800,1M"), "invalid timetable entry '0800,1M': expected a time as HH:MM");
-  EXPECT_EQ(error_of("08:00,1M 09:00"),
+  EXPECT_EQ(usage_error_of(parse_timetable, "0800,1M"),
+            "invalid timetable entry '0800,1M': expected a time as HH:MM");
+  EXPECT_EQ(usage_error_of(parse_timetable, "08:00,1M 09:00"),
             "invalid timetable entry '09:00': expected [DAY-]HH:MM,RATE");
-  EXPECT_EQ(error_of("08:00,"),
+  EXPECT_EQ(usage_error_of(parse_timetable, "08:00,"),
             "invalid timetable entry '08:00,': expected a rate or 'off' after the comma");
-  EXPECT_EQ(error_of("08:00,5x"),
+  EXPECT_EQ(usage_error_of(parse_timetable, "08:00,5x"),
             "invalid timetable entry '08:00,5x': invalid rate '5x': unknown unit 'x' (use k, M, G, "
             "T = 1000^n or Ki, Mi, Gi, Ti = 1024^n; B or bit; /s, /m, /h, /d)");
 }

@@ -2,21 +2,12 @@
 
 #include <gtest/gtest.h>
 
-#include "errors.hpp"
+#include "usage_error.hpp"
 
 namespace ratelimit::stores {
 namespace {
 
 using Kind = RedisDeployment::Kind;
-
-std::string rejection(const std::string& url) {
-  try {
-    parse_redis_deployment(url);
-  } catch (const UsageError& error) {
-    return error.what();
-  }
-  return "accepted";
-}
 
 TEST(RedisDeployment, SentinelsWithEverything) {
   const RedisDeployment deployment =
@@ -57,23 +48,23 @@ TEST(RedisDeployment, OtherUrlsNameOneServer) {
 }
 
 TEST(RedisDeployment, BadSentinelUrlsNameTheUrlWithoutThePassword) {
-  EXPECT_EQ(rejection("redis-sentinel://:secret@h:1"),
+  EXPECT_EQ(usage_error_of(parse_redis_deployment, "redis-sentinel://:secret@h:1"),
             "bad Redis URL 'redis-sentinel://:***@h:1': expected /MASTER_NAME after the "
             "sentinels: redis-sentinel://host:port[,host:port...]/MASTER_NAME[/db]");
-  EXPECT_EQ(rejection("redis-sentinel://:secret@h:1/"),
+  EXPECT_EQ(usage_error_of(parse_redis_deployment, "redis-sentinel://:secret@h:1/"),
             "bad Redis URL 'redis-sentinel://:***@h:1/': no master name after the sentinels");
-  EXPECT_EQ(rejection("redis-sentinel://:secret@h:1,,h:2/m"),
+  EXPECT_EQ(usage_error_of(parse_redis_deployment, "redis-sentinel://:secret@h:1,,h:2/m"),
             "bad Redis URL 'redis-sentinel://:***@h:1,,h:2/m': an empty sentinel address");
-  EXPECT_EQ(rejection("redis-sentinel://:secret@h:99999/m"),
+  EXPECT_EQ(usage_error_of(parse_redis_deployment, "redis-sentinel://:secret@h:99999/m"),
             "bad Redis URL 'redis-sentinel://:***@h:99999/m': the port must be a number from 1 "
             "to 65535");
-  EXPECT_EQ(rejection("redis-sentinel://:secret@h:1/m/x"),
+  EXPECT_EQ(usage_error_of(parse_redis_deployment, "redis-sentinel://:secret@h:1/m/x"),
             "bad Redis URL 'redis-sentinel://:***@h:1/m/x': the database after '/' must be a "
             "number");
-  EXPECT_EQ(rejection("redis-sentinel://secret@h:1/m"),
+  EXPECT_EQ(usage_error_of(parse_redis_deployment, "redis-sentinel://secret@h:1/m"),
             "bad Redis URL 'redis-sentinel://***@h:1/m': a user needs a password: "
             "[user]:password@");
-  EXPECT_EQ(rejection("redis-sentinel:///m"),
+  EXPECT_EQ(usage_error_of(parse_redis_deployment, "redis-sentinel:///m"),
             "bad Redis URL 'redis-sentinel:///m': an empty sentinel address");
 }
 
