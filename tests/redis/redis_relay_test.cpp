@@ -307,21 +307,21 @@ TEST(RedisRelayTls, WhatTheAgentSaysServingARequestIsSaidByTheCaller) {
 // Notes go to the caller's notify (--verbose), warnings to its warn, in the order said; an answer
 // that says anything else makes no sense, and nothing of it is said.
 TEST(RedisRelayFormat, NotesAndWarningsOfAnAnswerAreToldInOrder) {
-  const auto field = [](std::string_view text) {
-    return std::to_string(text.size()) + ":" + std::string(text);
-  };
-  const auto pong = [&](const std::string& said) {
-    return field("reply") + field(said) + field("status") + field("PONG");
+  // An answer in RESP: the array of what was said, then the reply (PONG) in an array of one.
+  const auto pong = [](const std::vector<std::string>& said) {
+    std::string answer = "*2\r\n*" + std::to_string(said.size()) + "\r\n";
+    for (const std::string& text : said)
+      answer += "$" + std::to_string(text.size()) + "\r\n" + text + "\r\n";
+    return answer + "*1\r\n+PONG\r\n";
   };
   const std::string url = "unix:///a.sock";
   std::vector<std::string> notes;
   std::vector<std::string> warnings;
   RedisStore store(parse_redis_deployment(url), kTimeout);
   store.relay_through(RedisRelayClient(
-      std::make_shared<ReplayingAgent>(std::vector<std::string>{
-          pong(field("note") + field("one") + field("warning") + field("two") + field("note") +
-               field("three")),
-          pong(field("note") + field("four") + field("shout") + field("five"))}),
+      std::make_shared<ReplayingAgent>(
+          std::vector<std::string>{pong({"note", "one", "warning", "two", "note", "three"}),
+                                   pong({"note", "four", "shout", "five"})}),
       {.url = url}, [&](const std::string& note) { notes.push_back(note); },
       [&](const std::string& warning) { warnings.push_back(warning); }));
   store.ping("k", real_waiter());
@@ -329,6 +329,49 @@ TEST(RedisRelayFormat, NotesAndWarningsOfAnAnswerAreToldInOrder) {
   EXPECT_EQ(warnings, std::vector<std::string>{"two"});
   EXPECT_THROW(store.ping("k", real_waiter()), StoreUnavailable);
   EXPECT_EQ(notes.size(), 2u);
+}
+
+// A failure crosses as one error value, its kind first, and its client throws what the agent
+// caught; a Redis error reply crosses as the reply it is.
+TEST(RedisRelayFormat, EachFailureComesBackAsItsOwnError) {
+  const auto answer_with = [](const std::string& outcome) {
+    RedisDeadline deadline(kTimeout, &real_waiter());
+    RedisRelayClient client(
+        std::make_shared<ReplayingAgent>(std::vector<std::string>{"*2\r\n*0\r\n" + outcome}),
+        {.url = "unix:///a.sock"});
+    return client.command("k", {"PING"}, deadline);
+  };
+  const auto message_of = [&](const std::string& outcome) -> std::string {
+    try {
+      answer_with(outcome);
+    } catch (const StoreUnavailable& error) {
+      return error.what();
+    }
+    return "no StoreUnavailable";
+  };
+  EXPECT_EQ(message_of("-UNAVAILABLE Redis at x: down\r\n"), "Redis at x: down");
+  EXPECT_THROW(answer_with("-REFUSED Redis at x: NOPERM\r\n"), RedisRefused);
+  EXPECT_THROW(answer_with("-TOO_LATE\r\n"), RedisTooLate);
+  EXPECT_THROW(answer_with("-USAGE invalid URL\r\n"), UsageError);
+  EXPECT_THROW(answer_with("-INPUT no such file\r\n"), InputError);
+  for (const bool sent : {false, true}) {
+    try {
+      answer_with(sent ? "-LOST_SENT gone\r\n" : "-LOST_UNSENT gone\r\n");
+      ADD_FAILURE() << "no RedisConnectionLost";
+    } catch (const RedisConnectionLost& lost) {
+      EXPECT_EQ(lost.sent(), sent);
+      EXPECT_STREQ(lost.what(), "gone");
+    }
+  }
+  // An error of no kind it knows, or an answer of no form it knows, makes no sense.
+  EXPECT_EQ(message_of("-NONSENSE x\r\n"),
+            "Redis at unix:///a.sock: the ratelimit agent gave an answer that makes no sense");
+  EXPECT_EQ(message_of("+OK\r\n"),
+            "Redis at unix:///a.sock: the ratelimit agent gave an answer that makes no sense");
+  const std::optional<RedisValue> reply = answer_with("*1\r\n-NOSCRIPT No matching script\r\n");
+  ASSERT_TRUE(reply);
+  EXPECT_EQ(reply->type, RedisValue::Type::error);
+  EXPECT_EQ(reply->text, "NOSCRIPT No matching script");
 }
 
 // 8 requests for one key at 1/s that come together go out in one write, and each gets the
@@ -613,8 +656,12 @@ TEST(RedisRelayFormat, RequestsAreRoutedByDeployment) {
 
 TEST(RedisRelayFormat, RequestsOfAnotherFormAreUnsupportedAndTheClientGoesDirect) {
   RedisRelay relay;
-  EXPECT_EQ(relay.answer({"garbage", "", "15:redis-command-1999999999:x"}, real_waiter()),
-            std::vector<std::string>(3, "11:unsupported"));
+  // Another version's form, an older one's and a command of another form, each in RESP or not.
+  EXPECT_EQ(relay.answer({"garbage", "", "15:redis-command-1999999999:x",
+                          "*2\r\n$15\r\nredis-command-3\r\n$1\r\nx\r\n", "*1\r\n$4\r\nPING\r\n",
+                          "*1\r\n:1\r\n"},
+                         real_waiter()),
+            std::vector<std::string>(6, "11:unsupported"));
   EXPECT_EQ(relay.connections(), 0u);
 }
 

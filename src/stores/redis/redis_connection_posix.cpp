@@ -12,6 +12,7 @@
 #include "io/posix.hpp"
 #include "stores/redis/redis_connection.hpp"
 #include "stores/redis/redis_connection_transport.hpp"
+#include "stores/redis/redis_resp.hpp"
 
 namespace ratelimit::stores {
 namespace {
@@ -84,32 +85,6 @@ std::chrono::nanoseconds deadline_after(std::chrono::nanoseconds now,
 std::string describe(std::chrono::milliseconds duration) {
   if (duration.count() % 1000 == 0) return std::to_string(duration.count() / 1000) + "s";
   return std::to_string(duration.count()) + "ms";
-}
-
-RedisValue copy(const redisReply& reply) {
-  RedisValue value;
-  switch (reply.type) {
-    case REDIS_REPLY_INTEGER:
-      value.type = RedisValue::Type::integer;
-      value.integer = reply.integer;
-      break;
-    case REDIS_REPLY_STRING:
-    case REDIS_REPLY_STATUS:
-    case REDIS_REPLY_ERROR:
-      value.type = reply.type == REDIS_REPLY_STRING   ? RedisValue::Type::string
-                   : reply.type == REDIS_REPLY_STATUS ? RedisValue::Type::status
-                                                      : RedisValue::Type::error;
-      value.text.assign(reply.str, reply.len);
-      break;
-    case REDIS_REPLY_ARRAY:
-      value.type = RedisValue::Type::array;
-      for (std::size_t i = 0; i < reply.elements; ++i)
-        value.elements.push_back(copy(*reply.element[i]));
-      break;
-    default:
-      value.type = RedisValue::Type::nil;
-  }
-  return value;
 }
 
 }  // namespace
@@ -225,21 +200,7 @@ std::vector<RedisValue> RedisConnection::pipeline(
     deadline.check("reply");
     if (answered_) check_still_open();
     std::string out;
-    for (const std::vector<std::string>& arguments : commands) {
-      std::vector<const char*> pointers;
-      std::vector<std::size_t> lengths;
-      for (const std::string& argument : arguments) {
-        pointers.push_back(argument.data());
-        lengths.push_back(argument.size());
-      }
-      char* formatted = nullptr;
-      const int length = ::redisFormatCommandArgv(&formatted, static_cast<int>(arguments.size()),
-                                                  pointers.data(), lengths.data());
-      if (length < 0) throw std::bad_alloc();
-      const std::unique_ptr<char, decltype(&::redisFreeCommand)> owned(formatted,
-                                                                       &::redisFreeCommand);
-      out.append(formatted, static_cast<std::size_t>(length));
-    }
+    for (const std::vector<std::string>& arguments : commands) out += resp_command(arguments);
     send(out, deadline);
     std::vector<RedisValue> replies;
     for (std::size_t i = 0; i < commands.size(); ++i) replies.push_back(receive_reply(deadline));
@@ -286,7 +247,7 @@ RedisValue RedisConnection::receive_reply(RedisDeadline& deadline) {
     if (::redisReaderGetReply(reader_.get(), &reply) != REDIS_OK)
       throw RedisFailure(reader_->errstr);
     if (reply != nullptr) {
-      RedisValue value = copy(*static_cast<redisReply*>(reply));
+      RedisValue value = copy_reply(*static_cast<redisReply*>(reply));
       ::freeReplyObject(reply);
       answered_ = true;
       return value;

@@ -13,6 +13,7 @@
 #include "format/quantities.hpp"
 #include "stores/redis/redis_connection_transport.hpp"
 #include "stores/redis/redis_deployment.hpp"
+#include "stores/redis/redis_resp.hpp"
 #include "stores/redis/redis_script.hpp"
 #include "stores/redis/redis_script_protocol.hpp"
 
@@ -22,13 +23,15 @@ namespace {
 using std::chrono::nanoseconds;
 
 // What a request starts with, named anew whenever requests or answers change form: an agent of
-// another version answers a request of another form kUnsupported (as every version has), and
-// its client goes direct from then on, so that an old client and a new agent (or the reverse)
-// never read each other's fields. 2: answers carry what was said while serving the request, TLS
-// files are named as written, with the client's directory. 3: a request carries when its
-// caller's --redis-timeout ends.
-constexpr std::string_view kRequestFormat = "redis-command-3";
-constexpr std::string_view kUnsupported = "unsupported";
+// another version answers a request of another form kUnsupportedAnswer (as every version has),
+// and its client goes direct from then on, so that an old client and a new agent (or the
+// reverse) never read each other's fields. 2: answers carry what was said while serving the
+// request, TLS files are named as written, with the client's directory. 3: a request carries
+// when its caller's --redis-timeout ends. 4: requests and answers are RESP, Redis's own protocol.
+constexpr std::string_view kRequestFormat = "redis-command-4";
+// The answer to a request of another form, in the form of the first versions, which every
+// version keeps (a length, a colon, the word).
+constexpr std::string_view kUnsupportedAnswer = "11:unsupported";
 // The agent shows that it runs within this share of --redis-timeout (its answer, or its answer
 // to whether it runs, on a connection of its own), or the caller goes direct: however long the
 // store takes, an agent that is stopped or stuck costs a call this bound twice at most (the wait
@@ -36,90 +39,60 @@ constexpr std::string_view kUnsupported = "unsupported";
 constexpr int kLivenessShare = 10;
 constexpr nanoseconds kShortestLiveness = std::chrono::milliseconds(1);
 
-// Fields are written as "LENGTH:BYTES", so that any byte may be in one.
-void put(std::string& out, std::string_view field) {
-  out += std::to_string(field.size());
-  out += ':';
-  out += field;
-}
-
-void put_number(std::string& out, std::int64_t number) { put(out, std::to_string(number)); }
+// A request is one command of bulk strings: the deployment's fields (kDeploymentFields of them,
+// kRequestFormat first), the deadlines, the key, then the command sent to Redis.
+constexpr std::size_t kDeploymentFields = 9;
+constexpr std::size_t kFirstCommandField = kDeploymentFields + 3;
 
 // Thrown for a request or an answer that is not of the form written here.
 struct Malformed {};
 
-std::string_view take(std::string_view& in) {
-  const std::size_t colon = in.find(':');
-  std::size_t length = 0;
-  if (colon == std::string_view::npos) throw Malformed{};
-  const auto [end, error] = std::from_chars(in.data(), in.data() + colon, length);
-  if (error != std::errc() || end != in.data() + colon || length > in.size() - colon - 1)
-    throw Malformed{};
-  const std::string_view field = in.substr(colon + 1, length);
-  in.remove_prefix(colon + 1 + length);
-  return field;
-}
-
-std::int64_t take_number(std::string_view& in) {
-  const std::string_view text = take(in);
+std::int64_t number_of(std::string_view text) {
   std::int64_t number = 0;
   const auto [end, error] = std::from_chars(text.data(), text.data() + text.size(), number);
   if (text.empty() || error != std::errc() || end != text.data() + text.size()) throw Malformed{};
   return number;
 }
 
-void put_value(std::string& out, const RedisValue& value) {
-  switch (value.type) {
-    case RedisValue::Type::nil:
-      put(out, "nil");
-      break;
-    case RedisValue::Type::integer:
-      put(out, "integer");
-      put_number(out, value.integer);
-      break;
-    case RedisValue::Type::string:
-      put(out, "string");
-      put(out, value.text);
-      break;
-    case RedisValue::Type::status:
-      put(out, "status");
-      put(out, value.text);
-      break;
-    case RedisValue::Type::error:
-      put(out, "error");
-      put(out, value.text);
-      break;
-    case RedisValue::Type::array:
-      put(out, "array");
-      put_number(out, static_cast<std::int64_t>(value.elements.size()));
-      for (const RedisValue& element : value.elements) put_value(out, element);
-      break;
-  }
+RedisValue value_of(RedisValue::Type type, std::string text = {}) {
+  RedisValue value;
+  value.type = type;
+  value.text = std::move(text);
+  return value;
 }
 
-RedisValue take_value(std::string_view& in, int depth = 0) {
-  // Replies of the bucket script nest two deep; a deeper one is no answer of an agent's.
-  if (depth > 8) throw Malformed{};
-  const std::string_view type = take(in);
-  RedisValue value;
-  if (type == "nil") return value;
-  if (type == "integer") {
-    value.type = RedisValue::Type::integer;
-    value.integer = take_number(in);
-  } else if (type == "string" || type == "status" || type == "error") {
-    value.type = type == "string"   ? RedisValue::Type::string
-                 : type == "status" ? RedisValue::Type::status
-                                    : RedisValue::Type::error;
-    value.text = take(in);
-  } else if (type == "array") {
-    value.type = RedisValue::Type::array;
-    const std::int64_t count = take_number(in);
-    if (count < 0 || static_cast<std::size_t>(count) > in.size()) throw Malformed{};
-    for (std::int64_t i = 0; i < count; ++i) value.elements.push_back(take_value(in, depth + 1));
-  } else {
-    throw Malformed{};
-  }
-  return value;
+// An answer is an array of two: what was said while serving the request (kind and text in turn,
+// the kind "note", --verbose's, or "warning"), then how it ended: its reply in an array of one,
+// or a failure as one error value, its kind first ("UNAVAILABLE the message").
+std::string answer_of(const std::vector<std::string>& said, RedisValue outcome) {
+  RedisValue answer = value_of(RedisValue::Type::array);
+  RedisValue& told = answer.elements.emplace_back(value_of(RedisValue::Type::array));
+  for (const std::string& text : said)
+    told.elements.push_back(value_of(RedisValue::Type::string, text));
+  answer.elements.push_back(std::move(outcome));
+  return resp_value(answer);
+}
+
+std::string reply_outcome(const std::vector<std::string>& said, RedisValue reply) {
+  RedisValue outcome = value_of(RedisValue::Type::array);
+  outcome.elements.push_back(std::move(reply));
+  return answer_of(said, std::move(outcome));
+}
+
+// The kinds of failure an answer carries, each the error its client throws.
+constexpr std::string_view kTooLate = "TOO_LATE";
+constexpr std::string_view kUnavailable = "UNAVAILABLE";
+constexpr std::string_view kLostUnsent = "LOST_UNSENT";
+constexpr std::string_view kLostSent = "LOST_SENT";
+constexpr std::string_view kRefused = "REFUSED";
+constexpr std::string_view kUsage = "USAGE";
+constexpr std::string_view kInput = "INPUT";
+
+std::string failure_answer(const std::vector<std::string>& said, std::string_view kind,
+                           std::string_view message = {}) {
+  std::string text(kind);
+  if (!message.empty()) text += ' ' + std::string(message);
+  return answer_of(said, value_of(RedisValue::Type::error, std::move(text)));
 }
 
 // The directory that the relative names among `tls`'s files are in: the working directory; empty
@@ -134,46 +107,42 @@ std::string directory_of_relative_files(const RedisTlsOptions& tls) {
   return error ? std::string() : directory.string();
 }
 
-// Every answer starts with its kind, then (but for kUnsupported, whose form every version keeps)
-// what was said while serving it, as one field: each a kind ("note": --verbose's, or "warning")
-// and its text.
-std::string answer_head(std::string_view kind, std::string_view said) {
-  std::string out;
-  put(out, kind);
-  put(out, said);
-  return out;
-}
-
-// The answer that carries an error back: its kind and message.
-std::string failure_answer(std::string_view kind, std::string_view said, std::string_view message) {
-  std::string out = answer_head(kind, said);
-  put(out, message);
-  return out;
-}
-
 // The answer that carries the error being handled back to its client, as what it is.
-std::string current_failure_answer(std::string_view said) {
+std::string current_failure_answer(const std::vector<std::string>& said) {
   try {
     throw;
   } catch (const RedisTooLate&) {
-    return answer_head("too_late", said);
+    return failure_answer(said, kTooLate);
   } catch (const RedisInterrupted&) {
-    return failure_answer("unavailable", said, "the ratelimit agent was stopped");
+    return failure_answer(said, kUnavailable, "the ratelimit agent was stopped");
   } catch (const RedisConnectionLost& lost) {
-    std::string out = failure_answer("lost", said, lost.what());
-    put(out, lost.sent() ? "1" : "0");
-    return out;
+    return failure_answer(said, lost.sent() ? kLostSent : kLostUnsent, lost.what());
   } catch (const RedisRefused& refused) {
-    return failure_answer("refused", said, refused.what());
+    return failure_answer(said, kRefused, refused.what());
   } catch (const StoreUnavailable& unavailable) {
-    return failure_answer("unavailable", said, unavailable.what());
+    return failure_answer(said, kUnavailable, unavailable.what());
   } catch (const UsageError& usage) {
-    return failure_answer("usage", said, usage.what());
+    return failure_answer(said, kUsage, usage.what());
   } catch (const InputError& input) {
-    return failure_answer("input", said, input.what());
+    return failure_answer(said, kInput, input.what());
   } catch (const std::exception& error) {
-    return failure_answer("unavailable", said, std::string("the ratelimit agent: ") + error.what());
+    return failure_answer(said, kUnavailable, std::string("the ratelimit agent: ") + error.what());
   }
+}
+
+// Throws the failure that `error` (an answer's error value) carries.
+[[noreturn]] void throw_failure(std::string_view error) {
+  const std::size_t space = std::min(error.find(' '), error.size());
+  const std::string_view kind = error.substr(0, space);
+  const std::string message(error.substr(std::min(space + 1, error.size())));
+  if (kind == kTooLate && message.empty()) throw RedisTooLate{};
+  if (kind == kUnavailable) throw StoreUnavailable(message);
+  if (kind == kRefused) throw RedisRefused(message);
+  if (kind == kLostUnsent || kind == kLostSent)
+    throw RedisConnectionLost(message, kind == kLostSent);
+  if (kind == kUsage) throw UsageError(message);
+  if (kind == kInput) throw InputError(message);
+  throw Malformed{};
 }
 
 // How soon the agent must show that it runs, for a caller of `timeout` (--redis-timeout).
@@ -191,15 +160,15 @@ RedisRelayClient::RedisRelayClient(std::shared_ptr<AgentLink> link, RedisRelayDe
       failover_timeout_(deployment.failover_timeout),
       notify_(std::move(notify)),
       warn_(std::move(warn)) {
-  put(deployment_fields_, kRequestFormat);
-  put(deployment_fields_, deployment.url);
-  put(deployment_fields_, deployment.tls.ca_file);
-  put(deployment_fields_, deployment.tls.cert_file);
-  put(deployment_fields_, deployment.tls.key_file);
-  put(deployment_fields_, directory_of_relative_files(deployment.tls));
-  put(deployment_fields_, deployment.tls.verify ? "1" : "0");
-  put_number(deployment_fields_, deployment.timeout.count());
-  put_number(deployment_fields_, deployment.failover_timeout.count());
+  deployment_fields_ = {std::string(kRequestFormat),
+                        deployment.url,
+                        deployment.tls.ca_file,
+                        deployment.tls.cert_file,
+                        deployment.tls.key_file,
+                        directory_of_relative_files(deployment.tls),
+                        deployment.tls.verify ? "1" : "0",
+                        std::to_string(deployment.timeout.count()),
+                        std::to_string(deployment.failover_timeout.count())};
 }
 
 std::optional<RedisValue> RedisRelayClient::command(const std::string& redis_key,
@@ -210,12 +179,12 @@ std::optional<RedisValue> RedisRelayClient::command(const std::string& redis_key
   } catch (const RedisFailure& failure) {
     throw StoreUnavailable("Redis at " + shown_url_ + ": " + failure.what());
   }
-  std::string request = deployment_fields_;
-  put_number(request, deadline.refused_at().count());
-  put_number(request, deadline.unavailable_at().count());
-  put(request, redis_key);
-  put_number(request, static_cast<std::int64_t>(arguments.size()));
-  for (const std::string& argument : arguments) put(request, argument);
+  std::vector<std::string> fields = deployment_fields_;
+  fields.push_back(std::to_string(deadline.refused_at().count()));
+  fields.push_back(std::to_string(deadline.unavailable_at().count()));
+  fields.push_back(redis_key);
+  fields.insert(fields.end(), arguments.begin(), arguments.end());
+  const std::string request = resp_command(fields);
   // The agent answers within the operation's timeout, or within the failover timeout after it
   // (Sentinel, Cluster), as the direct path waits; the request's own deadline ends it sooner.
   const nanoseconds unavailable_at = deadline.unavailable_at() + failover_timeout_;
@@ -248,34 +217,34 @@ std::optional<RedisValue> RedisRelayClient::command(const std::string& redis_key
     case AgentAnswer::Outcome::answered:
       break;
   }
+  if (answer.answer == kUnsupportedAnswer) return std::nullopt;
   try {
-    std::string_view in = answer.answer;
-    const std::string_view kind = take(in);
-    if (kind == kUnsupported) return std::nullopt;
-    tell_said(take(in));
-    if (kind == "reply") return take_value(in);
-    if (kind == "too_late") throw RedisTooLate{};
-    const std::string message(take(in));
-    if (kind == "unavailable") throw StoreUnavailable(message);
-    if (kind == "refused") throw RedisRefused(message);
-    if (kind == "lost") throw RedisConnectionLost(message, take(in) == "1");
-    if (kind == "usage") throw UsageError(message);
-    if (kind == "input") throw InputError(message);
+    std::optional<RedisValue> read = read_resp_value(answer.answer);
+    if (!read || read->type != RedisValue::Type::array || read->elements.size() != 2)
+      throw Malformed{};
+    tell_said(read->elements[0]);
+    RedisValue& outcome = read->elements[1];
+    if (outcome.type == RedisValue::Type::array && outcome.elements.size() == 1)
+      return std::move(outcome.elements[0]);
+    if (outcome.type == RedisValue::Type::error) throw_failure(outcome.text);
   } catch (const Malformed&) {
   }
   throw StoreUnavailable("Redis at " + shown_url_ +
                          ": the ratelimit agent gave an answer that makes no sense");
 }
 
-void RedisRelayClient::tell_said(std::string_view said) const {
+void RedisRelayClient::tell_said(const RedisValue& said) const {
   // All checked before any is told: an answer that makes no sense says nothing.
-  std::vector<std::pair<std::string_view, std::string>> told;
-  while (!said.empty()) {
-    const std::string_view kind = take(said);
-    if (kind != "note" && kind != "warning") throw Malformed{};
-    told.emplace_back(kind, take(said));
+  if (said.type != RedisValue::Type::array || said.elements.size() % 2 != 0) throw Malformed{};
+  for (const RedisValue& field : said.elements) {
+    if (field.type != RedisValue::Type::string) throw Malformed{};
   }
-  for (const auto& [kind, text] : told) (kind == "note" ? notify_ : warn_)(text);
+  for (std::size_t i = 0; i < said.elements.size(); i += 2) {
+    const std::string& kind = said.elements[i].text;
+    if (kind != "note" && kind != "warning") throw Malformed{};
+  }
+  for (std::size_t i = 0; i < said.elements.size(); i += 2)
+    (said.elements[i].text == "note" ? notify_ : warn_)(said.elements[i + 1].text);
 }
 
 struct RedisRelay::Request {
@@ -296,25 +265,31 @@ struct RedisRelay::Request {
 namespace {
 
 RedisRelay::Request parse_request(std::string_view request) {
+  std::optional<RedisValue> read = read_resp_value(request);
+  if (!read || read->type != RedisValue::Type::array || read->elements.size() <= kFirstCommandField)
+    throw Malformed{};
+  std::vector<std::string> fields;
+  for (RedisValue& field : read->elements) {
+    if (field.type != RedisValue::Type::string) throw Malformed{};
+    fields.push_back(std::move(field.text));
+  }
+  if (fields[0] != kRequestFormat) throw Malformed{};
   RedisRelay::Request parsed;
-  std::string_view in = request;
-  if (take(in) != kRequestFormat) throw Malformed{};
-  parsed.url = take(in);
-  parsed.tls.ca_file = take(in);
-  parsed.tls.cert_file = take(in);
-  parsed.tls.key_file = take(in);
-  parsed.tls.directory = take(in);
-  parsed.tls.verify = take(in) == "1";
-  parsed.timeout = std::chrono::milliseconds(take_number(in));
-  parsed.failover_timeout = std::chrono::milliseconds(take_number(in));
-  parsed.deployment_key = request.substr(0, request.size() - in.size());
-  parsed.refused_at = nanoseconds(take_number(in));
-  parsed.unavailable_at = nanoseconds(take_number(in));
-  parsed.redis_key = take(in);
-  const std::int64_t count = take_number(in);
-  if (count <= 0 || static_cast<std::size_t>(count) > in.size()) throw Malformed{};
-  for (std::int64_t i = 0; i < count; ++i) parsed.arguments.emplace_back(take(in));
-  if (!in.empty()) throw Malformed{};
+  parsed.url = fields[1];
+  parsed.tls.ca_file = fields[2];
+  parsed.tls.cert_file = fields[3];
+  parsed.tls.key_file = fields[4];
+  parsed.tls.directory = fields[5];
+  parsed.tls.verify = fields[6] == "1";
+  parsed.timeout = std::chrono::milliseconds(number_of(fields[7]));
+  parsed.failover_timeout = std::chrono::milliseconds(number_of(fields[8]));
+  parsed.deployment_key =
+      resp_command(std::vector<std::string>(fields.begin(), fields.begin() + kDeploymentFields));
+  parsed.refused_at = nanoseconds(number_of(fields[kDeploymentFields]));
+  parsed.unavailable_at = nanoseconds(number_of(fields[kDeploymentFields + 1]));
+  parsed.redis_key = fields[kDeploymentFields + 2];
+  parsed.arguments.assign(std::make_move_iterator(fields.begin() + kFirstCommandField),
+                          std::make_move_iterator(fields.end()));
   return parsed;
 }
 
@@ -360,12 +335,12 @@ std::string timed_out_answer(const RedisRelay::Request& request, io::Waiter& wai
   try {
     caller_deadline(request, request.unavailable_at, waiter).check("reply");
   } catch (const RedisFailure& failure) {
-    return failure_answer("unavailable", {},
+    return failure_answer({}, kUnavailable,
                           "Redis at " + hide_password(request.url) + ": " + failure.what());
   } catch (...) {
     return current_failure_answer({});
   }
-  return answer_head("too_late", {});
+  return failure_answer({}, kTooLate);
 }
 
 }  // namespace
@@ -393,8 +368,8 @@ RedisTopology& RedisRelay::deployment(const Request& request) {
     // path says it (--verbose's notes only under the client's --verbose).
     const auto kept_as = [this](std::string_view kind) {
       return [this, kind](const std::string& text) {
-        put(said_, kind);
-        put(said_, text);
+        said_.emplace_back(kind);
+        said_.push_back(text);
       };
     };
     RedisTlsOptions tls = request.tls;
@@ -409,17 +384,15 @@ RedisTopology& RedisRelay::deployment(const Request& request) {
 }
 
 std::string RedisRelay::reply_answer(const Request& request, const RedisValue& reply,
-                                     std::string_view said) {
+                                     const std::vector<std::string>& said) {
   if ((request.arguments[0] == "EVALSHA" || request.arguments[0] == "EVAL") &&
       reply.type != RedisValue::Type::error)
     ++decisions_;
-  std::string out = answer_head("reply", said);
-  put_value(out, reply);
-  return out;
+  return reply_outcome(said, reply);
 }
 
 std::string RedisRelay::answer_alone(const Request& request, io::Waiter& waiter,
-                                     std::string_view said_before) {
+                                     const std::vector<std::string>& said_before) {
   said_ = said_before;
   try {
     RedisDeadline deadline = caller_deadline(request, unavailable_at(request), waiter);
@@ -433,7 +406,8 @@ std::string RedisRelay::answer_alone(const Request& request, io::Waiter& waiter,
 
 void RedisRelay::answer_command(const std::vector<Request>& parsed,
                                 const std::vector<std::size_t>& requests, RedisValue reply,
-                                std::string_view server, io::Waiter& waiter, std::string_view said,
+                                std::string_view server, io::Waiter& waiter,
+                                const std::vector<std::string>& said,
                                 std::vector<std::string>& answers) {
   // Sent to the wrong node of a Cluster: nothing ran, and each request goes there on its own.
   if (RedisTopology::sent_elsewhere(reply)) {
@@ -467,7 +441,7 @@ std::vector<std::string> RedisRelay::answer(const std::vector<std::string>& requ
       parsed[i] = parse_request(requests[i]);
       batches[parsed[i].deployment_key].push_back(i);
     } catch (const Malformed&) {
-      put(answers[i], kUnsupported);
+      answers[i] = kUnsupportedAnswer;
     }
   }
   for (auto& [deployment_key, batch] : batches) {
@@ -479,7 +453,7 @@ std::vector<std::string> RedisRelay::answer(const std::vector<std::string>& requ
     std::erase_if(batch, [&](std::size_t i) {
       const nanoseconds now = waiter.now();
       if (parsed[i].refused_at > now && unavailable_at(parsed[i]) > now) return false;
-      answers[i] = parsed[i].refused_at <= now ? answer_head("too_late", {})
+      answers[i] = parsed[i].refused_at <= now ? failure_answer({}, kTooLate)
                                                : timed_out_answer(parsed[i], waiter);
       return true;
     });
@@ -528,7 +502,7 @@ std::vector<std::string> RedisRelay::answer(const std::vector<std::string>& requ
         for (const std::size_t i : batch) answers[i] = failure;
         continue;
       }
-      const std::string said_in_batch = std::exchange(said_, {});
+      const std::vector<std::string> said_in_batch = std::exchange(said_, {});
       if (replies) {
         for (std::size_t c = 0; c < answered_by.size(); ++c)
           answer_command(parsed, answered_by[c], std::move((*replies)[c]), server, waiter,

@@ -55,8 +55,8 @@ class RedisRelayClient {
 
  private:
   std::shared_ptr<AgentLink> link_;
-  // The deployment's part of every request, encoded once.
-  std::string deployment_fields_;
+  // The deployment's part of every request: its first fields.
+  std::vector<std::string> deployment_fields_;
   std::string shown_url_;
   // How soon the agent must show that it runs (AgentLink::exchange).
   std::chrono::nanoseconds liveness_;
@@ -64,8 +64,8 @@ class RedisRelayClient {
   Notify notify_;
   Notify warn_;
 
-  // Tells the notes and warnings of an answer's field of them.
-  void tell_said(std::string_view said) const;
+  // Tells the notes and warnings of an answer's array of them.
+  void tell_said(const RedisValue& said) const;
 };
 
 // The agent's side: one RedisTopology per deployment, kept until the agent ends.
@@ -105,22 +105,23 @@ class RedisRelay final : public AgentStores {
   // One request on its own, on the deployment's connection; its answer carries `said_before` and
   // what was said while serving it.
   std::string answer_alone(const Request& request, io::Waiter& waiter,
-                           std::string_view said_before);
+                           const std::vector<std::string>& said_before);
   // Answers `requests` (of `parsed`) with the reply to the command sent for them: theirs, or each
   // its own of a batch's; as answer_alone() where it did not run. `server` names the deployment.
   void answer_command(const std::vector<Request>& parsed, const std::vector<std::size_t>& requests,
                       RedisValue reply, std::string_view server, io::Waiter& waiter,
-                      std::string_view said, std::vector<std::string>& answers);
+                      const std::vector<std::string>& said, std::vector<std::string>& answers);
   // The answer that carries `reply` back, and `said`; a script's reply (not NOSCRIPT) is a
   // decision served.
-  std::string reply_answer(const Request& request, const RedisValue& reply, std::string_view said);
+  std::string reply_answer(const Request& request, const RedisValue& reply,
+                           const std::vector<std::string>& said);
 
   std::string session_dir_;
   std::map<std::string, RedisTopology, std::less<>> deployments_;
   std::uint64_t decisions_ = 0;
-  // What the deployments said (notes, warnings) since the answer being made was begun, in the
-  // form answers carry it.
-  std::string said_;
+  // What the deployments said since the answer being made was begun: kind ("note", "warning")
+  // and text in turn.
+  std::vector<std::string> said_;
 };
 
 }  // namespace ratelimit::stores
