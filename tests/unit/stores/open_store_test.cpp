@@ -47,7 +47,7 @@ TEST(OpenStore, AUrlNamesRedisWithItsPolicy) {
   testing::FakeClock clock;
   testing::FakeWaiter waiter(clock);
   EXPECT_THROW(open_store(options)->reserve(one_permit("api"), waiter), StoreUnavailable);
-  options.redis.on_unavailable = {.action = OnUnavailable::allow, .said_as = "allow"};
+  options.redis.on_unavailable.action = OnUnavailable::allow;
   EXPECT_TRUE(open_store(options)->reserve(one_permit("api"), waiter).granted);
   EXPECT_EQ(warnings.size(), 1u);
   // Nothing was kept in the state directory: Redis was the store, and it allowed.
