@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "errors.hpp"
+#include "format/prefixes.hpp"
 #include "ratelimit/quota.hpp"
 
 namespace ratelimit::format {
@@ -20,16 +21,11 @@ namespace {
 
 using namespace std::string_view_literals;
 
-struct Prefix {
-  std::string_view symbol;
-  double factor;
-};
-
-// Longest symbols first so that "Ki" is not read as "K" followed by "i".
+// The prefixes read: those written, IEC first so that "Ki" is not read as "K" followed by "i",
+// and "K" for kilo as people also write it.
 constexpr Prefix kPrefixes[] = {
-    {"Ki"sv, 1024.0}, {"Mi"sv, 1048576.0}, {"Gi"sv, 1073741824.0}, {"Ti"sv, 1099511627776.0},
-    {"k"sv, 1e3},     {"K"sv, 1e3},        {"M"sv, 1e6},           {"G"sv, 1e9},
-    {"T"sv, 1e12},
+    kBinaryPrefixes[1], kBinaryPrefixes[2], kBinaryPrefixes[3], kBinaryPrefixes[4], kSiPrefixes[1],
+    {"K"sv, 1e3},       kSiPrefixes[2],     kSiPrefixes[3],     kSiPrefixes[4],
 };
 
 struct TimeUnit {

@@ -9,23 +9,12 @@
 #include <iterator>
 #include <utility>
 
+#include "format/prefixes.hpp"
+
 namespace ratelimit::format {
 namespace {
 
 using namespace std::string_view_literals;
-
-struct Prefix {
-  std::string_view symbol;
-  double factor;
-};
-
-constexpr Prefix kSiPrefixes[] = {
-    {""sv, 1.0}, {"k"sv, 1e3}, {"M"sv, 1e6}, {"G"sv, 1e9}, {"T"sv, 1e12}};
-constexpr Prefix kBinaryPrefixes[] = {{""sv, 1.0},
-                                      {"Ki"sv, 1024.0},
-                                      {"Mi"sv, 1048576.0},
-                                      {"Gi"sv, 1073741824.0},
-                                      {"Ti"sv, 1099511627776.0}};
 
 struct Period {
   std::string_view symbol;
