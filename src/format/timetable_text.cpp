@@ -73,7 +73,9 @@ std::vector<WrittenTimetableEntry> entries_of(std::string_view text,
     if (comma == std::string_view::npos) reject(entry, "expected [DAY-]HH:MM,RATE");
     std::string_view when = entry.substr(0, comma);
     const std::string_view rate = entry.substr(comma + 1);
-    WrittenTimetableEntry written{.text = std::string(entry), .rate_text = std::string(rate)};
+    WrittenTimetableEntry written;
+    written.text = entry;
+    written.rate_text = rate;
     TimetableEntry& parsed = written.entry;
     if (const std::size_t dash = when.find('-'); dash != std::string_view::npos) {
       parsed.weekday = weekday_of(when.substr(0, dash), entry);
