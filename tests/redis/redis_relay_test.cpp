@@ -310,8 +310,13 @@ TEST(RedisRelayFormat, NotesAndWarningsOfAnAnswerAreToldInOrder) {
   // An answer in RESP: the array of what was said, then the reply (PONG) in an array of one.
   const auto pong = [](const std::vector<std::string>& said) {
     std::string answer = "*2\r\n*" + std::to_string(said.size()) + "\r\n";
-    for (const std::string& text : said)
-      answer += "$" + std::to_string(text.size()) + "\r\n" + text + "\r\n";
+    for (const std::string& text : said) {
+      answer += '$';
+      answer += std::to_string(text.size());
+      answer += "\r\n";
+      answer += text;
+      answer += "\r\n";
+    }
     return answer + "*1\r\n+PONG\r\n";
   };
   const std::string url = "unix:///a.sock";
