@@ -45,7 +45,8 @@ class RedisTopology {
   // nothing was written), a connection lost and a master that does not answer within `deadline`
   // (it went away or hangs); in a Cluster, a node that a MOVED named lost or hanging, CLUSTERDOWN
   // and TRYAGAIN. Each sends the command again, to the master found anew, each time within a new
-  // `timeout`, as long as the failover timeout lasts: the one sent before may have booked, so a
+  // `timeout`, as long as the request's failover budget lasts (RedisDeadline::failover_budget: one
+  // per request, connect() and every try included): the one sent before may have booked, so a
   // key can pay twice for one request, never grant twice. A request's own deadline
   // (RedisDeadline::refuse_after) still ends it. After a failover, `deadline` is renewed for what
   // follows. A server that refuses connections (restarting) throws RedisConnectionLost (not
@@ -65,6 +66,11 @@ class RedisTopology {
   // When a command last met a failover here (on its deadline's waiter), or zero: the agent lets a
   // request that waited behind one wait for the failover, as its caller does alone.
   std::chrono::nanoseconds last_failover() const { return last_failover_; }
+  // Whether a command on `redis_key` may meet a failover here (and be sent again within the
+  // failover budget): under Sentinel, or on a Cluster node that a MOVED named.
+  bool may_fail_over(const std::string& redis_key) const {
+    return deployment_.kind == RedisDeployment::Kind::sentinel || key_nodes_.contains(redis_key);
+  }
   // Connects to the node that serves `redis_key`, if not connected yet, within `deadline`; after
   // a failover, `deadline` is renewed for what follows.
   void connect(const std::string& redis_key, RedisDeadline& deadline);
