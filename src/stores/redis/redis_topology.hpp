@@ -66,11 +66,6 @@ class RedisTopology {
   // When a command last met a failover here (on its deadline's waiter), or zero: the agent lets a
   // request that waited behind one wait for the failover, as its caller does alone.
   std::chrono::nanoseconds last_failover() const { return last_failover_; }
-  // Whether a command on `redis_key` may meet a failover here (and be sent again within the
-  // failover budget): under Sentinel, or on a Cluster node that a MOVED named.
-  bool may_fail_over(const std::string& redis_key) const {
-    return deployment_.kind == RedisDeployment::Kind::sentinel || key_nodes_.contains(redis_key);
-  }
   // Connects to the node that serves `redis_key`, if not connected yet, within `deadline`; after
   // a failover, `deadline` is renewed for what follows.
   void connect(const std::string& redis_key, RedisDeadline& deadline);
