@@ -220,23 +220,30 @@ class Route {
       if (jobs.empty()) continue;
       std::vector<std::string> requests;
       for (Job& job : jobs) requests.push_back(std::move(job.text));
-      std::vector<std::string> answers = stores->answer(requests, waiter);
+      // A caller whose deadline comes while others of the batch are still waited for is answered
+      // then.
+      std::vector<bool> answered(jobs.size());
+      std::vector<std::string> answers =
+          stores->answer(requests, waiter, [&](std::size_t i, std::string answer) {
+            answered[i] = true;
+            deliver(jobs[i], std::move(answer), news);
+          });
       {
         const std::lock_guard lock(mutex_);
         connections_ = stores->connections();
         decisions_ = stores->decisions();
       }
-      bool left_waiting = false;
-      bool keeps_alive = false;
-      for (std::size_t i = 0; i < jobs.size(); ++i) {
-        left_waiting =
-            jobs[i].client->deliver(jobs[i].number, std::move(answers[i])) || left_waiting;
-        keeps_alive = keeps_alive || jobs[i].keeps_alive;
-      }
-      if (keeps_alive) news.last_answered = io::monotonic_now().count();
-      news.in_flight -= jobs.size();
-      if (left_waiting) raise_event(news.answers_waiting.get());
+      for (std::size_t i = 0; i < jobs.size(); ++i)
+        if (!answered[i]) deliver(jobs[i], std::move(answers[i]), news);
     }
+  }
+
+  // Writes `answer` to the job's client, and tells the main thread.
+  static void deliver(const Job& job, std::string answer, RouteNews& news) {
+    const bool left_waiting = job.client->deliver(job.number, std::move(answer));
+    if (job.keeps_alive) news.last_answered = io::monotonic_now().count();
+    --news.in_flight;
+    if (left_waiting) raise_event(news.answers_waiting.get());
   }
 
   io::FileDescriptor work_came_;

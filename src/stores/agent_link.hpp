@@ -2,6 +2,7 @@
 
 #include <chrono>
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -51,14 +52,20 @@ class AgentLink {
 // agent_route), kept between requests and between clients. Used by one thread at a time.
 class AgentStores {
  public:
+  // Answers request `index` (of those answer() was given) at once, before answer() returns: its
+  // caller stops waiting before the others are answered. Its place in what answer() returns is
+  // then not used.
+  using AnswerNow = std::function<void(std::size_t index, std::string answer)>;
+
   virtual ~AgentStores() = default;
   // The answers to the requests that came (from one client or several), one each, in their
   // order. Requests for one store that come together go to it together, each as it would go
   // alone. Waits go through `waiter`: a stop signal it reports ends them, and the answers say the
   // agent was stopped. Never throws for what a store does: an answer carries it back to its
-  // client, who treats it as it treats its own store's errors.
+  // client, who treats it as it treats its own store's errors. Without `answer_now`, every
+  // answer comes when answer() returns.
   virtual std::vector<std::string> answer(const std::vector<std::string>& requests,
-                                          io::Waiter& waiter) = 0;
+                                          io::Waiter& waiter, const AnswerNow& answer_now = {}) = 0;
   // Connections kept open now, and the decisions made (requests answered by a store) so far.
   virtual std::size_t connections() const = 0;
   virtual std::uint64_t decisions() const = 0;

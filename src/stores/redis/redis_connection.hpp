@@ -3,6 +3,7 @@
 #include <chrono>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -75,6 +76,11 @@ class RedisDeadline {
   RedisDeadline renewed(std::chrono::milliseconds timeout) const;
   // The same, but never later than this one: one step's part of a search.
   RedisDeadline share(std::chrono::milliseconds timeout) const;
+  // The request's failover budget: `failover_timeout` from the first time any deadline of the
+  // request (this one, those renewed or shared from it, and their copies) asked for it, so that a
+  // request spends one budget however many failovers it meets, connecting or sending, and however
+  // often it is tried again. Refused as this one is.
+  RedisDeadline failover_budget(std::chrono::milliseconds failover_timeout) const;
 
   io::Waiter& waiter() { return *waiter_; }
   // When the call is refused (refuse_after; nanoseconds::max(): never), and when the server
@@ -99,6 +105,9 @@ class RedisDeadline {
   std::chrono::milliseconds timeout_;
   std::chrono::nanoseconds unavailable_at_;
   std::chrono::nanoseconds refused_at_ = std::chrono::nanoseconds::max();
+  // When the request's failover budget ends, once one was asked for; shared by its deadlines.
+  std::shared_ptr<std::optional<std::chrono::nanoseconds>> failover_ends_ =
+      std::make_shared<std::optional<std::chrono::nanoseconds>>();
 };
 
 class TlsSessionCache;

@@ -99,7 +99,16 @@ RedisDeadline::RedisDeadline(std::chrono::milliseconds timeout, io::Waiter* wait
 RedisDeadline RedisDeadline::renewed(std::chrono::milliseconds timeout) const {
   RedisDeadline next(timeout, waiter_);
   next.refused_at_ = refused_at_;
+  next.failover_ends_ = failover_ends_;
   return next;
+}
+
+RedisDeadline RedisDeadline::failover_budget(std::chrono::milliseconds failover_timeout) const {
+  if (!*failover_ends_) *failover_ends_ = deadline_after(waiter_->now(), failover_timeout);
+  RedisDeadline budget = *this;
+  budget.timeout_ = failover_timeout;
+  budget.unavailable_at_ = **failover_ends_;
+  return budget;
 }
 
 RedisDeadline RedisDeadline::share(std::chrono::milliseconds timeout) const {

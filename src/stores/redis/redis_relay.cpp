@@ -5,12 +5,14 @@
 #include <algorithm>
 #include <charconv>
 #include <filesystem>
+#include <iterator>
 #include <span>
 #include <system_error>
 #include <utility>
 
 #include "errors.hpp"
 #include "format/quantities.hpp"
+#include "io/acting_waiter.hpp"
 #include "stores/redis/redis_connection_transport.hpp"
 #include "stores/redis/redis_deployment.hpp"
 #include "stores/redis/redis_resp.hpp"
@@ -431,7 +433,7 @@ void RedisRelay::answer_command(const std::vector<Request>& parsed,
 }
 
 std::vector<std::string> RedisRelay::answer(const std::vector<std::string>& requests,
-                                            io::Waiter& waiter) {
+                                            io::Waiter& waiter, const AnswerNow& answer_now) {
   std::vector<std::string> answers(requests.size());
   // Each deployment's requests, in the order they came.
   std::map<std::string_view, std::vector<std::size_t>> batches;
@@ -488,13 +490,33 @@ std::vector<std::string> RedisRelay::answer(const std::vector<std::string>& requ
       said_.clear();
       std::string server;
       try {
-        // The batch is waited for as long as its most pressed caller waits, none past its own.
-        const Request& first =
-            parsed[*std::min_element(batch.begin(), batch.end(), [&](std::size_t a, std::size_t b) {
-              return parsed[a].unavailable_at < parsed[b].unavailable_at;
-            })];
-        RedisDeadline deadline = caller_deadline(first, unavailable_at(first), waiter);
-        RedisTopology& topology = deployment(first);
+        // The batch is waited for until its last caller's timeout; each caller whose timeout
+        // comes sooner is answered then, as a server that does not reply would answer it alone.
+        const auto deadline_of = [&](std::size_t i) { return unavailable_at(parsed[i]); };
+        const std::size_t last = *std::max_element(
+            batch.begin(), batch.end(),
+            [&](std::size_t a, std::size_t b) { return deadline_of(a) < deadline_of(b); });
+        std::vector<std::size_t> sooner;
+        if (answer_now)
+          std::copy_if(batch.begin(), batch.end(), std::back_inserter(sooner),
+                       [&](std::size_t i) { return deadline_of(i) < deadline_of(last); });
+        io::ActingWaiter answering_sooner(
+            waiter,
+            [&] {
+              nanoseconds next = nanoseconds::max();
+              for (const std::size_t i : sooner) next = std::min(next, deadline_of(i));
+              return next;
+            },
+            [&] {
+              const nanoseconds now = waiter.now();
+              std::erase_if(sooner, [&](std::size_t i) {
+                if (deadline_of(i) > now) return false;
+                answer_now(i, timed_out_answer(parsed[i], waiter));
+                return true;
+              });
+            });
+        RedisDeadline deadline = caller_deadline(parsed[last], deadline_of(last), answering_sooner);
+        RedisTopology& topology = deployment(parsed[last]);
         server = "Redis at " + topology.shown_url();
         replies = topology.pipeline(commands, deadline);
       } catch (...) {

@@ -87,8 +87,11 @@ class RedisRelay final : public AgentStores {
   // another form (answered "unsupported").
   static std::string route(std::string_view request);
 
-  std::vector<std::string> answer(const std::vector<std::string>& requests,
-                                  io::Waiter& waiter) override;
+  // A batch sent in one write is waited for until its last caller's timeout; each caller whose
+  // timeout comes sooner is answered at its own (answer_now), as a server that does not reply
+  // would answer it alone.
+  std::vector<std::string> answer(const std::vector<std::string>& requests, io::Waiter& waiter,
+                                  const AnswerNow& answer_now = {}) override;
   std::size_t connections() const override { return deployments_.size(); }
   std::uint64_t decisions() const override { return decisions_; }
 

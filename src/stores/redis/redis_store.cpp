@@ -113,7 +113,12 @@ auto RedisStore::with_restarts(RedisDeadline& deadline, bool resend_if_reply_los
       // try there), then one twice as long, up to the longest.
       const auto jittered = std::uniform_int_distribution<milliseconds::rep>(
           pause.count() / 2, pause.count())(jitter_);
-      if (deadline.waiter().now() + milliseconds(jittered) >= deadline.refused_at()) throw;
+      if (const nanoseconds left = deadline.refused_at() - deadline.waiter().now();
+          left <= milliseconds(jittered)) {
+        // The request's own deadline (--timeout) comes first: answered at it, not a pause before.
+        restart->pause(left);
+        throw;
+      }
       restart->pause(milliseconds(jittered));
       pause = std::min(pause * 2, kLongestRestartPause);
       deadline = deadline.renewed(timeout_);

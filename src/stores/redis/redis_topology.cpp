@@ -109,7 +109,7 @@ bool RedisTopology::sent_elsewhere(const RedisValue& reply) {
 
 void RedisTopology::connect(const std::string& redis_key, RedisDeadline& deadline) {
   if (deployment_.kind == RedisDeployment::Kind::sentinel) {
-    RedisDeadline failover = deadline.renewed(failover_timeout_);
+    RedisDeadline failover = deadline.failover_budget(failover_timeout_);
     master(deadline, failover, false);
     return;
   }
@@ -137,7 +137,7 @@ RedisConnection& RedisTopology::node_connection(const RedisAddress& node, RedisD
 RedisValue RedisTopology::command_in_cluster(const std::string& redis_key,
                                              const std::vector<std::string>& arguments,
                                              RedisDeadline& deadline) {
-  RedisDeadline failover = deadline.renewed(failover_timeout_);
+  RedisDeadline failover = deadline.failover_budget(failover_timeout_);
   RedisDeadline attempt = deadline;
   bool told = false;
   while (true) {
@@ -223,8 +223,8 @@ RedisConnection& RedisTopology::master(RedisDeadline& deadline, RedisDeadline& f
 
 RedisValue RedisTopology::command_on_master(const std::vector<std::string>& arguments,
                                             RedisDeadline& deadline) {
-  // Counted from the request that meets the failover, whichever way it shows.
-  RedisDeadline failover = deadline.renewed(failover_timeout_);
+  // The request's one budget, whichever way the failover shows and whether connect met it first.
+  RedisDeadline failover = deadline.failover_budget(failover_timeout_);
   RedisDeadline attempt = deadline;
   bool lost = false;
   while (true) {
@@ -391,7 +391,7 @@ void RedisTopology::failover_too_long(const std::string& cause) const {
 void RedisTopology::for_each_master(RedisDeadline& deadline,
                                     const std::function<void(RedisConnection&)>& visit) {
   if (deployment_.kind == RedisDeployment::Kind::sentinel) {
-    RedisDeadline failover = deadline.renewed(failover_timeout_);
+    RedisDeadline failover = deadline.failover_budget(failover_timeout_);
     visit(master(deadline, failover, false));
     return;
   }

@@ -45,7 +45,8 @@ class RedisTopology {
   // nothing was written), a connection lost and a master that does not answer within `deadline`
   // (it went away or hangs); in a Cluster, a node that a MOVED named lost or hanging, CLUSTERDOWN
   // and TRYAGAIN. Each sends the command again, to the master found anew, each time within a new
-  // `timeout`, as long as the failover timeout lasts: the one sent before may have booked, so a
+  // `timeout`, as long as the request's failover budget lasts (RedisDeadline::failover_budget: one
+  // per request, connect() and every try included): the one sent before may have booked, so a
   // key can pay twice for one request, never grant twice. A request's own deadline
   // (RedisDeadline::refuse_after) still ends it. After a failover, `deadline` is renewed for what
   // follows. A server that refuses connections (restarting) throws RedisConnectionLost (not

@@ -54,5 +54,26 @@ TEST_F(RedisDeadlineTest, TheRequestsOwnDeadlineIsKept) {
   EXPECT_THROW(share.check("reply"), RedisTooLate);
 }
 
+// A request has one failover budget, counted from the first time one of its deadlines asked for
+// it: connecting and then sending, or trying again after a restart, do not open a second one.
+TEST_F(RedisDeadlineTest, ARequestHasOneFailoverBudget) {
+  RedisDeadline operation(milliseconds(1000), &waiter_);
+  const RedisDeadline copied_before = operation;
+  const RedisDeadline connecting = operation.failover_budget(milliseconds(2000));
+  clock_.advance(milliseconds(1500));
+  const RedisDeadline sending =
+      copied_before.renewed(milliseconds(1000)).failover_budget(milliseconds(2000));
+  const RedisDeadline step = operation.share(milliseconds(250)).failover_budget(milliseconds(2000));
+  clock_.advance(milliseconds(499));
+  EXPECT_FALSE(sending.passed());
+  clock_.advance(milliseconds(1));
+  EXPECT_TRUE(connecting.passed());
+  EXPECT_TRUE(sending.passed());
+  EXPECT_TRUE(step.passed());
+  // Another request has its own.
+  const RedisDeadline other(milliseconds(1000), &waiter_);
+  EXPECT_FALSE(other.failover_budget(milliseconds(2000)).passed());
+}
+
 }  // namespace
 }  // namespace ratelimit::stores
