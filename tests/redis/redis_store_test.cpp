@@ -641,7 +641,9 @@ TEST(RedisFailures, ServerKilledMidRunIsUnavailableNotSigpipe) {
 TEST(RedisFailures, ConnectionClosedMidCommandIsAnErrorNotSigpipe) {
   RedisServer server({}, true);
   admin(server, {"CONFIG", "SET", "proto-max-bulk-len", "1mb"});
-  const RedisTls tls(RedisTlsOptions{.ca_file = server.ca_file()});
+  RedisTlsOptions tls_options;
+  tls_options.ca_file = server.ca_file();
+  const RedisTls tls(tls_options);
   const std::string too_long(16 << 20, 'x');
   for (const std::string& url : {server.unix_url(), server.tcp_url(), server.tls_url()}) {
     const RedisAddress address = parse_redis_url(url);
