@@ -166,7 +166,12 @@ Result Engine::move_buffered() {
       const Wake wake = span.bytes == 0 ? wait_for_input() : io_.wait(io_.now(), WaitFor::input);
       if (wake == Wake::stop) return stop_after_writing_buffer();
       if (wake == Wake::ready) {
-        end_of_input = read_more(span);
+        if (!books_records_before_reading()) {
+          end_of_input = read_more(span);
+          continue;
+        }
+        if (std::optional<Result> ended = book_next_record()) return *ended;
+        end_of_input = read_one_record();
         continue;
       }
       span = next_span(end_of_input);  // nothing more now: the short chunk goes
@@ -193,13 +198,44 @@ Result Engine::move_buffered() {
   }
 }
 
-bool Engine::read_more(const Span& complete) {
-  if (begin_ > 0) {
-    std::copy(buffer_.begin() + static_cast<std::ptrdiff_t>(begin_),
-              buffer_.begin() + static_cast<std::ptrdiff_t>(end_), buffer_.begin());
-    end_ -= begin_;
-    begin_ = 0;
+void Engine::compact_buffer() {
+  if (begin_ == 0) return;
+  std::copy(buffer_.begin() + static_cast<std::ptrdiff_t>(begin_),
+            buffer_.begin() + static_cast<std::ptrdiff_t>(end_), buffer_.begin());
+  end_ -= begin_;
+  begin_ = 0;
+}
+
+bool Engine::books_records_before_reading() const {
+  return !options_.unit.counts_bytes() && (options_.stop_at_quota || options_.longest_wait) &&
+         !io_.input_takes_back();
+}
+
+std::optional<Result> Engine::book_next_record() {
+  // A record begun or pending has its turn; an input at its end (ready, holding nothing) has no
+  // record to book.
+  if (end_ > begin_ || inside_record_ || io_.bytes_ready() == std::size_t{0}) return std::nullopt;
+  const std::optional<nanoseconds> turn = source_.due_time(1, io_.now(), std::nullopt);
+  if (!turn) return finish(Ending::stopped, io_.stop_signal());
+  if (const std::optional<Ending> ending = refusal(*turn)) return finish(*ending);
+  return std::nullopt;
+}
+
+bool Engine::read_one_record() {
+  compact_buffer();
+  const char delimiter = *options_.unit.delimiter;
+  last_read_filled_ = false;
+  while (end_ < buffer_.size()) {
+    const Moved got = io_.read(std::span(buffer_.data() + end_, 1));
+    end_ += got.bytes;
+    if (got.end_of_input) return true;
+    if (got.bytes == 0 || buffer_[end_ - 1] == delimiter || !io_.input_ready_now()) break;
   }
+  return false;
+}
+
+bool Engine::read_more(const Span& complete) {
+  compact_buffer();
   std::size_t room = buffer_.size() - end_;
   if (!io_.input_takes_back())
     room = options_.unit.counts_bytes()

@@ -158,6 +158,19 @@ class Engine {
   // Reads after the pending data, of which `complete` is the complete records (a short chunk, or
   // none); true at the end of the input.
   bool read_more(const Span& complete);
+  // Record modes whose turns may be refused (--stop-at-quota, --timeout), from an input that
+  // cannot take back what was read (a pipe): each record's turn is asked for before the record is
+  // read, and the record read to its end and no further, so that a refused turn leaves it in the
+  // input. True for the current input.
+  bool books_records_before_reading() const;
+  // Under books_records_before_reading(): the next record's turn when none is begun or pending and
+  // the input holds more; an ending when the turn is refused (nothing read) or a stop came.
+  std::optional<Result> book_next_record();
+  // Reads the record begun (or the next) up to its delimiter, a byte at a time, as far as the
+  // input holds it now; true at the end of the input.
+  bool read_one_record();
+  // Moves the pending data to the start of the buffer.
+  void compact_buffer();
   // Record modes, at a stop: reads the rest of a record that a read cut, as far as the input
   // holds it now.
   void complete_last_record();
