@@ -163,12 +163,15 @@ class Engine {
   // read, and the record read to its end and no further, so that a refused turn leaves it in the
   // input. True for the current input.
   bool books_records_before_reading() const;
-  // Under books_records_before_reading(): the next record's turn when none is begun or pending and
-  // the input holds more; an ending when the turn is refused (nothing read) or a stop came.
-  std::optional<Result> book_next_record();
-  // Reads the record begun (or the next) up to its delimiter, a byte at a time, as far as the
-  // input holds it now; true at the end of the input.
-  bool read_one_record();
+  // Under books_records_before_reading(): when the records granted are all read and the input
+  // holds more, the turn of the next chunk of records, or of one record where a quota or the
+  // longest wait refuses the chunk; an ending when that is refused too (nothing read) or a stop
+  // came.
+  std::optional<Result> book_next_records();
+  // Reads no further than the records granted can end (a byte each at least), as far as the input
+  // holds them now; the rest of a record begun without a grant, a byte at a time to its end. True
+  // at the end of the input.
+  bool read_granted_records();
   // Moves the pending data to the start of the buffer.
   void compact_buffer();
   // Record modes, at a stop: reads the rest of a record that a read cut, as far as the input
@@ -227,7 +230,9 @@ class Engine {
   RatePeriod scheduled_;
   std::vector<RateChange> rate_changes_;
   std::chrono::nanoseconds refused_wait_{0};  // of the turn refused, if one was
-  bool rate_changed_ = false;                 // since the current wait began
+  // Under books_records_before_reading(): records granted and not yet read to their end.
+  std::int64_t records_granted_ = 0;
+  bool rate_changed_ = false;  // since the current wait began
 
   std::vector<char> buffer_;
   std::size_t begin_ = 0;  // unwritten data is buffer_[begin_, end_)
