@@ -33,10 +33,13 @@ inline constexpr int kQuotaCounts = kQuotaSlots + 2;
 
 // The whole mutable state of a quota: the units granted in each of the kQuotaCounts slots up to
 // and including `newest_slot` (slot i covers [i * slot_length, (i + 1) * slot_length) on the
-// clock's timeline), oldest first.
+// clock's timeline), oldest first; and `passed`, the units that bookings ahead of their moment
+// shifted out of the counts while a window ending before the newest slot still held them (only
+// for used(): decisions never read it).
 struct QuotaState {
   std::int64_t newest_slot = 0;
   std::array<std::int64_t, kQuotaCounts> counts{};
+  std::int64_t passed = 0;
 
   friend bool operator==(const QuotaState&, const QuotaState&) = default;
 };
@@ -67,8 +70,12 @@ struct QuotaState {
 //   earliest(n, from):    never if n > limit; else for s = max(slot(from), newest), s + 1, ...
 //                         the first s with counts[s - newest ..= C - 1] summing to at most
 //                         limit - n (slots after newest hold 0); the moment is max(from, s * L).
-//   book(n, at):          s = max(slot(at), newest); shift counts toward the oldest by
-//                         s - newest (zeros come in as the newest), newest = s; counts[C - 1] += n.
+//   book(n, at, now):     s = max(slot(at), newest); when s > newest: passed = (newest > slot(now)
+//                         ? passed : 0) + the counts shifted out whose slots are at or after
+//                         slot(now) - C + 1; shift counts toward the oldest by s - newest (zeros
+//                         come in as the newest), newest = s; counts[C - 1] += n.
+//   used(now):            the counts of slots slot(now) - C + 1 ..= slot(now), plus passed when
+//                         slot(now) < newest; at most the limit.
 class Quota {
  public:
   // Throws std::invalid_argument naming the bad value.
@@ -78,10 +85,14 @@ class Quota {
   // The first moment not before `from` at which `units` may be granted;
   // nanoseconds::max() if they never may (more than the limit).
   std::chrono::nanoseconds earliest(std::int64_t units, std::chrono::nanoseconds from) const;
-  // Counts `units` granted at `at` (in the newest slot if `at` is before it).
-  void book(std::int64_t units, std::chrono::nanoseconds at);
-  // Units granted in the kQuotaCounts slots that end with the slot of `now`: what a request at
-  // `now` is counted against.
+  // Counts `units` granted at `at` (in the newest slot if `at` is before it), booked at `now`
+  // (at most `at`; `at` itself when not given).
+  void book(std::int64_t units, std::chrono::nanoseconds at,
+            std::chrono::nanoseconds now = std::chrono::nanoseconds::max());
+  // Units granted in the kQuotaCounts slots that end with the slot of `now`: what the window
+  // ending now holds. Bookings in later slots are not in it; units granted before a booking ahead
+  // shifted them out of the counts are (as `passed`, which may still count some a later `now` no
+  // longer holds, until the newest slot begins: at most the limit, as no window holds more).
   std::int64_t used(std::chrono::nanoseconds now) const;
 
   const QuotaParams& params() const { return params_; }

@@ -37,7 +37,7 @@ _ratelimit() {
   case $command in
     "") options="$rate_options $shared_options --output -o --lines -l --null -0 --delimiter --chunk
                  --timeout --stop-at-quota --size -s --progress -p --stats --on-redis-error --no-agent --help -h --version -V" ;;
-    set) options="$rate_options --no-quota $shared_options --help -h --version -V" ;;
+    set) options="$rate_options --no-quota --no-start-full --no-pay-first $shared_options --help -h --version -V" ;;
     exec) options="$rate_options $shared_options --permits --try --timeout --max-inflight
                    --on-redis-error --no-agent --help -h --version -V" ;;
     acquire) options="$rate_options $shared_options --permits --try --timeout --on-redis-error

@@ -42,6 +42,8 @@ complete -c ratelimit -n "$own" -s V -l version -d 'Print the version and exit'
 set -l with_rate "not __fish_seen_subcommand_from status reset; and $own"
 complete -c ratelimit -n "$with_rate" -s r -l rate -x -d 'Rate: units per period, e.g. 5000, 10MiB/s, 2/s'
 complete -c ratelimit -n "__fish_seen_subcommand_from set" -l no-quota -x -d "With --key: remove the key's quota of this PERIOD, or all"
+complete -c ratelimit -n "__fish_seen_subcommand_from set" -l no-start-full -d "With --key: turn the key's --start-full off"
+complete -c ratelimit -n "__fish_seen_subcommand_from set" -l no-pay-first -d "With --key: turn the key's --pay-first off"
 complete -c ratelimit -n "$with_rate" -l burst -x -d 'Unused capacity stored for a burst (2s or 64k)'
 complete -c ratelimit -n "$with_rate" -l warmup -x -d 'Start cold and ramp up over this duration'
 complete -c ratelimit -n "$with_rate" -l cold-factor -x -d 'With --warmup: how much slower a cold start is'

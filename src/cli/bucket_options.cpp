@@ -280,6 +280,8 @@ KeyChange changed_key(const KeyChangeOptions& options,
   }
   if (given.start_full) params.start_full = true;
   if (given.pay_first) params.pay_first = true;
+  if (options.start_full_off) params.start_full = false;
+  if (options.pay_first_off) params.pay_first = false;
   std::vector<QuotaParams>& quotas = settings.quotas;
   if (options.all_quotas_removed) quotas.clear();
   for (const std::chrono::nanoseconds period : options.removed_quota_periods)

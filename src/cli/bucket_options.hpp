@@ -83,14 +83,17 @@ struct KeyChangeOptions {
   // --no-quota: the periods of the quotas to remove; all of them when all_quotas.
   std::vector<std::chrono::nanoseconds> removed_quota_periods;
   bool all_quotas_removed = false;
+  // --no-start-full, --no-pay-first: the flag turned off.
+  bool start_full_off = false;
+  bool pay_first_off = false;
 };
 
 // The key's settings and schedule after `ratelimit set --key` with `options` at `now`: the key's
 // (`key`), with only what the options give changed (--rate the rate or timetable, --burst or
-// --warmup the shape, --start-full and --pay-first turned on, each --quota added or in place of
-// the key's of its period, each --no-quota removed). A key without a bucket (none) gets what the
-// options make, as its first user's would (`counted` as bucket_of()). Throws UsageError naming a
-// bad value.
+// --warmup the shape, --start-full and --pay-first turned on and their --no- forms off, each
+// --quota added or in place of the key's of its period, each --no-quota removed). A key without a
+// bucket (none) gets what the options make, as its first user's would (`counted` as bucket_of()).
+// Throws UsageError naming a bad value.
 struct KeyChange {
   stores::KeySettings settings;
   stores::KeySchedule schedule;

@@ -41,8 +41,8 @@ format::Notation key_notation(const BucketOptions& options) {
 bool changes_more_than_rate(const KeyChangeOptions& options) {
   const BucketOptions& bucket = options.bucket;
   return bucket.burst || bucket.warmup || bucket.start_full || bucket.pay_first ||
-         !bucket.quotas.empty() || !options.removed_quota_periods.empty() ||
-         options.all_quotas_removed;
+         options.start_full_off || options.pay_first_off || !bucket.quotas.empty() ||
+         !options.removed_quota_periods.empty() || options.all_quotas_removed;
 }
 
 // "key 'k' now has rate 7/s, burst 2s, quota 5000/h (was rate 5/s, burst 1s)": every setting, for
@@ -143,7 +143,7 @@ int run_set(const SetOptions& options) {
   if (changes_more_than_rate(options.change))
     throw UsageError(
         "a running pipe takes only --rate from set; --burst, --warmup, --start-full, "
-        "--pay-first, --quota and --no-quota change a key (set --key NAME)");
+        "--pay-first, --quota and their --no- forms change a key (set --key NAME)");
   if (!options.change.bucket.rate) throw UsageError("set PID needs --rate");
   const std::string& state_dir = options.store.state_dir;
   const std::string no_pipe =
@@ -200,6 +200,14 @@ Command setup_set(CLI::App& app) {
           "PERIOD"))
       ->option_text("PERIOD|all")
       ->group("Rate");
+  set->add_flag("--no-start-full", options->change.start_full_off,
+                "With --key: turn the key's --start-full off")
+      ->excludes(set->get_option("--start-full"))
+      ->group("Rate");
+  set->add_flag("--no-pay-first", options->change.pay_first_off,
+                "With --key: turn the key's --pay-first off")
+      ->excludes(set->get_option("--pay-first"))
+      ->group("Rate");
   set->footer(R"(Examples:
   ratelimit set 4242 --rate 50MiB/s                 a byte pipe: B, bit and prefixes as its --rate
   ratelimit set 4243 --rate 20/s                    a pipe counting lines (-l) or records
@@ -207,6 +215,7 @@ Command setup_set(CLI::App& app) {
   ratelimit set --key backup --rate 5MB/s           every user of the key
   ratelimit set --key api --burst 2s --quota 5000/h another setting of the key; the rest stays
   ratelimit set --key api --no-quota 1h             the key's hourly quota removed
+  ratelimit set --key api --no-pay-first            --pay-first (or --start-full) off again
 
 'ratelimit status' lists the running pipes and their process ids.)");
   return Command{set, [options] { return run_set(*options); }};

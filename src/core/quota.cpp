@@ -45,6 +45,9 @@ Quota::Quota(const QuotaParams& params, const QuotaState& state) : params_(param
     if (count < 0)
       throw std::invalid_argument("quota slot count must not be negative, got " +
                                   std::to_string(count));
+  if (state_.passed < 0)
+    throw std::invalid_argument("quota passed count must not be negative, got " +
+                                std::to_string(state_.passed));
   // Whole microseconds, rounded up so that the K slots cover the period.
   constexpr Rep kSlotsMicros = kQuotaSlots * Rep{1000};
   slot_length_ = nanoseconds((params_.period.count() + kSlotsMicros - 1) / kSlotsMicros * 1000);
@@ -67,11 +70,22 @@ nanoseconds Quota::earliest(std::int64_t units, nanoseconds from) const {
   return std::max(from, slot_start(state_.newest_slot + d, slot_length_));
 }
 
-void Quota::book(std::int64_t units, nanoseconds at) {
+void Quota::book(std::int64_t units, nanoseconds at, nanoseconds now) {
   validate_permits(units);
   const std::int64_t slot = std::max(slot_of(at), state_.newest_slot);
   const std::int64_t shift = slot - state_.newest_slot;
   auto& counts = state_.counts;
+  if (shift > 0) {
+    // What a window ending at now's slot holds of the counts shifted out: used() adds it until
+    // the newest slot begins. Earlier ones still count while the key was already booked ahead.
+    // Counts index i holds slot newest - (C - 1) + i: in now's window from i = slot(now) - newest.
+    const std::int64_t now_slot = slot_of(std::min(now, at));
+    std::int64_t passed = state_.newest_slot > now_slot ? state_.passed : 0;
+    for (std::int64_t i = std::max<std::int64_t>(now_slot - state_.newest_slot, 0);
+         i < std::min<std::int64_t>(shift, kQuotaCounts); ++i)
+      passed += counts[i];
+    state_.passed = passed;
+  }
   if (shift >= kQuotaCounts) {
     counts.fill(0);
   } else if (shift > 0) {
@@ -83,10 +97,15 @@ void Quota::book(std::int64_t units, nanoseconds at) {
 }
 
 std::int64_t Quota::used(nanoseconds now) const {
-  const std::int64_t shift = std::max<std::int64_t>(slot_of(now) - state_.newest_slot, 0);
-  std::int64_t held = 0;
-  for (std::int64_t d = shift; d < kQuotaCounts; ++d) held += state_.counts[d];
-  return held;
+  const std::int64_t now_slot = slot_of(now);
+  // Counts index d holds slot newest - (C - 1) + d: those from now's window to now's slot.
+  const std::int64_t first = std::max<std::int64_t>(now_slot - state_.newest_slot, 0);
+  const std::int64_t last =
+      std::min<std::int64_t>(now_slot - state_.newest_slot + kQuotaCounts - 1, kQuotaCounts - 1);
+  std::int64_t held = now_slot < state_.newest_slot ? state_.passed : 0;
+  for (std::int64_t d = first; d <= last; ++d) held += state_.counts[d];
+  // No window holds more than the limit: passed may still count some that have left it.
+  return std::min(held, params_.limit);
 }
 
 bool QuotaBucket::never(std::int64_t permits) const {
@@ -126,7 +145,7 @@ nanoseconds QuotaBucket::reserve(std::int64_t permits, nanoseconds now, nanoseco
         state.next_free > nanoseconds::max() - later ? nanoseconds::max() : state.next_free + later;
     rate_ = TokenBucket(rate_.params(), state);
   }
-  for (Quota& quota : quotas_) quota.book(permits, std::max(at.go, moved_at));
+  for (Quota& quota : quotas_) quota.book(permits, std::max(at.go, moved_at), now);
   return std::max(at.go - now, nanoseconds::zero());
 }
 

@@ -166,7 +166,12 @@ Result Engine::move_buffered() {
       const Wake wake = span.bytes == 0 ? wait_for_input() : io_.wait(io_.now(), WaitFor::input);
       if (wake == Wake::stop) return stop_after_writing_buffer();
       if (wake == Wake::ready) {
-        end_of_input = read_more(span);
+        if (!books_records_before_reading()) {
+          end_of_input = read_more(span);
+          continue;
+        }
+        if (std::optional<Result> ended = book_next_records()) return *ended;
+        end_of_input = read_granted_records();
         continue;
       }
       span = next_span(end_of_input);  // nothing more now: the short chunk goes
@@ -193,13 +198,64 @@ Result Engine::move_buffered() {
   }
 }
 
-bool Engine::read_more(const Span& complete) {
-  if (begin_ > 0) {
-    std::copy(buffer_.begin() + static_cast<std::ptrdiff_t>(begin_),
-              buffer_.begin() + static_cast<std::ptrdiff_t>(end_), buffer_.begin());
-    end_ -= begin_;
-    begin_ = 0;
+void Engine::compact_buffer() {
+  if (begin_ == 0) return;
+  std::copy(buffer_.begin() + static_cast<std::ptrdiff_t>(begin_),
+            buffer_.begin() + static_cast<std::ptrdiff_t>(end_), buffer_.begin());
+  end_ -= begin_;
+  begin_ = 0;
+}
+
+bool Engine::books_records_before_reading() const {
+  return !options_.unit.counts_bytes() && (options_.stop_at_quota || options_.longest_wait) &&
+         !io_.input_takes_back();
+}
+
+std::optional<Result> Engine::book_next_records() {
+  // A record begun without a grant is the rest of one written in part; an input at its end (ready,
+  // holding nothing) has no record to book.
+  if (records_granted_ > 0 || inside_record_ || io_.bytes_ready() == std::size_t{0})
+    return std::nullopt;
+  for (const std::int64_t records : {options_.chunk_units, std::int64_t{1}}) {
+    const std::optional<nanoseconds> turn = source_.due_time(records, io_.now(), std::nullopt);
+    if (!turn) return finish(Ending::stopped, io_.stop_signal());
+    const std::optional<Ending> ending = refusal(*turn);
+    if (!ending) {
+      refused_wait_ = nanoseconds::zero();
+      records_granted_ = records;
+      return std::nullopt;
+    }
+    if (records == 1) return finish(*ending);
   }
+  return std::nullopt;
+}
+
+bool Engine::read_granted_records() {
+  compact_buffer();
+  const char delimiter = *options_.unit.delimiter;
+  last_read_filled_ = false;
+  while (end_ < buffer_.size()) {
+    // Each record ends in a delimiter: so many bytes end at most so many records.
+    const auto room =
+        std::min(buffer_.size() - end_,
+                 static_cast<std::size_t>(std::max<std::int64_t>(records_granted_, 1)));
+    const Moved got = io_.read(std::span(buffer_.data() + end_, room));
+    const auto ended =
+        std::count(buffer_.data() + end_, buffer_.data() + end_ + got.bytes, delimiter);
+    end_ += got.bytes;
+    if (got.end_of_input) return true;
+    if (records_granted_ > 0) {
+      records_granted_ -= ended;
+    } else if (ended > 0) {
+      break;  // the record begun without a grant has ended
+    }
+    if (got.bytes == 0 || records_granted_ == 0 || !io_.input_ready_now()) break;
+  }
+  return false;
+}
+
+bool Engine::read_more(const Span& complete) {
+  compact_buffer();
   std::size_t room = buffer_.size() - end_;
   if (!io_.input_takes_back())
     room = options_.unit.counts_bytes()

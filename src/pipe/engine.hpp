@@ -158,6 +158,22 @@ class Engine {
   // Reads after the pending data, of which `complete` is the complete records (a short chunk, or
   // none); true at the end of the input.
   bool read_more(const Span& complete);
+  // Record modes whose turns may be refused (--stop-at-quota, --timeout), from an input that
+  // cannot take back what was read (a pipe): each record's turn is asked for before the record is
+  // read, and the record read to its end and no further, so that a refused turn leaves it in the
+  // input. True for the current input.
+  bool books_records_before_reading() const;
+  // Under books_records_before_reading(): when the records granted are all read and the input
+  // holds more, the turn of the next chunk of records, or of one record where a quota or the
+  // longest wait refuses the chunk; an ending when that is refused too (nothing read) or a stop
+  // came.
+  std::optional<Result> book_next_records();
+  // Reads no further than the records granted can end (a byte each at least), as far as the input
+  // holds them now; the rest of a record begun without a grant, a byte at a time to its end. True
+  // at the end of the input.
+  bool read_granted_records();
+  // Moves the pending data to the start of the buffer.
+  void compact_buffer();
   // Record modes, at a stop: reads the rest of a record that a read cut, as far as the input
   // holds it now.
   void complete_last_record();
@@ -214,7 +230,9 @@ class Engine {
   RatePeriod scheduled_;
   std::vector<RateChange> rate_changes_;
   std::chrono::nanoseconds refused_wait_{0};  // of the turn refused, if one was
-  bool rate_changed_ = false;                 // since the current wait began
+  // Under books_records_before_reading(): records granted and not yet read to their end.
+  std::int64_t records_granted_ = 0;
+  bool rate_changed_ = false;  // since the current wait began
 
   std::vector<char> buffer_;
   std::size_t begin_ = 0;  // unwritten data is buffer_[begin_, end_)

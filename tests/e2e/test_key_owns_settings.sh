@@ -97,6 +97,12 @@ key_owns_settings() {
   expect_status 0 "$RATELIMIT" acquire "$@" --key b --rate 100/s --try
   expect_status 0 "$RATELIMIT" set "$@" --key b --no-quota 1h
   expect_stderr "ratelimit: key 'b' now has rate 100/s, burst 2s, quota 100/d (was rate 100/s, burst 2s, quota 5/h, quota 100/d)"
+  # --start-full and --pay-first turn on, and their --no- forms off again.
+  expect_status 0 "$RATELIMIT" set "$@" --key b --start-full --pay-first
+  expect_stderr "ratelimit: key 'b' now has rate 100/s, burst 2s, start-full, pay-first, quota 100/d (was rate 100/s, burst 2s, quota 100/d)"
+  expect_status 0 "$RATELIMIT" set "$@" --key b --no-start-full --no-pay-first
+  expect_stderr "ratelimit: key 'b' now has rate 100/s, burst 2s, quota 100/d (was rate 100/s, burst 2s, start-full, pay-first, quota 100/d)"
+  expect_status 64 "$RATELIMIT" set "$@" --key b --pay-first --no-pay-first
   expect_status 0 "$RATELIMIT" set "$@" --key made --rate 3/s --quota 2/h
   expect_stderr "ratelimit: key 'made' now has rate 3/s, burst 1s, quota 2/h (a new key)"
   expect_status 0 "$RATELIMIT" acquire "$@" --key made

@@ -54,6 +54,17 @@ expect_status 75 "$RATELIMIT" -l --rate 1k --quota 3/d --stop-at-quota --stats=j
 grep -q '"ending":"quota_spent"' "$WORK/stderr" || fail "--stats=json: $(cat "$WORK/stderr")"
 expect_error "ratelimit: --stop-at-quota needs a --quota, or a --key whose users give one" \
   "$RATELIMIT" -l --rate 1k --stop-at-quota lines
+# Lines from a pipe: each line's turn is asked for before it is read, so the fourth stays in the
+# pipe for the next reader.
+seq 10 | {
+  "$RATELIMIT" -l --quota 3/d --stop-at-quota >out 2>"$WORK/stderr" && echo "status 0" >status ||
+    echo "status $?" >status
+  cat >rest
+}
+[ "$(cat status)" = "status 75" ] || fail "--stop-at-quota on a pipe: $(cat status) $(cat "$WORK/stderr")"
+expect_quota_stop "3 lines"
+[ "$(cat out)" = "$(seq 3)" ] || fail "--stop-at-quota on a pipe wrote: $(cat out)"
+[ "$(cat rest)" = "$(seq 4 10)" ] || fail "--stop-at-quota on a pipe left: $(cat rest)"
 
 # A key's quota spent by an earlier run: the next runs write nothing and stop at once, on the state
 # file and in Redis (through the host agent and without), and take nothing from the key: its
@@ -81,5 +92,31 @@ for variant in state_file redis redis_no_agent; do
       fail "the key is booked ahead after run $run ($variant): $(cat status)"
     [[ $(tail -1 status) =~ ^"nightly-$variant: quota 3/d: 3 used in the window, next unit free in 1d" ]] ||
       fail "the key's quota after run $run ($variant): $(cat status)"
+  done
+
+  # Lines from a pipe: exactly the three lines the quota allows go, the rest stays in the pipe, and
+  # the next run on the spent key writes nothing and stops at once.
+  for run in 1 2; do
+    seq 10 | {
+      # shellcheck disable=SC2086
+      timeout 20 "$RATELIMIT" -l --quota 3/d --key "piped-$variant" $store --stop-at-quota \
+        >out 2>"$WORK/stderr" && echo "status 0" >status || echo "status $?" >status
+      cat >rest
+    }
+    [ "$(cat status)" = "status 75" ] ||
+      fail "a pipe's run $run ($variant): $(cat status) $(cat "$WORK/stderr")"
+    if [ "$run" = 1 ]; then
+      expect_quota_stop "3 lines"
+      [ "$(cat out)" = "$(seq 3)" ] || fail "a pipe's run 1 ($variant) wrote: $(cat out)"
+      [ "$(cat rest)" = "$(seq 4 10)" ] || fail "a pipe's run 1 ($variant) left: $(cat rest)"
+    else
+      expect_quota_stop "0 lines"
+      [ ! -s out ] || fail "a pipe's run 2 on a spent key ($variant) wrote: $(cat out)"
+      [ "$(cat rest)" = "$(seq 10)" ] || fail "a pipe's run 2 ($variant) left: $(cat rest)"
+    fi
+    # shellcheck disable=SC2086
+    "$RATELIMIT" status --key "piped-$variant" $store >status
+    [[ $(tail -1 status) =~ ^"piped-$variant: quota 3/d: 3 used in the window, next unit free in 1d" ]] ||
+      fail "the piped key's quota after run $run ($variant): $(cat status)"
   done
 done

@@ -39,6 +39,9 @@
 --          quota_counts. A ratelimit that wrote quota_counts without them (before they were, or
 --          one with quotas that predates them, which still reads and writes quota_counts as
 --          here) leaves them behind, and the next call reads every count and writes them again.
+--          quota_passed, written when a booking shifts the counts: each quota's newest slot and
+--          QuotaState::passed joined by a colon, joined by blanks (only `status` uses them); one
+--          whose newest slot is not its quota_counts' is 0 (a ratelimit before them shifted it).
 -- Positions below are named as in redis_script_protocol.hpp, whose encoder and decoder use them.
 -- ARGV[1]  kArgOperation: "reserve", "reserve_keeping", "status", "set_rate", "give_back" or
 --          "batch" (kBatchOperation)
@@ -283,8 +286,9 @@ local function serve(argv)
   -- The record as the key held it (all nil for a new bucket), so that only what changed is written.
   local saved_texts, saved_params, saved_stored, saved_free_s, saved_free_ns, saved_timetable,
         saved_entry_until, saved_expires
-  -- The key's quota_counts as read, and its quotas (as `quotas` keeps them; "" for none).
-  local saved_quota_counts, saved_quota_specs
+  -- The key's quota_counts as read, and its quotas (as `quotas` keeps them; "" for none), and its
+  -- quota_passed.
+  local saved_quota_counts, saved_quota_specs, saved_quota_passed
 
   -- The bucket the key holds, with its schedule: `held`, else why there is none that can be used
   -- (`problem`, "" for no key). A key whose `texts` and `rate` are the caller's holds the common
@@ -297,7 +301,7 @@ local function serve(argv)
   local noticed_at
   if quota_limits then
     f = redis.pcall("HMGET", key, "texts", "stored", "free_s", "free_ns", "expires", "rate",
-                    "quota_counts", "quota_sums", "quota_sums_of", "noticed")
+                    "quota_counts", "quota_sums", "quota_sums_of", "noticed", "quota_passed")
     noticed_at = 10
   else
     f = redis.pcall("HMGET", key, "texts", "stored", "free_s", "free_ns", "expires", "rate",
@@ -309,7 +313,7 @@ local function serve(argv)
   -- replacement).
   local saved_noticed, noticed = not f.err and f[noticed_at] or nil, nil
   local common = wanted_texts ~= nil and f[1] == wanted_texts and f[6] == rate
-  local quota_states_of, quota_marks_of
+  local quota_states_of, quota_marks_of, quota_passed_into
   if quota_limits or not common then
     -- The quotas' states in `text` (the key's quota_counts: a JSON array of one array per quota,
     -- its newest slot then its counts) if it holds `count` of them made of whole numbers; else nil.
@@ -326,6 +330,19 @@ local function serve(argv)
         if type(state) ~= "table" or #state ~= 67 then return nil end
       end
       return states
+    end
+
+    -- Each quota's passed count (QuotaState::passed) from `text` (the key's quota_passed: for each
+    -- quota, its newest slot and passed count joined by a colon, joined by blanks) into `states`:
+    -- only where the newest slot is the state's, so that counts an older ratelimit shifted without
+    -- it count none passed.
+    function quota_passed_into(states, text)
+      if type(text) ~= "string" then return end
+      local i = 0
+      for newest, passed in text:gmatch("(%d+):(%d+)") do
+        i = i + 1
+        if states[i] and tonumber(newest) == states[i][1] then states[i].passed = tonumber(passed) end
+      end
     end
 
     -- Each quota's newest slot, last count (and where it is written: last_at, close) and the sum of
@@ -374,7 +391,7 @@ local function serve(argv)
       end
       if not quota_marks then
         quota_states = quota_states_of(f[7], #quota_limits)
-        if not quota_states then stored = nil end
+        if quota_states then quota_passed_into(quota_states, f[11]) else stored = nil end
       end
     end
     if stored then
@@ -382,6 +399,7 @@ local function serve(argv)
       next_free = (free_s - now_s) * NS_PER_S + free_ns
       saved_texts, saved_stored, saved_free_s, saved_free_ns = f[1], stored, free_s, free_ns
       saved_expires, saved_quota_counts = expires, f[7]
+      if quota_limits then saved_quota_passed = f[11] end
     else
       common = false
     end
@@ -510,7 +528,7 @@ local function serve(argv)
     else
       local p = redis.call("HMGET", key, "v", "shape", "rate", "burst", "warmup", "cold",
                            "start_full", "pay_first", "timetable", "entry_until", "quotas",
-                           "quota_counts")
+                           "quota_counts", "quota_passed")
       if p[1] ~= FORMAT_VERSION then
         if not (p[1] == false and redis.call("EXISTS", key) == 0) then
           problem = "not a bucket of this version"
@@ -531,7 +549,7 @@ local function serve(argv)
         key_quotas = quota_specs_of(specs)
         if stored and key_quotas and #key_quotas[1] > 0 then
           quota_states = quota_states_of(p[12], #key_quotas[1])
-          if not quota_states then stored = nil end
+          if quota_states then quota_passed_into(quota_states, p[13]) else stored = nil end
         end
         if stored and key_quotas then
           held = true
@@ -539,7 +557,7 @@ local function serve(argv)
           saved_texts, saved_params, saved_stored = f[1], params, stored
           saved_free_s, saved_free_ns = free_s, free_ns
           saved_timetable, saved_entry_until, saved_expires = timetable, entry_until, expires
-          saved_quota_counts, saved_quota_specs = p[12], specs
+          saved_quota_counts, saved_quota_specs, saved_quota_passed = p[12], specs, p[13]
           quota_specs, quota_limits, quota_slots = specs, key_quotas[1], key_quotas[3]
           if #quota_limits == 0 then quota_limits, quota_slots, quota_states = nil, nil, nil end
         else
@@ -667,11 +685,20 @@ local function serve(argv)
       return math.max(from, ((newest + d) * slot - now_s * 1e6) * 1000)
     end
 
-    -- Quota::book()
-    function quota_book(slot, state, units, at, now_s)
+    -- Quota::book(), booked at `now`.
+    function quota_book(slot, state, units, at, now_s, now)
       local newest = state[1]
       local booked_slot = math.max(quota_slot_at(at, slot, now_s), newest)
       local shift = booked_slot - newest
+      if shift > 0 then
+        -- The counts shifted out that now's window holds (count j holds slot newest - 67 + j).
+        local now_slot = quota_slot_at(math.min(now, at), slot, now_s)
+        local passed = newest > now_slot and (state.passed or 0) or 0
+        for j = math.max(now_slot - newest, 0) + 2, math.min(shift, 66) + 1 do
+          passed = passed + state[j]
+        end
+        state.passed = passed
+      end
       if shift >= 66 then
         for j = 2, 67 do state[j] = 0 end
       elseif shift > 0 then
@@ -682,28 +709,31 @@ local function serve(argv)
       state[67] = state[67] + units
     end
 
-    -- Quota::used()
-    function quota_used(slot, state, now, now_s)
-      local held = 0
-      for j = math.max(quota_slot_at(now, slot, now_s) - state[1], 0) + 2, 67 do
+    -- Quota::used(): the counts of now's window, and those passed while it is before the newest.
+    function quota_used(limit, slot, state, now, now_s)
+      local d = quota_slot_at(now, slot, now_s) - state[1]
+      local held = d < 0 and (state.passed or 0) or 0
+      for j = math.max(d, 0) + 2, math.min(d + 65, 65) + 2 do
         held = held + state[j]
       end
-      return held
+      return math.min(held, limit)
     end
 
-    -- The key's quota_counts, every number with all its digits, and its quota_sums: each quota's
-    -- sum of counts, joined by blanks.
+    -- The key's quota_counts, every number with all its digits, its quota_sums: each quota's
+    -- sum of counts, joined by blanks, and its quota_passed.
     function quota_counts_text(states)
       local format = "[" .. string.rep("%.0f,", 66) .. "%.0f]"
-      local texts, sums = {}, {}
+      local texts, sums, passed = {}, {}, {}
       for i = 1, #states do
         local state = states[i]
         texts[i] = string.format(format, unpack(state))
         local sum = 0
         for j = 2, 67 do sum = sum + state[j] end
         sums[i] = string.format("%.0f", sum)
+        passed[i] = string.format("%.0f:%.0f", state[1], state.passed or 0)
       end
-      return "[" .. table.concat(texts, ",") .. "]", table.concat(sums, " ")
+      return "[" .. table.concat(texts, ",") .. "]", table.concat(sums, " "),
+             table.concat(passed, " ")
     end
 
     -- Whether every quota of `marks` grants `units` at `at` as Quota::earliest() does when it
@@ -742,8 +772,9 @@ local function serve(argv)
   -- that it follows them (the first such caller since the key's settings changed or another's
   -- were told: notice_followed() of bucket_store.cpp).
   local followed, tell_followed = false, false
-  -- The quotas' counts and their sums to write ("" for none), when the call changed them.
-  local quota_counts, quota_sums
+  -- The quotas' counts, their sums and passed counts to write ("" for none), when the call changed
+  -- them (the passed counts only when they may have: not when a booking shifted nothing).
+  local quota_counts, quota_sums, quota_passed
   -- replaced_quotas(): the caller's quotas (wanted_quotas) become the key's; a new quota keeps the
   -- counts of the key's first quota of its period not kept yet, others start empty.
   local take_wanted_quotas
@@ -762,8 +793,10 @@ local function serve(argv)
       quota_specs, quota_limits, quota_slots, quota_states =
         wanted_quota_specs, wanted_quotas[1], wanted_quotas[3], states
       if #states == 0 then quota_limits, quota_slots, quota_states = nil, nil, nil end
-      quota_counts, quota_sums = "", ""
-      if quota_states then quota_counts, quota_sums = quota_counts_text(quota_states) end
+      quota_counts, quota_sums, quota_passed = "", "", ""
+      if quota_states then
+        quota_counts, quota_sums, quota_passed = quota_counts_text(quota_states)
+      end
     end
   end
   if reserving then
@@ -873,6 +906,7 @@ local function serve(argv)
       -- Marks are read only from a text the script wrote, and the states of that text then too:
       -- only quota_counts and quota_sums_of changed alike by hand fail here.
       if not quota_states then return redis.error_reply("ERR ratelimit: damaged quota counts") end
+      quota_passed_into(quota_states, saved_quota_passed)
       quota_marks = nil
     end
     if quota_marks then
@@ -905,9 +939,9 @@ local function serve(argv)
         end
         stored, next_free = booked_stored, booked_free
         for i = 1, #quota_limits do
-          quota_book(quota_slots[i], quota_states[i], permits, go, now_s)
+          quota_book(quota_slots[i], quota_states[i], permits, go, now_s, now)
         end
-        quota_counts, quota_sums = quota_counts_text(quota_states)
+        quota_counts, quota_sums, quota_passed = quota_counts_text(quota_states)
       end
     elseif wait <= max(timeout, 0) then
       granted = 1
@@ -957,7 +991,7 @@ local function serve(argv)
       local limit, slot, state = quota_limits[i], quota_slots[i], quota_states[i]
       local n = #status
       status[n + 1], status[n + 2] = string.format("%.0f", limit), key_quotas[2][i]
-      status[n + 3] = string.format("%.0f", quota_used(slot, state, now, now_s))
+      status[n + 3] = string.format("%.0f", quota_used(limit, slot, state, now, now_s))
       status[n + 4] = integer_string(quota_earliest(limit, slot, state, 1, now, now_s) - now)
     end
     return status
@@ -1110,6 +1144,10 @@ local function serve(argv)
     changes[n + 3], changes[n + 4] = "quota_sums", quota_sums
     changes[n + 5], changes[n + 6] = "quota_sums_of", quota_counts
     n = n + 6
+  end
+  if quota_passed and quota_passed ~= (saved_quota_passed or "") then
+    changes[n + 1], changes[n + 2] = "quota_passed", quota_passed
+    n = n + 2
   end
   if not common and quota_specs ~= (saved_quota_specs or "") then
     changes[n + 1], changes[n + 2] = "quotas", quota_specs

@@ -16,10 +16,11 @@ namespace {
 
 constexpr std::string_view kMagic = "RLBUCKET";
 // 2 added the flags (start_full, pay_first), 3 the machine id, 4 the schedule, 5 the quotas, 6
-// the notation, 7 the fingerprint of the settings last told. A record of version 4 to 6 is read
-// as one without what came later; of another version it counts as a fresh bucket, as a corrupt
-// one does.
-constexpr std::uint32_t kVersion = 7;
+// the notation, 7 the fingerprint of the settings last told, 8 each quota's passed count (after
+// the fingerprint). A record of version 4 to 7 is read as one without what came later; of another
+// version it counts as a fresh bucket, as a corrupt one does.
+constexpr std::uint32_t kVersion = 8;
+constexpr std::uint32_t kVersionWithoutPassed = 7;
 constexpr std::uint32_t kVersionWithoutNoticed = 6;
 constexpr std::uint32_t kVersionWithoutNotation = 5;
 constexpr std::uint32_t kVersionWithoutQuotas = 4;
@@ -85,7 +86,8 @@ std::string unpadded(std::string_view field) {
 
 const std::size_t kMaxRecordBytes = kFixedRecordBytes + kMaxTimetableBytes + sizeof(std::uint32_t) +
                                     kMaxRecordQuotas * kQuotaRecordBytes + sizeof(std::uint32_t) +
-                                    kMaxNotationBytes + sizeof(StateRecord::noticed);
+                                    kMaxNotationBytes + sizeof(StateRecord::noticed) +
+                                    kMaxRecordQuotas * sizeof(std::int64_t);
 
 std::string encode_record(const StateRecord& record) {
   std::string out(kMagic);
@@ -116,6 +118,7 @@ std::string encode_record(const StateRecord& record) {
   append(out, static_cast<std::uint32_t>(notation.size()));
   out += notation;
   append(out, record.noticed);
+  for (const Quota& quota : record.quotas) append(out, quota.state().passed);
   append(out, format::fnv1a<std::uint64_t>(out));
   return out;
 }
@@ -144,8 +147,9 @@ Problem read_version(std::string_view bytes, std::uint32_t& version) {
   if (bytes.size() < kMagic.size() + sizeof(std::uint32_t) || !bytes.starts_with(kMagic))
     return std::nullopt;
   std::memcpy(&version, bytes.data() + kMagic.size(), sizeof version);
-  if (version == kVersion || version == kVersionWithoutNoticed ||
-      version == kVersionWithoutNotation || version == kVersionWithoutQuotas)
+  if (version == kVersion || version == kVersionWithoutPassed ||
+      version == kVersionWithoutNoticed || version == kVersionWithoutNotation ||
+      version == kVersionWithoutQuotas)
     return std::nullopt;
   return "record version " + std::to_string(version) + ", expected " + std::to_string(kVersion);
 }
@@ -168,11 +172,11 @@ Problem read_expected_size(std::string_view bytes, std::uint32_t version, std::s
     return "timetable of " + std::to_string(timetable_bytes) + " bytes, at most " +
            std::to_string(kMaxTimetableBytes);
   size += timetable_bytes;
+  std::uint32_t quotas = 0;
   if (version != kVersionWithoutQuotas) {
     // The number of quotas just after the timetable.
-    const std::uint32_t quotas =
-        length_at(kTimetableLengthOffset + sizeof(std::uint32_t) + timetable_bytes,
-                  size + sizeof(std::uint32_t));
+    quotas = length_at(kTimetableLengthOffset + sizeof(std::uint32_t) + timetable_bytes,
+                       size + sizeof(std::uint32_t));
     if (quotas > kMaxRecordQuotas)
       return "record of " + std::to_string(quotas) + " quotas, at most " +
              std::to_string(kMaxRecordQuotas);
@@ -187,7 +191,8 @@ Problem read_expected_size(std::string_view bytes, std::uint32_t version, std::s
              std::to_string(kMaxNotationBytes);
     size += sizeof(std::uint32_t) + notation_bytes;
   }
-  if (version == kVersion) size += sizeof(std::uint64_t);
+  if (version >= kVersionWithoutPassed) size += sizeof(std::uint64_t);
+  if (version == kVersion) size += quotas * sizeof(std::int64_t);
   return std::nullopt;
 }
 
@@ -236,12 +241,19 @@ Problem read_fields(std::string_view bytes, std::uint32_t version, StateRecord& 
       for (std::int64_t& count : state.counts) count = reader.next<std::int64_t>();
       record.quotas.emplace_back(params, state);  // validates them
     }
+    if (version >= kVersionWithoutNoticed)
+      record.notation = std::string(reader.next_bytes(reader.next<std::uint32_t>()));
+    if (version >= kVersionWithoutPassed) record.noticed = reader.next<std::uint64_t>();
+    if (version == kVersion) {
+      for (Quota& quota : record.quotas) {
+        QuotaState state = quota.state();
+        state.passed = reader.next<std::int64_t>();
+        quota = Quota(quota.params(), state);  // validates it
+      }
+    }
   } catch (const std::invalid_argument& error) {
     return std::string("invalid bucket: ") + error.what();
   }
-  if (version >= kVersionWithoutNoticed)
-    record.notation = std::string(reader.next_bytes(reader.next<std::uint32_t>()));
-  if (version == kVersion) record.noticed = reader.next<std::uint64_t>();
   return std::nullopt;
 }
 

@@ -32,9 +32,10 @@ struct StateRecord {
 // The record's bytes: magic, version, parameters, state, machine id, boot id, the schedule's entry
 // and timetable length, the timetable, the quotas (their number, then each one's limit, period,
 // newest slot and kQuotaCounts counts), the notation's length and the notation, the fingerprint of
-// the settings last told that they follow the key's, and an FNV-1a checksum of all that, in this
-// machine's byte order (a record of another machine is refused before its numbers are used). A
-// record of version 6 (before the fingerprint) is read as one with none told, of version 5
+// the settings last told that they follow the key's, each quota's passed count (QuotaState), and
+// an FNV-1a checksum of all that, in this machine's byte order (a record of another machine is
+// refused before its numbers are used). A record of version 7 (before the passed counts) is read
+// with none passed, of version 6 (before the fingerprint) as one with none told, of version 5
 // (before the notation) as one without a notation either, of version 4 (before quotas) as one
 // without quotas either.
 std::string encode_record(const StateRecord& record);

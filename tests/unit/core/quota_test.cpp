@@ -103,6 +103,30 @@ TEST(Quota, StateIsFixedSizeCountsOfSlots) {
   EXPECT_EQ(restored.earliest(95, 3s), quota.earliest(95, 3s));
 }
 
+// A booking a quota holds goes a window ahead and shifts the counts of the window ending now out
+// of the state: used() still counts them (as passed) until the booking's slot, and never the
+// bookings ahead.
+TEST(Quota, UsedCountsTheWindowEndingNowWhileBookingsGoAhead) {
+  Quota quota({.limit = 10, .period = 64s}, 0s);  // slots of 1 s
+  quota.book(6, 0s);
+  quota.book(4, 10s);
+  quota.book(2, 66s, 20s);  // at 20 s, held until slot 0 has left the window
+  EXPECT_EQ(quota.state().passed, 6);
+  EXPECT_EQ(quota.used(20s), 10);
+  quota.book(1, 67s, 21s);  // ahead again: what passed still counts
+  EXPECT_EQ(quota.state().passed, 6);
+  EXPECT_EQ(quota.used(21s), 10);
+  // The 6 passed have left the window by 66 s, which passed alone does not tell: at most the limit.
+  EXPECT_EQ(quota.used(66s), 10);
+  EXPECT_EQ(quota.used(75s), 7);  // slots 10..75
+  EXPECT_EQ(quota.used(76s), 3);
+  quota.book(1, 80s, 80s);  // not ahead: nothing passed
+  EXPECT_EQ(quota.state().passed, 0);
+  EXPECT_EQ(quota.used(80s), 4);
+  Quota restored(quota.params(), quota.state());
+  EXPECT_EQ(restored.state(), quota.state());
+}
+
 TEST(Quota, SlotsAreWholeMicrosecondsCoveringThePeriod) {
   EXPECT_EQ(Quota({.limit = 1, .period = 1s}, 0s).slot_length(), 15625us);
   EXPECT_EQ(Quota({.limit = 1, .period = 1000us}, 0s).slot_length(), 16us);  // 15.625 up

@@ -206,6 +206,28 @@ TEST(PipeEngine, ATurnFurtherThanTheLongestWaitEndsTheRun) {
   EXPECT_EQ(within.output(), "1\n2\n3\n");
 }
 
+// Lines from a pipe, which cannot take back what was read: under --stop-at-quota or --timeout
+// each line's turn is asked for before the line is read, so a line whose turn is refused stays
+// in the pipe, and no line read goes out past the quota.
+TEST(PipeEngine, LinesFromAPipeAreReadOnlyOnceTheirTurnIsGranted) {
+  FakePipeIo io;
+  io.arrive(0s, "1\n2\n3\n4\n5\n");
+  EngineOptions options = lines_per_second(1000, 10);
+  options.quotas = {{.limit = 3, .period = 1h}};
+  options.stop_at_quota = true;
+  EXPECT_EQ(Engine(options, io).run().ending, Ending::quota_spent);
+  EXPECT_EQ(io.output(), "1\n2\n3\n");
+  EXPECT_EQ(io.rest(), "4\n5\n");
+
+  FakePipeIo timed;
+  timed.arrive(0s, "1\n2\n3\n");
+  options = lines_per_second(1, 1);
+  options.longest_wait = 500ms;
+  EXPECT_EQ(Engine(options, timed).run().ending, Ending::wait_too_long);
+  EXPECT_EQ(timed.output(), "1\n");
+  EXPECT_EQ(timed.rest(), "2\n3\n");
+}
+
 // The zero-copy path waits in another order (the bucket first, then the input); both keep the
 // same schedule.
 class BothPaths : public ::testing::TestWithParam<bool> {

@@ -83,8 +83,9 @@ TEST(StateRecord, ReadsARecordOfVersion5AsOneWithoutNotation) {
   StateRecord record = sample_record();
   record.notation.clear();
   record.quotas = {Quota({.limit = 3, .period = 2s}, kNow)};
-  const DecodedRecord decoded =
-      decode_record(older_record(record, sizeof(std::uint32_t) + sizeof(std::uint64_t), 5), kNow);
+  const DecodedRecord decoded = decode_record(
+      older_record(record, sizeof(std::uint32_t) + sizeof(std::uint64_t) + sizeof(std::int64_t), 5),
+      kNow);
   ASSERT_TRUE(decoded.record) << decoded.problem;
   EXPECT_EQ(decoded.record->params, sample_record().params);
   ASSERT_EQ(decoded.record->quotas.size(), 1u);
@@ -104,6 +105,26 @@ TEST(StateRecord, ReadsARecordOfVersion6AsOneWithNoneTold) {
   const DecodedRecord current = decode_record(encode_record(record), kNow);
   ASSERT_TRUE(current.record) << current.problem;
   EXPECT_EQ(current.record->noticed, 42u);
+}
+
+TEST(StateRecord, ReadsARecordOfVersion7AsOneWithNonePassed) {
+  // A record less each quota's passed count is what version 7 wrote.
+  StateRecord record = sample_record();
+  Quota hourly({.limit = 5000, .period = 1h}, kNow);
+  hourly.book(7, kNow);
+  hourly.book(3, kNow + 2h, kNow);  // ahead: the 7 are passed
+  ASSERT_EQ(hourly.state().passed, 7);
+  record.quotas = {hourly};
+  record.noticed = 42;
+  const DecodedRecord decoded = decode_record(older_record(record, sizeof(std::int64_t), 7), kNow);
+  ASSERT_TRUE(decoded.record) << decoded.problem;
+  EXPECT_EQ(decoded.record->noticed, 42u);
+  ASSERT_EQ(decoded.record->quotas.size(), 1u);
+  EXPECT_EQ(decoded.record->quotas[0].state().counts, hourly.state().counts);
+  EXPECT_EQ(decoded.record->quotas[0].state().passed, 0);
+  const DecodedRecord current = decode_record(encode_record(record), kNow);
+  ASSERT_TRUE(current.record) << current.problem;
+  EXPECT_EQ(current.record->quotas[0].state(), hourly.state());
 }
 
 TEST(StateRecord, KeepsNotationsUpToTheirLimit) {
@@ -175,7 +196,7 @@ TEST(StateRecord, AnOlderVersionIsNamed) {
   version_1.resize(108, '\0');
   const DecodedRecord decoded = decode_record(version_1, kNow);
   EXPECT_FALSE(decoded.record);
-  EXPECT_EQ(decoded.problem, "record version 1, expected 7");
+  EXPECT_EQ(decoded.problem, "record version 1, expected 8");
 }
 
 TEST(StateRecord, AnyFlippedBitIsDetected) {
