@@ -118,7 +118,7 @@ struct Reservation {
   int signal = 0;
   // The bucket's parameters that this request replaced (apply_params, and they or the timetable
   // differed), and the timetable they came with.
-  std::optional<BucketParams> replaced_params;
+  std::optional<BucketParams> replaced_params{};
   std::string replaced_timetable{};
   std::vector<QuotaParams> replaced_quotas{};
   // The key's settings, which this request (apply_params false) followed though its own differ.
