@@ -88,6 +88,21 @@ std::string describe_next_free(std::chrono::nanoseconds next_free_in) {
   return "in " + format::human_duration(next_free_in);
 }
 
+// "api: backing off: rate in force 14/s of 20/s, paused for 3s more, 6 throttles, the last 0.5s
+// ago".
+std::string describe_backoff(const stores::BucketStatus& bucket) {
+  const format::Notation notation = notation_of_key(bucket).value_or(format::Notation{});
+  return fmt::format(
+      "{}: backing off: rate in force {} of {}{}, {} throttle{}, the last {} ago",
+      format::escaped_bytes(bucket.key), format::measured_rate(bucket.rate_in_force, notation),
+      key_rate(bucket),
+      bucket.paused_for > std::chrono::nanoseconds::zero()
+          ? ", paused for " + format::human_duration(bucket.paused_for) + " more"
+          : std::string(),
+      bucket.throttles, bucket.throttles == 1 ? "" : "s",
+      format::human_duration(bucket.last_throttle_ago));
+}
+
 // Where a key's timetable stands, in local time (TZ honoured).
 struct TimetableNow {
   std::string entry;       // in force, e.g. "18:00,10M"
@@ -185,6 +200,7 @@ void print_text(const std::vector<stores::BucketStatus>& buckets,
       quotas.push_back(fmt::format("{}: quota {}: {} used in the window, next unit free {}",
                                    format::escaped_bytes(bucket.key), key_quota(bucket, quota),
                                    quota.used, describe_next_free(quota.next_free_in)));
+    if (bucket.throttles > 0) quotas.push_back(describe_backoff(bucket));
     if (!timetables) continue;
     const std::vector<std::string> columns = timetable_columns(
         bucket.schedule.timetable, notation_of_key(bucket).value_or(format::Notation{}),
@@ -275,6 +291,13 @@ format::Json bucket_json(const stores::BucketStatus& bucket) {
                 params.permits_per_second);
   object["stored_permits"] = format::json_number(bucket.stored_permits);
   object["next_free_in_seconds"] = format::json_number(std::max(0.0, seconds(bucket.next_free_in)));
+  // Only on a key ever throttled.
+  if (bucket.throttles > 0)
+    object["backoff"] = {
+        {"permits_per_second_in_force", format::json_number(bucket.rate_in_force)},
+        {"paused_for_seconds", format::json_number(seconds(bucket.paused_for))},
+        {"throttles", bucket.throttles},
+        {"last_throttle_seconds_ago", format::json_number(seconds(bucket.last_throttle_ago))}};
   object["quotas"] = format::Json::array();
   for (const stores::QuotaStatus& quota : bucket.quotas)
     object["quotas"].push_back(

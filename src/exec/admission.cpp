@@ -53,7 +53,8 @@ Admission admit(stores::BucketStore& store, exec::InflightSlots* slots, io::Wait
                    .slot = std::move(slot),
                    .granted_from = deadline_after(asked_at, reservation.wait),
                    .granted_by = granted_by,
-                   .followed = followed};
+                   .followed = followed,
+                   .paused_for = std::min(reservation.paused_for, reservation.wait)};
 }
 
 }  // namespace ratelimit::exec

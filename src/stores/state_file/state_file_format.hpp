@@ -8,6 +8,7 @@
 #include <string_view>
 #include <vector>
 
+#include "ratelimit/backoff.hpp"
 #include "ratelimit/token_bucket.hpp"
 #include "state/key_file_names.hpp"
 #include "stores/bucket_store.hpp"
@@ -25,6 +26,7 @@ struct StateRecord {
   std::vector<Quota> quotas;
   std::string notation;       // PermitRequest::notation as the key keeps it; empty: none
   std::uint64_t noticed = 0;  // notice_followed()'s record of the request last told
+  BackoffState backoff{};     // throttles 0: never throttled
   std::string machine_id;     // /etc/machine-id; empty if the machine has none
   std::string boot_id;
 };
@@ -34,6 +36,9 @@ struct StateRecord {
 // newest slot and kQuotaCounts counts), the notation's length and the notation, the fingerprint of
 // the settings last told that they follow the key's, and an FNV-1a checksum of all that, in this
 // machine's byte order (a record of another machine is refused before its numbers are used). A
+// record of a key ever throttled (version 8) then holds its back-off (the pause's end, the event's
+// start, the rate before the cut, the number of throttles, the last one's time) before the
+// checksum; a key never throttled is written as version 7, without it. A
 // record of version 6 (before the fingerprint) is read as one with none told, of version 5
 // (before the notation) as one without a notation either, of version 4 (before quotas) as one
 // without quotas either.

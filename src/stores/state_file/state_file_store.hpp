@@ -35,6 +35,7 @@ class StateFileStore final : public BucketStore {
   std::vector<BucketStatus> status(const std::optional<std::string>& key) override;
   bool reset(const std::string& key) override;
   bool give_back(const UnusedPermits& unused) override;
+  std::optional<ThrottleResult> throttle(const ThrottleRequest& request) override;
 
   const state::StateDirectory& directory() const { return directory_; }
 
@@ -47,6 +48,7 @@ class StateFileStore final : public BucketStore {
     std::vector<Quota> quotas;
     std::string notation;
     std::uint64_t noticed = 0;  // StateRecord::noticed
+    BackoffState backoff;
     bool fresh = false;         // made by the request: the file held no bucket that can be used
   };
   // The bucket of `file`, its schedule, quotas and notation at `now`: its record's, or fresh ones
@@ -55,7 +57,7 @@ class StateFileStore final : public BucketStore {
                         std::chrono::nanoseconds now) const;
   void save(state::LockedFile& file, const TokenBucket& bucket, const KeySchedule& schedule,
             const std::vector<Quota>& quotas, const std::string& notation,
-            std::uint64_t noticed) const;
+            std::uint64_t noticed, const BackoffState& backoff) const;
   // Changes the bucket of `key`, its schedule and its record of the settings last told under the
   // lock, at the time given; false if there is no bucket that can be used.
   using Update = std::function<void(TokenBucket&, KeySchedule&, std::uint64_t& noticed,
