@@ -60,7 +60,7 @@ Command setup_throttle(CLI::App& app) {
       ->option_text("SECONDS|HTTP-DATE")
       ->group("Back-off");
   add_max_pause_option(*throttle, options->max_pause);
-  throttle->footer(R"(Examples:
+  throttle->footer(R"help(Examples:
   ratelimit throttle --key api                       cut the key's rate (x0.7), recovering in 5s
   ratelimit throttle --key api --retry-after 30      and nothing on the key for 30 s
   code=$(curl -s -o out -D headers -w '%{http_code}' "$url")
@@ -68,7 +68,7 @@ Command setup_throttle(CLI::App& app) {
       --retry-after "$(sed -n 's/^retry-after: *//Ip' headers | tr -d '\r')"
 
 Every host and process on the key backs off together: a rate cut once per burst of reports,
-pauses ending at the latest Retry-After reported, never at their sum.)");
+pauses ending at the latest Retry-After reported, never at their sum.)help");
   return {throttle, [options] { return run_throttle(*options); }};
 }
 
