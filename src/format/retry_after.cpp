@@ -75,6 +75,7 @@ std::optional<std::int64_t> imf_fixdate(std::string_view text) {
 std::optional<nanoseconds> retry_after_delay(std::string_view text,
                                              std::int64_t now_unix_seconds) {
   text = trimmed(text);
+  if (text.empty()) return nanoseconds::zero();
   std::optional<std::int64_t> seconds = delay_seconds(text);
   if (!seconds) {
     const std::optional<std::int64_t> date = imf_fixdate(text);
