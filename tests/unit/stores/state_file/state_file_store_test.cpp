@@ -305,7 +305,10 @@ TEST_F(StateFileStoreTest, EveryRecordItWritesItReads) {
         EXPECT_EQ(status[0].schedule, largest.schedule) << where;
         EXPECT_EQ(status[0].notation, largest.notation) << where;
       }
+  // The largest record is that of a throttled key (version 8).
+  ASSERT_TRUE(store.throttle({.key = "api", .sent_before = 0s, .retry_after = 0s}));
   EXPECT_EQ(read_file("api.bucket").size(), kMaxRecordBytes);
+  EXPECT_EQ(store.status("api").at(0).problem, "");
   EXPECT_TRUE(notes_.empty()) << notes_.front();
 }
 
