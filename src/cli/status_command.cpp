@@ -44,10 +44,11 @@ bool rate_off(const stores::BucketStatus& bucket) {
   return std::isinf(bucket.params.permits_per_second) && bucket.schedule.timetable.empty();
 }
 
-// The key's rate in its notation: "10MB/s", "20 lines/s", "2/s"; as a count per period without
-// one ("10M/s").
-std::string key_rate(const stores::BucketStatus& bucket) {
-  const double rate = bucket.params.permits_per_second;
+// The key's rate (or `other_rate`) in its notation: "10MB/s", "20 lines/s", "2/s"; as a count per
+// period without one ("10M/s").
+std::string key_rate(const stores::BucketStatus& bucket,
+                     std::optional<double> other_rate = std::nullopt) {
+  const double rate = other_rate.value_or(bucket.params.permits_per_second);
   const std::optional<format::Notation> notation = notation_of_key(bucket);
   if (!notation || notation->counted == format::Counted::permits)
     return format::written_rate(rate, notation.value_or(format::Notation{}));
@@ -91,11 +92,9 @@ std::string describe_next_free(std::chrono::nanoseconds next_free_in) {
 // "api: backing off: rate in force 14/s of 20/s, paused for 3s more, 6 throttles, the last 0.5s
 // ago".
 std::string describe_backoff(const stores::BucketStatus& bucket) {
-  const format::Notation notation = notation_of_key(bucket).value_or(format::Notation{});
   return fmt::format(
       "{}: backing off: rate in force {} of {}{}, {} throttle{}, the last {} ago",
-      format::escaped_bytes(bucket.key), format::measured_rate(bucket.rate_in_force, notation),
-      key_rate(bucket),
+      format::escaped_bytes(bucket.key), key_rate(bucket, bucket.rate_in_force), key_rate(bucket),
       bucket.paused_for > std::chrono::nanoseconds::zero()
           ? ", paused for " + format::human_duration(bucket.paused_for) + " more"
           : std::string(),

@@ -32,7 +32,7 @@ stores::ThrottleResult report_throttle(stores::BucketStore& store, const std::st
     fmt::print(stderr, "ratelimit: key '{}' throttled: {}, rate in force {}{}\n",
                format::escaped_bytes(key),
                result->outcome.new_event ? "rate cut" : "same event, no new cut",
-               format::measured_rate(result->rate_in_force, format::Notation{}),
+               format::written_rate(result->rate_in_force),
                result->paused_for > std::chrono::nanoseconds::zero()
                    ? fmt::format(", paused for {}", format::human_duration(result->paused_for))
                    : std::string());

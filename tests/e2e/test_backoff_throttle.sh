@@ -12,7 +12,7 @@ expect_error "ratelimit: --retry-after: invalid Retry-After 'soon': seconds (30)
   "$RATELIMIT" throttle --key api --retry-after soon
 expect_status 66 "$RATELIMIT" throttle --key api --retry-after 1
 expect_stderr "ratelimit: no bucket 'api' in $WORK/state"
-expect_error "ratelimit: --retry: --throttled-status is required" \
+expect_error "ratelimit: --retry requires --throttled-status" \
   "$RATELIMIT" exec --key api --rate 1/s --retry 2 -- true
 
 # A key never throttled writes the record it wrote before (version 7).
@@ -23,15 +23,15 @@ version=$(od -An -tu4 -j8 -N4 "$WORK/state/api.bucket" | tr -d ' ')
 # A throttle with Retry-After 2: nothing is granted on the key for 2 s, pipes included.
 start=$(now_ns)
 expect_status 0 "$RATELIMIT" throttle --key api --retry-after 2 -v
-expect_stderr "ratelimit: key 'api' throttled: rate cut, rate in force 14.0/s, paused for 2s"
+expect_stderr "ratelimit: key 'api' throttled: rate cut, rate in force 14/s, paused for 2s"
 version=$(od -An -tu4 -j8 -N4 "$WORK/state/api.bucket" | tr -d ' ')
 [ "$version" = 8 ] || fail "a throttled key was written as version $version, expected 8"
 expect_status 75 "$RATELIMIT" acquire --key api --rate 20/s --try
 expect_status 75 "$RATELIMIT" exec --key api --rate 20/s --try -- true
 status=$("$RATELIMIT" status --key api)
-grep -q "^api: backing off: rate in force 14.0/s of 20/s, paused for 1.[0-9]*s more, 1 throttle, the last" <<<"$status" ||
+grep -q "^api: backing off: rate in force 1[4-9][.0-9]*/s of 20/s, paused for 1[.0-9]*s more, 1 throttle, the last [.0-9]*s ago$" <<<"$status" ||
   fail "status did not show the back-off: $status"
-"$RATELIMIT" status --key api --json | grep -q '"backoff":{"last_throttle_seconds_ago":[0-9.e-]*,"paused_for_seconds":[0-9.e-]*,"permits_per_second_in_force":14.0[0-9]*,"throttles":1}' ||
+"$RATELIMIT" status --key api --json | grep -q '"backoff":{"permits_per_second_in_force":1[4-9][.0-9e-]*,"paused_for_seconds":1[.0-9e-]*,"throttles":1,"last_throttle_seconds_ago":[.0-9e-]*}' ||
   fail "status --json did not show the back-off: $("$RATELIMIT" status --key api --json)"
 printf 'a\nb\n' | "$RATELIMIT" -l --rate 20/s --key api >"$WORK/piped"
 expect_status 0 "$RATELIMIT" acquire --key api --rate 20/s -v
