@@ -28,11 +28,12 @@ namespace ratelimit {
 // throttled again starts a new event: the rate in force was still too high. Pauses never add up:
 // a pause ends at the latest end reported.
 //
-// The rate in force, t after the last cut at W (the rate in force just before it), with
-// K = kBackoffRecovery:  W * (1 - (1 - kBackoffCut) * (1 - t / K)^3), for t < K: back at W at K,
-// and beyond K the same curve rising above W (so it probes past the rate that failed, slowly
-// first): min(configured, max(floor, that)). This is CUBIC (RFC 8312) with its scale chosen so
-// that the time back to W is K whatever the rate: C = W * (1 - kBackoffCut) / K^3.
+// The rate in force, t after requests resume from the last cut at W (the rate in force just
+// before it): t from the cut, or from the end of its pause, with K = kBackoffRecovery:  W * (1 - (1
+// - kBackoffCut) * (1 - t / K)^3), for t < K: back at W at K, and beyond K the same curve rising
+// above W (so it probes past the rate that failed, slowly first): min(configured, max(floor,
+// that)). This is CUBIC (RFC 8312) with its scale chosen so that the time back to W is K whatever
+// the rate: C = W * (1 - kBackoffCut) / K^3.
 inline constexpr double kBackoffCut = 0.7;
 // A cut never takes the rate in force below 1/100 of the configured rate (seven cuts in a row:
 // 0.7^13 = 0.0097): a service that wants less says so with Retry-After, which pauses.

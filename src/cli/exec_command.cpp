@@ -62,8 +62,7 @@ int run_reporting_throttles(const ExecOptions& options, const PermitOptions& per
       const std::chrono::nanoseconds started = system_clock().now();
       const int command_status = io::run_to_completion(options.command);
       if (throttled(command_status)) {
-        const std::unique_ptr<stores::BucketStore> store =
-            stores::open_store(permits.store.stores);
+        const std::unique_ptr<stores::BucketStore> store = stores::open_store(permits.store.stores);
         report_throttle(*store, permits.key, system_clock().now() - started,
                         std::chrono::nanoseconds::zero(), std::chrono::nanoseconds::zero(),
                         permits.store);

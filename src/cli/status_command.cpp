@@ -92,14 +92,14 @@ std::string describe_next_free(std::chrono::nanoseconds next_free_in) {
 // "api: backing off: rate in force 14/s of 20/s, paused for 3s more, 6 throttles, the last 0.5s
 // ago".
 std::string describe_backoff(const stores::BucketStatus& bucket) {
-  return fmt::format(
-      "{}: backing off: rate in force {} of {}{}, {} throttle{}, the last {} ago",
-      format::escaped_bytes(bucket.key), key_rate(bucket, bucket.rate_in_force), key_rate(bucket),
-      bucket.paused_for > std::chrono::nanoseconds::zero()
-          ? ", paused for " + format::human_duration(bucket.paused_for) + " more"
-          : std::string(),
-      bucket.throttles, bucket.throttles == 1 ? "" : "s",
-      format::human_duration(bucket.last_throttle_ago));
+  return fmt::format("{}: backing off: rate in force {} of {}{}, {} throttle{}, the last {} ago",
+                     format::escaped_bytes(bucket.key), key_rate(bucket, bucket.rate_in_force),
+                     key_rate(bucket),
+                     bucket.paused_for > std::chrono::nanoseconds::zero()
+                         ? ", paused for " + format::human_duration(bucket.paused_for) + " more"
+                         : std::string(),
+                     bucket.throttles, bucket.throttles == 1 ? "" : "s",
+                     format::human_duration(bucket.last_throttle_ago));
 }
 
 // Where a key's timetable stands, in local time (TZ honoured).

@@ -23,10 +23,8 @@ stores::ThrottleResult report_throttle(stores::BucketStore& store, const std::st
                                        std::chrono::nanoseconds retry_after,
                                        std::chrono::nanoseconds max_pause,
                                        const StoreOptions& options) {
-  const std::optional<stores::ThrottleResult> result =
-      store.throttle({.key = key,
-                      .sent_before = sent_before,
-                      .retry_after = std::min(retry_after, max_pause)});
+  const std::optional<stores::ThrottleResult> result = store.throttle(
+      {.key = key, .sent_before = sent_before, .retry_after = std::min(retry_after, max_pause)});
   if (!result) throw no_bucket(key, options);
   if (options.verbose)
     fmt::print(stderr, "ratelimit: key '{}' throttled: {}, rate in force {}{}\n",

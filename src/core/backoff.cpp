@@ -17,8 +17,11 @@ nanoseconds saturated_sum(nanoseconds t, nanoseconds d) {
 
 double rate_in_force(const BackoffState& backoff, double configured, nanoseconds now) {
   if (!(backoff.rate_before_cut > 0.0)) return configured;
-  const double recovered = static_cast<double>((now - backoff.event_at).count()) /
-                           static_cast<double>(kBackoffRecovery.count());
+  // Recovery starts when requests resume.
+  const nanoseconds resumed = std::max(backoff.event_at, backoff.paused_until);
+  const double recovered =
+      static_cast<double>(std::max(now - resumed, nanoseconds::zero()).count()) /
+      static_cast<double>(kBackoffRecovery.count());
   const double below = 1.0 - recovered;
   const double curve =
       backoff.rate_before_cut * (1.0 - (1.0 - kBackoffCut) * (below * below * below));
@@ -27,9 +30,9 @@ double rate_in_force(const BackoffState& backoff, double configured, nanoseconds
 
 ThrottleOutcome record_throttle(BackoffState& backoff, BucketState& bucket, double configured,
                                 const ThrottleReport& report, nanoseconds now) {
-  if (report.retry_after < nanoseconds::zero())
-    throw std::invalid_argument("negative Retry-After");
-  if (report.sent_at > now) throw std::invalid_argument("a throttled request sent after its report");
+  if (report.retry_after < nanoseconds::zero()) throw std::invalid_argument("negative Retry-After");
+  if (report.sent_at > now)
+    throw std::invalid_argument("a throttled request sent after its report");
   ThrottleOutcome outcome;
   const bool same_event = backoff.rate_before_cut > 0.0 && report.sent_at < backoff.event_at;
   nanoseconds pause_from = now;

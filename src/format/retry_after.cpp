@@ -20,9 +20,8 @@ std::string_view trimmed(std::string_view text) {
 
 // `digits` exactly `width` decimal digits, or none.
 std::optional<int> fixed_number(std::string_view digits, std::size_t width) {
-  if (digits.size() != width || !std::all_of(digits.begin(), digits.end(), [](char c) {
-        return c >= '0' && c <= '9';
-      }))
+  if (digits.size() != width ||
+      !std::all_of(digits.begin(), digits.end(), [](char c) { return c >= '0' && c <= '9'; }))
     return std::nullopt;
   int value = 0;
   std::from_chars(digits.data(), digits.data() + digits.size(), value);
@@ -30,9 +29,8 @@ std::optional<int> fixed_number(std::string_view digits, std::size_t width) {
 }
 
 std::optional<std::int64_t> delay_seconds(std::string_view text) {
-  if (text.empty() || !std::all_of(text.begin(), text.end(), [](char c) {
-        return c >= '0' && c <= '9';
-      }))
+  if (text.empty() ||
+      !std::all_of(text.begin(), text.end(), [](char c) { return c >= '0' && c <= '9'; }))
     return std::nullopt;
   std::int64_t seconds = 0;
   const auto [end, error] = std::from_chars(text.data(), text.data() + text.size(), seconds);
@@ -50,8 +48,7 @@ std::optional<std::int64_t> imf_fixdate(std::string_view text) {
   if (text.size() != 29 || text.substr(3, 2) != ", " || text[7] != ' ' || text[11] != ' ' ||
       text[16] != ' ' || text[19] != ':' || text[22] != ':' || text.substr(25) != " GMT")
     return std::nullopt;
-  if (std::find(kDays.begin(), kDays.end(), text.substr(0, 3)) == kDays.end())
-    return std::nullopt;
+  if (std::find(kDays.begin(), kDays.end(), text.substr(0, 3)) == kDays.end()) return std::nullopt;
   const auto month = std::find(kMonths.begin(), kMonths.end(), text.substr(8, 3));
   const auto day = fixed_number(text.substr(5, 2), 2);
   const auto year = fixed_number(text.substr(12, 4), 4);
@@ -72,8 +69,7 @@ std::optional<std::int64_t> imf_fixdate(std::string_view text) {
 
 }  // namespace
 
-std::optional<nanoseconds> retry_after_delay(std::string_view text,
-                                             std::int64_t now_unix_seconds) {
+std::optional<nanoseconds> retry_after_delay(std::string_view text, std::int64_t now_unix_seconds) {
   text = trimmed(text);
   if (text.empty()) return nanoseconds::zero();
   std::optional<std::int64_t> seconds = delay_seconds(text);

@@ -214,6 +214,7 @@ Reservation decide(TokenBucket& bucket, KeySchedule& schedule, std::vector<Quota
     }
   }
   reservation.paused_for = std::max(backoff.paused_until - now, nanoseconds::zero());
+  reservation.backing_off = backoff.throttles > 0;
   reservation.key_timetable = schedule.timetable;
   reservation.key_permits_per_second = bucket.params().permits_per_second;
   const nanoseconds timeout = request.deadline == nanoseconds::max()

@@ -137,6 +137,9 @@ struct Reservation {
   // How long the key was still paused (backing off) when the request was decided: the wait
   // includes it.
   std::chrono::nanoseconds paused_for{0};
+  // The key was ever throttled: a pause reported while the caller waits for its turn voids the
+  // turn (BucketStore::pause_left()).
+  bool backing_off = false;
 };
 
 // A user of a key was told "too many" (HTTP 429, SlowDown...): every user of the key backs off
@@ -211,6 +214,12 @@ class BucketStore {
   // Records a throttle on `request.key` atomically (record_throttle_report()); none if there is no
   // such bucket. A store that keeps no back-off throws UsageError.
   virtual std::optional<ThrottleResult> throttle(const ThrottleRequest& request);
+  // How long `key` stays paused from now (zero: not paused, or no such bucket): a caller whose
+  // turn came during a pause reported after it booked the turn waits the pause out and books
+  // again. A store that keeps no back-off never pauses.
+  virtual std::chrono::nanoseconds pause_left(const std::string& /*key*/) {
+    return std::chrono::nanoseconds::zero();
+  }
 };
 
 // record_throttle() of a report received at `now` on a key of `params`: the report's sending

@@ -67,6 +67,7 @@ class FallbackStore final : public BucketStore {
   bool give_back(const UnusedPermits& unused) override;
   // About the shared store, as status.
   std::optional<ThrottleResult> throttle(const ThrottleRequest& request) override;
+  std::chrono::nanoseconds pause_left(const std::string& key) override;
 
  private:
   enum class Store { shared, local, none };

@@ -20,22 +20,23 @@ stop_service() {
   wait "$service_pid" 2>/dev/null || true
 }
 
-# curl_loop SECONDS RATELIMIT-OPTIONS...: until SECONDS from now, takes a permit of the key and
+# curl_loop SECONDS KEY ACQUIRE-OPTIONS...: until SECONDS from now, takes a permit of KEY and
 # calls the service; a 429 is reported with its Retry-After.
 curl_loop() {
-  local until=$(($(now_ns) + $1 * 1000000000)) code retry_after headers="$WORK/headers.$BASHPID"
-  shift
+  local until=$(($(now_ns) + $1 * 1000000000)) key=$2 code retry_after
+  local headers="$WORK/headers.$BASHPID"
+  shift 2
   while [ "$(now_ns)" -lt "$until" ]; do
-    "$RATELIMIT" acquire "$@" || return 1
+    "$RATELIMIT" acquire --key "$key" "$@" || return 1
     code=$(curl -s -o /dev/null -D "$headers" -w '%{http_code}' "$service_url") || code=000
     if [ "$code" = 429 ]; then
       retry_after=$(sed -n 's/^[Rr]etry-[Aa]fter: *//p' "$headers" | tr -d '\r')
-      "$RATELIMIT" throttle "$@" --retry-after "$retry_after" || return 1
+      "$RATELIMIT" throttle --key "$key" --retry-after "$retry_after" || return 1
     fi
   done
 }
 
-# run_loops COUNT SECONDS RATELIMIT-OPTIONS...: COUNT curl_loops at once; fails if one fails.
+# run_loops COUNT SECONDS KEY ACQUIRE-OPTIONS...: COUNT curl_loops at once; fails if one fails.
 run_loops() {
   local count=$1 pids=() pid
   shift

@@ -12,7 +12,7 @@ export RATELIMIT_STATE_DIR=$WORK/state
 trap 'stop_service; rm -rf "$WORK"' EXIT
 
 start_service 8 8 1 3
-run_loops 6 15 --key api --rate 20/s
+run_loops 6 15 api --rate 20/s
 stop_service
 read -r total throttled < <(awk '$1 >= 5 { n++; if ($2 == 429) t++ } END { print n + 0, t + 0 }' \
   "$WORK/service.log")
@@ -25,7 +25,7 @@ echo "after 5 s: $total requests, $throttled answered 429 ($(uptime))" >&2
 "$RATELIMIT" reset --key api
 start_service 8 8 1 3
 ( sleep 2 && kill -USR2 "$service_pid" ) &
-run_loops 6 8 --key api --rate 20/s
+run_loops 6 8 api --rate 20/s
 stop_service
 read -r at < <(awk '$3 == 3 { print $1; exit }' "$WORK/service.log")
 [ -n "$at" ] || fail "the service never answered Retry-After: 3"

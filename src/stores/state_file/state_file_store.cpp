@@ -2,6 +2,8 @@
 
 #include <fmt/core.h>
 
+#include <algorithm>
+
 #include "stores/state_file/state_file_format.hpp"
 
 namespace ratelimit::stores {
@@ -152,11 +154,23 @@ std::optional<ThrottleResult> StateFileStore::throttle(const ThrottleRequest& re
     DecodedRecord loaded = load(*file, now);
     if (!loaded.record) return std::nullopt;
     StateRecord& record = *loaded.record;
-    const ThrottleResult result = record_throttle_report(record.backoff, record.state,
-                                                         record.params, request, now);
+    const ThrottleResult result =
+        record_throttle_report(record.backoff, record.state, record.params, request, now);
     save(*file, TokenBucket(record.params, record.state), record.schedule, record.quotas,
          record.notation, record.noticed, record.backoff);
     return result;
+  });
+}
+
+std::chrono::nanoseconds StateFileStore::pause_left(const std::string& key) {
+  return state::unavailable_on_failure(directory_, [&] {
+    std::optional<state::LockedFile> file =
+        directory_.lock_existing(bucket_file_name(key), state::LockKind::shared);
+    if (!file) return std::chrono::nanoseconds::zero();
+    const auto now = clock_.now();
+    const DecodedRecord loaded = load(*file, now);
+    if (!loaded.record) return std::chrono::nanoseconds::zero();
+    return std::max(loaded.record->backoff.paused_until - now, std::chrono::nanoseconds::zero());
   });
 }
 
@@ -194,10 +208,9 @@ std::vector<BucketStatus> StateFileStore::status(const std::optional<std::string
       continue;
     }
     if (loaded.record) {
-      buckets.push_back(describe(*file_key,
-                                 TokenBucket(loaded.record->params, loaded.record->state),
-                                 loaded.record->schedule, loaded.record->quotas, now,
-                                 loaded.record->backoff));
+      buckets.push_back(
+          describe(*file_key, TokenBucket(loaded.record->params, loaded.record->state),
+                   loaded.record->schedule, loaded.record->quotas, now, loaded.record->backoff));
       buckets.back().notation = loaded.record->notation;
     } else {
       BucketStatus unusable;

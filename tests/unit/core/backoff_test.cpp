@@ -66,8 +66,8 @@ TEST(Backoff, RecoversAlongTheCubicCurveToTheRateThatFailedAtK) {
 
 TEST(Backoff, ProbesAboveTheRateThatFailedSlowlyFirst) {
   Key key;
-  key.throttle(0s, 0s);      // 20 -> 14
-  key.throttle(1s, 500ms);   // a new event at 16.9 on the way back: 70 % of it
+  key.throttle(0s, 0s);     // 20 -> 14
+  key.throttle(1s, 500ms);  // a new event at 16.9 on the way back: 70 % of it
   const double failed = key.backoff.rate_before_cut;
   const nanoseconds k = 1s + kBackoffRecovery;
   EXPECT_NEAR(key.rate(k), failed, 1e-9);
@@ -75,6 +75,14 @@ TEST(Backoff, ProbesAboveTheRateThatFailedSlowlyFirst) {
   const double two_seconds_on = key.rate(k + 2s) - failed;
   EXPECT_GT(one_second_on, 0.0);
   EXPECT_NEAR(two_seconds_on, 8 * one_second_on, 1e-9);  // cubic in the time past K
+}
+
+TEST(Backoff, RecoveryStartsWhenThePauseEnds) {
+  Key key;
+  key.throttle(0s, 0s, 3s);
+  EXPECT_DOUBLE_EQ(key.rate(1s), kConfigured * kBackoffCut);
+  EXPECT_DOUBLE_EQ(key.rate(3s), kConfigured * kBackoffCut);
+  EXPECT_NEAR(key.rate(3s + kBackoffRecovery), kConfigured, 1e-9);
 }
 
 TEST(Backoff, NeverBelowTheFloor) {
