@@ -16,6 +16,7 @@ start_service() {
 }
 
 stop_service() {
+  [ -n "${service_pid:-}" ] || return 0
   kill "$service_pid" 2>/dev/null || true
   wait "$service_pid" 2>/dev/null || true
 }
