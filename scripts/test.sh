@@ -5,7 +5,7 @@
 source "$(dirname "${BASH_SOURCE[0]}")/setup.sh"
 ensure_packages "${RATELIMIT_BUILD_PACKAGES[@]}" libbenchmark-dev tmux strace dpkg-dev \
   bash-completion fish groff-base mandoc file redis-server redis-tools redis-sentinel tzdata python3 \
-  openssl iproute2
+  openssl iproute2 curl
 
 run_ctest() {
   local dir=$1

@@ -6,12 +6,12 @@ _ratelimit() {
   local command="" command_index=0 i
   for ((i = 1; i < cword; i++)); do
     case ${words[i]} in
-      set | exec | acquire | status | reset) command=${words[i]} command_index=$i; break ;;
+      set | exec | acquire | status | reset | throttle) command=${words[i]} command_index=$i; break ;;
     esac
   done
 
   local value_options=" --rate -r --quota --no-quota --burst --warmup --cold-factor --delimiter --chunk --key -k --permits \
---timeout --max-inflight --size -s --output -o --state-dir --redis --redis-timeout --redis-failover-timeout --on-redis-error \
+--timeout --max-inflight --throttled-status --retry --retry-after --max-pause --size -s --output -o --state-dir --redis --redis-timeout --redis-failover-timeout --on-redis-error \
 --redis-tls-ca --redis-tls-cert --redis-tls-key "
   # exec: from the command on (after -- or at its first word), complete as that command.
   if [[ $command == exec ]]; then
@@ -39,11 +39,12 @@ _ratelimit() {
                  --timeout --stop-at-quota --size -s --progress -p --stats --on-redis-error --no-agent --help -h --version -V" ;;
     set) options="$rate_options --no-quota --no-start-full --no-pay-first $shared_options --help -h --version -V" ;;
     exec) options="$rate_options $shared_options --permits --try --timeout --max-inflight
-                   --on-redis-error --no-agent --help -h --version -V" ;;
+                   --throttled-status --retry --on-redis-error --no-agent --help -h --version -V" ;;
     acquire) options="$rate_options $shared_options --permits --try --timeout --on-redis-error
                       --no-agent --help -h --version -V" ;;
     status) options="$shared_options --json --help -h --version -V" ;;
     reset) options="$shared_options --help -h --version -V" ;;
+    throttle) options="$shared_options --retry-after --max-pause --help -h --version -V" ;;
   esac
 
   case $prev in
@@ -52,14 +53,14 @@ _ratelimit() {
     --on-redis-error) COMPREPLY=($(compgen -W "fail allow local" -- "$cur")); return ;;
     --redis) COMPREPLY=($(compgen -W "redis:// rediss:// unix://" -- "$cur")); compopt -o nospace; return ;;
     --rate | -r | --burst | --warmup | --cold-factor | --delimiter | --chunk | --key | -k | \
-      --permits | --timeout | --max-inflight | --size | -s | --redis-timeout | --redis-failover-timeout) return ;;
+      --permits | --timeout | --max-inflight | --throttled-status | --retry | --retry-after | --max-pause | --size | -s | --redis-timeout | --redis-failover-timeout) return ;;
   esac
 
   if [[ $cur == -* ]]; then
     COMPREPLY=($(compgen -W "$options" -- "$cur"))
     [[ $command == "" ]] && COMPREPLY+=($(compgen -W "--progress=force --stats=text --stats=json" -- "$cur"))
   elif [[ $command == "" ]]; then
-    COMPREPLY=($(compgen -W "set exec acquire status reset" -- "$cur"))
+    COMPREPLY=($(compgen -W "set exec acquire status reset throttle" -- "$cur"))
     _filedir
   elif [[ $command == set ]]; then
     COMPREPLY=($(compgen -W "$(pgrep -x ratelimit 2>/dev/null)" -- "$cur"))

@@ -1,5 +1,5 @@
 # fish completion for ratelimit
-set -l commands set exec acquire status reset
+set -l commands set exec acquire status reset throttle
 
 # exec's command so far, a word a line, when the word being completed belongs to it: the command
 # is the first word after exec's options, or the word after --.
@@ -7,7 +7,7 @@ function __ratelimit_exec_command
     set -l words (commandline -opc)
     test (count $words) -ge 2; and test $words[2] = exec; or return 1
     set -l value_options --rate -r --no-quota --burst --warmup --cold-factor --key -k --state-dir --permits \
-        --timeout --max-inflight --redis --redis-timeout --redis-failover-timeout --on-redis-error --redis-tls-ca \
+        --timeout --max-inflight --throttled-status --retry --redis --redis-timeout --redis-failover-timeout --on-redis-error --redis-tls-ca \
         --redis-tls-cert --redis-tls-key
     set -l i 3
     while test $i -le (count $words)
@@ -39,7 +39,7 @@ complete -c ratelimit -n "$own" -s h -l help -d 'Print help and exit'
 complete -c ratelimit -n "$own" -s V -l version -d 'Print the version and exit'
 
 # Rate options: pipe mode, exec and acquire
-set -l with_rate "not __fish_seen_subcommand_from status reset; and $own"
+set -l with_rate "not __fish_seen_subcommand_from status reset throttle; and $own"
 complete -c ratelimit -n "$with_rate" -s r -l rate -x -d 'Rate: units per period, e.g. 5000, 10MiB/s, 2/s'
 complete -c ratelimit -n "__fish_seen_subcommand_from set" -l no-quota -x -d "With --key: remove the key's quota of this PERIOD, or all"
 complete -c ratelimit -n "__fish_seen_subcommand_from set" -l no-start-full -d "With --key: turn the key's --start-full off"
@@ -83,5 +83,9 @@ complete -c ratelimit -n "$taking" -l permits -x -d 'Permits to take'
 complete -c ratelimit -n "$taking" -l try -d 'Never wait: exit 75 if no permit is free'
 complete -c ratelimit -n "$taking" -l timeout -x -d 'Wait at most this long'
 complete -c ratelimit -n "__fish_seen_subcommand_from exec; and $own" -l max-inflight -x -d 'At most this many commands of the key at once'
+complete -c ratelimit -n "__fish_seen_subcommand_from exec; and $own" -l throttled-status -x -d 'Exit statuses that mean the service said too many'
+complete -c ratelimit -n "__fish_seen_subcommand_from exec; and $own" -l retry -x -d 'Run again at most N times after a throttled status'
+complete -c ratelimit -n "__fish_seen_subcommand_from throttle" -l retry-after -x -d 'The service\'s Retry-After: seconds or an HTTP date'
+complete -c ratelimit -n "__fish_seen_subcommand_from throttle" -l max-pause -x -d 'The longest pause one Retry-After may ask for'
 complete -c ratelimit -n "__fish_seen_subcommand_from set" -x -a '(__fish_complete_pids)'
 complete -c ratelimit -n "__fish_seen_subcommand_from status" -l json -d 'Print one JSON object, for scripts'

@@ -20,6 +20,8 @@ Command setup_exec(CLI::App& app);
 Command setup_acquire(CLI::App& app);
 Command setup_status(CLI::App& app);
 Command setup_reset(CLI::App& app);
+// `ratelimit throttle --key K`: every user of a key backs off (throttle_command.cpp).
+Command setup_throttle(CLI::App& app);
 // The default command, on the top-level app: `ratelimit --rate RATE [FILE...]`. Declared last, as
 // the top-level app counts as parsed whatever subcommand was given.
 Command setup_pipe(CLI::App& app);

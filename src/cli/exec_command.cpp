@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <chrono>
 #include <cstring>
 #include <filesystem>
 #include <memory>
@@ -11,9 +12,11 @@
 
 #include "cli/commands.hpp"
 #include "cli/shared_bucket_options.hpp"
+#include "cli/throttle_report.hpp"
 #include "cli/units.hpp"
 #include "exit_codes.hpp"
 #include "io/exec.hpp"
+#include "ratelimit/clock.hpp"
 #include "state/key_file_names.hpp"
 
 namespace ratelimit::cli {
@@ -22,6 +25,9 @@ namespace {
 struct ExecOptions {
   PermitOptions permits;
   int max_inflight = 0;
+  // The command's exit statuses that mean the service said "too many": the key backs off.
+  std::vector<int> throttled_statuses;
+  int retries = 0;  // --retry: runs again after a throttled status, at most this many times
   std::vector<std::string> command;
 };
 
@@ -43,12 +49,38 @@ std::string key_of(const ExecOptions& options) {
   return name;
 }
 
+// With --throttled-status, the command runs as a child, so that its status can be reported to the
+// key (the request it made was sent no earlier than it started) and the command run again.
+int run_reporting_throttles(const ExecOptions& options, const PermitOptions& permits) {
+  const auto throttled = [&](int status) {
+    return std::find(options.throttled_statuses.begin(), options.throttled_statuses.end(),
+                     status) != options.throttled_statuses.end();
+  };
+  for (int run = 0;; ++run) {
+    bool reported = false;
+    const int status = admit_then(permits, options.max_inflight, [&](exec::Admission&) {
+      const std::chrono::nanoseconds started = system_clock().now();
+      const int command_status = io::run_to_completion(options.command);
+      if (throttled(command_status)) {
+        const std::unique_ptr<stores::BucketStore> store = stores::open_store(permits.store.stores);
+        report_throttle(*store, permits.key, system_clock().now() - started,
+                        std::chrono::nanoseconds::zero(), std::chrono::nanoseconds::zero(),
+                        permits.store);
+        reported = true;
+      }
+      return command_status;
+    });
+    if (!reported || run >= options.retries) return status;
+  }
+}
+
 int run_exec(const ExecOptions& options) {
   // Looked up before a permit is taken: a typo must not wait for, and use up, a permit.
   if (const int error = io::find_command(options.command.front()); error != 0)
     return command_failed(options.command.front(), error);
   PermitOptions permits = options.permits;
   permits.key = key_of(options);
+  if (!options.throttled_statuses.empty()) return run_reporting_throttles(options, permits);
   return admit_then(permits, options.max_inflight, [&](exec::Admission& admission) {
     // The slot stays taken while the command (and whatever inherits the descriptor) runs; the
     // bucket's file was closed when the permits were booked and never reaches the command.
@@ -107,6 +139,21 @@ Command setup_exec(CLI::App& app) {
       ->check(whole_number_in(1, 256))
       ->option_text("N")
       ->group("Shared bucket");
+  CLI::Option* throttled =
+      exec->add_option("--throttled-status", options->throttled_statuses,
+                       "Exit statuses of CMD that mean the service said \"too many\" "
+                       "(e.g. 75): every user of the key backs off")
+          ->delimiter(',')
+          ->check(whole_number_in(1, 255))
+          ->option_text("STATUS,...")
+          ->group("Back-off");
+  exec->add_option("--retry", options->retries,
+                   "Run CMD again, after the back-off, at most N times while it exits with a "
+                   "throttled status; exit with its last status")
+      ->check(whole_number_in(0, 1000))
+      ->option_text("N")
+      ->needs(throttled)
+      ->group("Back-off");
   // Declared for the help and the "command is required" error only: CLI11 never sees its words.
   CLI::Option* command = exec->add_option("command", options->command,
                                           "The command to run and its arguments (-- before it "

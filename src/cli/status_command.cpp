@@ -44,10 +44,11 @@ bool rate_off(const stores::BucketStatus& bucket) {
   return std::isinf(bucket.params.permits_per_second) && bucket.schedule.timetable.empty();
 }
 
-// The key's rate in its notation: "10MB/s", "20 lines/s", "2/s"; as a count per period without
-// one ("10M/s").
-std::string key_rate(const stores::BucketStatus& bucket) {
-  const double rate = bucket.params.permits_per_second;
+// The key's rate (or `other_rate`) in its notation: "10MB/s", "20 lines/s", "2/s"; as a count per
+// period without one ("10M/s").
+std::string key_rate(const stores::BucketStatus& bucket,
+                     std::optional<double> other_rate = std::nullopt) {
+  const double rate = other_rate.value_or(bucket.params.permits_per_second);
   const std::optional<format::Notation> notation = notation_of_key(bucket);
   if (!notation || notation->counted == format::Counted::permits)
     return format::written_rate(rate, notation.value_or(format::Notation{}));
@@ -86,6 +87,19 @@ std::string describe_next_free(std::chrono::nanoseconds next_free_in) {
   constexpr std::chrono::nanoseconds kCentury = std::chrono::hours(24 * 36525);
   if (next_free_in > kCentury) return "in over 100 years";
   return "in " + format::human_duration(next_free_in);
+}
+
+// "api: backing off: rate in force 14/s of 20/s, paused for 3s more, 6 throttles, the last 0.5s
+// ago".
+std::string describe_backoff(const stores::BucketStatus& bucket) {
+  return fmt::format("{}: backing off: rate in force {} of {}{}, {} throttle{}, the last {} ago",
+                     format::escaped_bytes(bucket.key), key_rate(bucket, bucket.rate_in_force),
+                     key_rate(bucket),
+                     bucket.paused_for > std::chrono::nanoseconds::zero()
+                         ? ", paused for " + format::human_duration(bucket.paused_for) + " more"
+                         : std::string(),
+                     bucket.throttles, bucket.throttles == 1 ? "" : "s",
+                     format::human_duration(bucket.last_throttle_ago));
 }
 
 // Where a key's timetable stands, in local time (TZ honoured).
@@ -185,6 +199,7 @@ void print_text(const std::vector<stores::BucketStatus>& buckets,
       quotas.push_back(fmt::format("{}: quota {}: {} used in the window, next unit free {}",
                                    format::escaped_bytes(bucket.key), key_quota(bucket, quota),
                                    quota.used, describe_next_free(quota.next_free_in)));
+    if (bucket.throttles > 0) quotas.push_back(describe_backoff(bucket));
     if (!timetables) continue;
     const std::vector<std::string> columns = timetable_columns(
         bucket.schedule.timetable, notation_of_key(bucket).value_or(format::Notation{}),
@@ -275,6 +290,13 @@ format::Json bucket_json(const stores::BucketStatus& bucket) {
                 params.permits_per_second);
   object["stored_permits"] = format::json_number(bucket.stored_permits);
   object["next_free_in_seconds"] = format::json_number(std::max(0.0, seconds(bucket.next_free_in)));
+  // Only on a key ever throttled.
+  if (bucket.throttles > 0)
+    object["backoff"] = {
+        {"permits_per_second_in_force", format::json_number(bucket.rate_in_force)},
+        {"paused_for_seconds", format::json_number(seconds(bucket.paused_for))},
+        {"throttles", bucket.throttles},
+        {"last_throttle_seconds_ago", format::json_number(seconds(bucket.last_throttle_ago))}};
   object["quotas"] = format::Json::array();
   for (const stores::QuotaStatus& quota : bucket.quotas)
     object["quotas"].push_back(

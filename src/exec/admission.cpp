@@ -37,23 +37,39 @@ Admission admit(stores::BucketStore& store, exec::InflightSlots* slots, io::Wait
     }
   }
 
-  const nanoseconds asked_at = waiter.now();
-  const stores::Reservation reservation = store.reserve(request.permits, waiter);
-  if (reservation.signal != 0)
-    return not_admitted(AdmissionResult::interrupted, reservation.signal);
-  // Told it follows the key's settings, the caller says so whatever comes of the request.
   std::optional<stores::KeySettings> followed;
-  if (reservation.tell_followed) followed = reservation.followed;
-  if (!reservation.granted) return not_admitted(AdmissionResult::refused, 0, followed);
-  const nanoseconds granted_by = deadline_after(waiter.now(), reservation.wait);
-  if (const int signal = waiter.wait_until(granted_by))
-    return not_admitted(AdmissionResult::interrupted, signal, followed);
-  return Admission{.result = AdmissionResult::admitted,
-                   .signal = 0,
-                   .slot = std::move(slot),
-                   .granted_from = deadline_after(asked_at, reservation.wait),
-                   .granted_by = granted_by,
-                   .followed = followed};
+  nanoseconds paused_for{0};
+  for (;;) {
+    const nanoseconds asked_at = waiter.now();
+    const stores::Reservation reservation = store.reserve(request.permits, waiter);
+    if (reservation.signal != 0)
+      return not_admitted(AdmissionResult::interrupted, reservation.signal, followed);
+    // Told it follows the key's settings, the caller says so whatever comes of the request.
+    if (reservation.tell_followed) followed = reservation.followed;
+    if (!reservation.granted) return not_admitted(AdmissionResult::refused, 0, followed);
+    const nanoseconds granted_by = deadline_after(waiter.now(), reservation.wait);
+    if (const int signal = waiter.wait_until(granted_by))
+      return not_admitted(AdmissionResult::interrupted, signal, followed);
+    paused_for += std::min(reservation.paused_for, reservation.wait);
+    // A pause reported while this caller waited for its turn voids the turn (the pause absorbed
+    // it): the caller waits the pause out and books again, so that nothing reaches the service
+    // during a pause. Only on a key that was ever throttled: others pay no second look.
+    const nanoseconds pause =
+        reservation.backing_off ? store.pause_left(request.permits.key) : nanoseconds::zero();
+    if (pause <= nanoseconds::zero())
+      return Admission{.result = AdmissionResult::admitted,
+                       .signal = 0,
+                       .slot = std::move(slot),
+                       .granted_from = deadline_after(asked_at, reservation.wait),
+                       .granted_by = granted_by,
+                       .followed = followed,
+                       .paused_for = paused_for};
+    const nanoseconds resumed = deadline_after(waiter.now(), pause);
+    if (resumed > deadline) return not_admitted(AdmissionResult::refused, 0, followed);
+    if (const int signal = waiter.wait_until(resumed))
+      return not_admitted(AdmissionResult::interrupted, signal, followed);
+    paused_for += pause;
+  }
 }
 
 }  // namespace ratelimit::exec

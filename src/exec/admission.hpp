@@ -37,6 +37,8 @@ struct Admission {
   // The key's settings that this request followed though its own differ, when its caller is to
   // be told (stores::Reservation::followed).
   std::optional<stores::KeySettings> followed;
+  // Admitted: how much of the wait was the key's pause (stores::Reservation::paused_for).
+  std::chrono::nanoseconds paused_for{0};
 };
 
 // How often a caller waiting for a --max-inflight slot looks again: flock cannot wait for any one

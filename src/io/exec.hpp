@@ -19,4 +19,8 @@ int find_command(const std::string& name);
 // Returns only if that failed, with the errno.
 int replace_process(const std::vector<std::string>& argv);
 
+// Runs `argv` as replace_process() would, in a child process, and waits for it: its exit status,
+// 128 + the signal that killed it, or 127/126 as a shell when it could not run.
+int run_to_completion(const std::vector<std::string>& argv);
+
 }  // namespace ratelimit::io

@@ -1,5 +1,6 @@
 #include <fcntl.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -8,6 +9,7 @@
 #include <string_view>
 
 #include "io/exec.hpp"
+#include "io/posix.hpp"
 
 namespace ratelimit::io {
 
@@ -57,6 +59,18 @@ int replace_process(const std::vector<std::string>& argv) {
   pointers.push_back(nullptr);
   ::execvp(pointers[0], pointers.data());
   return errno;
+}
+
+int run_to_completion(const std::vector<std::string>& argv) {
+  const pid_t child = ::fork();
+  if (child < 0) throw_errno("fork");
+  if (child == 0) {
+    const int error = replace_process(argv);
+    ::_exit(error == ENOENT ? 127 : 126);
+  }
+  int status = 0;
+  if (retry_on_eintr([&] { return ::waitpid(child, &status, 0); }) < 0) throw_errno("waitpid");
+  return WIFSIGNALED(status) ? 128 + WTERMSIG(status) : WEXITSTATUS(status);
 }
 
 }  // namespace ratelimit::io

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cmath>
 
+#include "errors.hpp"
 #include "format/checksum.hpp"
 
 namespace ratelimit::stores {
@@ -175,7 +176,7 @@ void notice_followed(Reservation& reservation, const PermitRequest& request,
 }
 
 Reservation decide(TokenBucket& bucket, KeySchedule& schedule, std::vector<Quota>& quotas,
-                   const PermitRequest& request, nanoseconds now) {
+                   const PermitRequest& request, nanoseconds now, const BackoffState& backoff) {
   Reservation reservation;
   if (!request.apply_params &&
       differs_from_key(request, bucket.params(), schedule, params_of(quotas)))
@@ -212,13 +213,16 @@ Reservation decide(TokenBucket& bucket, KeySchedule& schedule, std::vector<Quota
       if (wanted != bucket.params()) replace(wanted);
     }
   }
+  reservation.paused_for = std::max(backoff.paused_until - now, nanoseconds::zero());
+  reservation.backing_off = backoff.throttles > 0;
   reservation.key_timetable = schedule.timetable;
   reservation.key_permits_per_second = bucket.params().permits_per_second;
   const nanoseconds timeout = request.deadline == nanoseconds::max()
                                   ? nanoseconds::max()
                                   : std::max(request.deadline - now, nanoseconds::zero());
-  const nanoseconds found = bucket.state().next_free;
-  QuotaBucket limits(bucket, quotas);
+  const TokenBucket in_force = bucket_in_force(bucket.params(), bucket.state(), backoff, now);
+  const nanoseconds found = in_force.state().next_free;
+  QuotaBucket limits(in_force, quotas);
   const nanoseconds wait = limits.wait_for(request.permits, now);
   reservation.held_by_quota = limits.held_by_quota(request.permits, now);
   reservation.granted =
@@ -229,24 +233,50 @@ Reservation decide(TokenBucket& bucket, KeySchedule& schedule, std::vector<Quota
     return reservation;
   }
   reservation.wait = limits.reserve(request.permits, now);
-  bucket = limits.rate();
+  bucket = TokenBucket(bucket.params(), limits.rate().state());
   quotas = limits.quotas();
   reservation.booked = {.from = found.count(), .until = bucket.state().next_free.count()};
   return reservation;
 }
 
-BucketStatus describe(const std::string& key, TokenBucket bucket, KeySchedule schedule,
-                      const std::vector<Quota>& quotas, nanoseconds now) {
+BucketStatus describe(const std::string& key, TokenBucket configured, KeySchedule schedule,
+                      const std::vector<Quota>& quotas, nanoseconds now,
+                      const BackoffState& backoff) {
+  TokenBucket bucket = bucket_in_force(configured.params(), configured.state(), backoff, now);
   // Reconfiguring with the same parameters only brings the stored permits up to now.
   bucket.reconfigure(bucket.params(), now);
   BucketStatus status{.key = key,
                       .problem = {},
-                      .params = bucket.params(),
+                      .params = configured.params(),
                       .schedule = std::move(schedule),
                       .stored_permits = bucket.state().stored_permits,
                       .next_free_in = std::max(bucket.state().next_free - now, nanoseconds::zero()),
-                      .quotas = quota_status(quotas, now)};
+                      .quotas = quota_status(quotas, now),
+                      .notation = {},
+                      .rate_in_force = bucket.params().permits_per_second,
+                      .paused_for = std::max(backoff.paused_until - now, nanoseconds::zero()),
+                      .throttles = backoff.throttles,
+                      .last_throttle_ago = backoff.throttles > 0 ? now - backoff.last_throttle
+                                                                 : nanoseconds::zero()};
   return status;
+}
+
+std::optional<ThrottleResult> BucketStore::throttle(const ThrottleRequest& /*request*/) {
+  throw UsageError("this store keeps no back-off yet: ratelimit throttle needs the state file");
+}
+
+ThrottleResult record_throttle_report(BackoffState& backoff, BucketState& state,
+                                      const BucketParams& params, const ThrottleRequest& request,
+                                      nanoseconds now) {
+  // Within a century, which no request takes, and far from overflow when subtracted from a time.
+  const nanoseconds sent_at =
+      now - std::clamp(request.sent_before, nanoseconds::zero(), saturated_nanoseconds(kCenturyNs));
+  ThrottleResult result;
+  result.outcome = record_throttle(backoff, state, params.permits_per_second,
+                                   {.sent_at = sent_at, .retry_after = request.retry_after}, now);
+  result.paused_for = std::max(backoff.paused_until - now, nanoseconds::zero());
+  result.rate_in_force = rate_in_force(backoff, params.permits_per_second, now);
+  return result;
 }
 
 std::vector<QuotaStatus> quota_status(const std::vector<Quota>& quotas, nanoseconds now) {

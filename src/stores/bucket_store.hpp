@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "io/waiter.hpp"
+#include "ratelimit/backoff.hpp"
 #include "ratelimit/quota.hpp"
 #include "ratelimit/token_bucket.hpp"
 
@@ -133,6 +134,30 @@ struct Reservation {
   double key_permits_per_second = 0.0;
   // Granted: where the booking lies among the key's.
   BookingSpan booked{};
+  // How long the key was still paused (backing off) when the request was decided: the wait
+  // includes it.
+  std::chrono::nanoseconds paused_for{0};
+  // The key was ever throttled: a pause reported while the caller waits for its turn voids the
+  // turn (BucketStore::pause_left()).
+  bool backing_off = false;
+};
+
+// A user of a key was told "too many" (HTTP 429, SlowDown...): every user of the key backs off
+// (include/ratelimit/backoff.hpp).
+struct ThrottleRequest {
+  std::string key;
+  // How long before the report the throttled request was sent: relative, as every time that
+  // leaves the process.
+  std::chrono::nanoseconds sent_before{0};
+  // The service's Retry-After, capped by the reporter; zero: none.
+  std::chrono::nanoseconds retry_after{0};
+};
+
+struct ThrottleResult {
+  ThrottleOutcome outcome;
+  // The key after the report.
+  std::chrono::nanoseconds paused_for{0};
+  double rate_in_force = 0.0;
 };
 
 // One quota of a key as `ratelimit status` shows it, as of now.
@@ -154,6 +179,12 @@ struct BucketStatus {
   std::chrono::nanoseconds next_free_in{0};
   std::vector<QuotaStatus> quotas{};
   std::string notation{};  // PermitRequest::notation, as the key keeps it; empty: none
+  // Backing off: the rate requests are decided at (params' rate when not backing off), how long
+  // the key stays paused, how many throttles were reported and how long ago the last one was.
+  double rate_in_force = 0.0;
+  std::chrono::nanoseconds paused_for{0};
+  std::int64_t throttles = 0;
+  std::chrono::nanoseconds last_throttle_ago{0};
 };
 
 // Where shared buckets are kept. A store that cannot answer throws StoreUnavailable (exit 69);
@@ -180,7 +211,22 @@ class BucketStore {
   // within its own timeout; waits only through `waiter`. Books nothing: it asks whether a store
   // that went away is back. A store on this host is there whenever it is asked.
   virtual void ping(const std::string& /*key*/, io::Waiter& /*waiter*/) {}
+  // Records a throttle on `request.key` atomically (record_throttle_report()); none if there is no
+  // such bucket. A store that keeps no back-off throws UsageError.
+  virtual std::optional<ThrottleResult> throttle(const ThrottleRequest& request);
+  // How long `key` stays paused from now (zero: not paused, or no such bucket): a caller whose
+  // turn came during a pause reported after it booked the turn waits the pause out and books
+  // again. A store that keeps no back-off never pauses.
+  virtual std::chrono::nanoseconds pause_left(const std::string& /*key*/) {
+    return std::chrono::nanoseconds::zero();
+  }
 };
+
+// record_throttle() of a report received at `now` on a key of `params`: the report's sending
+// time from its `sent_before`, and the key's pause and rate in force after it.
+ThrottleResult record_throttle_report(BackoffState& backoff, BucketState& state,
+                                      const BucketParams& params, const ThrottleRequest& request,
+                                      std::chrono::nanoseconds now);
 
 // A new rate, as Guava's setRate (stored permits rescaled), except to and from no limit
 // (infinity), where the bucket starts afresh: leaving "off" does not hand out a burst that nobody
@@ -220,9 +266,11 @@ bool give_back(TokenBucket& bucket, std::int64_t permits, std::chrono::nanosecon
 // deadline's timeline), shared by every store: granted at the later of the moments the rate and
 // every quota allow (QuotaBucket); refused, nothing is taken from any of them. New quotas keep the
 // counts of a quota of the same period (a new limit applies to what was granted), others start
-// empty.
+// empty. A key that backs off (`backoff`) is decided at its rate in force and not before its
+// pause ends (bucket_in_force()); `bucket` keeps its configured parameters.
 Reservation decide(TokenBucket& bucket, KeySchedule& schedule, std::vector<Quota>& quotas,
-                   const PermitRequest& request, std::chrono::nanoseconds now);
+                   const PermitRequest& request, std::chrono::nanoseconds now,
+                   const BackoffState& backoff = {});
 
 std::vector<QuotaParams> params_of(const std::vector<Quota>& quotas);
 
@@ -248,6 +296,7 @@ std::vector<QuotaStatus> quota_status(const std::vector<Quota>& quotas,
 
 // What status shows of a usable bucket at `now`.
 BucketStatus describe(const std::string& key, TokenBucket bucket, KeySchedule schedule,
-                      const std::vector<Quota>& quotas, std::chrono::nanoseconds now);
+                      const std::vector<Quota>& quotas, std::chrono::nanoseconds now,
+                      const BackoffState& backoff = {});
 
 }  // namespace ratelimit::stores

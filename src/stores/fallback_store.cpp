@@ -135,6 +135,14 @@ std::vector<BucketStatus> FallbackStore::status(const std::optional<std::string>
 
 bool FallbackStore::reset(const std::string& key) { return shared_alone().reset(key); }
 
+std::optional<ThrottleResult> FallbackStore::throttle(const ThrottleRequest& request) {
+  return shared_alone().throttle(request);
+}
+
+std::chrono::nanoseconds FallbackStore::pause_left(const std::string& key) {
+  return outage_ ? std::chrono::nanoseconds::zero() : shared_alone().pause_left(key);
+}
+
 bool FallbackStore::give_back_to(Store store, const UnusedPermits& unused) {
   if (store == Store::local) return local_->give_back(unused);
   // None to the shared store while it is away (they stay booked there), none when unthrottled.

@@ -65,6 +65,9 @@ class FallbackStore final : public BucketStore {
   std::vector<BucketStatus> status(const std::optional<std::string>& key) override;
   bool reset(const std::string& key) override;
   bool give_back(const UnusedPermits& unused) override;
+  // About the shared store, as status.
+  std::optional<ThrottleResult> throttle(const ThrottleRequest& request) override;
+  std::chrono::nanoseconds pause_left(const std::string& key) override;
 
  private:
   enum class Store { shared, local, none };

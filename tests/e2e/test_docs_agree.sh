@@ -4,7 +4,7 @@ source "$E2E_LIB"
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 man_page=$root/man/ratelimit.1
 completions=$root/scripts/completions
-commands=("" set exec acquire status reset)
+commands=("" set exec acquire status reset throttle)
 
 # The options a command's --help declares: the first field of each option line.
 help_options() {
@@ -57,7 +57,7 @@ subcommands=$(cd "$WORK/empty" && bash -c '
   COMP_CWORD=1
   _ratelimit
   printf "%s\n" "${COMPREPLY[@]}"' _ "$completions/ratelimit.bash" | sort | tr '\n' ' ')
-[ "$subcommands" = "acquire exec reset set status " ] ||
+[ "$subcommands" = "acquire exec reset set status throttle " ] ||
   fail "the bash completion offers '$subcommands' as subcommands"
 
 # After exec's command word (with or without --), bash completes that command, not ratelimit.

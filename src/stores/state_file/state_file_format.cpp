@@ -17,9 +17,11 @@ namespace {
 constexpr std::string_view kMagic = "RLBUCKET";
 // 2 added the flags (start_full, pay_first), 3 the machine id, 4 the schedule, 5 the quotas, 6
 // the notation, 7 the fingerprint of the settings last told, 8 each quota's passed count (after
-// the fingerprint). A record of version 4 to 7 is read as one without what came later; of another
-// version it counts as a fresh bucket, as a corrupt one does.
-constexpr std::uint32_t kVersion = 8;
+// the fingerprint), 9 the back-off (after the passed counts). A record of version 4 to 8 is read
+// as one without what came later; of another version it counts as a fresh bucket, as a corrupt
+// one does. A key never throttled is still written as version 8, without the back-off.
+constexpr std::uint32_t kVersion = 9;
+constexpr std::uint32_t kVersionWithoutBackoff = 8;
 constexpr std::uint32_t kVersionWithoutPassed = 7;
 constexpr std::uint32_t kVersionWithoutNoticed = 6;
 constexpr std::uint32_t kVersionWithoutNotation = 5;
@@ -34,6 +36,8 @@ constexpr std::uint32_t kPayFirst = 2;
 constexpr std::size_t kMachineIdBytes = 32;  // 128 bits in hex, as machine-id(5)
 constexpr std::size_t kBootIdBytes = 36;     // a UUID as the kernel prints it
 constexpr std::string_view kBucketSuffix = ".bucket";
+// Pause end, event start, rate before the cut, throttles, last throttle.
+constexpr std::size_t kBackoffRecordBytes = 4 * sizeof(std::int64_t) + sizeof(double);
 
 template <typename Value>
 void append(std::string& out, Value value) {
@@ -87,11 +91,12 @@ std::string unpadded(std::string_view field) {
 const std::size_t kMaxRecordBytes = kFixedRecordBytes + kMaxTimetableBytes + sizeof(std::uint32_t) +
                                     kMaxRecordQuotas * kQuotaRecordBytes + sizeof(std::uint32_t) +
                                     kMaxNotationBytes + sizeof(StateRecord::noticed) +
-                                    kMaxRecordQuotas * sizeof(std::int64_t);
+                                    kMaxRecordQuotas * sizeof(std::int64_t) + kBackoffRecordBytes;
 
 std::string encode_record(const StateRecord& record) {
   std::string out(kMagic);
-  append(out, kVersion);
+  const bool throttled = record.backoff.throttles > 0;
+  append(out, throttled ? kVersion : kVersionWithoutBackoff);
   append(out, static_cast<std::uint32_t>(record.params.shape));
   append(out, record.params.permits_per_second);
   append(out, record.params.max_burst_seconds);
@@ -119,6 +124,13 @@ std::string encode_record(const StateRecord& record) {
   out += notation;
   append(out, record.noticed);
   for (const Quota& quota : record.quotas) append(out, quota.state().passed);
+  if (throttled) {
+    append(out, static_cast<std::int64_t>(record.backoff.paused_until.count()));
+    append(out, static_cast<std::int64_t>(record.backoff.event_at.count()));
+    append(out, record.backoff.rate_before_cut);
+    append(out, record.backoff.throttles);
+    append(out, static_cast<std::int64_t>(record.backoff.last_throttle.count()));
+  }
   append(out, format::fnv1a<std::uint64_t>(out));
   return out;
 }
@@ -147,7 +159,7 @@ Problem read_version(std::string_view bytes, std::uint32_t& version) {
   if (bytes.size() < kMagic.size() + sizeof(std::uint32_t) || !bytes.starts_with(kMagic))
     return std::nullopt;
   std::memcpy(&version, bytes.data() + kMagic.size(), sizeof version);
-  if (version == kVersion || version == kVersionWithoutPassed ||
+  if (version == kVersion || version == kVersionWithoutBackoff || version == kVersionWithoutPassed ||
       version == kVersionWithoutNoticed || version == kVersionWithoutNotation ||
       version == kVersionWithoutQuotas)
     return std::nullopt;
@@ -192,7 +204,8 @@ Problem read_expected_size(std::string_view bytes, std::uint32_t version, std::s
     size += sizeof(std::uint32_t) + notation_bytes;
   }
   if (version >= kVersionWithoutPassed) size += sizeof(std::uint64_t);
-  if (version == kVersion) size += quotas * sizeof(std::int64_t);
+  if (version >= kVersionWithoutBackoff) size += quotas * sizeof(std::int64_t);
+  if (version == kVersion) size += kBackoffRecordBytes;
   return std::nullopt;
 }
 
@@ -244,7 +257,7 @@ Problem read_fields(std::string_view bytes, std::uint32_t version, StateRecord& 
     if (version >= kVersionWithoutNoticed)
       record.notation = std::string(reader.next_bytes(reader.next<std::uint32_t>()));
     if (version >= kVersionWithoutPassed) record.noticed = reader.next<std::uint64_t>();
-    if (version == kVersion) {
+    if (version >= kVersionWithoutBackoff) {
       for (Quota& quota : record.quotas) {
         QuotaState state = quota.state();
         state.passed = reader.next<std::int64_t>();
@@ -253,6 +266,16 @@ Problem read_fields(std::string_view bytes, std::uint32_t version, StateRecord& 
     }
   } catch (const std::invalid_argument& error) {
     return std::string("invalid bucket: ") + error.what();
+  }
+  if (version == kVersion) {
+    record.backoff.paused_until = std::chrono::nanoseconds(reader.next<std::int64_t>());
+    record.backoff.event_at = std::chrono::nanoseconds(reader.next<std::int64_t>());
+    record.backoff.rate_before_cut = reader.next<double>();
+    record.backoff.throttles = reader.next<std::int64_t>();
+    record.backoff.last_throttle = std::chrono::nanoseconds(reader.next<std::int64_t>());
+    if (record.backoff.throttles < 1 || !(record.backoff.rate_before_cut >= 0.0))
+      return "invalid back-off: " + std::to_string(record.backoff.throttles) + " throttles, rate " +
+             fmt::format("{:g}", record.backoff.rate_before_cut);
   }
   return std::nullopt;
 }

@@ -8,6 +8,7 @@
 #include <string_view>
 #include <vector>
 
+#include "ratelimit/backoff.hpp"
 #include "ratelimit/token_bucket.hpp"
 #include "state/key_file_names.hpp"
 #include "stores/bucket_store.hpp"
@@ -25,6 +26,7 @@ struct StateRecord {
   std::vector<Quota> quotas;
   std::string notation;       // PermitRequest::notation as the key keeps it; empty: none
   std::uint64_t noticed = 0;  // notice_followed()'s record of the request last told
+  BackoffState backoff{};     // throttles 0: never throttled
   std::string machine_id;     // /etc/machine-id; empty if the machine has none
   std::string boot_id;
 };
@@ -32,10 +34,13 @@ struct StateRecord {
 // The record's bytes: magic, version, parameters, state, machine id, boot id, the schedule's entry
 // and timetable length, the timetable, the quotas (their number, then each one's limit, period,
 // newest slot and kQuotaCounts counts), the notation's length and the notation, the fingerprint of
-// the settings last told that they follow the key's, each quota's passed count (QuotaState), and
-// an FNV-1a checksum of all that, in this machine's byte order (a record of another machine is
-// refused before its numbers are used). A record of version 7 (before the passed counts) is read
-// with none passed, of version 6 (before the fingerprint) as one with none told, of version 5
+// the settings last told that they follow the key's, each quota's passed count (QuotaState), for
+// a key ever throttled (version 9) its back-off (the pause's end, the event's start, the rate
+// before the cut, the number of throttles, the last one's time), and an FNV-1a checksum of all
+// that, in this machine's byte order (a record of another machine is refused before its numbers
+// are used). A key never throttled is written as version 8, without the back-off. A record of
+// version 7 (before the passed counts) is read with none passed, of version 6 (before the
+// fingerprint) as one with none told, of version 5
 // (before the notation) as one without a notation either, of version 4 (before quotas) as one
 // without quotas either.
 std::string encode_record(const StateRecord& record);

@@ -2,6 +2,8 @@
 
 #include <fmt/core.h>
 
+#include <algorithm>
+
 #include "stores/state_file/state_file_format.hpp"
 
 namespace ratelimit::stores {
@@ -49,6 +51,7 @@ StateFileStore::KeyLimits StateFileStore::load_bucket(const state::LockedFile& f
             .quotas = std::move(quotas),
             .notation = {},
             .noticed = 0,
+            .backoff = {},
             .fresh = true};
   }
   return {.bucket = TokenBucket(loaded.record->params, loaded.record->state),
@@ -56,18 +59,21 @@ StateFileStore::KeyLimits StateFileStore::load_bucket(const state::LockedFile& f
           .quotas = std::move(loaded.record->quotas),
           .notation = std::move(loaded.record->notation),
           .noticed = loaded.record->noticed,
+          .backoff = loaded.record->backoff,
           .fresh = false};
 }
 
 void StateFileStore::save(state::LockedFile& file, const TokenBucket& bucket,
                           const KeySchedule& schedule, const std::vector<Quota>& quotas,
-                          const std::string& notation, std::uint64_t noticed) const {
+                          const std::string& notation, std::uint64_t noticed,
+                          const BackoffState& backoff) const {
   file.replace(encode_record({.params = bucket.params(),
                               .state = bucket.state(),
                               .schedule = schedule,
                               .quotas = quotas,
                               .notation = notation,
                               .noticed = noticed,
+                              .backoff = backoff,
                               .machine_id = host_.machine_id,
                               .boot_id = host_.boot_id}));
 }
@@ -80,12 +86,12 @@ Reservation StateFileStore::reserve(const PermitRequest& request, io::Waiter& wa
       return {.granted = false, .wait = {}, .signal = locked.signal, .replaced_params = {}};
     // Read under the lock, so that the order of the times is the order of the bookings.
     const auto now = clock_.now();
-    auto [bucket, schedule, quotas, notation, noticed, fresh] =
+    auto [bucket, schedule, quotas, notation, noticed, backoff, fresh] =
         load_bucket(*locked.file, request, now);
-    Reservation reservation = decide(bucket, schedule, quotas, request, now);
+    Reservation reservation = decide(bucket, schedule, quotas, request, now, backoff);
     notice_followed(reservation, request, noticed);
     if (fresh || (request.apply_params && reservation.replaced_params)) notation = request.notation;
-    save(*locked.file, bucket, schedule, quotas, notation, noticed);
+    save(*locked.file, bucket, schedule, quotas, notation, noticed, backoff);
     return reservation;
   });
 }
@@ -101,7 +107,7 @@ bool StateFileStore::update_existing(const std::string& key, const Update& updat
     TokenBucket bucket(loaded.record->params, loaded.record->state);
     update(bucket, loaded.record->schedule, loaded.record->noticed, now);
     save(*file, bucket, loaded.record->schedule, loaded.record->quotas, loaded.record->notation,
-         loaded.record->noticed);
+         loaded.record->noticed, loaded.record->backoff);
     return true;
   });
 }
@@ -127,14 +133,44 @@ bool StateFileStore::set_settings(const RateChange& change) {
     if (!loaded.record) {
       std::vector<Quota> quotas;
       for (const QuotaParams& quota : settings.quotas) quotas.emplace_back(quota, now);
-      save(file, TokenBucket(settings.params, now), change.schedule, quotas, {}, 0);
+      save(file, TokenBucket(settings.params, now), change.schedule, quotas, {}, 0, {});
       return true;
     }
     TokenBucket bucket(loaded.record->params, loaded.record->state);
     change_settings(bucket, loaded.record->quotas, settings.params, settings.quotas, now);
     // New settings: the next user whose own differ is told.
-    save(file, bucket, change.schedule, loaded.record->quotas, loaded.record->notation, 0);
+    save(file, bucket, change.schedule, loaded.record->quotas, loaded.record->notation, 0,
+         loaded.record->backoff);
     return true;
+  });
+}
+
+std::optional<ThrottleResult> StateFileStore::throttle(const ThrottleRequest& request) {
+  return state::unavailable_on_failure(directory_, [&]() -> std::optional<ThrottleResult> {
+    std::optional<state::LockedFile> file =
+        directory_.lock_existing(bucket_file_name(request.key), state::LockKind::exclusive);
+    if (!file) return std::nullopt;
+    const auto now = clock_.now();
+    DecodedRecord loaded = load(*file, now);
+    if (!loaded.record) return std::nullopt;
+    StateRecord& record = *loaded.record;
+    const ThrottleResult result =
+        record_throttle_report(record.backoff, record.state, record.params, request, now);
+    save(*file, TokenBucket(record.params, record.state), record.schedule, record.quotas,
+         record.notation, record.noticed, record.backoff);
+    return result;
+  });
+}
+
+std::chrono::nanoseconds StateFileStore::pause_left(const std::string& key) {
+  return state::unavailable_on_failure(directory_, [&] {
+    std::optional<state::LockedFile> file =
+        directory_.lock_existing(bucket_file_name(key), state::LockKind::shared);
+    if (!file) return std::chrono::nanoseconds::zero();
+    const auto now = clock_.now();
+    const DecodedRecord loaded = load(*file, now);
+    if (!loaded.record) return std::chrono::nanoseconds::zero();
+    return std::max(loaded.record->backoff.paused_until - now, std::chrono::nanoseconds::zero());
   });
 }
 
@@ -172,9 +208,9 @@ std::vector<BucketStatus> StateFileStore::status(const std::optional<std::string
       continue;
     }
     if (loaded.record) {
-      buckets.push_back(describe(*file_key,
-                                 TokenBucket(loaded.record->params, loaded.record->state),
-                                 loaded.record->schedule, loaded.record->quotas, now));
+      buckets.push_back(
+          describe(*file_key, TokenBucket(loaded.record->params, loaded.record->state),
+                   loaded.record->schedule, loaded.record->quotas, now, loaded.record->backoff));
       buckets.back().notation = loaded.record->notation;
     } else {
       BucketStatus unusable;

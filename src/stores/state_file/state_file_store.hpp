@@ -35,6 +35,8 @@ class StateFileStore final : public BucketStore {
   std::vector<BucketStatus> status(const std::optional<std::string>& key) override;
   bool reset(const std::string& key) override;
   bool give_back(const UnusedPermits& unused) override;
+  std::optional<ThrottleResult> throttle(const ThrottleRequest& request) override;
+  std::chrono::nanoseconds pause_left(const std::string& key) override;
 
   const state::StateDirectory& directory() const { return directory_; }
 
@@ -47,15 +49,16 @@ class StateFileStore final : public BucketStore {
     std::vector<Quota> quotas;
     std::string notation;
     std::uint64_t noticed = 0;  // StateRecord::noticed
-    bool fresh = false;         // made by the request: the file held no bucket that can be used
+    BackoffState backoff;
+    bool fresh = false;  // made by the request: the file held no bucket that can be used
   };
   // The bucket of `file`, its schedule, quotas and notation at `now`: its record's, or fresh ones
   // made by `request`.
   KeyLimits load_bucket(const state::LockedFile& file, const PermitRequest& request,
                         std::chrono::nanoseconds now) const;
   void save(state::LockedFile& file, const TokenBucket& bucket, const KeySchedule& schedule,
-            const std::vector<Quota>& quotas, const std::string& notation,
-            std::uint64_t noticed) const;
+            const std::vector<Quota>& quotas, const std::string& notation, std::uint64_t noticed,
+            const BackoffState& backoff) const;
   // Changes the bucket of `key`, its schedule and its record of the settings last told under the
   // lock, at the time given; false if there is no bucket that can be used.
   using Update = std::function<void(TokenBucket&, KeySchedule&, std::uint64_t& noticed,

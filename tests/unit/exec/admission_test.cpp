@@ -8,6 +8,7 @@
 #include <csignal>
 #include <map>
 #include <optional>
+#include <utility>
 #include <vector>
 
 #include "fake_clock.hpp"
@@ -89,6 +90,49 @@ TEST_F(Admit, FirstCallerAtOnceTheNextAfterItsTurn) {
   EXPECT_EQ(admit(request()).result, AdmissionResult::admitted);
   EXPECT_EQ(admit(request()).result, AdmissionResult::admitted);
   EXPECT_EQ(waiter.waits, (std::vector<nanoseconds>{0ms, 100ms}));
+}
+
+// A key that backs off, on which another user reports a pause of 2 s while this caller waits for
+// its turn (booked before the report).
+class PausedWhileWaitingStore final : public stores::BucketStore {
+ public:
+  stores::Reservation reserve(const stores::PermitRequest&, io::Waiter&) override {
+    ++reservations;
+    stores::Reservation reservation;
+    reservation.granted = true;
+    reservation.wait = reservations == 1 ? 100ms : 50ms;
+    reservation.backing_off = true;
+    return reservation;
+  }
+  nanoseconds pause_left(const std::string&) override {
+    return std::exchange(pause_reported, nanoseconds::zero());
+  }
+  bool set_rate(const stores::RateChange&) override { return false; }
+  std::vector<stores::BucketStatus> status(const std::optional<std::string>&) override {
+    return {};
+  }
+  bool reset(const std::string&) override { return false; }
+  bool give_back(const stores::UnusedPermits&) override { return false; }
+
+  int reservations = 0;
+  nanoseconds pause_reported = 2s;
+};
+
+TEST_F(Admit, APauseReportedWhileWaitingVoidsTheTurn) {
+  PausedWhileWaitingStore paused;
+  const nanoseconds start = clock.now();
+  const Admission admission = exec::admit(paused, &slots, waiter, request());
+  EXPECT_EQ(admission.result, AdmissionResult::admitted);
+  // Its turn, then the pause, then a turn booked anew.
+  EXPECT_EQ(paused.reservations, 2);
+  EXPECT_EQ(clock.now() - start, 100ms + 2s + 50ms);
+  EXPECT_EQ(admission.paused_for, 2s);
+}
+
+TEST_F(Admit, APauseBeyondTheTimeoutRefuses) {
+  PausedWhileWaitingStore paused;
+  EXPECT_EQ(exec::admit(paused, &slots, waiter, request(1s)).result, AdmissionResult::refused);
+  EXPECT_EQ(paused.reservations, 1);
 }
 
 TEST_F(Admit, TryRefusesWithoutWaitingOrBooking) {

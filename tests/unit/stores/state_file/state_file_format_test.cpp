@@ -2,6 +2,7 @@
 
 #include <gtest/gtest.h>
 
+#include <cstring>
 #include <limits>
 #include <stdexcept>
 
@@ -125,6 +126,49 @@ TEST(StateRecord, ReadsARecordOfVersion7AsOneWithNonePassed) {
   const DecodedRecord current = decode_record(encode_record(record), kNow);
   ASSERT_TRUE(current.record) << current.problem;
   EXPECT_EQ(current.record->quotas[0].state(), hourly.state());
+}
+
+TEST(StateRecord, AKeyNeverThrottledIsWrittenAsVersion8) {
+  const std::string bytes = encode_record(sample_record());
+  std::uint32_t version = 0;
+  std::memcpy(&version, bytes.data() + 8, sizeof version);
+  EXPECT_EQ(version, 8u);
+  // Version 8 as it was: the passed counts last (none here), before the checksum.
+  StateRecord record = sample_record();
+  record.noticed = 42;
+  const std::string with_fingerprint = encode_record(record);
+  EXPECT_EQ(with_fingerprint.size(), bytes.size());
+}
+
+TEST(StateRecord, AThrottledKeyKeepsItsBackoffAsVersion9) {
+  StateRecord record = sample_record();
+  record.backoff = {.paused_until = 150s,
+                    .event_at = 120s,
+                    .rate_before_cut = 2.5,
+                    .throttles = 3,
+                    .last_throttle = 121s};
+  const std::string bytes = encode_record(record);
+  std::uint32_t version = 0;
+  std::memcpy(&version, bytes.data() + 8, sizeof version);
+  EXPECT_EQ(version, 9u);
+  EXPECT_EQ(bytes.size(), encode_record(sample_record()).size() + 5 * 8);
+  const DecodedRecord decoded = decode_record(bytes, kNow);
+  ASSERT_TRUE(decoded.record) << decoded.problem;
+  EXPECT_EQ(decoded.record->backoff, record.backoff);
+  EXPECT_EQ(decoded.record->params, record.params);
+}
+
+TEST(StateRecord, AVersion9RecordWithoutThrottlesIsDamage) {
+  StateRecord record = sample_record();
+  record.backoff.throttles = 1;
+  std::string bytes = encode_record(record);
+  // Throttles are the fourth of the five back-off fields, before the checksum.
+  const std::int64_t none = 0;
+  bytes.replace(bytes.size() - 8 - 2 * 8, 8, reinterpret_cast<const char*>(&none), 8);
+  bytes.resize(bytes.size() - 8);
+  const std::uint64_t checksum = checksum_of(bytes);
+  bytes.append(reinterpret_cast<const char*>(&checksum), sizeof checksum);
+  EXPECT_EQ(decode_record(bytes, kNow).problem, "invalid back-off: 0 throttles, rate 0");
 }
 
 TEST(StateRecord, KeepsNotationsUpToTheirLimit) {

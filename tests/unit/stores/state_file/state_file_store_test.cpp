@@ -76,6 +76,41 @@ TEST_F(StateFileStoreTest, ProcessesShareOneBucketInArrivalOrder) {
   EXPECT_TRUE(notes_.empty());
 }
 
+TEST_F(StateFileStoreTest, AThrottleHoldsEveryProcessOfTheKeyUntilThePauseEnds) {
+  auto first = process();
+  auto second = process();
+  EXPECT_FALSE(first.throttle({.key = "api", .sent_before = 0s, .retry_after = 3s}));
+  EXPECT_EQ(first.reserve(request(bursty(10)), waiter_).wait, 0ms);
+  const std::optional<ThrottleResult> throttled =
+      second.throttle({.key = "api", .sent_before = 0s, .retry_after = 3s});
+  ASSERT_TRUE(throttled);
+  EXPECT_TRUE(throttled->outcome.new_event);
+  EXPECT_EQ(throttled->paused_for, 3s);
+  EXPECT_DOUBLE_EQ(throttled->rate_in_force, 7.0);
+  const Reservation held = first.reserve(request(bursty(10)), waiter_);
+  EXPECT_EQ(held.wait, 3s);
+  EXPECT_EQ(held.paused_for, 3s);
+  // At the rate in force (7/s), not the configured 10/s.
+  EXPECT_EQ(second.reserve(request(bursty(10)), waiter_).wait,
+            3s + std::chrono::nanoseconds(static_cast<std::int64_t>(1e9 / 7.0)));
+  EXPECT_FALSE(first.reserve(request(bursty(10), 1s), waiter_).granted);
+  const std::vector<BucketStatus> status = first.status("api");
+  ASSERT_EQ(status.size(), 1u);
+  EXPECT_EQ(status[0].params.permits_per_second, 10.0);
+  EXPECT_EQ(status[0].paused_for, 3s);
+  EXPECT_EQ(status[0].throttles, 1);
+}
+
+TEST_F(StateFileStoreTest, AKeyNeverThrottledKeepsItsRecordBytes) {
+  auto store = process();
+  store.reserve(request(bursty(10)), waiter_);
+  const DecodedRecord decoded = decode_record(read_file(bucket_file_name("api")), clock_.now());
+  ASSERT_TRUE(decoded.record);
+  EXPECT_EQ(decoded.record->backoff, BackoffState{});
+  EXPECT_EQ(read_file(bucket_file_name("api")), encode_record(*decoded.record));
+  EXPECT_EQ(store.status("api").at(0).throttles, 0);
+}
+
 // Two pipes' turns: A's chunk booked ahead, then B's. A ends: giving back its chunk ahead would
 // let the next booking move up between A's turn and B's, so it stays booked; B's, the last, goes.
 TEST_F(StateFileStoreTest, GivesBackOnlyWhatNoLaterBookingBuiltOn) {
@@ -270,7 +305,10 @@ TEST_F(StateFileStoreTest, EveryRecordItWritesItReads) {
         EXPECT_EQ(status[0].schedule, largest.schedule) << where;
         EXPECT_EQ(status[0].notation, largest.notation) << where;
       }
+  // The largest record is that of a throttled key (version 8).
+  ASSERT_TRUE(store.throttle({.key = "api", .sent_before = 0s, .retry_after = 0s}));
   EXPECT_EQ(read_file("api.bucket").size(), kMaxRecordBytes);
+  EXPECT_EQ(store.status("api").at(0).problem, "");
   EXPECT_TRUE(notes_.empty()) << notes_.front();
 }
 
