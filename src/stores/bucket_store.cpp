@@ -5,7 +5,9 @@
 #include <algorithm>
 #include <cmath>
 
+#include "errors.hpp"
 #include "format/checksum.hpp"
+#include "stores/multi_key.hpp"
 
 namespace ratelimit::stores {
 
@@ -174,8 +176,8 @@ void notice_followed(Reservation& reservation, const PermitRequest& request,
   noticed = fingerprint;
 }
 
-Reservation decide(TokenBucket& bucket, KeySchedule& schedule, std::vector<Quota>& quotas,
-                   const PermitRequest& request, nanoseconds now) {
+Reservation apply_settings(TokenBucket& bucket, KeySchedule& schedule, std::vector<Quota>& quotas,
+                           const PermitRequest& request, nanoseconds now) {
   Reservation reservation;
   if (!request.apply_params &&
       differs_from_key(request, bucket.params(), schedule, params_of(quotas)))
@@ -214,9 +216,19 @@ Reservation decide(TokenBucket& bucket, KeySchedule& schedule, std::vector<Quota
   }
   reservation.key_timetable = schedule.timetable;
   reservation.key_permits_per_second = bucket.params().permits_per_second;
-  const nanoseconds timeout = request.deadline == nanoseconds::max()
-                                  ? nanoseconds::max()
-                                  : std::max(request.deadline - now, nanoseconds::zero());
+  return reservation;
+}
+
+nanoseconds timeout_of(const PermitRequest& request, nanoseconds now) {
+  return request.deadline == nanoseconds::max()
+             ? nanoseconds::max()
+             : std::max(request.deadline - now, nanoseconds::zero());
+}
+
+Reservation decide(TokenBucket& bucket, KeySchedule& schedule, std::vector<Quota>& quotas,
+                   const PermitRequest& request, nanoseconds now) {
+  Reservation reservation = apply_settings(bucket, schedule, quotas, request, now);
+  const nanoseconds timeout = timeout_of(request, now);
   const nanoseconds found = bucket.state().next_free;
   QuotaBucket limits(bucket, quotas);
   const nanoseconds wait = limits.wait_for(request.permits, now);
@@ -233,6 +245,18 @@ Reservation decide(TokenBucket& bucket, KeySchedule& schedule, std::vector<Quota
   quotas = limits.quotas();
   reservation.booked = {.from = found.count(), .until = bucket.state().next_free.count()};
   return reservation;
+}
+
+KeysReservation BucketStore::reserve_all(const std::vector<PermitRequest>& requests,
+                                         io::Waiter& waiter) {
+  check_keys_of_call(requests);
+  if (requests.size() > 1)
+    throw UsageError("this store cannot decide several keys in one call");
+  KeysReservation decision;
+  decision.call = reserve(requests.front(), waiter);
+  decision.keys.push_back(decision.call);
+  if (decision.call.wait > nanoseconds::zero()) decision.held_by = 0;
+  return decision;
 }
 
 BucketStatus describe(const std::string& key, TokenBucket bucket, KeySchedule schedule,

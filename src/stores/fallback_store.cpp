@@ -5,6 +5,7 @@
 #include <algorithm>
 
 #include "errors.hpp"
+#include "stores/multi_key.hpp"
 
 namespace ratelimit::stores {
 namespace {
@@ -53,6 +54,57 @@ Reservation FallbackStore::reserve(const PermitRequest& request, io::Waiter& wai
     }
   }
   return reserve_by_policy(request, waiter);
+}
+
+KeysReservation FallbackStore::reserve_all(const std::vector<PermitRequest>& requests,
+                                           io::Waiter& waiter) {
+  check_keys_of_call(requests);
+  if (requests.size() == 1) return BucketStore::reserve_all(requests, waiter);
+  const std::string& first_key = requests.front().key;
+  if (!outage_ || probe_answered(first_key, waiter.now())) {
+    try {
+      KeysReservation decision = shared_->reserve_all(requests, waiter);
+      if (outage_) {
+        outage_ = false;
+        warn_(fmt::format("{} answers again; back on the shared bucket '{}'{}", shared_name_,
+                          first_key, said_as()));
+      }
+      if (decision.call.granted)
+        for (const PermitRequest& request : requests)
+          note_booking(request.key, Store::shared, request.permits);
+      return decision;
+    } catch (const StoreUnavailable& error) {
+      if (!outage_) {
+        if (policy_.action == OnUnavailable::fail) throw;
+        begin_outage(error, first_key, waiter.now());
+      }
+    }
+  }
+  KeysReservation decision;
+  if (policy_.action == OnUnavailable::allow) {
+    for (const PermitRequest& request : requests)
+      decision.keys.push_back(reserve_by_policy(request, waiter));
+    decision.call = decision.keys.front();
+    return decision;
+  }
+  if (!local_) local_ = open_local_();
+  std::vector<PermitRequest> shares = requests;
+  for (PermitRequest& share : shares) {
+    share.params.permits_per_second *= policy_.local_share;
+    share.apply_params = true;
+  }
+  decision = local_->reserve_all(shares, waiter);
+  for (std::size_t i = 0; i < requests.size(); ++i) {
+    Reservation& reservation = decision.keys[i];
+    if (decision.call.granted) note_booking(requests[i].key, Store::local, requests[i].permits);
+    // As reserve_by_policy(): this host's buckets stand in for the keys.
+    reservation.replaced_params.reset();
+    reservation.replaced_timetable.clear();
+    reservation.followed.reset();
+    reservation.key_timetable = requests[i].schedule.timetable;
+    reservation.key_permits_per_second = requests[i].params.permits_per_second;
+  }
+  return decision;
 }
 
 void FallbackStore::begin_outage(const StoreUnavailable& error, const std::string& key,

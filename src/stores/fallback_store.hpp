@@ -60,6 +60,10 @@ class FallbackStore final : public BucketStore {
   FallbackStore& operator=(const FallbackStore&) = delete;
 
   Reservation reserve(const PermitRequest& request, io::Waiter& waiter) override;
+  // Several keys go to the shared store in one call; while it is away, the policy answers for all
+  // of them (this host's buckets of the keys, all or nothing, each at its share).
+  KeysReservation reserve_all(const std::vector<PermitRequest>& requests,
+                              io::Waiter& waiter) override;
   // set_rate, status and reset are about the shared store: its failure is always an error.
   bool set_rate(const RateChange& change) override;
   std::vector<BucketStatus> status(const std::optional<std::string>& key) override;
