@@ -340,7 +340,7 @@ int run_pipe(const PipeOptions& options) {
 Command setup_pipe(CLI::App& app) {
   auto options = std::make_shared<PipeOptions>();
   add_bucket_options(app, options->bucket, format::Counted::bytes);
-  CLI::Option* key = add_key_option(app, options->key)
+  add_key_option(app, options->key)
       ->description("Share the bucket NAME with every pipe, exec and acquire that names it");
   add_store_options(app, options->store);
   add_redis_policy_option(app, options->store);
@@ -397,12 +397,7 @@ Command setup_pipe(CLI::App& app) {
       ->transform(one_of({"text", "json"}))
       ->option_text("[=text|json]")
       ->group("Output");
-  return Command{&app, [options, key] {
-                   // Several keys in one call are exec's and acquire's: a pipe books per chunk.
-                   if (key->count() > 1)
-                     throw UsageError("a pipe takes one --key (several keys at once: exec or acquire)");
-                   return run_pipe(*options);
-                 }};
+  return Command{&app, [options] { return run_pipe(*options); }};
 }
 
 }  // namespace ratelimit::cli

@@ -217,6 +217,15 @@ void check_options_of(const CLI::App& command, std::string_view command_name,
       value = word.substr(equals + 1);
     else if (i + 1 < arguments.size())
       value = arguments[++i];
+    // exec and acquire read --key and the bucket options in order: each --key starts a group of
+    // its own (several keys in one call), where each bucket option may be given once again.
+    if (declared->get_trigger_on_parse() && declared->check_name("--key")) {
+      std::erase_if(given, [&command](const auto& option_given) {
+        const CLI::Option* option = command.get_option_no_throw(option_given.first);
+        return option != nullptr && option->get_trigger_on_parse();
+      });
+      continue;
+    }
     if (declared->get_multi_option_policy() != CLI::MultiOptionPolicy::Throw) continue;
     const auto [first, inserted] = given.emplace(declared->get_name(), value);
     if (!inserted)

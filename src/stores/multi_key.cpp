@@ -34,12 +34,22 @@ nanoseconds moment_after(nanoseconds now, nanoseconds wait) {
   return wait > nanoseconds::max() - now ? nanoseconds::max() : now + wait;
 }
 
-// Books `request`'s permits on `key` at `go`, not before its own moment: the rate's turn moves
-// with the permits, and the quotas count them at `go`.
+// Books `request`'s permits on `key` at `go`, not before its own moment. As a request made at
+// `go`: the key, which no one can book before `go` any more, counts as idle until then (its
+// stored permits refill), and its wait from `go` is none, its own moment being no later. With
+// pay_first, whose permits need not fit in the burst, the key's turn moves with the permits
+// instead (as a quota moves the rate's turn in QuotaBucket), the time in between not stored.
+// Either way the quotas count the permits at `go`.
 BookingSpan book_at(KeyInCall& key, nanoseconds now, nanoseconds go) {
   const std::int64_t permits = key.request.permits;
   const nanoseconds found = key.bucket.state().next_free;
   QuotaBucket limits(key.bucket, key.quotas);
+  if (!key.bucket.params().pay_first) {
+    limits.reserve(permits, go);
+    key.bucket = limits.rate();
+    key.quotas = limits.quotas();
+    return {.from = found.count(), .until = key.bucket.state().next_free.count()};
+  }
   const nanoseconds own_go = moment_after(now, limits.wait_for(permits, now));
   limits.reserve(permits, now, go);
   TokenBucket& rate = limits.rate();

@@ -29,10 +29,10 @@ void check_keys_of_call(const std::vector<PermitRequest>& requests);
 // them, then each key's moment (its rate's and quotas', as decide() finds it); the call is granted
 // at the latest of them if that is by the deadline, no key's quota is never to allow the permits,
 // and (refuse_quota_wait) no key's quota holds them back. Granted, every key books its permits
-// at that moment: a key whose own moment was earlier has its turn moved to it (as a quota moves
-// the rate's turn in QuotaBucket), and its quotas count them there, so that no key's turn is
-// spent while another still waits and no key grants more than its rate and burst by the moment
-// the permits are used. Refused, no key books anything.
+// at that moment, as a request made then (the time until then idle on the key, so stored), and
+// its quotas count them there, so that no key's turn is spent while another still waits and no
+// key grants more than its rate and burst by the moment the permits are used. Refused, no key
+// books anything.
 KeysReservation decide_all(std::span<KeyInCall> keys, std::chrono::nanoseconds now);
 
 }  // namespace ratelimit::stores

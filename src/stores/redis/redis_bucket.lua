@@ -145,8 +145,8 @@ local MOST_QUOTAS = 64
 -- count of its arguments and its reserve or reserve_keeping arguments as it would go alone (from
 -- kArgOperation on; their time and timeout are not read). Each key is served twice at most: first
 -- asking (its settings applied as reserve applies them, nothing booked: its wait), then, if the
--- call is granted at the latest of the waits, booking at that moment (the rate's turn moved to
--- it, the quotas counting there). Returns {granted 0|1, wait ns (the longest), held_by (the index
+-- call is granted at the latest of the waits, booking as a request made at that moment (with
+-- pay_first, the rate's turn moved to it instead), the quotas counting there. Returns {granted 0|1, wait ns (the longest), held_by (the index
 -- of the key whose wait it is, 0 when none waited), each key's asking reply, then (granted) each
 -- key's booking reply}, each reply as reserve's alone.
 local function reserve_all(serve)
@@ -882,11 +882,14 @@ local function serve(argv, call_key, call)
     -- durations and times are not negative here, so the core's saturating sums are sums capped at
     -- 2^63.
     local booked_stored, booked_free, booked_from = stored, next_free, next_free
-    if now > booked_free then
+    -- reserve_all's booking (`hold`): as a request made at the call's moment, but with pay_first.
+    local book_at = now
+    if call and call.hold and pay_first ~= "1" then book_at = now + call.hold end
+    if book_at > booked_free then
       if max_permits > 0 then
-        booked_stored = min(max_permits, booked_stored + (now - booked_free) / cool_down)
+        booked_stored = min(max_permits, booked_stored + (book_at - booked_free) / cool_down)
       end
-      booked_free = now
+      booked_free = book_at
     end
     local stored_to_spend = min(permits, booked_stored)
     local fresh_permits = permits - stored_to_spend

@@ -50,7 +50,7 @@ struct MemoryKeys {
 };
 
 // Per site 2/s, in all 10/s: each call waits for the later of the two keys' moments, and both
-// keys book it then, so that the site's next turn counts from when the call went.
+// keys book it then, as a request made then: all, idle until then, stores what it did not use.
 TEST(MultiKeyDecision, TheLatestMomentWinsAndIsBookedOnEveryKey) {
   const std::vector<PermitRequest> call{request_for("site:a", 2), request_for("all", 10)};
   MemoryKeys store(call, 0s);
@@ -66,10 +66,12 @@ TEST(MultiKeyDecision, TheLatestMomentWinsAndIsBookedOnEveryKey) {
   EXPECT_EQ(*second.held_by, 0u);
   EXPECT_EQ(second.keys[0].wait, 500ms);
   EXPECT_EQ(second.keys[1].wait, 100ms);
-  // all's turn moved with the call: booked at 500 ms, its next free is 600 ms, not 200 ms.
-  EXPECT_EQ(store.keys[1].bucket.state().next_free, 600ms);
+  // all booked at 500 ms, not at its own 100 ms: its next free is 500 ms, with the 4 permits of
+  // 100 to 500 ms stored and one of them spent.
+  EXPECT_EQ(store.keys[1].bucket.state().next_free, 500ms);
+  EXPECT_DOUBLE_EQ(store.keys[1].bucket.state().stored_permits, 3.0);
   EXPECT_EQ(store.keys[0].bucket.state().next_free, 1000ms);
-  EXPECT_EQ(second.keys[1].booked, (BookingSpan{.from = 100'000'000, .until = 600'000'000}));
+  EXPECT_EQ(second.keys[1].booked, (BookingSpan{.from = 100'000'000, .until = 500'000'000}));
 }
 
 // A user's --try refused by its own 1/s key takes nothing from the global key: the other users
@@ -126,7 +128,22 @@ TEST(MultiKeyDecision, AQuotaMomentIsBookedOnTheOtherKey) {
   EXPECT_EQ(*held.held_by, 1u);
   EXPECT_TRUE(held.call.held_by_quota);
   EXPECT_GE(held.call.wait, 640ms);
-  EXPECT_EQ(store.keys[0].bucket.state().next_free, held.call.wait + 1ms);
+  EXPECT_EQ(store.keys[0].bucket.state().next_free, held.call.wait);
+}
+
+// pay_first: the key's turn moves with the call instead, nothing stored meanwhile (its permits
+// need not fit in its burst).
+TEST(MultiKeyDecision, APayFirstKeyHasItsTurnMoved) {
+  PermitRequest paying = request_for("paying", 10);
+  paying.params.pay_first = true;
+  paying.params.max_burst_seconds = 0;
+  const std::vector<PermitRequest> call{paying, request_for("slow", 1)};
+  MemoryKeys store(call, 0s);
+  ASSERT_EQ(store.decide(call, 0s).call.wait, 100ms);  // pay_first: its own permit first
+  const KeysReservation held = store.decide(call, 0s);
+  EXPECT_EQ(held.call.wait, 1s);
+  // Its own turn was 100 to 200 ms: moved by 800 ms to end at the call's moment.
+  EXPECT_EQ(store.keys[0].bucket.state().next_free, 1s);
 }
 
 TEST(MultiKeyDecision, ChecksTheKeysOfACall) {
@@ -167,8 +184,9 @@ TEST_F(MultiKeyStateFileTest, KeysInAnyOrderShareTheirBuckets) {
   EXPECT_EQ(reversed.call.wait, 500ms);
   ASSERT_TRUE(reversed.held_by);
   EXPECT_EQ(*reversed.held_by, 1u);
-  // all was booked at 500 ms: a user of all alone comes 100 ms after.
-  EXPECT_EQ(first.reserve(all, waiter_).wait, 600ms);
+  // all was booked at 500 ms, having stored its permits until then: a user of all alone goes
+  // then too.
+  EXPECT_EQ(first.reserve(all, waiter_).wait, 500ms);
   EXPECT_EQ(second.reserve(site, waiter_).wait, 1000ms);
 }
 
