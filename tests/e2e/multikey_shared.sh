@@ -20,21 +20,21 @@ expect_multikey_rules() {
   expect_error "ratelimit: too many --key: 17 given, at most 16" "$RATELIMIT" acquire "${many[@]}" "$@"
   expect_status 0 "$RATELIMIT" acquire "${many[@]:0:32}" --try "$@"
 
-  # User 1 at 1/s and all at 2/s: user 1's second --try is refused by its own key, and takes
-  # nothing from all, whose next turn (500 ms after the first) is then free to user 2 at once.
-  expect_status 0 "$RATELIMIT" acquire --key user:1 --rate 1/s --key all --rate 2/s --try "$@"
+  # User 1 at 1/s and users at 2/s: user 1's second --try is refused by its own key, and takes
+  # nothing from users, whose next turn (500 ms after the first) is then free to user 2 at once.
+  expect_status 0 "$RATELIMIT" acquire --key user:1 --rate 1/s --key users --rate 2/s --try "$@"
   sleep 0.6
-  expect_status 75 "$RATELIMIT" acquire -v --key user:1 --rate 1/s --key all --rate 2/s --try "$@"
+  expect_status 75 "$RATELIMIT" acquire -v --key user:1 --rate 1/s --key users --rate 2/s --try "$@"
   grep -q "^ratelimit: key 'user:1' refused the call: its permits were .* away$" "$WORK/stderr" ||
     fail "-v did not name the key that refused: $(cat "$WORK/stderr")"
-  expect_status 0 "$RATELIMIT" acquire --key user:2 --rate 1/s --key all --rate 2/s --try "$@"
-  # all's turn went to user 2: the next call of a new user waits for all, and says so.
-  expect_status 0 "$RATELIMIT" acquire -v --key user:3 --rate 1/s --key all --rate 2/s "$@"
-  grep -q "^ratelimit: waited .* for key 'all'$" "$WORK/stderr" ||
+  expect_status 0 "$RATELIMIT" acquire --key user:2 --rate 1/s --key users --rate 2/s --try "$@"
+  # users' turn went to user 2: the next call of a new user waits for users, and says so.
+  expect_status 0 "$RATELIMIT" acquire -v --key user:3 --rate 1/s --key users --rate 2/s "$@"
+  grep -q "^ratelimit: waited .* for key 'users'$" "$WORK/stderr" ||
     fail "-v did not name the key waited for: $(cat "$WORK/stderr")"
   # A key without its own options follows what the key owns.
-  expect_status 75 "$RATELIMIT" acquire --key user:3 --key all --try "$@"
-  expect_status 64 "$RATELIMIT" acquire --key all --key nobody "$@"
+  expect_status 75 "$RATELIMIT" acquire --key user:3 --key users --try "$@"
+  expect_status 64 "$RATELIMIT" acquire --key users --key nobody "$@"
   grep -q "^ratelimit: no --rate, and key 'nobody' has no bucket in .* to follow" "$WORK/stderr" ||
     fail "a key without options or bucket: $(cat "$WORK/stderr")"
 }
