@@ -28,8 +28,9 @@ int run_acquire(const PermitOptions& options) {
         keys = fmt::format("keys '{}'", options.key);
         for (const KeyOptions& more : options.more_keys) keys += fmt::format(", '{}'", more.key);
       }
-      fmt::print(stderr, "ratelimit: {}: {} {} granted between {} and {} s on the monotonic clock\n",
-                 keys, options.permits, options.permits == 1 ? "permit" : "permits",
+      fmt::print(stderr,
+                 "ratelimit: {}: {} {} granted between {} and {} s on the monotonic clock\n", keys,
+                 options.permits, options.permits == 1 ? "permit" : "permits",
                  seconds(admission.granted_from), seconds(admission.granted_by));
     }
     return exit_ok;

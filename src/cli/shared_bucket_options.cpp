@@ -234,8 +234,9 @@ bool may_hold_buckets(const StoreOptions& options) {
 namespace {
 
 bool any_given(const BucketOptions& bucket) {
-  return bucket.rate || bucket.burst || bucket.warmup || bucket.cold_factor != BucketOptions{}.cold_factor ||
-         bucket.start_full || bucket.pay_first || !bucket.quotas.empty();
+  return bucket.rate || bucket.burst || bucket.warmup ||
+         bucket.cold_factor != BucketOptions{}.cold_factor || bucket.start_full ||
+         bucket.pay_first || !bucket.quotas.empty();
 }
 
 // A --key read: the first is the call's key, each later one starts a group of its own, and the
@@ -266,8 +267,8 @@ std::vector<KeyOptions> keys_of_call(const PermitOptions& options) {
   keys.insert(keys.end(), options.more_keys.begin(), options.more_keys.end());
   keys.back().bucket = options.bucket;
   if (keys.size() > stores::kMaxKeysPerCall)
-    throw UsageError(fmt::format("too many --key: {} given, at most {}", keys.size(),
-                                 stores::kMaxKeysPerCall));
+    throw UsageError(
+        fmt::format("too many --key: {} given, at most {}", keys.size(), stores::kMaxKeysPerCall));
   for (std::size_t i = 0; i < keys.size(); ++i)
     for (std::size_t j = 0; j < i; ++j)
       if (keys[i].key == keys[j].key)
@@ -376,15 +377,14 @@ int admit_then(const PermitOptions& options, int max_inflight,
                                                          : std::nullopt);
     const stores::PermitRequest& asked = i == 0 ? request.permits : request.more_keys[i - 1];
     if (followed)
-      announce_followed(keys[i].key, *followed,
-                        {.params = asked.params,
-                         .timetable = asked.schedule.timetable,
-                         .quotas = asked.quotas},
-                        keys[i].bucket, buckets[i].notation);
+      announce_followed(
+          keys[i].key, *followed,
+          {.params = asked.params, .timetable = asked.schedule.timetable, .quotas = asked.quotas},
+          keys[i].bucket, buckets[i].notation);
   }
   if (options.store.verbose && !admission.held_by.empty()) {
-    const std::string waited = format::human_duration(
-        std::chrono::duration<double>(admission.wait));
+    const std::string waited =
+        format::human_duration(std::chrono::duration<double>(admission.wait));
     if (admission.result == exec::AdmissionResult::refused)
       fmt::print(stderr, "ratelimit: key '{}' refused the call: its permits were {} away\n",
                  format::escaped_bytes(admission.held_by), waited);

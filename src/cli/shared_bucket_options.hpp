@@ -61,7 +61,8 @@ struct PermitOptions {
   // --key count as its own too); keys_of_call() gives every key its own.
   BucketOptions bucket;
   StoreOptions store;
-  std::string key;  // the first --key; empty: none given (exec takes its command's name, acquire refuses)
+  std::string
+      key;  // the first --key; empty: none given (exec takes its command's name, acquire refuses)
   // A second --key and on, as read: each one's bucket options are those that follow it, the last
   // one's still in `bucket`; the first key's then in first_key_bucket.
   std::vector<KeyOptions> more_keys;

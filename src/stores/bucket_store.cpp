@@ -250,8 +250,7 @@ Reservation decide(TokenBucket& bucket, KeySchedule& schedule, std::vector<Quota
 KeysReservation BucketStore::reserve_all(const std::vector<PermitRequest>& requests,
                                          io::Waiter& waiter) {
   check_keys_of_call(requests);
-  if (requests.size() > 1)
-    throw UsageError("this store cannot decide several keys in one call");
+  if (requests.size() > 1) throw UsageError("this store cannot decide several keys in one call");
   KeysReservation decision;
   decision.call = reserve(requests.front(), waiter);
   decision.keys.push_back(decision.call);

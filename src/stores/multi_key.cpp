@@ -16,8 +16,8 @@ using std::chrono::nanoseconds;
 void check_keys_of_call(const std::vector<PermitRequest>& requests) {
   if (requests.empty()) throw UsageError("a call names at least one key");
   if (requests.size() > kMaxKeysPerCall)
-    throw UsageError(fmt::format("too many keys in one call: {} given, at most {}",
-                                 requests.size(), kMaxKeysPerCall));
+    throw UsageError(fmt::format("too many keys in one call: {} given, at most {}", requests.size(),
+                                 kMaxKeysPerCall));
   std::set<std::string> seen;
   for (const PermitRequest& request : requests) {
     if (!seen.insert(request.key).second)

@@ -96,7 +96,8 @@ class CoreStore final : public GoldenStore {
     std::vector<stores::KeyInCall> in_call;
     for (const stores::PermitRequest& request : requests) {
       const nanoseconds at = keys.front().at;
-      auto [kept, made] = keys_.try_emplace(request.key, Key{TokenBucket(request.params, at), {}, {}});
+      auto [kept, made] =
+          keys_.try_emplace(request.key, Key{TokenBucket(request.params, at), {}, {}});
       if (made)
         for (const QuotaParams& quota : request.quotas) kept->second.quotas.emplace_back(quota, at);
       in_call.push_back({.bucket = kept->second.bucket,

@@ -346,7 +346,8 @@ DecodedKeysReservation decode_reservations(const RedisValue& reply,
     reservation.keys.push_back(std::move(key));
     decoded.problems.push_back(std::move(asked.problem));
   }
-  if (reservation.held_by) call.held_by_quota = reservation.keys[*reservation.held_by].held_by_quota;
+  if (reservation.held_by)
+    call.held_by_quota = reservation.keys[*reservation.held_by].held_by_quota;
   return decoded;
 }
 

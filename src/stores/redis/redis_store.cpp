@@ -257,8 +257,7 @@ KeysReservation RedisStore::reserve_all_at(const std::vector<PermitRequest>& req
   }
   const RedisValue reply =
       run_script_on(keys, script::encode_reserve_all(requests, timeout, now_micros), deadline);
-  script::DecodedKeysReservation decoded =
-      script::decode_reservations(reply, requests, server());
+  script::DecodedKeysReservation decoded = script::decode_reservations(reply, requests, server());
   for (std::size_t i = 0; i < requests.size(); ++i)
     if (!decoded.problems[i].empty())
       notify_(fmt::format("key '{}': {} in Redis; starting a fresh bucket", requests[i].key,
