@@ -24,3 +24,13 @@ expect_status 0 "$RATELIMIT" acquire --key '{crawl}site:b' --rate 1/s --key '{cr
 expect_status 64 "$RATELIMIT" acquire --key site:a --rate 1/s --key all --rate 10/s "${cluster[@]}"
 grep -q "^ratelimit: Redis at .*: keys 'site:a', 'all' are on different Cluster slots, and one call decides keys of one slot only: start their names with the same {tag} (e.g. {crawl}site:a and {crawl}all)$" "$WORK/stderr" ||
   fail "keys of two slots: $(cat "$WORK/stderr")"
+
+# Redis away: --on-redis-error=local takes from this host's buckets of every key, all or nothing
+# (a refusal by one takes nothing from the other); allow grants.
+away=(--redis "unix://$WORK/away.sock" --redis-timeout 200ms --no-agent)
+expect_status 0 "$RATELIMIT" acquire --key away:user --rate 1/s --key away:all --rate 2/s --try --on-redis-error=local "${away[@]}"
+expect_status 75 "$RATELIMIT" acquire --key away:user --rate 1/s --key away:all --rate 2/s --try --on-redis-error=local "${away[@]}"
+sleep 0.6
+expect_status 0 "$RATELIMIT" acquire --key away:other --rate 1/s --key away:all --rate 2/s --try --on-redis-error=local "${away[@]}"
+expect_status 0 "$RATELIMIT" acquire --key away:user --rate 1/s --key away:all --rate 2/s --try --on-redis-error=allow "${away[@]}"
+expect_status 69 "$RATELIMIT" acquire --key away:user --rate 1/s --key away:all --rate 2/s "${away[@]}"
