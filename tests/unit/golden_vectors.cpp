@@ -256,10 +256,13 @@ GoldenRequestAll parse_request_all(std::map<std::string, std::string>& fields,
                    [&](const GoldenRequest& key) { return key.key == *held_by; }))
     throw std::invalid_argument("held_by names no key: " + *held_by);
   if (held_by && *held_by != "?") call.held_by = held_by;
+  std::optional<std::vector<std::string>> named;
+  if (const auto keys = take(fields, "keys")) named = items_of(*keys);
   const GoldenRequest common = parse_request(fields, BucketParams{});
   call.granted = common.granted;
   call.wait = common.wait;
   for (const GoldenRequest& key : declared) {
+    if (named && std::find(named->begin(), named->end(), key.key) == named->end()) continue;
     GoldenRequest part = key;
     part.at = common.at;
     part.permits = common.permits;
@@ -267,6 +270,12 @@ GoldenRequestAll parse_request_all(std::map<std::string, std::string>& fields,
     part.apply_params = common.apply_params;
     call.keys.push_back(std::move(part));
   }
+  if (named && call.keys.size() != named->size())
+    throw std::invalid_argument("keys names an undeclared key, or one twice");
+  if (call.held_by && *call.held_by != "none" &&
+      std::none_of(call.keys.begin(), call.keys.end(),
+                   [&](const GoldenRequest& key) { return key.key == *call.held_by; }))
+    throw std::invalid_argument("held_by names a key not asked: " + *call.held_by);
   return call;
 }
 
