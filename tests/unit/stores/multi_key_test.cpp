@@ -3,12 +3,15 @@
 #include <fmt/core.h>
 #include <gtest/gtest.h>
 
+#include <functional>
+#include <span>
 #include <string>
 #include <vector>
 
 #include "errors.hpp"
 #include "fake_clock.hpp"
 #include "fake_waiter.hpp"
+#include "stores/state_file/state_file_format.hpp"
 #include "stores/state_file/state_file_store.hpp"
 #include "temp_dir.hpp"
 
@@ -211,6 +214,46 @@ TEST_F(MultiKeyStateFileTest, ARefusalLeavesEveryKeyAsItWas) {
   const KeysReservation granted = store.reserve_all({other, global}, waiter_);
   EXPECT_TRUE(granted.call.granted);
   EXPECT_EQ(granted.call.wait, 100ms);
+}
+
+// While it waits for a lock, looks whether another key's file is locked.
+class ProbingWaiter final : public io::Waiter {
+ public:
+  ProbingWaiter(testing::FakeClock& clock, std::function<void()> probe)
+      : clock_(clock), probe_(std::move(probe)) {}
+  nanoseconds now() override { return clock_.now(); }
+  int wait_until(nanoseconds deadline, std::span<pollfd>) override {
+    probe_();
+    clock_.advance(std::max(deadline - clock_.now(), nanoseconds::zero()));
+    return 0;
+  }
+
+ private:
+  testing::FakeClock& clock_;
+  std::function<void()> probe_;
+};
+
+// Every caller locks the keys' files in the order of their names, whatever the order it names
+// them in: a caller waiting for "a" holds no other key's lock, so two callers that name the same
+// keys in other orders never each hold what the other waits for.
+TEST_F(MultiKeyStateFileTest, LocksTheKeysInTheOrderOfTheirNames) {
+  const state::StateDirectory directory = state::StateDirectory::open(dir_.string());
+  const state::LockedFile held_a =
+      directory.lock(bucket_file_name("a"), state::LockKind::exclusive);
+  int waits = 0;
+  bool b_was_locked = false;
+  ProbingWaiter waiter(clock_, [&] {
+    ++waits;
+    b_was_locked = b_was_locked || !directory.try_lock(bucket_file_name("b"));
+  });
+  auto store = process();
+  PermitRequest b = request_for("b", 1);
+  PermitRequest a = request_for("a", 1);
+  b.deadline = a.deadline = clock_.now() + 5ms;
+  const KeysReservation refused = store.reserve_all({b, a}, waiter);
+  EXPECT_FALSE(refused.call.granted);
+  EXPECT_GT(waits, 0);
+  EXPECT_FALSE(b_was_locked);
 }
 
 }  // namespace
