@@ -32,6 +32,13 @@ expect_multikey_rules() {
   expect_status 0 "$RATELIMIT" acquire -v --key user:3 --rate 1/s --key users --rate 2/s "$@"
   grep -q "^ratelimit: waited .* for key 'users'$" "$WORK/stderr" ||
     fail "-v did not name the key waited for: $(cat "$WORK/stderr")"
+  # Each key's own settings are told as for one key: users keeps its 2/s.
+  expect_status 0 "$RATELIMIT" acquire --key user:4 --rate 1/s --key users --rate 3/s "$@"
+  grep -q "^ratelimit: key 'users' has rate 2/s, burst 1s: this call follows it, not its own rate 3/s, burst 1s (to make them the key's: ratelimit set --key users --rate 3/s)$" "$WORK/stderr" ||
+    fail "the key followed was not told: $(cat "$WORK/stderr")"
+  # exec runs its command once every key grants.
+  [ "$("$RATELIMIT" exec --key user:5 --rate 1/s --key users --rate 2/s "$@" -- echo crawled)" = crawled ] ||
+    fail "exec over several keys did not run its command"
   # A key without its own options follows what the key owns.
   expect_status 75 "$RATELIMIT" acquire --key user:3 --key users --try "$@"
   expect_status 64 "$RATELIMIT" acquire --key users --key nobody "$@"
