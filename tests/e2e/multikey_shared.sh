@@ -15,6 +15,8 @@ expect_multikey_rules() {
     "$RATELIMIT" acquire --key a --rate 1/s --key b --rate 1/s --rate 2/s "$@"
   expect_error "ratelimit: --key given twice ('a', then 'b'): give it once" \
     "$RATELIMIT" --key a --key b --rate 1k "$@"
+  expect_error "ratelimit: --rate given twice ('1/s', then '2/s'): give it once" \
+    "$RATELIMIT" acquire --rate 1/s --key a --rate 2/s "$@"
   local many=() key
   for key in $(seq 17); do many+=(--key "k$key" --rate 1/s); done
   expect_error "ratelimit: too many --key: 17 given, at most 16" "$RATELIMIT" acquire "${many[@]}" "$@"
