@@ -50,7 +50,7 @@ Reservation FallbackStore::reserve(const PermitRequest& request, io::Waiter& wai
     // Still away (out of memory, a replica, a script it cannot run): said once, when it went.
     if (!outage_) {
       if (policy_.action == OnUnavailable::fail) throw;
-      begin_outage(error, request.key, waiter.now());
+      begin_outage(error, {request.key}, waiter.now());
     }
   }
   return reserve_by_policy(request, waiter);
@@ -76,7 +76,9 @@ KeysReservation FallbackStore::reserve_all(const std::vector<PermitRequest>& req
     } catch (const StoreUnavailable& error) {
       if (!outage_) {
         if (policy_.action == OnUnavailable::fail) throw;
-        begin_outage(error, first_key, waiter.now());
+        std::vector<std::string> keys;
+        for (const PermitRequest& request : requests) keys.push_back(request.key);
+        begin_outage(error, keys, waiter.now());
       }
     }
   }
@@ -107,7 +109,8 @@ KeysReservation FallbackStore::reserve_all(const std::vector<PermitRequest>& req
   return decision;
 }
 
-void FallbackStore::begin_outage(const StoreUnavailable& error, const std::string& key,
+void FallbackStore::begin_outage(const StoreUnavailable& error,
+                                 const std::vector<std::string>& keys,
                                  std::chrono::nanoseconds now) {
   outage_ = true;
   next_probe_at_ = now + kProbeInterval;
@@ -118,7 +121,9 @@ void FallbackStore::begin_outage(const StoreUnavailable& error, const std::strin
   const std::string share = policy_.local_share < 1.0
                                 ? fmt::format(" at {:g}% of the rate", policy_.local_share * 100)
                                 : "";
-  warn_(std::string(error.what()) + "; using this host's bucket '" + key + "'" + share + said_as());
+  std::string buckets = keys.size() == 1 ? "bucket" : "buckets";
+  for (std::size_t i = 0; i < keys.size(); ++i) buckets += (i == 0 ? " '" : ", '") + keys[i] + "'";
+  warn_(std::string(error.what()) + "; using this host's " + buckets + share + said_as());
 }
 
 bool FallbackStore::probe_answered(const std::string& key, std::chrono::nanoseconds now) {

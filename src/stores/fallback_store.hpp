@@ -77,7 +77,7 @@ class FallbackStore final : public BucketStore {
     std::int64_t permits;
   };
 
-  void begin_outage(const StoreUnavailable& error, const std::string& key,
+  void begin_outage(const StoreUnavailable& error, const std::vector<std::string>& keys,
                     std::chrono::nanoseconds now);
   // Whether the last probe found the store answering (then the request asks it: the outage ends
   // with a decision it makes, not with the probe); starts the next probe when due.

@@ -29,6 +29,8 @@ grep -q "^ratelimit: Redis at .*: keys 'site:a', 'all' are on different Cluster 
 # (a refusal by one takes nothing from the other); allow grants.
 away=(--redis "unix://$WORK/away.sock" --redis-timeout 200ms --no-agent)
 expect_status 0 "$RATELIMIT" acquire --key away:user --rate 1/s --key away:all --rate 2/s --try --on-redis-error=local "${away[@]}"
+grep -q "; using this host's buckets 'away:user', 'away:all' (--on-redis-error=local)$" "$WORK/stderr" ||
+  fail "the outage did not name the keys: $(cat "$WORK/stderr")"
 expect_status 75 "$RATELIMIT" acquire --key away:user --rate 1/s --key away:all --rate 2/s --try --on-redis-error=local "${away[@]}"
 sleep 0.6
 expect_status 0 "$RATELIMIT" acquire --key away:other --rate 1/s --key away:all --rate 2/s --try --on-redis-error=local "${away[@]}"
