@@ -46,6 +46,14 @@ expect_multikey_rules() {
   expect_status 64 "$RATELIMIT" acquire --key users --key nobody "$@"
   grep -q "^ratelimit: no --rate, and key 'nobody' has no bucket in .* to follow" "$WORK/stderr" ||
     fail "a key without options or bucket: $(cat "$WORK/stderr")"
+  # --max-inflight counts the commands of the first key: a second call whose first key is
+  # running its one command is refused, whatever its other keys.
+  "$RATELIMIT" exec --max-inflight 1 --key slot:a --rate 100/s --key slot:b --rate 100/s "$@" -- sleep 2 &
+  local running=$!
+  sleep 0.5
+  expect_status 75 "$RATELIMIT" exec --max-inflight 1 --key slot:a --rate 100/s --key slot:c --rate 100/s --try "$@" -- true
+  expect_status 0 "$RATELIMIT" exec --max-inflight 1 --key slot:c --rate 100/s --key slot:a --rate 100/s --try "$@" -- true
+  wait "$running"
 }
 
 # multikey_loop NAME SECONDS KEY_OPTIONS...: acquire -vv KEY_OPTIONS... in turn until SECONDS
