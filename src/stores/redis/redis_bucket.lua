@@ -146,9 +146,10 @@ local MOST_QUOTAS = 64
 -- kArgOperation on; their time and timeout are not read). Each key is served twice at most: first
 -- asking (its settings applied as reserve applies them, nothing booked: its wait), then, if the
 -- call is granted at the latest of the waits, booking as a request made at that moment (with
--- pay_first, the rate's turn moved to it instead), the quotas counting there. Returns {granted 0|1, wait ns (the longest), held_by (the index
--- of the key whose wait it is, 0 when none waited), each key's asking reply, then (granted) each
--- key's booking reply}, each reply as reserve's alone.
+-- pay_first, the rate's turn moved to it instead), the quotas counting there. Returns {granted
+-- 0|1, wait ns (the longest), held_by (the index of the key whose wait it is, 0 when none
+-- waited), each key's asking reply, then (granted) each key's booking reply}, each reply as
+-- reserve's alone.
 local function reserve_all(serve)
   local n, timeout = #KEYS, ARGV[3]
   local refuse_quota_wait = string.sub(timeout, -6) == " quota"
