@@ -1,6 +1,7 @@
 #include <fmt/core.h>
 
 #include <memory>
+#include <string>
 
 #include "cli/commands.hpp"
 #include "cli/shared_bucket_options.hpp"
@@ -22,9 +23,14 @@ int run_acquire(const PermitOptions& options) {
       const auto seconds = [](std::chrono::nanoseconds t) {
         return fmt::format("{}.{:09}", t.count() / 1'000'000'000, t.count() % 1'000'000'000);
       };
+      std::string keys = fmt::format("key '{}'", options.key);
+      if (!options.more_keys.empty()) {
+        keys = fmt::format("keys '{}'", options.key);
+        for (const KeyOptions& more : options.more_keys) keys += fmt::format(", '{}'", more.key);
+      }
       fmt::print(stderr,
-                 "ratelimit: key '{}': {} {} granted between {} and {} s on the monotonic clock\n",
-                 options.key, options.permits, options.permits == 1 ? "permit" : "permits",
+                 "ratelimit: {}: {} {} granted between {} and {} s on the monotonic clock\n", keys,
+                 options.permits, options.permits == 1 ? "permit" : "permits",
                  seconds(admission.granted_from), seconds(admission.granted_by));
     }
     return exit_ok;
@@ -38,12 +44,15 @@ Command setup_acquire(CLI::App& app) {
   CLI::App* acquire = app.add_subcommand(
       "acquire", "Take permits from a bucket shared by every process of a shell loop, then exit 0");
   add_permit_options(*acquire, *options);
-  acquire->get_option("--key")->description("Name of the shared bucket (required)");
+  acquire->get_option("--key")->description(
+      "Name of the shared bucket (required); repeated, several keys at once (all or nothing), "
+      "each with the --rate, --burst, --quota... that follow it");
   acquire->footer(R"(Examples:
   ratelimit acquire --rate 100/m --key mail && sendmail "$to" < message
   ratelimit acquire --rate 10/s --permits 5 --key api      take 5 permits at once
   ratelimit acquire --rate 1/h --try --key report || exit 0
   ratelimit acquire --rate 10/s --quota 5000/h --key api   and at most 5000 in any hour
+  ratelimit acquire --key "user:$u" --rate 1/s --key all --rate 10/s --try   both or neither
 
 Rates count permits: 2/s, 100/m, 1/h (no B or bit).)");
   return {acquire, [options] { return run_acquire(*options); }};

@@ -133,7 +133,9 @@ Command setup_exec(CLI::App& app) {
       "exec", "Take permits from a bucket shared by every process of a shell loop, then run CMD");
   add_permit_options(*exec, options->permits);
   exec->get_option("--key")->description(
-      "Name of the shared bucket [default: the command's name, e.g. curl for /usr/bin/curl]");
+      "Name of the shared bucket [default: the command's name, e.g. curl for /usr/bin/curl]; "
+      "repeated, several keys at once (all or nothing), each with the --rate, --burst, --quota... "
+      "that follow it");
   exec->add_option("--max-inflight", options->max_inflight,
                    "At most this many commands of the key run at once")
       ->check(whole_number_in(1, 256))
@@ -164,6 +166,8 @@ Command setup_exec(CLI::App& app) {
   ratelimit exec --rate 2/s --key api -- curl -s "$url"    2 starts a second, shared by a loop
   ratelimit exec --rate 100/m --max-inflight 4 -- make     100 a minute, 4 at once at most
   ratelimit exec --rate 1/s --try -- notify-send hi        exit 75 at once if no permit now
+  ratelimit exec --key "site:$host" --rate 1/s --key all --rate 20/s -- curl -s "$url"
+                                  1 a second per site and 20 in all, both or neither
 
 Rates count commands: 2/s, 100/m, 1/h (no B or bit). Without --key the bucket is the command's
 name (make, notify-send): every call of it shares one.)");

@@ -230,11 +230,75 @@ bool may_hold_buckets(const StoreOptions& options) {
   return stores::names_shared_store(options.stores) || std::filesystem::exists(options.state_dir);
 }
 
+namespace {
+
+bool any_given(const BucketOptions& bucket) {
+  return bucket.rate || bucket.burst || bucket.warmup ||
+         bucket.cold_factor != BucketOptions{}.cold_factor || bucket.start_full ||
+         bucket.pay_first || !bucket.quotas.empty();
+}
+
+// A --key read: the first is the call's key, each later one starts a group of its own, and the
+// bucket options read until then belong to the key before it.
+void start_key(PermitOptions& options, const std::string& key) {
+  if (options.key.empty()) {
+    options.key = key;
+    options.bucket_options_before_key = any_given(options.bucket);
+    return;
+  }
+  if (options.more_keys.empty())
+    options.first_key_bucket = std::move(options.bucket);
+  else
+    options.more_keys.back().bucket = std::move(options.bucket);
+  options.bucket = {};
+  options.more_keys.push_back({.key = key, .bucket = {}});
+}
+
+}  // namespace
+
+std::vector<KeyOptions> keys_of_call(const PermitOptions& options) {
+  if (options.more_keys.empty()) return {{.key = options.key, .bucket = options.bucket}};
+  if (options.bucket_options_before_key)
+    throw UsageError(
+        "with several --key, give each key's --rate, --burst, --quota... after its --key, not "
+        "before the first");
+  std::vector<KeyOptions> keys{{.key = options.key, .bucket = options.first_key_bucket}};
+  keys.insert(keys.end(), options.more_keys.begin(), options.more_keys.end());
+  keys.back().bucket = options.bucket;
+  if (keys.size() > stores::kMaxKeysPerCall)
+    throw UsageError(
+        fmt::format("too many --key: {} given, at most {}", keys.size(), stores::kMaxKeysPerCall));
+  for (std::size_t i = 0; i < keys.size(); ++i)
+    for (std::size_t j = 0; j < i; ++j)
+      if (keys[i].key == keys[j].key)
+        throw UsageError(fmt::format("--key '{}' is given twice: name each key once",
+                                     format::escaped_bytes(keys[i].key)));
+  return keys;
+}
+
 void add_permit_options(CLI::App& app, PermitOptions& options) {
   add_bucket_options(app, options.bucket, format::Counted::permits);
   add_store_options(app, options.store);
   add_redis_policy_option(app, options.store);
-  add_key_option(app, options.key);
+  app.add_option("-k,--key", CLI::callback_t{}, "Name of the shared bucket")
+      ->check(CLI::Validator(
+          [&options](std::string& key) -> std::string {
+            try {
+              state::validate_key(key);
+            } catch (const UsageError& error) {
+              return error.what();
+            }
+            start_key(options, key);
+            return {};
+          },
+          "NAME"))
+      ->option_text("NAME")
+      ->group("Shared bucket")
+      ->trigger_on_parse();
+  // Read in the order given, so that each key's options are those that follow it.
+  for (const char* name :
+       {"--rate", "--warmup", "--burst", "--cold-factor", "--start-full", "--pay-first", "--quota"})
+    app.get_option(name)->trigger_on_parse();
   app.add_option("--permits", options.permits, "Permits to take [default: 1]")
       ->check(whole_number_in(1, kLargestExactCount))
       ->option_text("N")
@@ -282,23 +346,51 @@ int admit_then(const PermitOptions& options, int max_inflight,
   if (max_inflight > 0)
     slots = std::make_unique<exec::StateDirectorySlots>(
         state::StateDirectory::open(options.store.state_dir));
-  const ParsedBucket bucket =
-      bucket_or_key(options.bucket, options.key, options.store, *store, format::Counted::permits);
+  const std::vector<KeyOptions> keys = keys_of_call(options);
+  std::vector<PermitOptions> key_options;
+  std::vector<ParsedBucket> buckets;
+  for (const KeyOptions& key : keys) {
+    PermitOptions& own = key_options.emplace_back(options);
+    own.key = key.key;
+    own.bucket = key.bucket;
+    buckets.push_back(
+        bucket_or_key(key.bucket, key.key, options.store, *store, format::Counted::permits));
+  }
   exec::Admission admission;
   exec::AdmissionRequest request;
   {
     io::SignalGuard guard;
     io::SignalWaiter waiter(guard);
-    request = {.permits = to_permit_request(options, bucket, waiter.now()),
+    const std::chrono::nanoseconds now = waiter.now();
+    request = {.permits = to_permit_request(key_options.front(), buckets.front(), now),
+               .more_keys = {},
                .max_inflight = max_inflight};
+    for (std::size_t i = 1; i < keys.size(); ++i)
+      request.more_keys.push_back(to_permit_request(key_options[i], buckets[i], now));
     admission = exec::admit(*store, slots.get(), waiter, request);
   }
-  if (admission.followed)
-    announce_followed(options.key, *admission.followed,
-                      {.params = request.permits.params,
-                       .timetable = request.permits.schedule.timetable,
-                       .quotas = request.permits.quotas},
-                      options.bucket, bucket.notation);
+  for (std::size_t i = 0; i < keys.size(); ++i) {
+    const std::optional<stores::KeySettings>& followed =
+        i == 0 ? admission.followed
+               : (i - 1 < admission.more_followed.size() ? admission.more_followed[i - 1]
+                                                         : std::nullopt);
+    const stores::PermitRequest& asked = i == 0 ? request.permits : request.more_keys[i - 1];
+    if (followed)
+      announce_followed(
+          keys[i].key, *followed,
+          {.params = asked.params, .timetable = asked.schedule.timetable, .quotas = asked.quotas},
+          keys[i].bucket, buckets[i].notation);
+  }
+  if (options.store.verbose && !admission.held_by.empty()) {
+    const std::string waited =
+        format::human_duration(std::chrono::duration<double>(admission.wait));
+    if (admission.result == exec::AdmissionResult::refused)
+      fmt::print(stderr, "ratelimit: key '{}' refused the call: its permits were {} away\n",
+                 format::escaped_bytes(admission.held_by), waited);
+    else
+      fmt::print(stderr, "ratelimit: waited {} for key '{}'\n", waited,
+                 format::escaped_bytes(admission.held_by));
+  }
   switch (admission.result) {
     case exec::AdmissionResult::admitted:
       if (options.store.verbose && admission.paused_for > std::chrono::nanoseconds::zero())

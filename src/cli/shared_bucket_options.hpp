@@ -49,17 +49,37 @@ InputError no_bucket(const std::string& key, const StoreOptions& options);
 // do not create).
 bool may_hold_buckets(const StoreOptions& options);
 
+// One --key of a call that names several, and the bucket options that follow it.
+struct KeyOptions {
+  std::string key;
+  BucketOptions bucket;
+};
+
 // The options of the commands that take permits from a shared bucket (exec and acquire).
 struct PermitOptions {
+  // The options of the key named last (with one --key, its own; those given before the first
+  // --key count as its own too); keys_of_call() gives every key its own.
   BucketOptions bucket;
   StoreOptions store;
-  std::string key;  // empty: none given (exec takes its command's name, acquire refuses)
+  std::string
+      key;  // the first --key; empty: none given (exec takes its command's name, acquire refuses)
+  // A second --key and on, as read: each one's bucket options are those that follow it, the last
+  // one's still in `bucket`; the first key's then in first_key_bucket.
+  std::vector<KeyOptions> more_keys;
+  BucketOptions first_key_bucket;
+  // Bucket options came before the first --key: with several keys, whose they are is unclear.
+  bool bucket_options_before_key = false;
   std::int64_t permits = 1;
   bool try_only = false;
   std::optional<std::chrono::nanoseconds> timeout;  // none: wait as long as it takes
 };
 
 void add_permit_options(CLI::App& app, PermitOptions& options);
+
+// Every key of the call, first --key first, each with the bucket options that follow it (with
+// one key, as today: all of them). Throws UsageError (64) when several keys are named and bucket
+// options come before the first, a key is named twice, or more than stores::kMaxKeysPerCall.
+std::vector<KeyOptions> keys_of_call(const PermitOptions& options);
 
 // The request of `options` for `bucket` (their bucket) made at `now` (its deadline is --try's or
 // --timeout's from then on). Throws UsageError naming the bad value.

@@ -189,6 +189,7 @@ void check_options_of(const CLI::App& command, std::string_view command_name,
   // A pipe's Redis option, which only a key's bucket uses.
   std::string redis_option;
   bool key_given = false;
+  bool key_given_before = false;  // a --key that starts a group of bucket options
   for (std::size_t i = pipe ? 1 : 2; i < arguments.size(); ++i) {
     const std::string word = arguments[i];
     if (word == "--") break;
@@ -217,6 +218,18 @@ void check_options_of(const CLI::App& command, std::string_view command_name,
       value = word.substr(equals + 1);
     else if (i + 1 < arguments.size())
       value = arguments[++i];
+    // exec and acquire read --key and the bucket options in order: each --key after the first
+    // starts a group of its own (several keys in one call), where each bucket option may be
+    // given once again.
+    if (declared->get_trigger_on_parse() && declared->check_name("--key")) {
+      if (key_given_before)
+        std::erase_if(given, [&command](const auto& option_given) {
+          const CLI::Option* option = command.get_option_no_throw(option_given.first);
+          return option != nullptr && option->get_trigger_on_parse();
+        });
+      key_given_before = true;
+      continue;
+    }
     if (declared->get_multi_option_policy() != CLI::MultiOptionPolicy::Throw) continue;
     const auto [first, inserted] = given.emplace(declared->get_name(), value);
     if (!inserted)

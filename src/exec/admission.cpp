@@ -1,6 +1,8 @@
 #include "exec/admission.hpp"
 
 #include <algorithm>
+#include <string>
+#include <vector>
 
 namespace ratelimit::exec {
 namespace {
@@ -9,6 +11,40 @@ using std::chrono::nanoseconds;
 
 nanoseconds deadline_after(nanoseconds now, nanoseconds timeout) {
   return timeout > nanoseconds::max() - now ? nanoseconds::max() : now + timeout;
+}
+
+// The store's answer to the request's keys: the call's reservation (with the first key's
+// settings followed), and what the other keys said.
+struct KeysAnswer {
+  stores::Reservation reservation;
+  std::vector<std::optional<stores::KeySettings>> more_followed{};
+  std::string held_by{};
+};
+
+KeysAnswer ask_store(stores::BucketStore& store, io::Waiter& waiter,
+                     const AdmissionRequest& request) {
+  if (request.more_keys.empty()) return {.reservation = store.reserve(request.permits, waiter)};
+  std::vector<stores::PermitRequest> keys{request.permits};
+  keys.insert(keys.end(), request.more_keys.begin(), request.more_keys.end());
+  const stores::KeysReservation decision = store.reserve_all(keys, waiter);
+  KeysAnswer answer{.reservation = decision.call};
+  // Cut short before any key was read (a lock not taken in time, a signal): nothing to tell.
+  if (decision.keys.size() != keys.size()) return answer;
+  answer.reservation.followed = decision.keys.front().followed;
+  answer.reservation.tell_followed = decision.keys.front().tell_followed;
+  for (std::size_t i = 1; i < keys.size(); ++i)
+    answer.more_followed.push_back(decision.keys[i].tell_followed ? decision.keys[i].followed
+                                                                  : std::nullopt);
+  if (decision.held_by) answer.held_by = keys[*decision.held_by].key;
+  return answer;
+}
+
+// The longest pause left on any of the request's keys.
+nanoseconds longest_pause_left(stores::BucketStore& store, const AdmissionRequest& request) {
+  nanoseconds longest = store.pause_left(request.permits.key);
+  for (const stores::PermitRequest& key : request.more_keys)
+    longest = std::max(longest, store.pause_left(key.key));
+  return longest;
 }
 
 }  // namespace
@@ -41,33 +77,40 @@ Admission admit(stores::BucketStore& store, exec::InflightSlots* slots, io::Wait
   nanoseconds paused_for{0};
   for (;;) {
     const nanoseconds asked_at = waiter.now();
-    const stores::Reservation reservation = store.reserve(request.permits, waiter);
+    const KeysAnswer answer = ask_store(store, waiter, request);
+    const stores::Reservation& reservation = answer.reservation;
+    const auto told = [&](Admission admission) {
+      admission.more_followed = answer.more_followed;
+      admission.held_by = answer.held_by;
+      admission.wait = reservation.wait;
+      return admission;
+    };
     if (reservation.signal != 0)
       return not_admitted(AdmissionResult::interrupted, reservation.signal, followed);
     // Told it follows the key's settings, the caller says so whatever comes of the request.
     if (reservation.tell_followed) followed = reservation.followed;
-    if (!reservation.granted) return not_admitted(AdmissionResult::refused, 0, followed);
+    if (!reservation.granted) return told(not_admitted(AdmissionResult::refused, 0, followed));
     const nanoseconds granted_by = deadline_after(waiter.now(), reservation.wait);
     if (const int signal = waiter.wait_until(granted_by))
-      return not_admitted(AdmissionResult::interrupted, signal, followed);
+      return told(not_admitted(AdmissionResult::interrupted, signal, followed));
     paused_for += std::min(reservation.paused_for, reservation.wait);
     // A pause reported while this caller waited for its turn voids the turn (the pause absorbed
     // it): the caller waits the pause out and books again, so that nothing reaches the service
     // during a pause. Only on a key that was ever throttled: others pay no second look.
     const nanoseconds pause =
-        reservation.backing_off ? store.pause_left(request.permits.key) : nanoseconds::zero();
+        reservation.backing_off ? longest_pause_left(store, request) : nanoseconds::zero();
     if (pause <= nanoseconds::zero())
-      return Admission{.result = AdmissionResult::admitted,
-                       .signal = 0,
-                       .slot = std::move(slot),
-                       .granted_from = deadline_after(asked_at, reservation.wait),
-                       .granted_by = granted_by,
-                       .followed = followed,
-                       .paused_for = paused_for};
+      return told(Admission{.result = AdmissionResult::admitted,
+                            .signal = 0,
+                            .slot = std::move(slot),
+                            .granted_from = deadline_after(asked_at, reservation.wait),
+                            .granted_by = granted_by,
+                            .followed = followed,
+                            .paused_for = paused_for});
     const nanoseconds resumed = deadline_after(waiter.now(), pause);
-    if (resumed > deadline) return not_admitted(AdmissionResult::refused, 0, followed);
+    if (resumed > deadline) return told(not_admitted(AdmissionResult::refused, 0, followed));
     if (const int signal = waiter.wait_until(resumed))
-      return not_admitted(AdmissionResult::interrupted, signal, followed);
+      return told(not_admitted(AdmissionResult::interrupted, signal, followed));
     paused_for += pause;
   }
 }

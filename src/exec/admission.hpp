@@ -18,6 +18,9 @@ struct AdmissionRequest {
   // Its deadline bounds the whole admission: the wait for a slot, for the store and for the
   // permits.
   stores::PermitRequest permits;
+  // The call's other keys (a second --key and on), decided with `permits` all or nothing
+  // (BucketStore::reserve_all), with its deadline; the --max-inflight slot is the first key's.
+  std::vector<stores::PermitRequest> more_keys{};
   int max_inflight = 0;  // 0: no limit
 };
 
@@ -39,6 +42,13 @@ struct Admission {
   std::optional<stores::KeySettings> followed;
   // Admitted: how much of the wait was the key's pause (stores::Reservation::paused_for).
   std::chrono::nanoseconds paused_for{0};
+  // The same for each of more_keys, in their order (none when it was not asked).
+  std::vector<std::optional<stores::KeySettings>> more_followed{};
+  // Of several keys, the one whose moment came last (the wait was its, or it refused the call);
+  // empty when every key granted at once, or with one key.
+  std::string held_by{};
+  // The wait the store gave (granted), or would have given (refused).
+  std::chrono::nanoseconds wait{0};
 };
 
 // How often a caller waiting for a --max-inflight slot looks again: flock cannot wait for any one

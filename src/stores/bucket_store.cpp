@@ -7,6 +7,7 @@
 
 #include "errors.hpp"
 #include "format/checksum.hpp"
+#include "stores/multi_key.hpp"
 
 namespace ratelimit::stores {
 
@@ -175,8 +176,8 @@ void notice_followed(Reservation& reservation, const PermitRequest& request,
   noticed = fingerprint;
 }
 
-Reservation decide(TokenBucket& bucket, KeySchedule& schedule, std::vector<Quota>& quotas,
-                   const PermitRequest& request, nanoseconds now, const BackoffState& backoff) {
+Reservation apply_settings(TokenBucket& bucket, KeySchedule& schedule, std::vector<Quota>& quotas,
+                           const PermitRequest& request, nanoseconds now) {
   Reservation reservation;
   if (!request.apply_params &&
       differs_from_key(request, bucket.params(), schedule, params_of(quotas)))
@@ -213,13 +214,23 @@ Reservation decide(TokenBucket& bucket, KeySchedule& schedule, std::vector<Quota
       if (wanted != bucket.params()) replace(wanted);
     }
   }
-  reservation.paused_for = std::max(backoff.paused_until - now, nanoseconds::zero());
-  reservation.backing_off = backoff.throttles > 0;
   reservation.key_timetable = schedule.timetable;
   reservation.key_permits_per_second = bucket.params().permits_per_second;
-  const nanoseconds timeout = request.deadline == nanoseconds::max()
-                                  ? nanoseconds::max()
-                                  : std::max(request.deadline - now, nanoseconds::zero());
+  return reservation;
+}
+
+nanoseconds timeout_of(const PermitRequest& request, nanoseconds now) {
+  return request.deadline == nanoseconds::max()
+             ? nanoseconds::max()
+             : std::max(request.deadline - now, nanoseconds::zero());
+}
+
+Reservation decide(TokenBucket& bucket, KeySchedule& schedule, std::vector<Quota>& quotas,
+                   const PermitRequest& request, nanoseconds now, const BackoffState& backoff) {
+  Reservation reservation = apply_settings(bucket, schedule, quotas, request, now);
+  reservation.paused_for = std::max(backoff.paused_until - now, nanoseconds::zero());
+  reservation.backing_off = backoff.throttles > 0;
+  const nanoseconds timeout = timeout_of(request, now);
   const TokenBucket in_force = bucket_in_force(bucket.params(), bucket.state(), backoff, now);
   const nanoseconds found = in_force.state().next_free;
   QuotaBucket limits(in_force, quotas);
@@ -237,6 +248,17 @@ Reservation decide(TokenBucket& bucket, KeySchedule& schedule, std::vector<Quota
   quotas = limits.quotas();
   reservation.booked = {.from = found.count(), .until = bucket.state().next_free.count()};
   return reservation;
+}
+
+KeysReservation BucketStore::reserve_all(const std::vector<PermitRequest>& requests,
+                                         io::Waiter& waiter) {
+  check_keys_of_call(requests);
+  if (requests.size() > 1) throw UsageError("this store cannot decide several keys in one call");
+  KeysReservation decision;
+  decision.call = reserve(requests.front(), waiter);
+  decision.keys.push_back(decision.call);
+  if (decision.call.wait > nanoseconds::zero()) decision.held_by = 0;
+  return decision;
 }
 
 BucketStatus describe(const std::string& key, TokenBucket configured, KeySchedule schedule,

@@ -160,6 +160,23 @@ struct ThrottleResult {
   double rate_in_force = 0.0;
 };
 
+// The most keys one call may name (BucketStore::reserve_all).
+inline constexpr std::size_t kMaxKeysPerCall = 16;
+
+// The answer to several keys asked at once (BucketStore::reserve_all): all or nothing.
+struct KeysReservation {
+  // The call's: granted only if every key grants, at the latest of the keys' moments (`wait`, the
+  // longest any key asks); refused (or cut short by `signal`), nothing is booked on any key.
+  // held_by_quota: the wait of the key that held the call is a quota's.
+  Reservation call;
+  // Each key's, in the order asked: the settings it followed or replaced, its own wait (before
+  // the others'), and where its booking lies (give_back()).
+  std::vector<Reservation> keys{};
+  // The key (index into `keys`) whose moment was the latest, when the call had to wait for one
+  // (granted or not); none when every key granted at once.
+  std::optional<std::size_t> held_by{};
+};
+
 // One quota of a key as `ratelimit status` shows it, as of now.
 struct QuotaStatus {
   QuotaParams params;
@@ -195,6 +212,11 @@ class BucketStore {
   // Atomically applies the request's parameters (if asked) and books its permits if they are
   // due by its deadline. Waits only through `waiter`, so a stop signal ends the call at once.
   virtual Reservation reserve(const PermitRequest& request, io::Waiter& waiter) = 0;
+  // reserve() over several keys at once, all or nothing (stores/multi_key.hpp, decide_all()):
+  // at most kMaxKeysPerCall requests of distinct keys, sharing one deadline. The default serves
+  // one key through reserve(); a store that keeps buckets for several keys overrides it.
+  virtual KeysReservation reserve_all(const std::vector<PermitRequest>& requests,
+                                      io::Waiter& waiter);
   // The key's new rate and timetable from now on, as change_rate() makes it, or its new settings
   // (change_settings()); false if there is no such bucket (with settings, never: one is made).
   // The next user whose settings differ from the key's is told that it follows them.
@@ -271,6 +293,12 @@ bool give_back(TokenBucket& bucket, std::int64_t permits, std::chrono::nanosecon
 Reservation decide(TokenBucket& bucket, KeySchedule& schedule, std::vector<Quota>& quotas,
                    const PermitRequest& request, std::chrono::nanoseconds now,
                    const BackoffState& backoff = {});
+// The first part of decide(): the request's settings applied to the key (or followed), nothing
+// booked; the reservation says which (followed, replaced_*, key_timetable, key_permits_per_second).
+Reservation apply_settings(TokenBucket& bucket, KeySchedule& schedule, std::vector<Quota>& quotas,
+                           const PermitRequest& request, std::chrono::nanoseconds now);
+// How long after `now` the request's permits may be due to be granted (its deadline's).
+std::chrono::nanoseconds timeout_of(const PermitRequest& request, std::chrono::nanoseconds now);
 
 std::vector<QuotaParams> params_of(const std::vector<Quota>& quotas);
 

@@ -5,6 +5,7 @@
 #include <algorithm>
 
 #include "errors.hpp"
+#include "stores/multi_key.hpp"
 
 namespace ratelimit::stores {
 namespace {
@@ -49,13 +50,67 @@ Reservation FallbackStore::reserve(const PermitRequest& request, io::Waiter& wai
     // Still away (out of memory, a replica, a script it cannot run): said once, when it went.
     if (!outage_) {
       if (policy_.action == OnUnavailable::fail) throw;
-      begin_outage(error, request.key, waiter.now());
+      begin_outage(error, {request.key}, waiter.now());
     }
   }
   return reserve_by_policy(request, waiter);
 }
 
-void FallbackStore::begin_outage(const StoreUnavailable& error, const std::string& key,
+KeysReservation FallbackStore::reserve_all(const std::vector<PermitRequest>& requests,
+                                           io::Waiter& waiter) {
+  check_keys_of_call(requests);
+  if (requests.size() == 1) return BucketStore::reserve_all(requests, waiter);
+  const std::string& first_key = requests.front().key;
+  if (!outage_ || probe_answered(first_key, waiter.now())) {
+    try {
+      KeysReservation decision = shared_->reserve_all(requests, waiter);
+      if (outage_) {
+        outage_ = false;
+        warn_(fmt::format("{} answers again; back on the shared bucket '{}'{}", shared_name_,
+                          first_key, said_as()));
+      }
+      if (decision.call.granted)
+        for (const PermitRequest& request : requests)
+          note_booking(request.key, Store::shared, request.permits);
+      return decision;
+    } catch (const StoreUnavailable& error) {
+      if (!outage_) {
+        if (policy_.action == OnUnavailable::fail) throw;
+        std::vector<std::string> keys;
+        for (const PermitRequest& request : requests) keys.push_back(request.key);
+        begin_outage(error, keys, waiter.now());
+      }
+    }
+  }
+  KeysReservation decision;
+  if (policy_.action == OnUnavailable::allow) {
+    for (const PermitRequest& request : requests)
+      decision.keys.push_back(reserve_by_policy(request, waiter));
+    decision.call = decision.keys.front();
+    return decision;
+  }
+  if (!local_) local_ = open_local_();
+  std::vector<PermitRequest> shares = requests;
+  for (PermitRequest& share : shares) {
+    share.params.permits_per_second *= policy_.local_share;
+    share.apply_params = true;
+  }
+  decision = local_->reserve_all(shares, waiter);
+  for (std::size_t i = 0; i < requests.size(); ++i) {
+    Reservation& reservation = decision.keys[i];
+    if (decision.call.granted) note_booking(requests[i].key, Store::local, requests[i].permits);
+    // As reserve_by_policy(): this host's buckets stand in for the keys.
+    reservation.replaced_params.reset();
+    reservation.replaced_timetable.clear();
+    reservation.followed.reset();
+    reservation.key_timetable = requests[i].schedule.timetable;
+    reservation.key_permits_per_second = requests[i].params.permits_per_second;
+  }
+  return decision;
+}
+
+void FallbackStore::begin_outage(const StoreUnavailable& error,
+                                 const std::vector<std::string>& keys,
                                  std::chrono::nanoseconds now) {
   outage_ = true;
   next_probe_at_ = now + kProbeInterval;
@@ -66,7 +121,9 @@ void FallbackStore::begin_outage(const StoreUnavailable& error, const std::strin
   const std::string share = policy_.local_share < 1.0
                                 ? fmt::format(" at {:g}% of the rate", policy_.local_share * 100)
                                 : "";
-  warn_(std::string(error.what()) + "; using this host's bucket '" + key + "'" + share + said_as());
+  std::string buckets = keys.size() == 1 ? "bucket" : "buckets";
+  for (std::size_t i = 0; i < keys.size(); ++i) buckets += (i == 0 ? " '" : ", '") + keys[i] + "'";
+  warn_(std::string(error.what()) + "; using this host's " + buckets + share + said_as());
 }
 
 bool FallbackStore::probe_answered(const std::string& key, std::chrono::nanoseconds now) {

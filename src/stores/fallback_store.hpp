@@ -60,6 +60,10 @@ class FallbackStore final : public BucketStore {
   FallbackStore& operator=(const FallbackStore&) = delete;
 
   Reservation reserve(const PermitRequest& request, io::Waiter& waiter) override;
+  // Several keys go to the shared store in one call; while it is away, the policy answers for all
+  // of them (this host's buckets of the keys, all or nothing, each at its share).
+  KeysReservation reserve_all(const std::vector<PermitRequest>& requests,
+                              io::Waiter& waiter) override;
   // set_rate, status and reset are about the shared store: its failure is always an error.
   bool set_rate(const RateChange& change) override;
   std::vector<BucketStatus> status(const std::optional<std::string>& key) override;
@@ -76,7 +80,7 @@ class FallbackStore final : public BucketStore {
     std::int64_t permits;
   };
 
-  void begin_outage(const StoreUnavailable& error, const std::string& key,
+  void begin_outage(const StoreUnavailable& error, const std::vector<std::string>& keys,
                     std::chrono::nanoseconds now);
   // Whether the last probe found the store answering (then the request asks it: the outage ends
   // with a decision it makes, not with the probe); starts the next probe when due.

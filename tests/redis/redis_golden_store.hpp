@@ -5,6 +5,7 @@
 #include <chrono>
 #include <cstdint>
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -41,6 +42,20 @@ class RedisGoldenStore final : public testing::GoldenStore {
     return store_.give_back_at({.key = key_, .permits = unused.permits, .booked = booked},
                                micros(unused.at));
   }
+  // Each key is this store's key, a colon and the vector's name of it.
+  testing::GoldenKeysAnswer request_all(const std::vector<testing::GoldenRequest>& keys) override {
+    std::vector<PermitRequest> requests;
+    for (const testing::GoldenRequest& golden : keys) {
+      requests.push_back(request_for(golden));
+      requests.back().key = key_ + ":" + golden.key;
+      if (made_.insert(requests.back().key).second) store_.reset(requests.back().key);
+    }
+    const KeysReservation reservation =
+        store_.reserve_all_at(requests, keys.front().timeout, micros(keys.front().at));
+    return {.granted = reservation.call.granted,
+            .wait = reservation.call.wait,
+            .held_by = reservation.held_by};
+  }
   std::vector<testing::GoldenQuotaStatus> status(std::chrono::nanoseconds at) override {
     std::vector<testing::GoldenQuotaStatus> quotas;
     const std::optional<BucketStatus> status = store_.status_at(key_, micros(at));
@@ -67,6 +82,7 @@ class RedisGoldenStore final : public testing::GoldenStore {
   }
   RedisStore& store_;
   std::string key_;
+  std::set<std::string> made_;  // request_all's keys, reset before their first use
 };
 
 }  // namespace ratelimit::stores

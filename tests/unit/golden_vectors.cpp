@@ -1,5 +1,6 @@
 #include "golden_vectors.hpp"
 
+#include <algorithm>
 #include <charconv>
 #include <cstdlib>
 #include <fstream>
@@ -244,6 +245,45 @@ std::string answered_line(const std::string& line, const GoldenAnswer& answer) {
          " key_timetable=" + answer.key_timetable + " followed=" + (answer.followed ? "yes" : "no");
 }
 
+// request_all's fields, its parts made of each declared key's parameters.
+GoldenRequestAll parse_request_all(std::map<std::string, std::string>& fields,
+                                   const std::vector<GoldenRequest>& declared) {
+  if (declared.empty()) throw std::invalid_argument("request_all before any key line");
+  GoldenRequestAll call;
+  const auto held_by = take(fields, "held_by");
+  if (held_by && *held_by != "?" && *held_by != "none" &&
+      std::none_of(declared.begin(), declared.end(),
+                   [&](const GoldenRequest& key) { return key.key == *held_by; }))
+    throw std::invalid_argument("held_by names no key: " + *held_by);
+  if (held_by && *held_by != "?") call.held_by = held_by;
+  std::optional<std::vector<std::string>> named;
+  if (const auto keys = take(fields, "keys")) named = items_of(*keys);
+  const GoldenRequest common = parse_request(fields, BucketParams{});
+  call.granted = common.granted;
+  call.wait = common.wait;
+  for (const GoldenRequest& key : declared) {
+    if (named && std::find(named->begin(), named->end(), key.key) == named->end()) continue;
+    GoldenRequest part = key;
+    part.at = common.at;
+    part.permits = common.permits;
+    part.timeout = common.timeout;
+    part.apply_params = common.apply_params;
+    call.keys.push_back(std::move(part));
+  }
+  if (named && call.keys.size() != named->size())
+    throw std::invalid_argument("keys names an undeclared key, or one twice");
+  if (call.held_by && *call.held_by != "none" &&
+      std::none_of(call.keys.begin(), call.keys.end(),
+                   [&](const GoldenRequest& key) { return key.key == *call.held_by; }))
+    throw std::invalid_argument("held_by names a key not asked: " + *call.held_by);
+  return call;
+}
+
+std::string held_by_text(const std::vector<GoldenRequest>& keys,
+                         const std::optional<std::size_t>& held_by) {
+  return held_by ? keys[*held_by].key : "none";
+}
+
 }  // namespace
 
 std::vector<GoldenVector> read_golden_vectors(const std::string& path) {
@@ -253,6 +293,7 @@ std::vector<GoldenVector> read_golden_vectors(const std::string& path) {
   std::optional<GoldenVector> open;
   std::optional<BucketParams> params;
   std::vector<QuotaParams> quotas;
+  std::vector<GoldenRequest> declared_keys;  // the vector's `key` lines
   std::string text;
   for (int line = 1; std::getline(in, text); ++line) {
     std::istringstream words(text);
@@ -264,6 +305,7 @@ std::vector<GoldenVector> read_golden_vectors(const std::string& path) {
         open = GoldenVector{};
         if (!(words >> open->name)) throw std::invalid_argument("vector without a name");
         params.reset();
+        declared_keys.clear();
         continue;
       }
       if (!open) throw std::invalid_argument("'" + word + "' outside a vector");
@@ -272,14 +314,35 @@ std::vector<GoldenVector> read_golden_vectors(const std::string& path) {
         open.reset();
         continue;
       }
+      if (word == "key") {
+        GoldenRequest key;
+        if (!(words >> key.key) || key.key.find('=') != std::string::npos)
+          throw std::invalid_argument("key without a name");
+        std::map<std::string, std::string> fields = fields_of(words);
+        key.params = parse_params(fields);
+        if (const auto given = take(fields, "quotas")) key.quotas = parse_quotas(*given);
+        reject_unknown(fields);
+        declared_keys.push_back(std::move(key));
+        continue;
+      }
       std::map<std::string, std::string> fields = fields_of(words);
-      GoldenStep step{
-          .line = line, .text = text, .request = {}, .set_rate = {}, .give_back = {}, .status = {}};
+      GoldenStep step{.line = line,
+                      .text = text,
+                      .request = {},
+                      .set_rate = {},
+                      .give_back = {},
+                      .status = {},
+                      .request_all = {}};
       if (word == "params") {
         params = parse_params(fields);
         quotas.clear();
         if (const auto given = take(fields, "quotas")) quotas = parse_quotas(*given);
         reject_unknown(fields);
+        continue;
+      }
+      if (word == "request_all") {
+        step.request_all = parse_request_all(fields, declared_keys);
+        open->steps.push_back(std::move(step));
         continue;
       }
       if (!params) throw std::invalid_argument("'" + word + "' before params");
@@ -350,6 +413,18 @@ std::vector<std::string> replay(const GoldenVector& vector, GoldenStore& store) 
             vector.name + " line " + std::to_string(step.line) + ": the store shows\nstatus t=" +
             std::to_string(std::chrono::duration_cast<microseconds>(step.status->at).count()) +
             status_text(shown));
+      continue;
+    }
+    if (step.request_all) {
+      const GoldenRequestAll& call = *step.request_all;
+      const GoldenKeysAnswer answer = store.request_all(call.keys);
+      if (!(call.granted == answer.granted && call.wait && wait_matches(*call.wait, answer.wait) &&
+            call.held_by.value_or(held_by_text(call.keys, answer.held_by)) ==
+                held_by_text(call.keys, answer.held_by)))
+        mismatches.push_back(vector.name + " line " + std::to_string(step.line) +
+                             ": the store answers granted=" + (answer.granted ? "yes" : "no") +
+                             " wait=" + wait_text(answer.wait) +
+                             " held_by=" + held_by_text(call.keys, answer.held_by));
       continue;
     }
     const GoldenRequest& request = *step.request;

@@ -30,6 +30,17 @@ struct GoldenRequest {
   std::optional<bool> replaced;
   std::optional<std::string> key_timetable;
   std::optional<bool> followed;
+  // The key of a request_all's part; empty: the vector's one bucket.
+  std::string key{};
+};
+
+// A request over several keys at once (`request_all`): each key's part is a GoldenRequest whose
+// `key` names it; the call's answer is expected of the whole.
+struct GoldenRequestAll {
+  std::vector<GoldenRequest> keys;  // in the order the vector's `key` lines declare them
+  std::optional<bool> granted;
+  std::optional<std::chrono::microseconds> wait;  // the longest
+  std::optional<std::string> held_by;             // "none": no key held the call
 };
 
 struct GoldenSetRate {
@@ -70,6 +81,7 @@ struct GoldenStep {
   std::optional<GoldenSetRate> set_rate;
   std::optional<GoldenGiveBack> give_back;
   std::optional<GoldenStatus> status;
+  std::optional<GoldenRequestAll> request_all{};
 };
 
 struct GoldenVector {
@@ -90,6 +102,13 @@ struct GoldenAnswer {
   stores::BookingSpan booked{};  // granted: the store's marks, handed back to it as they are
 };
 
+// What a store answers to a request over several keys.
+struct GoldenKeysAnswer {
+  bool granted = false;
+  std::chrono::nanoseconds wait{0};
+  std::optional<std::size_t> held_by;  // index into GoldenRequestAll::keys
+};
+
 // A store as the vectors drive it: a fresh bucket per vector, made by the first request.
 class GoldenStore {
  public:
@@ -101,6 +120,8 @@ class GoldenStore {
                          const std::optional<stores::BookingSpan>& booked) = 0;
   // The key's quotas as status shows them at `at`.
   virtual std::vector<GoldenQuotaStatus> status(std::chrono::nanoseconds at) = 0;
+  // Several keys decided together (BucketStore::reserve_all), each made by its first request.
+  virtual GoldenKeysAnswer request_all(const std::vector<GoldenRequest>& keys) = 0;
 };
 
 // Replays `vector` on `store`; returns one message per mismatch, each with the line as the store

@@ -2,11 +2,13 @@
 
 #include <gtest/gtest.h>
 
+#include <map>
 #include <optional>
 
 #include "fake_clock.hpp"
 #include "fake_waiter.hpp"
 #include "stores/bucket_store.hpp"
+#include "stores/multi_key.hpp"
 #include "stores/state_file/state_file_store.hpp"
 #include "temp_dir.hpp"
 
@@ -15,10 +17,13 @@ namespace {
 
 using std::chrono::nanoseconds;
 
+// The keys of these calls were never throttled.
+const BackoffState kNeverThrottled{};
+
 // The request a vector's line makes of a store whose timeline is the vector's moved by `origin`.
 stores::PermitRequest permit_request(const GoldenRequest& request, nanoseconds origin) {
   stores::PermitRequest permits;
-  permits.key = "golden";
+  permits.key = request.key.empty() ? "golden" : request.key;
   permits.params = request.params;
   permits.apply_params = request.apply_params;
   permits.schedule = {.timetable = request.timetable, .entry_until = request.entry_until};
@@ -49,6 +54,19 @@ GoldenAnswer answer(const stores::Reservation& reservation) {
           .booked = reservation.booked};
 }
 
+std::vector<stores::PermitRequest> permit_requests(const std::vector<GoldenRequest>& keys,
+                                                   nanoseconds origin) {
+  std::vector<stores::PermitRequest> requests;
+  for (const GoldenRequest& key : keys) requests.push_back(permit_request(key, origin));
+  return requests;
+}
+
+GoldenKeysAnswer keys_answer(const stores::KeysReservation& reservation) {
+  return {.granted = reservation.call.granted,
+          .wait = reservation.call.wait,
+          .held_by = reservation.held_by};
+}
+
 // The core's arithmetic through stores::decide(), the step every store takes under its lock.
 class CoreStore final : public GoldenStore {
  public:
@@ -76,8 +94,31 @@ class CoreStore final : public GoldenStore {
   std::vector<GoldenQuotaStatus> status(nanoseconds at) override {
     return quota_status({stores::describe("golden", *bucket_, schedule_, quotas_, at)});
   }
+  GoldenKeysAnswer request_all(const std::vector<GoldenRequest>& keys) override {
+    const std::vector<stores::PermitRequest> requests = permit_requests(keys, nanoseconds::zero());
+    std::vector<stores::KeyInCall> in_call;
+    for (const stores::PermitRequest& request : requests) {
+      const nanoseconds at = keys.front().at;
+      auto [kept, made] =
+          keys_.try_emplace(request.key, Key{TokenBucket(request.params, at), {}, {}});
+      if (made)
+        for (const QuotaParams& quota : request.quotas) kept->second.quotas.emplace_back(quota, at);
+      in_call.push_back({.bucket = kept->second.bucket,
+                         .schedule = kept->second.schedule,
+                         .quotas = kept->second.quotas,
+                         .request = request,
+                         .backoff = kNeverThrottled});
+    }
+    return keys_answer(stores::decide_all(in_call, keys.front().at));
+  }
 
  private:
+  struct Key {
+    TokenBucket bucket;
+    stores::KeySchedule schedule;
+    std::vector<Quota> quotas;
+  };
+  std::map<std::string, Key> keys_;
   std::optional<TokenBucket> bucket_;
   stores::KeySchedule schedule_;
   std::vector<Quota> quotas_;
@@ -106,6 +147,10 @@ class StateFileStore final : public GoldenStore {
   std::vector<GoldenQuotaStatus> status(nanoseconds at) override {
     move_to(at);
     return quota_status(store_.status("golden"));
+  }
+  GoldenKeysAnswer request_all(const std::vector<GoldenRequest>& keys) override {
+    move_to(keys.front().at);
+    return keys_answer(store_.reserve_all(permit_requests(keys, origin_), waiter_));
   }
 
  private:

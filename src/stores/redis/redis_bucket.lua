@@ -43,8 +43,8 @@
 --          QuotaState::passed joined by a colon, joined by blanks (only `status` uses them); one
 --          whose newest slot is not its quota_counts' is 0 (a ratelimit before them shifted it).
 -- Positions below are named as in redis_script_protocol.hpp, whose encoder and decoder use them.
--- ARGV[1]  kArgOperation: "reserve", "reserve_keeping", "status", "set_rate", "give_back" or
---          "batch" (kBatchOperation)
+-- ARGV[1]  kArgOperation: "reserve", "reserve_keeping", "status", "set_rate", "give_back",
+--          "batch" (kBatchOperation) or "reserve_all" (kReserveAllOperation, several keys)
 -- ARGV[2]  kArgTime: the time in Unix microseconds for tests, or "" for the server's TIME (each
 --          operation's but batch's)
 -- reserve and reserve_keeping (which keeps the parameters of a bucket kept with others where
@@ -141,9 +141,60 @@ local QUOTA_COUNTS = 66
 -- The most quotas a key keeps, as the state file's record.
 local MOST_QUOTAS = 64
 
+-- reserve_all: several keys decided together, all or nothing (decide_all() of
+-- src/stores/multi_key.cpp), with `serve` (below) for each key. KEYS[1..n] the keys (one Cluster
+-- slot); ARGV[2] kArgTime as every operation's, one time for the whole call; ARGV[3]
+-- kAllArgTimeout as reserve's kArgTimeout (with " quota"), the call's; then for each key the
+-- count of its arguments and its reserve or reserve_keeping arguments as it would go alone (from
+-- kArgOperation on; their time and timeout are not read). Each key is served twice at most: first
+-- asking (its settings applied as reserve applies them, nothing booked: its wait), then, if the
+-- call is granted at the latest of the waits, booking as a request made at that moment (with
+-- pay_first, the rate's turn moved to it instead), the quotas counting there. Returns {granted
+-- 0|1, wait ns (the longest), held_by (the index of the key whose wait it is, 0 when none
+-- waited), each key's asking reply, then (granted) each key's booking reply}, each reply as
+-- reserve's alone.
+local function reserve_all(serve)
+  local n, timeout = #KEYS, ARGV[3]
+  local refuse_quota_wait = string.sub(timeout, -6) == " quota"
+  if refuse_quota_wait then timeout = string.sub(timeout, 1, -7) end
+  timeout = timeout == "9223372036854775807" and 2 ^ 63 or tonumber(timeout)
+  local requests, at = {}, 4
+  for i = 1, n do
+    local count = tonumber(ARGV[at])
+    if not (timeout and count and count >= 5 and count % 1 == 0 and at + count <= #ARGV) then
+      return redis.error_reply("ERR ratelimit: bad arguments")
+    end
+    requests[i] = {unpack(ARGV, at + 1, at + count)}
+    requests[i][2] = ARGV[2]
+    at = at + 1 + count
+  end
+  if n < 1 or at ~= #ARGV + 1 then return redis.error_reply("ERR ratelimit: bad arguments") end
+  local call = {asking = true, time = ARGV[2] == "" and redis.call("TIME") or nil}
+  local reply, longest, held_by, refused = {0, "0", 0}, 0, 0, false
+  for i = 1, n do
+    local asked = serve(requests[i], KEYS[i], call)
+    if type(asked) == "table" and asked.err then return asked end
+    local wait_text = type(asked) == "table" and asked[2] or asked
+    local wait = tonumber(string.match(wait_text, "^%d+"))
+    local by_quota = string.sub(wait_text, -6) == " quota"
+    if wait >= 2 ^ 63 or (refuse_quota_wait and by_quota and wait > 0) then refused = true end
+    if wait > longest then longest, held_by = wait, i end
+    reply[3 + i] = asked
+  end
+  reply[2], reply[3] = string.format("%.0f", longest), held_by
+  if refused or longest > max(timeout, 0) then return reply end
+  reply[1] = 1
+  call.asking, call.hold = false, longest
+  for i = 1, n do
+    requests[i][4] = "9223372036854775807"
+    reply[3 + n + i] = serve(requests[i], KEYS[i], call)
+  end
+  return reply
+end
+
 -- One request, its arguments in `argv` (the call's ARGV, or one request of a batch): its reply.
-local function serve(argv)
-  local operation, key, given_time = argv[1], KEYS[1], argv[2]
+local function serve(argv, call_key, call)
+  local operation, key, given_time = argv[1], call_key or KEYS[1], argv[2]
   if operation ~= "reserve" and operation ~= "reserve_keeping" and operation ~= "status" and
       operation ~= "set_rate" and operation ~= "give_back" then
     return redis.error_reply("ERR ratelimit: unknown operation " .. tostring(operation))
@@ -156,7 +207,7 @@ local function serve(argv)
     now_s = floor(micros / 1e6)
     now = (micros - now_s * 1e6) * 1000
   else
-    local time = redis.call("TIME")
+    local time = call and call.time or redis.call("TIME")
     now_s_text = time[1]
     -- Arithmetic reads a number's text once, tonumber() twice (whether it is one, then its value).
     now_s = now_s_text + 0
@@ -865,11 +916,14 @@ local function serve(argv)
     -- durations and times are not negative here, so the core's saturating sums are sums capped at
     -- 2^63.
     local booked_stored, booked_free, booked_from = stored, next_free, next_free
-    if now > booked_free then
+    -- reserve_all's booking (`hold`): as a request made at the call's moment, but with pay_first.
+    local book_at = now
+    if call and call.hold and pay_first ~= "1" then book_at = now + call.hold end
+    if book_at > booked_free then
       if max_permits > 0 then
-        booked_stored = min(max_permits, booked_stored + (now - booked_free) / cool_down)
+        booked_stored = min(max_permits, booked_stored + (book_at - booked_free) / cool_down)
       end
-      booked_free = now
+      booked_free = book_at
     end
     local stored_to_spend = min(permits, booked_stored)
     local fresh_permits = permits - stored_to_spend
@@ -901,7 +955,9 @@ local function serve(argv)
     -- QuotaBucket::held_by_quota(): whether a quota, not the rate, sets the moment.
     local held_by_quota = false
     -- The marks decide alone where the full states would decide the same; else the states are read.
-    if quota_marks and not quota_marks_allow(quota_marks, permits, now + wait) then
+    -- reserve_all: `asking` books nothing; `hold` books at least that long after now.
+    local grantable, hold_go = not (call and call.asking), call and call.hold and now + call.hold
+    if quota_marks and (hold_go or not quota_marks_allow(quota_marks, permits, now + wait)) then
       quota_states = quota_states_of(quota_marks.text, #quota_limits)
       -- Marks are read only from a text the script wrote, and the states of that text then too:
       -- only quota_counts and quota_sums_of changed alike by hand fail here.
@@ -910,7 +966,7 @@ local function serve(argv)
       quota_marks = nil
     end
     if quota_marks then
-      if wait <= max(timeout, 0) then
+      if grantable and wait <= max(timeout, 0) then
         granted = 1
         stored, next_free = booked_stored, booked_free
         quota_counts, quota_sums = quota_marks_booked(quota_marks, permits)
@@ -930,7 +986,8 @@ local function serve(argv)
       end
       if go then wait = max(go - now, 0) else wait = 2 ^ 63 end
       held_by_quota = not go or go > rate_go
-      if go and wait <= max(timeout, 0) and
+      if go and hold_go and hold_go > go then go, wait = hold_go, hold_go - now end
+      if grantable and go and wait <= max(timeout, 0) and
           not (refuse_quota_wait and held_by_quota and wait > 0) then
         granted = 1
         -- The rate's turn goes with the request, unless the rate is no limit, which has none.
@@ -943,8 +1000,12 @@ local function serve(argv)
         end
         quota_counts, quota_sums, quota_passed = quota_counts_text(quota_states)
       end
-    elseif wait <= max(timeout, 0) then
+    elseif grantable and wait <= max(timeout, 0) then
       granted = 1
+      if hold_go and hold_go > now + wait then
+        if stable ~= 0 then booked_free = min(booked_free + (hold_go - now - wait), max_time) end
+        wait = hold_go - now
+      end
       stored, next_free = booked_stored, booked_free
     end
     local wait_text = integer_string(wait)
@@ -1199,6 +1260,7 @@ end
 -- came with REDIS_VERSION_NUM, replicates nothing else, so only older servers are asked.
 if not redis.REDIS_VERSION_NUM and redis.replicate_commands then redis.replicate_commands() end
 
+if ARGV[1] == "reserve_all" then return reserve_all(serve) end
 if ARGV[1] ~= "batch" then return serve(ARGV) end
 -- batch: each request in turn, served as if alone; an error is its request's reply, and the
 -- requests after it go on. All are found first: a batch that is not whole serves none.

@@ -300,13 +300,15 @@ constexpr std::size_t kFirstScriptArgument = 4;
 
 // Whether a batch may merge `request` with the others on its key: a call of the bucket script
 // that this agent was built with (whose batch operation it knows: a client of another version
-// sends another), on the request's key, of one request.
+// sends another), on the request's key, of one request (a reserve_all is several keys' decision,
+// even of one key: never a batch's part).
 bool mergeable(const RedisRelay::Request& request) {
   const std::vector<std::string>& arguments = request.arguments;
   return arguments.size() > kFirstScriptArgument && arguments[0] == "EVALSHA" &&
          arguments[1] == kRedisBucketScriptSha1 && arguments[2] == "1" &&
          arguments[3] == request.redis_key &&
-         arguments[kFirstScriptArgument] != script::kBatchOperation;
+         arguments[kFirstScriptArgument] != script::kBatchOperation &&
+         arguments[kFirstScriptArgument] != script::kReserveAllOperation;
 }
 
 // The script call that serves `merged` (requests of `parsed` for which mergeable() holds, on one

@@ -221,6 +221,18 @@ std::vector<std::string> encode_reserve(const PermitRequest& request, nanosecond
   return arguments;
 }
 
+std::vector<std::string> encode_reserve_all(const std::vector<PermitRequest>& requests,
+                                            nanoseconds timeout,
+                                            std::optional<std::int64_t> now_micros) {
+  std::vector<std::string> arguments =
+      arguments_of(std::string(kReserveAllOperation), now_micros, kAllArgTimeout);
+  at(arguments, kAllArgTimeout) = std::to_string(timeout.count());
+  if (requests.front().refuse_quota_wait) at(arguments, kAllArgTimeout).append(kQuotaWaitRefused);
+  for (const PermitRequest& request : requests)
+    add_to_batch(arguments, encode_reserve(request, timeout, now_micros));
+  return arguments;
+}
+
 std::vector<std::string> encode_status(std::optional<std::int64_t> now_micros) {
   return arguments_of("status", now_micros, kArgTime);
 }
@@ -298,6 +310,44 @@ DecodedReservation decode_reservation(const RedisValue& reply, const PermitReque
       reservation.replaced_quotas = *quotas;
     }
   }
+  return decoded;
+}
+
+DecodedKeysReservation decode_reservations(const RedisValue& reply,
+                                           const std::vector<PermitRequest>& requests,
+                                           std::string_view server) {
+  const ReplyReader read(reply, kReserveAllOperation, server);
+  const std::size_t keys = requests.size();
+  const std::size_t asked_fields = kAllFirstKeyReply - 1 + keys;
+  const std::size_t count = read.fields({asked_fields, asked_fields + keys}).size();
+  DecodedKeysReservation decoded;
+  KeysReservation& reservation = decoded.reservation;
+  Reservation& call = reservation.call;
+  call.granted = read.flag(kAllGranted);
+  if (call.granted != (count == asked_fields + keys))
+    read.malformed(fmt::format("field {} disagrees with {} fields", kAllGranted, count));
+  call.wait = nanoseconds(read.number<std::int64_t>(kAllWait));
+  const std::int64_t held_by = read.integer(kAllHeldBy);
+  if (held_by < 0 || held_by > static_cast<std::int64_t>(keys))
+    read.malformed(fmt::format("field {} is not 0 to {}", kAllHeldBy, keys));
+  if (held_by > 0) reservation.held_by = static_cast<std::size_t>(held_by - 1);
+  for (std::size_t i = 0; i < keys; ++i) {
+    DecodedReservation asked =
+        decode_reservation(read.field(kAllFirstKeyReply + i), requests[i], server);
+    Reservation& key = asked.reservation;
+    key.granted = call.granted;
+    if (call.granted) {
+      const DecodedReservation booked =
+          decode_reservation(read.field(kAllFirstKeyReply + keys + i), requests[i], server);
+      if (!booked.reservation.granted)
+        read.malformed(fmt::format("field {} is not granted", kAllFirstKeyReply + keys + i));
+      key.booked = booked.reservation.booked;
+    }
+    reservation.keys.push_back(std::move(key));
+    decoded.problems.push_back(std::move(asked.problem));
+  }
+  if (reservation.held_by)
+    call.held_by_quota = reservation.keys[*reservation.held_by].held_by_quota;
   return decoded;
 }
 

@@ -109,6 +109,20 @@ inline constexpr std::size_t kQuotaFields = 4;
 // reply: a table of each request's own reply (an error among them is that request's alone).
 inline constexpr std::string_view kBatchOperation = "batch";
 
+// reserve_all: several keys decided together (decide_all() of stores/multi_key.hpp), over
+// KEYS[1..n]. After kArgOperation and kArgTime, kAllArgTimeout (the call's, as kArgTimeout), then
+// each key's reserve or reserve_keeping ARGV as it would go alone, after the count of its
+// arguments. Its reply: kAllGranted (integer 0 or 1), kAllWait (the longest wait, nanoseconds),
+// kAllHeldBy (integer: the key whose wait it is, from 1; 0: none waited), then each key's reply
+// to its settings and wait (as reserve's, refused), then, granted, each key's reply to its booking
+// (as reserve's).
+inline constexpr std::string_view kReserveAllOperation = "reserve_all";
+inline constexpr std::size_t kAllArgTimeout = 3;
+inline constexpr std::size_t kAllGranted = 1;
+inline constexpr std::size_t kAllWait = 2;
+inline constexpr std::size_t kAllHeldBy = 3;
+inline constexpr std::size_t kAllFirstKeyReply = 4;
+
 // The ARGV of a reserve (reserve_keeping when the request keeps the key's parameters: it follows
 // them) of permits
 // due within `timeout` (nanoseconds::max(): no limit), at `now_micros` (Unix microseconds; none:
@@ -143,6 +157,19 @@ std::optional<BucketStatus> decode_status(const RedisValue& reply, const std::st
 bool decode_give_back(const RedisValue& reply, std::string_view server);
 // False without a bucket.
 bool decode_set_rate(const RedisValue& reply, std::string_view server);
+
+// The ARGV of a reserve_all of `requests` (distinct keys, one deadline) due within `timeout`.
+std::vector<std::string> encode_reserve_all(const std::vector<PermitRequest>& requests,
+                                            std::chrono::nanoseconds timeout,
+                                            std::optional<std::int64_t> now_micros);
+// A decoded reserve_all reply, and why each key's record was discarded ("" if not).
+struct DecodedKeysReservation {
+  KeysReservation reservation;
+  std::vector<std::string> problems;
+};
+DecodedKeysReservation decode_reservations(const RedisValue& reply,
+                                           const std::vector<PermitRequest>& requests,
+                                           std::string_view server);
 
 // Adds a request's ARGV (as it would go alone) to a batch's, which starts with kBatchOperation.
 void add_to_batch(std::vector<std::string>& batch, std::span<const std::string> request);

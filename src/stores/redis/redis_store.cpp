@@ -9,7 +9,9 @@
 #include <utility>
 
 #include "errors.hpp"
+#include "format/escaping.hpp"
 #include "format/quantities.hpp"
+#include "stores/multi_key.hpp"
 #include "stores/redis/redis_connection_transport.hpp"
 #include "stores/redis/redis_script.hpp"
 #include "stores/redis/redis_script_protocol.hpp"
@@ -51,10 +53,16 @@ void RedisStore::unexpected_reply(const RedisValue& reply) const {
 
 RedisValue RedisStore::run_script(const std::string& key, std::vector<std::string> arguments,
                                   RedisDeadline& deadline) {
-  std::vector<std::string> call{"EVALSHA", std::string(kRedisBucketScriptSha1), "1",
-                                redis_key(key)};
+  return run_script_on({key}, std::move(arguments), deadline);
+}
+
+RedisValue RedisStore::run_script_on(const std::vector<std::string>& keys,
+                                     std::vector<std::string> arguments, RedisDeadline& deadline) {
+  std::vector<std::string> call{"EVALSHA", std::string(kRedisBucketScriptSha1),
+                                std::to_string(keys.size())};
+  for (const std::string& key : keys) call.push_back(redis_key(key));
   call.insert(call.end(), arguments.begin(), arguments.end());
-  const std::string bucket_key = redis_key(key);
+  const std::string bucket_key = redis_key(keys.front());
   RedisValue reply = send(bucket_key, call, deadline);
   // NOSCRIPT: the script did not run, so running it with EVAL cannot book twice. EVAL also
   // caches it for the next EVALSHA (a server started again, a replica just promoted, has not
@@ -67,6 +75,15 @@ RedisValue RedisStore::run_script(const std::string& key, std::vector<std::strin
   // A server started again that is still reading its data: nothing ran, and it will.
   if (reply.type == RedisValue::Type::error && reply.text.starts_with("LOADING"))
     throw RedisConnectionLost(server() + ": " + reply.text, false);
+  if (reply.type == RedisValue::Type::error && reply.text.starts_with("CROSSSLOT")) {
+    std::string names;
+    for (const std::string& key : keys)
+      names += (names.empty() ? "'" : ", '") + format::escaped_bytes(key) + "'";
+    throw UsageError(fmt::format(
+        "{}: keys {} are on different Cluster slots, and one call decides keys of one slot only: "
+        "start their names with the same {{tag}} (e.g. {{crawl}}site:a and {{crawl}}all)",
+        server(), names));
+  }
   if (reply.type == RedisValue::Type::error) {
     // The connection may be fine, but the server refuses (NOAUTH, OOM, BUSY, a broken script).
     unexpected_reply(reply);
@@ -195,6 +212,61 @@ Reservation RedisStore::reserve_at(const PermitRequest& request, nanoseconds tim
   if (!decoded.problem.empty())
     notify_(fmt::format("key '{}': {} in Redis; starting a fresh bucket", request.key,
                         decoded.problem));
+  return std::move(decoded.reservation);
+}
+
+KeysReservation RedisStore::reserve_all(const std::vector<PermitRequest>& requests,
+                                        io::Waiter& waiter) {
+  check_keys_of_call(requests);
+  if (requests.size() == 1) return BucketStore::reserve_all(requests, waiter);
+  const nanoseconds request_deadline = requests.front().deadline;
+  RedisDeadline round_trip = operation_deadline(&waiter);
+  if (request_deadline != nanoseconds::max())
+    round_trip.refuse_after(std::max(request_deadline, waiter.now() + nanoseconds(kAnswerGrace)));
+  try {
+    // As reserve(): a reply lost is sent again, the keys may pay twice, never grant twice.
+    return with_restarts(round_trip, true, [&] {
+      connect(redis_key(requests.front().key), round_trip);
+      const nanoseconds timeout =
+          request_deadline == nanoseconds::max()
+              ? nanoseconds::max()
+              : std::max(request_deadline - waiter.now(), nanoseconds::zero());
+      return reserve_all_at(requests, timeout, std::nullopt, round_trip);
+    });
+  } catch (const RedisInterrupted& interrupted) {
+    KeysReservation interrupted_call;
+    interrupted_call.call.signal = interrupted.signal;
+    return interrupted_call;
+  } catch (const RedisTooLate&) {
+    return {};
+  }
+}
+
+KeysReservation RedisStore::reserve_all_at(const std::vector<PermitRequest>& requests,
+                                           nanoseconds timeout,
+                                           std::optional<std::int64_t> now_micros) {
+  RedisDeadline round_trip = operation_deadline();
+  return reserve_all_at(requests, timeout, now_micros, round_trip);
+}
+
+KeysReservation RedisStore::reserve_all_at(const std::vector<PermitRequest>& requests,
+                                           nanoseconds timeout,
+                                           std::optional<std::int64_t> now_micros,
+                                           RedisDeadline& deadline) {
+  check_keys_of_call(requests);
+  std::vector<std::string> keys;
+  for (const PermitRequest& request : requests) {
+    validate(request.params);
+    validate_permits(request.permits);
+    keys.push_back(request.key);
+  }
+  const RedisValue reply =
+      run_script_on(keys, script::encode_reserve_all(requests, timeout, now_micros), deadline);
+  script::DecodedKeysReservation decoded = script::decode_reservations(reply, requests, server());
+  for (std::size_t i = 0; i < requests.size(); ++i)
+    if (!decoded.problems[i].empty())
+      notify_(fmt::format("key '{}': {} in Redis; starting a fresh bucket", requests[i].key,
+                          decoded.problems[i]));
   return std::move(decoded.reservation);
 }
 

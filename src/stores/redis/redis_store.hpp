@@ -41,6 +41,11 @@ class RedisStore final : public BucketStore {
   // was awaited is made again and the request sent once more: the key may pay twice for it (the
   // first may have been booked), never grant twice.
   Reservation reserve(const PermitRequest& request, io::Waiter& waiter) override;
+  // One script call over all the keys (reserve_all of redis_bucket.lua), with reserve()'s
+  // deadline and retries. In a Cluster the keys must share a slot (names that start with the same
+  // {tag}): keys on several slots throw UsageError naming them (the server's CROSSSLOT).
+  KeysReservation reserve_all(const std::vector<PermitRequest>& requests,
+                              io::Waiter& waiter) override;
   bool set_rate(const RateChange& change) override;
   std::vector<BucketStatus> status(const std::optional<std::string>& key) override;
   bool reset(const std::string& key) override;
@@ -57,6 +62,12 @@ class RedisStore final : public BucketStore {
                          std::optional<std::int64_t> now_micros, io::Waiter* stop_waiter = nullptr);
   Reservation reserve_at(const PermitRequest& request, std::chrono::nanoseconds timeout,
                          std::optional<std::int64_t> now_micros, RedisDeadline& deadline);
+  KeysReservation reserve_all_at(const std::vector<PermitRequest>& requests,
+                                 std::chrono::nanoseconds timeout,
+                                 std::optional<std::int64_t> now_micros, RedisDeadline& deadline);
+  KeysReservation reserve_all_at(const std::vector<PermitRequest>& requests,
+                                 std::chrono::nanoseconds timeout,
+                                 std::optional<std::int64_t> now_micros);
   std::optional<BucketStatus> status_at(const std::string& key,
                                         std::optional<std::int64_t> now_micros);
   bool give_back_at(const UnusedPermits& unused, std::optional<std::int64_t> now_micros);
@@ -91,6 +102,9 @@ class RedisStore final : public BucketStore {
   // send(). An error reply throws StoreUnavailable; LOADING, RedisConnectionLost (not sent).
   RedisValue run_script(const std::string& key, std::vector<std::string> arguments,
                         RedisDeadline& deadline);
+  // The same over several keys (KEYS[1..n]), sent where the first one is served.
+  RedisValue run_script_on(const std::vector<std::string>& keys, std::vector<std::string> arguments,
+                           RedisDeadline& deadline);
   [[noreturn]] void unexpected_reply(const RedisValue& reply) const;
   // The store as errors name it.
   std::string server() const { return "Redis at " + shown_url(); }

@@ -3,7 +3,9 @@
 #include <fmt/core.h>
 
 #include <algorithm>
+#include <numeric>
 
+#include "stores/multi_key.hpp"
 #include "stores/state_file/state_file_format.hpp"
 
 namespace ratelimit::stores {
@@ -93,6 +95,52 @@ Reservation StateFileStore::reserve(const PermitRequest& request, io::Waiter& wa
     if (fresh || (request.apply_params && reservation.replaced_params)) notation = request.notation;
     save(*locked.file, bucket, schedule, quotas, notation, noticed, backoff);
     return reservation;
+  });
+}
+
+KeysReservation StateFileStore::reserve_all(const std::vector<PermitRequest>& requests,
+                                            io::Waiter& waiter) {
+  check_keys_of_call(requests);
+  if (requests.size() == 1) return BucketStore::reserve_all(requests, waiter);
+  return state::unavailable_on_failure(directory_, [&]() -> KeysReservation {
+    std::vector<std::size_t> lock_order(requests.size());
+    std::iota(lock_order.begin(), lock_order.end(), std::size_t{0});
+    std::vector<std::string> names;
+    for (const PermitRequest& request : requests) names.push_back(bucket_file_name(request.key));
+    std::sort(lock_order.begin(), lock_order.end(),
+              [&](std::size_t a, std::size_t b) { return names[a] < names[b]; });
+    std::vector<std::optional<state::LockedFile>> files(requests.size());
+    for (const std::size_t i : lock_order) {
+      state::LockWait locked = directory_.lock_until(names[i], waiter, requests[i].deadline);
+      if (!locked.file) {
+        KeysReservation refused;
+        refused.call.signal = locked.signal;
+        return refused;
+      }
+      files[i] = std::move(locked.file);
+    }
+    // Read under every lock, so that the order of the times is the order of the bookings.
+    const auto now = clock_.now();
+    std::vector<KeyLimits> loaded;
+    loaded.reserve(requests.size());
+    for (std::size_t i = 0; i < requests.size(); ++i)
+      loaded.push_back(load_bucket(*files[i], requests[i], now));
+    std::vector<KeyInCall> keys;
+    for (std::size_t i = 0; i < requests.size(); ++i)
+      keys.push_back({.bucket = loaded[i].bucket,
+                      .schedule = loaded[i].schedule,
+                      .quotas = loaded[i].quotas,
+                      .request = requests[i],
+                      .backoff = loaded[i].backoff});
+    KeysReservation decision = decide_all(keys, now);
+    for (std::size_t i = 0; i < requests.size(); ++i) {
+      KeyLimits& key = loaded[i];
+      notice_followed(decision.keys[i], requests[i], key.noticed);
+      if (key.fresh || (requests[i].apply_params && decision.keys[i].replaced_params))
+        key.notation = requests[i].notation;
+      save(*files[i], key.bucket, key.schedule, key.quotas, key.notation, key.noticed, key.backoff);
+    }
+    return decision;
   });
 }
 

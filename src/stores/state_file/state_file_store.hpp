@@ -31,6 +31,10 @@ class StateFileStore final : public BucketStore {
   StateFileStore(state::StateDirectory directory, Clock& clock, HostId host, Notify notify);
 
   Reservation reserve(const PermitRequest& request, io::Waiter& waiter) override;
+  // The keys' files locked in the order of their names, the same for every caller, so that two
+  // calls over the same keys in any order never wait for each other's locks.
+  KeysReservation reserve_all(const std::vector<PermitRequest>& requests,
+                              io::Waiter& waiter) override;
   bool set_rate(const RateChange& change) override;
   std::vector<BucketStatus> status(const std::optional<std::string>& key) override;
   bool reset(const std::string& key) override;

@@ -13,12 +13,16 @@
 
 #include "fake_clock.hpp"
 #include "fake_waiter.hpp"
+#include "stores/multi_key.hpp"
 
 namespace ratelimit::exec {
 namespace {
 
 using namespace std::chrono_literals;
 using std::chrono::nanoseconds;
+
+// The keys of these calls were never throttled.
+const BackoffState kNeverThrottled{};
 
 // One process's view of buckets kept in memory, deciding as every store does.
 class CountingStore final : public stores::BucketStore {
@@ -33,6 +37,25 @@ class CountingStore final : public stores::BucketStore {
         stores::decide(bucket->second, schedule->second, quotas->second, request, now);
     stores::notice_followed(reservation, request, noticed_[request.key]);
     return reservation;
+  }
+  stores::KeysReservation reserve_all(const std::vector<stores::PermitRequest>& requests,
+                                      io::Waiter&) override {
+    const nanoseconds now = clock_.now();
+    std::vector<stores::KeyInCall> keys;
+    for (const stores::PermitRequest& request : requests) {
+      auto bucket = buckets_.try_emplace(request.key, request.params, now).first;
+      auto schedule = schedules_.try_emplace(request.key, request.schedule).first;
+      auto quotas = quotas_.try_emplace(request.key).first;
+      keys.push_back({.bucket = bucket->second,
+                      .schedule = schedule->second,
+                      .quotas = quotas->second,
+                      .request = request,
+                      .backoff = kNeverThrottled});
+    }
+    stores::KeysReservation decision = stores::decide_all(keys, now);
+    for (std::size_t i = 0; i < requests.size(); ++i)
+      stores::notice_followed(decision.keys[i], requests[i], noticed_[requests[i].key]);
+    return decision;
   }
   bool set_rate(const stores::RateChange&) override { return false; }
   std::vector<stores::BucketStatus> status(const std::optional<std::string>&) override {
@@ -133,6 +156,30 @@ TEST_F(Admit, APauseBeyondTheTimeoutRefuses) {
   PausedWhileWaitingStore paused;
   EXPECT_EQ(exec::admit(paused, &slots, waiter, request(1s)).result, AdmissionResult::refused);
   EXPECT_EQ(paused.reservations, 1);
+}
+
+// Several keys: the call waits for the latest key's moment, says which key that was, and tells
+// each key's followed settings apart.
+TEST_F(Admit, SeveralKeysWaitForTheLatestAndSayWhichKey) {
+  AdmissionRequest call = request();
+  stores::PermitRequest all;
+  all.key = "all";
+  all.params.permits_per_second = 2.0;
+  call.more_keys = {all};
+  EXPECT_EQ(admit(call).result, AdmissionResult::admitted);
+  const Admission second = admit(call);
+  EXPECT_EQ(second.result, AdmissionResult::admitted);
+  EXPECT_EQ(second.held_by, "all");
+  EXPECT_EQ(second.wait, 500ms);
+  EXPECT_EQ(waiter.waits, (std::vector<nanoseconds>{0ms, 500ms}));
+  // A caller that keeps the keys' settings with other ones of its own is told, key by key.
+  call.more_keys.front().apply_params = false;
+  call.more_keys.front().params.permits_per_second = 4.0;
+  const Admission followed = admit(call);
+  EXPECT_FALSE(followed.followed);
+  ASSERT_EQ(followed.more_followed.size(), 1u);
+  ASSERT_TRUE(followed.more_followed.front());
+  EXPECT_EQ(followed.more_followed.front()->params.permits_per_second, 2.0);
 }
 
 TEST_F(Admit, TryRefusesWithoutWaitingOrBooking) {
