@@ -21,8 +21,6 @@ namespace {
 using namespace std::chrono_literals;
 using std::chrono::nanoseconds;
 
-// The keys of these calls were never throttled.
-const BackoffState kNeverThrottled{};
 
 PermitRequest request_for(const std::string& key, double rate) {
   PermitRequest request;
@@ -37,12 +35,14 @@ struct MemoryKeys {
     TokenBucket bucket;
     KeySchedule schedule;
     std::vector<Quota> quotas;
+    BackoffState backoff{};
   };
   std::vector<Key> keys;
 
   explicit MemoryKeys(const std::vector<PermitRequest>& requests, nanoseconds now) {
     for (const PermitRequest& request : requests)
-      keys.push_back({.bucket = TokenBucket(request.params, now), .schedule = {}, .quotas = {}});
+      keys.push_back({.bucket = TokenBucket(request.params, now), .schedule = {}, .quotas = {},
+                      .backoff = {}});
   }
   KeysReservation decide(const std::vector<PermitRequest>& requests, nanoseconds now) {
     std::vector<KeyInCall> in_call;
@@ -51,7 +51,7 @@ struct MemoryKeys {
                          .schedule = keys[i].schedule,
                          .quotas = keys[i].quotas,
                          .request = requests[i],
-                         .backoff = kNeverThrottled});
+                         .backoff = keys[i].backoff});
     return decide_all(in_call, now);
   }
 };
@@ -79,6 +79,30 @@ TEST(MultiKeyDecision, TheLatestMomentWinsAndIsBookedOnEveryKey) {
   EXPECT_DOUBLE_EQ(store.keys[1].bucket.state().stored_permits, 3.0);
   EXPECT_EQ(store.keys[0].bucket.state().next_free, 1000ms);
   EXPECT_EQ(second.keys[1].booked, (BookingSpan{.from = 100'000'000, .until = 500'000'000}));
+}
+
+// A key that backs off holds the whole call until its pause ends, and is booked at its rate in
+// force while it keeps its configured rate; the other key is booked at that moment.
+TEST(MultiKeyDecision, APausedKeyHoldsTheCallAtItsRateInForce) {
+  const std::vector<PermitRequest> call{request_for("site:a", 2), request_for("all", 10)};
+  MemoryKeys store(call, 0s);
+  store.keys[1].backoff = {.paused_until = 2s,
+                           .event_at = 0s,
+                           .rate_before_cut = 10.0,
+                           .throttles = 1,
+                           .last_throttle = 0s};
+  const KeysReservation paused = store.decide(call, 0s);
+  EXPECT_TRUE(paused.call.granted);
+  EXPECT_EQ(paused.call.wait, 2s);
+  EXPECT_EQ(paused.call.paused_for, 2s);
+  EXPECT_TRUE(paused.call.backing_off);
+  ASSERT_TRUE(paused.held_by);
+  EXPECT_EQ(*paused.held_by, 1u);
+  EXPECT_EQ(store.keys[1].bucket.params().permits_per_second, 10.0);
+  // Booked at 2 s at a rate in force below 10/s: its next turn is more than 100 ms later.
+  EXPECT_GT(store.keys[1].bucket.state().next_free, 2100ms);
+  // site:a, idle until 2 s, spends a stored permit then.
+  EXPECT_EQ(store.keys[0].bucket.state().next_free, 2s);
 }
 
 // A user's --try refused by its own 1/s key takes nothing from the global key: the other users
