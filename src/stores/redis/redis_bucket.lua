@@ -141,11 +141,110 @@ local QUOTA_COUNTS = 66
 -- The most quotas a key keeps, as the state file's record.
 local MOST_QUOTAS = 64
 
+-- Backing off together (include/ratelimit/backoff.hpp and src/core/backoff.cpp, operation for
+-- operation): kBackoffCut, kBackoffFloor and kBackoffRecovery in nanoseconds. A key once throttled
+-- holds `backoff`: its pause's end, its event's start, the rate before the cut, the throttles and
+-- the last one's time, joined by blanks, the times as integer Unix nanoseconds; keys never
+-- throttled have none and cost one more HMGET field. Times below are nanoseconds after now_s, as
+-- in serve(); these functions capture nothing of it.
+local BACKOFF_CUT = 0.7
+local BACKOFF_FLOOR = 0.01
+local BACKOFF_RECOVERY_NS = 5e9
+
+-- A mark as integer Unix nanoseconds in a text, as nanoseconds after now_s; nil if it is none.
+local function backoff_time_of(text, now_s)
+  if not (text and text:find("^%d+$")) then return nil end
+  if #text <= 15 then return tonumber(text) - now_s * 1e9 end
+  return (tonumber(text:sub(1, -10)) - now_s) * 1e9 + tonumber(text:sub(-9))
+end
+
+-- A time after now_s as integer Unix nanoseconds (0 for the epoch or before).
+local function backoff_time_text(t, now_s)
+  local ns = math.fmod(t, 1e9)
+  if ns < 0 then ns = ns + 1e9 end
+  local s = now_s + math.floor((t - ns) / 1e9 + 0.5)
+  if s <= 0 then return "0" end
+  return string.format("%d%09d", s, ns)
+end
+
+-- The key's `backoff` text as a table (BackoffState); nil when absent or damaged (a key whose
+-- back-off cannot be read is decided as one never throttled).
+local function backoff_read(text, now_s)
+  if type(text) ~= "string" then return nil end
+  local paused, event, rate, throttles, last =
+    text:match("^(%d+) (%d+) ([^ ]+) (%d+) (%d+)$")
+  local b = {paused_until = backoff_time_of(paused, now_s), event_at = backoff_time_of(event, now_s),
+             rate_before_cut = tonumber(rate), throttles = tonumber(throttles),
+             last_throttle = backoff_time_of(last, now_s)}
+  if not (b.paused_until and b.event_at and b.rate_before_cut and b.rate_before_cut >= 0 and
+          b.throttles and b.throttles >= 1 and b.last_throttle) then
+    return nil
+  end
+  return b
+end
+
+local function backoff_text(b, now_s)
+  return backoff_time_text(b.paused_until, now_s) .. " " .. backoff_time_text(b.event_at, now_s) ..
+         " " .. string.format("%.17g", b.rate_before_cut) .. " " ..
+         string.format("%.0f", b.throttles) .. " " .. backoff_time_text(b.last_throttle, now_s)
+end
+
+-- rate_in_force()
+local function backoff_rate_in_force(b, configured, now)
+  if not (b.rate_before_cut > 0) then return configured end
+  local resumed = math.max(b.event_at, b.paused_until)
+  local below = 1 - math.max(now - resumed, 0) / BACKOFF_RECOVERY_NS
+  local curve = b.rate_before_cut * (1 - (1 - BACKOFF_CUT) * (below * below * below))
+  return math.min(configured, math.max(configured * BACKOFF_FLOOR, curve))
+end
+
+-- record_throttle() of a request sent at `sent_at`, with a Retry-After of `retry_after` ns (0:
+-- none), on a bucket whose state is `stored`, `next_free`: that state after it, whether it was a
+-- new event and whether the pause was extended. `b`: the key's back-off, or nil, changed in place
+-- (the table returned). `max_time`: the int64 maximum as a time.
+local function backoff_record(b, stored, next_free, configured, sent_at, retry_after, now,
+                              now_s, max_time)
+  -- Never throttled: BackoffState's zeros, the epoch.
+  local epoch = -now_s * 1e9
+  b = b or {paused_until = epoch, event_at = epoch, rate_before_cut = 0, throttles = 0,
+            last_throttle = epoch}
+  local new_event, extended = false, false
+  -- nil: the event's pause has ended, and a late report of its 429s holds nobody back again.
+  local pause_from = now
+  if b.rate_before_cut > 0 and sent_at < b.event_at then
+    if b.paused_until > b.event_at and now >= b.paused_until then
+      pause_from = nil
+    else
+      pause_from = b.event_at
+    end
+  else
+    new_event = true
+    b.rate_before_cut = backoff_rate_in_force(b, configured, now)
+    b.event_at = now
+    stored, next_free = 0, math.max(next_free, now)
+  end
+  if retry_after > 0 and pause_from then
+    local until_ = math.min(pause_from + retry_after, max_time)
+    if until_ > b.paused_until and until_ > now then
+      b.paused_until, extended = until_, true
+    end
+  end
+  if next_free < b.paused_until then stored, next_free = 0, b.paused_until end
+  b.throttles, b.last_throttle = b.throttles + 1, now
+  return b, stored, next_free, new_event, extended
+end
+
+-- bucket_in_force()'s state: no credit during a pause, and the rate in force.
+local function backoff_in_force(b, stored, next_free, configured, now)
+  if next_free < b.paused_until then stored, next_free = 0, b.paused_until end
+  return stored, next_free, backoff_rate_in_force(b, configured, now)
+end
+
 -- One request, its arguments in `argv` (the call's ARGV, or one request of a batch): its reply.
 local function serve(argv)
   local operation, key, given_time = argv[1], KEYS[1], argv[2]
   if operation ~= "reserve" and operation ~= "reserve_keeping" and operation ~= "status" and
-      operation ~= "set_rate" and operation ~= "give_back" then
+      operation ~= "set_rate" and operation ~= "give_back" and operation ~= "throttle" then
     return redis.error_reply("ERR ratelimit: unknown operation " .. tostring(operation))
   end
 
@@ -278,6 +377,15 @@ local function serve(argv)
     end
   end
 
+  -- throttle's report: how long before it the request was sent, and the Retry-After (0: none).
+  local sent_before, retry_after
+  if operation == "throttle" then
+    sent_before, retry_after = tonumber(argv[3]), tonumber(argv[4])
+    if not (sent_before and retry_after and retry_after >= 0) then
+      return redis.error_reply("ERR ratelimit: bad arguments")
+    end
+  end
+
   -- The bucket: its parameters (a table as params_table() makes, on the calls that are not the
   -- common one), TokenBucket's state and derived values, and its schedule.
   local params, stored, next_free
@@ -301,13 +409,17 @@ local function serve(argv)
   local noticed_at
   if quota_limits then
     f = redis.pcall("HMGET", key, "texts", "stored", "free_s", "free_ns", "expires", "rate",
-                    "quota_counts", "quota_sums", "quota_sums_of", "noticed", "quota_passed")
+                    "quota_counts", "quota_sums", "quota_sums_of", "noticed", "quota_passed",
+                    "backoff")
     noticed_at = 10
   else
     f = redis.pcall("HMGET", key, "texts", "stored", "free_s", "free_ns", "expires", "rate",
-                    "noticed")
+                    "noticed", "backoff")
     noticed_at = 7
   end
+  -- The key's back-off (nil: never throttled), and its text to write when a throttle changed it.
+  local backoff = not f.err and f[#f] and backoff_read(f[#f], now_s) or nil
+  local new_backoff_text
   -- The key's `noticed` as read, and as written when it changes: the texts of the caller last
   -- told that it follows the key's settings ("" for none told since `set --key` or a
   -- replacement).
@@ -865,6 +977,22 @@ local function serve(argv)
     -- durations and times are not negative here, so the core's saturating sums are sums capped at
     -- 2^63.
     local booked_stored, booked_free, booked_from = stored, next_free, next_free
+    -- decide() on bucket_in_force(): the booking starts from the held state at the rate in force
+    -- (whose derived values the expiry below then uses too: a slower refill keeps the key longer).
+    local paused_for
+    if backoff then
+      local p = params or {rate = rate + 0, burst = burst and burst + 0,
+                           warmup = warmup and warmup + 0, cold = cold and cold + 0}
+      local in_force
+      booked_stored, booked_free, in_force = backoff_in_force(backoff, stored, next_free, p.rate,
+                                                              now)
+      booked_from, paused_for = booked_free, integer_string(max(backoff.paused_until - now, 0))
+      if in_force ~= p.rate then
+        stable, max_permits, cool_down, threshold, slope =
+          derive(shape, in_force, p.burst, p.warmup, p.cold)
+        booked_stored = min(booked_stored, max_permits)
+      end
+    end
     if now > booked_free then
       if max_permits > 0 then
         booked_stored = min(max_permits, booked_stored + (now - booked_free) / cool_down)
@@ -965,6 +1093,7 @@ local function serve(argv)
       wait_text = wait_text .. " " .. mark_text(booked_from) .. " " .. mark_text(next_free)
     end
     if held_by_quota then wait_text = wait_text .. " quota" end
+    if paused_for then wait_text = wait_text .. " backoff " .. paused_for end
     if replaced then
       reply = {granted, wait_text, 1, problem, timetable, params[2], replaced[1], replaced[2],
                replaced[3], replaced[4], replaced[5], replaced[6], replaced[7], replaced_timetable,
@@ -981,11 +1110,27 @@ local function serve(argv)
   elseif operation == "status" then
     if problem ~= "" then return {"unusable", problem} end
     if not held then return nil end
+    -- describe(): the bucket in force, and the back-off as kStatusBackoff shows it.
+    local backoff_shown = ""
+    if backoff then
+      local in_force
+      bucket.stored, bucket.next_free, in_force =
+        backoff_in_force(backoff, bucket.stored, bucket.next_free, params.rate, now)
+      if in_force ~= params.rate then
+        bucket.stable, bucket.max_permits, bucket.cool_down, bucket.threshold, bucket.slope =
+          derive(params[1], in_force, params.burst, params.warmup, params.cold)
+        bucket.stored = min(bucket.stored, bucket.max_permits)
+      end
+      backoff_shown = string.format("%.17g", in_force) .. " " ..
+                      integer_string(max(backoff.paused_until - now, 0)) .. " " ..
+                      string.format("%.0f", backoff.throttles) .. " " ..
+                      string.format("%.0f", now - backoff.last_throttle)
+    end
     bucket:resync()
     local status = {params[1], params[2], params[3], params[4], params[5], params[6], params[7],
                     string.format("%.17g", bucket.stored),
                     integer_string(max(bucket.next_free - now, 0)), timetable, entry_until,
-                    redis.call("HGET", key, "notation") or ""}
+                    redis.call("HGET", key, "notation") or "", backoff_shown}
     -- Each quota's limit, period, used now and the wait for one more unit.
     for i = 1, quota_states and #quota_states or 0 do
       local limit, slot, state = quota_limits[i], quota_slots[i], quota_states[i]
@@ -995,6 +1140,17 @@ local function serve(argv)
       status[n + 4] = integer_string(quota_earliest(limit, slot, state, 1, now, now_s) - now)
     end
     return status
+  elseif operation == "throttle" then
+    if not held then return nil end
+    -- record_throttle_report(): sent within a century before the report.
+    local new_event, extended
+    backoff, stored, next_free, new_event, extended =
+      backoff_record(backoff, stored, next_free, params.rate,
+                     now - min(max(sent_before, 0), CENTURY_NS), retry_after, now, now_s, max_time)
+    new_backoff_text = backoff_text(backoff, now_s)
+    reply = {new_event and 1 or 0, extended and 1 or 0,
+             integer_string(max(backoff.paused_until - now, 0)),
+             string.format("%.17g", backoff_rate_in_force(backoff, params.rate, now))}
   elseif operation == "set_rate" and argv[6] then
     -- All the settings (`ratelimit set --key`), change_settings(); a key without a bucket (or
     -- with a damaged one) is made with them.
@@ -1174,6 +1330,10 @@ local function serve(argv)
   end
   if noticed and noticed ~= saved_noticed then
     changes[n + 1], changes[n + 2] = "noticed", noticed
+    n = n + 2
+  end
+  if new_backoff_text then
+    changes[n + 1], changes[n + 2] = "backoff", new_backoff_text
     n = n + 2
   end
   if n == 2 then return reply end
