@@ -41,6 +41,11 @@ class RedisGoldenStore final : public testing::GoldenStore {
     return store_.give_back_at({.key = key_, .permits = unused.permits, .booked = booked},
                                micros(unused.at));
   }
+  std::optional<ThrottleResult> throttle(const testing::GoldenThrottle& report) override {
+    return store_.throttle_at(
+        {.key = key_, .sent_before = report.sent_before, .retry_after = report.retry_after},
+        micros(report.at));
+  }
   std::vector<testing::GoldenQuotaStatus> status(std::chrono::nanoseconds at) override {
     std::vector<testing::GoldenQuotaStatus> quotas;
     const std::optional<BucketStatus> status = store_.status_at(key_, micros(at));

@@ -163,7 +163,8 @@ local function backoff_time_text(t, now_s)
   local ns = math.fmod(t, 1e9)
   if ns < 0 then ns = ns + 1e9 end
   local s = now_s + math.floor((t - ns) / 1e9 + 0.5)
-  if s <= 0 then return "0" end
+  if s < 0 then return "0" end
+  if s == 0 then return string.format("%d", ns) end
   return string.format("%d%09d", s, ns)
 end
 
