@@ -42,9 +42,12 @@
 --          quota_passed, written when a booking shifts the counts: each quota's newest slot and
 --          QuotaState::passed joined by a colon, joined by blanks (only `status` uses them); one
 --          whose newest slot is not its quota_counts' is 0 (a ratelimit before them shifted it).
+--          backoff, only on a key once throttled: its back-off (BackoffState; the block of
+--          backoff_ functions below says how it is written); reserve and status read it in their
+--          first HMGET, and only `throttle` writes it. A ratelimit before it ignores it.
 -- Positions below are named as in redis_script_protocol.hpp, whose encoder and decoder use them.
--- ARGV[1]  kArgOperation: "reserve", "reserve_keeping", "status", "set_rate", "give_back" or
---          "batch" (kBatchOperation)
+-- ARGV[1]  kArgOperation: "reserve", "reserve_keeping", "status", "set_rate", "give_back",
+--          "throttle" (kThrottleOperation) or "batch" (kBatchOperation)
 -- ARGV[2]  kArgTime: the time in Unix microseconds for tests, or "" for the server's TIME (each
 --          operation's but batch's)
 -- reserve and reserve_keeping (which keeps the parameters of a bucket kept with others where
@@ -83,14 +86,18 @@
 --          (BookingSpan of bucket_store.hpp): the next free moment it found and the one it
 --          left, as integer Unix nanoseconds, blank-separated ("WAIT FROM UNTIL"); a wait that
 --          a quota, not the rate, sets ends in " quota" ("WAIT quota", "WAIT FROM UNTIL quota").
+--          On a key once throttled, decided at its rate in force and not before its pause ends,
+--          the wait text then ends in " backoff PAUSED" (kWaitBackoff: the pause left, ns).
 -- status:  returns nil without a bucket, {"unusable", why} (kUnusableFields) for a record that
 --          cannot be used, else kStatusFields: [1..7] kStatusParams (shape, rate, burst, warmup,
 --          cold, start_full, pay_first: kParamShape...kParamPayFirst from there), [8]
 --          kStatusStored (stored permits now), [9] kStatusNextFreeIn (ns until the next free),
---          [10] kStatusTimetable, [11] kStatusEntryUntil, [12] kStatusNotation ("" for none); then
---          kQuotaFields for each quota: kQuotaLimit, kQuotaPeriod (ns), kQuotaUsed (units used in
+--          [10] kStatusTimetable, [11] kStatusEntryUntil, [12] kStatusNotation ("" for none), [13]
+--          kStatusBackoff; then kQuotaFields for each quota: kQuotaLimit, kQuotaPeriod (ns), kQuotaUsed (units used in
 --          the window a request now counts against) and kQuotaNextFreeIn (ns until one more unit
---          may go).
+--          may go). kStatusBackoff: "" for a key never throttled, else its rate in force,
+--          the pause left (ns), the throttles and the time since the last (ns), blank-separated;
+--          the stored permits and next free moment are then those in force.
 -- set_rate: ARGV[3] kArgNewRate, ARGV[4] kArgNewTimetable, ARGV[5] kArgNewEntryUntil (the new
 --          timetable's entry's end); returns nil without a bucket, else 1. Optional, ARGV[6]
 --          kArgNewSettings: all the key's settings from now on, as reserve's kArgTexts (rate and
@@ -101,6 +108,10 @@
 --          span of the bookings they come from, as reserve gave it: only what no later booking
 --          has built on goes back. Returns nil without a bucket, else 1 if the next free moment
 --          moved, 0 if not.
+-- throttle: ARGV[3] kArgSentBefore, ARGV[4] kArgRetryAfter (ns, "0": none): a report of "too
+--          many" (record_throttle_report() of bucket_store.cpp). Returns nil without a bucket,
+--          else kThrottleFields: [1] 1 if it cut the rate (a new event), [2] 1 if the pause grew,
+--          [3] the pause left (ns), [4] the rate in force after it.
 -- batch:   several requests on the key in one call (the host agent's, for those that come
 --          together): from ARGV[2], each request's arguments as it would send them alone (from
 --          its kArgOperation on), after their count. Each is served in turn as if alone, the
@@ -174,8 +185,8 @@ local function backoff_read(text, now_s)
   if type(text) ~= "string" then return nil end
   local paused, event, rate, throttles, last =
     text:match("^(%d+) (%d+) ([^ ]+) (%d+) (%d+)$")
-  local b = {paused_until = backoff_time_of(paused, now_s), event_at = backoff_time_of(event, now_s),
-             rate_before_cut = tonumber(rate), throttles = tonumber(throttles),
+  local b = {paused_until = backoff_time_of(paused, now_s),
+             event_at = backoff_time_of(event, now_s), rate_before_cut = tonumber(rate), throttles = tonumber(throttles),
              last_throttle = backoff_time_of(last, now_s)}
   if not (b.paused_until and b.event_at and b.rate_before_cut and b.rate_before_cut >= 0 and
           b.throttles and b.throttles >= 1 and b.last_throttle) then
