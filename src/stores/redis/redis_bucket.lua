@@ -93,11 +93,12 @@
 --          cold, start_full, pay_first: kParamShape...kParamPayFirst from there), [8]
 --          kStatusStored (stored permits now), [9] kStatusNextFreeIn (ns until the next free),
 --          [10] kStatusTimetable, [11] kStatusEntryUntil, [12] kStatusNotation ("" for none), [13]
---          kStatusBackoff; then kQuotaFields for each quota: kQuotaLimit, kQuotaPeriod (ns), kQuotaUsed (units used in
---          the window a request now counts against) and kQuotaNextFreeIn (ns until one more unit
---          may go). kStatusBackoff: "" for a key never throttled, else its rate in force,
---          the pause left (ns), the throttles and the time since the last (ns), blank-separated;
---          the stored permits and next free moment are then those in force.
+--          kStatusBackoff; then kQuotaFields for each quota: kQuotaLimit, kQuotaPeriod (ns),
+--          kQuotaUsed (units used in the window a request now counts against) and
+--          kQuotaNextFreeIn (ns until one more unit may go). kStatusBackoff: "" for a key never
+--          throttled, else its rate in force, the pause left (ns), the throttles and the time
+--          since the last (ns), blank-separated; the stored permits and next free moment are
+--          then those in force.
 -- set_rate: ARGV[3] kArgNewRate, ARGV[4] kArgNewTimetable, ARGV[5] kArgNewEntryUntil (the new
 --          timetable's entry's end); returns nil without a bucket, else 1. Optional, ARGV[6]
 --          kArgNewSettings: all the key's settings from now on, as reserve's kArgTexts (rate and
@@ -186,8 +187,8 @@ local function backoff_read(text, now_s)
   local paused, event, rate, throttles, last =
     text:match("^(%d+) (%d+) ([^ ]+) (%d+) (%d+)$")
   local b = {paused_until = backoff_time_of(paused, now_s),
-             event_at = backoff_time_of(event, now_s), rate_before_cut = tonumber(rate), throttles = tonumber(throttles),
-             last_throttle = backoff_time_of(last, now_s)}
+             event_at = backoff_time_of(event, now_s), rate_before_cut = tonumber(rate),
+             throttles = tonumber(throttles), last_throttle = backoff_time_of(last, now_s)}
   if not (b.paused_until and b.event_at and b.rate_before_cut and b.rate_before_cut >= 0 and
           b.throttles and b.throttles >= 1 and b.last_throttle) then
     return nil
