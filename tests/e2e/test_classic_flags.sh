@@ -64,7 +64,7 @@ expect_status 0 "$RATELIMIT" acquire --key made --rate 1/m --burst 3 --start-ful
 chmod 600 "$RATELIMIT_STATE_DIR/old.bucket"
 expect_status 0 "$RATELIMIT" acquire --key old --rate 1/m --burst 3 --start-full --pay-first \
   --permits 3 --try --verbose
-expect_stderr "ratelimit: key 'old': record version 1, expected 8; starting a fresh bucket"
+expect_stderr "ratelimit: key 'old': record version 1, expected 9; starting a fresh bucket"
 # The record keeps the flags the key was made with, whatever a later call says; status shows them.
 "$RATELIMIT" status --key old >"$WORK/status"
 grep -q '^old .* burst 3 start-full pay-first ' "$WORK/status" || fail "status shows $(cat "$WORK/status")"

@@ -240,7 +240,7 @@ TEST(StateRecord, AnOlderVersionIsNamed) {
   version_1.resize(108, '\0');
   const DecodedRecord decoded = decode_record(version_1, kNow);
   EXPECT_FALSE(decoded.record);
-  EXPECT_EQ(decoded.problem, "record version 1, expected 8");
+  EXPECT_EQ(decoded.problem, "record version 1, expected 9");
 }
 
 TEST(StateRecord, AnyFlippedBitIsDetected) {
