@@ -395,6 +395,11 @@ TEST_F(RedisStoreTest, AThrottleHoldsTheKeyAndStatusShowsItsBackoff) {
   ASSERT_TRUE(redis.throttle({.key = "b", .retry_after = 10s}));
   EXPECT_GT(redis.pause_left("b"), 9s);
   EXPECT_LE(redis.pause_left("b"), 10s);
+  // A damaged bucket starts afresh, never throttled, whatever back-off it held.
+  admin(server_, {"HSET", "ratelimit:{c}", "v", "1", "rate", "fast", "backoff",
+                  "9000000000000000000 0 10 1 0"});
+  EXPECT_EQ(redis.reserve_at(request("c", bursty(10)), kForever, 0).wait, 0ns);
+  EXPECT_EQ(redis.status_at("c", 0).value().throttles, 0);
   // A back-off that cannot be read counts as none, as a key never throttled.
   admin(server_, {"HSET", "ratelimit:{b}", "backoff", "garbage"});
   EXPECT_EQ(redis.pause_left("b"), 0ns);

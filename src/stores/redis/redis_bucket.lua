@@ -927,7 +927,8 @@ local function serve(argv)
   if reserving then
     if problem ~= "" then
       redis.call("DEL", key)
-      saved_noticed = nil
+      -- A fresh bucket, never throttled.
+      saved_noticed, backoff = nil, nil
     end
     -- decide() before the booking: the request's quotas, parameters and schedule against the key's;
     -- the replaced parameters and timetable, or nil.
