@@ -11,7 +11,7 @@
 # Retry-After of 30 s, 5 s into a run of `together`: the requests that reached the service
 # during it (0.1 s of grace for a request sent between the 429 and its report).
 #   RATELIMIT=build/release/src/ratelimit scripts/bench_backoff.sh   measures that binary
-# Writes bench/results/backoff.md. Not yet: 3 hosts over Redis (the Redis store keeps no back-off).
+# Writes bench/results/backoff.md. Not yet: 3 hosts over Redis.
 set -euo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 if [ -z "${RATELIMIT:-}" ]; then

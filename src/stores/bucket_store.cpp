@@ -284,7 +284,7 @@ BucketStatus describe(const std::string& key, TokenBucket configured, KeySchedul
 }
 
 std::optional<ThrottleResult> BucketStore::throttle(const ThrottleRequest& /*request*/) {
-  throw UsageError("this store keeps no back-off yet: ratelimit throttle needs the state file");
+  throw UsageError("this store keeps no back-off");
 }
 
 ThrottleResult record_throttle_report(BackoffState& backoff, BucketState& state,

@@ -47,3 +47,28 @@ run_loops() {
   done
   for pid in "${pids[@]}"; do wait "$pid" || fail "a curl loop failed"; done
 }
+
+# expect_few_429s_after_5s: of the requests in $WORK/service.log after the first 5 s, at least 40
+# and fewer than 10 % answered 429.
+expect_few_429s_after_5s() {
+  local total throttled
+  read -r total throttled < <(awk '$1 >= 5 { n++; if ($2 == 429) t++ } END { print n + 0, t + 0 }' \
+    "$WORK/service.log")
+  echo "after 5 s: $total requests, $throttled answered 429 ($(uptime))" >&2
+  [ "$total" -ge 40 ] || fail "only $total requests after the first 5 s: the key held back too much"
+  [ $((throttled * 10)) -lt "$total" ] ||
+    fail "$throttled of $total requests after the first 5 s got 429, expected under 10 %"
+}
+
+# expect_nothing_during_the_long_retry_after: no request in $WORK/service.log during the service's
+# Retry-After of 3 s (0.1 s of grace for one sent between the 429 and its report), some after.
+expect_nothing_during_the_long_retry_after() {
+  local at during after
+  read -r at < <(awk '$3 == 3 { print $1; exit }' "$WORK/service.log")
+  [ -n "$at" ] || fail "the service never answered Retry-After: 3"
+  read -r during < <(awk -v at="$at" '$1 > at + 0.1 && $1 < at + 3 { n++ } END { print n + 0 }' \
+    "$WORK/service.log")
+  [ "$during" -eq 0 ] || fail "$during requests reached the service during its Retry-After of 3 s"
+  read -r after < <(awk -v at="$at" '$1 >= at + 3 { n++ } END { print n + 0 }' "$WORK/service.log")
+  [ "$after" -gt 0 ] || fail "no request after the Retry-After of 3 s ended"
+}

@@ -12,9 +12,6 @@ expect_error "ratelimit: --retry-after: invalid Retry-After 'soon': seconds (30)
   "$RATELIMIT" throttle --key api --retry-after soon
 expect_status 66 "$RATELIMIT" throttle --key api --retry-after 1
 expect_stderr "ratelimit: no bucket 'api' in $WORK/state"
-# Redis keeps no back-off yet: said, 64, before any connection.
-expect_status 64 "$RATELIMIT" throttle --key api --redis redis://127.0.0.1:1 --retry-after 3
-expect_stderr "ratelimit: this store keeps no back-off yet: ratelimit throttle needs the state file"
 expect_error "ratelimit: --retry requires --throttled-status" \
   "$RATELIMIT" exec --key api --rate 1/s --retry 2 -- true
 

@@ -56,6 +56,11 @@ class RedisGoldenStore final : public testing::GoldenStore {
             .wait = reservation.call.wait,
             .held_by = reservation.held_by};
   }
+  std::optional<ThrottleResult> throttle(const testing::GoldenThrottle& report) override {
+    return store_.throttle_at(
+        {.key = key_, .sent_before = report.sent_before, .retry_after = report.retry_after},
+        micros(report.at));
+  }
   std::vector<testing::GoldenQuotaStatus> status(std::chrono::nanoseconds at) override {
     std::vector<testing::GoldenQuotaStatus> quotas;
     const std::optional<BucketStatus> status = store_.status_at(key_, micros(at));

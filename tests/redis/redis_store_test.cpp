@@ -367,6 +367,45 @@ TEST_F(RedisStoreTest, StatusResetAndSetRate) {
   EXPECT_TRUE(redis.status("a").empty());
 }
 
+TEST_F(RedisStoreTest, AThrottleHoldsTheKeyAndStatusShowsItsBackoff) {
+  RedisStore redis = store_at(server_.unix_url());
+  EXPECT_FALSE(redis.reserve_at(request("a", bursty(10)), kForever, 0).backing_off);
+  EXPECT_FALSE(redis.throttle_at({.key = "none", .retry_after = 2s}, 1000000));
+  const auto result = redis.throttle_at({.key = "a", .retry_after = 2s}, 1000000);
+  ASSERT_TRUE(result);
+  EXPECT_TRUE(result->outcome.new_event);
+  EXPECT_TRUE(result->outcome.pause_extended);
+  EXPECT_EQ(result->paused_for, 2s);
+  EXPECT_DOUBLE_EQ(result->rate_in_force, 7);
+  const auto status = redis.status_at("a", 1500000);
+  ASSERT_TRUE(status);
+  EXPECT_DOUBLE_EQ(status->rate_in_force, 7);
+  EXPECT_EQ(status->paused_for, 1500ms);
+  EXPECT_EQ(status->next_free_in, 1500ms);
+  EXPECT_EQ(status->throttles, 1);
+  EXPECT_EQ(status->last_throttle_ago, 500ms);
+  const Reservation refused = redis.reserve_at(request("a", bursty(10)), 0ns, 1500000);
+  EXPECT_FALSE(refused.granted);
+  EXPECT_TRUE(refused.backing_off);
+  EXPECT_EQ(refused.paused_for, 1500ms);
+  EXPECT_EQ(refused.wait, 1500ms);
+  // On the server's clock: the pause left, as a caller whose turn came asks it.
+  redis.reserve(request("b", bursty(10)), real_waiter());
+  EXPECT_EQ(redis.pause_left("b"), 0ns);
+  ASSERT_TRUE(redis.throttle({.key = "b", .retry_after = 10s}));
+  EXPECT_GT(redis.pause_left("b"), 9s);
+  EXPECT_LE(redis.pause_left("b"), 10s);
+  // A damaged bucket starts afresh, never throttled, whatever back-off it held.
+  admin(server_, {"HSET", "ratelimit:{c}", "v", "1", "rate", "fast", "backoff",
+                  "9000000000000000000 0 10 1 0"});
+  EXPECT_EQ(redis.reserve_at(request("c", bursty(10)), kForever, 0).wait, 0ns);
+  EXPECT_EQ(redis.status_at("c", 0).value().throttles, 0);
+  // A back-off that cannot be read counts as none, as a key never throttled.
+  admin(server_, {"HSET", "ratelimit:{b}", "backoff", "garbage"});
+  EXPECT_EQ(redis.pause_left("b"), 0ns);
+  EXPECT_EQ(redis.status("b").at(0).throttles, 0);
+}
+
 TEST_F(RedisStoreTest, StatusShowsTheScheduleAndSetRateReplacesIt) {
   RedisStore redis = store_at(server_.unix_url());
   constexpr std::int64_t kMax = std::numeric_limits<std::int64_t>::max();

@@ -1,7 +1,10 @@
 #include "golden_vectors.hpp"
 
+#include <fmt/core.h>
+
 #include <algorithm>
 #include <charconv>
+#include <cmath>
 #include <cstdlib>
 #include <fstream>
 #include <limits>
@@ -332,6 +335,7 @@ std::vector<GoldenVector> read_golden_vectors(const std::string& path) {
                       .set_rate = {},
                       .give_back = {},
                       .status = {},
+                      .throttle = {},
                       .request_all = {}};
       if (word == "params") {
         params = parse_params(fields);
@@ -369,6 +373,25 @@ std::vector<GoldenVector> read_golden_vectors(const std::string& path) {
           step.give_back->booked = parse_requests(*booked);
         if (const auto moved = take(fields, "moved")) step.give_back->moved = parse_yes_no(*moved);
         reject_unknown(fields);
+      } else if (word == "throttle") {
+        step.throttle = GoldenThrottle{.at = parse_duration(require(fields, "t")),
+                                       .sent_before = {},
+                                       .retry_after = {},
+                                       .new_event = {},
+                                       .paused = {},
+                                       .rate = {}};
+        if (const auto sent = take(fields, "sent_before"))
+          step.throttle->sent_before = parse_duration(*sent);
+        if (const auto retry = take(fields, "retry_after"))
+          step.throttle->retry_after = parse_duration(*retry);
+        // '?': not expected yet (a vector being written).
+        if (const auto new_event = take(fields, "new_event"); new_event && *new_event != "?")
+          step.throttle->new_event = parse_yes_no(*new_event);
+        if (const auto paused = take(fields, "paused"); paused && *paused != "?")
+          step.throttle->paused = microseconds(parse_integer(*paused));
+        if (const auto rate = take(fields, "rate"); rate && *rate != "?")
+          step.throttle->rate = parse_number(*rate);
+        reject_unknown(fields);
       } else {
         throw std::invalid_argument("unknown line '" + word + "'");
       }
@@ -404,6 +427,27 @@ std::vector<std::string> replay(const GoldenVector& vector, GoldenStore& store) 
       if (step.give_back->moved.value_or(moved) != moved)
         mismatches.push_back(vector.name + " line " + std::to_string(step.line) +
                              ": the store answers moved=" + (moved ? "yes" : "no"));
+      continue;
+    }
+    if (step.throttle) {
+      const GoldenThrottle& report = *step.throttle;
+      const std::optional<stores::ThrottleResult> result = store.throttle(report);
+      const auto paused = std::chrono::duration_cast<microseconds>(result ? result->paused_for
+                                                                          : nanoseconds::zero());
+      // The rate as the core computes it, to the last bits a double's arithmetic may differ in.
+      const auto same_rate = [](double expected, double actual) {
+        return std::abs(expected - actual) <= 1e-12 * std::abs(expected);
+      };
+      if (!result ||
+          report.new_event.value_or(result->outcome.new_event) != result->outcome.new_event ||
+          report.paused.value_or(paused) != paused ||
+          !same_rate(report.rate.value_or(result->rate_in_force), result->rate_in_force))
+        mismatches.push_back(vector.name + " line " + std::to_string(step.line) +
+                             ": the store answers " +
+                             (result ? fmt::format("new_event={} paused={} rate={:.17g}",
+                                                   result->outcome.new_event ? "yes" : "no",
+                                                   paused.count(), result->rate_in_force)
+                                     : std::string("no bucket")));
       continue;
     }
     if (step.status) {

@@ -59,6 +59,17 @@ struct GoldenGiveBack {
   std::optional<bool> moved;  // expected only where the line says so
 };
 
+// A report of "too many" on the key (stores::ThrottleRequest), and what it must do.
+struct GoldenThrottle {
+  std::chrono::nanoseconds at{0};
+  std::chrono::nanoseconds sent_before{0};
+  std::chrono::nanoseconds retry_after{0};
+  // Expected only where the line says so.
+  std::optional<bool> new_event;
+  std::optional<std::chrono::microseconds> paused;  // the pause left after it
+  std::optional<double> rate;                       // the rate in force after it
+};
+
 // One quota as a store's status shows it.
 struct GoldenQuotaStatus {
   std::int64_t limit = 0;
@@ -81,6 +92,7 @@ struct GoldenStep {
   std::optional<GoldenSetRate> set_rate;
   std::optional<GoldenGiveBack> give_back;
   std::optional<GoldenStatus> status;
+  std::optional<GoldenThrottle> throttle;
   std::optional<GoldenRequestAll> request_all{};
 };
 
@@ -118,6 +130,8 @@ class GoldenStore {
   // Whether the bucket's next free moment moved.
   virtual bool give_back(const GoldenGiveBack& unused,
                          const std::optional<stores::BookingSpan>& booked) = 0;
+  // The key's back-off after the report (none: no bucket).
+  virtual std::optional<stores::ThrottleResult> throttle(const GoldenThrottle& report) = 0;
   // The key's quotas as status shows them at `at`.
   virtual std::vector<GoldenQuotaStatus> status(std::chrono::nanoseconds at) = 0;
   // Several keys decided together (BucketStore::reserve_all), each made by its first request.

@@ -45,6 +45,10 @@ std::vector<GoldenQuotaStatus> quota_status(const std::vector<stores::BucketStat
   return quotas;
 }
 
+stores::ThrottleRequest throttle_request(const GoldenThrottle& report) {
+  return {.key = "golden", .sent_before = report.sent_before, .retry_after = report.retry_after};
+}
+
 GoldenAnswer answer(const stores::Reservation& reservation) {
   return {.granted = reservation.granted,
           .wait = reservation.wait,
@@ -78,7 +82,7 @@ class CoreStore final : public GoldenStore {
     }
     const stores::PermitRequest permits = permit_request(request, nanoseconds::zero());
     stores::Reservation reservation =
-        stores::decide(*bucket_, schedule_, quotas_, permits, request.at);
+        stores::decide(*bucket_, schedule_, quotas_, permits, request.at, backoff_);
     stores::notice_followed(reservation, permits, noticed_);
     return answer(reservation);
   }
@@ -91,8 +95,15 @@ class CoreStore final : public GoldenStore {
                  const std::optional<stores::BookingSpan>& booked) override {
     return stores::give_back(*bucket_, unused.permits, unused.at, booked);
   }
+  std::optional<stores::ThrottleResult> throttle(const GoldenThrottle& report) override {
+    BucketState state = bucket_->state();
+    const stores::ThrottleResult result = stores::record_throttle_report(
+        backoff_, state, bucket_->params(), throttle_request(report), report.at);
+    bucket_.emplace(bucket_->params(), state);
+    return result;
+  }
   std::vector<GoldenQuotaStatus> status(nanoseconds at) override {
-    return quota_status({stores::describe("golden", *bucket_, schedule_, quotas_, at)});
+    return quota_status({stores::describe("golden", *bucket_, schedule_, quotas_, at, backoff_)});
   }
   GoldenKeysAnswer request_all(const std::vector<GoldenRequest>& keys) override {
     const std::vector<stores::PermitRequest> requests = permit_requests(keys, nanoseconds::zero());
@@ -120,6 +131,7 @@ class CoreStore final : public GoldenStore {
   };
   std::map<std::string, Key> keys_;
   std::optional<TokenBucket> bucket_;
+  BackoffState backoff_;
   stores::KeySchedule schedule_;
   std::vector<Quota> quotas_;
   std::uint64_t noticed_ = 0;
@@ -143,6 +155,10 @@ class StateFileStore final : public GoldenStore {
                  const std::optional<stores::BookingSpan>& booked) override {
     move_to(unused.at);
     return store_.give_back({.key = "golden", .permits = unused.permits, .booked = booked});
+  }
+  std::optional<stores::ThrottleResult> throttle(const GoldenThrottle& report) override {
+    move_to(report.at);
+    return store_.throttle(throttle_request(report));
   }
   std::vector<GoldenQuotaStatus> status(nanoseconds at) override {
     move_to(at);
@@ -179,11 +195,13 @@ TEST(GoldenVectors, FileCoversEveryKindOfStep) {
   const std::vector<GoldenVector> vectors = golden_vectors();
   ASSERT_GE(vectors.size(), 10u);
   bool refusal = false, set_rate = false, give_back = false, warming_up = false,
-       kept_params = false, several_quotas = false, quota_refusal = false, quota_status = false;
+       kept_params = false, several_quotas = false, quota_refusal = false, quota_status = false,
+       throttle = false;
   for (const GoldenVector& vector : vectors) {
     for (const GoldenStep& step : vector.steps) {
       set_rate |= step.set_rate.has_value();
       give_back |= step.give_back.has_value();
+      throttle |= step.throttle.has_value();
       quota_status |= step.status && !step.status->quotas.empty();
       if (!step.request) continue;
       refusal |= step.request->granted == false;
@@ -194,7 +212,7 @@ TEST(GoldenVectors, FileCoversEveryKindOfStep) {
     }
   }
   EXPECT_TRUE(refusal && set_rate && give_back && warming_up && kept_params);
-  EXPECT_TRUE(several_quotas && quota_refusal && quota_status);
+  EXPECT_TRUE(several_quotas && quota_refusal && quota_status && throttle);
 }
 
 TEST(GoldenVectors, CoreReachesEveryExpectedDecision) {

@@ -42,9 +42,13 @@
 --          quota_passed, written when a booking shifts the counts: each quota's newest slot and
 --          QuotaState::passed joined by a colon, joined by blanks (only `status` uses them); one
 --          whose newest slot is not its quota_counts' is 0 (a ratelimit before them shifted it).
+--          backoff, only on a key once throttled: its back-off (BackoffState; the block of
+--          backoff_ functions below says how it is written); reserve and status read it in their
+--          first HMGET, and only `throttle` writes it. A ratelimit before it ignores it.
 -- Positions below are named as in redis_script_protocol.hpp, whose encoder and decoder use them.
 -- ARGV[1]  kArgOperation: "reserve", "reserve_keeping", "status", "set_rate", "give_back",
---          "batch" (kBatchOperation) or "reserve_all" (kReserveAllOperation, several keys)
+--          "throttle" (kThrottleOperation), "batch" (kBatchOperation) or "reserve_all"
+--          (kReserveAllOperation, several keys)
 -- ARGV[2]  kArgTime: the time in Unix microseconds for tests, or "" for the server's TIME (each
 --          operation's but batch's)
 -- reserve and reserve_keeping (which keeps the parameters of a bucket kept with others where
@@ -83,14 +87,19 @@
 --          (BookingSpan of bucket_store.hpp): the next free moment it found and the one it
 --          left, as integer Unix nanoseconds, blank-separated ("WAIT FROM UNTIL"); a wait that
 --          a quota, not the rate, sets ends in " quota" ("WAIT quota", "WAIT FROM UNTIL quota").
+--          On a key once throttled, decided at its rate in force and not before its pause ends,
+--          the wait text then ends in " backoff PAUSED" (kWaitBackoff: the pause left, ns).
 -- status:  returns nil without a bucket, {"unusable", why} (kUnusableFields) for a record that
 --          cannot be used, else kStatusFields: [1..7] kStatusParams (shape, rate, burst, warmup,
 --          cold, start_full, pay_first: kParamShape...kParamPayFirst from there), [8]
 --          kStatusStored (stored permits now), [9] kStatusNextFreeIn (ns until the next free),
---          [10] kStatusTimetable, [11] kStatusEntryUntil, [12] kStatusNotation ("" for none); then
---          kQuotaFields for each quota: kQuotaLimit, kQuotaPeriod (ns), kQuotaUsed (units used in
---          the window a request now counts against) and kQuotaNextFreeIn (ns until one more unit
---          may go).
+--          [10] kStatusTimetable, [11] kStatusEntryUntil, [12] kStatusNotation ("" for none), [13]
+--          kStatusBackoff; then kQuotaFields for each quota: kQuotaLimit, kQuotaPeriod (ns),
+--          kQuotaUsed (units used in the window a request now counts against) and
+--          kQuotaNextFreeIn (ns until one more unit may go). kStatusBackoff: "" for a key never
+--          throttled, else its rate in force, the pause left (ns), the throttles and the time
+--          since the last (ns), blank-separated; the stored permits and next free moment are
+--          then those in force.
 -- set_rate: ARGV[3] kArgNewRate, ARGV[4] kArgNewTimetable, ARGV[5] kArgNewEntryUntil (the new
 --          timetable's entry's end); returns nil without a bucket, else 1. Optional, ARGV[6]
 --          kArgNewSettings: all the key's settings from now on, as reserve's kArgTexts (rate and
@@ -101,6 +110,10 @@
 --          span of the bookings they come from, as reserve gave it: only what no later booking
 --          has built on goes back. Returns nil without a bucket, else 1 if the next free moment
 --          moved, 0 if not.
+-- throttle: ARGV[3] kArgSentBefore, ARGV[4] kArgRetryAfter (ns, "0": none): a report of "too
+--          many" (record_throttle_report() of bucket_store.cpp). Returns nil without a bucket,
+--          else kThrottleFields: [1] 1 if it cut the rate (a new event), [2] 1 if the pause grew,
+--          [3] the pause left (ns), [4] the rate in force after it.
 -- batch:   several requests on the key in one call (the host agent's, for those that come
 --          together): from ARGV[2], each request's arguments as it would send them alone (from
 --          its kArgOperation on), after their count. Each is served in turn as if alone, the
@@ -141,6 +154,106 @@ local QUOTA_COUNTS = 66
 -- The most quotas a key keeps, as the state file's record.
 local MOST_QUOTAS = 64
 
+-- Backing off together (include/ratelimit/backoff.hpp and src/core/backoff.cpp, operation for
+-- operation): kBackoffCut, kBackoffFloor and kBackoffRecovery in nanoseconds. A key once throttled
+-- holds `backoff`: its pause's end, its event's start, the rate before the cut, the throttles and
+-- the last one's time, joined by blanks, the times as integer Unix nanoseconds; keys never
+-- throttled have none and cost one more HMGET field. Times below are nanoseconds after now_s, as
+-- in serve(); these functions capture nothing of it.
+local BACKOFF_CUT = 0.7
+local BACKOFF_FLOOR = 0.01
+local BACKOFF_RECOVERY_NS = 5e9
+
+-- A mark as integer Unix nanoseconds in a text, as nanoseconds after now_s; nil if it is none.
+local function backoff_time_of(text, now_s)
+  if not (text and text:find("^%d+$")) then return nil end
+  if #text <= 15 then return tonumber(text) - now_s * 1e9 end
+  return (tonumber(text:sub(1, -10)) - now_s) * 1e9 + tonumber(text:sub(-9))
+end
+
+-- A time after now_s as integer Unix nanoseconds (0 for the epoch or before).
+local function backoff_time_text(t, now_s)
+  local ns = math.fmod(t, 1e9)
+  if ns < 0 then ns = ns + 1e9 end
+  local s = now_s + math.floor((t - ns) / 1e9 + 0.5)
+  if s < 0 then return "0" end
+  if s == 0 then return string.format("%d", ns) end
+  return string.format("%d%09d", s, ns)
+end
+
+-- The key's `backoff` text as a table (BackoffState); nil when absent or damaged (a key whose
+-- back-off cannot be read is decided as one never throttled).
+local function backoff_read(text, now_s)
+  if type(text) ~= "string" then return nil end
+  local paused, event, rate, throttles, last =
+    text:match("^(%d+) (%d+) ([^ ]+) (%d+) (%d+)$")
+  local b = {paused_until = backoff_time_of(paused, now_s),
+             event_at = backoff_time_of(event, now_s), rate_before_cut = tonumber(rate),
+             throttles = tonumber(throttles), last_throttle = backoff_time_of(last, now_s)}
+  if not (b.paused_until and b.event_at and b.rate_before_cut and b.rate_before_cut >= 0 and
+          b.throttles and b.throttles >= 1 and b.last_throttle) then
+    return nil
+  end
+  return b
+end
+
+local function backoff_text(b, now_s)
+  return backoff_time_text(b.paused_until, now_s) .. " " .. backoff_time_text(b.event_at, now_s) ..
+         " " .. string.format("%.17g", b.rate_before_cut) .. " " ..
+         string.format("%.0f", b.throttles) .. " " .. backoff_time_text(b.last_throttle, now_s)
+end
+
+-- rate_in_force()
+local function backoff_rate_in_force(b, configured, now)
+  if not (b.rate_before_cut > 0) then return configured end
+  local resumed = math.max(b.event_at, b.paused_until)
+  local below = 1 - math.max(now - resumed, 0) / BACKOFF_RECOVERY_NS
+  local curve = b.rate_before_cut * (1 - (1 - BACKOFF_CUT) * (below * below * below))
+  return math.min(configured, math.max(configured * BACKOFF_FLOOR, curve))
+end
+
+-- record_throttle() of a request sent at `sent_at`, with a Retry-After of `retry_after` ns (0:
+-- none), on a bucket whose state is `stored`, `next_free`: that state after it, whether it was a
+-- new event and whether the pause was extended. `b`: the key's back-off, or nil, changed in place
+-- (the table returned). `max_time`: the int64 maximum as a time.
+local function backoff_record(b, stored, next_free, configured, sent_at, retry_after, now,
+                              now_s, max_time)
+  -- Never throttled: BackoffState's zeros, the epoch.
+  local epoch = -now_s * 1e9
+  b = b or {paused_until = epoch, event_at = epoch, rate_before_cut = 0, throttles = 0,
+            last_throttle = epoch}
+  local new_event, extended = false, false
+  -- nil: the event's pause has ended, and a late report of its 429s holds nobody back again.
+  local pause_from = now
+  if b.rate_before_cut > 0 and sent_at < b.event_at then
+    if b.paused_until > b.event_at and now >= b.paused_until then
+      pause_from = nil
+    else
+      pause_from = b.event_at
+    end
+  else
+    new_event = true
+    b.rate_before_cut = backoff_rate_in_force(b, configured, now)
+    b.event_at = now
+    stored, next_free = 0, math.max(next_free, now)
+  end
+  if retry_after > 0 and pause_from then
+    local until_ = math.min(pause_from + retry_after, max_time)
+    if until_ > b.paused_until and until_ > now then
+      b.paused_until, extended = until_, true
+    end
+  end
+  if next_free < b.paused_until then stored, next_free = 0, b.paused_until end
+  b.throttles, b.last_throttle = b.throttles + 1, now
+  return b, stored, next_free, new_event, extended
+end
+
+-- bucket_in_force()'s state: no credit during a pause, and the rate in force.
+local function backoff_in_force(b, stored, next_free, configured, now)
+  if next_free < b.paused_until then stored, next_free = 0, b.paused_until end
+  return stored, next_free, backoff_rate_in_force(b, configured, now)
+end
+
 -- reserve_all: several keys decided together, all or nothing (decide_all() of
 -- src/stores/multi_key.cpp), with `serve` (below) for each key. KEYS[1..n] the keys (one Cluster
 -- slot); ARGV[2] kArgTime as every operation's, one time for the whole call; ARGV[3]
@@ -176,7 +289,7 @@ local function reserve_all(serve)
     if type(asked) == "table" and asked.err then return asked end
     local wait_text = type(asked) == "table" and asked[2] or asked
     local wait = tonumber(string.match(wait_text, "^%d+"))
-    local by_quota = string.sub(wait_text, -6) == " quota"
+    local by_quota = string.find(wait_text, " quota", 1, true) ~= nil
     if wait >= 2 ^ 63 or (refuse_quota_wait and by_quota and wait > 0) then refused = true end
     if wait > longest then longest, held_by = wait, i end
     reply[3 + i] = asked
@@ -196,7 +309,7 @@ end
 local function serve(argv, call_key, call)
   local operation, key, given_time = argv[1], call_key or KEYS[1], argv[2]
   if operation ~= "reserve" and operation ~= "reserve_keeping" and operation ~= "status" and
-      operation ~= "set_rate" and operation ~= "give_back" then
+      operation ~= "set_rate" and operation ~= "give_back" and operation ~= "throttle" then
     return redis.error_reply("ERR ratelimit: unknown operation " .. tostring(operation))
   end
 
@@ -329,6 +442,15 @@ local function serve(argv, call_key, call)
     end
   end
 
+  -- throttle's report: how long before it the request was sent, and the Retry-After (0: none).
+  local sent_before, retry_after
+  if operation == "throttle" then
+    sent_before, retry_after = tonumber(argv[3]), tonumber(argv[4])
+    if not (sent_before and retry_after and retry_after >= 0) then
+      return redis.error_reply("ERR ratelimit: bad arguments")
+    end
+  end
+
   -- The bucket: its parameters (a table as params_table() makes, on the calls that are not the
   -- common one), TokenBucket's state and derived values, and its schedule.
   local params, stored, next_free
@@ -352,13 +474,17 @@ local function serve(argv, call_key, call)
   local noticed_at
   if quota_limits then
     f = redis.pcall("HMGET", key, "texts", "stored", "free_s", "free_ns", "expires", "rate",
-                    "quota_counts", "quota_sums", "quota_sums_of", "noticed", "quota_passed")
+                    "quota_counts", "quota_sums", "quota_sums_of", "noticed", "quota_passed",
+                    "backoff")
     noticed_at = 10
   else
     f = redis.pcall("HMGET", key, "texts", "stored", "free_s", "free_ns", "expires", "rate",
-                    "noticed")
+                    "noticed", "backoff")
     noticed_at = 7
   end
+  -- The key's back-off (nil: never throttled), and its text to write when a throttle changed it.
+  local backoff = not f.err and f[#f] and backoff_read(f[#f], now_s) or nil
+  local new_backoff_text
   -- The key's `noticed` as read, and as written when it changes: the texts of the caller last
   -- told that it follows the key's settings ("" for none told since `set --key` or a
   -- replacement).
@@ -853,7 +979,8 @@ local function serve(argv, call_key, call)
   if reserving then
     if problem ~= "" then
       redis.call("DEL", key)
-      saved_noticed = nil
+      -- A fresh bucket, never throttled.
+      saved_noticed, backoff = nil, nil
     end
     -- decide() before the booking: the request's quotas, parameters and schedule against the key's;
     -- the replaced parameters and timetable, or nil.
@@ -916,6 +1043,22 @@ local function serve(argv, call_key, call)
     -- durations and times are not negative here, so the core's saturating sums are sums capped at
     -- 2^63.
     local booked_stored, booked_free, booked_from = stored, next_free, next_free
+    -- decide() on bucket_in_force(): the booking starts from the held state at the rate in force
+    -- (whose derived values the expiry below then uses too: a slower refill keeps the key longer).
+    local paused_for
+    if backoff then
+      local p = params or {rate = rate + 0, burst = burst and burst + 0,
+                           warmup = warmup and warmup + 0, cold = cold and cold + 0}
+      local in_force
+      booked_stored, booked_free, in_force = backoff_in_force(backoff, stored, next_free, p.rate,
+                                                              now)
+      booked_from, paused_for = booked_free, integer_string(max(backoff.paused_until - now, 0))
+      if in_force ~= p.rate then
+        stable, max_permits, cool_down, threshold, slope =
+          derive(shape, in_force, p.burst, p.warmup, p.cold)
+        booked_stored = min(booked_stored, max_permits)
+      end
+    end
     -- reserve_all's booking (`hold`): as a request made at the call's moment, but with pay_first.
     local book_at = now
     if call and call.hold and pay_first ~= "1" then book_at = now + call.hold end
@@ -1026,6 +1169,7 @@ local function serve(argv, call_key, call)
       wait_text = wait_text .. " " .. mark_text(booked_from) .. " " .. mark_text(next_free)
     end
     if held_by_quota then wait_text = wait_text .. " quota" end
+    if paused_for then wait_text = wait_text .. " backoff " .. paused_for end
     if replaced then
       reply = {granted, wait_text, 1, problem, timetable, params[2], replaced[1], replaced[2],
                replaced[3], replaced[4], replaced[5], replaced[6], replaced[7], replaced_timetable,
@@ -1042,11 +1186,27 @@ local function serve(argv, call_key, call)
   elseif operation == "status" then
     if problem ~= "" then return {"unusable", problem} end
     if not held then return nil end
+    -- describe(): the bucket in force, and the back-off as kStatusBackoff shows it.
+    local backoff_shown = ""
+    if backoff then
+      local in_force
+      bucket.stored, bucket.next_free, in_force =
+        backoff_in_force(backoff, bucket.stored, bucket.next_free, params.rate, now)
+      if in_force ~= params.rate then
+        bucket.stable, bucket.max_permits, bucket.cool_down, bucket.threshold, bucket.slope =
+          derive(params[1], in_force, params.burst, params.warmup, params.cold)
+        bucket.stored = min(bucket.stored, bucket.max_permits)
+      end
+      backoff_shown = string.format("%.17g", in_force) .. " " ..
+                      integer_string(max(backoff.paused_until - now, 0)) .. " " ..
+                      string.format("%.0f", backoff.throttles) .. " " ..
+                      string.format("%.0f", now - backoff.last_throttle)
+    end
     bucket:resync()
     local status = {params[1], params[2], params[3], params[4], params[5], params[6], params[7],
                     string.format("%.17g", bucket.stored),
                     integer_string(max(bucket.next_free - now, 0)), timetable, entry_until,
-                    redis.call("HGET", key, "notation") or ""}
+                    redis.call("HGET", key, "notation") or "", backoff_shown}
     -- Each quota's limit, period, used now and the wait for one more unit.
     for i = 1, quota_states and #quota_states or 0 do
       local limit, slot, state = quota_limits[i], quota_slots[i], quota_states[i]
@@ -1056,6 +1216,17 @@ local function serve(argv, call_key, call)
       status[n + 4] = integer_string(quota_earliest(limit, slot, state, 1, now, now_s) - now)
     end
     return status
+  elseif operation == "throttle" then
+    if not held then return nil end
+    -- record_throttle_report(): sent within a century before the report.
+    local new_event, extended
+    backoff, stored, next_free, new_event, extended =
+      backoff_record(backoff, stored, next_free, params.rate,
+                     now - min(max(sent_before, 0), CENTURY_NS), retry_after, now, now_s, max_time)
+    new_backoff_text = backoff_text(backoff, now_s)
+    reply = {new_event and 1 or 0, extended and 1 or 0,
+             integer_string(max(backoff.paused_until - now, 0)),
+             string.format("%.17g", backoff_rate_in_force(backoff, params.rate, now))}
   elseif operation == "set_rate" and argv[6] then
     -- All the settings (`ratelimit set --key`), change_settings(); a key without a bucket (or
     -- with a damaged one) is made with them.
@@ -1235,6 +1406,10 @@ local function serve(argv, call_key, call)
   end
   if noticed and noticed ~= saved_noticed then
     changes[n + 1], changes[n + 2] = "noticed", noticed
+    n = n + 2
+  end
+  if new_backoff_text then
+    changes[n + 1], changes[n + 2] = "backoff", new_backoff_text
     n = n + 2
   end
   if n == 2 then return reply end

@@ -156,6 +156,13 @@ class ReplyReader {
   // the same text, which the server makes at a fraction of the cost of more fields), followed by
   // " quota" when a quota set it.
   void read_wait(std::string_view text, Reservation& reservation) const {
+    if (const std::size_t backoff = text.find(kWaitBackoff); backoff != std::string_view::npos) {
+      const auto paused = parse_number<std::int64_t>(text.substr(backoff + kWaitBackoff.size()));
+      if (!paused || *paused < 0) malformed("the pause is not a number");
+      reservation.backing_off = true;
+      reservation.paused_for = nanoseconds(*paused);
+      text = text.substr(0, backoff);
+    }
     constexpr std::string_view kHeldByQuota = " quota";
     reservation.held_by_quota = text.ends_with(kHeldByQuota);
     if (reservation.held_by_quota) text.remove_suffix(kHeldByQuota.size());
@@ -235,6 +242,15 @@ std::vector<std::string> encode_reserve_all(const std::vector<PermitRequest>& re
 
 std::vector<std::string> encode_status(std::optional<std::int64_t> now_micros) {
   return arguments_of("status", now_micros, kArgTime);
+}
+
+std::vector<std::string> encode_throttle(const ThrottleRequest& request,
+                                         std::optional<std::int64_t> now_micros) {
+  std::vector<std::string> arguments =
+      arguments_of(std::string(kThrottleOperation), now_micros, kArgRetryAfter);
+  at(arguments, kArgSentBefore) = std::to_string(request.sent_before.count());
+  at(arguments, kArgRetryAfter) = std::to_string(request.retry_after.count());
+  return arguments;
 }
 
 std::vector<std::string> encode_give_back(std::int64_t permits,
@@ -343,6 +359,8 @@ DecodedKeysReservation decode_reservations(const RedisValue& reply,
         read.malformed(fmt::format("field {} is not granted", kAllFirstKeyReply + keys + i));
       key.booked = booked.reservation.booked;
     }
+    call.paused_for = std::max(call.paused_for, key.paused_for);
+    call.backing_off = call.backing_off || key.backing_off;
     reservation.keys.push_back(std::move(key));
     decoded.problems.push_back(std::move(asked.problem));
   }
@@ -371,6 +389,27 @@ std::optional<BucketStatus> decode_status(const RedisValue& reply, const std::st
   status.schedule = {.timetable = read.text(kStatusTimetable),
                      .entry_until = read.number<std::int64_t>(kStatusEntryUntil)};
   status.notation = read.text(kStatusNotation);
+  status.rate_in_force = status.params.permits_per_second;
+  if (const std::string& backoff = read.text(kStatusBackoff); !backoff.empty()) {
+    std::string_view rest = backoff;
+    // The next blank-separated word of `rest`, taken from it.
+    const auto next = [&rest] {
+      const std::size_t end = std::min(rest.find(' '), rest.size());
+      const std::string_view word = rest.substr(0, end);
+      rest.remove_prefix(std::min(end + 1, rest.size()));
+      return word;
+    };
+    const auto rate_value = parse_number<double>(next());
+    const auto paused_value = parse_number<std::int64_t>(next());
+    const auto throttles_value = parse_number<std::int64_t>(next());
+    const auto last_ago_value = parse_number<std::int64_t>(next());
+    if (!rate_value || !paused_value || !throttles_value || !last_ago_value || !rest.empty())
+      read.malformed(fmt::format("field {} is no back-off", kStatusBackoff));
+    status.rate_in_force = *rate_value;
+    status.paused_for = nanoseconds(*paused_value);
+    status.throttles = *throttles_value;
+    status.last_throttle_ago = nanoseconds(*last_ago_value);
+  }
   for (std::size_t quota = kStatusFields + 1; quota <= count; quota += kQuotaFields) {
     status.quotas.push_back(
         {.params = {.limit = read.number<std::int64_t>(quota + kQuotaLimit),
@@ -379,6 +418,18 @@ std::optional<BucketStatus> decode_status(const RedisValue& reply, const std::st
          .next_free_in = nanoseconds(read.number<std::int64_t>(quota + kQuotaNextFreeIn))});
   }
   return status;
+}
+
+std::optional<ThrottleResult> decode_throttle(const RedisValue& reply, std::string_view server) {
+  if (reply.type == RedisValue::Type::nil) return std::nullopt;
+  const ReplyReader read(reply, kThrottleOperation, server);
+  read.fields({kThrottleFields});
+  ThrottleResult result;
+  result.outcome = {.new_event = read.flag(kThrottleNewEvent),
+                    .pause_extended = read.flag(kThrottlePauseExtended)};
+  result.paused_for = nanoseconds(read.number<std::int64_t>(kThrottlePausedFor));
+  result.rate_in_force = read.number<double>(kThrottleRateInForce);
+  return result;
 }
 
 bool decode_give_back(const RedisValue& reply, std::string_view server) {

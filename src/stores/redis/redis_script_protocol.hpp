@@ -50,6 +50,11 @@ inline constexpr std::size_t kArgNewTimetable = 4;
 inline constexpr std::size_t kArgNewEntryUntil = 5;
 inline constexpr std::size_t kArgNewSettings = 6;  // optional, as kArgTexts
 
+// throttle (kThrottleOperation): a report of "too many" (ThrottleRequest), nanoseconds each.
+inline constexpr std::string_view kThrottleOperation = "throttle";
+inline constexpr std::size_t kArgSentBefore = 3;
+inline constexpr std::size_t kArgRetryAfter = 4;  // "0": none
+
 // reserve's reply, when the key holds the request's rate and timetable and nothing was discarded:
 // the wait text alone if granted ("WAIT FROM UNTIL", the booking's span after the wait), else a
 // table of kAsRequestedFields; otherwise one of kKeptFields, or of kReplacedFields when the
@@ -93,13 +98,28 @@ inline constexpr std::size_t kStatusNextFreeIn = kStatusStored + 1;  // nanoseco
 inline constexpr std::size_t kStatusTimetable = kStatusNextFreeIn + 1;
 inline constexpr std::size_t kStatusEntryUntil = kStatusTimetable + 1;
 inline constexpr std::size_t kStatusNotation = kStatusEntryUntil + 1;  // "" for none
-inline constexpr std::size_t kStatusFields = kStatusNotation;
+// "" for a key never throttled; else the rate in force, the pause left (nanoseconds), the
+// throttles and the time since the last one (nanoseconds), joined by blanks.
+inline constexpr std::size_t kStatusBackoff = kStatusNotation + 1;
+inline constexpr std::size_t kStatusFields = kStatusBackoff;
 // Each quota's fields, as offsets from its first:
 inline constexpr std::size_t kQuotaLimit = 0;
 inline constexpr std::size_t kQuotaPeriod = 1;      // nanoseconds
 inline constexpr std::size_t kQuotaUsed = 2;        // in the window a request now counts against
 inline constexpr std::size_t kQuotaNextFreeIn = 3;  // nanoseconds until one more unit may go
 inline constexpr std::size_t kQuotaFields = 4;
+
+// A reserve's wait on a key ever throttled ends in kWaitBackoff and the pause left then, in
+// nanoseconds (Reservation::paused_for, backing_off).
+inline constexpr std::string_view kWaitBackoff = " backoff ";
+
+// throttle's reply: nil without a bucket, else kThrottleFields: a new event (0 or 1), the pause
+// extended (0 or 1), the pause left (nanoseconds) and the rate in force after the report.
+inline constexpr std::size_t kThrottleNewEvent = 1;
+inline constexpr std::size_t kThrottlePauseExtended = 2;
+inline constexpr std::size_t kThrottlePausedFor = 3;
+inline constexpr std::size_t kThrottleRateInForce = 4;
+inline constexpr std::size_t kThrottleFields = kThrottleRateInForce;
 
 // give_back's reply: nil without a bucket, else 1 if the next free moment moved, 0 if not.
 // set_rate's: nil without a bucket, else 1.
@@ -131,6 +151,8 @@ std::vector<std::string> encode_reserve(const PermitRequest& request,
                                         std::chrono::nanoseconds timeout,
                                         std::optional<std::int64_t> now_micros);
 std::vector<std::string> encode_status(std::optional<std::int64_t> now_micros);
+std::vector<std::string> encode_throttle(const ThrottleRequest& request,
+                                         std::optional<std::int64_t> now_micros);
 std::vector<std::string> encode_give_back(std::int64_t permits,
                                           const std::optional<BookingSpan>& booked,
                                           std::optional<std::int64_t> now_micros);
@@ -155,6 +177,8 @@ std::optional<BucketStatus> decode_status(const RedisValue& reply, const std::st
                                           std::string_view server);
 // Whether the next free moment moved (false without a bucket).
 bool decode_give_back(const RedisValue& reply, std::string_view server);
+// Nothing without a bucket.
+std::optional<ThrottleResult> decode_throttle(const RedisValue& reply, std::string_view server);
 // False without a bucket.
 bool decode_set_rate(const RedisValue& reply, std::string_view server);
 

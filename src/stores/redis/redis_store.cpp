@@ -360,6 +360,29 @@ bool RedisStore::give_back_at(const UnusedPermits& unused, std::optional<std::in
   });
 }
 
+std::optional<ThrottleResult> RedisStore::throttle(const ThrottleRequest& request) {
+  return throttle_at(request, std::nullopt);
+}
+
+std::optional<ThrottleResult> RedisStore::throttle_at(const ThrottleRequest& request,
+                                                      std::optional<std::int64_t> now_micros) {
+  if (request.retry_after < nanoseconds::zero())
+    throw UsageError("a negative Retry-After cannot be reported");
+  RedisDeadline round_trip = operation_deadline();
+  // Sent again, a report belongs to the event the first began (it was sent before it): it cuts
+  // nothing more and its pause ends where the first's does.
+  return with_restarts(round_trip, true, [&] {
+    return script::decode_throttle(
+        run_script(request.key, script::encode_throttle(request, now_micros), round_trip),
+        server());
+  });
+}
+
+nanoseconds RedisStore::pause_left(const std::string& key) {
+  const std::optional<BucketStatus> status = status_at(key, std::nullopt);
+  return status ? status->paused_for : nanoseconds::zero();
+}
+
 bool RedisStore::set_rate_at(const RateChange& change, std::optional<std::int64_t> now_micros) {
   BucketParams checked;
   checked.permits_per_second = change.permits_per_second;

@@ -53,6 +53,9 @@ class RedisStore final : public BucketStore {
   // Connected to the node (or master) that serves `key`, and a PING answered (a restart waited
   // for, as by every operation).
   void ping(const std::string& key, io::Waiter& waiter) override;
+  std::optional<ThrottleResult> throttle(const ThrottleRequest& request) override;
+  // The key's status read: a call on a key that backs off only (Reservation::backing_off).
+  std::chrono::nanoseconds pause_left(const std::string& key) override;
 
   // The decision for permits due within `timeout` (Guava tryAcquire; nanoseconds::max(): no
   // limit), at a time the caller gives in Unix microseconds instead of the server's TIME: for the
@@ -72,6 +75,8 @@ class RedisStore final : public BucketStore {
                                         std::optional<std::int64_t> now_micros);
   bool give_back_at(const UnusedPermits& unused, std::optional<std::int64_t> now_micros);
   bool set_rate_at(const RateChange& change, std::optional<std::int64_t> now_micros);
+  std::optional<ThrottleResult> throttle_at(const ThrottleRequest& request,
+                                            std::optional<std::int64_t> now_micros);
 
   // Commands go through the host agent from now on, and to the server itself whenever there is
   // no agent.

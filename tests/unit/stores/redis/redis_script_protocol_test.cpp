@@ -200,7 +200,7 @@ TEST(RedisScriptProtocol, StatusReply) {
   EXPECT_EQ(unusable->problem, "a damaged bucket");
   const auto status =
       decode_status(texts({"bursty", "10", "2", "0", "3", "1", "0", "4.5", "100", "9-17 5/s",
-                           "1700000000", "10/s", "50", "2000000000", "7", "250"}),
+                           "1700000000", "10/s", "", "50", "2000000000", "7", "250"}),
                     "k", kServer);
   ASSERT_TRUE(status);
   EXPECT_EQ(status->key, "k");
@@ -214,6 +214,52 @@ TEST(RedisScriptProtocol, StatusReply) {
   EXPECT_EQ(status->quotas[0].params, (QuotaParams{.limit = 50, .period = 2s}));
   EXPECT_EQ(status->quotas[0].used, 7);
   EXPECT_EQ(status->quotas[0].next_free_in, 250ns);
+  // Never throttled: the rate in force is the configured rate.
+  EXPECT_EQ(status->rate_in_force, 10);
+  EXPECT_EQ(status->throttles, 0);
+}
+
+TEST(RedisScriptProtocol, StatusOfAKeyThatBacksOff) {
+  const auto status = decode_status(texts({"bursty", "10", "1", "0", "3", "0", "0", "0", "100", "",
+                                           "0", "", "7.5 2000000000 3 400"}),
+                                    "k", kServer);
+  ASSERT_TRUE(status);
+  EXPECT_EQ(status->params.permits_per_second, 10);
+  EXPECT_EQ(status->rate_in_force, 7.5);
+  EXPECT_EQ(status->paused_for, 2s);
+  EXPECT_EQ(status->throttles, 3);
+  EXPECT_EQ(status->last_throttle_ago, 400ns);
+}
+
+TEST(RedisScriptProtocol, ThrottleIsEncodedAndItsReplyDecoded) {
+  EXPECT_EQ(encode_throttle({.key = "k", .sent_before = 1s, .retry_after = 30s}, 10),
+            (Strings{"throttle", "10", "1000000000", "30000000000"}));
+  EXPECT_EQ(encode_throttle({.key = "k"}, std::nullopt), (Strings{"throttle", "", "0", "0"}));
+  EXPECT_FALSE(decode_throttle(RedisValue{}, kServer));
+  const auto result =
+      decode_throttle(table({integer(1), integer(0), text("2000000000"), text("14")}), kServer);
+  ASSERT_TRUE(result);
+  EXPECT_TRUE(result->outcome.new_event);
+  EXPECT_FALSE(result->outcome.pause_extended);
+  EXPECT_EQ(result->paused_for, 2s);
+  EXPECT_EQ(result->rate_in_force, 14);
+}
+
+TEST(RedisScriptProtocol, AWaitOnAKeyThatBacksOffSaysItsPause) {
+  const PermitRequest request = bursty_request();
+  const Reservation granted =
+      decode_reservation(text("5 10 20 quota backoff 3"), request, kServer).reservation;
+  EXPECT_TRUE(granted.granted);
+  EXPECT_TRUE(granted.held_by_quota);
+  EXPECT_TRUE(granted.backing_off);
+  EXPECT_EQ(granted.paused_for, 3ns);
+  EXPECT_EQ(granted.booked, (BookingSpan{.from = 10, .until = 20}));
+  const Reservation refused =
+      decode_reservation(table({integer(0), text("700 backoff 0")}), request, kServer).reservation;
+  EXPECT_FALSE(refused.granted);
+  EXPECT_TRUE(refused.backing_off);
+  EXPECT_EQ(refused.wait, 700ns);
+  EXPECT_FALSE(decode_reservation(text("5 10 20"), request, kServer).reservation.backing_off);
 }
 
 TEST(RedisScriptProtocol, GiveBackAndSetRateReplies) {
@@ -257,16 +303,23 @@ TEST(RedisScriptProtocol, MalformedRepliesAreOneLineAndExit69) {
   const auto status = [&](RedisValue reply) {
     return run_decoding([&] { decode_status(reply, "k", kServer); });
   };
-  Strings fields{"bursty", "10", "2", "0", "3", "1", "0", "4.5", "100", "", "0", ""};
+  Strings fields{"bursty", "10", "2", "0", "3", "1", "0", "4.5", "100", "", "0", "", ""};
   EXPECT_EQ(status(texts(Strings(fields.begin(), fields.end() - 1))),
-            (Result{69, prefix + "status: 11 fields\n"}));
+            (Result{69, prefix + "status: 12 fields\n"}));
+  fields[kStatusBackoff - 1] = "7.5 1";
+  EXPECT_EQ(status(texts(fields)), (Result{69, prefix + "status: field 13 is no back-off\n"}));
+  fields[kStatusBackoff - 1] = "";
   fields[kStatusStored - 1] = "many";
   EXPECT_EQ(status(texts(fields)), (Result{69, prefix + "status: field 8 is not a number\n"}));
   fields[kStatusStored - 1] = "4.5";
   for (const char* quota : {"50", "2000000000", "seven", "250"}) fields.push_back(quota);
-  EXPECT_EQ(status(texts(fields)), (Result{69, prefix + "status: field 15 is not a number\n"}));
+  EXPECT_EQ(status(texts(fields)), (Result{69, prefix + "status: field 16 is not a number\n"}));
   EXPECT_EQ(status(integer(1)), (Result{69, prefix + "status: not a table\n"}));
 
+  EXPECT_EQ(run_decoding([] { decode_throttle(table({integer(1)}), kServer); }),
+            (Result{69, prefix + "throttle: 1 fields\n"}));
+  EXPECT_EQ(reserve(text("5 1 2 backoff soon")),
+            (Result{69, prefix + "reserve: the pause is not a number\n"}));
   EXPECT_EQ(run_decoding([] { decode_give_back(integer(2), kServer); }),
             (Result{69, prefix + "give_back: not 0 or 1\n"}));
   EXPECT_EQ(run_decoding([] { decode_set_rate(text("1"), kServer); }),
