@@ -394,9 +394,10 @@ int admit_then(const PermitOptions& options, int max_inflight,
   switch (admission.result) {
     case exec::AdmissionResult::admitted:
       if (options.store.verbose && admission.paused_for > std::chrono::nanoseconds::zero())
-        fmt::print(stderr, "ratelimit: key '{}' is backing off: waited {} for its pause\n",
-                   format::escaped_bytes(options.key),
-                   format::human_duration(admission.paused_for));
+        fmt::print(
+            stderr, "ratelimit: key '{}' is backing off: waited {} for its pause\n",
+            format::escaped_bytes(admission.held_by.empty() ? options.key : admission.held_by),
+            format::human_duration(admission.paused_for));
       return admitted(admission);
     case exec::AdmissionResult::interrupted:
       return 128 + admission.signal;

@@ -54,6 +54,15 @@ expect_multikey_rules() {
   expect_status 75 "$RATELIMIT" exec --max-inflight 1 --key slot:a --rate 100/s --key slot:c --rate 100/s --try "$@" -- true
   expect_status 0 "$RATELIMIT" exec --max-inflight 1 --key slot:c --rate 100/s --key slot:a --rate 100/s --try "$@" -- true
   wait "$running"
+  # A pause reported on one key holds the whole call, and -v names that key.
+  expect_status 0 "$RATELIMIT" acquire --key quiet --rate 10/s --key paused --rate 10/s "$@"
+  expect_status 0 "$RATELIMIT" throttle --key paused --retry-after 1 "$@"
+  local start
+  start=$(now_ns)
+  expect_status 0 "$RATELIMIT" acquire -v --key quiet --rate 10/s --key paused --rate 10/s "$@"
+  [ "$(ms_since "$start")" -ge 700 ] || fail "a call with a paused key went after $(ms_since "$start") ms"
+  grep -q "^ratelimit: key 'paused' is backing off: waited 0.[0-9]*s for its pause$" "$WORK/stderr" ||
+    fail "-v on a call held by a paused key: $(cat "$WORK/stderr")"
 }
 
 # multikey_loop NAME SECONDS KEY_OPTIONS...: acquire -vv KEY_OPTIONS... in turn until SECONDS
