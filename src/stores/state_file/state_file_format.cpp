@@ -159,9 +159,9 @@ Problem read_version(std::string_view bytes, std::uint32_t& version) {
   if (bytes.size() < kMagic.size() + sizeof(std::uint32_t) || !bytes.starts_with(kMagic))
     return std::nullopt;
   std::memcpy(&version, bytes.data() + kMagic.size(), sizeof version);
-  if (version == kVersion || version == kVersionWithoutBackoff || version == kVersionWithoutPassed ||
-      version == kVersionWithoutNoticed || version == kVersionWithoutNotation ||
-      version == kVersionWithoutQuotas)
+  if (version == kVersion || version == kVersionWithoutBackoff ||
+      version == kVersionWithoutPassed || version == kVersionWithoutNoticed ||
+      version == kVersionWithoutNotation || version == kVersionWithoutQuotas)
     return std::nullopt;
   return "record version " + std::to_string(version) + ", expected " + std::to_string(kVersion);
 }

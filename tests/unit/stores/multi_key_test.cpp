@@ -21,7 +21,6 @@ namespace {
 using namespace std::chrono_literals;
 using std::chrono::nanoseconds;
 
-
 PermitRequest request_for(const std::string& key, double rate) {
   PermitRequest request;
   request.key = key;
@@ -41,7 +40,9 @@ struct MemoryKeys {
 
   explicit MemoryKeys(const std::vector<PermitRequest>& requests, nanoseconds now) {
     for (const PermitRequest& request : requests)
-      keys.push_back({.bucket = TokenBucket(request.params, now), .schedule = {}, .quotas = {},
+      keys.push_back({.bucket = TokenBucket(request.params, now),
+                      .schedule = {},
+                      .quotas = {},
                       .backoff = {}});
   }
   KeysReservation decide(const std::vector<PermitRequest>& requests, nanoseconds now) {
