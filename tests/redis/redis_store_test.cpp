@@ -406,6 +406,31 @@ TEST_F(RedisStoreTest, AThrottleHoldsTheKeyAndStatusShowsItsBackoff) {
   EXPECT_EQ(redis.status("b").at(0).throttles, 0);
 }
 
+TEST_F(RedisStoreTest, AThrottledKeyDoesNotExpireBeforeItHasRecovered) {
+  RedisStore redis = store_at(server_.unix_url());
+  const auto pttl = [&](const char* key) {
+    const RedisValue ttl = admin(server_, {"PTTL", key});
+    EXPECT_EQ(ttl.type, RedisValue::Type::integer);
+    return ttl.integer;
+  };
+  // At 10/s, paused 2 s from 1 s: back at 10/s kBackoffRecovery (5 s) after the pause, 7 s after
+  // the report, plus twice the 1 s margin (its bucket is full long before).
+  redis.reserve_at(request("cut", bursty(10, 1.0)), kForever, 0);
+  ASSERT_TRUE(redis.throttle_at({.key = "cut", .retry_after = 2s}, 1000000));
+  EXPECT_GT(pttl("ratelimit:{cut}"), 8800);
+  EXPECT_LE(pttl("ratelimit:{cut}"), 9000);
+  // Cut again 1 s into its recovery, from W = 10 * (1 - 0.3 * 0.8^3) = 8.464/s: the curve passes W
+  // at 5 s and reaches 10/s at 5 * (1 + cbrt((10 / 8.464 - 1) / 0.3)) = 9.23 s.
+  redis.reserve_at(request("twice", bursty(10, 1.0)), kForever, 0);
+  ASSERT_TRUE(redis.throttle_at({.key = "twice"}, 1000000));
+  ASSERT_TRUE(redis.throttle_at({.key = "twice"}, 2000000));
+  EXPECT_GT(pttl("ratelimit:{twice}"), 11000);
+  EXPECT_LE(pttl("ratelimit:{twice}"), 11230);
+  // A key never throttled expires as before (IdleKeyExpiresOnceFullAgain).
+  redis.reserve_at(request("calm", bursty(10, 1.0)), kForever, 0);
+  EXPECT_LE(pttl("ratelimit:{calm}"), 3100);
+}
+
 TEST_F(RedisStoreTest, StatusShowsTheScheduleAndSetRateReplacesIt) {
   RedisStore redis = store_at(server_.unix_url());
   constexpr std::int64_t kMax = std::numeric_limits<std::int64_t>::max();

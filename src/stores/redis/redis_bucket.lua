@@ -248,6 +248,18 @@ local function backoff_record(b, stored, next_free, configured, sent_at, retry_a
   return b, stored, next_free, new_event, extended
 end
 
+-- When the key's rate in force is back at `configured` and its pause over (a time after now_s):
+-- its idle expiry waits for it, or the key would forget its back-off and run at the full rate
+-- again. Past K the curve of backoff_rate_in_force() reaches `configured` once
+-- (t/K - 1)^3 >= (configured/W - 1) / (1 - kBackoffCut).
+local function backoff_recovered_at(b, configured)
+  if not (b.rate_before_cut > 0) then return b.paused_until end
+  local beyond = math.max(configured / b.rate_before_cut - 1, 0) / (1 - BACKOFF_CUT)
+  -- An infinite rate is back at once.
+  if not (beyond < math.huge) then beyond = 0 end
+  return math.max(b.event_at, b.paused_until) + BACKOFF_RECOVERY_NS * (1 + beyond ^ (1 / 3))
+end
+
 -- bucket_in_force()'s state: no credit during a pause, and the rate in force.
 local function backoff_in_force(b, stored, next_free, configured, now)
   if next_free < b.paused_until then stored, next_free = 0, b.paused_until end
@@ -1312,6 +1324,11 @@ local function serve(argv, call_key, call)
     local newest = quota_marks and quota_marks.newest[i] or quota_states[i][1]
     local passed_us = (newest + QUOTA_COUNTS) * quota_slots[i] - now_s * 1e6 - now / 1000
     full_in_ms = max(full_in_ms, math.ceil(passed_us / 1000))
+  end
+  -- And a key backing off keeps its back-off until it has recovered.
+  if backoff then
+    local configured = params and params.rate or rate + 0
+    full_in_ms = max(full_in_ms, math.ceil((backoff_recovered_at(backoff, configured) - now) / 1e6))
   end
   -- A kept key stays KEPT_MS after its last call, its expiry moved once per KEPT_MARGIN_MS.
   local margin = EXPIRY_MARGIN_MS
