@@ -10,6 +10,10 @@ export RATELIMIT_STATE_DIR=$WORK/state
 # Bad values: one line naming the value, 64; no bucket to back off: 66.
 expect_error "ratelimit: --retry-after: invalid Retry-After 'soon': seconds (30) or an HTTP date (Wed, 21 Oct 2026 07:28:00 GMT)" \
   "$RATELIMIT" throttle --key api --retry-after soon
+expect_error "ratelimit: --retry-after: invalid Retry-After 'Sunday, 06-Nov-94 25:49:37 GMT': seconds (30) or an HTTP date (Wed, 21 Oct 2026 07:28:00 GMT)" \
+  "$RATELIMIT" throttle --key api --retry-after 'Sunday, 06-Nov-94 25:49:37 GMT'
+expect_error "ratelimit: --retry-after: invalid Retry-After 'Sun Nov 31 08:49:37 1994': seconds (30) or an HTTP date (Wed, 21 Oct 2026 07:28:00 GMT)" \
+  "$RATELIMIT" throttle --key api --retry-after 'Sun Nov 31 08:49:37 1994'
 expect_status 66 "$RATELIMIT" throttle --key api --retry-after 1
 expect_stderr "ratelimit: no bucket 'api' in $WORK/state"
 expect_error "ratelimit: --retry requires --throttled-status" \
@@ -56,8 +60,10 @@ expect_status 0 "$RATELIMIT" acquire --key sum --rate 20/s
 ms=$(ms_since "$start")
 [ "$ms" -ge 950 ] && [ "$ms" -lt 1900 ] || fail "two reports of Retry-After 1 held the key ${ms} ms, expected 1 s"
 
-# An HTTP date: a date already past holds nothing.
+# An HTTP date, in each of its three forms: a date already past holds nothing.
 expect_status 0 "$RATELIMIT" throttle --key sum --retry-after 'Sun, 06 Nov 1994 08:49:37 GMT'
+expect_status 0 "$RATELIMIT" throttle --key sum --retry-after 'Sunday, 06-Nov-94 08:49:37 GMT'
+expect_status 0 "$RATELIMIT" throttle --key sum --retry-after 'Sun Nov  6 08:49:37 1994'
 expect_status 0 "$RATELIMIT" acquire --key sum --rate 20/s --timeout 500ms
 
 # exec --throttled-status: the command's status 75 reports the throttle; --retry runs it again
