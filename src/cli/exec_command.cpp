@@ -60,15 +60,16 @@ int run_reporting_throttles(const ExecOptions& options, const PermitOptions& per
     bool reported = false;
     const int status = admit_then(permits, options.max_inflight, [&](exec::Admission&) {
       const std::chrono::nanoseconds started = system_clock().now();
-      const int command_status = io::run_to_completion(options.command);
-      if (throttled(command_status)) {
+      const io::CommandEnd command = io::run_to_completion(options.command);
+      // Stopped (a signal passed on to the command): its status, neither reported nor run again.
+      if (command.stop_signal == 0 && throttled(command.status)) {
         const std::unique_ptr<stores::BucketStore> store = stores::open_store(permits.store.stores);
         report_throttle(*store, permits.key, system_clock().now() - started,
                         std::chrono::nanoseconds::zero(), std::chrono::nanoseconds::zero(),
                         permits.store);
         reported = true;
       }
-      return command_status;
+      return command.status;
     });
     if (!reported || run >= options.retries) return status;
   }

@@ -19,8 +19,20 @@ int find_command(const std::string& name);
 // Returns only if that failed, with the errno.
 int replace_process(const std::vector<std::string>& argv);
 
-// Runs `argv` as replace_process() would, in a child process, and waits for it: its exit status,
-// 128 + the signal that killed it, or 127/126 as a shell when it could not run.
-int run_to_completion(const std::vector<std::string>& argv);
+// How a command run by run_to_completion() ended.
+struct CommandEnd {
+  // Its exit status, 128 + the signal that killed it, or 127/126 as a shell when it could not run.
+  int status = 0;
+  // The first stop signal (SIGINT, SIGTERM, SIGHUP, SIGQUIT) this process received while the
+  // command ran, or 0.
+  int stop_signal = 0;
+};
+
+// Runs `argv` as replace_process() would, in a child process, and waits for it. A stop signal
+// sent to this process alone (kill, a supervisor) is passed on to the command, which decides what
+// it means, as it would if it had replaced this process; one from the terminal (Ctrl-C) already
+// reached the command's process group and is not sent twice. Those this process ignores stay
+// ignored.
+CommandEnd run_to_completion(const std::vector<std::string>& argv);
 
 }  // namespace ratelimit::io

@@ -1,4 +1,5 @@
 #include <fcntl.h>
+#include <signal.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -61,16 +62,68 @@ int replace_process(const std::vector<std::string>& argv) {
   return errno;
 }
 
-int run_to_completion(const std::vector<std::string>& argv) {
+namespace {
+
+// Blocks `signals` while alive, so that they wait for sigwaitinfo; the destructor restores the
+// mask.
+class BlockedSignals {
+ public:
+  explicit BlockedSignals(const sigset_t& signals) {
+    ::sigprocmask(SIG_BLOCK, &signals, &previous_);
+  }
+  ~BlockedSignals() { ::sigprocmask(SIG_SETMASK, &previous_, nullptr); }
+  BlockedSignals(const BlockedSignals&) = delete;
+  BlockedSignals& operator=(const BlockedSignals&) = delete;
+
+  const sigset_t& previous() const { return previous_; }
+
+ private:
+  sigset_t previous_;
+};
+
+}  // namespace
+
+CommandEnd run_to_completion(const std::vector<std::string>& argv) {
+  // The child's end and the stop signals not ignored, taken one at a time: blocked from before
+  // the fork, so that none is missed or ends this process while the command runs.
+  sigset_t waited;
+  sigemptyset(&waited);
+  sigaddset(&waited, SIGCHLD);
+  const sigset_t stops = stop_signal_set();
+  for (int signal_number = 1; signal_number < NSIG; ++signal_number) {
+    struct sigaction action {};
+    if (sigismember(&stops, signal_number) == 1 &&
+        ::sigaction(signal_number, nullptr, &action) == 0 && action.sa_handler != SIG_IGN)
+      sigaddset(&waited, signal_number);
+  }
+  const BlockedSignals blocked(waited);
   const pid_t child = ::fork();
   if (child < 0) throw_errno("fork");
   if (child == 0) {
+    ::sigprocmask(SIG_SETMASK, &blocked.previous(), nullptr);
     const int error = replace_process(argv);
     ::_exit(error == ENOENT ? 127 : 126);
   }
+  CommandEnd end;
   int status = 0;
-  if (retry_on_eintr([&] { return ::waitpid(child, &status, 0); }) < 0) throw_errno("waitpid");
-  return WIFSIGNALED(status) ? 128 + WTERMSIG(status) : WEXITSTATUS(status);
+  for (;;) {
+    siginfo_t info{};
+    if (::sigwaitinfo(&waited, &info) < 0) {
+      if (errno == EINTR) continue;
+      throw_errno("sigwaitinfo");
+    }
+    if (info.si_signo == SIGCHLD) {
+      const pid_t ended = retry_on_eintr([&] { return ::waitpid(child, &status, WNOHANG); });
+      if (ended < 0) throw_errno("waitpid");
+      if (ended == child) break;
+      continue;
+    }
+    if (end.stop_signal == 0) end.stop_signal = info.si_signo;
+    // The terminal's signals come from the kernel, to the whole foreground process group.
+    if (info.si_code != SI_KERNEL) ::kill(child, info.si_signo);
+  }
+  end.status = WIFSIGNALED(status) ? 128 + WTERMSIG(status) : WEXITSTATUS(status);
+  return end;
 }
 
 }  // namespace ratelimit::io

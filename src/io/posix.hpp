@@ -74,6 +74,9 @@ std::chrono::nanoseconds monotonic_now();
 // `storage`: no time left is zero, and nanoseconds::max() is nullptr (no end).
 timespec* time_left_for_ppoll(std::chrono::nanoseconds deadline, timespec& storage);
 
+// The stop signals: SIGINT, SIGTERM, SIGHUP and SIGQUIT.
+sigset_t stop_signal_set();
+
 // While alive, SIGINT, SIGTERM, SIGHUP and SIGQUIT are blocked and their handlers only record the
 // signal (SIGQUIT too: its core dump would lose what was read and not yet written);
 // they are let through only inside wait_until() and write_unless_stopped(), so every interruption

@@ -25,16 +25,16 @@ extern "C" void record_signal(int signal_number) {
   g_stop_count = g_stop_count + 1;
 }
 
+bool g_standard_stream_closed[3] = {false, false, false};
+
+}  // namespace
+
 sigset_t stop_signal_set() {
   sigset_t set;
   sigemptyset(&set);
   for (int signal_number : kStopSignals) sigaddset(&set, signal_number);
   return set;
 }
-
-bool g_standard_stream_closed[3] = {false, false, false};
-
-}  // namespace
 
 void reserve_standard_streams() {
   for (int fd = 0; fd < 3; ++fd) {

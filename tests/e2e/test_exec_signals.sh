@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Ctrl-C (SIGINT) or SIGTERM while waiting: exit 130 or 143, the command never runs. A waiter
-# killed with SIGKILL leaves the bucket usable.
+# killed with SIGKILL leaves the bucket usable. exec --throttled-status passes a stop signal on
+# to its command.
 # Timing: loose bounds, run alone (RESOURCE_LOCK timing).
 source "$E2E_LIB"
 export RATELIMIT_STATE_DIR=$WORK/state
@@ -36,6 +37,33 @@ kill -HUP "$waiter"
 status=0
 wait "$waiter" || status=$?
 [ "$status" -eq 0 ] && [ -e "$WORK/ignored" ] || fail "an ignored SIGINT or SIGHUP stopped the wait (exit $status)"
+
+# exec --throttled-status runs the command as its child: a stop signal sent to ratelimit alone
+# is passed on to the command, and exec exits at once with the command's status (its handler's,
+# or 128 + the signal), neither reporting it nor running it again, the child gone.
+# stop_command SIGNAL STATUS SCRIPT: SCRIPT writes its pid to $0, then runs for 30 s.
+stop_command() {
+  local signal=$1 expected=$2 script=$3 runner status=0 start ms
+  rm -f "$WORK/command.pid"
+  "$RATELIMIT" exec --rate 20/s --key t --throttled-status "75,$expected" --retry 3 -- \
+    sh -c "$script" "$WORK/command.pid" &
+  runner=$!
+  wait_for_file "$WORK/command.pid"
+  sleep 0.2
+  start=$(now_ns)
+  kill "-$signal" "$runner"
+  wait "$runner" || status=$?
+  ms=$(ms_since "$start")
+  [ "$status" -eq "$expected" ] || fail "SIG$signal to exec --throttled-status: exit $status, expected $expected"
+  [ "$ms" -lt 5000 ] || fail "SIG$signal to exec --throttled-status: it ended after ${ms} ms"
+  ! running "$(cat "$WORK/command.pid")" || fail "SIG$signal to exec --throttled-status left its command running"
+  [ "$(wc -l <"$WORK/command.pid")" -eq 1 ] || fail "SIG$signal to exec --throttled-status ran the command again"
+  "$RATELIMIT" status --key t | grep -q "backing off" && fail "SIG$signal to exec --throttled-status reported a throttle"
+  "$RATELIMIT" reset --key t
+}
+stop_command TERM 7 'echo $$ >>"$0"; trap "kill \$!; exit 7" TERM; sleep 30 & wait'
+stop_command INT 8 'echo $$ >>"$0"; trap "kill \$!; exit 8" INT; sleep 30 & wait'
+stop_command TERM 143 'echo $$ >>"$0"; exec sleep 30'
 
 # SIGKILL while waiting: no lock is left behind, the bucket goes on.
 "$RATELIMIT" acquire --rate 2/s --key k
