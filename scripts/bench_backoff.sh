@@ -2,7 +2,9 @@
 # Backing off together (issue 40), against a real HTTP service on loopback
 # (tests/e2e/http_429_server.py): a hidden token bucket of 8/s (burst 8) answering 429 with
 # Retry-After: 1 beyond it, whose capacity halves at 15 s (another client arrives); 6 loops of
-# curl on one host (state file) sharing a key configured at 20/s, 30 s, in three ways:
+# curl sharing a key configured at 20/s, 30 s: on one host (state file), or with `redis` as the
+# issue's fleet: 3 hosts (3 state directories, an agent each) x 2 loops over one redis-server of
+# the script's own (unix socket in a temp dir). Each way in three ways:
 #   none      ratelimit acquire, then curl: no back-off (what ratelimit did before);
 #   retry     the same with curl --retry 5, each transfer honouring Retry-After on its own;
 #   together  ratelimit acquire, then curl; a 429 reported with `ratelimit throttle`.
@@ -10,8 +12,8 @@
 # the service's capacity used then (8/s), and the same from 20 s to 30 s (4/s). Then a single
 # Retry-After of 30 s, 5 s into a run of `together`: the requests that reached the service
 # during it (0.1 s of grace for a request sent between the 429 and its report).
-#   RATELIMIT=build/release/src/ratelimit scripts/bench_backoff.sh   measures that binary
-# Writes bench/results/backoff.md. Not yet: 3 hosts over Redis.
+#   RATELIMIT=build/release/src/ratelimit scripts/bench_backoff.sh [redis]   measures that binary
+# Writes bench/results/backoff.md (redis: backoff_redis.md).
 set -euo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 if [ -z "${RATELIMIT:-}" ]; then
@@ -21,8 +23,26 @@ fi
 export RATELIMIT
 source "$root/tests/e2e/lib.sh"
 source "$root/tests/e2e/backoff_http.sh"
-trap 'stop_service; rm -rf "$WORK"' EXIT
-results=$root/bench/results/backoff.md
+store=${1:-file}
+case $store in
+  file)
+    trap 'stop_service; rm -rf "$WORK"' EXIT
+    results=$root/bench/results/backoff.md hosts=1 loops_per_host=6
+    setup="6 loops of curl on one host (state file)"
+    ;;
+  redis)
+    source "$root/tests/e2e/redis_server.sh"
+    trap 'stop_service; stop_agents_and_redis' EXIT
+    start_redis redis
+    export RATELIMIT_REDIS=unix://$WORK/redis/sock
+    results=$root/bench/results/backoff_redis.md hosts=3 loops_per_host=2
+    setup="3 hosts (3 state directories, an agent each) x 2 loops of curl over one Redis"
+    ;;
+  *)
+    echo "usage: scripts/bench_backoff.sh [file|redis]" >&2
+    exit 64
+    ;;
+esac
 seconds=${BENCH_SECONDS:-30}
 
 # One loop of each way but together (curl_loop).
@@ -38,21 +58,30 @@ plain_loop() {
   done
 }
 
-# measure WAY: one run of 6 loops; prints its row of the table.
-measure() {
-  local way=$1 pids=() pid
-  export RATELIMIT_STATE_DIR=$WORK/state-$way
-  start_service 8 8 1 30
-  ( sleep 15 && kill -USR1 "$service_pid" ) &
-  for _ in 1 2 3 4 5 6; do
-    if [ "$way" = together ]; then
-      curl_loop "$seconds" api --rate 20/s &
-    else
-      plain_loop "$seconds" api "$way" --rate 20/s &
-    fi
-    pids+=($!)
+# run_fleet WAY SECONDS [NAME]: the loops of WAY for SECONDS on key api-NAME (NAME: WAY by
+# default), $loops_per_host on each of $hosts hosts (a state directory $WORK/NAME-hostN each: its
+# own agent over Redis), until all have ended.
+run_fleet() {
+  local way=$1 name=${3:-$1} pids=() pid host
+  for host in $(seq "$hosts"); do
+    for _ in $(seq "$loops_per_host"); do
+      if [ "$way" = together ]; then
+        RATELIMIT_STATE_DIR=$WORK/$name-host$host curl_loop "$2" "api-$name" --rate 20/s &
+      else
+        RATELIMIT_STATE_DIR=$WORK/$name-host$host plain_loop "$2" "api-$name" "$way" --rate 20/s &
+      fi
+      pids+=($!)
+    done
   done
   for pid in "${pids[@]}"; do wait "$pid"; done
+}
+
+# measure WAY: one run of the fleet; prints its row of the table.
+measure() {
+  local way=$1
+  start_service 8 8 1 30
+  ( sleep 15 && kill -USR1 "$service_pid" ) &
+  run_fleet "$way" "$seconds"
   stop_service
   awk -v way="$way" '
     $1 >= 5 && $1 < 15 { n1++; if ($2 == 429) t1++; else ok1++ }
@@ -64,10 +93,9 @@ measure() {
 }
 
 long_pause() {
-  export RATELIMIT_STATE_DIR=$WORK/state-long
   start_service 8 8 1 30
   ( sleep 5 && kill -USR2 "$service_pid" ) &
-  run_loops 6 40 api --rate 20/s
+  run_fleet together 40 long
   stop_service
   awk '$3 == 30 && !at { at = $1 } at && $1 > at + 0.1 && $1 < at + 30 { n++ }
        at && $1 >= at + 30 { after++ }
@@ -81,7 +109,7 @@ load=$(uptime)
   echo
   echo "\`scripts/bench_backoff.sh\` ($(date -u +%Y-%m-%d), $("$RATELIMIT" --version | head -1)); load: $load"
   echo
-  echo "6 loops of curl on one host (state file), key at 20/s; the service: 8/s (burst 8), 429 with"
+  echo "$setup, key at 20/s; the service: 8/s (burst 8), 429 with"
   echo "Retry-After: 1 beyond it, 4/s from 15 s on. Rates are requests per second reaching it; used:"
   echo "successes against its capacity."
   echo
@@ -89,5 +117,5 @@ load=$(uptime)
   echo "| --- | --- | --- | --- | --- |"
   for way in none retry together; do measure "$way"; done
   echo
-  echo "A single Retry-After: 30, 5 s into a run of 6 loops backing off together: $(long_pause)."
+  echo "A single Retry-After: 30, 5 s into a run of the same loops backing off together: $(long_pause)."
 } | tee "$results"
