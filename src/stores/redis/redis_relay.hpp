@@ -12,6 +12,7 @@
 
 #include "stores/agent_link.hpp"
 #include "stores/redis/redis_connection.hpp"
+#include "stores/redis/redis_options.hpp"
 #include "stores/redis/redis_topology.hpp"
 
 // Redis commands relayed through the host agent: the client sends the very command it would send
