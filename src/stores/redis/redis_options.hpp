@@ -22,7 +22,7 @@ inline constexpr std::chrono::milliseconds kDefaultFailoverTimeout{60'000};
 struct RedisOptions {
   // redis://..., rediss://..., unix://... or redis-sentinel://... (redis_deployment.hpp); empty:
   // no Redis.
-  std::string url;
+  RedisUrl url;
   // Bounds the connection and every command.
   std::chrono::milliseconds timeout{1000};
   // Bounds a failover: the search for the new master (redis_topology.hpp).

@@ -25,7 +25,7 @@ namespace ratelimit::stores {
 // (URL with its password, TLS files, timeouts). Two clients share a connection only when all of
 // it is the same.
 struct RedisRelayDeployment {
-  std::string url;
+  RedisUrl url;  // sent as written; shown in this client's messages
   RedisTlsOptions tls{};
   std::chrono::milliseconds timeout{1000};
   std::chrono::milliseconds failover_timeout = kDefaultFailoverTimeout;
