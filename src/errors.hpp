@@ -5,7 +5,7 @@
 #include <system_error>
 
 // Every error that ends the program with its own exit status. Lower rooms throw these; one ladder
-// (cli::run_command, around the whole of main) maps each type to its code (exit_codes.hpp) and
+// (cli::run_command, around the whole of main) maps each type to its code (cli/exit_codes.hpp) and
 // prints "ratelimit: <what>". Any other std::system_error exits 74; anything unforeseen 70.
 namespace ratelimit {
 

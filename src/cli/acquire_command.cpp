@@ -4,9 +4,9 @@
 #include <string>
 
 #include "cli/commands.hpp"
+#include "cli/exit_codes.hpp"
 #include "cli/shared_bucket_options.hpp"
 #include "errors.hpp"
-#include "exit_codes.hpp"
 
 namespace ratelimit::cli {
 namespace {

@@ -4,8 +4,8 @@
 
 #include "agent/agent.hpp"
 #include "cli/commands.hpp"
+#include "cli/exit_codes.hpp"
 #include "cli/units.hpp"
-#include "exit_codes.hpp"
 #include "state/state_directory.hpp"
 
 namespace ratelimit::cli {

@@ -5,11 +5,11 @@
 #include <vector>
 
 #include "cli/commands.hpp"
+#include "cli/exit_codes.hpp"
 #include "cli/help.hpp"
 #include "cli/typo_hints.hpp"
 #include "cli/units.hpp"
 #include "errors.hpp"
-#include "exit_codes.hpp"
 #include "io/posix.hpp"
 
 namespace {

@@ -12,11 +12,11 @@
 
 #include "cli/bucket_options.hpp"
 #include "cli/commands.hpp"
+#include "cli/exit_codes.hpp"
 #include "cli/help.hpp"
 #include "cli/shared_bucket_options.hpp"
 #include "cli/units.hpp"
 #include "control/control.hpp"
-#include "exit_codes.hpp"
 #include "format/timetable_text.hpp"
 #include "io/local_time_posix.hpp"
 #include "io/posix.hpp"

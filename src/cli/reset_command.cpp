@@ -3,8 +3,8 @@
 #include <string>
 
 #include "cli/commands.hpp"
+#include "cli/exit_codes.hpp"
 #include "cli/shared_bucket_options.hpp"
-#include "exit_codes.hpp"
 #include "state/state_directory.hpp"
 
 namespace ratelimit::cli {

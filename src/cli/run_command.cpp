@@ -5,8 +5,8 @@
 #include <system_error>
 
 #include "cli/commands.hpp"
+#include "cli/exit_codes.hpp"
 #include "errors.hpp"
-#include "exit_codes.hpp"
 
 namespace ratelimit::cli {
 namespace {

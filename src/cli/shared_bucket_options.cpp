@@ -8,8 +8,8 @@
 #include <utility>
 
 #include "agent/agent.hpp"
+#include "cli/exit_codes.hpp"
 #include "cli/units.hpp"
-#include "exit_codes.hpp"
 #include "format/escaping.hpp"
 #include "format/timetable_text.hpp"
 #include "io/local_time_posix.hpp"

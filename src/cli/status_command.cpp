@@ -10,10 +10,10 @@
 
 #include "agent/agent.hpp"
 #include "cli/commands.hpp"
+#include "cli/exit_codes.hpp"
 #include "cli/shared_bucket_options.hpp"
 #include "cli/units.hpp"
 #include "control/control.hpp"
-#include "exit_codes.hpp"
 #include "format/escaping.hpp"
 #include "format/json.hpp"
 #include "format/quantities.hpp"

@@ -6,11 +6,11 @@
 #include <string>
 
 #include "cli/commands.hpp"
+#include "cli/exit_codes.hpp"
 #include "cli/shared_bucket_options.hpp"
 #include "cli/throttle_report.hpp"
 #include "cli/units.hpp"
 #include "errors.hpp"
-#include "exit_codes.hpp"
 #include "format/retry_after.hpp"
 
 namespace ratelimit::cli {

@@ -4,10 +4,11 @@
 
 #include <algorithm>
 #include <cmath>
+#include <set>
 
 #include "errors.hpp"
 #include "format/checksum.hpp"
-#include "stores/multi_key.hpp"
+#include "format/escaping.hpp"
 
 namespace ratelimit::stores {
 
@@ -248,6 +249,21 @@ Reservation decide(TokenBucket& bucket, KeySchedule& schedule, std::vector<Quota
   quotas = limits.quotas();
   reservation.booked = {.from = found.count(), .until = bucket.state().next_free.count()};
   return reservation;
+}
+
+void check_keys_of_call(const std::vector<PermitRequest>& requests) {
+  if (requests.empty()) throw UsageError("a call names at least one key");
+  if (requests.size() > kMaxKeysPerCall)
+    throw UsageError(fmt::format("too many keys in one call: {} given, at most {}", requests.size(),
+                                 kMaxKeysPerCall));
+  std::set<std::string> seen;
+  for (const PermitRequest& request : requests) {
+    if (!seen.insert(request.key).second)
+      throw UsageError(fmt::format("key '{}' is named twice in one call: name each key once",
+                                   format::escaped_bytes(request.key)));
+    if (request.deadline != requests.front().deadline)
+      throw UsageError("the keys of one call share one deadline");
+  }
 }
 
 KeysReservation BucketStore::reserve_all(const std::vector<PermitRequest>& requests,

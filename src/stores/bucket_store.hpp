@@ -204,6 +204,11 @@ struct BucketStatus {
   std::chrono::nanoseconds last_throttle_ago{0};
 };
 
+// Checks the requests of one call of reserve_all(); throws UsageError naming what is wrong: no
+// request, more than kMaxKeysPerCall, a key named twice (its lock would wait for itself), or
+// requests whose deadlines differ.
+void check_keys_of_call(const std::vector<PermitRequest>& requests);
+
 // Where shared buckets are kept. A store that cannot answer throws StoreUnavailable (exit 69);
 // a bucket that must not be used (another machine's record, an unsafe file) UnsafeStateError (77).
 class BucketStore {

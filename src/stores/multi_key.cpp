@@ -1,32 +1,11 @@
 #include "stores/multi_key.hpp"
 
-#include <fmt/core.h>
-
 #include <algorithm>
 #include <cmath>
-#include <set>
-
-#include "errors.hpp"
-#include "format/escaping.hpp"
 
 namespace ratelimit::stores {
 
 using std::chrono::nanoseconds;
-
-void check_keys_of_call(const std::vector<PermitRequest>& requests) {
-  if (requests.empty()) throw UsageError("a call names at least one key");
-  if (requests.size() > kMaxKeysPerCall)
-    throw UsageError(fmt::format("too many keys in one call: {} given, at most {}", requests.size(),
-                                 kMaxKeysPerCall));
-  std::set<std::string> seen;
-  for (const PermitRequest& request : requests) {
-    if (!seen.insert(request.key).second)
-      throw UsageError(fmt::format("key '{}' is named twice in one call: name each key once",
-                                   format::escaped_bytes(request.key)));
-    if (request.deadline != requests.front().deadline)
-      throw UsageError("the keys of one call share one deadline");
-  }
-}
 
 namespace {
 

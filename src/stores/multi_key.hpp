@@ -24,10 +24,6 @@ struct KeyInCall {
   const BackoffState& backoff;
 };
 
-// Throws UsageError naming what is wrong: no request, more than kMaxKeysPerCall, a key named
-// twice (its lock would wait for itself), or requests whose deadlines differ.
-void check_keys_of_call(const std::vector<PermitRequest>& requests);
-
 // The decision over several keys loaded at `now`: each key's settings applied as decide() applies
 // them, then each key's moment (its rate's and quotas', as decide() finds it); the call is granted
 // at the latest of them if that is by the deadline, no key's quota is never to allow the permits,

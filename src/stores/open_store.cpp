@@ -31,7 +31,7 @@ const std::vector<StoreOption<StoresOptions>>& store_options() {
 
 void check_store_options(const StoresOptions& options) { check_redis_options(options.redis); }
 
-bool names_shared_store(const StoresOptions& options) { return !options.redis.url.empty(); }
+bool names_shared_store(const StoresOptions& options) { return !options.redis.url.written.empty(); }
 
 std::unique_ptr<BucketStore> open_store(const StoresOptions& options) {
   const auto open_local = [options] {

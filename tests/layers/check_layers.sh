@@ -3,7 +3,8 @@
 # "One line per room, lowest floor first" list of src/CMakeLists.txt, above the core's public
 # headers (ratelimit/, floor 0). A file may include its own folder and the folders below it,
 # never one above (with one total order, no two folders can then include each other); a store's
-# own folder (stores/NAME/) is entered only from stores/, where stores are chosen.
+# own folder (stores/NAME/) is entered only from stores/, where stores are chosen. Inside a folder,
+# no files include each other in a circle (a header and its .cpp count as one unit).
 # Usage: check_layers.sh SRC_DIR. Prints each wrong arrow; exits 1 if there is one.
 set -euo pipefail
 src=${1:?usage: check_layers.sh SRC_DIR}
@@ -26,10 +27,28 @@ while read -r line; do
 done <"$src/CMakeLists.txt"
 ((${#order[@]} > 1)) || { echo "no room list in $src/CMakeLists.txt" >&2; exit 1; }
 
+# A file's unit: its folder and name without the extension (x.hpp, x.cpp, x.cpp.in: x).
+unit_of() {
+  local name=${1##*/}
+  echo "${1%/*} ${name%%.*}"
+}
+
 wrong=0
+# Per folder, the arrows between its units ("from to" lines), for tsort to find circles in.
+declare -A arrows_in=()
 while IFS= read -r -d '' file; do
   relative=${file#"$src"/}
-  [[ $relative == */* ]] || continue  # errors.hpp, exit_codes.hpp: below every folder
+  [[ $relative == */* ]] || continue  # errors.hpp: below every folder
+  read -r folder from_unit < <(unit_of "$relative")
+  while IFS= read -r included; do
+    # A name without a folder is found beside the file first (then in src/: errors.hpp).
+    [[ $included == */* ]] || included=$folder/$included
+    [[ -e $src/$included ]] || continue
+    read -r included_folder to_unit < <(unit_of "$included")
+    if [[ $included_folder == "$folder" && $to_unit != "$from_unit" ]]; then
+      arrows_in[$folder]+="$from_unit $to_unit"$'\n'
+    fi
+  done < <(sed -n 's/^[[:space:]]*#[[:space:]]*include[[:space:]]*"\([^"]*\)".*/\1/p' "$file")
   from=${relative%%/*}
   if [[ -z ${floor[$from]+set} ]]; then
     echo "$relative: folder '$from' is not in the room list of src/CMakeLists.txt"
@@ -58,4 +77,12 @@ while IFS= read -r -d '' file; do
     fi
   done < <(sed -n 's/^[[:space:]]*#[[:space:]]*include[[:space:]]*"\([^"]*\/[^"]*\)".*/\1/p' "$file")
 done < <(find "$src" \( -name '*.hpp' -o -name '*.cpp' -o -name '*.cpp.in' \) -print0)
+
+for folder in "${!arrows_in[@]}"; do
+  if ! circle=$(printf '%s' "${arrows_in[$folder]}" | tsort 2>&1 >/dev/null); then
+    echo "$folder: files include each other in a circle:" \
+      "$(sed -n 's/^tsort: \([^:]*\)$/\1/p' <<<"$circle" | tr '\n' ' ')"
+    wrong=1
+  fi
+done
 exit "$wrong"

@@ -4,7 +4,6 @@
 
 #include "stores/redis/redis_deployment.hpp"
 #include "stores/redis/redis_store.hpp"
-#include "stores/redis/redis_url.hpp"
 
 namespace ratelimit::stores {
 
@@ -27,7 +26,7 @@ std::unique_ptr<BucketStore> open_redis_store(const RedisOptions& options,
 }
 
 std::string describe_redis_store(const RedisOptions& options) {
-  return "Redis at " + hide_password(options.url);
+  return "Redis at " + options.url.shown;
 }
 
 }  // namespace ratelimit::stores

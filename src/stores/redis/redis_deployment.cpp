@@ -15,7 +15,7 @@ constexpr int kSentinelPort = 26379;
 
 // `part` read as the tail of a redis:// URL, with its errors naming the whole URL `shown`.
 RedisAddress parse_part(const std::string& part, const std::string& shown) {
-  return parse_redis_url(std::string(kTcpScheme) + part, shown);
+  return parse_redis_url(RedisUrl(std::string(kTcpScheme) + part, shown));
 }
 
 bool names_a_port(std::string_view host_port) {
@@ -23,14 +23,14 @@ bool names_a_port(std::string_view host_port) {
   return host_port.find(':') != std::string_view::npos;
 }
 
-RedisDeployment parse_sentinel_url(std::string_view url) {
+RedisDeployment parse_sentinel_url(const RedisUrl& url) {
   RedisDeployment deployment{.kind = RedisDeployment::Kind::sentinel,
                              .node = {},
                              .sentinels = {},
                              .master_name = {},
-                             .shown = hide_password(url)};
+                             .shown = url.shown};
   const std::string& shown = deployment.shown;
-  std::string_view rest = url.substr(kSentinelScheme.size());
+  std::string_view rest = std::string_view(url.written).substr(kSentinelScheme.size());
   std::string user_part;
   if (const std::size_t at = rest.rfind('@'); at != std::string_view::npos) {
     user_part = std::string(rest.substr(0, at + 1));
@@ -67,8 +67,8 @@ RedisDeployment parse_sentinel_url(std::string_view url) {
 
 }  // namespace
 
-RedisDeployment parse_redis_deployment(std::string_view url) {
-  if (url.starts_with(kSentinelScheme)) return parse_sentinel_url(url);
+RedisDeployment parse_redis_deployment(const RedisUrl& url) {
+  if (url.written.starts_with(kSentinelScheme)) return parse_sentinel_url(url);
   RedisAddress node = parse_redis_url(url);
   std::string shown = node.shown;
   return {.kind = RedisDeployment::Kind::server,

@@ -25,9 +25,8 @@ struct RedisDeployment {
 
 // Parses what parse_redis_url does, and
 // `redis-sentinel://[[user]:password@]host[:port][,host[:port]...]/MASTER_NAME[/db]` (a sentinel's
-// port defaults to 26379). Throws UsageError naming the URL (password hidden) and what is wrong
-// with it.
-RedisDeployment parse_redis_deployment(std::string_view url);
+// port defaults to 26379). Throws UsageError naming the URL as shown and what is wrong with it.
+RedisDeployment parse_redis_deployment(const RedisUrl& url);
 
 // The address of the node at `host`:`port` with the user, password and database of `credentials`,
 // shown as redis://host:port.

@@ -71,7 +71,9 @@ const StoreOption<RedisOptions> kOptions[] = {
               "or redis-sentinel://[[user]:password@]host[:port][,host[:port]...]/MASTER[/db] "
               "[default: $RATELIMIT_REDIS]",
       .environment = redis_option::url_variable},
-     [](RedisOptions& options, const GivenValue& value) { options.url = value.text; }},
+     [](RedisOptions& options, const GivenValue& value) {
+       options.url = RedisUrl(std::string(value.text));
+     }},
     timeout_option(redis_option::timeout,
                    "Give up on Redis if an operation (connect, TLS, its commands) takes longer "
                    "[default: 1s]",
@@ -118,7 +120,7 @@ std::span<const StoreOption<RedisOptions>> redis_store_options() { return kOptio
 
 void check_redis_options(const RedisOptions& options) {
   const RedisTlsOptions& tls = options.tls;
-  if (options.url.empty() &&
+  if (options.url.written.empty() &&
       (!tls.ca_file.empty() || !tls.cert_file.empty() || !tls.key_file.empty() || !tls.verify))
     throw UsageError(fmt::format("the {} options need a rediss:// URL ({} or ${})",
                                  redis_option::tls_any, redis_option::url,

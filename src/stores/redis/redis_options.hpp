@@ -8,7 +8,6 @@
 
 #include "stores/agent_link.hpp"
 #include "stores/fallback_store.hpp"
-#include "stores/redis/redis_topology.hpp"
 #include "stores/redis/redis_url.hpp"
 #include "stores/store_option.hpp"
 
@@ -16,10 +15,14 @@
 // and named from here in the store's messages.
 namespace ratelimit::stores {
 
+// --redis-failover-timeout's default: Sentinel's default down-after-milliseconds (30 s) and the
+// election after it, with room to spare.
+inline constexpr std::chrono::milliseconds kDefaultFailoverTimeout{60'000};
+
 struct RedisOptions {
   // redis://..., rediss://..., unix://... or redis-sentinel://... (redis_deployment.hpp); empty:
   // no Redis.
-  std::string url;
+  RedisUrl url;
   // Bounds the connection and every command.
   std::chrono::milliseconds timeout{1000};
   // Bounds a failover: the search for the new master (redis_topology.hpp).

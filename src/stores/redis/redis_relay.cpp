@@ -157,13 +157,13 @@ nanoseconds liveness_bound(std::chrono::milliseconds timeout) {
 RedisRelayClient::RedisRelayClient(std::shared_ptr<AgentLink> link, RedisRelayDeployment deployment,
                                    Notify notify, Notify warn)
     : link_(std::move(link)),
-      shown_url_(hide_password(deployment.url)),
+      shown_url_(deployment.url.shown),
       liveness_(liveness_bound(deployment.timeout)),
       failover_timeout_(deployment.failover_timeout),
       notify_(std::move(notify)),
       warn_(std::move(warn)) {
   deployment_fields_ = {std::string(kRequestFormat),
-                        deployment.url,
+                        deployment.url.written,
                         deployment.tls.ca_file,
                         deployment.tls.cert_file,
                         deployment.tls.key_file,
@@ -252,7 +252,8 @@ void RedisRelayClient::tell_said(const RedisValue& said) const {
 struct RedisRelay::Request {
   // What makes the deployment: the request's fields up to its deadline, as they came.
   std::string deployment_key;
-  std::string url;
+  // As the client wrote it; shown as the client shows it.
+  RedisUrl url;
   RedisTlsOptions tls;
   std::chrono::milliseconds timeout{};
   std::chrono::milliseconds failover_timeout{};
@@ -277,7 +278,7 @@ RedisRelay::Request parse_request(std::string_view request) {
   }
   if (fields[0] != kRequestFormat) throw Malformed{};
   RedisRelay::Request parsed;
-  parsed.url = fields[1];
+  parsed.url = RedisUrl(fields[1]);
   parsed.tls.ca_file = fields[2];
   parsed.tls.cert_file = fields[3];
   parsed.tls.key_file = fields[4];
@@ -340,7 +341,7 @@ std::string timed_out_answer(const RedisRelay::Request& request, io::Waiter& wai
     caller_deadline(request, request.unavailable_at, waiter).check("reply");
   } catch (const RedisFailure& failure) {
     return failure_answer({}, kUnavailable,
-                          "Redis at " + hide_password(request.url) + ": " + failure.what());
+                          "Redis at " + request.url.shown + ": " + failure.what());
   } catch (...) {
     return current_failure_answer({});
   }

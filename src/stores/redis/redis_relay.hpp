@@ -12,6 +12,7 @@
 
 #include "stores/agent_link.hpp"
 #include "stores/redis/redis_connection.hpp"
+#include "stores/redis/redis_options.hpp"
 #include "stores/redis/redis_topology.hpp"
 
 // Redis commands relayed through the host agent: the client sends the very command it would send
@@ -24,7 +25,7 @@ namespace ratelimit::stores {
 // (URL with its password, TLS files, timeouts). Two clients share a connection only when all of
 // it is the same.
 struct RedisRelayDeployment {
-  std::string url;
+  RedisUrl url;  // sent as written; shown in this client's messages
   RedisTlsOptions tls{};
   std::chrono::milliseconds timeout{1000};
   std::chrono::milliseconds failover_timeout = kDefaultFailoverTimeout;

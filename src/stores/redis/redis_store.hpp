@@ -10,6 +10,7 @@
 #include "io/waiter.hpp"
 #include "stores/bucket_store.hpp"
 #include "stores/redis/redis_deployment.hpp"
+#include "stores/redis/redis_options.hpp"
 #include "stores/redis/redis_relay.hpp"
 #include "stores/redis/redis_topology.hpp"
 

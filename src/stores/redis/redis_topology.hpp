@@ -15,10 +15,6 @@
 
 namespace ratelimit::stores {
 
-// --redis-failover-timeout's default: Sentinel's default down-after-milliseconds (30 s) and the
-// election after it, with room to spare.
-inline constexpr std::chrono::milliseconds kDefaultFailoverTimeout{60'000};
-
 // The connections to a deployment, and which node answers for a key: the one server; the node of
 // a Cluster that a MOVED or ASK reply names; the master that the sentinels name, found again after
 // a failover.

@@ -161,8 +161,8 @@ class UrlParser {
   RedisAddress address_;
 };
 
-}  // namespace
-
+// `url` with the password of its user part, if any, replaced by kHidden (the whole user part
+// when it is malformed).
 std::string hide_password(std::string_view url) {
   const auto user_part = find_user_part(url);
   if (!user_part) return std::string(url);
@@ -175,12 +175,14 @@ std::string hide_password(std::string_view url) {
          std::string(url.substr(user_part->end));
 }
 
-RedisAddress parse_redis_url(std::string_view url) {
-  return parse_redis_url(url, hide_password(url));
+}  // namespace
+
+RedisUrl::RedisUrl(std::string written) : written(std::move(written)) {
+  shown = hide_password(this->written);
 }
 
-RedisAddress parse_redis_url(std::string_view url, std::string shown) {
-  return UrlParser(url, std::move(shown)).parse();
+RedisAddress parse_redis_url(const RedisUrl& url) {
+  return UrlParser(url.written, url.shown).parse();
 }
 
 std::string explain_refusal(const std::string& error) {

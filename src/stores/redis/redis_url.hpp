@@ -2,9 +2,28 @@
 
 #include <string>
 #include <string_view>
+#include <utility>
 
 // Where a Redis server is, from a URL the user wrote; no I/O.
 namespace ratelimit::stores {
+
+// A Redis URL as written (with its password), and as messages show it: its password, if any, as
+// "***" (the whole user part when it is malformed, so that even a malformed URL can be shown).
+// Made once where the URL is read (--redis, $RATELIMIT_REDIS; the agent: a relayed request) and
+// passed along, so that the password is hidden in one place.
+struct RedisUrl {
+  RedisUrl() = default;
+  // A URL is its text: written where a URL goes, it is read as one.
+  RedisUrl(std::string written);  // NOLINT(google-explicit-constructor)
+  RedisUrl(const char* written) : RedisUrl(std::string(written)) {}  // NOLINT
+  // A URL made of a part of another (a sentinel's host in a redis-sentinel:// URL), shown as the
+  // URL the user wrote.
+  RedisUrl(std::string written, std::string shown)
+      : written(std::move(written)), shown(std::move(shown)) {}
+
+  std::string written;
+  std::string shown;
+};
 
 struct RedisAddress {
   enum class Kind { tcp, unix_socket };
@@ -36,15 +55,8 @@ struct RedisTlsOptions {
 
 // Parses `redis://[[user]:password@]host[:port][/db]` (`rediss://` the same over TLS) and
 // `unix://[[user]:password@]/path/redis.sock[?db=N]`; user and password may be %-encoded.
-// Throws UsageError naming the URL (password hidden) and what is wrong with it.
-RedisAddress parse_redis_url(std::string_view url);
-// The same, its errors naming `shown` instead: for a URL made of a part of another (a sentinel's
-// host in a redis-sentinel:// URL), so that they name the URL the user wrote.
-RedisAddress parse_redis_url(std::string_view url, std::string shown);
-
-// `url` with the password of its user part, if any, replaced by "***" (the whole user part when
-// it is malformed), so that an error can show even a malformed URL.
-std::string hide_password(std::string_view url);
+// Throws UsageError naming the URL as shown and what is wrong with it.
+RedisAddress parse_redis_url(const RedisUrl& url);
 
 // A server's error reply as the user can act on it: a server that wants a password (NOAUTH, or the
 // protocol error it gives a long command sent without one) says so with the URL form that gives

@@ -43,7 +43,7 @@ TEST(RedisOptions, ValuesAreReadIntoTheirPlaces) {
   give(options, redis_option::tls_cert, "me.pem");
   give(options, redis_option::tls_key, "me.key");
   give(options, redis_option::tls_insecure, "");
-  EXPECT_EQ(options.url, "redis://cache.lan");
+  EXPECT_EQ(options.url.written, "redis://cache.lan");
   EXPECT_EQ(options.tls.ca_file, "ca.pem");
   EXPECT_EQ(options.tls.cert_file, "me.pem");
   EXPECT_EQ(options.tls.key_file, "me.key");

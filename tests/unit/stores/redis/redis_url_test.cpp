@@ -9,8 +9,18 @@ namespace {
 
 using Kind = RedisAddress::Kind;
 
-// parse_redis_url() of one URL, the overload a test can name.
-RedisAddress parse_url(std::string_view url) { return parse_redis_url(url); }
+TEST(RedisUrl, KeepsTheTextAndShowsItWithoutThePassword) {
+  const RedisUrl url("redis://alice:hunter2@cache.lan:6380/3");
+  EXPECT_EQ(url.written, "redis://alice:hunter2@cache.lan:6380/3");
+  EXPECT_EQ(url.shown, "redis://alice:***@cache.lan:6380/3");
+  EXPECT_EQ(RedisUrl("unix://:hunter2@/tmp/r.sock").shown, "unix://:***@/tmp/r.sock");
+  // Without a colon the whole user part may be a password: hidden whole.
+  EXPECT_EQ(RedisUrl("redis://hunter2@h").shown, "redis://***@h");
+  EXPECT_EQ(RedisUrl("redis://cache.lan").shown, "redis://cache.lan");
+  // A part of another URL is shown as that URL.
+  EXPECT_EQ(RedisUrl("redis://h:1", "redis-sentinel://:***@h:1/m").shown,
+            "redis-sentinel://:***@h:1/m");
+}
 
 TEST(RedisUrl, TcpWithEverything) {
   const RedisAddress address = parse_redis_url("redis://alice:p%40ss:word@cache.lan:6380/3");
@@ -48,27 +58,28 @@ TEST(RedisUrl, UnixSocket) {
 }
 
 TEST(RedisUrl, BadUrlsAreNamedWithoutTheirPassword) {
-  EXPECT_EQ(usage_error_of(parse_url, "http://h"),
+  EXPECT_EQ(usage_error_of(parse_redis_url, "http://h"),
             "bad Redis URL 'http://h': expected redis[s]://[[user]:password@]host[:port][/db] or "
             "unix:///path[?db=N]");
-  EXPECT_EQ(usage_error_of(parse_url, "redis://:hunter2@h:99999"),
+  EXPECT_EQ(usage_error_of(parse_redis_url, "redis://:hunter2@h:99999"),
             "bad Redis URL 'redis://:***@h:99999': the port must be a number from 1 to 65535");
-  EXPECT_EQ(usage_error_of(parse_url, "redis://h:"), "bad Redis URL 'redis://h:': empty port");
-  EXPECT_EQ(usage_error_of(parse_url, "redis://h/x"),
+  EXPECT_EQ(usage_error_of(parse_redis_url, "redis://h:"),
+            "bad Redis URL 'redis://h:': empty port");
+  EXPECT_EQ(usage_error_of(parse_redis_url, "redis://h/x"),
             "bad Redis URL 'redis://h/x': the database after '/' must be a number");
-  EXPECT_EQ(usage_error_of(parse_url, "redis://"), "bad Redis URL 'redis://': no host");
-  EXPECT_EQ(usage_error_of(parse_url, "redis://hunter2@h"),
+  EXPECT_EQ(usage_error_of(parse_redis_url, "redis://"), "bad Redis URL 'redis://': no host");
+  EXPECT_EQ(usage_error_of(parse_redis_url, "redis://hunter2@h"),
             "bad Redis URL 'redis://***@h': a user needs a password: [user]:password@");
-  EXPECT_EQ(usage_error_of(parse_url, "redis://:@h"),
+  EXPECT_EQ(usage_error_of(parse_redis_url, "redis://:@h"),
             "bad Redis URL 'redis://:***@h': empty password");
-  EXPECT_EQ(usage_error_of(parse_url, "redis://:a%zz@h"),
+  EXPECT_EQ(usage_error_of(parse_redis_url, "redis://:a%zz@h"),
             "bad Redis URL 'redis://:***@h': a '%' in the user or password is not followed by 2 "
             "hex digits");
-  EXPECT_EQ(usage_error_of(parse_url, "unix://relative.sock"),
+  EXPECT_EQ(usage_error_of(parse_redis_url, "unix://relative.sock"),
             "bad Redis URL 'unix://relative.sock': the socket path must be absolute: unix:///path");
-  EXPECT_EQ(usage_error_of(parse_url, "unix:///s?database=1"),
+  EXPECT_EQ(usage_error_of(parse_redis_url, "unix:///s?database=1"),
             "bad Redis URL 'unix:///s?database=1': the only query parameter is db=N");
-  EXPECT_EQ(usage_error_of(parse_url, "rediss://:hunter2@h:0"),
+  EXPECT_EQ(usage_error_of(parse_redis_url, "rediss://:hunter2@h:0"),
             "bad Redis URL 'rediss://:***@h:0': the port must be a number from 1 to 65535");
 }
 
