@@ -11,10 +11,10 @@
 #include <vector>
 
 #include "cli/commands.hpp"
+#include "cli/exit_codes.hpp"
 #include "cli/shared_bucket_options.hpp"
 #include "cli/throttle_report.hpp"
 #include "cli/units.hpp"
-#include "exit_codes.hpp"
 #include "io/exec.hpp"
 #include "ratelimit/clock.hpp"
 #include "state/key_file_names.hpp"
