@@ -73,6 +73,7 @@ std::optional<Result> Engine::run_spliced() {
   bool input_awaited = false;  // for a booking under quotas
   while (true) {
     if (chunk_rest == 0) {
+      take_rate_news();
       // Asked for and booked as of that moment: a bucket that pays first counts its wait from it.
       requested_at = std::min(io_.now(), std::max(last_turn, input_seen_at));
       // A splice now finds the end of this input without moving anything: no turn is booked.
@@ -101,6 +102,11 @@ std::optional<Result> Engine::run_spliced() {
       const Wake wake = wait_for_turn(turn, WaitFor::input_end);
       if (wake == Wake::stop) return finish(Ending::stopped, io_.stop_signal());
       if (wake == Wake::control) continue;
+      if (!exhausted) {
+        const TurnCheck check = source_.check_turn();
+        if (check == TurnCheck::stopped) return finish(Ending::stopped, io_.stop_signal());
+        if (check == TurnCheck::paused) continue;
+      }
       part_units = options_.writes_per_chunk > 1
                        ? chunk_part_units(totals_.rate, chunk_units,
                                           options_.write_interval() / options_.writes_per_chunk)
@@ -155,6 +161,7 @@ Result Engine::move_buffered() {
           : options_.buffer_bytes);
   bool end_of_input = false;
   while (true) {
+    take_rate_news();
     Span span = next_span(end_of_input);
     // Record modes read little at a time: a chunk that is short after a read that took all it
     // asked for is completed first if the input has more now, as one large read would have.
@@ -186,6 +193,9 @@ Result Engine::move_buffered() {
       if (wake == Wake::stop) return stop_after_writing_buffer();
       // The chunk and the turn follow the new rate: the span and its turn are asked for again.
       if (wake == Wake::control) continue;
+      const TurnCheck check = source_.check_turn();
+      if (check == TurnCheck::stopped) return stop_after_writing_buffer();
+      if (check == TurnCheck::paused) continue;
     }
     switch (write_buffered(span.bytes, requested_at)) {
       case Written::all:
@@ -481,6 +491,10 @@ void Engine::apply(control::NewRate sent, nanoseconds now) {
   source_.set_timetable(std::get<Timetable>(sent), scheduled_.units_per_second,
                         scheduled_.entry_until, now);
   note_rate(scheduled_.units_per_second, now);
+}
+
+void Engine::take_rate_news() {
+  if (const std::optional<double> rate = source_.rate_set_elsewhere()) note_rate(*rate, io_.now());
 }
 
 void Engine::note_rate(double units_per_second, nanoseconds now) {

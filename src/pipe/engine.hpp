@@ -208,6 +208,9 @@ class Engine {
   void follow_schedule(std::chrono::nanoseconds now);
   // A rate or timetable from `ratelimit set`.
   void apply(control::NewRate sent, std::chrono::nanoseconds now);
+  // A rate that the source learnt of since the last wait (a turn's check books ahead after it):
+  // the next chunk follows it.
+  void take_rate_news();
   // Takes note of the rate now in force: the chunk follows it, the wait for a turn ends.
   void note_rate(double units_per_second, std::chrono::nanoseconds now);
   Result stop_after_writing_buffer();
