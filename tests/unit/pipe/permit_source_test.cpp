@@ -179,6 +179,22 @@ TEST_P(SharedEngine, NothingGoesOutDuringAPauseThatBeganAfterTheBooking) {
   EXPECT_LE(pauses.front(), 1000ms);
 }
 
+// The same pause with --timeout 500ms: the turn after the pause is too far, and the run ends
+// with what was written before the pause; the chunk whose turn the pause took is not read
+// (spliced, or from an input that cannot take it back).
+TEST_P(SharedEngine, APauseBeyondTheLongestWaitEndsTheRunWithTheRestUnread) {
+  store.throttle_at = io.start() + 50ms;
+  store.retry_after = 1s;
+  io.arrive(0s, std::string(200, 'x'));
+  EngineOptions options = bytes_per_second(1000, 20);
+  options.longest_wait = 500ms;
+  const Result result = run(options);
+  EXPECT_EQ(result.ending, Ending::wait_too_long);
+  EXPECT_EQ(io.output(), std::string(60, 'x'));
+  EXPECT_EQ(io.rest(), std::string(140, 'x'));
+  EXPECT_TRUE(pauses.empty());
+}
+
 TEST_P(SharedEngine, UnitsBookedAndNotMovedAreCreditNeverBookedTwice) {
   // A slow producer: 7 bytes every 50 ms, chunks of 20.
   std::string all;
