@@ -180,21 +180,24 @@ std::optional<nanoseconds> SharedPermitSource::due_time(std::int64_t units, nano
     }
     // Short of `units` only after a drop in rate, which makes the engine ask again anyway.
     credit_ += trimmed(units - credit_, rate_before);
-    credit_checked_ = false;
     if (*due >= credit_due_) credit_held_by_quota_ = last_held_by_quota_;
     credit_due_ = std::max(credit_due_, *due);
+    // A turn that has come by the answer of a booking that found the key not paused needs no
+    // other look (a slow producer's chunks, booked as they come, with none ahead).
+    credit_checked_ = credit_due_ <= waiter_.now() && last_paused_for_ <= nanoseconds::zero();
   }
   return credit_due_;
 }
 
 TurnCheck SharedPermitSource::check_turn() {
-  if (credit_checked_) return TurnCheck::holds;
-  const std::optional<bool> paused = book_ahead_see_pause();
-  if (!paused) return TurnCheck::stopped;
-  if (*paused) {
+  Look look = ahead_ == 0 ? book_ahead() : Look::none;
+  if (look == Look::none && !credit_checked_) look = look_at_pause();
+  if (look == Look::stopped) return TurnCheck::stopped;
+  if (look == Look::paused) {
     // Booked before the pause began, the credit's turn went to the pause: the chunk booked ahead
     // just now (or the next booking) is after it.
     credit_ = 0;
+    credit_checked_ = false;
     return TurnCheck::paused;
   }
   credit_checked_ = true;
@@ -205,16 +208,16 @@ TurnCheck SharedPermitSource::check_turn() {
   return TurnCheck::holds;
 }
 
-std::optional<bool> SharedPermitSource::book_ahead_see_pause() {
-  const auto asked_for_pause = [&]() -> std::optional<bool> {
-    const nanoseconds pause = store_.pause_left(request_.key);
-    if (pause <= nanoseconds::zero()) return false;
-    const nanoseconds now = waiter_.now();
-    pause_waited_ = {pause_waited_ ? pause_waited_->first : now,
-                     std::max(now + pause, pause_waited_ ? pause_waited_->second : now)};
-    return true;
-  };
-  if (ahead_ > 0) return asked_for_pause();
+SharedPermitSource::Look SharedPermitSource::look_at_pause() {
+  const nanoseconds pause = store_.pause_left(request_.key);
+  if (pause <= nanoseconds::zero()) return Look::clear;
+  const nanoseconds now = waiter_.now();
+  pause_waited_ = {pause_waited_ ? pause_waited_->first : now,
+                   std::max(now + pause, pause_waited_ ? pause_waited_->second : now)};
+  return Look::paused;
+}
+
+SharedPermitSource::Look SharedPermitSource::book_ahead() {
   // At least kLeastBookingInterval of the rate at a time: where a chunk is capped at a pipe's
   // capacity the store is asked at most once per interval, not once per chunk (a state-file
   // update is a write and a rename).
@@ -225,7 +228,7 @@ std::optional<bool> SharedPermitSource::book_ahead_see_pause() {
     // Nothing is booked ahead past the input's end: once another pipe booked after it, it could
     // not go back, and the key would idle through it.
     const std::int64_t beyond = *units_ready_ - credit_;
-    if (beyond <= 0) return asked_for_pause();
+    if (beyond <= 0) return Look::none;
     booking = std::min(booking, beyond);
   }
   std::optional<nanoseconds> due;
@@ -236,16 +239,16 @@ std::optional<bool> SharedPermitSource::book_ahead_see_pause() {
     // The units asked for are booked: they go at their turn, and then the run ends.
     if (credit_ < units_asked_) throw;
     failure_ = std::current_exception();
-    return false;
+    return Look::clear;
   }
-  if (!due) return std::nullopt;
-  const bool paused = last_paused_for_ > nanoseconds::zero();
+  if (!due) return Look::stopped;
+  const Look look = last_paused_for_ > nanoseconds::zero() ? Look::paused : Look::clear;
   // Asked for again at its turn, and refused then if it still is one not waited for.
-  if (last_refused_) return paused;
+  if (last_refused_) return look;
   ahead_ = trimmed(booking, rate_before);
   ahead_due_ = *due;
   ahead_held_by_quota_ = last_held_by_quota_;
-  return paused;
+  return look;
 }
 
 void SharedPermitSource::consume(std::int64_t units, nanoseconds, nanoseconds) {

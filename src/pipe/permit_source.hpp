@@ -169,9 +169,13 @@ class SharedPermitSource final : public PermitSource {
   // said is not waited for from then on; the time is then the turn refused.
   std::optional<std::chrono::nanoseconds> book(
       std::int64_t units, std::optional<std::chrono::nanoseconds> waited_from = std::nullopt);
-  // Books the chunk ahead after the credit's turn (none past the input's known end); whether the
-  // key is paused now (by its answer, or asked when nothing was booked), none after a stop signal.
-  std::optional<bool> book_ahead_see_pause();
+  // What a look at the key's pause found; none: no look was made.
+  enum class Look { none, clear, paused, stopped };
+  // Books the chunk ahead at the credit's turn, its answer the look (none past the input's known
+  // end, where there is nothing to book).
+  Look book_ahead();
+  // Asks the store for the key's pause: for a turn whose credit no answer has seen yet.
+  Look look_at_pause();
   // What a booking of `booked` units keeps when it found the key's rate lower than `rate_before`:
   // sized for the old rate, it would hold the key (this pipe's next chunk included) at the new one
   // (5000 bytes at 2 kB/s: 2.5 s), so what a chunk at the new rate does not need goes back at once.
@@ -188,8 +192,8 @@ class SharedPermitSource final : public PermitSource {
   std::chrono::nanoseconds credit_due_{0};
   std::int64_t ahead_ = 0;  // the chunk booked ahead
   std::chrono::nanoseconds ahead_due_{0};
-  // Whether the credit's turn came with the key not paused (check_turn()): units booked since
-  // are not yet.
+  // Whether the credit's turn came with the key not paused (check_turn(), or the answer that
+  // booked it when its turn had come by then): units booked since are not yet.
   bool credit_checked_ = false;
   // The last due_time()'s units and units_ready, which the booking ahead follows.
   std::int64_t units_asked_ = 0;

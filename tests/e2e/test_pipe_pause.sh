@@ -11,10 +11,10 @@ source "$(dirname "${BASH_SOURCE[0]}")/redis_server.sh"
 # out. The lines are 200 ms apart, so the line booked ahead before the throttle would come
 # 200-400 ms after it: what is out 100 ms after the throttle returned must stay so for 1.5 s.
 pause_holds_pipe() {
-  local label=$1 out=$WORK/$1.out err=$WORK/$1.err pid waited before after
+  local label=$1 out=$WORK/$1.out err=$WORK/$1.err pid before after
   seq 40 | "$RATELIMIT" -l --rate 5/s --key p -v >"$out" 2>"$err" &
   pid=$!
-  for waited in $(seq 500); do
+  for _ in $(seq 500); do
     [ "$(wc -l <"$out")" -ge 3 ] && break
     sleep 0.01
   done
