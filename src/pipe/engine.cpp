@@ -246,10 +246,12 @@ std::optional<Result> Engine::await_grant() {
     // Waited for before the read: a turn that a pause voids has read nothing.
     const Wake wake = wait_for_turn(*granted_turn, WaitFor::deadline);
     if (wake == Wake::stop) return stop_after_writing_buffer();
-    const TurnCheck check = wake == Wake::control ? TurnCheck::paused : source_.check_turn();
-    if (check == TurnCheck::stopped) return stop_after_writing_buffer();
-    if (check == TurnCheck::holds) return std::nullopt;
-    // At a new rate or after a pause, the turn is asked for again.
+    if (wake != Wake::control) {
+      const TurnCheck check = source_.check_turn();
+      if (check == TurnCheck::stopped) return stop_after_writing_buffer();
+      if (check == TurnCheck::holds) return std::nullopt;
+    }
+    // At a new rate, or after a pause that voided the turn, the turn is asked for again.
     units_granted_ = 0;
     take_rate_news();
   }
