@@ -17,6 +17,7 @@
 #include "cli/shared_bucket_options.hpp"
 #include "cli/units.hpp"
 #include "control/control.hpp"
+#include "format/escaping.hpp"
 #include "format/timetable_text.hpp"
 #include "io/local_time_posix.hpp"
 #include "io/posix.hpp"
@@ -180,7 +181,14 @@ pipe::Result run_engine(const PipeOptions& options, const pipe::EngineOptions& e
   const auto warn = [](const std::string& warning) {
     fmt::print(stderr, "ratelimit: warning: {}\n", warning);
   };
-  pipe::SharedPermitSource source(*store, request, io.waiter(), on_followed, follow_key, warn);
+  // -v: as acquire and exec say it.
+  const auto say_pause = [&options](std::chrono::nanoseconds waited) {
+    if (options.store.verbose)
+      fmt::print(stderr, "ratelimit: key '{}' is backing off: waited {} for its pause\n",
+                 format::escaped_bytes(options.key), format::human_duration(waited));
+  };
+  pipe::SharedPermitSource source(*store, request, io.waiter(), on_followed, follow_key, warn,
+                                  say_pause);
   return run(pipe::Engine(engine_options, io, source, draw));
 }
 

@@ -73,6 +73,7 @@ std::optional<Result> Engine::run_spliced() {
   bool input_awaited = false;  // for a booking under quotas
   while (true) {
     if (chunk_rest == 0) {
+      take_rate_news();
       // Asked for and booked as of that moment: a bucket that pays first counts its wait from it.
       requested_at = std::min(io_.now(), std::max(last_turn, input_seen_at));
       // A splice now finds the end of this input without moving anything: no turn is booked.
@@ -101,6 +102,11 @@ std::optional<Result> Engine::run_spliced() {
       const Wake wake = wait_for_turn(turn, WaitFor::input_end);
       if (wake == Wake::stop) return finish(Ending::stopped, io_.stop_signal());
       if (wake == Wake::control) continue;
+      if (!exhausted) {
+        const TurnCheck check = source_.check_turn();
+        if (check == TurnCheck::stopped) return finish(Ending::stopped, io_.stop_signal());
+        if (check == TurnCheck::paused) continue;
+      }
       part_units = options_.writes_per_chunk > 1
                        ? chunk_part_units(totals_.rate, chunk_units,
                                           options_.write_interval() / options_.writes_per_chunk)
@@ -155,6 +161,7 @@ Result Engine::move_buffered() {
           : options_.buffer_bytes);
   bool end_of_input = false;
   while (true) {
+    take_rate_news();
     Span span = next_span(end_of_input);
     // Record modes read little at a time: a chunk that is short after a read that took all it
     // asked for is completed first if the input has more now, as one large read would have.
@@ -166,12 +173,12 @@ Result Engine::move_buffered() {
       const Wake wake = span.bytes == 0 ? wait_for_input() : io_.wait(io_.now(), WaitFor::input);
       if (wake == Wake::stop) return stop_after_writing_buffer();
       if (wake == Wake::ready) {
-        if (!books_records_before_reading()) {
+        if (!books_before_reading()) {
           end_of_input = read_more(span);
           continue;
         }
-        if (std::optional<Result> ended = book_next_records()) return *ended;
-        end_of_input = read_granted_records();
+        if (std::optional<Result> ended = await_grant()) return *ended;
+        end_of_input = read_granted();
         continue;
       }
       span = next_span(end_of_input);  // nothing more now: the short chunk goes
@@ -186,6 +193,9 @@ Result Engine::move_buffered() {
       if (wake == Wake::stop) return stop_after_writing_buffer();
       // The chunk and the turn follow the new rate: the span and its turn are asked for again.
       if (wake == Wake::control) continue;
+      const TurnCheck check = source_.check_turn();
+      if (check == TurnCheck::stopped) return stop_after_writing_buffer();
+      if (check == TurnCheck::paused) continue;
     }
     switch (write_buffered(span.bytes, requested_at)) {
       case Written::all:
@@ -206,50 +216,68 @@ void Engine::compact_buffer() {
   begin_ = 0;
 }
 
-bool Engine::books_records_before_reading() const {
-  return !options_.unit.counts_bytes() && (options_.stop_at_quota || options_.longest_wait) &&
-         !io_.input_takes_back();
+bool Engine::books_before_reading() const {
+  return (options_.stop_at_quota || options_.longest_wait) && !io_.input_takes_back();
 }
 
-std::optional<Result> Engine::book_next_records() {
+std::optional<Result> Engine::await_grant() {
   // A record begun without a grant is the rest of one written in part; an input at its end (ready,
-  // holding nothing) has no record to book.
-  if (records_granted_ > 0 || inside_record_ || io_.bytes_ready() == std::size_t{0})
+  // holding nothing) has nothing to book.
+  if (units_granted_ > 0 || inside_record_ || io_.bytes_ready() == std::size_t{0})
     return std::nullopt;
-  for (const std::int64_t records : {options_.chunk_units, std::int64_t{1}}) {
-    const std::optional<nanoseconds> turn = source_.due_time(records, io_.now(), std::nullopt);
-    if (!turn) return finish(Ending::stopped, io_.stop_signal());
-    const std::optional<Ending> ending = refusal(*turn);
-    if (!ending) {
+  // Records: a chunk, or one record where the chunk is refused. Bytes: a chunk, as a spliced
+  // input is asked (one byte at a time would ask the store for each).
+  while (true) {
+    const std::int64_t chunk = options_.chunk_units;
+    const std::int64_t fallback = options_.unit.counts_bytes() ? chunk : 1;
+    std::optional<nanoseconds> granted_turn;
+    for (const std::int64_t units : {chunk, fallback}) {
+      const std::optional<nanoseconds> turn = source_.due_time(units, io_.now(), std::nullopt);
+      if (!turn) return finish(Ending::stopped, io_.stop_signal());
+      if (const std::optional<Ending> ending = refusal(*turn)) {
+        if (units == fallback) return finish(*ending);
+        continue;
+      }
       refused_wait_ = nanoseconds::zero();
-      records_granted_ = records;
-      return std::nullopt;
+      units_granted_ = units;
+      granted_turn = turn;
+      break;
     }
-    if (records == 1) return finish(*ending);
+    // Waited for before the read: a turn that a pause voids has read nothing.
+    const Wake wake = wait_for_turn(*granted_turn, WaitFor::deadline);
+    if (wake == Wake::stop) return stop_after_writing_buffer();
+    if (wake != Wake::control) {
+      const TurnCheck check = source_.check_turn();
+      if (check == TurnCheck::stopped) return stop_after_writing_buffer();
+      if (check == TurnCheck::holds) return std::nullopt;
+    }
+    // At a new rate, or after a pause that voided the turn, the turn is asked for again.
+    units_granted_ = 0;
+    take_rate_news();
   }
-  return std::nullopt;
 }
 
-bool Engine::read_granted_records() {
+bool Engine::read_granted() {
   compact_buffer();
-  const char delimiter = *options_.unit.delimiter;
   last_read_filled_ = false;
   while (end_ < buffer_.size()) {
     // Each record ends in a delimiter: so many bytes end at most so many records.
-    const auto room =
-        std::min(buffer_.size() - end_,
-                 static_cast<std::size_t>(std::max<std::int64_t>(records_granted_, 1)));
+    const auto room = std::min(buffer_.size() - end_,
+                               static_cast<std::size_t>(std::max<std::int64_t>(units_granted_, 1)));
     const Moved got = io_.read(std::span(buffer_.data() + end_, room));
-    const auto ended =
-        std::count(buffer_.data() + end_, buffer_.data() + end_ + got.bytes, delimiter);
+    const std::int64_t taken =
+        options_.unit.counts_bytes()
+            ? static_cast<std::int64_t>(got.bytes)
+            : std::count(buffer_.data() + end_, buffer_.data() + end_ + got.bytes,
+                         *options_.unit.delimiter);
     end_ += got.bytes;
     if (got.end_of_input) return true;
-    if (records_granted_ > 0) {
-      records_granted_ -= ended;
-    } else if (ended > 0) {
+    if (units_granted_ > 0) {
+      units_granted_ -= taken;
+    } else if (taken > 0) {
       break;  // the record begun without a grant has ended
     }
-    if (got.bytes == 0 || records_granted_ == 0 || !io_.input_ready_now()) break;
+    if (got.bytes == 0 || units_granted_ == 0 || !io_.input_ready_now()) break;
   }
   return false;
 }
@@ -481,6 +509,10 @@ void Engine::apply(control::NewRate sent, nanoseconds now) {
   source_.set_timetable(std::get<Timetable>(sent), scheduled_.units_per_second,
                         scheduled_.entry_until, now);
   note_rate(scheduled_.units_per_second, now);
+}
+
+void Engine::take_rate_news() {
+  if (const std::optional<double> rate = source_.rate_set_elsewhere()) note_rate(*rate, io_.now());
 }
 
 void Engine::note_rate(double units_per_second, nanoseconds now) {

@@ -158,20 +158,21 @@ class Engine {
   // Reads after the pending data, of which `complete` is the complete records (a short chunk, or
   // none); true at the end of the input.
   bool read_more(const Span& complete);
-  // Record modes whose turns may be refused (--stop-at-quota, --timeout), from an input that
-  // cannot take back what was read (a pipe): each record's turn is asked for before the record is
-  // read, and the record read to its end and no further, so that a refused turn leaves it in the
-  // input. True for the current input.
-  bool books_records_before_reading() const;
-  // Under books_records_before_reading(): when the records granted are all read and the input
-  // holds more, the turn of the next chunk of records, or of one record where a quota or the
-  // longest wait refuses the chunk; an ending when that is refused too (nothing read) or a stop
+  // Turns that may be refused (--stop-at-quota, --timeout), from an input that cannot take back
+  // what was read (a pipe, a terminal, a socket): each chunk's turn is asked for, waited for and
+  // checked (PermitSource::check_turn()) before the chunk is read, and the input read no further
+  // than the units granted, so that a refused or voided turn leaves them in the input. True for the
+  // current input.
+  bool books_before_reading() const;
+  // Under books_before_reading(): when the units granted are all read and the input holds more,
+  // waits for the turn of the next chunk (in record modes, of one record where a quota or the
+  // longest wait refuses the chunk); an ending when that is refused too (nothing read) or a stop
   // came.
-  std::optional<Result> book_next_records();
-  // Reads no further than the records granted can end (a byte each at least), as far as the input
-  // holds them now; the rest of a record begun without a grant, a byte at a time to its end. True
-  // at the end of the input.
-  bool read_granted_records();
+  std::optional<Result> await_grant();
+  // Reads no further than the units granted (a record: its delimiter), as far as the input holds
+  // them now; the rest of a record begun without a grant, a byte at a time to its end. True at the
+  // end of the input.
+  bool read_granted();
   // Moves the pending data to the start of the buffer.
   void compact_buffer();
   // Record modes, at a stop: reads the rest of a record that a read cut, as far as the input
@@ -208,6 +209,9 @@ class Engine {
   void follow_schedule(std::chrono::nanoseconds now);
   // A rate or timetable from `ratelimit set`.
   void apply(control::NewRate sent, std::chrono::nanoseconds now);
+  // A rate that the source learnt of since the last wait (a turn's check books ahead after it):
+  // the next chunk follows it.
+  void take_rate_news();
   // Takes note of the rate now in force: the chunk follows it, the wait for a turn ends.
   void note_rate(double units_per_second, std::chrono::nanoseconds now);
   Result stop_after_writing_buffer();
@@ -230,8 +234,8 @@ class Engine {
   RatePeriod scheduled_;
   std::vector<RateChange> rate_changes_;
   std::chrono::nanoseconds refused_wait_{0};  // of the turn refused, if one was
-  // Under books_records_before_reading(): records granted and not yet read to their end.
-  std::int64_t records_granted_ = 0;
+  // Under books_before_reading(): units granted and not yet read (records: to their end).
+  std::int64_t units_granted_ = 0;
   bool rate_changed_ = false;  // since the current wait began
 
   std::vector<char> buffer_;

@@ -67,13 +67,15 @@ void LocalPermitSource::set_timetable(const Timetable&, double units_per_second,
 
 SharedPermitSource::SharedPermitSource(stores::BucketStore& store, stores::PermitRequest request,
                                        io::Waiter& waiter, OnFollowed on_followed,
-                                       OnKeyTimetable on_key_timetable, Warn warn)
+                                       OnKeyTimetable on_key_timetable, Warn warn,
+                                       OnPaused on_paused)
     : store_(store),
       request_(std::move(request)),
       waiter_(waiter),
       on_followed_(std::move(on_followed)),
       on_key_timetable_(std::move(on_key_timetable)),
-      warn_(std::move(warn)) {
+      warn_(std::move(warn)),
+      on_paused_(std::move(on_paused)) {
   request_.apply_params = false;
   request_.deadline = nanoseconds::max();
   // A booking larger than a quota would never be granted.
@@ -101,9 +103,16 @@ std::optional<nanoseconds> SharedPermitSource::book(std::int64_t units,
   if (reservation.signal != 0) return std::nullopt;
   last_held_by_quota_ = reservation.held_by_quota;
   last_refused_ = !reservation.granted;
+  last_paused_for_ = reservation.paused_for;
   const nanoseconds now = waiter_.now();
   const nanoseconds due =
       reservation.wait > nanoseconds::max() - now ? nanoseconds::max() : now + reservation.wait;
+  if (last_paused_for_ > nanoseconds::zero()) {
+    // This pipe now waits for the pause (said once its turn after the pause holds).
+    const nanoseconds pause_end = std::min(due, now + last_paused_for_);
+    pause_waited_ = {pause_waited_ ? pause_waited_->first : now,
+                     std::max(pause_end, pause_waited_ ? pause_waited_->second : pause_end)};
+  }
   if (last_refused_) return due;
   if (tail_units_ > 0 && reservation.booked.from == tail_.until) {
     tail_.until = reservation.booked.until;
@@ -152,8 +161,11 @@ std::optional<nanoseconds> SharedPermitSource::due_time(std::int64_t units, nano
                                                         std::optional<std::int64_t> units_ready) {
   if (failure_) std::rethrow_exception(failure_);
   refused_ = false;
+  units_asked_ = units;
+  units_ready_ = units_ready;
   if (credit_ < units && ahead_ > 0) {
     credit_ += std::exchange(ahead_, 0);
+    credit_checked_ = false;
     if (ahead_due_ >= credit_due_) credit_held_by_quota_ = ahead_held_by_quota_;
     credit_due_ = std::max(credit_due_, ahead_due_);
   }
@@ -170,39 +182,73 @@ std::optional<nanoseconds> SharedPermitSource::due_time(std::int64_t units, nano
     credit_ += trimmed(units - credit_, rate_before);
     if (*due >= credit_due_) credit_held_by_quota_ = last_held_by_quota_;
     credit_due_ = std::max(credit_due_, *due);
-  }
-  if (ahead_ == 0) {
-    // At least kLeastBookingInterval of the rate at a time: where a chunk is capped at a pipe's
-    // capacity the store is asked at most once per interval, not once per chunk (a state-file
-    // update is a write and a rename).
-    const double rate_before = request_.params.permits_per_second;
-    std::int64_t booking =
-        std::max(units, default_chunk_units(rate_before, largest_booking_, kLeastBookingInterval));
-    if (units_ready) {
-      // Nothing is booked ahead past the input's end: once another pipe booked after it, it could
-      // not go back, and the key would idle through it.
-      const std::int64_t beyond = *units_ready - credit_;
-      if (beyond <= 0) return credit_due_;
-      booking = std::min(booking, beyond);
-    }
-    std::optional<nanoseconds> due;
-    try {
-      // Refused when the engine would not wait for it once the units asked for have gone.
-      due = book(booking, std::max(credit_due_, waiter_.now()));
-    } catch (...) {
-      // The units asked for are booked: they go at their turn, and then the run ends.
-      if (credit_ < units) throw;
-      failure_ = std::current_exception();
-      return credit_due_;
-    }
-    if (!due) return std::nullopt;
-    // Asked for again at its turn, and refused then if it still is one not waited for.
-    if (last_refused_) return credit_due_;
-    ahead_ = trimmed(booking, rate_before);
-    ahead_due_ = *due;
-    ahead_held_by_quota_ = last_held_by_quota_;
+    // A turn that has come by the answer of a booking that found the key not paused needs no
+    // other look (a slow producer's chunks, booked as they come, with none ahead).
+    credit_checked_ = credit_due_ <= waiter_.now() && last_paused_for_ <= nanoseconds::zero();
   }
   return credit_due_;
+}
+
+TurnCheck SharedPermitSource::check_turn() {
+  Look look = ahead_ == 0 ? book_ahead() : Look::none;
+  if (look == Look::none && !credit_checked_) look = look_at_pause();
+  if (look == Look::stopped) return TurnCheck::stopped;
+  if (look == Look::paused) {
+    // Booked before the pause began, the credit's turn went to the pause: the chunk booked ahead
+    // just now (or the next booking) is after it.
+    credit_ = 0;
+    credit_checked_ = false;
+    return TurnCheck::paused;
+  }
+  credit_checked_ = true;
+  if (pause_waited_) {
+    if (on_paused_) on_paused_(pause_waited_->second - pause_waited_->first);
+    pause_waited_.reset();
+  }
+  return TurnCheck::holds;
+}
+
+SharedPermitSource::Look SharedPermitSource::look_at_pause() {
+  const nanoseconds pause = store_.pause_left(request_.key);
+  if (pause <= nanoseconds::zero()) return Look::clear;
+  const nanoseconds now = waiter_.now();
+  pause_waited_ = {pause_waited_ ? pause_waited_->first : now,
+                   std::max(now + pause, pause_waited_ ? pause_waited_->second : now)};
+  return Look::paused;
+}
+
+SharedPermitSource::Look SharedPermitSource::book_ahead() {
+  // At least kLeastBookingInterval of the rate at a time: where a chunk is capped at a pipe's
+  // capacity the store is asked at most once per interval, not once per chunk (a state-file
+  // update is a write and a rename).
+  const double rate_before = request_.params.permits_per_second;
+  std::int64_t booking = std::max(
+      units_asked_, default_chunk_units(rate_before, largest_booking_, kLeastBookingInterval));
+  if (units_ready_) {
+    // Nothing is booked ahead past the input's end: once another pipe booked after it, it could
+    // not go back, and the key would idle through it.
+    const std::int64_t beyond = *units_ready_ - credit_;
+    if (beyond <= 0) return Look::none;
+    booking = std::min(booking, beyond);
+  }
+  std::optional<nanoseconds> due;
+  try {
+    // Refused when the engine would not wait for it once the units asked for have gone.
+    due = book(booking, std::max(credit_due_, waiter_.now()));
+  } catch (...) {
+    // The units asked for are booked: they go at their turn, and then the run ends.
+    if (credit_ < units_asked_) throw;
+    failure_ = std::current_exception();
+    return Look::clear;
+  }
+  if (!due) return Look::stopped;
+  const Look look = last_paused_for_ > nanoseconds::zero() ? Look::paused : Look::clear;
+  // Asked for again at its turn, and refused then if it still is one not waited for.
+  if (last_refused_) return look;
+  ahead_ = trimmed(booking, rate_before);
+  ahead_due_ = *due;
+  ahead_held_by_quota_ = last_held_by_quota_;
+  return look;
 }
 
 void SharedPermitSource::consume(std::int64_t units, nanoseconds, nanoseconds) {

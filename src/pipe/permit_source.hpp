@@ -17,6 +17,13 @@
 
 namespace ratelimit::pipe {
 
+// What a turn is worth once it has come (PermitSource::check_turn()).
+enum class TurnCheck {
+  holds,    // the units may move
+  paused,   // the key was paused since they were booked: the turn is void, ask for it again
+  stopped,  // a stop signal ended the call to the store
+};
+
 // Where the pipe engine takes its permits: "N units now: when may they go?", and "the rate is
 // now R". The engine never looks at the bucket behind it.
 class PermitSource {
@@ -33,6 +40,10 @@ class PermitSource {
   // `units` were moved at `moved_at`, as requested at `requested_at`.
   virtual void consume(std::int64_t units, std::chrono::nanoseconds requested_at,
                        std::chrono::nanoseconds moved_at) = 0;
+  // Called when the turn that due_time() gave has come, before its units move: whether they may
+  // move now. A pause on a shared key that began after they were booked voids them (the pause
+  // took their turn): due_time() is then asked again, and its turn is after the pause.
+  virtual TurnCheck check_turn() { return TurnCheck::holds; }
   // A rate set by hand (`ratelimit set`), from now on.
   virtual void set_rate(double units_per_second, std::chrono::nanoseconds now) = 0;
   // The timetable followed moved on to an entry: its rate from now on, as change_rate() makes it
@@ -98,10 +109,13 @@ class LocalPermitSource final : public PermitSource {
 
 // A bucket that other pipes and commands share through a store: one atomic booking per chunk,
 // made before the units move, so two users never take the same turn. One chunk more is kept
-// booked ahead: its booking is made before the wait for the current one, so the store's lock or
-// round trip hides behind that wait, and a wake-up a little late finds the key still busy with
-// this pipe's next chunk instead of idle (idle time would be stored as a burst for everyone);
-// none past the end of an input that is known to end.
+// booked ahead: its booking is made when the current one's turn comes (check_turn()), so that a
+// wake-up a little late finds the key still busy with this pipe's next chunk instead of idle
+// (idle time would be stored as a burst for everyone); none past the end of an input that is
+// known to end. Its answer also says whether the key is paused (backing off) at that moment: a
+// pause that began after the current chunk was booked voids the chunk, so that nothing goes out
+// during a pause, at no store call more than the booking ahead (one call for a turn that books
+// nothing ahead).
 // Units booked and not moved (a short read, the end of a slow producer's burst) are kept as
 // local credit for the next turn: never booked twice. At the end of the run they are given back to
 // the key as far as no one else booked after them, so that a loop of short pipes on one key gets
@@ -119,15 +133,18 @@ class SharedPermitSource final : public PermitSource {
   using OnFollowed = std::function<void(const stores::KeySettings& key_settings)>;
   using OnKeyTimetable = std::function<void(const std::string& timetable)>;
   using Warn = std::function<void(const std::string& warning)>;
+  // The key's pause made this pipe wait `waited` (said once the wait is over).
+  using OnPaused = std::function<void(std::chrono::nanoseconds waited)>;
 
   // `waiter` is on the engine's clock; `request` names the key, the parameters and the timetable
   // (its permits and deadline are the source's business).
   SharedPermitSource(stores::BucketStore& store, stores::PermitRequest request, io::Waiter& waiter,
                      OnFollowed on_followed = {}, OnKeyTimetable on_key_timetable = {},
-                     Warn warn = {});
+                     Warn warn = {}, OnPaused on_paused = {});
   std::optional<std::chrono::nanoseconds> due_time(
       std::int64_t units, std::chrono::nanoseconds now,
       std::optional<std::int64_t> units_ready) override;
+  TurnCheck check_turn() override;
   void consume(std::int64_t units, std::chrono::nanoseconds requested_at,
                std::chrono::nanoseconds moved_at) override;
   void set_rate(double units_per_second, std::chrono::nanoseconds now) override;
@@ -152,6 +169,13 @@ class SharedPermitSource final : public PermitSource {
   // said is not waited for from then on; the time is then the turn refused.
   std::optional<std::chrono::nanoseconds> book(
       std::int64_t units, std::optional<std::chrono::nanoseconds> waited_from = std::nullopt);
+  // What a look at the key's pause found; none: no look was made.
+  enum class Look { none, clear, paused, stopped };
+  // Books the chunk ahead at the credit's turn, its answer the look (none past the input's known
+  // end, where there is nothing to book).
+  Look book_ahead();
+  // Asks the store for the key's pause: for a turn whose credit no answer has seen yet.
+  Look look_at_pause();
   // What a booking of `booked` units keeps when it found the key's rate lower than `rate_before`:
   // sized for the old rate, it would hold the key (this pipe's next chunk included) at the new one
   // (5000 bytes at 2 kB/s: 2.5 s), so what a chunk at the new rate does not need goes back at once.
@@ -163,10 +187,22 @@ class SharedPermitSource final : public PermitSource {
   OnFollowed on_followed_;
   OnKeyTimetable on_key_timetable_;
   Warn warn_;
+  OnPaused on_paused_;
   std::int64_t credit_ = 0;
   std::chrono::nanoseconds credit_due_{0};
   std::int64_t ahead_ = 0;  // the chunk booked ahead
   std::chrono::nanoseconds ahead_due_{0};
+  // Whether the credit's turn came with the key not paused (check_turn(), or the answer that
+  // booked it when its turn had come by then): units booked since are not yet.
+  bool credit_checked_ = false;
+  // The last due_time()'s units and units_ready, which the booking ahead follows.
+  std::int64_t units_asked_ = 0;
+  std::optional<std::int64_t> units_ready_;
+  // How long the key was paused when the last booking was decided.
+  std::chrono::nanoseconds last_paused_for_{0};
+  // The pause this pipe waits for, from when it was seen to its latest end seen; none when it
+  // waits for none.
+  std::optional<std::pair<std::chrono::nanoseconds, std::chrono::nanoseconds>> pause_waited_;
   // Whether a quota set the turn of the credit, of the chunk booked ahead, of the last booking.
   bool credit_held_by_quota_ = false;
   bool ahead_held_by_quota_ = false;

@@ -1,5 +1,6 @@
 #pragma once
 
+#include <algorithm>
 #include <chrono>
 #include <cstdint>
 #include <optional>
@@ -41,7 +42,9 @@ class MemoryStore : public stores::BucketStore {
                 .permits_per_second = other_user_rate,
                 .schedule = other_user_schedule});
     applied.push_back(request.apply_params);
-    stores::Reservation reservation = stores::decide(*bucket, schedule, quotas, request, io_.now());
+    throttle_if_due();
+    stores::Reservation reservation =
+        stores::decide(*bucket, schedule, quotas, request, io_.now(), backoff);
     stores::notice_followed(reservation, request, noticed);
     if (reservation.granted) booked += request.permits;
     return reservation;
@@ -73,7 +76,19 @@ class MemoryStore : public stores::BucketStore {
     return moved;
   }
 
+  std::chrono::nanoseconds pause_left(const std::string&) override {
+    ++pause_asked;
+    throttle_if_due();
+    return std::max(backoff.paused_until - io_.now(), std::chrono::nanoseconds::zero());
+  }
+
   std::optional<TokenBucket> bucket;
+  // A throttle that another user reports at `throttle_at` with its Retry-After; the store takes
+  // it as of then at its next call.
+  std::optional<std::chrono::nanoseconds> throttle_at;
+  std::chrono::nanoseconds retry_after{0};
+  BackoffState backoff;
+  int pause_asked = 0;
   stores::KeySchedule schedule;
   std::vector<Quota> quotas;
   std::uint64_t noticed = 0;  // stores::notice_followed()'s record
@@ -86,6 +101,15 @@ class MemoryStore : public stores::BucketStore {
   stores::KeySchedule other_user_schedule;
 
  private:
+  void throttle_if_due() {
+    if (!throttle_at || !bucket || io_.now() < *throttle_at) return;
+    BucketState state = bucket->state();
+    record_throttle(backoff, state, bucket->params().permits_per_second,
+                    {.sent_at = *throttle_at, .retry_after = retry_after}, *throttle_at);
+    bucket.emplace(bucket->params(), state);
+    throttle_at.reset();
+  }
+
   pipe::Io& io_;
 };
 

@@ -228,6 +228,27 @@ TEST(PipeEngine, LinesFromAPipeAreReadOnlyOnceTheirTurnIsGranted) {
   EXPECT_EQ(timed.rest(), "2\n3\n");
 }
 
+// Bytes that cannot be spliced (a terminal, a socket) the same way: a chunk is read only once its
+// turn is granted, so that a refused turn has read nothing; what is written is what was granted.
+TEST(PipeEngine, BytesThatCannotBeSplicedAreReadOnlyOnceTheirTurnIsGranted) {
+  FakePipeIo io;
+  io.arrive(0s, std::string(100, 'x'));
+  EngineOptions options = bytes_per_second(1000, 10);
+  options.quotas = {{.limit = 25, .period = 1h}};
+  options.stop_at_quota = true;
+  EXPECT_EQ(Engine(options, io).run().ending, Ending::quota_spent);
+  EXPECT_EQ(io.output(), std::string(20, 'x'));
+  EXPECT_EQ(io.rest(), std::string(80, 'x'));
+
+  FakePipeIo timed;
+  timed.arrive(0s, std::string(20, 'x'));
+  options = bytes_per_second(10, 5);
+  options.longest_wait = 200ms;
+  EXPECT_EQ(Engine(options, timed).run().ending, Ending::wait_too_long);
+  EXPECT_EQ(timed.output(), std::string(5, 'x'));
+  EXPECT_EQ(timed.rest(), std::string(15, 'x'));
+}
+
 // The zero-copy path waits in another order (the bucket first, then the input); both keep the
 // same schedule.
 class BothPaths : public ::testing::TestWithParam<bool> {

@@ -84,7 +84,8 @@ class SharedEngine : public ::testing::TestWithParam<bool> {
           key_timetables.push_back(timetable);
           options.schedule->follow(format::parse_timetable_text(timetable));
         },
-        [this](const std::string& warning) { warnings.push_back(warning); });
+        [this](const std::string& warning) { warnings.push_back(warning); },
+        [this](nanoseconds waited) { pauses.push_back(waited); });
     const Result result = Engine(options, io, source).run();
     booked_unused = source.booked_unused();
     return result;
@@ -121,6 +122,7 @@ class SharedEngine : public ::testing::TestWithParam<bool> {
   int followed = 0;                         // told that it follows the key's settings
   std::vector<std::string> key_timetables;  // as the source was told them
   std::vector<std::string> warnings;
+  std::vector<nanoseconds> pauses;  // said by the source: this pipe waited for the key's pause
   std::int64_t booked_unused = 0;
 };
 
@@ -137,15 +139,60 @@ TEST_P(SharedEngine, SameScheduleAsABucketOfItsOwn) {
   EXPECT_EQ(io.writes(), alone.writes());
 }
 
-TEST_P(SharedEngine, LateStoreHidesBehindTheWait) {
+TEST_P(SharedEngine, ALateStoreDelaysNoTurn) {
   store.latency = 3ms;
   io.arrive(0s, std::string(200, 'x'));
   run(bytes_per_second(1000, 20));
   ASSERT_EQ(io.writes().size(), 10u);
-  // Every answer comes 3 ms late, and after the first two the chunks go 20 ms apart: the calls
-  // for the next chunks are made during the waits, and nothing accumulates.
-  for (std::size_t i = 2; i < io.writes().size(); ++i)
+  // Every answer comes 3 ms late, and the chunks go 20 ms apart: each is written once the key has
+  // answered the booking ahead made at its turn, and nothing accumulates. The last books nothing
+  // ahead, so goes at its turn.
+  for (std::size_t i = 1; i + 1 < io.writes().size(); ++i)
     EXPECT_EQ(io.writes()[i].time - io.writes()[i - 1].time, 20ms) << i;
+  EXPECT_EQ(io.writes().back().time - io.writes().front().time, 9 * 20ms - 3ms);
+}
+
+// 200 bytes at 1000/s in chunks of 20 while another user reports a throttle with Retry-After
+// 1 s at 50 ms: the chunk whose turn comes at 60 ms was booked (with the one ahead) before the
+// pause began, and nothing goes out until the pause ends at 1050 ms. The booking ahead made at
+// each turn is the check: the store is asked no more than one booking per chunk, and for the
+// pause once, by the last chunk, which books nothing ahead. The pause is said once.
+TEST_P(SharedEngine, NothingGoesOutDuringAPauseThatBeganAfterTheBooking) {
+  store.throttle_at = io.start() + 50ms;
+  store.retry_after = 1s;
+  io.arrive(0s, std::string(200, 'x'));
+  EngineOptions options = bytes_per_second(1000, 20);
+  const Result result = run(options);
+  EXPECT_EQ(result.ending, Ending::end_of_input);
+  EXPECT_EQ(io.output(), std::string(200, 'x'));
+  std::size_t before_pause = 0;
+  for (const testing::FakePipeIo::Write& write : io.writes()) {
+    const nanoseconds at = write.time;  // from the start
+    EXPECT_TRUE(at < 50ms || at >= 1050ms) << at.count();
+    if (at < 50ms) before_pause += write.data.size();
+  }
+  EXPECT_EQ(before_pause, 60u);
+  EXPECT_LE(store.calls, 12);
+  EXPECT_LE(store.pause_asked, 1);
+  ASSERT_EQ(pauses.size(), 1u);
+  EXPECT_GE(pauses.front(), 990ms);
+  EXPECT_LE(pauses.front(), 1000ms);
+}
+
+// The same pause with --timeout 500ms: the turn after the pause is too far, and the run ends
+// with what was written before the pause; the chunk whose turn the pause took is not read
+// (spliced, or from an input that cannot take it back).
+TEST_P(SharedEngine, APauseBeyondTheLongestWaitEndsTheRunWithTheRestUnread) {
+  store.throttle_at = io.start() + 50ms;
+  store.retry_after = 1s;
+  io.arrive(0s, std::string(200, 'x'));
+  EngineOptions options = bytes_per_second(1000, 20);
+  options.longest_wait = 500ms;
+  const Result result = run(options);
+  EXPECT_EQ(result.ending, Ending::wait_too_long);
+  EXPECT_EQ(io.output(), std::string(60, 'x'));
+  EXPECT_EQ(io.rest(), std::string(140, 'x'));
+  EXPECT_TRUE(pauses.empty());
 }
 
 TEST_P(SharedEngine, UnitsBookedAndNotMovedAreCreditNeverBookedTwice) {
@@ -416,7 +463,9 @@ TEST_P(SharedEngine, APipeThatEndsGivesBackOnlyWhatNoLaterBookingBuiltOn) {
   SharedPermitSource pipe_a(store, request, waiter);
   SharedPermitSource pipe_b(store, request, waiter);
   ASSERT_EQ(pipe_a.due_time(20, io.now(), std::nullopt), io.now());
+  ASSERT_EQ(pipe_a.check_turn(), TurnCheck::holds);
   ASSERT_EQ(pipe_b.due_time(20, io.now(), std::nullopt), io.now() + 40ms);
+  ASSERT_EQ(pipe_b.check_turn(), TurnCheck::holds);
   pipe_a.consume(20, io.now(), io.now());
   const nanoseconds key_free = store.bucket->state().next_free;
   pipe_a.finish();
