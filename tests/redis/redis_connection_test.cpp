@@ -10,7 +10,7 @@
 #include "redis_server.hpp"
 #include "stores/redis/redis_url.hpp"
 
-namespace ratelimit::stores {
+namespace ratelimit::stores::redis {
 namespace {
 
 using namespace std::chrono_literals;
@@ -96,4 +96,4 @@ TEST(RedisConnection, ClosedWhileIdleIsLostBeforeSending) {
 }
 
 }  // namespace
-}  // namespace ratelimit::stores
+}  // namespace ratelimit::stores::redis

@@ -12,7 +12,7 @@
 #include "../unit/golden_vectors.hpp"
 #include "stores/redis/redis_store.hpp"
 
-namespace ratelimit::stores {
+namespace ratelimit::stores::redis {
 
 // The golden vectors through the script (directly or through the agent), with the times injected.
 class RedisGoldenStore final : public testing::GoldenStore {
@@ -90,4 +90,4 @@ class RedisGoldenStore final : public testing::GoldenStore {
   std::set<std::string> made_;  // request_all's keys, reset before their first use
 };
 
-}  // namespace ratelimit::stores
+}  // namespace ratelimit::stores::redis

@@ -25,7 +25,7 @@
 
 // Redis commands relayed as the host agent relays them, the agent in process: its RedisRelay
 // answers what the client's RedisRelayClient sends, against a real redis-server.
-namespace ratelimit::stores {
+namespace ratelimit::stores::redis {
 namespace {
 
 using namespace std::chrono_literals;
@@ -440,7 +440,7 @@ std::string script_request(const RedisServer& server, const std::string& key,
 // A reserve of one permit at 1/s on `key`, at 1 s after the epoch (so that waits are exact).
 std::string reserve_request(const RedisServer& server, const std::string& key) {
   return script_request(server, key,
-                        script::encode_reserve(request(key, 1), nanoseconds::max(), 1'000'000));
+                        encode_reserve(request(key, 1), nanoseconds::max(), 1'000'000));
 }
 
 // The reply that `answer` carries back to its client; throws what the client would.
@@ -499,11 +499,11 @@ TEST_F(RedisRelayTest, ABadRequestInABatchSpoilsNoOther) {
   load_script();
   direct_command(server_, {"CONFIG", "RESETSTAT"});
   std::vector<std::string> bad_permits =
-      script::encode_reserve(request("bad", 1), nanoseconds::max(), 1'000'000);
-  bad_permits[script::kArgPermits - 1] = "0";
+      encode_reserve(request("bad", 1), nanoseconds::max(), 1'000'000);
+  bad_permits[kArgPermits - 1] = "0";
   std::vector<std::string> bad_time = bad_permits;
-  bad_time[script::kArgPermits - 1] = "1";
-  bad_time[script::kArgTime - 1] = "soon";
+  bad_time[kArgPermits - 1] = "1";
+  bad_time[kArgTime - 1] = "soon";
   const std::vector<std::string> answers = agent_->relay.answer(
       {reserve_request(server_, "bad"), script_request(server_, "bad", bad_permits),
        reserve_request(server_, "bad"), script_request(server_, "bad", bad_time),
@@ -527,8 +527,7 @@ TEST_F(RedisRelayTest, ABadRequestInABatchSpoilsNoOther) {
 TEST_F(RedisRelayTest, ANilReplyInABatchStaysNil) {
   load_script();
   direct_command(server_, {"CONFIG", "RESETSTAT"});
-  const std::string status =
-      script_request(server_, "nil", script::encode_status(std::int64_t{1'000'000}));
+  const std::string status = script_request(server_, "nil", encode_status(std::int64_t{1'000'000}));
   const std::vector<std::string> answers =
       agent_->relay.answer({status, reserve_request(server_, "nil"), status}, real_waiter());
   ASSERT_EQ(answers.size(), 3u);
@@ -542,10 +541,10 @@ TEST_F(RedisRelayTest, ANilReplyInABatchStaysNil) {
 TEST_F(RedisRelayTest, ABatchThatIsNotWholeServesNoRequest) {
   load_script();
   const std::vector<std::string> reserve =
-      script::encode_reserve(request("torn", 1), nanoseconds::max(), 1'000'000);
+      encode_reserve(request("torn", 1), nanoseconds::max(), 1'000'000);
   std::vector<std::string> call{"EVALSHA", std::string(kRedisBucketScriptSha1), "1",
-                                redis_key("torn"), std::string(script::kBatchOperation)};
-  script::add_to_batch(call, reserve);
+                                redis_key("torn"), std::string(kBatchOperation)};
+  add_to_batch(call, reserve);
   // A second request of 5 arguments, cut after 2.
   call.insert(call.end(), {"5", "status", ""});
   const RedisValue reply = direct_command(server_, call);
@@ -604,8 +603,7 @@ TEST(RedisRelayCluster, AMovedBatchIsAnsweredRequestByRequest) {
     RedisDeadline deadline(kTimeout, &real_waiter());
     std::vector<std::string> call{"EVALSHA", std::string(kRedisBucketScriptSha1), "1",
                                   redis_key(key)};
-    for (std::string& argument :
-         script::encode_reserve(request(key, 1), nanoseconds::max(), 1'000'000))
+    for (std::string& argument : encode_reserve(request(key, 1), nanoseconds::max(), 1'000'000))
       call.push_back(std::move(argument));
     EXPECT_THROW(client.command(redis_key(key), call, deadline), RedisInterrupted);
   }
@@ -675,4 +673,4 @@ TEST(RedisRelayFormat, RequestsOfAnotherFormAreUnsupportedAndTheClientGoesDirect
 }
 
 }  // namespace
-}  // namespace ratelimit::stores
+}  // namespace ratelimit::stores::redis

@@ -19,7 +19,7 @@
 #include "stores/redis/redis_url.hpp"
 
 // Against real redis-servers, each test its own; no mock of Redis anywhere.
-namespace ratelimit::stores {
+namespace ratelimit::stores::redis {
 namespace {
 
 using namespace std::chrono_literals;
@@ -898,4 +898,4 @@ TEST_F(RedisStoreTest, ARestartIsWaitedFor) {
 }
 
 }  // namespace
-}  // namespace ratelimit::stores
+}  // namespace ratelimit::stores::redis

@@ -11,7 +11,7 @@
 #include "redis_server.hpp"
 #include "stores/redis/redis_deployment.hpp"
 
-namespace ratelimit::stores {
+namespace ratelimit::stores::redis {
 namespace {
 
 using namespace std::chrono_literals;
@@ -67,4 +67,4 @@ TEST(RedisTopology, WhatASentElsewhereReplyIs) {
 }
 
 }  // namespace
-}  // namespace ratelimit::stores
+}  // namespace ratelimit::stores::redis

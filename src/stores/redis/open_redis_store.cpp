@@ -5,7 +5,7 @@
 #include "stores/redis/redis_deployment.hpp"
 #include "stores/redis/redis_store.hpp"
 
-namespace ratelimit::stores {
+namespace ratelimit::stores::redis {
 
 std::unique_ptr<BucketStore> open_redis_store(const RedisOptions& options,
                                               const std::function<void(const std::string&)>& notify,
@@ -21,7 +21,7 @@ std::unique_ptr<BucketStore> open_redis_store(const RedisOptions& options,
                                           notify, warn));
   if (!options.tls.verify)
     warn(fmt::format("{}: the Redis server's certificate and name are not checked",
-                     redis_option::tls_insecure));
+                     kTlsInsecureOption));
   return redis;
 }
 
@@ -29,4 +29,4 @@ std::string describe_redis_store(const RedisOptions& options) {
   return "Redis at " + options.url.shown;
 }
 
-}  // namespace ratelimit::stores
+}  // namespace ratelimit::stores::redis

@@ -10,7 +10,7 @@
 #include "stores/redis/redis_options.hpp"
 
 // The Redis store as open_store() chooses it: opening it with its options (redis_options.hpp).
-namespace ratelimit::stores {
+namespace ratelimit::stores::redis {
 
 // Buckets shared by every host that reaches the server; connects at the first call. Throws
 // UsageError (64) for a bad URL, naming it without its password. `notify` is told why a record
@@ -23,4 +23,4 @@ std::unique_ptr<BucketStore> open_redis_store(const RedisOptions& options,
 // Where the buckets are, for messages: "Redis at URL", the password hidden.
 std::string describe_redis_store(const RedisOptions& options);
 
-}  // namespace ratelimit::stores
+}  // namespace ratelimit::stores::redis

@@ -18,7 +18,7 @@ struct ssl_ctx_st;
 // A client of a Redis server: hiredis for the protocol (its reply reader and command formatting),
 // over a transport of ours (redis_connection_transport.hpp): a plain socket or TLS. Its POSIX
 // side is redis_connection_posix.cpp.
-namespace ratelimit::stores {
+namespace ratelimit::stores::redis {
 
 class RedisTransport;
 
@@ -201,4 +201,4 @@ class RedisConnection {
   bool answered_ = false;
 };
 
-}  // namespace ratelimit::stores
+}  // namespace ratelimit::stores::redis

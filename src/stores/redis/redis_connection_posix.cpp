@@ -14,7 +14,7 @@
 #include "stores/redis/redis_connection_transport.hpp"
 #include "stores/redis/redis_resp.hpp"
 
-namespace ratelimit::stores {
+namespace ratelimit::stores::redis {
 namespace {
 
 // While alive, SIGPIPE is blocked in this thread, and one raised by OpenSSL's write to a
@@ -279,4 +279,4 @@ RedisValue RedisConnection::receive_reply(RedisDeadline& deadline) {
   }
 }
 
-}  // namespace ratelimit::stores
+}  // namespace ratelimit::stores::redis

@@ -18,7 +18,7 @@
 
 #include "stores/redis/redis_connection_transport.hpp"
 
-namespace ratelimit::stores {
+namespace ratelimit::stores::redis {
 namespace {
 
 struct FreeAddresses {
@@ -230,4 +230,4 @@ std::unique_ptr<RedisTransport> plain_transport(io::FileDescriptor socket) {
   return std::make_unique<PlainTransport>(std::move(socket));
 }
 
-}  // namespace ratelimit::stores
+}  // namespace ratelimit::stores::redis

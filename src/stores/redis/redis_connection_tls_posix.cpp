@@ -25,7 +25,7 @@
 #include "stores/redis/redis_connection_transport.hpp"
 #include "stores/redis/redis_tls_session.hpp"
 
-namespace ratelimit::stores {
+namespace ratelimit::stores::redis {
 namespace {
 
 // OpenSSL's reason for the last failure of this thread, or `fallback`.
@@ -496,4 +496,4 @@ std::unique_ptr<RedisTransport> tls_transport(io::FileDescriptor socket, const R
   return transport;
 }
 
-}  // namespace ratelimit::stores
+}  // namespace ratelimit::stores::redis

@@ -13,7 +13,7 @@
 
 // What carries a connection's bytes, beneath the protocol: a plain socket or TLS over it. Every
 // wait goes through the operation's RedisDeadline.
-namespace ratelimit::stores {
+namespace ratelimit::stores::redis {
 
 // Why a server cannot be reached or answer (StoreUnavailable's cause, without the URL).
 class RedisFailure : public std::runtime_error {
@@ -52,4 +52,4 @@ std::unique_ptr<RedisTransport> plain_transport(io::FileDescriptor socket);
 std::unique_ptr<RedisTransport> tls_transport(io::FileDescriptor socket, const RedisTls& tls,
                                               const RedisAddress& address, RedisDeadline& deadline);
 
-}  // namespace ratelimit::stores
+}  // namespace ratelimit::stores::redis

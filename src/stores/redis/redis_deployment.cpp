@@ -2,7 +2,7 @@
 
 #include "errors.hpp"
 
-namespace ratelimit::stores {
+namespace ratelimit::stores::redis {
 namespace {
 
 constexpr std::string_view kSentinelScheme = "redis-sentinel://";
@@ -90,4 +90,4 @@ RedisAddress node_address(const RedisAddress& credentials, const std::string& ho
   return node;
 }
 
-}  // namespace ratelimit::stores
+}  // namespace ratelimit::stores::redis

@@ -7,7 +7,7 @@
 #include "stores/redis/redis_url.hpp"
 
 // Which kind of Redis deployment a URL names, and where to start; no I/O.
-namespace ratelimit::stores {
+namespace ratelimit::stores::redis {
 
 struct RedisDeployment {
   // server: one server, which may turn out to be a node of a Cluster (its MOVED and ASK replies
@@ -32,4 +32,4 @@ RedisDeployment parse_redis_deployment(const RedisUrl& url);
 // shown as redis://host:port.
 RedisAddress node_address(const RedisAddress& credentials, const std::string& host, int port);
 
-}  // namespace ratelimit::stores
+}  // namespace ratelimit::stores::redis

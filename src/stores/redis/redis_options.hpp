@@ -13,7 +13,7 @@
 
 // The Redis store's options: typed, declared for the command line with the checks that read them,
 // and named from here in the store's messages.
-namespace ratelimit::stores {
+namespace ratelimit::stores::redis {
 
 // --redis-failover-timeout's default: Sentinel's default down-after-milliseconds (30 s) and the
 // election after it, with room to spare.
@@ -36,19 +36,17 @@ struct RedisOptions {
 };
 
 // The options' names, as the store's messages give them.
-namespace redis_option {
-inline constexpr std::string_view url = "--redis";
-inline constexpr std::string_view url_variable = "RATELIMIT_REDIS";
-inline constexpr std::string_view timeout = "--redis-timeout";
-inline constexpr std::string_view failover_timeout = "--redis-failover-timeout";
-inline constexpr std::string_view tls_ca = "--redis-tls-ca";
-inline constexpr std::string_view tls_cert = "--redis-tls-cert";
-inline constexpr std::string_view tls_key = "--redis-tls-key";
-inline constexpr std::string_view tls_insecure = "--redis-tls-insecure";
-inline constexpr std::string_view on_error = "--on-redis-error";
+inline constexpr std::string_view kUrlOption = "--redis";
+inline constexpr std::string_view kUrlVariable = "RATELIMIT_REDIS";
+inline constexpr std::string_view kTimeoutOption = "--redis-timeout";
+inline constexpr std::string_view kFailoverTimeoutOption = "--redis-failover-timeout";
+inline constexpr std::string_view kTlsCaOption = "--redis-tls-ca";
+inline constexpr std::string_view kTlsCertOption = "--redis-tls-cert";
+inline constexpr std::string_view kTlsKeyOption = "--redis-tls-key";
+inline constexpr std::string_view kTlsInsecureOption = "--redis-tls-insecure";
+inline constexpr std::string_view kOnErrorOption = "--on-redis-error";
 // All of --redis-tls-*, as one message names them.
-inline constexpr std::string_view tls_any = "--redis-tls-*";
-}  // namespace redis_option
+inline constexpr std::string_view kAnyTlsOption = "--redis-tls-*";
 
 // Every option of the store, in the order --help lists them.
 std::span<const StoreOption<RedisOptions>> redis_store_options();
@@ -57,4 +55,4 @@ std::span<const StoreOption<RedisOptions>> redis_store_options();
 // unnoticed (a typo'd or forgotten --redis). Throws UsageError.
 void check_redis_options(const RedisOptions& options);
 
-}  // namespace ratelimit::stores
+}  // namespace ratelimit::stores::redis

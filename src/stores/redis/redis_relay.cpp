@@ -19,7 +19,7 @@
 #include "stores/redis/redis_script.hpp"
 #include "stores/redis/redis_script_protocol.hpp"
 
-namespace ratelimit::stores {
+namespace ratelimit::stores::redis {
 namespace {
 
 using std::chrono::nanoseconds;
@@ -307,9 +307,8 @@ bool mergeable(const RedisRelay::Request& request) {
   const std::vector<std::string>& arguments = request.arguments;
   return arguments.size() > kFirstScriptArgument && arguments[0] == "EVALSHA" &&
          arguments[1] == kRedisBucketScriptSha1 && arguments[2] == "1" &&
-         arguments[3] == request.redis_key &&
-         arguments[kFirstScriptArgument] != script::kBatchOperation &&
-         arguments[kFirstScriptArgument] != script::kReserveAllOperation;
+         arguments[3] == request.redis_key && arguments[kFirstScriptArgument] != kBatchOperation &&
+         arguments[kFirstScriptArgument] != kReserveAllOperation;
 }
 
 // The script call that serves `merged` (requests of `parsed` for which mergeable() holds, on one
@@ -318,9 +317,9 @@ std::vector<std::string> batch_call(const std::vector<RedisRelay::Request>& pars
                                     const std::vector<std::size_t>& merged) {
   const std::vector<std::string>& first = parsed[merged.front()].arguments;
   std::vector<std::string> call(first.begin(), first.begin() + kFirstScriptArgument);
-  call.emplace_back(script::kBatchOperation);
+  call.emplace_back(kBatchOperation);
   for (const std::size_t i : merged)
-    script::add_to_batch(call, std::span(parsed[i].arguments).subspan(kFirstScriptArgument));
+    add_to_batch(call, std::span(parsed[i].arguments).subspan(kFirstScriptArgument));
   return call;
 }
 
@@ -425,7 +424,7 @@ void RedisRelay::answer_command(const std::vector<Request>& parsed,
   }
   std::vector<RedisValue> own;
   try {
-    own = script::decode_batch(std::move(reply), requests.size(), server);
+    own = decode_batch(std::move(reply), requests.size(), server);
   } catch (const StoreUnavailable&) {
     const std::string failure = current_failure_answer(said);
     for (const std::size_t i : requests) answers[i] = failure;
@@ -540,4 +539,4 @@ std::vector<std::string> RedisRelay::answer(const std::vector<std::string>& requ
   return answers;
 }
 
-}  // namespace ratelimit::stores
+}  // namespace ratelimit::stores::redis

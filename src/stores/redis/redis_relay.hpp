@@ -19,7 +19,7 @@
 // to the server (the script call with its arguments), with its deployment and deadline; the agent
 // sends it on the connection it keeps to that deployment and hands the reply back. Every decision
 // is the one the direct path would make: the same script, the same arguments, the server's clock.
-namespace ratelimit::stores {
+namespace ratelimit::stores::redis {
 
 // A deployment as the agent keys its connections: everything that makes a connection differ
 // (URL with its password, TLS files, timeouts). Two clients share a connection only when all of
@@ -128,4 +128,4 @@ class RedisRelay final : public AgentStores {
   std::vector<std::string> said_;
 };
 
-}  // namespace ratelimit::stores
+}  // namespace ratelimit::stores::redis

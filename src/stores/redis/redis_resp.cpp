@@ -5,7 +5,7 @@
 #include <memory>
 #include <new>
 
-namespace ratelimit::stores {
+namespace ratelimit::stores::redis {
 namespace {
 
 // A status's or an error's text as one line of RESP.
@@ -110,4 +110,4 @@ std::optional<RedisValue> read_resp_value(std::string_view text) {
   return copy_reply(*static_cast<const redisReply*>(reply));
 }
 
-}  // namespace ratelimit::stores
+}  // namespace ratelimit::stores::redis

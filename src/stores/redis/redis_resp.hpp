@@ -11,7 +11,7 @@ struct redisReply;
 
 // RESP, Redis's own protocol, written and read by hiredis: the commands sent to a server, and
 // the requests and answers that the host agent relays.
-namespace ratelimit::stores {
+namespace ratelimit::stores::redis {
 
 // A reply of hiredis's, copied out of it.
 RedisValue copy_reply(const redisReply& reply);
@@ -27,4 +27,4 @@ std::string resp_value(const RedisValue& value);
 // whole value of RESP (more, less, or anything else).
 std::optional<RedisValue> read_resp_value(std::string_view text);
 
-}  // namespace ratelimit::stores
+}  // namespace ratelimit::stores::redis

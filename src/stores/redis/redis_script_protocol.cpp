@@ -9,7 +9,7 @@
 
 #include "errors.hpp"
 
-namespace ratelimit::stores::script {
+namespace ratelimit::stores::redis {
 namespace {
 
 using std::chrono::nanoseconds;
@@ -461,4 +461,4 @@ std::vector<RedisValue> decode_batch(RedisValue reply, std::size_t count, std::s
   return std::move(reply.elements);
 }
 
-}  // namespace ratelimit::stores::script
+}  // namespace ratelimit::stores::redis

@@ -16,7 +16,7 @@
 // encoded as the script's ARGV, replies decoded into the store's values, each a pure function that
 // needs no server. Positions are the script's own, counted from 1 as Lua counts ARGV and a reply
 // table, and named as in redis_bucket.lua's header: both sides use these names.
-namespace ratelimit::stores::script {
+namespace ratelimit::stores::redis {
 
 // ARGV positions. Every operation's (kArgTime: but batch's):
 inline constexpr std::size_t kArgOperation = 1;  // "reserve", "reserve_keeping", "status", ...
@@ -202,4 +202,4 @@ void add_to_batch(std::vector<std::string>& batch, std::span<const std::string> 
 // StoreUnavailable as the decoders above do.
 std::vector<RedisValue> decode_batch(RedisValue reply, std::size_t count, std::string_view server);
 
-}  // namespace ratelimit::stores::script
+}  // namespace ratelimit::stores::redis

@@ -16,7 +16,7 @@
 #include "stores/redis/redis_script.hpp"
 #include "stores/redis/redis_script_protocol.hpp"
 
-namespace ratelimit::stores {
+namespace ratelimit::stores::redis {
 namespace {
 
 using std::chrono::milliseconds;
@@ -207,8 +207,8 @@ Reservation RedisStore::reserve_at(const PermitRequest& request, nanoseconds tim
   validate(request.params);
   validate_permits(request.permits);
   const RedisValue reply =
-      run_script(request.key, script::encode_reserve(request, timeout, now_micros), deadline);
-  script::DecodedReservation decoded = script::decode_reservation(reply, request, server());
+      run_script(request.key, encode_reserve(request, timeout, now_micros), deadline);
+  DecodedReservation decoded = decode_reservation(reply, request, server());
   if (!decoded.problem.empty())
     notify_(fmt::format("key '{}': {} in Redis; starting a fresh bucket", request.key,
                         decoded.problem));
@@ -261,8 +261,8 @@ KeysReservation RedisStore::reserve_all_at(const std::vector<PermitRequest>& req
     keys.push_back(request.key);
   }
   const RedisValue reply =
-      run_script_on(keys, script::encode_reserve_all(requests, timeout, now_micros), deadline);
-  script::DecodedKeysReservation decoded = script::decode_reservations(reply, requests, server());
+      run_script_on(keys, encode_reserve_all(requests, timeout, now_micros), deadline);
+  DecodedKeysReservation decoded = decode_reservations(reply, requests, server());
   for (std::size_t i = 0; i < requests.size(); ++i)
     if (!decoded.problems[i].empty())
       notify_(fmt::format("key '{}': {} in Redis; starting a fresh bucket", requests[i].key,
@@ -274,8 +274,7 @@ std::optional<BucketStatus> RedisStore::status_at(const std::string& key,
                                                   std::optional<std::int64_t> now_micros) {
   RedisDeadline round_trip = operation_deadline();
   return with_restarts(round_trip, true, [&] {
-    return script::decode_status(run_script(key, script::encode_status(now_micros), round_trip),
-                                 key, server());
+    return decode_status(run_script(key, encode_status(now_micros), round_trip), key, server());
   });
 }
 
@@ -353,8 +352,8 @@ bool RedisStore::give_back_at(const UnusedPermits& unused, std::optional<std::in
   RedisDeadline round_trip = operation_deadline();
   // Given back twice, permits would be granted twice: a lost reply is not sent again.
   return with_restarts(round_trip, false, [&] {
-    return script::decode_give_back(
-        run_script(unused.key, script::encode_give_back(unused.permits, unused.booked, now_micros),
+    return decode_give_back(
+        run_script(unused.key, encode_give_back(unused.permits, unused.booked, now_micros),
                    round_trip),
         server());
   });
@@ -372,9 +371,8 @@ std::optional<ThrottleResult> RedisStore::throttle_at(const ThrottleRequest& req
   // Sent again, a report belongs to the event the first began (it was sent before it): it cuts
   // nothing more and its pause ends where the first's does.
   return with_restarts(round_trip, true, [&] {
-    return script::decode_throttle(
-        run_script(request.key, script::encode_throttle(request, now_micros), round_trip),
-        server());
+    return decode_throttle(
+        run_script(request.key, encode_throttle(request, now_micros), round_trip), server());
   });
 }
 
@@ -389,13 +387,12 @@ bool RedisStore::set_rate_at(const RateChange& change, std::optional<std::int64_
   validate(checked);
   RedisDeadline round_trip = operation_deadline();
   return with_restarts(round_trip, false, [&] {
-    return script::decode_set_rate(
-        run_script(change.key,
-                   script::encode_set_rate(change.permits_per_second, change.schedule, now_micros,
-                                           change.settings),
-                   round_trip),
-        server());
+    return decode_set_rate(run_script(change.key,
+                                      encode_set_rate(change.permits_per_second, change.schedule,
+                                                      now_micros, change.settings),
+                                      round_trip),
+                           server());
   });
 }
 
-}  // namespace ratelimit::stores
+}  // namespace ratelimit::stores::redis

@@ -14,7 +14,7 @@
 #include "stores/redis/redis_relay.hpp"
 #include "stores/redis/redis_topology.hpp"
 
-namespace ratelimit::stores {
+namespace ratelimit::stores::redis {
 
 // Buckets kept in Redis under ratelimit:{KEY} (the braces keep a key in one Cluster slot), shared
 // by every host that reaches the server. Each decision is one call of redis_bucket.lua, atomic on
@@ -138,4 +138,4 @@ inline constexpr std::chrono::milliseconds kRestartBudget{5000};
 // The Redis key of a bucket.
 std::string redis_key(const std::string& key);
 
-}  // namespace ratelimit::stores
+}  // namespace ratelimit::stores::redis

@@ -10,7 +10,7 @@
 #include "format/quantities.hpp"
 #include "stores/redis/redis_options.hpp"
 
-namespace ratelimit::stores {
+namespace ratelimit::stores::redis {
 namespace {
 
 using std::chrono::milliseconds;
@@ -71,8 +71,8 @@ RedisTopology::RedisTopology(RedisDeployment deployment, milliseconds timeout,
       master_share_(timeout / 2) {
   if (!deployment_.node.tls &&
       (!tls.ca_file.empty() || !tls.cert_file.empty() || !tls.key_file.empty() || !tls.verify))
-    throw UsageError(fmt::format("the {} options need a rediss:// URL, not '{}'",
-                                 redis_option::tls_any, deployment_.shown));
+    throw UsageError(fmt::format("the {} options need a rediss:// URL, not '{}'", kAnyTlsOption,
+                                 deployment_.shown));
 }
 
 const RedisTls* RedisTopology::tls_for(const RedisAddress& node) {
@@ -166,7 +166,7 @@ RedisValue RedisTopology::command_in_cluster(const std::string& redis_key,
           fmt::format("Redis at {}: no answer for {} within {} of a failover ({}); raise {} above "
                       "cluster-node-timeout plus the election",
                       deployment_.shown, redis_key, format::human_duration(failover_timeout_),
-                      cause, redis_option::failover_timeout));
+                      cause, kFailoverTimeoutOption));
     if (!told) notify_(fmt::format("Redis Cluster: {}; asking the Cluster again", cause));
     told = true;
     last_failover_ = deadline.waiter().now();
@@ -385,7 +385,7 @@ void RedisTopology::failover_too_long(const std::string& cause) const {
       "Redis at {}: no master '{}' within {} of a failover ({}); raise {} above the sentinels' "
       "down-after-milliseconds plus the election",
       deployment_.shown, deployment_.master_name, format::human_duration(failover_timeout_), cause,
-      redis_option::failover_timeout));
+      kFailoverTimeoutOption));
 }
 
 void RedisTopology::for_each_master(RedisDeadline& deadline,
@@ -418,4 +418,4 @@ void RedisTopology::for_each_master(RedisDeadline& deadline,
   for (const RedisAddress& master : masters) visit(node_connection(master, deadline));
 }
 
-}  // namespace ratelimit::stores
+}  // namespace ratelimit::stores::redis

@@ -13,7 +13,7 @@
 #include "stores/redis/redis_connection.hpp"
 #include "stores/redis/redis_deployment.hpp"
 
-namespace ratelimit::stores {
+namespace ratelimit::stores::redis {
 
 // The connections to a deployment, and which node answers for a key: the one server; the node of
 // a Cluster that a MOVED or ASK reply names; the master that the sentinels name, found again after
@@ -132,4 +132,4 @@ class RedisTopology {
   std::set<std::string> redirects_said_;
 };
 
-}  // namespace ratelimit::stores
+}  // namespace ratelimit::stores::redis

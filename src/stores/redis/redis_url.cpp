@@ -6,7 +6,7 @@
 
 #include "errors.hpp"
 
-namespace ratelimit::stores {
+namespace ratelimit::stores::redis {
 namespace {
 
 constexpr std::string_view kTcpScheme = "redis://";
@@ -193,4 +193,4 @@ std::string explain_refusal(const std::string& error) {
   return error;
 }
 
-}  // namespace ratelimit::stores
+}  // namespace ratelimit::stores::redis

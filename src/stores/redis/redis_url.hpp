@@ -5,7 +5,7 @@
 #include <utility>
 
 // Where a Redis server is, from a URL the user wrote; no I/O.
-namespace ratelimit::stores {
+namespace ratelimit::stores::redis {
 
 // A Redis URL as written (with its password), and as messages show it: its password, if any, as
 // "***" (the whole user part when it is malformed, so that even a malformed URL can be shown).
@@ -63,4 +63,4 @@ RedisAddress parse_redis_url(const RedisUrl& url);
 // one; any other error as it is.
 std::string explain_refusal(const std::string& error);
 
-}  // namespace ratelimit::stores
+}  // namespace ratelimit::stores::redis

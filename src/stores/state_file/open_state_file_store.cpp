@@ -4,7 +4,7 @@
 #include "state/state_directory.hpp"
 #include "stores/state_file/state_file_store.hpp"
 
-namespace ratelimit::stores {
+namespace ratelimit::stores::state_file {
 
 std::unique_ptr<BucketStore> open_state_file_store(
     const StateFileOptions& options, const std::function<void(const std::string&)>& notify) {
@@ -15,4 +15,4 @@ std::unique_ptr<BucketStore> open_state_file_store(
 
 std::string describe_state_file_store(const StateFileOptions& options) { return options.directory; }
 
-}  // namespace ratelimit::stores
+}  // namespace ratelimit::stores::state_file

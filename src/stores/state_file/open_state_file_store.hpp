@@ -7,7 +7,7 @@
 #include "stores/bucket_store.hpp"
 
 // The state-file store as open_store() chooses it: its options, and opening it with them.
-namespace ratelimit::stores {
+namespace ratelimit::stores::state_file {
 
 struct StateFileOptions {
   std::string
@@ -23,4 +23,4 @@ std::unique_ptr<BucketStore> open_state_file_store(
 // Where the buckets are, for messages: the directory.
 std::string describe_state_file_store(const StateFileOptions& options);
 
-}  // namespace ratelimit::stores
+}  // namespace ratelimit::stores::state_file

@@ -8,7 +8,7 @@
 #include "stores/multi_key.hpp"
 #include "stores/state_file/state_file_format.hpp"
 
-namespace ratelimit::stores {
+namespace ratelimit::stores::state_file {
 
 StateFileStore::StateFileStore(state::StateDirectory directory, Clock& clock, HostId host,
                                Notify notify)
@@ -275,4 +275,4 @@ bool StateFileStore::reset(const std::string& key) {
                                        [&] { return directory_.remove(bucket_file_name(key)); });
 }
 
-}  // namespace ratelimit::stores
+}  // namespace ratelimit::stores::state_file

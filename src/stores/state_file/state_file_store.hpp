@@ -10,7 +10,7 @@
 #include "stores/bucket_store.hpp"
 #include "stores/state_file/state_file_format.hpp"
 
-namespace ratelimit::stores {
+namespace ratelimit::stores::state_file {
 
 // The machine and the boot whose monotonic clock the records' times are on.
 struct HostId {
@@ -77,4 +77,4 @@ class StateFileStore final : public BucketStore {
   Notify notify_;
 };
 
-}  // namespace ratelimit::stores
+}  // namespace ratelimit::stores::state_file

@@ -5,7 +5,7 @@
 #include "stores/redis/redis_connection.hpp"
 #include "stores/redis/redis_connection_transport.hpp"
 
-namespace ratelimit::stores {
+namespace ratelimit::stores::redis {
 namespace {
 
 using std::chrono::milliseconds;
@@ -76,4 +76,4 @@ TEST_F(RedisDeadlineTest, ARequestHasOneFailoverBudget) {
 }
 
 }  // namespace
-}  // namespace ratelimit::stores
+}  // namespace ratelimit::stores::redis

@@ -4,7 +4,7 @@
 
 #include "usage_error.hpp"
 
-namespace ratelimit::stores {
+namespace ratelimit::stores::redis {
 namespace {
 
 using Kind = RedisDeployment::Kind;
@@ -79,4 +79,4 @@ TEST(RedisDeployment, NodeAddressKeepsTheCredentials) {
 }
 
 }  // namespace
-}  // namespace ratelimit::stores
+}  // namespace ratelimit::stores::redis

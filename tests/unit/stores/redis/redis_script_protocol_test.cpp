@@ -8,7 +8,7 @@
 #include "errors.hpp"
 
 // The script's requests and replies without a server (tests/redis/ runs them through one).
-namespace ratelimit::stores::script {
+namespace ratelimit::stores::redis {
 namespace {
 
 using namespace std::chrono_literals;
@@ -362,4 +362,4 @@ TEST(RedisScriptProtocol, BatchOfRequestsAndItsReplies) {
 }
 
 }  // namespace
-}  // namespace ratelimit::stores::script
+}  // namespace ratelimit::stores::redis

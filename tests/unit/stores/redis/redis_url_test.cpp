@@ -4,7 +4,7 @@
 
 #include "usage_error.hpp"
 
-namespace ratelimit::stores {
+namespace ratelimit::stores::redis {
 namespace {
 
 using Kind = RedisAddress::Kind;
@@ -95,4 +95,4 @@ TEST(RedisUrl, RedissIsTcpOverTls) {
 }
 
 }  // namespace
-}  // namespace ratelimit::stores
+}  // namespace ratelimit::stores::redis

@@ -15,7 +15,7 @@
 #include "stores/state_file/state_file_format.hpp"
 #include "temp_dir.hpp"
 
-namespace ratelimit::stores {
+namespace ratelimit::stores::state_file {
 namespace {
 
 using namespace std::chrono_literals;
@@ -608,4 +608,4 @@ TEST_F(StateFileStoreTest, SetSettingsChangeQuotasOrMakeTheKey) {
 }
 
 }  // namespace
-}  // namespace ratelimit::stores
+}  // namespace ratelimit::stores::state_file
