@@ -49,10 +49,10 @@ std::unique_ptr<BucketStore> open_store(const StoresOptions& options) {
 }
 
 std::unique_ptr<AgentStores> open_agent_stores(const std::string& state_dir) {
-  return std::make_unique<redis::RedisRelay>(state_dir);
+  return std::make_unique<redis::Relay>(state_dir);
 }
 
-std::string agent_route(std::string_view request) { return redis::RedisRelay::route(request); }
+std::string agent_route(std::string_view request) { return redis::Relay::route(request); }
 
 std::string describe_store(const StoresOptions& options) {
   return names_shared_store(options) ? redis::describe_redis_store(options.redis)

@@ -15,15 +15,15 @@ namespace ratelimit::stores::redis {
 namespace {
 
 // An option of a timeout, at least a millisecond, kept in `timeout`.
-StoreOption<RedisOptions> timeout_option(std::string_view name, std::string_view help,
-                                         std::chrono::milliseconds RedisOptions::*timeout) {
+StoreOption<Options> timeout_option(std::string_view name, std::string_view help,
+                                    std::chrono::milliseconds Options::*timeout) {
   return {
       {.name = name,
        .kind = OptionKind::duration,
        .value_name = "DURATION",
        .value_said = "a DURATION",
        .help = help},
-      [timeout](RedisOptions& options, const GivenValue& value) {
+      [timeout](Options& options, const GivenValue& value) {
         if (value.duration < std::chrono::milliseconds(1))
           throw UsageError(fmt::format("invalid duration '{}': must be at least 1ms", value.text));
         options.*timeout = std::chrono::ceil<std::chrono::milliseconds>(value.duration);
@@ -62,7 +62,7 @@ UnavailablePolicy policy_of(std::string_view text) {
   throw UsageError(format::not_one_of(text, kPolicyWords));
 }
 
-const StoreOption<RedisOptions> kOptions[] = {
+const StoreOption<Options> kOptions[] = {
     {{.name = kUrlOption,
       .value_name = "URL",
       .value_said = "a URL",
@@ -71,37 +71,35 @@ const StoreOption<RedisOptions> kOptions[] = {
               "or redis-sentinel://[[user]:password@]host[:port][,host[:port]...]/MASTER[/db] "
               "[default: $RATELIMIT_REDIS]",
       .environment = kUrlVariable},
-     [](RedisOptions& options, const GivenValue& value) {
-       options.url = RedisUrl(std::string(value.text));
-     }},
+     [](Options& options, const GivenValue& value) { options.url = Url(std::string(value.text)); }},
     timeout_option(kTimeoutOption,
                    "Give up on Redis if an operation (connect, TLS, its commands) takes longer "
                    "[default: 1s]",
-                   &RedisOptions::timeout),
+                   &Options::timeout),
     timeout_option(kFailoverTimeoutOption,
                    "Sentinel, Cluster: wait this long for a failover (a master gone, hung or not "
                    "yet elected) before giving up on Redis [default: 60s]",
-                   &RedisOptions::failover_timeout),
+                   &Options::failover_timeout),
     {{.name = kTlsCaOption,
       .value_name = "FILE",
       .value_said = "a FILE",
       .help = "rediss://: trust the CAs in this PEM file [default: the system's]"},
-     [](RedisOptions& options, const GivenValue& value) { options.tls.ca_file = value.text; }},
+     [](Options& options, const GivenValue& value) { options.tls.ca_file = value.text; }},
     {{.name = kTlsCertOption,
       .value_name = "FILE",
       .value_said = "a FILE",
       .help = "rediss://: this client's certificate (PEM), for a server that asks for one"},
-     [](RedisOptions& options, const GivenValue& value) { options.tls.cert_file = value.text; }},
+     [](Options& options, const GivenValue& value) { options.tls.cert_file = value.text; }},
     {{.name = kTlsKeyOption,
       .value_name = "FILE",
       .value_said = "a FILE",
       .help = "The private key of --redis-tls-cert (PEM) [default: in its file]",
       .needs = kTlsCertOption},
-     [](RedisOptions& options, const GivenValue& value) { options.tls.key_file = value.text; }},
+     [](Options& options, const GivenValue& value) { options.tls.key_file = value.text; }},
     {{.name = kTlsInsecureOption,
       .kind = OptionKind::flag,
       .help = "rediss://: do not check the server's certificate and name (warns)"},
-     [](RedisOptions& options, const GivenValue&) { options.tls.verify = false; }},
+     [](Options& options, const GivenValue&) { options.tls.verify = false; }},
     {{.name = kOnErrorOption,
       .value_name = "fail|allow|local[:N%]",
       .value_said = "fail, allow, local or local:N%",
@@ -109,17 +107,17 @@ const StoreOption<RedisOptions> kOptions[] = {
               "this host's bucket of the key; local:25%: at 25% of its rate), until Redis "
               "answers again",
       .for_permits = true},
-     [](RedisOptions& options, const GivenValue& value) {
+     [](Options& options, const GivenValue& value) {
        options.on_unavailable = policy_of(value.text);
      }},
 };
 
 }  // namespace
 
-std::span<const StoreOption<RedisOptions>> redis_store_options() { return kOptions; }
+std::span<const StoreOption<Options>> redis_store_options() { return kOptions; }
 
-void check_redis_options(const RedisOptions& options) {
-  const RedisTlsOptions& tls = options.tls;
+void check_redis_options(const Options& options) {
+  const TlsOptions& tls = options.tls;
   if (options.url.written.empty() &&
       (!tls.ca_file.empty() || !tls.cert_file.empty() || !tls.key_file.empty() || !tls.verify))
     throw UsageError(fmt::format("the {} options need a rediss:// URL ({} or ${})", kAnyTlsOption,

@@ -19,15 +19,15 @@ namespace ratelimit::stores::redis {
 // election after it, with room to spare.
 inline constexpr std::chrono::milliseconds kDefaultFailoverTimeout{60'000};
 
-struct RedisOptions {
+struct Options {
   // redis://..., rediss://..., unix://... or redis-sentinel://... (redis_deployment.hpp); empty:
   // no Redis.
-  RedisUrl url;
+  Url url;
   // Bounds the connection and every command.
   std::chrono::milliseconds timeout{1000};
   // Bounds a failover: the search for the new master (redis_topology.hpp).
   std::chrono::milliseconds failover_timeout = kDefaultFailoverTimeout;
-  RedisTlsOptions tls;  // for a rediss:// URL
+  TlsOptions tls;  // for a rediss:// URL
   // What to do while Redis cannot answer.
   UnavailablePolicy on_unavailable;
   // The host agent, which keeps the connections for every process of the user: commands go
@@ -49,10 +49,10 @@ inline constexpr std::string_view kOnErrorOption = "--on-redis-error";
 inline constexpr std::string_view kAnyTlsOption = "--redis-tls-*";
 
 // Every option of the store, in the order --help lists them.
-std::span<const StoreOption<RedisOptions>> redis_store_options();
+std::span<const StoreOption<Options>> redis_store_options();
 
 // Checks what the options say together, once all are read: TLS options without Redis would go
 // unnoticed (a typo'd or forgotten --redis). Throws UsageError.
-void check_redis_options(const RedisOptions& options);
+void check_redis_options(const Options& options);
 
 }  // namespace ratelimit::stores::redis

@@ -194,10 +194,10 @@ TEST(MultiKeyDecision, ChecksTheKeysOfACall) {
 
 class MultiKeyStateFileTest : public ::testing::Test {
  protected:
-  state_file::StateFileStore process() {
-    return state_file::StateFileStore(state::StateDirectory::open(dir_.string()), clock_,
-                                      state_file::HostId{.machine_id = "m", .boot_id = "b"},
-                                      [](const std::string&) {});
+  state_file::Store process() {
+    return state_file::Store(state::StateDirectory::open(dir_.string()), clock_,
+                             state_file::HostId{.machine_id = "m", .boot_id = "b"},
+                             [](const std::string&) {});
   }
   testing::TempDir dir_;
   testing::FakeClock clock_;

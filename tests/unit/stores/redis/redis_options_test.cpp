@@ -14,7 +14,7 @@ namespace {
 using namespace std::chrono_literals;
 
 // `options` after the option `name` read `text` (a duration given as `duration` too).
-void give(RedisOptions& options, std::string_view name, std::string_view text,
+void give(Options& options, std::string_view name, std::string_view text,
           std::chrono::nanoseconds duration = {}) {
   const auto all = redis_store_options();
   const auto option = std::find_if(
@@ -36,7 +36,7 @@ TEST(RedisOptions, EveryOptionIsDeclaredOnceUnderItsName) {
 }
 
 TEST(RedisOptions, ValuesAreReadIntoTheirPlaces) {
-  RedisOptions options;
+  Options options;
   give(options, kUrlOption, "redis://cache.lan");
   give(options, kTlsCaOption, "ca.pem");
   give(options, kTlsCertOption, "me.pem");
@@ -51,7 +51,7 @@ TEST(RedisOptions, ValuesAreReadIntoTheirPlaces) {
 
 // Timeouts are whole milliseconds, rounded up, and at least one.
 TEST(RedisOptions, TimeoutsAreAtLeastAMillisecond) {
-  RedisOptions options;
+  Options options;
   give(options, kTimeoutOption, "1500us", 1500us);
   EXPECT_EQ(options.timeout, 2ms);
   give(options, kFailoverTimeoutOption, "2m", 2min);
@@ -63,7 +63,7 @@ TEST(RedisOptions, TimeoutsAreAtLeastAMillisecond) {
 }
 
 TEST(RedisOptions, WhatToDoWhileRedisCannotAnswer) {
-  RedisOptions options;
+  Options options;
   give(options, kOnErrorOption, "ALLOW");
   EXPECT_EQ(options.on_unavailable.action, OnUnavailable::allow);
   EXPECT_EQ(options.on_unavailable.said_as, "--on-redis-error=allow");
@@ -81,7 +81,7 @@ TEST(RedisOptions, WhatToDoWhileRedisCannotAnswer) {
 }
 
 TEST(RedisOptions, TlsOptionsNeedARedisUrl) {
-  RedisOptions options;
+  Options options;
   check_redis_options(options);
   options.tls.verify = false;
   EXPECT_EQ(usage_error_of(check_redis_options, options),
