@@ -1,6 +1,6 @@
 #pragma once
 
-namespace ratelimit {
+namespace ratelimit::cli {
 
 // sysexits(3) codes and the shell's signal statuses; documented in the man page's EXIT STATUS.
 enum ExitCode : int {
@@ -19,4 +19,4 @@ enum ExitCode : int {
   exit_terminated = 143,   // 128 + SIGTERM
 };
 
-}  // namespace ratelimit
+}  // namespace ratelimit::cli

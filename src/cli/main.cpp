@@ -128,7 +128,7 @@ int run_ratelimit(int argc, char** argv) {
   for (const auto& command : commands) {
     if (command.app->parsed()) return command.run();
   }
-  return ratelimit::exit_ok;
+  return ratelimit::cli::exit_ok;
 }
 
 }  // namespace

@@ -21,9 +21,9 @@ namespace ratelimit::stores {
 struct StoresOptions {
   // This host's store: it keeps the buckets unless a shared store is named, and stands in for
   // that store under OnUnavailable::local.
-  StateFileOptions local;
+  state_file::Options local;
   // A store shared by every host, with what to do while it cannot answer; none without a URL.
-  RedisOptions redis;
+  redis::Options redis;
   // Told why a record was discarded (--verbose).
   std::function<void(const std::string&)> notify = [](const std::string&) {};
   // Told that the shared store failed and what happens instead, and that it answers again.

@@ -23,16 +23,18 @@ constexpr std::chrono::nanoseconds kNow = 1000s;
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   const std::string_view bytes(reinterpret_cast<const char*>(data), size);
 
-  const stores::DecodedRecord decoded = stores::decode_record(bytes, kNow);
+  const stores::state_file::DecodedRecord decoded = stores::state_file::decode_record(bytes, kNow);
   if (decoded.record) {
     // A record of an older version (magic and version: 12 bytes) is written as the current
     // version's, which reads back as itself.
-    const std::string encoded = stores::encode_record(*decoded.record);
+    const std::string encoded = stores::state_file::encode_record(*decoded.record);
     if (std::string_view(encoded).substr(0, 12) == bytes.substr(0, 12)) {
       if (encoded != bytes) std::abort();
     } else {
-      const stores::DecodedRecord again = stores::decode_record(encoded, kNow);
-      if (!again.record || stores::encode_record(*again.record) != encoded) std::abort();
+      const stores::state_file::DecodedRecord again =
+          stores::state_file::decode_record(encoded, kNow);
+      if (!again.record || stores::state_file::encode_record(*again.record) != encoded)
+        std::abort();
     }
     // A record that the core refuses would make every later call with this key fail.
     TokenBucket bucket(decoded.record->params, decoded.record->state);
@@ -40,7 +42,8 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     // than any request could.
     const BucketState& state = decoded.record->state;
     if (!(state.stored_permits <= bucket.max_permits() * (1.0 + 1e-9))) std::abort();
-    const std::chrono::nanoseconds longest = stores::longest_booked_wait(bucket.params());
+    const std::chrono::nanoseconds longest =
+        stores::state_file::longest_booked_wait(bucket.params());
     if (kNow < std::chrono::nanoseconds::max() - longest && state.next_free > kNow + longest)
       std::abort();
     bucket.reserve(1, decoded.record->state.next_free);
@@ -50,14 +53,14 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
 
   try {
     state::validate_key(bytes);
-    const std::string file_name = stores::bucket_file_name(bytes);
+    const std::string file_name = stores::state_file::bucket_file_name(bytes);
     if (file_name.find('/') != std::string::npos || file_name == "." || file_name == "..")
       std::abort();
-    if (stores::key_of_bucket_file(file_name) != std::string(bytes)) std::abort();
+    if (stores::state_file::key_of_bucket_file(file_name) != std::string(bytes)) std::abort();
   } catch (const UsageError&) {
   }
-  if (const std::optional<std::string> key = stores::key_of_bucket_file(bytes)) {
-    if (stores::bucket_file_name(*key) != bytes) std::abort();
+  if (const std::optional<std::string> key = stores::state_file::key_of_bucket_file(bytes)) {
+    if (stores::state_file::bucket_file_name(*key) != bytes) std::abort();
   }
   return 0;
 }

@@ -4,8 +4,10 @@
 # headers (ratelimit/, floor 0). A file may include its own folder and the folders below it,
 # never one above (with one total order, no two folders can then include each other); a store's
 # own folder (stores/NAME/) is entered only from stores/, where stores are chosen. Inside a folder,
-# no files include each other in a circle (a header and its .cpp count as one unit).
-# Usage: check_layers.sh SRC_DIR. Prints each wrong arrow; exits 1 if there is one.
+# no files include each other in a circle (a header and its .cpp count as one unit). Each file
+# declares the namespace of its folder, ratelimit::FOLDER[::SUB] (ratelimit at src/'s root), and
+# no other named one (anonymous namespaces are free), but for the exceptions listed below.
+# Usage: check_layers.sh SRC_DIR. Prints each wrong arrow and namespace; exits 1 if there is one.
 set -euo pipefail
 src=${1:?usage: check_layers.sh SRC_DIR}
 
@@ -33,11 +35,47 @@ unit_of() {
   echo "${1%/*} ${name%%.*}"
 }
 
+# The folders and files whose namespace is not their folder's, each with its reason.
+declare -A namespace_of_folder=(
+  # The core implements the public API of include/ratelimit/, which is `ratelimit` itself
+  # (design.md, "public core API").
+  [core]=ratelimit
+)
+declare -A files_without_namespace=(
+  # main() is global; its helpers are in an anonymous namespace.
+  [cli/main.cpp]=1
+)
+
+# Checks that `relative` declares its folder's namespace and no other named one.
+check_namespace() {
+  local relative=$1 folder expected declared
+  folder=$(dirname "$relative")
+  if [[ $folder == . ]]; then
+    expected=ratelimit
+  else
+    expected=${namespace_of_folder[$folder]:-ratelimit::${folder//\//::}}
+  fi
+  declared=$(sed -n 's/^[[:space:]]*\(inline[[:space:]]\+\)\?namespace[[:space:]]\+\([A-Za-z_][A-Za-z0-9_:]*\)[[:space:]]*{.*/\2/p' \
+    "$src/$relative" | sort -u)
+  if [[ -z $declared && -z ${files_without_namespace[$relative]+set} ]]; then
+    echo "$relative: declares no namespace; its folder's is $expected"
+    wrong=1
+  fi
+  local name
+  for name in $declared; do
+    if [[ $name != "$expected" ]]; then
+      echo "$relative: namespace $name; its folder's is $expected"
+      wrong=1
+    fi
+  done
+}
+
 wrong=0
 # Per folder, the arrows between its units ("from to" lines), for tsort to find circles in.
 declare -A arrows_in=()
 while IFS= read -r -d '' file; do
   relative=${file#"$src"/}
+  check_namespace "$relative"
   [[ $relative == */* ]] || continue  # errors.hpp: below every folder
   read -r folder from_unit < <(unit_of "$relative")
   while IFS= read -r included; do

@@ -1,4 +1,4 @@
-// RedisConnection on each of its transports (redis_connection_socket_posix.cpp: a unix socket and
+// Connection on each of its transports (redis_connection_socket_posix.cpp: a unix socket and
 // TCP; redis_connection_tls_posix.cpp: TLS), against real redis-servers that each test starts.
 #include "stores/redis/redis_connection.hpp"
 
@@ -10,7 +10,7 @@
 #include "redis_server.hpp"
 #include "stores/redis/redis_url.hpp"
 
-namespace ratelimit::stores {
+namespace ratelimit::stores::redis {
 namespace {
 
 using namespace std::chrono_literals;
@@ -22,33 +22,33 @@ constexpr std::chrono::milliseconds kTimeout = 2s;
 // argument.
 TEST(RedisConnection, CommandsAndTheirRepliesOnEveryTransport) {
   RedisServer server({}, true);
-  RedisTlsOptions trusted;
+  TlsOptions trusted;
   trusted.ca_file = server.ca_file();
-  const RedisTls tls(trusted);
+  const Tls tls(trusted);
   const std::string any_bytes("a\r\n$3\r\n\0b", 10);
   for (const std::string& url : {server.unix_url(), server.tcp_url(), server.tls_url()}) {
-    const RedisAddress address = parse_redis_url(url);
-    RedisDeadline deadline(kTimeout);
-    RedisConnection connection(address, address.tls ? &tls : nullptr, deadline);
-    const RedisValue pong = connection.command({"PING"}, deadline);
-    EXPECT_EQ(pong.type, RedisValue::Type::status) << url;
+    const Address address = parse_redis_url(url);
+    Deadline deadline(kTimeout);
+    Connection connection(address, address.tls ? &tls : nullptr, deadline);
+    const Value pong = connection.command({"PING"}, deadline);
+    EXPECT_EQ(pong.type, Value::Type::status) << url;
     EXPECT_EQ(pong.text, "PONG") << url;
-    const std::vector<RedisValue> replies = connection.pipeline({{"SET", "k", any_bytes},
-                                                                 {"GET", "k"},
-                                                                 {"GET", "none"},
-                                                                 {"INCR", "k"},
-                                                                 {"RPUSH", "l", "x"},
-                                                                 {"LRANGE", "l", "0", "-1"}},
-                                                                deadline);
+    const std::vector<Value> replies = connection.pipeline({{"SET", "k", any_bytes},
+                                                            {"GET", "k"},
+                                                            {"GET", "none"},
+                                                            {"INCR", "k"},
+                                                            {"RPUSH", "l", "x"},
+                                                            {"LRANGE", "l", "0", "-1"}},
+                                                           deadline);
     ASSERT_EQ(replies.size(), 6u) << url;
     EXPECT_EQ(replies[0].text, "OK");
-    EXPECT_EQ(replies[1].type, RedisValue::Type::string);
+    EXPECT_EQ(replies[1].type, Value::Type::string);
     EXPECT_EQ(replies[1].text, any_bytes);
-    EXPECT_EQ(replies[2].type, RedisValue::Type::nil);
+    EXPECT_EQ(replies[2].type, Value::Type::nil);
     // An error reply is returned, not thrown, and the connection stays open.
-    EXPECT_EQ(replies[3].type, RedisValue::Type::error);
-    EXPECT_EQ(replies[4].type, RedisValue::Type::integer);
-    EXPECT_EQ(replies[5].type, RedisValue::Type::array);
+    EXPECT_EQ(replies[3].type, Value::Type::error);
+    EXPECT_EQ(replies[4].type, Value::Type::integer);
+    EXPECT_EQ(replies[5].type, Value::Type::array);
     ASSERT_EQ(replies[5].elements.size(), 1u);
     EXPECT_EQ(replies[5].elements[0].text, "x");
     EXPECT_TRUE(connection.open()) << url;
@@ -59,9 +59,9 @@ TEST(RedisConnection, CommandsAndTheirRepliesOnEveryTransport) {
 TEST(RedisConnection, AServerThatIsNotThereIsUnavailableAndNamedWithoutItsPassword) {
   testing::TempDir dir;
   const std::string url = "unix://:hunter2@" + (dir.path() / "none.sock").string();
-  RedisDeadline deadline(kTimeout);
+  Deadline deadline(kTimeout);
   try {
-    RedisConnection connection(parse_redis_url(url), nullptr, deadline);
+    Connection connection(parse_redis_url(url), nullptr, deadline);
     FAIL() << "connected to nothing";
   } catch (const StoreUnavailable& error) {
     const std::string message = error.what();
@@ -73,27 +73,27 @@ TEST(RedisConnection, AServerThatIsNotThereIsUnavailableAndNamedWithoutItsPasswo
 // A TLS server whose certificate the client cannot check (its CA not trusted) is refused.
 TEST(RedisConnection, ATlsServerOfAnUntrustedCaIsRefused) {
   RedisServer server({}, true);
-  const RedisTls system_cas(RedisTlsOptions{});
-  RedisDeadline deadline(kTimeout);
-  EXPECT_THROW(RedisConnection(parse_redis_url(server.tls_url()), &system_cas, deadline),
+  const Tls system_cas(TlsOptions{});
+  Deadline deadline(kTimeout);
+  EXPECT_THROW(Connection(parse_redis_url(server.tls_url()), &system_cas, deadline),
                StoreUnavailable);
 }
 
 // A connection the server closed while it was idle is found closed before anything is sent.
 TEST(RedisConnection, ClosedWhileIdleIsLostBeforeSending) {
   RedisServer server;
-  RedisDeadline deadline(kTimeout);
-  RedisConnection connection(parse_redis_url(server.unix_url()), nullptr, deadline);
+  Deadline deadline(kTimeout);
+  Connection connection(parse_redis_url(server.unix_url()), nullptr, deadline);
   EXPECT_EQ(connection.command({"PING"}, deadline).text, "PONG");
   server.stop();
   try {
     connection.command({"INCR", "k"}, deadline);
     FAIL() << "a command on a closed connection";
-  } catch (const RedisConnectionLost& lost) {
+  } catch (const ConnectionLost& lost) {
     EXPECT_FALSE(lost.sent());
   }
   EXPECT_FALSE(connection.open());
 }
 
 }  // namespace
-}  // namespace ratelimit::stores
+}  // namespace ratelimit::stores::redis

@@ -12,12 +12,12 @@
 #include "../unit/golden_vectors.hpp"
 #include "stores/redis/redis_store.hpp"
 
-namespace ratelimit::stores {
+namespace ratelimit::stores::redis {
 
 // The golden vectors through the script (directly or through the agent), with the times injected.
 class RedisGoldenStore final : public testing::GoldenStore {
  public:
-  RedisGoldenStore(RedisStore& store, std::string key) : store_(store), key_(std::move(key)) {
+  RedisGoldenStore(Store& store, std::string key) : store_(store), key_(std::move(key)) {
     store_.reset(key_);
   }
   testing::GoldenAnswer request(const testing::GoldenRequest& golden) override {
@@ -85,9 +85,9 @@ class RedisGoldenStore final : public testing::GoldenStore {
     permits.permits = golden.permits;
     return permits;
   }
-  RedisStore& store_;
+  Store& store_;
   std::string key_;
   std::set<std::string> made_;  // request_all's keys, reset before their first use
 };
 
-}  // namespace ratelimit::stores
+}  // namespace ratelimit::stores::redis

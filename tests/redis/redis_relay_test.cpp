@@ -23,9 +23,9 @@
 #include "stores/redis/redis_script_protocol.hpp"
 #include "stores/redis/redis_store.hpp"
 
-// Redis commands relayed as the host agent relays them, the agent in process: its RedisRelay
-// answers what the client's RedisRelayClient sends, against a real redis-server.
-namespace ratelimit::stores {
+// Redis commands relayed as the host agent relays them, the agent in process: its Relay
+// answers what the client's RelayClient sends, against a real redis-server.
+namespace ratelimit::stores::redis {
 namespace {
 
 using namespace std::chrono_literals;
@@ -66,7 +66,7 @@ class InProcessAgent final : public AgentLink {
     return {.outcome = AgentAnswer::Outcome::answered, .answer = std::move(answer)};
   }
   explicit InProcessAgent(std::string session_dir = {}) : relay(std::move(session_dir)) {}
-  RedisRelay relay;
+  Relay relay;
   std::deque<AgentAnswer> scripted;
   int requests = 0;
   // Each request the relay answered, and its answer, in turn.
@@ -75,14 +75,14 @@ class InProcessAgent final : public AgentLink {
 
 class RedisRelayTest : public ::testing::Test {
  protected:
-  RedisStore relayed() {
-    RedisStore store(parse_redis_deployment(server_.unix_url()), kTimeout);
-    store.relay_through(RedisRelayClient(agent_, {.url = server_.unix_url()}));
+  Store relayed() {
+    Store store(parse_redis_deployment(server_.unix_url()), kTimeout);
+    store.relay_through(RelayClient(agent_, {.url = server_.unix_url()}));
     return store;
   }
   // The script loaded on the server, so that each request below runs at its first EVALSHA.
   void load_script() {
-    RedisStore(parse_redis_deployment(server_.unix_url()), kTimeout)
+    Store(parse_redis_deployment(server_.unix_url()), kTimeout)
         .reserve(request("warm", 1), real_waiter());
   }
   RedisServer server_;
@@ -90,7 +90,7 @@ class RedisRelayTest : public ::testing::Test {
 };
 
 TEST_F(RedisRelayTest, GoldenDecisionsHoldThroughTheAgent) {
-  RedisStore redis = relayed();
+  Store redis = relayed();
   const auto vectors = testing::read_golden_vectors(RATELIMIT_GOLDEN_VECTORS);
   ASSERT_GE(vectors.size(), 10u);
   for (const testing::GoldenVector& vector : vectors) {
@@ -102,10 +102,10 @@ TEST_F(RedisRelayTest, GoldenDecisionsHoldThroughTheAgent) {
 }
 
 TEST_F(RedisRelayTest, ScriptFlushedIsLoadedAgainThroughTheAgentAndBookedOnce) {
-  RedisStore redis = relayed();
+  Store redis = relayed();
   EXPECT_EQ(redis.reserve(request("flush", 1), real_waiter()).wait, 0ns);
-  RedisDeadline deadline(kTimeout);
-  RedisConnection(parse_redis_url(server_.unix_url()), nullptr, deadline)
+  Deadline deadline(kTimeout);
+  Connection(parse_redis_url(server_.unix_url()), nullptr, deadline)
       .command({"SCRIPT", "FLUSH"}, deadline);
   const Reservation again = redis.reserve(request("flush", 1), real_waiter());
   EXPECT_GT(again.wait, 900ms);
@@ -115,7 +115,7 @@ TEST_F(RedisRelayTest, ScriptFlushedIsLoadedAgainThroughTheAgentAndBookedOnce) {
 
 TEST_F(RedisRelayTest, WithoutAnAgentTheClientGoesDirect) {
   agent_->scripted.push_back({.outcome = AgentAnswer::Outcome::no_agent});
-  RedisStore redis = relayed();
+  Store redis = relayed();
   EXPECT_TRUE(redis.reserve(request("direct", 1), real_waiter()).granted);
   EXPECT_GT(redis.reserve(request("direct", 1), real_waiter()).wait, 900ms);
   // Asked once: direct from then on.
@@ -128,7 +128,7 @@ TEST_F(RedisRelayTest, WithoutAnAgentTheClientGoesDirect) {
 TEST_F(RedisRelayTest, AgentLostAfterTheRequestCostsOneRetry) {
   load_script();
   agent_->scripted.push_back({.outcome = AgentAnswer::Outcome::lost});
-  RedisStore redis = relayed();
+  Store redis = relayed();
   const Reservation reservation = redis.reserve(request("lost", 1), real_waiter());
   EXPECT_TRUE(reservation.granted);
   EXPECT_GT(reservation.wait, 900ms);
@@ -140,7 +140,7 @@ TEST_F(RedisRelayTest, AgentLostAfterTheRequestCostsOneRetry) {
 }
 
 TEST_F(RedisRelayTest, StopSignalAndDeadlineEndTheWaitForTheAgent) {
-  RedisStore redis = relayed();
+  Store redis = relayed();
   agent_->scripted.push_back({.outcome = AgentAnswer::Outcome::stopped, .signal = SIGINT});
   EXPECT_EQ(redis.reserve(request("stop", 1), real_waiter()).signal, SIGINT);
   PermitRequest now_or_never = request("stop", 1);
@@ -154,8 +154,8 @@ TEST_F(RedisRelayTest, StoreErrorsComeBackAsTheirOwn) {
   RedisServer locked("s3cr3t");
   // The URL without the password: the server refuses the script (NOAUTH), through the agent too.
   const std::string url = "unix://" + locked.socket_path();
-  RedisStore refused(parse_redis_deployment(url), kTimeout);
-  refused.relay_through(RedisRelayClient(agent_, {.url = url}));
+  Store refused(parse_redis_deployment(url), kTimeout);
+  refused.relay_through(RelayClient(agent_, {.url = url}));
   try {
     refused.reserve(request("k", 1), real_waiter());
     FAIL() << "granted without a password";
@@ -164,8 +164,8 @@ TEST_F(RedisRelayTest, StoreErrorsComeBackAsTheirOwn) {
   }
   // A server that is not there: unavailable, as direct.
   const std::string gone = "unix:///nonexistent/redis.sock";
-  RedisStore absent(parse_redis_deployment(gone), kTimeout);
-  absent.relay_through(RedisRelayClient(agent_, {.url = gone}));
+  Store absent(parse_redis_deployment(gone), kTimeout);
+  absent.relay_through(RelayClient(agent_, {.url = gone}));
   EXPECT_THROW(absent.reserve(request("k", 1), real_waiter()), StoreUnavailable);
   // Deployments are kept apart: one per URL.
   EXPECT_EQ(agent_->relay.connections(), 2u);
@@ -206,7 +206,7 @@ class SetClock final : public io::Waiter {
 // to Redis itself, from then on, and Redis decides.
 TEST_F(RedisRelayTest, AnAgentThatShowsNoSignOfLifeIsLeftForRedisItself) {
   agent_->scripted.push_back({.outcome = AgentAnswer::Outcome::not_answering});
-  RedisStore redis = relayed();
+  Store redis = relayed();
   PermitRequest now_or_never = request("silent", 1);
   now_or_never.deadline = real_waiter().now();
   EXPECT_TRUE(redis.reserve(now_or_never, real_waiter()).granted);
@@ -221,16 +221,16 @@ TEST(RedisRelayDeadlines, ARequestQueuedPastItsCallersTimeoutIsNotSent) {
   const std::string url = "unix:///nowhere/redis.sock";
   SetClock clock;
   auto recorder = std::make_shared<RecordingAgent>();
-  RedisStore client(parse_redis_deployment(url), kTimeout);
-  client.relay_through(RedisRelayClient(recorder, {.url = url}));
+  Store client(parse_redis_deployment(url), kTimeout);
+  client.relay_through(RelayClient(recorder, {.url = url}));
   client.reserve(request("queued", 1), clock);
   ASSERT_EQ(recorder->requests.size(), 1u);
   clock.time += kTimeout;
-  RedisRelay relay;
+  Relay relay;
   const std::vector<std::string> answers = relay.answer(recorder->requests, clock);
   EXPECT_EQ(relay.connections(), 0u);
-  RedisStore reader(parse_redis_deployment(url), kTimeout);
-  reader.relay_through(RedisRelayClient(std::make_shared<ReplayingAgent>(answers), {.url = url}));
+  Store reader(parse_redis_deployment(url), kTimeout);
+  reader.relay_through(RelayClient(std::make_shared<ReplayingAgent>(answers), {.url = url}));
   try {
     reader.reserve(request("queued", 1), clock);
     FAIL() << "answered";
@@ -243,9 +243,9 @@ TEST(RedisRelayDeadlines, ARequestQueuedPastItsCallersTimeoutIsNotSent) {
 // out before it went to the agent is the store's unavailability, as on the direct path.
 TEST(RedisRelayDeadlines, ACallPastItsTimeoutIsUnavailable) {
   auto recorder = std::make_shared<RecordingAgent>();
-  RedisRelayClient client(recorder, {.url = "unix:///nowhere/redis.sock"});
+  RelayClient client(recorder, {.url = "unix:///nowhere/redis.sock"});
   SetClock clock;
-  RedisDeadline spent(kTimeout, &clock);
+  Deadline spent(kTimeout, &clock);
   clock.time += kTimeout;
   EXPECT_THROW(client.command("k", {"PING"}, spent), StoreUnavailable);
   EXPECT_TRUE(recorder->requests.empty());
@@ -255,14 +255,13 @@ TEST(RedisRelayDeadlines, ACallPastItsTimeoutIsUnavailable) {
 // CPU): a CA file that is not there goes unnoticed until a call connects itself, which says so.
 TEST(RedisRelayTls, ACallTheAgentAnswersLoadsNoTlsFile) {
   const std::string url = "rediss://localhost:1";
-  RedisTlsOptions tls;
+  TlsOptions tls;
   tls.ca_file = "/nonexistent/ca.crt";
   const auto quiet = [](const std::string&) {};
-  RedisStore relayed(parse_redis_deployment(url), kTimeout, quiet, tls);
-  relayed.relay_through(
-      RedisRelayClient(std::make_shared<RecordingAgent>(), {.url = url, .tls = tls}));
+  Store relayed(parse_redis_deployment(url), kTimeout, quiet, tls);
+  relayed.relay_through(RelayClient(std::make_shared<RecordingAgent>(), {.url = url, .tls = tls}));
   EXPECT_EQ(relayed.reserve(request("k", 1), real_waiter()).signal, SIGINT);
-  RedisStore direct(parse_redis_deployment(url), kTimeout, quiet, tls);
+  Store direct(parse_redis_deployment(url), kTimeout, quiet, tls);
   EXPECT_THROW(direct.reserve(request("k", 1), real_waiter()), InputError);
 }
 
@@ -271,16 +270,16 @@ TEST(RedisRelayTls, ACallTheAgentAnswersLoadsNoTlsFile) {
 TEST(RedisRelayTls, WhatTheAgentSaysServingARequestIsSaidByTheCaller) {
   testing::RedisServer server({}, true);
   testing::TempDir state;
-  RedisTlsOptions tls;
+  TlsOptions tls;
   tls.ca_file = server.ca_file();
   tls.session_dir = state.string();
   std::vector<std::string> direct_notes;
-  RedisStore direct(
+  Store direct(
       parse_redis_deployment(server.tls_url()), kTimeout,
       [&](const std::string& note) { direct_notes.push_back(note); }, tls);
   EXPECT_TRUE(direct.reserve(request("k", 1e9), real_waiter()).granted);
   EXPECT_EQ(direct_notes, std::vector<std::string>{});
-  RedisStore again(
+  Store again(
       parse_redis_deployment(server.tls_url()), kTimeout,
       [&](const std::string& note) { direct_notes.push_back(note); }, tls);
   EXPECT_TRUE(again.reserve(request("k", 1e9), real_waiter()).granted);
@@ -289,9 +288,9 @@ TEST(RedisRelayTls, WhatTheAgentSaysServingARequestIsSaidByTheCaller) {
   auto agent = std::make_shared<InProcessAgent>(state.string());
   std::vector<std::string> notes;
   std::vector<std::string> warnings;
-  RedisStore relayed(
+  Store relayed(
       parse_redis_deployment(server.tls_url()), kTimeout, [](const std::string&) {}, tls);
-  relayed.relay_through(RedisRelayClient(
+  relayed.relay_through(RelayClient(
       agent, {.url = server.tls_url(), .tls = tls},
       [&](const std::string& note) { notes.push_back(note); },
       [&](const std::string& warning) { warnings.push_back(warning); }));
@@ -322,8 +321,8 @@ TEST(RedisRelayFormat, NotesAndWarningsOfAnAnswerAreToldInOrder) {
   const std::string url = "unix:///a.sock";
   std::vector<std::string> notes;
   std::vector<std::string> warnings;
-  RedisStore store(parse_redis_deployment(url), kTimeout);
-  store.relay_through(RedisRelayClient(
+  Store store(parse_redis_deployment(url), kTimeout);
+  store.relay_through(RelayClient(
       std::make_shared<ReplayingAgent>(
           std::vector<std::string>{pong({"note", "one", "warning", "two", "note", "three"}),
                                    pong({"note", "four", "shout", "five"})}),
@@ -340,8 +339,8 @@ TEST(RedisRelayFormat, NotesAndWarningsOfAnAnswerAreToldInOrder) {
 // caught; a Redis error reply crosses as the reply it is.
 TEST(RedisRelayFormat, EachFailureComesBackAsItsOwnError) {
   const auto answer_with = [](const std::string& outcome) {
-    RedisDeadline deadline(kTimeout, &real_waiter());
-    RedisRelayClient client(
+    Deadline deadline(kTimeout, &real_waiter());
+    RelayClient client(
         std::make_shared<ReplayingAgent>(std::vector<std::string>{"*2\r\n*0\r\n" + outcome}),
         {.url = "unix:///a.sock"});
     return client.command("k", {"PING"}, deadline);
@@ -355,15 +354,15 @@ TEST(RedisRelayFormat, EachFailureComesBackAsItsOwnError) {
     return "no StoreUnavailable";
   };
   EXPECT_EQ(message_of("-UNAVAILABLE Redis at x: down\r\n"), "Redis at x: down");
-  EXPECT_THROW(answer_with("-REFUSED Redis at x: NOPERM\r\n"), RedisRefused);
-  EXPECT_THROW(answer_with("-TOO_LATE\r\n"), RedisTooLate);
+  EXPECT_THROW(answer_with("-REFUSED Redis at x: NOPERM\r\n"), Refused);
+  EXPECT_THROW(answer_with("-TOO_LATE\r\n"), TooLate);
   EXPECT_THROW(answer_with("-USAGE invalid URL\r\n"), UsageError);
   EXPECT_THROW(answer_with("-INPUT no such file\r\n"), InputError);
   for (const bool sent : {false, true}) {
     try {
       answer_with(sent ? "-LOST_SENT gone\r\n" : "-LOST_UNSENT gone\r\n");
-      ADD_FAILURE() << "no RedisConnectionLost";
-    } catch (const RedisConnectionLost& lost) {
+      ADD_FAILURE() << "no ConnectionLost";
+    } catch (const ConnectionLost& lost) {
       EXPECT_EQ(lost.sent(), sent);
       EXPECT_STREQ(lost.what(), "gone");
     }
@@ -373,9 +372,9 @@ TEST(RedisRelayFormat, EachFailureComesBackAsItsOwnError) {
             "Redis at unix:///a.sock: the ratelimit agent gave an answer that makes no sense");
   EXPECT_EQ(message_of("+OK\r\n"),
             "Redis at unix:///a.sock: the ratelimit agent gave an answer that makes no sense");
-  const std::optional<RedisValue> reply = answer_with("*1\r\n-NOSCRIPT No matching script\r\n");
+  const std::optional<Value> reply = answer_with("*1\r\n-NOSCRIPT No matching script\r\n");
   ASSERT_TRUE(reply);
-  EXPECT_EQ(reply->type, RedisValue::Type::error);
+  EXPECT_EQ(reply->type, Value::Type::error);
   EXPECT_EQ(reply->text, "NOSCRIPT No matching script");
 }
 
@@ -384,17 +383,17 @@ TEST(RedisRelayFormat, EachFailureComesBackAsItsOwnError) {
 TEST_F(RedisRelayTest, RequestsThatComeTogetherAreEachDecidedAsAlone) {
   load_script();
   auto recorder = std::make_shared<RecordingAgent>();
-  RedisStore client(parse_redis_deployment(server_.unix_url()), kTimeout);
-  client.relay_through(RedisRelayClient(recorder, {.url = server_.unix_url()}));
+  Store client(parse_redis_deployment(server_.unix_url()), kTimeout);
+  client.relay_through(RelayClient(recorder, {.url = server_.unix_url()}));
   for (int i = 0; i < 8; ++i)
     EXPECT_EQ(client.reserve(request("together", 1), real_waiter()).signal, SIGINT);
   ASSERT_EQ(recorder->requests.size(), 8u);
-  RedisRelay relay;
+  Relay relay;
   const std::vector<std::string> answers = relay.answer(recorder->requests, real_waiter());
   EXPECT_EQ(relay.decisions(), 8u);
-  RedisStore reader(parse_redis_deployment(server_.unix_url()), kTimeout);
+  Store reader(parse_redis_deployment(server_.unix_url()), kTimeout);
   reader.relay_through(
-      RedisRelayClient(std::make_shared<ReplayingAgent>(answers), {.url = server_.unix_url()}));
+      RelayClient(std::make_shared<ReplayingAgent>(answers), {.url = server_.unix_url()}));
   for (int i = 0; i < 8; ++i) {
     const Reservation reservation = reader.reserve(request("together", 1), real_waiter());
     EXPECT_TRUE(reservation.granted);
@@ -404,9 +403,9 @@ TEST_F(RedisRelayTest, RequestsThatComeTogetherAreEachDecidedAsAlone) {
 }
 
 // A command sent straight to `server`.
-RedisValue direct_command(const RedisServer& server, const std::vector<std::string>& arguments) {
-  RedisDeadline deadline(kTimeout);
-  return RedisConnection(parse_redis_url(server.unix_url()), nullptr, deadline)
+Value direct_command(const RedisServer& server, const std::vector<std::string>& arguments) {
+  Deadline deadline(kTimeout);
+  return Connection(parse_redis_url(server.unix_url()), nullptr, deadline)
       .command(arguments, deadline);
 }
 
@@ -422,9 +421,9 @@ long long script_calls(const RedisServer& server) {
 std::string request_to_agent(const RedisServer& server, const std::string& redis_key,
                              const std::vector<std::string>& arguments) {
   auto recorder = std::make_shared<RecordingAgent>();
-  RedisRelayClient client(recorder, {.url = server.unix_url()});
-  RedisDeadline deadline(kTimeout, &real_waiter());
-  EXPECT_THROW(client.command(redis_key, arguments, deadline), RedisInterrupted);
+  RelayClient client(recorder, {.url = server.unix_url()});
+  Deadline deadline(kTimeout, &real_waiter());
+  EXPECT_THROW(client.command(redis_key, arguments, deadline), Interrupted);
   return recorder->requests.at(0);
 }
 
@@ -440,21 +439,21 @@ std::string script_request(const RedisServer& server, const std::string& key,
 // A reserve of one permit at 1/s on `key`, at 1 s after the epoch (so that waits are exact).
 std::string reserve_request(const RedisServer& server, const std::string& key) {
   return script_request(server, key,
-                        script::encode_reserve(request(key, 1), nanoseconds::max(), 1'000'000));
+                        encode_reserve(request(key, 1), nanoseconds::max(), 1'000'000));
 }
 
 // The reply that `answer` carries back to its client; throws what the client would.
-RedisValue reply_in(const std::string& answer) {
-  RedisRelayClient reader(std::make_shared<ReplayingAgent>(std::vector<std::string>{answer}),
-                          {.url = "unix:///a.sock"});
-  RedisDeadline deadline(kTimeout, &real_waiter());
+Value reply_in(const std::string& answer) {
+  RelayClient reader(std::make_shared<ReplayingAgent>(std::vector<std::string>{answer}),
+                     {.url = "unix:///a.sock"});
+  Deadline deadline(kTimeout, &real_waiter());
   return reader.command("k", {"PING"}, deadline).value();
 }
 
 // The wait of a reserve's reply (granted: "WAIT FROM UNTIL").
 std::string wait_in(const std::string& answer) {
-  const RedisValue reply = reply_in(answer);
-  EXPECT_EQ(reply.type, RedisValue::Type::string) << answer;
+  const Value reply = reply_in(answer);
+  EXPECT_EQ(reply.type, Value::Type::string) << answer;
   return reply.text.substr(0, reply.text.find(' '));
 }
 
@@ -463,7 +462,7 @@ std::string wait_in(const std::string& answer) {
 // the one the request got alone.
 TEST_F(RedisRelayTest, GoldenRequestsAnsweredTogetherGetTheAnswersTheyGotAlone) {
   load_script();
-  RedisStore redis = relayed();
+  Store redis = relayed();
   const auto vectors = testing::read_golden_vectors(RATELIMIT_GOLDEN_VECTORS);
   for (const testing::GoldenVector& vector : vectors) {
     RedisGoldenStore store(redis, "golden-" + vector.name);
@@ -499,11 +498,11 @@ TEST_F(RedisRelayTest, ABadRequestInABatchSpoilsNoOther) {
   load_script();
   direct_command(server_, {"CONFIG", "RESETSTAT"});
   std::vector<std::string> bad_permits =
-      script::encode_reserve(request("bad", 1), nanoseconds::max(), 1'000'000);
-  bad_permits[script::kArgPermits - 1] = "0";
+      encode_reserve(request("bad", 1), nanoseconds::max(), 1'000'000);
+  bad_permits[kArgPermits - 1] = "0";
   std::vector<std::string> bad_time = bad_permits;
-  bad_time[script::kArgPermits - 1] = "1";
-  bad_time[script::kArgTime - 1] = "soon";
+  bad_time[kArgPermits - 1] = "1";
+  bad_time[kArgTime - 1] = "soon";
   const std::vector<std::string> answers = agent_->relay.answer(
       {reserve_request(server_, "bad"), script_request(server_, "bad", bad_permits),
        reserve_request(server_, "bad"), script_request(server_, "bad", bad_time),
@@ -511,12 +510,12 @@ TEST_F(RedisRelayTest, ABadRequestInABatchSpoilsNoOther) {
       real_waiter());
   ASSERT_EQ(answers.size(), 5u);
   EXPECT_EQ(wait_in(answers[0]), "0");
-  const RedisValue refused = reply_in(answers[1]);
-  EXPECT_EQ(refused.type, RedisValue::Type::error);
+  const Value refused = reply_in(answers[1]);
+  EXPECT_EQ(refused.type, Value::Type::error);
   EXPECT_EQ(refused.text, "ERR ratelimit: bad arguments");
   EXPECT_EQ(wait_in(answers[2]), "1000000000");
-  const RedisValue failed = reply_in(answers[3]);
-  EXPECT_EQ(failed.type, RedisValue::Type::error);
+  const Value failed = reply_in(answers[3]);
+  EXPECT_EQ(failed.type, Value::Type::error);
   EXPECT_TRUE(failed.text.starts_with("ERR ")) << failed.text;
   EXPECT_EQ(wait_in(answers[4]), "2000000000");
   EXPECT_EQ(agent_->relay.decisions(), 3u);
@@ -527,14 +526,13 @@ TEST_F(RedisRelayTest, ABadRequestInABatchSpoilsNoOther) {
 TEST_F(RedisRelayTest, ANilReplyInABatchStaysNil) {
   load_script();
   direct_command(server_, {"CONFIG", "RESETSTAT"});
-  const std::string status =
-      script_request(server_, "nil", script::encode_status(std::int64_t{1'000'000}));
+  const std::string status = script_request(server_, "nil", encode_status(std::int64_t{1'000'000}));
   const std::vector<std::string> answers =
       agent_->relay.answer({status, reserve_request(server_, "nil"), status}, real_waiter());
   ASSERT_EQ(answers.size(), 3u);
-  EXPECT_EQ(reply_in(answers[0]).type, RedisValue::Type::nil);
+  EXPECT_EQ(reply_in(answers[0]).type, Value::Type::nil);
   EXPECT_EQ(wait_in(answers[1]), "0");
-  EXPECT_EQ(reply_in(answers[2]).type, RedisValue::Type::array);
+  EXPECT_EQ(reply_in(answers[2]).type, Value::Type::array);
   EXPECT_EQ(script_calls(server_), 1);
 }
 
@@ -542,14 +540,14 @@ TEST_F(RedisRelayTest, ANilReplyInABatchStaysNil) {
 TEST_F(RedisRelayTest, ABatchThatIsNotWholeServesNoRequest) {
   load_script();
   const std::vector<std::string> reserve =
-      script::encode_reserve(request("torn", 1), nanoseconds::max(), 1'000'000);
+      encode_reserve(request("torn", 1), nanoseconds::max(), 1'000'000);
   std::vector<std::string> call{"EVALSHA", std::string(kRedisBucketScriptSha1), "1",
-                                redis_key("torn"), std::string(script::kBatchOperation)};
-  script::add_to_batch(call, reserve);
+                                redis_key("torn"), std::string(kBatchOperation)};
+  add_to_batch(call, reserve);
   // A second request of 5 arguments, cut after 2.
   call.insert(call.end(), {"5", "status", ""});
-  const RedisValue reply = direct_command(server_, call);
-  EXPECT_EQ(reply.type, RedisValue::Type::error);
+  const Value reply = direct_command(server_, call);
+  EXPECT_EQ(reply.type, Value::Type::error);
   EXPECT_EQ(reply.text, "ERR ratelimit: bad batch");
   EXPECT_EQ(direct_command(server_, {"EXISTS", redis_key("torn")}).integer, 0);
 }
@@ -598,18 +596,17 @@ TEST(RedisRelayCluster, AMovedBatchIsAnsweredRequestByRequest) {
   direct_command(other, {"SCRIPT", "LOAD", std::string(kRedisBucketScript)});
   // The requests as a client of the seed node sends them.
   RecordingAgent recorder;
-  RedisRelayClient client(std::shared_ptr<AgentLink>(&recorder, [](AgentLink*) {}),
-                          {.url = seed.tcp_url()});
+  RelayClient client(std::shared_ptr<AgentLink>(&recorder, [](AgentLink*) {}),
+                     {.url = seed.tcp_url()});
   for (int i = 0; i < 3; ++i) {
-    RedisDeadline deadline(kTimeout, &real_waiter());
+    Deadline deadline(kTimeout, &real_waiter());
     std::vector<std::string> call{"EVALSHA", std::string(kRedisBucketScriptSha1), "1",
                                   redis_key(key)};
-    for (std::string& argument :
-         script::encode_reserve(request(key, 1), nanoseconds::max(), 1'000'000))
+    for (std::string& argument : encode_reserve(request(key, 1), nanoseconds::max(), 1'000'000))
       call.push_back(std::move(argument));
-    EXPECT_THROW(client.command(redis_key(key), call, deadline), RedisInterrupted);
+    EXPECT_THROW(client.command(redis_key(key), call, deadline), Interrupted);
   }
-  RedisRelay relay;
+  Relay relay;
   const std::vector<std::string> answers = relay.answer(recorder.requests, real_waiter());
   ASSERT_EQ(answers.size(), 3u);
   EXPECT_EQ(wait_in(answers[0]), "0");
@@ -623,8 +620,8 @@ TEST(RedisRelayCluster, AMovedBatchIsAnsweredRequestByRequest) {
 // each request NOSCRIPT: each client loads the script with EVAL, as alone, and is booked once.
 TEST_F(RedisRelayTest, ABatchWithoutTheScriptLoadsItAndBooksEachRequestOnce) {
   auto recorder = std::make_shared<RecordingAgent>();
-  RedisStore client(parse_redis_deployment(server_.unix_url()), kTimeout);
-  client.relay_through(RedisRelayClient(recorder, {.url = server_.unix_url()}));
+  Store client(parse_redis_deployment(server_.unix_url()), kTimeout);
+  client.relay_through(RelayClient(recorder, {.url = server_.unix_url()}));
   for (int i = 0; i < 4; ++i) client.reserve(request("noscript", 1), real_waiter());
   ASSERT_EQ(recorder->requests.size(), 4u);
   direct_command(server_, {"SCRIPT", "FLUSH"});
@@ -632,7 +629,7 @@ TEST_F(RedisRelayTest, ABatchWithoutTheScriptLoadsItAndBooksEachRequestOnce) {
   const std::vector<std::string> answers = agent_->relay.answer(recorder->requests, real_waiter());
   EXPECT_EQ(script_calls(server_), 1);
   EXPECT_EQ(agent_->relay.decisions(), 0u);
-  RedisStore relayed_client = relayed();
+  Store relayed_client = relayed();
   for (int i = 0; i < 4; ++i) {
     EXPECT_TRUE(reply_in(answers[i]).text.starts_with("NOSCRIPT")) << answers[i];
     // The client's next request (EVAL) goes to the agent alone.
@@ -651,20 +648,20 @@ TEST_F(RedisRelayTest, ABatchWithoutTheScriptLoadsItAndBooksEachRequestOnce) {
 TEST(RedisRelayFormat, RequestsAreRoutedByDeployment) {
   auto recorder = std::make_shared<RecordingAgent>();
   for (const std::string url : {"unix:///a.sock", "unix:///a.sock", "unix:///b.sock"}) {
-    RedisStore client(parse_redis_deployment(url), kTimeout);
-    client.relay_through(RedisRelayClient(recorder, {.url = url}));
+    Store client(parse_redis_deployment(url), kTimeout);
+    client.relay_through(RelayClient(recorder, {.url = url}));
     client.reserve(request("key-of-" + std::to_string(recorder->requests.size()), 1),
                    real_waiter());
   }
   ASSERT_EQ(recorder->requests.size(), 3u);
-  EXPECT_EQ(RedisRelay::route(recorder->requests[0]), RedisRelay::route(recorder->requests[1]));
-  EXPECT_NE(RedisRelay::route(recorder->requests[0]), RedisRelay::route(recorder->requests[2]));
-  EXPECT_FALSE(RedisRelay::route(recorder->requests[0]).empty());
-  EXPECT_EQ(RedisRelay::route("garbage"), "");
+  EXPECT_EQ(Relay::route(recorder->requests[0]), Relay::route(recorder->requests[1]));
+  EXPECT_NE(Relay::route(recorder->requests[0]), Relay::route(recorder->requests[2]));
+  EXPECT_FALSE(Relay::route(recorder->requests[0]).empty());
+  EXPECT_EQ(Relay::route("garbage"), "");
 }
 
 TEST(RedisRelayFormat, RequestsOfAnotherFormAreUnsupportedAndTheClientGoesDirect) {
-  RedisRelay relay;
+  Relay relay;
   // Another version's form, an older one's and a command of another form, each in RESP or not.
   EXPECT_EQ(relay.answer({"garbage", "", "15:redis-command-1999999999:x",
                           "*2\r\n$15\r\nredis-command-3\r\n$1\r\nx\r\n", "*1\r\n$4\r\nPING\r\n",
@@ -675,4 +672,4 @@ TEST(RedisRelayFormat, RequestsOfAnotherFormAreUnsupportedAndTheClientGoesDirect
 }
 
 }  // namespace
-}  // namespace ratelimit::stores
+}  // namespace ratelimit::stores::redis

@@ -19,7 +19,7 @@
 #include "stores/redis/redis_url.hpp"
 
 // Against real redis-servers, each test its own; no mock of Redis anywhere.
-namespace ratelimit::stores {
+namespace ratelimit::stores::redis {
 namespace {
 
 using namespace std::chrono_literals;
@@ -52,24 +52,24 @@ io::Waiter& real_waiter() {
 }
 
 // Another client of the same server, for what the test does behind the store's back.
-RedisValue admin(const RedisServer& server, const std::vector<std::string>& command) {
-  RedisDeadline deadline(kTimeout);
-  return RedisConnection(parse_redis_url(server.unix_url()), nullptr, deadline)
+Value admin(const RedisServer& server, const std::vector<std::string>& command) {
+  Deadline deadline(kTimeout);
+  return Connection(parse_redis_url(server.unix_url()), nullptr, deadline)
       .command(command, deadline);
 }
 
 class RedisStoreTest : public ::testing::Test {
  protected:
-  RedisStore store_at(const std::string& url) {
-    return RedisStore(parse_redis_deployment(url), kTimeout,
-                      [this](const std::string& note) { notes_.push_back(note); });
+  Store store_at(const std::string& url) {
+    return Store(parse_redis_deployment(url), kTimeout,
+                 [this](const std::string& note) { notes_.push_back(note); });
   }
   RedisServer server_;
   std::vector<std::string> notes_;
 };
 
 TEST_F(RedisStoreTest, ScriptReachesEveryGoldenDecision) {
-  RedisStore redis = store_at(server_.unix_url());
+  Store redis = store_at(server_.unix_url());
   const auto vectors = testing::read_golden_vectors(RATELIMIT_GOLDEN_VECTORS);
   ASSERT_GE(vectors.size(), 10u);
   for (const testing::GoldenVector& vector : vectors) {
@@ -81,9 +81,9 @@ TEST_F(RedisStoreTest, ScriptReachesEveryGoldenDecision) {
 // The same over TLS: the transport beneath the protocol changes nothing in the decisions.
 TEST(RedisTls, ScriptReachesEveryGoldenDecisionOverTls) {
   RedisServer server({}, true);
-  RedisTlsOptions tls;
+  TlsOptions tls;
   tls.ca_file = server.ca_file();
-  RedisStore redis(
+  Store redis(
       parse_redis_deployment(server.tls_url()), kTimeout, [](const std::string&) {}, tls);
   const auto vectors = testing::read_golden_vectors(RATELIMIT_GOLDEN_VECTORS);
   ASSERT_GE(vectors.size(), 10u);
@@ -92,7 +92,7 @@ TEST(RedisTls, ScriptReachesEveryGoldenDecisionOverTls) {
     for (const std::string& mismatch : testing::replay(vector, store)) ADD_FAILURE() << mismatch;
   }
   // A bucket shared with plain clients of the same server.
-  RedisStore plain(parse_redis_deployment(server.unix_url()), kTimeout);
+  Store plain(parse_redis_deployment(server.unix_url()), kTimeout);
   EXPECT_EQ(redis.reserve_at(request("shared", bursty(10)), kForever, 0).wait, 0ms);
   EXPECT_EQ(plain.reserve_at(request("shared", bursty(10)), kForever, 0).wait, 100ms);
 }
@@ -102,7 +102,7 @@ TEST(RedisTls, ScriptReachesEveryGoldenDecisionOverTls) {
 // none) at entries whose ends differ where a double would round them together, and of a few sets
 // of quotas (and none), with periods that are no whole number of microseconds per slot.
 TEST_F(RedisStoreTest, ScriptMatchesTheCoreOnRandomSequences) {
-  RedisStore redis = store_at(server_.unix_url());
+  Store redis = store_at(server_.unix_url());
   std::mt19937_64 random(20261130);
   const std::int64_t origin_micros = 1764460800000000;  // 2025-11-30, Unix time
   const std::string timetables[] = {"", "08:00,10;18:00,100", "00:00,1;12:00,off", "09:00,500"};
@@ -216,15 +216,15 @@ TEST_F(RedisStoreTest, ScriptMatchesTheCoreOnRandomSequences) {
 }
 
 TEST_F(RedisStoreTest, UnixAndTcpClientsShareOneBucket) {
-  RedisStore over_unix = store_at(server_.unix_url());
-  RedisStore over_tcp = store_at(server_.tcp_url());
+  Store over_unix = store_at(server_.unix_url());
+  Store over_tcp = store_at(server_.tcp_url());
   EXPECT_EQ(over_unix.reserve_at(request("api", bursty(10)), kForever, 0).wait, 0ms);
   EXPECT_EQ(over_tcp.reserve_at(request("api", bursty(10)), kForever, 0).wait, 100ms);
   EXPECT_EQ(over_unix.reserve_at(request("api", bursty(10)), kForever, 50000).wait, 150ms);
 }
 
 TEST_F(RedisStoreTest, ServerClockDecides) {
-  RedisStore redis = store_at(server_.unix_url());
+  Store redis = store_at(server_.unix_url());
   EXPECT_EQ(redis.reserve(request("clock", bursty(2)), real_waiter()).wait, 0ms);
   const nanoseconds second = redis.reserve(request("clock", bursty(2)), real_waiter()).wait;
   EXPECT_GT(second, 400ms);
@@ -232,9 +232,9 @@ TEST_F(RedisStoreTest, ServerClockDecides) {
 }
 
 TEST_F(RedisStoreTest, ScriptIsLoadedAgainAfterScriptFlush) {
-  RedisStore redis = store_at(server_.unix_url());
+  Store redis = store_at(server_.unix_url());
   EXPECT_EQ(redis.reserve_at(request("flushed", bursty(10)), kForever, 0).wait, 0ms);
-  EXPECT_EQ(admin(server_, {"SCRIPT", "FLUSH"}).type, RedisValue::Type::status);
+  EXPECT_EQ(admin(server_, {"SCRIPT", "FLUSH"}).type, Value::Type::status);
   // Booked once, not twice: the NOSCRIPT reply means the script did not run.
   EXPECT_EQ(redis.reserve_at(request("flushed", bursty(10)), kForever, 0).wait, 100ms);
   EXPECT_EQ(redis.reserve_at(request("flushed", bursty(10)), kForever, 0).wait, 200ms);
@@ -250,7 +250,7 @@ std::vector<std::string> bucket_hash(const std::string& key, std::vector<std::st
 }
 
 TEST_F(RedisStoreTest, KeyOfAnotherTypeOrDamagedIsAFreshBucket) {
-  RedisStore redis = store_at(server_.unix_url());
+  Store redis = store_at(server_.unix_url());
   admin(server_, {"SET", "ratelimit:{text}", "garbage"});
   admin(server_, {"RPUSH", "ratelimit:{list}", "a"});
   admin(server_, {"HSET", "ratelimit:{damaged}", "v", "1", "rate", "fast"});
@@ -280,7 +280,7 @@ TEST_F(RedisStoreTest, KeyOfAnotherTypeOrDamagedIsAFreshBucket) {
 // NaN or infinite numbers, or numbers a bucket cannot hold: damaged, so a fresh bucket that
 // expires, not a key that refuses every call or never expires.
 TEST_F(RedisStoreTest, KeyWithNumbersOutOfRangeIsAFreshBucket) {
-  RedisStore redis = store_at(server_.unix_url());
+  Store redis = store_at(server_.unix_url());
   const std::vector<std::pair<std::string, std::string>> damages = {
       {"free_ns", "nan"}, {"free_s", "inf"},   {"free_s", "-1"},   {"free_ns", "1e9"},
       {"free_ns", "0.5"}, {"free_s", "1e300"}, {"stored", "nan"},  {"stored", "inf"},
@@ -303,7 +303,7 @@ TEST_F(RedisStoreTest, KeyWithNumbersOutOfRangeIsAFreshBucket) {
 
 // A key this script wrote (with `texts`, read by the common call), changed by hand: damaged too.
 TEST_F(RedisStoreTest, KeyOfThisScriptChangedByHandIsAFreshBucket) {
-  RedisStore redis = store_at(server_.unix_url());
+  Store redis = store_at(server_.unix_url());
   const std::vector<std::pair<std::string, std::string>> damages = {
       {"stored", "garbage"}, {"free_s", "garbage"}, {"free_ns", "garbage"}, {"expires", "garbage"},
       {"stored", "nan"},     {"free_ns", "0.5"},    {"rate", "garbage"}};
@@ -322,17 +322,17 @@ TEST_F(RedisStoreTest, KeyOfThisScriptChangedByHandIsAFreshBucket) {
 }
 
 TEST_F(RedisStoreTest, IdleKeyExpiresOnceFullAgain) {
-  RedisStore redis = store_at(server_.unix_url());
+  Store redis = store_at(server_.unix_url());
   redis.reserve(request("idle", bursty(10, 1.0)), real_waiter());
   // Next free in 100 ms, then 10 permits at 100 ms each: full in 1.1 s, plus twice the 1 s
   // margin (moved again only once less than one margin is left).
-  const RedisValue ttl = admin(server_, {"PTTL", "ratelimit:{idle}"});
-  ASSERT_EQ(ttl.type, RedisValue::Type::integer);
+  const Value ttl = admin(server_, {"PTTL", "ratelimit:{idle}"});
+  ASSERT_EQ(ttl.type, Value::Type::integer);
   EXPECT_GT(ttl.integer, 2900);
   EXPECT_LE(ttl.integer, 3100);
   // A busy key's expiry moves once per margin, not on every call, and never falls short.
   for (int i = 0; i < 5; ++i) redis.reserve(request("idle", bursty(10, 1.0)), real_waiter());
-  const RedisValue busy_ttl = admin(server_, {"PTTL", "ratelimit:{idle}"});
+  const Value busy_ttl = admin(server_, {"PTTL", "ratelimit:{idle}"});
   EXPECT_LE(busy_ttl.integer, ttl.integer);  // moved, it would be 3.6 s
   // Next free in 600 ms, then 1 s to fill, and the margin.
   EXPECT_GT(busy_ttl.integer, 2600 - 300);
@@ -345,7 +345,7 @@ TEST_F(RedisStoreTest, IdleKeyExpiresOnceFullAgain) {
 }
 
 TEST_F(RedisStoreTest, StatusResetAndSetRate) {
-  RedisStore redis = store_at(server_.unix_url());
+  Store redis = store_at(server_.unix_url());
   redis.reserve_at(request("a", bursty(10)), kForever, 0);
   redis.reserve_at(request("b", bursty(4, 2.0)), kForever, 0);
   auto buckets = redis.status(std::nullopt);
@@ -368,7 +368,7 @@ TEST_F(RedisStoreTest, StatusResetAndSetRate) {
 }
 
 TEST_F(RedisStoreTest, AThrottleHoldsTheKeyAndStatusShowsItsBackoff) {
-  RedisStore redis = store_at(server_.unix_url());
+  Store redis = store_at(server_.unix_url());
   EXPECT_FALSE(redis.reserve_at(request("a", bursty(10)), kForever, 0).backing_off);
   EXPECT_FALSE(redis.throttle_at({.key = "none", .retry_after = 2s}, 1000000));
   const auto result = redis.throttle_at({.key = "a", .retry_after = 2s}, 1000000);
@@ -407,10 +407,10 @@ TEST_F(RedisStoreTest, AThrottleHoldsTheKeyAndStatusShowsItsBackoff) {
 }
 
 TEST_F(RedisStoreTest, AThrottledKeyDoesNotExpireBeforeItHasRecovered) {
-  RedisStore redis = store_at(server_.unix_url());
+  Store redis = store_at(server_.unix_url());
   const auto pttl = [&](const char* key) {
-    const RedisValue ttl = admin(server_, {"PTTL", key});
-    EXPECT_EQ(ttl.type, RedisValue::Type::integer);
+    const Value ttl = admin(server_, {"PTTL", key});
+    EXPECT_EQ(ttl.type, Value::Type::integer);
     return ttl.integer;
   };
   // At 10/s, paused 2 s from 1 s: back at 10/s kBackoffRecovery (5 s) after the pause, 7 s after
@@ -432,7 +432,7 @@ TEST_F(RedisStoreTest, AThrottledKeyDoesNotExpireBeforeItHasRecovered) {
 }
 
 TEST_F(RedisStoreTest, StatusShowsTheScheduleAndSetRateReplacesIt) {
-  RedisStore redis = store_at(server_.unix_url());
+  Store redis = store_at(server_.unix_url());
   constexpr std::int64_t kMax = std::numeric_limits<std::int64_t>::max();
   PermitRequest first = request("tt", bursty(10));
   first.schedule = {.timetable = "08:00,10;18:00,100", .entry_until = 1764486000};
@@ -489,7 +489,7 @@ TEST_F(RedisStoreTest, StatusShowsTheScheduleAndSetRateReplacesIt) {
 // As the state file keeps it (state_file_store_test.cpp): with the parameters a request applies
 // to a new key or in place of the key's; the argument comes after the shape's, so both shapes.
 TEST_F(RedisStoreTest, TheKeyKeepsTheNotationOfTheParametersApplied) {
-  RedisStore redis = store_at(server_.unix_url());
+  Store redis = store_at(server_.unix_url());
   const auto notation_now = [&] { return redis.status_at("n", 0)->notation; };
   PermitRequest made = request("n", bursty(10));
   made.notation = "bytes si 1 time";
@@ -520,7 +520,7 @@ TEST_F(RedisStoreTest, TheKeyKeepsTheNotationOfTheParametersApplied) {
 }
 
 TEST_F(RedisStoreTest, KeyWrittenBeforeTimetablesHasNone) {
-  RedisStore redis = store_at(server_.unix_url());
+  Store redis = store_at(server_.unix_url());
   admin(server_, bucket_hash("ratelimit:{old}"));
   const auto kept = redis.status_at("old", 0);
   ASSERT_TRUE(kept);
@@ -535,7 +535,7 @@ TEST_F(RedisStoreTest, KeyWrittenBeforeTimetablesHasNone) {
 // The common call compares the key's parameters in one field, `texts`, which an older script
 // leaves as it was when its set_rate writes `rate` alone.
 TEST_F(RedisStoreTest, RateAnOlderScriptWroteIsTheKeys) {
-  RedisStore redis = store_at(server_.unix_url());
+  Store redis = store_at(server_.unix_url());
   PermitRequest keeping = request("upgrade", bursty(10));
   keeping.apply_params = false;
   EXPECT_EQ(redis.reserve_at(keeping, kForever, 0).wait, 0ms);
@@ -548,7 +548,7 @@ TEST_F(RedisStoreTest, RateAnOlderScriptWroteIsTheKeys) {
 }
 
 TEST_F(RedisStoreTest, KeyWrittenBeforeQuotasTakesTheCallersQuotas) {
-  RedisStore redis = store_at(server_.unix_url());
+  Store redis = store_at(server_.unix_url());
   admin(server_, bucket_hash("ratelimit:{old}"));
   PermitRequest with_quota = request("old", bursty(10));
   with_quota.quotas = {{.limit = 2, .period = std::chrono::hours(1)}};
@@ -576,7 +576,7 @@ TEST_F(RedisStoreTest, KeyWrittenBeforeQuotasTakesTheCallersQuotas) {
 // Quota counts changed by hand: a damaged bucket, started afresh with the caller's quotas, not a
 // script error on every call.
 TEST_F(RedisStoreTest, KeyWithDamagedQuotasIsAFreshBucket) {
-  RedisStore redis = store_at(server_.unix_url());
+  Store redis = store_at(server_.unix_url());
   PermitRequest with_quota = request("quota", bursty(10));
   with_quota.quotas = {{.limit = 5, .period = std::chrono::seconds(64)}};
   const std::vector<std::pair<std::string, std::string>> damages = {
@@ -606,12 +606,12 @@ TEST_F(RedisStoreTest, KeyWithDamagedQuotasIsAFreshBucket) {
 // The common call reads a quota's sum of counts from quota_sums, written with the counts; counts
 // written without them (a ratelimit with quotas from before quota_sums) are read in full.
 TEST_F(RedisStoreTest, QuotaSumsCountOnlyWhileTheyAreTheKeysCounts) {
-  RedisStore redis = store_at(server_.unix_url());
+  Store redis = store_at(server_.unix_url());
   PermitRequest with_quota = request("sums", bursty(1e9));
   with_quota.quotas = {{.limit = 5, .period = std::chrono::seconds(64)}};
   for (int grant = 0; grant < 3; ++grant)
     ASSERT_TRUE(redis.reserve_at(with_quota, kForever, 0).granted);
-  const RedisValue fields =
+  const Value fields =
       admin(server_, {"HMGET", "ratelimit:{sums}", "quota_counts", "quota_sums", "quota_sums_of"});
   ASSERT_EQ(fields.elements.size(), 3u);
   EXPECT_EQ(fields.elements[1].text, "3");
@@ -634,28 +634,28 @@ TEST_F(RedisStoreTest, QuotaSumsCountOnlyWhileTheyAreTheKeysCounts) {
 // A key with quotas lives until its quotas' slots have passed, not only until its rate's bucket
 // is full again.
 TEST_F(RedisStoreTest, KeyWithQuotasExpiresOnceTheirWindowsHavePassed) {
-  RedisStore redis = store_at(server_.unix_url());
+  Store redis = store_at(server_.unix_url());
   PermitRequest with_quota = request("quota", bursty(10));
   with_quota.quotas = {{.limit = 5, .period = std::chrono::seconds(64)}};
   redis.reserve(with_quota, real_waiter());
   // 66 slots of 1 s from the current one's start, and the margins.
-  const RedisValue ttl = admin(server_, {"PTTL", "ratelimit:{quota}"});
+  const Value ttl = admin(server_, {"PTTL", "ratelimit:{quota}"});
   EXPECT_GT(ttl.integer, 65000 + 2000 - 100);
   EXPECT_LE(ttl.integer, 66000 + 2000);
 }
 
 // scripts/bench_redis.sh calls the script itself.
 TEST_F(RedisStoreTest, ReserveAsTheBenchCallsIt) {
-  const RedisValue reply =
+  const Value reply =
       admin(server_,
             {"EVAL", std::string(kRedisBucketScript), "1", "ratelimit:{short}", "reserve", "", "1",
              "9223372036854775807", "1,bursty,1e9,1,0,3,0,0,0,", "bursty", "0", "1e9", "1"});
   // Granted at once, and the key holds the caller's rate and schedule: the wait and the booking's
   // span say it all.
-  ASSERT_EQ(reply.type, RedisValue::Type::string);
+  ASSERT_EQ(reply.type, Value::Type::string);
   EXPECT_TRUE(reply.text.starts_with("0 ")) << reply.text;
   EXPECT_EQ(std::count(reply.text.begin(), reply.text.end(), ' '), 2) << reply.text;
-  RedisStore redis = store_at(server_.unix_url());
+  Store redis = store_at(server_.unix_url());
   const auto kept = redis.status("short").at(0);
   EXPECT_EQ(kept.params, bursty(1e9));
   EXPECT_EQ(kept.schedule, KeySchedule{});
@@ -663,13 +663,13 @@ TEST_F(RedisStoreTest, ReserveAsTheBenchCallsIt) {
 
 TEST(RedisPassword, RightPasswordWrongPasswordAndNone) {
   RedisServer server("s3cr3t");
-  RedisStore right(parse_redis_deployment(server.tcp_url()), kTimeout);
+  Store right(parse_redis_deployment(server.tcp_url()), kTimeout);
   EXPECT_TRUE(right.reserve(request("p", bursty(1)), real_waiter()).granted);
-  RedisStore over_unix(parse_redis_deployment(server.unix_url()), kTimeout);
+  Store over_unix(parse_redis_deployment(server.unix_url()), kTimeout);
   EXPECT_TRUE(over_unix.reserve(request("p", bursty(1)), real_waiter()).granted);
 
   const std::string wrong_url = "redis://:wrong@127.0.0.1:" + std::to_string(server.port());
-  RedisStore wrong(parse_redis_deployment(wrong_url), kTimeout);
+  Store wrong(parse_redis_deployment(wrong_url), kTimeout);
   try {
     wrong.reserve(request("p", bursty(1)), real_waiter());
     FAIL() << "a wrong password was accepted";
@@ -679,13 +679,13 @@ TEST(RedisPassword, RightPasswordWrongPasswordAndNone) {
     EXPECT_NE(message.find("redis://:***@127.0.0.1:"), std::string::npos) << message;
     EXPECT_NE(message.find("WRONGPASS"), std::string::npos) << message;
   }
-  RedisStore none(parse_redis_deployment("unix://" + server.socket_path()), kTimeout);
+  Store none(parse_redis_deployment("unix://" + server.socket_path()), kTimeout);
   EXPECT_THROW(none.reserve(request("p", bursty(1)), real_waiter()), StoreUnavailable);
 }
 
 TEST(RedisFailures, ServerKilledMidRunIsUnavailableNotSigpipe) {
   RedisServer server;
-  RedisStore redis(parse_redis_deployment(server.tcp_url()), kTimeout);
+  Store redis(parse_redis_deployment(server.tcp_url()), kTimeout);
   EXPECT_TRUE(redis.reserve(request("k", bursty(100)), real_waiter()).granted);
   server.stop(SIGKILL);
   // The first write to the dead connection may succeed; the ones after it would raise SIGPIPE.
@@ -705,14 +705,14 @@ TEST(RedisFailures, ServerKilledMidRunIsUnavailableNotSigpipe) {
 TEST(RedisFailures, ConnectionClosedMidCommandIsAnErrorNotSigpipe) {
   RedisServer server({}, true);
   admin(server, {"CONFIG", "SET", "proto-max-bulk-len", "1mb"});
-  RedisTlsOptions tls_options;
+  TlsOptions tls_options;
   tls_options.ca_file = server.ca_file();
-  const RedisTls tls(tls_options);
+  const Tls tls(tls_options);
   const std::string too_long(16 << 20, 'x');
   for (const std::string& url : {server.unix_url(), server.tcp_url(), server.tls_url()}) {
-    const RedisAddress address = parse_redis_url(url);
-    RedisDeadline deadline(kTimeout);
-    RedisConnection connection(address, address.tls ? &tls : nullptr, deadline);
+    const Address address = parse_redis_url(url);
+    Deadline deadline(kTimeout);
+    Connection connection(address, address.tls ? &tls : nullptr, deadline);
     EXPECT_THROW(connection.command({"ECHO", too_long}, deadline), StoreUnavailable) << url;
     EXPECT_FALSE(connection.open()) << url;
   }
@@ -725,7 +725,7 @@ TEST(RedisFailures, ConnectionClosedMidCommandIsAnErrorNotSigpipe) {
 // the next request finds it closed before sending anything, connects again and is booked once.
 TEST_F(RedisStoreTest, ConnectionDroppedWhileIdleIsMadeAgainAndTheRequestBookedOnce) {
   for (const std::string& url : {server_.unix_url(), server_.tcp_url()}) {
-    RedisStore redis = store_at(url);
+    Store redis = store_at(url);
     const std::string key = "dropped" + std::to_string(url.size());
     EXPECT_EQ(redis.reserve(request(key, bursty(1)), real_waiter()).wait, 0ns);
     admin(server_, {"CLIENT", "KILL", "TYPE", "normal", "SKIPME", "yes"});
@@ -745,7 +745,7 @@ TEST_F(RedisStoreTest, ConnectionDroppedWhileIdleIsMadeAgainAndTheRequestBookedO
 }
 
 TEST_F(RedisStoreTest, PingAnswersWhileTheServerDoes) {
-  RedisStore redis = store_at(server_.unix_url());
+  Store redis = store_at(server_.unix_url());
   EXPECT_NO_THROW(redis.ping("k", real_waiter()));
   server_.stop(SIGKILL);
   EXPECT_THROW(redis.ping("k", real_waiter()), StoreUnavailable);
@@ -755,7 +755,7 @@ TEST_F(RedisStoreTest, PingAnswersWhileTheServerDoes) {
 
 TEST(RedisFailures, PausedServerTimesOut) {
   RedisServer server;
-  RedisStore redis(parse_redis_deployment(server.unix_url()), 200ms);
+  Store redis(parse_redis_deployment(server.unix_url()), 200ms);
   EXPECT_TRUE(redis.reserve(request("k", bursty(100)), real_waiter()).granted);
   admin(server, {"CLIENT", "PAUSE", "3000", "ALL"});
   const auto start = std::chrono::steady_clock::now();
@@ -775,7 +775,7 @@ TEST(RedisFailures, PausedServerTimesOut) {
 // deadline (or after kAnswerGrace for one already due), long before --redis-timeout.
 TEST(RedisFailures, PausedServerRefusesAtTheRequestsDeadline) {
   RedisServer server;
-  RedisStore redis(parse_redis_deployment(server.unix_url()), 30s);
+  Store redis(parse_redis_deployment(server.unix_url()), 30s);
   EXPECT_TRUE(redis.reserve(request("k", bursty(100)), real_waiter()).granted);
   for (const nanoseconds timeout : {nanoseconds::zero(), nanoseconds(300ms)}) {
     admin(server, {"CLIENT", "PAUSE", "1500", "ALL"});
@@ -820,7 +820,7 @@ class StopSignalWaiter final : public io::Waiter {
 
 TEST(RedisInterruption, StopSignalEndsTheWaitForAPausedServer) {
   RedisServer server;
-  RedisStore redis(parse_redis_deployment(server.unix_url()), 30s);
+  Store redis(parse_redis_deployment(server.unix_url()), 30s);
   EXPECT_TRUE(redis.reserve(request("k", bursty(100)), real_waiter()).granted);
   admin(server, {"CLIENT", "PAUSE", "500", "ALL"});
   StopSignalWaiter stop(false);
@@ -834,7 +834,7 @@ TEST(RedisInterruption, StopSignalEndsTheWaitForAPausedServer) {
 
 TEST(RedisInterruption, StopSignalBeforeTheCallSendsNothing) {
   RedisServer server;
-  RedisStore redis(parse_redis_deployment(server.unix_url()), kTimeout);
+  Store redis(parse_redis_deployment(server.unix_url()), kTimeout);
   StopSignalWaiter stop(true);
   EXPECT_EQ(redis.reserve(request("k", bursty(1)), stop).signal, SIGINT);
   EXPECT_TRUE(redis.status("k").empty());
@@ -850,7 +850,7 @@ TEST(RedisInterruption, StopSignalBeforeTheCallSendsNothing) {
 // then unavailable, said with how long it was waited for.
 TEST(RedisFailures, NoServerIsUnavailableAfterTheRestartBudget) {
   testing::TempDir dir;
-  RedisStore redis(parse_redis_deployment("unix://" + dir.string() + "/none.sock"), kTimeout);
+  Store redis(parse_redis_deployment("unix://" + dir.string() + "/none.sock"), kTimeout);
   const auto start = std::chrono::steady_clock::now();
   try {
     redis.reserve(request("k", bursty(1)), real_waiter());
@@ -867,7 +867,7 @@ TEST(RedisFailures, NoServerIsUnavailableAfterTheRestartBudget) {
 // A restart (the port closed 0.3 s, then open again) costs the request that meets it a wait, not
 // a failure: it is decided once the server answers, booked once.
 TEST_F(RedisStoreTest, ARestartIsWaitedFor) {
-  RedisStore redis = store_at(server_.tcp_url());
+  Store redis = store_at(server_.tcp_url());
   EXPECT_EQ(redis.reserve(request("r", bursty(1)), real_waiter()).wait, 0ns);
   server_.stop(SIGTERM);
   // The request waits in a thread of its own: the server is started by this one, which it dies
@@ -898,4 +898,4 @@ TEST_F(RedisStoreTest, ARestartIsWaitedFor) {
 }
 
 }  // namespace
-}  // namespace ratelimit::stores
+}  // namespace ratelimit::stores::redis

@@ -1,4 +1,4 @@
-// RedisTopology on one server (its Sentinel and Cluster paths: tests/e2e/test_redis_sentinel.sh,
+// Topology on one server (its Sentinel and Cluster paths: tests/e2e/test_redis_sentinel.sh,
 // test_redis_cluster*.sh), against a real redis-server that each test starts.
 #include "stores/redis/redis_topology.hpp"
 
@@ -11,7 +11,7 @@
 #include "redis_server.hpp"
 #include "stores/redis/redis_deployment.hpp"
 
-namespace ratelimit::stores {
+namespace ratelimit::stores::redis {
 namespace {
 
 using namespace std::chrono_literals;
@@ -19,18 +19,18 @@ using testing::RedisServer;
 
 constexpr std::chrono::milliseconds kTimeout = 2s;
 
-RedisTopology topology_of(const std::string& url) {
+Topology topology_of(const std::string& url) {
   const auto quiet = [](const std::string&) {};
-  return RedisTopology(parse_redis_deployment(url), kTimeout, kTimeout, quiet, quiet);
+  return Topology(parse_redis_deployment(url), kTimeout, kTimeout, quiet, quiet);
 }
 
 TEST(RedisTopology, OneServerTakesCommandsAndPipelines) {
   RedisServer server("s3cr3t");
-  RedisTopology topology = topology_of(server.unix_url());
+  Topology topology = topology_of(server.unix_url());
   EXPECT_EQ(topology.shown_url().find("s3cr3t"), std::string::npos) << topology.shown_url();
-  RedisDeadline deadline(kTimeout);
+  Deadline deadline(kTimeout);
   EXPECT_EQ(topology.command("k", {"SET", "k", "1"}, deadline).text, "OK");
-  const std::optional<std::vector<RedisValue>> replies = topology.pipeline(
+  const std::optional<std::vector<Value>> replies = topology.pipeline(
       {{"k", {"INCR", "k"}}, {"other", {"INCRBY", "other", "5"}}, {"k", {"GET", "k"}}}, deadline);
   ASSERT_TRUE(replies);
   ASSERT_EQ(replies->size(), 3u);
@@ -41,30 +41,30 @@ TEST(RedisTopology, OneServerTakesCommandsAndPipelines) {
 
 TEST(RedisTopology, AWrongPasswordIsRefused) {
   RedisServer server("s3cr3t");
-  RedisTopology topology = topology_of("unix://:wrong@" + server.socket_path());
-  RedisDeadline deadline(kTimeout);
+  Topology topology = topology_of("unix://:wrong@" + server.socket_path());
+  Deadline deadline(kTimeout);
   EXPECT_THROW(topology.command("k", {"PING"}, deadline), StoreUnavailable);
 }
 
 // A Cluster's redirections and refusals mean that the command did not run; other errors do not.
 TEST(RedisTopology, WhatASentElsewhereReplyIs) {
   const auto error = [](std::string text) {
-    RedisValue value;
-    value.type = RedisValue::Type::error;
+    Value value;
+    value.type = Value::Type::error;
     value.text = std::move(text);
     return value;
   };
-  EXPECT_TRUE(RedisTopology::sent_elsewhere(error("MOVED 3999 127.0.0.1:6381")));
-  EXPECT_TRUE(RedisTopology::sent_elsewhere(error("ASK 3999 127.0.0.1:6381")));
-  EXPECT_TRUE(RedisTopology::sent_elsewhere(error("CLUSTERDOWN The cluster is down")));
-  EXPECT_TRUE(RedisTopology::sent_elsewhere(error("TRYAGAIN Multiple keys request")));
-  EXPECT_FALSE(RedisTopology::sent_elsewhere(error("NOSCRIPT No matching script")));
-  EXPECT_FALSE(RedisTopology::sent_elsewhere(error("ERR MOVED")));
-  RedisValue status;
-  status.type = RedisValue::Type::status;
+  EXPECT_TRUE(Topology::sent_elsewhere(error("MOVED 3999 127.0.0.1:6381")));
+  EXPECT_TRUE(Topology::sent_elsewhere(error("ASK 3999 127.0.0.1:6381")));
+  EXPECT_TRUE(Topology::sent_elsewhere(error("CLUSTERDOWN The cluster is down")));
+  EXPECT_TRUE(Topology::sent_elsewhere(error("TRYAGAIN Multiple keys request")));
+  EXPECT_FALSE(Topology::sent_elsewhere(error("NOSCRIPT No matching script")));
+  EXPECT_FALSE(Topology::sent_elsewhere(error("ERR MOVED")));
+  Value status;
+  status.type = Value::Type::status;
   status.text = "MOVED 3999 127.0.0.1:6381";
-  EXPECT_FALSE(RedisTopology::sent_elsewhere(status));
+  EXPECT_FALSE(Topology::sent_elsewhere(status));
 }
 
 }  // namespace
-}  // namespace ratelimit::stores
+}  // namespace ratelimit::stores::redis

@@ -183,10 +183,11 @@ class StateFileStore final : public GoldenStore {
   FakeClock clock_;
   FakeWaiter waiter_{clock_};
   const nanoseconds origin_ = aligned_origin(clock_);
-  stores::StateFileStore store_{state::StateDirectory::open(dir_.string()), clock_,
-                                stores::HostId{.machine_id = "0123456789abcdef0123456789abcdef",
-                                               .boot_id = "11111111-2222-3333-4444-555555555555"},
-                                [](const std::string&) {}};
+  stores::state_file::Store store_{
+      state::StateDirectory::open(dir_.string()), clock_,
+      stores::state_file::HostId{.machine_id = "0123456789abcdef0123456789abcdef",
+                                 .boot_id = "11111111-2222-3333-4444-555555555555"},
+      [](const std::string&) {}};
 };
 
 std::vector<GoldenVector> golden_vectors() { return read_golden_vectors(RATELIMIT_GOLDEN_VECTORS); }

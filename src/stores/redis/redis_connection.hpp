@@ -18,40 +18,40 @@ struct ssl_ctx_st;
 // A client of a Redis server: hiredis for the protocol (its reply reader and command formatting),
 // over a transport of ours (redis_connection_transport.hpp): a plain socket or TLS. Its POSIX
 // side is redis_connection_posix.cpp.
-namespace ratelimit::stores {
+namespace ratelimit::stores::redis {
 
-class RedisTransport;
+class Transport;
 
 // A reply, copied out of hiredis's.
-struct RedisValue {
+struct Value {
   enum class Type { nil, integer, string, status, error, array };
   Type type = Type::nil;
   long long integer = 0;
   std::string text;  // string, status and error
-  std::vector<RedisValue> elements;
+  std::vector<Value> elements;
 };
 
 // Whether `value` carries text: a string or a status reply.
-inline bool is_text(const RedisValue& value) {
-  return value.type == RedisValue::Type::string || value.type == RedisValue::Type::status;
+inline bool is_text(const Value& value) {
+  return value.type == Value::Type::string || value.type == Value::Type::status;
 }
 
 // Thrown by a call that a stop signal cut short. One that came while a command's reply was
 // awaited closes the connection, and the command may have run.
-struct RedisInterrupted {
+struct Interrupted {
   int signal;
 };
 
-// Thrown by a call whose request's deadline (RedisDeadline::refuse_after) passed before it got
-// its answer; as for RedisInterrupted, the connection is closed and the command may have run.
-struct RedisTooLate {};
+// Thrown by a call whose request's deadline (Deadline::refuse_after) passed before it got
+// its answer; as for Interrupted, the connection is closed and the command may have run.
+struct TooLate {};
 
 // A connection that the server or the network ended (a restart, CLIENT KILL, a proxy's idle
 // timeout, a reset), as against one that timed out. Whether the command had gone out decides what
 // sending it again may cost.
-class RedisConnectionLost : public StoreUnavailable {
+class ConnectionLost : public StoreUnavailable {
  public:
-  RedisConnectionLost(const std::string& what, bool sent) : StoreUnavailable(what), sent_(sent) {}
+  ConnectionLost(const std::string& what, bool sent) : StoreUnavailable(what), sent_(sent) {}
   // False: the server cannot have run the command (the connection was found closed before it
   // went out, or it did not go out whole). True: it went out, and only its reply was lost.
   bool sent() const { return sent_; }
@@ -63,24 +63,24 @@ class RedisConnectionLost : public StoreUnavailable {
 // The one deadline of one operation of ratelimit's on Redis (a reservation, a status, a reset):
 // resolving the host, connecting, the TLS handshake, AUTH, SELECT and every command and reply of
 // the operation all count against it, so --redis-timeout bounds the whole, not each step.
-class RedisDeadline {
+class Deadline {
  public:
   // `timeout` from now on: past it the server is unavailable. Waits go through `waiter`, so a
-  // stop signal ends them (RedisInterrupted); without one, no signal cuts them short.
-  explicit RedisDeadline(std::chrono::milliseconds timeout, io::Waiter* waiter = nullptr);
+  // stop signal ends them (Interrupted); without one, no signal cuts them short.
+  explicit Deadline(std::chrono::milliseconds timeout, io::Waiter* waiter = nullptr);
 
-  // Past `deadline` too (on the waiter's timeline), the call is refused (RedisTooLate) instead:
+  // Past `deadline` too (on the waiter's timeline), the call is refused (TooLate) instead:
   // the request's own deadline, when it ends before the timeout.
   void refuse_after(std::chrono::nanoseconds deadline) { refused_at_ = deadline; }
   // `timeout` from now on, for the same request: its waiter, and refused as this one is.
-  RedisDeadline renewed(std::chrono::milliseconds timeout) const;
+  Deadline renewed(std::chrono::milliseconds timeout) const;
   // The same, but never later than this one: one step's part of a search.
-  RedisDeadline share(std::chrono::milliseconds timeout) const;
+  Deadline share(std::chrono::milliseconds timeout) const;
   // The request's failover budget: `failover_timeout` from the first time any deadline of the
   // request (this one, those renewed or shared from it, and their copies) asked for it, so that a
   // request spends one budget however many failovers it meets, connecting or sending, and however
   // often it is tried again. Refused as this one is.
-  RedisDeadline failover_budget(std::chrono::milliseconds failover_timeout) const;
+  Deadline failover_budget(std::chrono::milliseconds failover_timeout) const;
 
   io::Waiter& waiter() { return *waiter_; }
   // When the call is refused (refuse_after; nanoseconds::max(): never), and when the server
@@ -89,11 +89,11 @@ class RedisDeadline {
   std::chrono::nanoseconds unavailable_at() const { return unavailable_at_; }
   // Whether the timeout has run out (the server is unavailable now).
   bool passed() const { return waiter_->now() >= unavailable_at_; }
-  // Waits `duration`, or until the timeout runs out, whichever is sooner (RedisInterrupted for a
+  // Waits `duration`, or until the timeout runs out, whichever is sooner (Interrupted for a
   // stop signal).
   void pause(std::chrono::nanoseconds duration);
-  // Throws RedisInterrupted for a stop signal that came, RedisTooLate or StoreUnavailable's
-  // cause ("no AWAITED within 300ms", a RedisFailure) for a deadline that passed.
+  // Throws Interrupted for a stop signal that came, TooLate or StoreUnavailable's
+  // cause ("no AWAITED within 300ms", a Failure) for a deadline that passed.
   void check(std::string_view awaited);
   // Waits until one of `fds` is ready or until `until`, whichever comes first, then throws as
   // check() unless one is ready.
@@ -117,14 +117,14 @@ class TlsSessionCache;
 // not safe keeps none: `notify` is told why, as it is told of each session resumed). Throws
 // InputError for a file that cannot be read (or is no regular file: a FIFO would hang the read),
 // UsageError for one that holds no certificate or key OpenSSL can use.
-class RedisTls {
+class Tls {
  public:
-  explicit RedisTls(
-      const RedisTlsOptions& options,
+  explicit Tls(
+      const TlsOptions& options,
       std::function<void(const std::string&)> notify = [](const std::string&) {});
-  RedisTls(RedisTls&&) noexcept;
-  RedisTls& operator=(RedisTls&&) noexcept;
-  ~RedisTls();
+  Tls(Tls&&) noexcept;
+  Tls& operator=(Tls&&) noexcept;
+  ~Tls();
 
   ssl_ctx_st* context() const { return context_.get(); }
   bool verify() const { return verify_; }
@@ -134,7 +134,7 @@ class RedisTls {
   const std::shared_ptr<const TlsSessionCache>& sessions() const { return sessions_; }
 
  private:
-  void keep_sessions(const RedisTlsOptions& options, std::string trust,
+  void keep_sessions(const TlsOptions& options, std::string trust,
                      std::function<void(const std::string&)> notify);
 
   struct FreeContext {
@@ -148,51 +148,51 @@ class RedisTls {
 
 // Thrown when a server answered the handshake (AUTH, SELECT) with an error: it is there and
 // refuses this client, which waiting does not mend.
-class RedisRefused : public StoreUnavailable {
+class Refused : public StoreUnavailable {
  public:
   using StoreUnavailable::StoreUnavailable;
 };
 
 // One connection to a server, authenticated and on its database.
-class RedisConnection {
+class Connection {
  public:
   // Connects to `address` (over TLS with `tls`, required for a rediss:// address) within
   // `deadline`. Throws StoreUnavailable naming the URL (password hidden) and the cause
-  // (RedisRefused for a refused handshake), or as RedisDeadline does.
-  RedisConnection(const RedisAddress& address, const RedisTls* tls, RedisDeadline& deadline);
-  RedisConnection(RedisConnection&&) noexcept;
-  RedisConnection& operator=(RedisConnection&&) noexcept;
-  ~RedisConnection();
+  // (Refused for a refused handshake), or as Deadline does.
+  Connection(const Address& address, const Tls* tls, Deadline& deadline);
+  Connection(Connection&&) noexcept;
+  Connection& operator=(Connection&&) noexcept;
+  ~Connection();
 
   // Sends one command and waits for its reply within `deadline`; an error reply is returned, not
   // thrown. Throws StoreUnavailable if the server cannot be reached or does not answer in time,
-  // RedisConnectionLost if it ended the connection, or as RedisDeadline does; the connection is
-  // then closed and the command's effect unknown (unless RedisConnectionLost says it was not
+  // ConnectionLost if it ended the connection, or as Deadline does; the connection is
+  // then closed and the command's effect unknown (unless ConnectionLost says it was not
   // sent), and every later command throws. A stop signal or a deadline past before the command is
   // sent: nothing is sent. A connection idle since its last reply is looked at first, without
   // waiting: one the server closed meanwhile is reported as lost before anything is sent.
-  RedisValue command(const std::vector<std::string>& arguments, RedisDeadline& deadline);
+  Value command(const std::vector<std::string>& arguments, Deadline& deadline);
   // The same for several commands sent in one write (a pipeline), their replies in order: what
   // goes wrong goes wrong for all of them.
-  std::vector<RedisValue> pipeline(const std::vector<std::vector<std::string>>& commands,
-                                   RedisDeadline& deadline);
+  std::vector<Value> pipeline(const std::vector<std::vector<std::string>>& commands,
+                              Deadline& deadline);
   // False once a command failed.
   bool open() const { return transport_ != nullptr; }
 
  private:
-  // Runs `step`; whatever it throws closes the connection, a RedisFailure as StoreUnavailable.
+  // Runs `step`; whatever it throws closes the connection, a Failure as StoreUnavailable.
   template <typename Step>
   auto closing_on_failure(Step step);
-  // Throws RedisConnectionLost (not sent) if the server closed the connection since the last
+  // Throws ConnectionLost (not sent) if the server closed the connection since the last
   // reply.
   void check_still_open();
-  void send(std::string_view data, RedisDeadline& deadline);
-  RedisValue receive_reply(RedisDeadline& deadline);
+  void send(std::string_view data, Deadline& deadline);
+  Value receive_reply(Deadline& deadline);
 
   struct FreeReader {
     void operator()(redisReader* reader) const;
   };
-  std::unique_ptr<RedisTransport> transport_;
+  std::unique_ptr<Transport> transport_;
   std::unique_ptr<redisReader, FreeReader> reader_;
   std::string shown_url_;
   // Over TLS: OpenSSL writes to the socket with write(2), which raises SIGPIPE.
@@ -201,4 +201,4 @@ class RedisConnection {
   bool answered_ = false;
 };
 
-}  // namespace ratelimit::stores
+}  // namespace ratelimit::stores::redis

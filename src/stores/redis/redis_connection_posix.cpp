@@ -14,7 +14,7 @@
 #include "stores/redis/redis_connection_transport.hpp"
 #include "stores/redis/redis_resp.hpp"
 
-namespace ratelimit::stores {
+namespace ratelimit::stores::redis {
 namespace {
 
 // While alive, SIGPIPE is blocked in this thread, and one raised by OpenSSL's write to a
@@ -52,9 +52,9 @@ class SigpipeBlocked {
 };
 
 // A transport that failed under a command: the server or the network ended the connection.
-class TransportLost : public RedisFailure {
+class TransportLost : public Failure {
  public:
-  TransportLost(const RedisFailure& cause, bool sent) : RedisFailure(cause), sent(sent) {}
+  TransportLost(const Failure& cause, bool sent) : Failure(cause), sent(sent) {}
   bool sent;
 };
 
@@ -89,75 +89,73 @@ std::string describe(std::chrono::milliseconds duration) {
 
 }  // namespace
 
-RedisDeadline::RedisDeadline(std::chrono::milliseconds timeout, io::Waiter* waiter)
+Deadline::Deadline(std::chrono::milliseconds timeout, io::Waiter* waiter)
     : waiter_(waiter), timeout_(timeout) {
   static UninterruptedWaiter uninterrupted;
   if (waiter_ == nullptr) waiter_ = &uninterrupted;
   unavailable_at_ = deadline_after(waiter_->now(), timeout);
 }
 
-RedisDeadline RedisDeadline::renewed(std::chrono::milliseconds timeout) const {
-  RedisDeadline next(timeout, waiter_);
+Deadline Deadline::renewed(std::chrono::milliseconds timeout) const {
+  Deadline next(timeout, waiter_);
   next.refused_at_ = refused_at_;
   next.failover_ends_ = failover_ends_;
   return next;
 }
 
-RedisDeadline RedisDeadline::failover_budget(std::chrono::milliseconds failover_timeout) const {
+Deadline Deadline::failover_budget(std::chrono::milliseconds failover_timeout) const {
   if (!*failover_ends_) *failover_ends_ = deadline_after(waiter_->now(), failover_timeout);
-  RedisDeadline budget = *this;
+  Deadline budget = *this;
   budget.timeout_ = failover_timeout;
   budget.unavailable_at_ = **failover_ends_;
   return budget;
 }
 
-RedisDeadline RedisDeadline::share(std::chrono::milliseconds timeout) const {
-  RedisDeadline part = renewed(timeout);
+Deadline Deadline::share(std::chrono::milliseconds timeout) const {
+  Deadline part = renewed(timeout);
   part.unavailable_at_ = std::min(part.unavailable_at_, unavailable_at_);
   return part;
 }
 
-void RedisDeadline::check(std::string_view awaited) {
-  if (const int signal = waiter_->wait_until(waiter_->now())) throw RedisInterrupted{signal};
+void Deadline::check(std::string_view awaited) {
+  if (const int signal = waiter_->wait_until(waiter_->now())) throw Interrupted{signal};
   const std::chrono::nanoseconds now = waiter_->now();
-  if (now >= refused_at_ && refused_at_ <= unavailable_at_) throw RedisTooLate{};
+  if (now >= refused_at_ && refused_at_ <= unavailable_at_) throw TooLate{};
   if (now >= unavailable_at_)
-    throw RedisFailure("no " + std::string(awaited) + " within " + describe(timeout_));
+    throw Failure("no " + std::string(awaited) + " within " + describe(timeout_));
 }
 
-void RedisDeadline::pause(std::chrono::nanoseconds duration) {
+void Deadline::pause(std::chrono::nanoseconds duration) {
   const std::chrono::nanoseconds now = waiter_->now();
   const std::chrono::nanoseconds until =
       duration > unavailable_at_ - now ? unavailable_at_ : now + duration;
-  if (const int signal = waiter_->wait_until(until)) throw RedisInterrupted{signal};
+  if (const int signal = waiter_->wait_until(until)) throw Interrupted{signal};
 }
 
-void RedisDeadline::wait(std::span<pollfd> fds, std::string_view awaited,
-                         std::chrono::nanoseconds until) {
+void Deadline::wait(std::span<pollfd> fds, std::string_view awaited,
+                    std::chrono::nanoseconds until) {
   for (pollfd& fd : fds) fd.revents = 0;
   if (const int signal = waiter_->wait_until(std::min({until, unavailable_at_, refused_at_}), fds))
-    throw RedisInterrupted{signal};
+    throw Interrupted{signal};
   if (std::none_of(fds.begin(), fds.end(), [](const pollfd& fd) { return fd.revents != 0; }))
     check(awaited);
 }
 
-void RedisConnection::FreeReader::operator()(redisReader* reader) const {
-  ::redisReaderFree(reader);
-}
+void Connection::FreeReader::operator()(redisReader* reader) const { ::redisReaderFree(reader); }
 
 template <typename Step>
-auto RedisConnection::closing_on_failure(Step step) {
+auto Connection::closing_on_failure(Step step) {
   try {
     std::optional<SigpipeBlocked> sigpipe_blocked;
     if (tls_) sigpipe_blocked.emplace();
     return step();
   } catch (const TransportLost& lost) {
     transport_.reset();
-    throw RedisConnectionLost("Redis at " + shown_url_ + ": " + lost.what(), lost.sent);
-  } catch (const RedisNotListening& refused) {
+    throw ConnectionLost("Redis at " + shown_url_ + ": " + lost.what(), lost.sent);
+  } catch (const NotListening& refused) {
     transport_.reset();
-    throw RedisConnectionLost("Redis at " + shown_url_ + ": " + refused.what(), false);
-  } catch (const RedisFailure& failure) {
+    throw ConnectionLost("Redis at " + shown_url_ + ": " + refused.what(), false);
+  } catch (const Failure& failure) {
     transport_.reset();
     throw StoreUnavailable("Redis at " + shown_url_ + ": " + failure.what());
   } catch (...) {
@@ -166,8 +164,7 @@ auto RedisConnection::closing_on_failure(Step step) {
   }
 }
 
-RedisConnection::RedisConnection(const RedisAddress& address, const RedisTls* tls,
-                                 RedisDeadline& deadline)
+Connection::Connection(const Address& address, const Tls* tls, Deadline& deadline)
     : shown_url_(address.shown), tls_(address.tls) {
   closing_on_failure([&] {
     deadline.check("connection");
@@ -178,10 +175,10 @@ RedisConnection::RedisConnection(const RedisAddress& address, const RedisTls* tl
     if (!reader_) throw std::bad_alloc();
   });
   auto handshake = [&](const std::vector<std::string>& arguments) {
-    const RedisValue reply = command(arguments, deadline);
-    if (reply.type == RedisValue::Type::error) {
+    const Value reply = command(arguments, deadline);
+    if (reply.type == Value::Type::error) {
       transport_.reset();
-      throw RedisRefused("Redis at " + shown_url_ + ": " + reply.text);
+      throw Refused("Redis at " + shown_url_ + ": " + reply.text);
     }
   };
   if (!address.password.empty()) {
@@ -193,17 +190,16 @@ RedisConnection::RedisConnection(const RedisAddress& address, const RedisTls* tl
   if (address.database != 0) handshake({"SELECT", std::to_string(address.database)});
 }
 
-RedisConnection::RedisConnection(RedisConnection&&) noexcept = default;
-RedisConnection& RedisConnection::operator=(RedisConnection&&) noexcept = default;
-RedisConnection::~RedisConnection() = default;
+Connection::Connection(Connection&&) noexcept = default;
+Connection& Connection::operator=(Connection&&) noexcept = default;
+Connection::~Connection() = default;
 
-RedisValue RedisConnection::command(const std::vector<std::string>& arguments,
-                                    RedisDeadline& deadline) {
+Value Connection::command(const std::vector<std::string>& arguments, Deadline& deadline) {
   return std::move(pipeline({arguments}, deadline).front());
 }
 
-std::vector<RedisValue> RedisConnection::pipeline(
-    const std::vector<std::vector<std::string>>& commands, RedisDeadline& deadline) {
+std::vector<Value> Connection::pipeline(const std::vector<std::vector<std::string>>& commands,
+                                        Deadline& deadline) {
   if (!transport_) throw StoreUnavailable("Redis at " + shown_url_ + ": the connection was lost");
   return closing_on_failure([&] {
     deadline.check("reply");
@@ -211,19 +207,19 @@ std::vector<RedisValue> RedisConnection::pipeline(
     std::string out;
     for (const std::vector<std::string>& arguments : commands) out += resp_command(arguments);
     send(out, deadline);
-    std::vector<RedisValue> replies;
+    std::vector<Value> replies;
     for (std::size_t i = 0; i < commands.size(); ++i) replies.push_back(receive_reply(deadline));
     return replies;
   });
 }
 
-void RedisConnection::check_still_open() {
+void Connection::check_still_open() {
   std::array<char, 512> buffer;
   short wanted = 0;
   std::size_t received = 0;
   try {
     received = transport_->receive(buffer, wanted);
-  } catch (const RedisFailure& failure) {
+  } catch (const Failure& failure) {
     throw TransportLost(failure, false);
   }
   // Bytes nobody asked for: kept for the reader, as before this look.
@@ -231,13 +227,13 @@ void RedisConnection::check_still_open() {
     throw std::bad_alloc();
 }
 
-void RedisConnection::send(std::string_view data, RedisDeadline& deadline) {
+void Connection::send(std::string_view data, Deadline& deadline) {
   while (!data.empty()) {
     short wanted = 0;
     std::size_t sent = 0;
     try {
       sent = transport_->send(data, wanted);
-    } catch (const RedisFailure& failure) {
+    } catch (const Failure& failure) {
       // Not all of the command went out: the server cannot have run it.
       throw TransportLost(failure, false);
     }
@@ -249,14 +245,13 @@ void RedisConnection::send(std::string_view data, RedisDeadline& deadline) {
   }
 }
 
-RedisValue RedisConnection::receive_reply(RedisDeadline& deadline) {
+Value Connection::receive_reply(Deadline& deadline) {
   std::array<char, 16384> buffer;
   while (true) {
     void* reply = nullptr;
-    if (::redisReaderGetReply(reader_.get(), &reply) != REDIS_OK)
-      throw RedisFailure(reader_->errstr);
+    if (::redisReaderGetReply(reader_.get(), &reply) != REDIS_OK) throw Failure(reader_->errstr);
     if (reply != nullptr) {
-      RedisValue value = copy_reply(*static_cast<redisReply*>(reply));
+      Value value = copy_reply(*static_cast<redisReply*>(reply));
       ::freeReplyObject(reply);
       answered_ = true;
       return value;
@@ -266,7 +261,7 @@ RedisValue RedisConnection::receive_reply(RedisDeadline& deadline) {
     std::size_t received = 0;
     try {
       received = transport_->receive(buffer, wanted);
-    } catch (const RedisFailure& failure) {
+    } catch (const Failure& failure) {
       throw TransportLost(failure, true);
     }
     if (received > 0) {
@@ -279,4 +274,4 @@ RedisValue RedisConnection::receive_reply(RedisDeadline& deadline) {
   }
 }
 
-}  // namespace ratelimit::stores
+}  // namespace ratelimit::stores::redis

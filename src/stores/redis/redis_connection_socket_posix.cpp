@@ -18,7 +18,7 @@
 
 #include "stores/redis/redis_connection_transport.hpp"
 
-namespace ratelimit::stores {
+namespace ratelimit::stores::redis {
 namespace {
 
 struct FreeAddresses {
@@ -48,13 +48,13 @@ void on_lookup(void* argument, int status, int /*timeouts*/, ares_addrinfo* resu
 // The addresses of `host` for TCP port `port`, by c-ares: a static binary has no NSS for
 // getaddrinfo, and c-ares's sockets can be waited for through the deadline, so a name server that
 // does not answer is given up at --redis-timeout or at a stop signal.
-Addresses resolve(const std::string& host, int port, RedisDeadline& deadline) {
+Addresses resolve(const std::string& host, int port, Deadline& deadline) {
   static const int initialized = ::ares_library_init(ARES_LIB_INIT_ALL);
-  if (initialized != ARES_SUCCESS) throw RedisFailure(::ares_strerror(initialized));
+  if (initialized != ARES_SUCCESS) throw Failure(::ares_strerror(initialized));
   Lookup lookup;
   ares_channel raw_channel = nullptr;
   if (const int status = ::ares_init(&raw_channel); status != ARES_SUCCESS)
-    throw RedisFailure("cannot resolve " + host + ": " + ::ares_strerror(status));
+    throw Failure("cannot resolve " + host + ": " + ::ares_strerror(status));
   const std::unique_ptr<ares_channeldata, DestroyChannel> channel(raw_channel);
   ares_addrinfo_hints hints{};
   hints.ai_family = AF_UNSPEC;
@@ -91,7 +91,7 @@ Addresses resolve(const std::string& host, int port, RedisDeadline& deadline) {
     if (!any_ready) ::ares_process_fd(channel.get(), ARES_SOCKET_BAD, ARES_SOCKET_BAD);
   }
   if (lookup.status != ARES_SUCCESS)
-    throw RedisFailure("cannot resolve " + host + ": " + ::ares_strerror(lookup.status));
+    throw Failure("cannot resolve " + host + ": " + ::ares_strerror(lookup.status));
   return std::move(lookup.addresses);
 }
 
@@ -113,11 +113,11 @@ std::optional<sockaddr_storage> numeric_address(const std::string& host, int por
 }
 
 // A socket connected to `address`, or none and `error` the errno of the refusal.
-io::FileDescriptor connect_to(const sockaddr* address, socklen_t length, RedisDeadline& deadline,
+io::FileDescriptor connect_to(const sockaddr* address, socklen_t length, Deadline& deadline,
                               int& error) {
   io::FileDescriptor socket(
       ::socket(address->sa_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0));
-  if (!socket) throw RedisFailure(std::strerror(errno));
+  if (!socket) throw Failure(std::strerror(errno));
   if (io::retry_on_eintr([&] { return ::connect(socket.get(), address, length); }) != 0) {
     if (errno != EINPROGRESS) {
       error = errno;
@@ -144,11 +144,11 @@ io::FileDescriptor connect_to(const sockaddr* address, socklen_t length, RedisDe
   // Refused or reset: the host is there and nothing listens on the port (yet). No such file: a
   // unix socket that its server removed as it ended.
   if (error == ECONNREFUSED || error == ECONNRESET || error == ENOENT)
-    throw RedisNotListening(std::strerror(error));
-  throw RedisFailure(std::strerror(error));
+    throw NotListening(std::strerror(error));
+  throw Failure(std::strerror(error));
 }
 
-class PlainTransport final : public RedisTransport {
+class PlainTransport final : public Transport {
  public:
   explicit PlainTransport(io::FileDescriptor socket)
       : socket_(std::move(socket)), may_speak_tls_(!is_unix_socket(socket_.get())) {}
@@ -162,8 +162,8 @@ class PlainTransport final : public RedisTransport {
   std::size_t receive(std::span<char> buffer, short& wanted) override {
     const ssize_t received =
         io::retry_on_eintr([&] { return ::read(socket_.get(), buffer.data(), buffer.size()); });
-    if (received == 0) throw RedisFailure(unanswered("the server closed the connection"));
-    if (received < 0 && errno == ECONNRESET) throw RedisFailure(unanswered(std::strerror(errno)));
+    if (received == 0) throw Failure(unanswered("the server closed the connection"));
+    if (received < 0 && errno == ECONNRESET) throw Failure(unanswered(std::strerror(errno)));
     if (received > 0) answered_ = true;
     return moved(received, POLLIN, wanted);
   }
@@ -185,7 +185,7 @@ class PlainTransport final : public RedisTransport {
 
   static std::size_t moved(ssize_t result, short blocked_on, short& wanted) {
     if (result >= 0) return static_cast<std::size_t>(result);
-    if (errno != EAGAIN && errno != EWOULDBLOCK) throw RedisFailure(std::strerror(errno));
+    if (errno != EAGAIN && errno != EWOULDBLOCK) throw Failure(std::strerror(errno));
     wanted = blocked_on;
     return 0;
   }
@@ -196,13 +196,13 @@ class PlainTransport final : public RedisTransport {
 
 }  // namespace
 
-io::FileDescriptor connect_socket(const RedisAddress& address, RedisDeadline& deadline) {
+io::FileDescriptor connect_socket(const Address& address, Deadline& deadline) {
   int error = 0;
-  if (address.kind == RedisAddress::Kind::unix_socket) {
+  if (address.kind == Address::Kind::unix_socket) {
     sockaddr_un unix_address{};
     unix_address.sun_family = AF_UNIX;
     if (address.socket_path.size() >= sizeof unix_address.sun_path)
-      throw RedisFailure("the socket path is too long");
+      throw Failure("the socket path is too long");
     address.socket_path.copy(unix_address.sun_path, sizeof unix_address.sun_path - 1);
     io::FileDescriptor socket = connect_to(reinterpret_cast<const sockaddr*>(&unix_address),
                                            sizeof unix_address, deadline, error);
@@ -223,11 +223,11 @@ io::FileDescriptor connect_socket(const RedisAddress& address, RedisDeadline& de
       return socket;
   }
   if (error != 0) throw_refusal(error);
-  throw RedisFailure("no address for " + address.host);
+  throw Failure("no address for " + address.host);
 }
 
-std::unique_ptr<RedisTransport> plain_transport(io::FileDescriptor socket) {
+std::unique_ptr<Transport> plain_transport(io::FileDescriptor socket) {
   return std::make_unique<PlainTransport>(std::move(socket));
 }
 
-}  // namespace ratelimit::stores
+}  // namespace ratelimit::stores::redis

@@ -25,7 +25,7 @@
 #include "stores/redis/redis_connection_transport.hpp"
 #include "stores/redis/redis_tls_session.hpp"
 
-namespace ratelimit::stores {
+namespace ratelimit::stores::redis {
 namespace {
 
 // OpenSSL's reason for the last failure of this thread, or `fallback`.
@@ -187,7 +187,7 @@ constexpr std::size_t kLargestSessionFile = 64 << 10;
 
 }  // namespace
 
-// The sessions of a RedisTls's connections, one file per scope in the state directory (0600,
+// The sessions of a Tls's connections, one file per scope in the state directory (0600,
 // replaced whole), read back by the next process. A file that cannot be used (missing, corrupt,
 // expired, another user's, readable by others) is ignored: a full handshake then, and a new file.
 class TlsSessionCache {
@@ -199,7 +199,7 @@ class TlsSessionCache {
         trust_(std::move(trust)),
         notify_(std::move(notify)) {}
 
-  TlsSessionScope scope_of(const RedisAddress& address, bool ip_address) const {
+  TlsSessionScope scope_of(const Address& address, bool ip_address) const {
     return {.host = address.host,
             .port = address.port,
             .server_name = ip_address ? std::string() : address.host,
@@ -259,9 +259,9 @@ class TlsSessionCache {
 
 namespace {
 
-class TlsTransport final : public RedisTransport {
+class TlsTransport final : public Transport {
  public:
-  TlsTransport(io::FileDescriptor socket, const RedisTls& tls, const RedisAddress& address)
+  TlsTransport(io::FileDescriptor socket, const Tls& tls, const Address& address)
       : socket_(std::move(socket)),
         ssl_(::SSL_new(tls.context())),
         ca_file_(tls.ca_file()),
@@ -269,7 +269,7 @@ class TlsTransport final : public RedisTransport {
         verify_(tls.verify()),
         sessions_(tls.sessions()) {
     if (!ssl_ || ::SSL_set_fd(ssl_.get(), socket_.get()) != 1)
-      throw RedisFailure("TLS: " + openssl_reason("cannot start"));
+      throw Failure("TLS: " + openssl_reason("cannot start"));
     SSL_set_app_data(ssl_.get(), this);
     const bool ip_address = is_ip_address(address.host);
     // SNI names a host, never an address (RFC 6066).
@@ -278,7 +278,7 @@ class TlsTransport final : public RedisTransport {
       X509_VERIFY_PARAM* const checks = ::SSL_get0_param(ssl_.get());
       const int set = ip_address ? ::X509_VERIFY_PARAM_set1_ip_asc(checks, address.host.c_str())
                                  : ::X509_VERIFY_PARAM_set1_host(checks, address.host.c_str(), 0);
-      if (set != 1) throw RedisFailure("TLS: cannot check the name " + address.host);
+      if (set != 1) throw Failure("TLS: cannot check the name " + address.host);
     }
     if (sessions_) {
       scope_ = sessions_->scope_of(address, ip_address);
@@ -287,7 +287,7 @@ class TlsTransport final : public RedisTransport {
     }
   }
 
-  void handshake(RedisDeadline& deadline) {
+  void handshake(Deadline& deadline) {
     while (true) {
       ::ERR_clear_error();
       const int result = ::SSL_connect(ssl_.get());
@@ -300,10 +300,10 @@ class TlsTransport final : public RedisTransport {
       pollfd ready{.fd = socket_.get(), .events = wanted, .revents = 0};
       try {
         deadline.wait({&ready, 1}, "TLS handshake");
-      } catch (const RedisFailure& failure) {
+      } catch (const Failure& failure) {
         // A plain Redis port reads a handshake as the start of a command and waits for its end.
-        throw RedisFailure(std::string(failure.what()) +
-                           " (a Redis port without TLS never answers one: use redis:// there)");
+        throw Failure(std::string(failure.what()) +
+                      " (a Redis port without TLS never answers one: use redis:// there)");
       }
     }
   }
@@ -332,13 +332,13 @@ class TlsTransport final : public RedisTransport {
   }
 
   // OpenSSL's callback when the server asks for a certificate and this client has none to give
-  // (RedisTls sets it then): it goes on without one, but remembers.
+  // (Tls sets it then): it goes on without one, but remembers.
   static int on_certificate_request(SSL* ssl, X509** /*certificate*/, EVP_PKEY** /*key*/) {
     static_cast<TlsTransport*>(SSL_get_app_data(ssl))->certificate_requested_ = true;
     return 0;
   }
 
-  // OpenSSL's callback with a session the server gave (RedisTls sets it when sessions are kept):
+  // OpenSSL's callback with a session the server gave (Tls sets it when sessions are kept):
   // at the end of a TLS 1.2 handshake, or with a TLS 1.3 ticket, which comes after the handshake,
   // read with the first reply. Only a session whose certificate passed the checks is kept.
   static int on_new_session(SSL* ssl, SSL_SESSION* session) {
@@ -353,11 +353,11 @@ class TlsTransport final : public RedisTransport {
   // and the certificate checked then is the one it had.
   void resumed() {
     if (verify_ && ::SSL_get_verify_result(ssl_.get()) != X509_V_OK)
-      throw RedisFailure("TLS: a session resumed without a trusted certificate");
+      throw Failure("TLS: a session resumed without a trusted certificate");
     sessions_->tell("TLS session resumed with " + host_ + ":" + std::to_string(scope_.port));
   }
 
-  // After a call that did not complete: what to wait for, or RedisFailure saying why it failed.
+  // After a call that did not complete: what to wait for, or Failure saying why it failed.
   void settle(int result, short& wanted) {
     const int saved_errno = errno;
     const int error = ::SSL_get_error(ssl_.get(), result);
@@ -368,18 +368,18 @@ class TlsTransport final : public RedisTransport {
     // A server that requires a certificate ends the connection once the handshake is over (TLS
     // 1.3): its alert may be lost to the reset that follows, so the request explains it.
     if (certificate_requested_ && !answered_)
-      throw RedisFailure("TLS: the server requires a client certificate (--redis-tls-cert)");
-    if (error == SSL_ERROR_ZERO_RETURN) throw RedisFailure("the server closed the connection");
+      throw Failure("TLS: the server requires a client certificate (--redis-tls-cert)");
+    if (error == SSL_ERROR_ZERO_RETURN) throw Failure("the server closed the connection");
     if (error == SSL_ERROR_SYSCALL && ::ERR_peek_last_error() == 0)
-      throw RedisFailure(saved_errno != 0 ? std::strerror(saved_errno)
-                                          : "the server closed the connection");
+      throw Failure(saved_errno != 0 ? std::strerror(saved_errno)
+                                     : "the server closed the connection");
     const long verified = ::SSL_get_verify_result(ssl_.get());
     if (verified != X509_V_OK) {
       ::ERR_clear_error();
-      throw RedisFailure(std::string("TLS: the server's certificate is not trusted: ") +
-                         ::X509_verify_cert_error_string(verified) + untrusted_hint(verified));
+      throw Failure(std::string("TLS: the server's certificate is not trusted: ") +
+                    ::X509_verify_cert_error_string(verified) + untrusted_hint(verified));
     }
-    throw RedisFailure("TLS: " + openssl_reason("failed"));
+    throw Failure("TLS: " + openssl_reason("failed"));
   }
 
   // What to do about a certificate that failed the check `verified`, or nothing.
@@ -425,9 +425,9 @@ class TlsTransport final : public RedisTransport {
 
 }  // namespace
 
-void RedisTls::FreeContext::operator()(ssl_ctx_st* context) const { ::SSL_CTX_free(context); }
+void Tls::FreeContext::operator()(ssl_ctx_st* context) const { ::SSL_CTX_free(context); }
 
-RedisTls::RedisTls(const RedisTlsOptions& options, std::function<void(const std::string&)> notify)
+Tls::Tls(const TlsOptions& options, std::function<void(const std::string&)> notify)
     : context_(::SSL_CTX_new(::TLS_client_method())),
       verify_(options.verify),
       ca_file_(options.ca_file) {
@@ -465,8 +465,8 @@ RedisTls::RedisTls(const RedisTlsOptions& options, std::function<void(const std:
   if (!options.session_dir.empty()) keep_sessions(options, std::move(trust), std::move(notify));
 }
 
-void RedisTls::keep_sessions(const RedisTlsOptions& options, std::string trust,
-                             std::function<void(const std::string&)> notify) {
+void Tls::keep_sessions(const TlsOptions& options, std::string trust,
+                        std::function<void(const std::string&)> notify) {
   std::optional<state::StateDirectory> directory;
   try {
     directory.emplace(state::StateDirectory::open(options.session_dir));
@@ -484,16 +484,15 @@ void RedisTls::keep_sessions(const RedisTlsOptions& options, std::string trust,
   ::SSL_CTX_sess_set_new_cb(context, TlsTransport::on_new_session);
 }
 
-RedisTls::RedisTls(RedisTls&&) noexcept = default;
-RedisTls& RedisTls::operator=(RedisTls&&) noexcept = default;
-RedisTls::~RedisTls() = default;
+Tls::Tls(Tls&&) noexcept = default;
+Tls& Tls::operator=(Tls&&) noexcept = default;
+Tls::~Tls() = default;
 
-std::unique_ptr<RedisTransport> tls_transport(io::FileDescriptor socket, const RedisTls& tls,
-                                              const RedisAddress& address,
-                                              RedisDeadline& deadline) {
+std::unique_ptr<Transport> tls_transport(io::FileDescriptor socket, const Tls& tls,
+                                         const Address& address, Deadline& deadline) {
   auto transport = std::make_unique<TlsTransport>(std::move(socket), tls, address);
   transport->handshake(deadline);
   return transport;
 }
 
-}  // namespace ratelimit::stores
+}  // namespace ratelimit::stores::redis

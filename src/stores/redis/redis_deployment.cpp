@@ -2,7 +2,7 @@
 
 #include "errors.hpp"
 
-namespace ratelimit::stores {
+namespace ratelimit::stores::redis {
 namespace {
 
 constexpr std::string_view kSentinelScheme = "redis-sentinel://";
@@ -14,8 +14,8 @@ constexpr int kSentinelPort = 26379;
 }
 
 // `part` read as the tail of a redis:// URL, with its errors naming the whole URL `shown`.
-RedisAddress parse_part(const std::string& part, const std::string& shown) {
-  return parse_redis_url(RedisUrl(std::string(kTcpScheme) + part, shown));
+Address parse_part(const std::string& part, const std::string& shown) {
+  return parse_redis_url(Url(std::string(kTcpScheme) + part, shown));
 }
 
 bool names_a_port(std::string_view host_port) {
@@ -23,12 +23,12 @@ bool names_a_port(std::string_view host_port) {
   return host_port.find(':') != std::string_view::npos;
 }
 
-RedisDeployment parse_sentinel_url(const RedisUrl& url) {
-  RedisDeployment deployment{.kind = RedisDeployment::Kind::sentinel,
-                             .node = {},
-                             .sentinels = {},
-                             .master_name = {},
-                             .shown = url.shown};
+Deployment parse_sentinel_url(const Url& url) {
+  Deployment deployment{.kind = Deployment::Kind::sentinel,
+                        .node = {},
+                        .sentinels = {},
+                        .master_name = {},
+                        .shown = url.shown};
   const std::string& shown = deployment.shown;
   std::string_view rest = std::string_view(url.written).substr(kSentinelScheme.size());
   std::string user_part;
@@ -55,7 +55,7 @@ RedisDeployment parse_sentinel_url(const RedisUrl& url) {
     const std::size_t comma = hosts.find(',');
     const std::string_view host_port = hosts.substr(0, comma);
     if (host_port.empty()) reject(shown, "an empty sentinel address");
-    RedisAddress sentinel = parse_part(std::string(host_port), shown);
+    Address sentinel = parse_part(std::string(host_port), shown);
     if (!names_a_port(host_port)) sentinel.port = kSentinelPort;
     sentinel.shown = std::string(kSentinelScheme) + std::string(host_port);
     deployment.sentinels.push_back(std::move(sentinel));
@@ -67,20 +67,20 @@ RedisDeployment parse_sentinel_url(const RedisUrl& url) {
 
 }  // namespace
 
-RedisDeployment parse_redis_deployment(const RedisUrl& url) {
+Deployment parse_redis_deployment(const Url& url) {
   if (url.written.starts_with(kSentinelScheme)) return parse_sentinel_url(url);
-  RedisAddress node = parse_redis_url(url);
+  Address node = parse_redis_url(url);
   std::string shown = node.shown;
-  return {.kind = RedisDeployment::Kind::server,
+  return {.kind = Deployment::Kind::server,
           .node = std::move(node),
           .sentinels = {},
           .master_name = {},
           .shown = std::move(shown)};
 }
 
-RedisAddress node_address(const RedisAddress& credentials, const std::string& host, int port) {
-  RedisAddress node = credentials;
-  node.kind = RedisAddress::Kind::tcp;
+Address node_address(const Address& credentials, const std::string& host, int port) {
+  Address node = credentials;
+  node.kind = Address::Kind::tcp;
   node.host = host;
   node.port = port;
   node.socket_path.clear();
@@ -90,4 +90,4 @@ RedisAddress node_address(const RedisAddress& credentials, const std::string& ho
   return node;
 }
 
-}  // namespace ratelimit::stores
+}  // namespace ratelimit::stores::redis

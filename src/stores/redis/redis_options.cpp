@@ -11,19 +11,19 @@
 #include "errors.hpp"
 #include "format/words.hpp"
 
-namespace ratelimit::stores {
+namespace ratelimit::stores::redis {
 namespace {
 
 // An option of a timeout, at least a millisecond, kept in `timeout`.
-StoreOption<RedisOptions> timeout_option(std::string_view name, std::string_view help,
-                                         std::chrono::milliseconds RedisOptions::*timeout) {
+StoreOption<Options> timeout_option(std::string_view name, std::string_view help,
+                                    std::chrono::milliseconds Options::*timeout) {
   return {
       {.name = name,
        .kind = OptionKind::duration,
        .value_name = "DURATION",
        .value_said = "a DURATION",
        .help = help},
-      [timeout](RedisOptions& options, const GivenValue& value) {
+      [timeout](Options& options, const GivenValue& value) {
         if (value.duration < std::chrono::milliseconds(1))
           throw UsageError(fmt::format("invalid duration '{}': must be at least 1ms", value.text));
         options.*timeout = std::chrono::ceil<std::chrono::milliseconds>(value.duration);
@@ -42,7 +42,7 @@ UnavailablePolicy policy_of(std::string_view text) {
   std::string word(text);
   std::transform(word.begin(), word.end(), word.begin(),
                  [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
-  const std::string said_as = fmt::format("{}={}", redis_option::on_error, word);
+  const std::string said_as = fmt::format("{}={}", kOnErrorOption, word);
   if (word.starts_with(kLocalShare)) {
     const std::string_view percent = std::string_view(word).substr(kLocalShare.size());
     double share = 0.0;
@@ -62,69 +62,66 @@ UnavailablePolicy policy_of(std::string_view text) {
   throw UsageError(format::not_one_of(text, kPolicyWords));
 }
 
-const StoreOption<RedisOptions> kOptions[] = {
-    {{.name = redis_option::url,
+const StoreOption<Options> kOptions[] = {
+    {{.name = kUrlOption,
       .value_name = "URL",
       .value_said = "a URL",
       .help = "Keep the buckets in Redis, shared by every host: redis[s]://[[user]:password@]"
               "host[:port][/db] (rediss: TLS; a server or a Cluster node), unix:///path[?db=N], "
               "or redis-sentinel://[[user]:password@]host[:port][,host[:port]...]/MASTER[/db] "
               "[default: $RATELIMIT_REDIS]",
-      .environment = redis_option::url_variable},
-     [](RedisOptions& options, const GivenValue& value) {
-       options.url = RedisUrl(std::string(value.text));
-     }},
-    timeout_option(redis_option::timeout,
+      .environment = kUrlVariable},
+     [](Options& options, const GivenValue& value) { options.url = Url(std::string(value.text)); }},
+    timeout_option(kTimeoutOption,
                    "Give up on Redis if an operation (connect, TLS, its commands) takes longer "
                    "[default: 1s]",
-                   &RedisOptions::timeout),
-    timeout_option(redis_option::failover_timeout,
+                   &Options::timeout),
+    timeout_option(kFailoverTimeoutOption,
                    "Sentinel, Cluster: wait this long for a failover (a master gone, hung or not "
                    "yet elected) before giving up on Redis [default: 60s]",
-                   &RedisOptions::failover_timeout),
-    {{.name = redis_option::tls_ca,
+                   &Options::failover_timeout),
+    {{.name = kTlsCaOption,
       .value_name = "FILE",
       .value_said = "a FILE",
       .help = "rediss://: trust the CAs in this PEM file [default: the system's]"},
-     [](RedisOptions& options, const GivenValue& value) { options.tls.ca_file = value.text; }},
-    {{.name = redis_option::tls_cert,
+     [](Options& options, const GivenValue& value) { options.tls.ca_file = value.text; }},
+    {{.name = kTlsCertOption,
       .value_name = "FILE",
       .value_said = "a FILE",
       .help = "rediss://: this client's certificate (PEM), for a server that asks for one"},
-     [](RedisOptions& options, const GivenValue& value) { options.tls.cert_file = value.text; }},
-    {{.name = redis_option::tls_key,
+     [](Options& options, const GivenValue& value) { options.tls.cert_file = value.text; }},
+    {{.name = kTlsKeyOption,
       .value_name = "FILE",
       .value_said = "a FILE",
       .help = "The private key of --redis-tls-cert (PEM) [default: in its file]",
-      .needs = redis_option::tls_cert},
-     [](RedisOptions& options, const GivenValue& value) { options.tls.key_file = value.text; }},
-    {{.name = redis_option::tls_insecure,
+      .needs = kTlsCertOption},
+     [](Options& options, const GivenValue& value) { options.tls.key_file = value.text; }},
+    {{.name = kTlsInsecureOption,
       .kind = OptionKind::flag,
       .help = "rediss://: do not check the server's certificate and name (warns)"},
-     [](RedisOptions& options, const GivenValue&) { options.tls.verify = false; }},
-    {{.name = redis_option::on_error,
+     [](Options& options, const GivenValue&) { options.tls.verify = false; }},
+    {{.name = kOnErrorOption,
       .value_name = "fail|allow|local[:N%]",
       .value_said = "fail, allow, local or local:N%",
       .help = "If Redis cannot answer: fail (exit 69), allow (run unthrottled) or local (use "
               "this host's bucket of the key; local:25%: at 25% of its rate), until Redis "
               "answers again",
       .for_permits = true},
-     [](RedisOptions& options, const GivenValue& value) {
+     [](Options& options, const GivenValue& value) {
        options.on_unavailable = policy_of(value.text);
      }},
 };
 
 }  // namespace
 
-std::span<const StoreOption<RedisOptions>> redis_store_options() { return kOptions; }
+std::span<const StoreOption<Options>> redis_store_options() { return kOptions; }
 
-void check_redis_options(const RedisOptions& options) {
-  const RedisTlsOptions& tls = options.tls;
+void check_redis_options(const Options& options) {
+  const TlsOptions& tls = options.tls;
   if (options.url.written.empty() &&
       (!tls.ca_file.empty() || !tls.cert_file.empty() || !tls.key_file.empty() || !tls.verify))
-    throw UsageError(fmt::format("the {} options need a rediss:// URL ({} or ${})",
-                                 redis_option::tls_any, redis_option::url,
-                                 redis_option::url_variable));
+    throw UsageError(fmt::format("the {} options need a rediss:// URL ({} or ${})", kAnyTlsOption,
+                                 kUrlOption, kUrlVariable));
 }
 
-}  // namespace ratelimit::stores
+}  // namespace ratelimit::stores::redis

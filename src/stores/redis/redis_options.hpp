@@ -13,21 +13,21 @@
 
 // The Redis store's options: typed, declared for the command line with the checks that read them,
 // and named from here in the store's messages.
-namespace ratelimit::stores {
+namespace ratelimit::stores::redis {
 
 // --redis-failover-timeout's default: Sentinel's default down-after-milliseconds (30 s) and the
 // election after it, with room to spare.
 inline constexpr std::chrono::milliseconds kDefaultFailoverTimeout{60'000};
 
-struct RedisOptions {
+struct Options {
   // redis://..., rediss://..., unix://... or redis-sentinel://... (redis_deployment.hpp); empty:
   // no Redis.
-  RedisUrl url;
+  Url url;
   // Bounds the connection and every command.
   std::chrono::milliseconds timeout{1000};
   // Bounds a failover: the search for the new master (redis_topology.hpp).
   std::chrono::milliseconds failover_timeout = kDefaultFailoverTimeout;
-  RedisTlsOptions tls;  // for a rediss:// URL
+  TlsOptions tls;  // for a rediss:// URL
   // What to do while Redis cannot answer.
   UnavailablePolicy on_unavailable;
   // The host agent, which keeps the connections for every process of the user: commands go
@@ -36,25 +36,23 @@ struct RedisOptions {
 };
 
 // The options' names, as the store's messages give them.
-namespace redis_option {
-inline constexpr std::string_view url = "--redis";
-inline constexpr std::string_view url_variable = "RATELIMIT_REDIS";
-inline constexpr std::string_view timeout = "--redis-timeout";
-inline constexpr std::string_view failover_timeout = "--redis-failover-timeout";
-inline constexpr std::string_view tls_ca = "--redis-tls-ca";
-inline constexpr std::string_view tls_cert = "--redis-tls-cert";
-inline constexpr std::string_view tls_key = "--redis-tls-key";
-inline constexpr std::string_view tls_insecure = "--redis-tls-insecure";
-inline constexpr std::string_view on_error = "--on-redis-error";
+inline constexpr std::string_view kUrlOption = "--redis";
+inline constexpr std::string_view kUrlVariable = "RATELIMIT_REDIS";
+inline constexpr std::string_view kTimeoutOption = "--redis-timeout";
+inline constexpr std::string_view kFailoverTimeoutOption = "--redis-failover-timeout";
+inline constexpr std::string_view kTlsCaOption = "--redis-tls-ca";
+inline constexpr std::string_view kTlsCertOption = "--redis-tls-cert";
+inline constexpr std::string_view kTlsKeyOption = "--redis-tls-key";
+inline constexpr std::string_view kTlsInsecureOption = "--redis-tls-insecure";
+inline constexpr std::string_view kOnErrorOption = "--on-redis-error";
 // All of --redis-tls-*, as one message names them.
-inline constexpr std::string_view tls_any = "--redis-tls-*";
-}  // namespace redis_option
+inline constexpr std::string_view kAnyTlsOption = "--redis-tls-*";
 
 // Every option of the store, in the order --help lists them.
-std::span<const StoreOption<RedisOptions>> redis_store_options();
+std::span<const StoreOption<Options>> redis_store_options();
 
 // Checks what the options say together, once all are read: TLS options without Redis would go
 // unnoticed (a typo'd or forgotten --redis). Throws UsageError.
-void check_redis_options(const RedisOptions& options);
+void check_redis_options(const Options& options);
 
-}  // namespace ratelimit::stores
+}  // namespace ratelimit::stores::redis

@@ -19,7 +19,7 @@
 #include "stores/redis/redis_script.hpp"
 #include "stores/redis/redis_script_protocol.hpp"
 
-namespace ratelimit::stores {
+namespace ratelimit::stores::redis {
 namespace {
 
 using std::chrono::nanoseconds;
@@ -56,8 +56,8 @@ std::int64_t number_of(std::string_view text) {
   return number;
 }
 
-RedisValue value_of(RedisValue::Type type, std::string text = {}) {
-  RedisValue value;
+Value value_of(Value::Type type, std::string text = {}) {
+  Value value;
   value.type = type;
   value.text = std::move(text);
   return value;
@@ -66,17 +66,16 @@ RedisValue value_of(RedisValue::Type type, std::string text = {}) {
 // An answer is an array of two: what was said while serving the request (kind and text in turn,
 // the kind "note", --verbose's, or "warning"), then how it ended: its reply in an array of one,
 // or a failure as one error value, its kind first ("UNAVAILABLE the message").
-std::string answer_of(const std::vector<std::string>& said, RedisValue outcome) {
-  RedisValue answer = value_of(RedisValue::Type::array);
-  RedisValue& told = answer.elements.emplace_back(value_of(RedisValue::Type::array));
-  for (const std::string& text : said)
-    told.elements.push_back(value_of(RedisValue::Type::string, text));
+std::string answer_of(const std::vector<std::string>& said, Value outcome) {
+  Value answer = value_of(Value::Type::array);
+  Value& told = answer.elements.emplace_back(value_of(Value::Type::array));
+  for (const std::string& text : said) told.elements.push_back(value_of(Value::Type::string, text));
   answer.elements.push_back(std::move(outcome));
   return resp_value(answer);
 }
 
-std::string reply_outcome(const std::vector<std::string>& said, RedisValue reply) {
-  RedisValue outcome = value_of(RedisValue::Type::array);
+std::string reply_outcome(const std::vector<std::string>& said, Value reply) {
+  Value outcome = value_of(Value::Type::array);
   outcome.elements.push_back(std::move(reply));
   return answer_of(said, std::move(outcome));
 }
@@ -94,12 +93,12 @@ std::string failure_answer(const std::vector<std::string>& said, std::string_vie
                            std::string_view message = {}) {
   std::string text(kind);
   if (!message.empty()) text += ' ' + std::string(message);
-  return answer_of(said, value_of(RedisValue::Type::error, std::move(text)));
+  return answer_of(said, value_of(Value::Type::error, std::move(text)));
 }
 
 // The directory that the relative names among `tls`'s files are in: the working directory; empty
 // when all are absolute, so that clients in other directories share the deployment.
-std::string directory_of_relative_files(const RedisTlsOptions& tls) {
+std::string directory_of_relative_files(const TlsOptions& tls) {
   const auto relative = [](const std::string& file) {
     return !file.empty() && !file.starts_with('/');
   };
@@ -113,13 +112,13 @@ std::string directory_of_relative_files(const RedisTlsOptions& tls) {
 std::string current_failure_answer(const std::vector<std::string>& said) {
   try {
     throw;
-  } catch (const RedisTooLate&) {
+  } catch (const TooLate&) {
     return failure_answer(said, kTooLate);
-  } catch (const RedisInterrupted&) {
+  } catch (const Interrupted&) {
     return failure_answer(said, kUnavailable, "the ratelimit agent was stopped");
-  } catch (const RedisConnectionLost& lost) {
+  } catch (const ConnectionLost& lost) {
     return failure_answer(said, lost.sent() ? kLostSent : kLostUnsent, lost.what());
-  } catch (const RedisRefused& refused) {
+  } catch (const Refused& refused) {
     return failure_answer(said, kRefused, refused.what());
   } catch (const StoreUnavailable& unavailable) {
     return failure_answer(said, kUnavailable, unavailable.what());
@@ -137,11 +136,10 @@ std::string current_failure_answer(const std::vector<std::string>& said) {
   const std::size_t space = std::min(error.find(' '), error.size());
   const std::string_view kind = error.substr(0, space);
   const std::string message(error.substr(std::min(space + 1, error.size())));
-  if (kind == kTooLate && message.empty()) throw RedisTooLate{};
+  if (kind == kTooLate && message.empty()) throw TooLate{};
   if (kind == kUnavailable) throw StoreUnavailable(message);
-  if (kind == kRefused) throw RedisRefused(message);
-  if (kind == kLostUnsent || kind == kLostSent)
-    throw RedisConnectionLost(message, kind == kLostSent);
+  if (kind == kRefused) throw Refused(message);
+  if (kind == kLostUnsent || kind == kLostSent) throw ConnectionLost(message, kind == kLostSent);
   if (kind == kUsage) throw UsageError(message);
   if (kind == kInput) throw InputError(message);
   throw Malformed{};
@@ -154,8 +152,8 @@ nanoseconds liveness_bound(std::chrono::milliseconds timeout) {
 
 }  // namespace
 
-RedisRelayClient::RedisRelayClient(std::shared_ptr<AgentLink> link, RedisRelayDeployment deployment,
-                                   Notify notify, Notify warn)
+RelayClient::RelayClient(std::shared_ptr<AgentLink> link, RelayDeployment deployment, Notify notify,
+                         Notify warn)
     : link_(std::move(link)),
       shown_url_(deployment.url.shown),
       liveness_(liveness_bound(deployment.timeout)),
@@ -173,12 +171,12 @@ RedisRelayClient::RedisRelayClient(std::shared_ptr<AgentLink> link, RedisRelayDe
                         std::to_string(deployment.failover_timeout.count())};
 }
 
-std::optional<RedisValue> RedisRelayClient::command(const std::string& redis_key,
-                                                    const std::vector<std::string>& arguments,
-                                                    RedisDeadline& deadline) {
+std::optional<Value> RelayClient::command(const std::string& redis_key,
+                                          const std::vector<std::string>& arguments,
+                                          Deadline& deadline) {
   try {
     deadline.check("reply");
-  } catch (const RedisFailure& failure) {
+  } catch (const Failure& failure) {
     throw StoreUnavailable("Redis at " + shown_url_ + ": " + failure.what());
   }
   std::vector<std::string> fields = deployment_fields_;
@@ -210,36 +208,35 @@ std::optional<RedisValue> RedisRelayClient::command(const std::string& redis_key
       return std::nullopt;
     }
     case AgentAnswer::Outcome::lost:
-      throw RedisConnectionLost("Redis at " + shown_url_ + ": the ratelimit agent went away", true);
+      throw ConnectionLost("Redis at " + shown_url_ + ": the ratelimit agent went away", true);
     case AgentAnswer::Outcome::stopped:
-      throw RedisInterrupted{answer.signal};
+      throw Interrupted{answer.signal};
     case AgentAnswer::Outcome::too_late:
-      if (deadline.waiter().now() >= deadline.refused_at()) throw RedisTooLate{};
+      if (deadline.waiter().now() >= deadline.refused_at()) throw TooLate{};
       throw StoreUnavailable("Redis at " + shown_url_ + ": no answer through the ratelimit agent");
     case AgentAnswer::Outcome::answered:
       break;
   }
   if (answer.answer == kUnsupportedAnswer) return std::nullopt;
   try {
-    std::optional<RedisValue> read = read_resp_value(answer.answer);
-    if (!read || read->type != RedisValue::Type::array || read->elements.size() != 2)
-      throw Malformed{};
+    std::optional<Value> read = read_resp_value(answer.answer);
+    if (!read || read->type != Value::Type::array || read->elements.size() != 2) throw Malformed{};
     tell_said(read->elements[0]);
-    RedisValue& outcome = read->elements[1];
-    if (outcome.type == RedisValue::Type::array && outcome.elements.size() == 1)
+    Value& outcome = read->elements[1];
+    if (outcome.type == Value::Type::array && outcome.elements.size() == 1)
       return std::move(outcome.elements[0]);
-    if (outcome.type == RedisValue::Type::error) throw_failure(outcome.text);
+    if (outcome.type == Value::Type::error) throw_failure(outcome.text);
   } catch (const Malformed&) {
   }
   throw StoreUnavailable("Redis at " + shown_url_ +
                          ": the ratelimit agent gave an answer that makes no sense");
 }
 
-void RedisRelayClient::tell_said(const RedisValue& said) const {
+void RelayClient::tell_said(const Value& said) const {
   // All checked before any is told: an answer that makes no sense says nothing.
-  if (said.type != RedisValue::Type::array || said.elements.size() % 2 != 0) throw Malformed{};
-  for (const RedisValue& field : said.elements) {
-    if (field.type != RedisValue::Type::string) throw Malformed{};
+  if (said.type != Value::Type::array || said.elements.size() % 2 != 0) throw Malformed{};
+  for (const Value& field : said.elements) {
+    if (field.type != Value::Type::string) throw Malformed{};
   }
   for (std::size_t i = 0; i < said.elements.size(); i += 2) {
     const std::string& kind = said.elements[i].text;
@@ -249,12 +246,12 @@ void RedisRelayClient::tell_said(const RedisValue& said) const {
     (said.elements[i].text == "note" ? notify_ : warn_)(said.elements[i + 1].text);
 }
 
-struct RedisRelay::Request {
+struct Relay::Request {
   // What makes the deployment: the request's fields up to its deadline, as they came.
   std::string deployment_key;
   // As the client wrote it; shown as the client shows it.
-  RedisUrl url;
-  RedisTlsOptions tls;
+  Url url;
+  TlsOptions tls;
   std::chrono::milliseconds timeout{};
   std::chrono::milliseconds failover_timeout{};
   nanoseconds refused_at{};
@@ -267,18 +264,18 @@ struct RedisRelay::Request {
 
 namespace {
 
-RedisRelay::Request parse_request(std::string_view request) {
-  std::optional<RedisValue> read = read_resp_value(request);
-  if (!read || read->type != RedisValue::Type::array || read->elements.size() <= kFirstCommandField)
+Relay::Request parse_request(std::string_view request) {
+  std::optional<Value> read = read_resp_value(request);
+  if (!read || read->type != Value::Type::array || read->elements.size() <= kFirstCommandField)
     throw Malformed{};
   std::vector<std::string> fields;
-  for (RedisValue& field : read->elements) {
-    if (field.type != RedisValue::Type::string) throw Malformed{};
+  for (Value& field : read->elements) {
+    if (field.type != Value::Type::string) throw Malformed{};
     fields.push_back(std::move(field.text));
   }
   if (fields[0] != kRequestFormat) throw Malformed{};
-  RedisRelay::Request parsed;
-  parsed.url = RedisUrl(fields[1]);
+  Relay::Request parsed;
+  parsed.url = Url(fields[1]);
   parsed.tls.ca_file = fields[2];
   parsed.tls.cert_file = fields[3];
   parsed.tls.key_file = fields[4];
@@ -303,43 +300,42 @@ constexpr std::size_t kFirstScriptArgument = 4;
 // that this agent was built with (whose batch operation it knows: a client of another version
 // sends another), on the request's key, of one request (a reserve_all is several keys' decision,
 // even of one key: never a batch's part).
-bool mergeable(const RedisRelay::Request& request) {
+bool mergeable(const Relay::Request& request) {
   const std::vector<std::string>& arguments = request.arguments;
   return arguments.size() > kFirstScriptArgument && arguments[0] == "EVALSHA" &&
          arguments[1] == kRedisBucketScriptSha1 && arguments[2] == "1" &&
-         arguments[3] == request.redis_key &&
-         arguments[kFirstScriptArgument] != script::kBatchOperation &&
-         arguments[kFirstScriptArgument] != script::kReserveAllOperation;
+         arguments[3] == request.redis_key && arguments[kFirstScriptArgument] != kBatchOperation &&
+         arguments[kFirstScriptArgument] != kReserveAllOperation;
 }
 
 // The script call that serves `merged` (requests of `parsed` for which mergeable() holds, on one
 // key) in one batch, in their order.
-std::vector<std::string> batch_call(const std::vector<RedisRelay::Request>& parsed,
+std::vector<std::string> batch_call(const std::vector<Relay::Request>& parsed,
                                     const std::vector<std::size_t>& merged) {
   const std::vector<std::string>& first = parsed[merged.front()].arguments;
   std::vector<std::string> call(first.begin(), first.begin() + kFirstScriptArgument);
-  call.emplace_back(script::kBatchOperation);
+  call.emplace_back(kBatchOperation);
   for (const std::size_t i : merged)
-    script::add_to_batch(call, std::span(parsed[i].arguments).subspan(kFirstScriptArgument));
+    add_to_batch(call, std::span(parsed[i].arguments).subspan(kFirstScriptArgument));
   return call;
 }
 
 // The deadline of a request on the agent's `waiter` that its caller waits for until
-// `unavailable_at` (RedisRelay::unavailable_at); a failover's tries have the whole timeout each,
+// `unavailable_at` (Relay::unavailable_at); a failover's tries have the whole timeout each,
 // as the direct path's.
-RedisDeadline caller_deadline(const RedisRelay::Request& request, nanoseconds unavailable_at,
-                              io::Waiter& waiter) {
+Deadline caller_deadline(const Relay::Request& request, nanoseconds unavailable_at,
+                         io::Waiter& waiter) {
   const nanoseconds left = std::max(unavailable_at - waiter.now(), nanoseconds::zero());
-  return RedisDeadline(std::chrono::ceil<std::chrono::milliseconds>(left), &waiter)
+  return Deadline(std::chrono::ceil<std::chrono::milliseconds>(left), &waiter)
       .share(request.timeout);
 }
 
 // The answer to a request whose caller's timeout ran out before its turn came, as its caller
 // would have been answered alone by a server that does not reply.
-std::string timed_out_answer(const RedisRelay::Request& request, io::Waiter& waiter) {
+std::string timed_out_answer(const Relay::Request& request, io::Waiter& waiter) {
   try {
     caller_deadline(request, request.unavailable_at, waiter).check("reply");
-  } catch (const RedisFailure& failure) {
+  } catch (const Failure& failure) {
     return failure_answer({}, kUnavailable,
                           "Redis at " + request.url.shown + ": " + failure.what());
   } catch (...) {
@@ -350,7 +346,7 @@ std::string timed_out_answer(const RedisRelay::Request& request, io::Waiter& wai
 
 }  // namespace
 
-nanoseconds RedisRelay::unavailable_at(const Request& request) const {
+nanoseconds Relay::unavailable_at(const Request& request) const {
   const auto found = deployments_.find(request.deployment_key);
   const nanoseconds began = request.unavailable_at - request.timeout;
   if (found != deployments_.end() && found->second.last_failover() > began)
@@ -358,7 +354,7 @@ nanoseconds RedisRelay::unavailable_at(const Request& request) const {
   return request.unavailable_at;
 }
 
-std::string RedisRelay::route(std::string_view request) {
+std::string Relay::route(std::string_view request) {
   try {
     return parse_request(request).deployment_key;
   } catch (const Malformed&) {
@@ -366,7 +362,7 @@ std::string RedisRelay::route(std::string_view request) {
   }
 }
 
-RedisTopology& RedisRelay::deployment(const Request& request) {
+Topology& Relay::deployment(const Request& request) {
   auto found = deployments_.find(request.deployment_key);
   if (found == deployments_.end()) {
     // What it says goes to the client whose request was being served, said there as the direct
@@ -377,7 +373,7 @@ RedisTopology& RedisRelay::deployment(const Request& request) {
         said_.push_back(text);
       };
     };
-    RedisTlsOptions tls = request.tls;
+    TlsOptions tls = request.tls;
     tls.session_dir = session_dir_;
     found = deployments_
                 .try_emplace(request.deployment_key, parse_redis_deployment(request.url),
@@ -388,34 +384,33 @@ RedisTopology& RedisRelay::deployment(const Request& request) {
   return found->second;
 }
 
-std::string RedisRelay::reply_answer(const Request& request, const RedisValue& reply,
-                                     const std::vector<std::string>& said) {
+std::string Relay::reply_answer(const Request& request, const Value& reply,
+                                const std::vector<std::string>& said) {
   if ((request.arguments[0] == "EVALSHA" || request.arguments[0] == "EVAL") &&
-      reply.type != RedisValue::Type::error)
+      reply.type != Value::Type::error)
     ++decisions_;
   return reply_outcome(said, reply);
 }
 
-std::string RedisRelay::answer_alone(const Request& request, io::Waiter& waiter,
-                                     const std::vector<std::string>& said_before) {
+std::string Relay::answer_alone(const Request& request, io::Waiter& waiter,
+                                const std::vector<std::string>& said_before) {
   said_ = said_before;
   try {
-    RedisDeadline deadline = caller_deadline(request, unavailable_at(request), waiter);
-    const RedisValue reply =
-        deployment(request).command(request.redis_key, request.arguments, deadline);
+    Deadline deadline = caller_deadline(request, unavailable_at(request), waiter);
+    const Value reply = deployment(request).command(request.redis_key, request.arguments, deadline);
     return reply_answer(request, reply, std::exchange(said_, {}));
   } catch (...) {
     return current_failure_answer(std::exchange(said_, {}));
   }
 }
 
-void RedisRelay::answer_command(const std::vector<Request>& parsed,
-                                const std::vector<std::size_t>& requests, RedisValue reply,
-                                std::string_view server, io::Waiter& waiter,
-                                const std::vector<std::string>& said,
-                                std::vector<std::string>& answers) {
+void Relay::answer_command(const std::vector<Request>& parsed,
+                           const std::vector<std::size_t>& requests, Value reply,
+                           std::string_view server, io::Waiter& waiter,
+                           const std::vector<std::string>& said,
+                           std::vector<std::string>& answers) {
   // Sent to the wrong node of a Cluster: nothing ran, and each request goes there on its own.
-  if (RedisTopology::sent_elsewhere(reply)) {
+  if (Topology::sent_elsewhere(reply)) {
     for (const std::size_t i : requests) answers[i] = answer_alone(parsed[i], waiter, said);
     return;
   }
@@ -423,9 +418,9 @@ void RedisRelay::answer_command(const std::vector<Request>& parsed,
     answers[requests.front()] = reply_answer(parsed[requests.front()], reply, said);
     return;
   }
-  std::vector<RedisValue> own;
+  std::vector<Value> own;
   try {
-    own = script::decode_batch(std::move(reply), requests.size(), server);
+    own = decode_batch(std::move(reply), requests.size(), server);
   } catch (const StoreUnavailable&) {
     const std::string failure = current_failure_answer(said);
     for (const std::size_t i : requests) answers[i] = failure;
@@ -435,8 +430,8 @@ void RedisRelay::answer_command(const std::vector<Request>& parsed,
     answers[requests[j]] = reply_answer(parsed[requests[j]], own[j], said);
 }
 
-std::vector<std::string> RedisRelay::answer(const std::vector<std::string>& requests,
-                                            io::Waiter& waiter, const AnswerNow& answer_now) {
+std::vector<std::string> Relay::answer(const std::vector<std::string>& requests, io::Waiter& waiter,
+                                       const AnswerNow& answer_now) {
   std::vector<std::string> answers(requests.size());
   // Each deployment's requests, in the order they came.
   std::map<std::string_view, std::vector<std::size_t>> batches;
@@ -487,7 +482,7 @@ std::vector<std::string> RedisRelay::answer(const std::vector<std::string>& requ
         commands.emplace_back(
             first.redis_key, requests.size() == 1 ? first.arguments : batch_call(parsed, requests));
       }
-      std::optional<std::vector<RedisValue>> replies;
+      std::optional<std::vector<Value>> replies;
       // What is said while the batch is sent (connecting, a TLS session resumed) is said to
       // each of its callers, as each would have met it alone.
       said_.clear();
@@ -518,8 +513,8 @@ std::vector<std::string> RedisRelay::answer(const std::vector<std::string>& requ
                 return true;
               });
             });
-        RedisDeadline deadline = caller_deadline(parsed[last], deadline_of(last), answering_sooner);
-        RedisTopology& topology = deployment(parsed[last]);
+        Deadline deadline = caller_deadline(parsed[last], deadline_of(last), answering_sooner);
+        Topology& topology = deployment(parsed[last]);
         server = "Redis at " + topology.shown_url();
         replies = topology.pipeline(commands, deadline);
       } catch (...) {
@@ -540,4 +535,4 @@ std::vector<std::string> RedisRelay::answer(const std::vector<std::string>& requ
   return answers;
 }
 
-}  // namespace ratelimit::stores
+}  // namespace ratelimit::stores::redis

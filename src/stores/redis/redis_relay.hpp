@@ -19,40 +19,39 @@
 // to the server (the script call with its arguments), with its deployment and deadline; the agent
 // sends it on the connection it keeps to that deployment and hands the reply back. Every decision
 // is the one the direct path would make: the same script, the same arguments, the server's clock.
-namespace ratelimit::stores {
+namespace ratelimit::stores::redis {
 
 // A deployment as the agent keys its connections: everything that makes a connection differ
 // (URL with its password, TLS files, timeouts). Two clients share a connection only when all of
 // it is the same.
-struct RedisRelayDeployment {
-  RedisUrl url;  // sent as written; shown in this client's messages
-  RedisTlsOptions tls{};
+struct RelayDeployment {
+  Url url;  // sent as written; shown in this client's messages
+  TlsOptions tls{};
   std::chrono::milliseconds timeout{1000};
   std::chrono::milliseconds failover_timeout = kDefaultFailoverTimeout;
 };
 
 // The client's side: a command for `redis_key`, sent through the agent.
-class RedisRelayClient {
+class RelayClient {
  public:
-  // Told what the agent said while serving a request, as RedisTopology tells it: `notify` its
+  // Told what the agent said while serving a request, as Topology tells it: `notify` its
   // --verbose notes, `warn` its warnings.
   using Notify = std::function<void(const std::string&)>;
 
   // Relative TLS file names go with this process's working directory: the agent runs in /.
-  RedisRelayClient(
-      std::shared_ptr<AgentLink> link, RedisRelayDeployment deployment,
+  RelayClient(
+      std::shared_ptr<AgentLink> link, RelayDeployment deployment,
       Notify notify = [](const std::string&) {}, Notify warn = [](const std::string&) {});
 
-  // The reply, as RedisTopology::command gives it, or throws as it does (RedisConnectionLost with
+  // The reply, as Topology::command gives it, or throws as it does (ConnectionLost with
   // sent() when the agent went away after the request went out whole), after telling what was
-  // said while it was served; never RedisFailure (StoreUnavailable instead). Nothing when there
+  // said while it was served; never Failure (StoreUnavailable instead). Nothing when there
   // is no agent (or one that does not understand this client): nothing was sent, go direct.
   // Nothing too when the agent showed no sign of life within a tenth of the timeout (stopped,
   // stuck): it may still act on the request, and the caller goes direct, its own deadline
   // (refuse_after) put off by the time spent on the agent.
-  std::optional<RedisValue> command(const std::string& redis_key,
-                                    const std::vector<std::string>& arguments,
-                                    RedisDeadline& deadline);
+  std::optional<Value> command(const std::string& redis_key,
+                               const std::vector<std::string>& arguments, Deadline& deadline);
 
  private:
   std::shared_ptr<AgentLink> link_;
@@ -66,22 +65,22 @@ class RedisRelayClient {
   Notify warn_;
 
   // Tells the notes and warnings of an answer's array of them.
-  void tell_said(const RedisValue& said) const;
+  void tell_said(const Value& said) const;
 };
 
-// The agent's side: one RedisTopology per deployment, kept until the agent ends.
+// The agent's side: one Topology per deployment, kept until the agent ends.
 // Requests for one deployment that come together go out in one write (a pipeline), in the order
 // they came, so that each gets the decision it would get alone. Calls of the bucket script on one
 // key among them go as one call of the script's batch operation, in the first one's place, which
 // serves them in turn and gives each its own reply; any other command on the key begins a new
 // batch after it.
-class RedisRelay final : public AgentStores {
+class Relay final : public AgentStores {
  public:
   // TLS sessions are kept in `session_dir` (none: not kept).
-  explicit RedisRelay(std::string session_dir = {}) : session_dir_(std::move(session_dir)) {}
+  explicit Relay(std::string session_dir = {}) : session_dir_(std::move(session_dir)) {}
   // Its deployments tell it what they say (said_): it stays where it was made.
-  RedisRelay(const RedisRelay&) = delete;
-  RedisRelay& operator=(const RedisRelay&) = delete;
+  Relay(const Relay&) = delete;
+  Relay& operator=(const Relay&) = delete;
 
   // The deployment that `request` is for, as the agent routes it: each deployment is served on
   // its own, so that one that hangs holds up its own requests alone. Empty for a request of
@@ -100,11 +99,11 @@ class RedisRelay final : public AgentStores {
 
  private:
   // The deployment's topology, made at its first request; what it says is kept in said_.
-  RedisTopology& deployment(const Request& request);
+  Topology& deployment(const Request& request);
   // When `request`'s caller stops waiting for it: at the end of its --redis-timeout, counted from
   // when the caller began (a request that waited behind one to a hung server has that much less),
   // or of the failover timeout after it once its deployment met a failover since then, as the
-  // caller waits for the agent (RedisRelayClient::command) and the direct path for a failover.
+  // caller waits for the agent (RelayClient::command) and the direct path for a failover.
   std::chrono::nanoseconds unavailable_at(const Request& request) const;
   // One request on its own, on the deployment's connection; its answer carries `said_before` and
   // what was said while serving it.
@@ -113,19 +112,19 @@ class RedisRelay final : public AgentStores {
   // Answers `requests` (of `parsed`) with the reply to the command sent for them: theirs, or each
   // its own of a batch's; as answer_alone() where it did not run. `server` names the deployment.
   void answer_command(const std::vector<Request>& parsed, const std::vector<std::size_t>& requests,
-                      RedisValue reply, std::string_view server, io::Waiter& waiter,
+                      Value reply, std::string_view server, io::Waiter& waiter,
                       const std::vector<std::string>& said, std::vector<std::string>& answers);
   // The answer that carries `reply` back, and `said`; a script's reply (not NOSCRIPT) is a
   // decision served.
-  std::string reply_answer(const Request& request, const RedisValue& reply,
+  std::string reply_answer(const Request& request, const Value& reply,
                            const std::vector<std::string>& said);
 
   std::string session_dir_;
-  std::map<std::string, RedisTopology, std::less<>> deployments_;
+  std::map<std::string, Topology, std::less<>> deployments_;
   std::uint64_t decisions_ = 0;
   // What the deployments said since the answer being made was begun: kind ("note", "warning")
   // and text in turn.
   std::vector<std::string> said_;
 };
 
-}  // namespace ratelimit::stores
+}  // namespace ratelimit::stores::redis

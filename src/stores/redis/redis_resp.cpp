@@ -5,7 +5,7 @@
 #include <memory>
 #include <new>
 
-namespace ratelimit::stores {
+namespace ratelimit::stores::redis {
 namespace {
 
 // A status's or an error's text as one line of RESP.
@@ -16,26 +16,26 @@ std::string one_line(std::string text) {
   return text;
 }
 
-void append_value(std::string& out, const RedisValue& value) {
+void append_value(std::string& out, const Value& value) {
   switch (value.type) {
-    case RedisValue::Type::nil:
+    case Value::Type::nil:
       out += "$-1\r\n";
       break;
-    case RedisValue::Type::integer:
+    case Value::Type::integer:
       out += ':' + std::to_string(value.integer) + "\r\n";
       break;
-    case RedisValue::Type::string:
+    case Value::Type::string:
       out += '$' + std::to_string(value.text.size()) + "\r\n" + value.text + "\r\n";
       break;
-    case RedisValue::Type::status:
+    case Value::Type::status:
       out += '+' + one_line(value.text) + "\r\n";
       break;
-    case RedisValue::Type::error:
+    case Value::Type::error:
       out += '-' + one_line(value.text) + "\r\n";
       break;
-    case RedisValue::Type::array:
+    case Value::Type::array:
       out += '*' + std::to_string(value.elements.size()) + "\r\n";
-      for (const RedisValue& element : value.elements) append_value(out, element);
+      for (const Value& element : value.elements) append_value(out, element);
       break;
   }
 }
@@ -50,28 +50,28 @@ struct FreeReply {
 
 }  // namespace
 
-RedisValue copy_reply(const redisReply& reply) {
-  RedisValue value;
+Value copy_reply(const redisReply& reply) {
+  Value value;
   switch (reply.type) {
     case REDIS_REPLY_INTEGER:
-      value.type = RedisValue::Type::integer;
+      value.type = Value::Type::integer;
       value.integer = reply.integer;
       break;
     case REDIS_REPLY_STRING:
     case REDIS_REPLY_STATUS:
     case REDIS_REPLY_ERROR:
-      value.type = reply.type == REDIS_REPLY_STRING   ? RedisValue::Type::string
-                   : reply.type == REDIS_REPLY_STATUS ? RedisValue::Type::status
-                                                      : RedisValue::Type::error;
+      value.type = reply.type == REDIS_REPLY_STRING   ? Value::Type::string
+                   : reply.type == REDIS_REPLY_STATUS ? Value::Type::status
+                                                      : Value::Type::error;
       value.text.assign(reply.str, reply.len);
       break;
     case REDIS_REPLY_ARRAY:
-      value.type = RedisValue::Type::array;
+      value.type = Value::Type::array;
       for (std::size_t i = 0; i < reply.elements; ++i)
         value.elements.push_back(copy_reply(*reply.element[i]));
       break;
     default:
-      value.type = RedisValue::Type::nil;
+      value.type = Value::Type::nil;
   }
   return value;
 }
@@ -91,13 +91,13 @@ std::string resp_command(const std::vector<std::string>& arguments) {
   return std::string(formatted, static_cast<std::size_t>(length));
 }
 
-std::string resp_value(const RedisValue& value) {
+std::string resp_value(const Value& value) {
   std::string out;
   append_value(out, value);
   return out;
 }
 
-std::optional<RedisValue> read_resp_value(std::string_view text) {
+std::optional<Value> read_resp_value(std::string_view text) {
   const std::unique_ptr<redisReader, FreeReader> reader(::redisReaderCreate());
   if (!reader) throw std::bad_alloc();
   void* reply = nullptr;
@@ -110,4 +110,4 @@ std::optional<RedisValue> read_resp_value(std::string_view text) {
   return copy_reply(*static_cast<const redisReply*>(reply));
 }
 
-}  // namespace ratelimit::stores
+}  // namespace ratelimit::stores::redis

@@ -9,7 +9,7 @@
 
 #include "errors.hpp"
 
-namespace ratelimit::stores::script {
+namespace ratelimit::stores::redis {
 namespace {
 
 using std::chrono::nanoseconds;
@@ -98,7 +98,7 @@ std::string& at(std::vector<std::string>& arguments, std::size_t position) {
 // operation and what was wrong.
 class ReplyReader {
  public:
-  ReplyReader(const RedisValue& reply, std::string_view operation, std::string_view server)
+  ReplyReader(const Value& reply, std::string_view operation, std::string_view server)
       : reply_(reply), operation_(operation), server_(server) {}
 
   [[noreturn]] void malformed(std::string_view what) const {
@@ -106,19 +106,19 @@ class ReplyReader {
                                        server_, operation_, what));
   }
   // The reply's fields, which must be `count` of one of the counts given.
-  const std::vector<RedisValue>& fields(std::initializer_list<std::size_t> counts) const {
-    if (reply_.type != RedisValue::Type::array) malformed("not a table");
+  const std::vector<Value>& fields(std::initializer_list<std::size_t> counts) const {
+    if (reply_.type != Value::Type::array) malformed("not a table");
     if (std::find(counts.begin(), counts.end(), reply_.elements.size()) == counts.end())
       malformed(fmt::format("{} fields", reply_.elements.size()));
     return reply_.elements;
   }
-  const RedisValue& field(std::size_t position) const {
-    if (reply_.type != RedisValue::Type::array || position > reply_.elements.size())
+  const Value& field(std::size_t position) const {
+    if (reply_.type != Value::Type::array || position > reply_.elements.size())
       malformed(fmt::format("no field {}", position));
     return reply_.elements[position - 1];
   }
   const std::string& text(std::size_t position) const {
-    const RedisValue& value = field(position);
+    const Value& value = field(position);
     if (!is_text(value)) malformed(fmt::format("field {} is not a text", position));
     return value.text;
   }
@@ -129,8 +129,8 @@ class ReplyReader {
     return *value;
   }
   std::int64_t integer(std::size_t position) const {
-    const RedisValue& value = field(position);
-    if (value.type != RedisValue::Type::integer)
+    const Value& value = field(position);
+    if (value.type != Value::Type::integer)
       malformed(fmt::format("field {} is not an integer", position));
     return value.integer;
   }
@@ -186,7 +186,7 @@ class ReplyReader {
   }
 
  private:
-  const RedisValue& reply_;
+  const Value& reply_;
   std::string_view operation_;
   std::string_view server_;
 };
@@ -284,7 +284,7 @@ std::vector<std::string> encode_set_rate(double permits_per_second, const KeySch
   return arguments;
 }
 
-DecodedReservation decode_reservation(const RedisValue& reply, const PermitRequest& request,
+DecodedReservation decode_reservation(const Value& reply, const PermitRequest& request,
                                       std::string_view server) {
   const ReplyReader read(reply, "reserve", server);
   DecodedReservation decoded;
@@ -292,7 +292,7 @@ DecodedReservation decode_reservation(const RedisValue& reply, const PermitReque
   reservation.granted = true;
   reservation.key_timetable = request.schedule.timetable;
   reservation.key_permits_per_second = request.params.permits_per_second;
-  if (reply.type == RedisValue::Type::string) {
+  if (reply.type == Value::Type::string) {
     read.read_wait(reply.text, reservation);
     return decoded;
   }
@@ -329,7 +329,7 @@ DecodedReservation decode_reservation(const RedisValue& reply, const PermitReque
   return decoded;
 }
 
-DecodedKeysReservation decode_reservations(const RedisValue& reply,
+DecodedKeysReservation decode_reservations(const Value& reply,
                                            const std::vector<PermitRequest>& requests,
                                            std::string_view server) {
   const ReplyReader read(reply, kReserveAllOperation, server);
@@ -369,11 +369,11 @@ DecodedKeysReservation decode_reservations(const RedisValue& reply,
   return decoded;
 }
 
-std::optional<BucketStatus> decode_status(const RedisValue& reply, const std::string& key,
+std::optional<BucketStatus> decode_status(const Value& reply, const std::string& key,
                                           std::string_view server) {
   const ReplyReader read(reply, "status", server);
-  if (reply.type == RedisValue::Type::nil) return std::nullopt;
-  if (reply.type != RedisValue::Type::array) read.malformed("not a table");
+  if (reply.type == Value::Type::nil) return std::nullopt;
+  if (reply.type != Value::Type::array) read.malformed("not a table");
   const std::size_t count = reply.elements.size();
   BucketStatus status;
   status.key = key;
@@ -420,8 +420,8 @@ std::optional<BucketStatus> decode_status(const RedisValue& reply, const std::st
   return status;
 }
 
-std::optional<ThrottleResult> decode_throttle(const RedisValue& reply, std::string_view server) {
-  if (reply.type == RedisValue::Type::nil) return std::nullopt;
+std::optional<ThrottleResult> decode_throttle(const Value& reply, std::string_view server) {
+  if (reply.type == Value::Type::nil) return std::nullopt;
   const ReplyReader read(reply, kThrottleOperation, server);
   read.fields({kThrottleFields});
   ThrottleResult result;
@@ -432,16 +432,16 @@ std::optional<ThrottleResult> decode_throttle(const RedisValue& reply, std::stri
   return result;
 }
 
-bool decode_give_back(const RedisValue& reply, std::string_view server) {
-  if (reply.type == RedisValue::Type::nil) return false;
-  if (reply.type != RedisValue::Type::integer || (reply.integer != 0 && reply.integer != 1))
+bool decode_give_back(const Value& reply, std::string_view server) {
+  if (reply.type == Value::Type::nil) return false;
+  if (reply.type != Value::Type::integer || (reply.integer != 0 && reply.integer != 1))
     ReplyReader(reply, "give_back", server).malformed("not 0 or 1");
   return reply.integer == 1;
 }
 
-bool decode_set_rate(const RedisValue& reply, std::string_view server) {
-  if (reply.type == RedisValue::Type::nil) return false;
-  if (reply.type != RedisValue::Type::integer || reply.integer != 1)
+bool decode_set_rate(const Value& reply, std::string_view server) {
+  if (reply.type == Value::Type::nil) return false;
+  if (reply.type != Value::Type::integer || reply.integer != 1)
     ReplyReader(reply, "set_rate", server).malformed("not 1");
   return true;
 }
@@ -451,14 +451,14 @@ void add_to_batch(std::vector<std::string>& batch, std::span<const std::string> 
   batch.insert(batch.end(), request.begin(), request.end());
 }
 
-std::vector<RedisValue> decode_batch(RedisValue reply, std::size_t count, std::string_view server) {
-  if (reply.type == RedisValue::Type::error) return std::vector<RedisValue>(count, reply);
-  if (reply.type != RedisValue::Type::array || reply.elements.size() != count)
+std::vector<Value> decode_batch(Value reply, std::size_t count, std::string_view server) {
+  if (reply.type == Value::Type::error) return std::vector<Value>(count, reply);
+  if (reply.type != Value::Type::array || reply.elements.size() != count)
     ReplyReader(reply, kBatchOperation, server)
-        .malformed(reply.type == RedisValue::Type::array
+        .malformed(reply.type == Value::Type::array
                        ? fmt::format("{} replies for {} requests", reply.elements.size(), count)
                        : std::string("not a table"));
   return std::move(reply.elements);
 }
 
-}  // namespace ratelimit::stores::script
+}  // namespace ratelimit::stores::redis

@@ -16,7 +16,7 @@
 // encoded as the script's ARGV, replies decoded into the store's values, each a pure function that
 // needs no server. Positions are the script's own, counted from 1 as Lua counts ARGV and a reply
 // table, and named as in redis_bucket.lua's header: both sides use these names.
-namespace ratelimit::stores::script {
+namespace ratelimit::stores::redis {
 
 // ARGV positions. Every operation's (kArgTime: but batch's):
 inline constexpr std::size_t kArgOperation = 1;  // "reserve", "reserve_keeping", "status", ...
@@ -170,17 +170,17 @@ struct DecodedReservation {
 // Decoders of the replies to the requests above. A reply they cannot read throws
 // StoreUnavailable, "<server>: unexpected reply to the bucket script's <operation>: <what>", one
 // line (`server` names the store, as "Redis at URL"). `request`: the one the reply answers.
-DecodedReservation decode_reservation(const RedisValue& reply, const PermitRequest& request,
+DecodedReservation decode_reservation(const Value& reply, const PermitRequest& request,
                                       std::string_view server);
 // Nothing without a bucket; `key` is the status's key.
-std::optional<BucketStatus> decode_status(const RedisValue& reply, const std::string& key,
+std::optional<BucketStatus> decode_status(const Value& reply, const std::string& key,
                                           std::string_view server);
 // Whether the next free moment moved (false without a bucket).
-bool decode_give_back(const RedisValue& reply, std::string_view server);
+bool decode_give_back(const Value& reply, std::string_view server);
 // Nothing without a bucket.
-std::optional<ThrottleResult> decode_throttle(const RedisValue& reply, std::string_view server);
+std::optional<ThrottleResult> decode_throttle(const Value& reply, std::string_view server);
 // False without a bucket.
-bool decode_set_rate(const RedisValue& reply, std::string_view server);
+bool decode_set_rate(const Value& reply, std::string_view server);
 
 // The ARGV of a reserve_all of `requests` (distinct keys, one deadline) due within `timeout`.
 std::vector<std::string> encode_reserve_all(const std::vector<PermitRequest>& requests,
@@ -191,7 +191,7 @@ struct DecodedKeysReservation {
   KeysReservation reservation;
   std::vector<std::string> problems;
 };
-DecodedKeysReservation decode_reservations(const RedisValue& reply,
+DecodedKeysReservation decode_reservations(const Value& reply,
                                            const std::vector<PermitRequest>& requests,
                                            std::string_view server);
 
@@ -200,6 +200,6 @@ void add_to_batch(std::vector<std::string>& batch, std::span<const std::string> 
 // The replies of a batch of `count` requests, each request's own: a whole-call error (NOSCRIPT,
 // BUSY, ...: nothing ran) is each request's reply. Any other reply but a table of `count` throws
 // StoreUnavailable as the decoders above do.
-std::vector<RedisValue> decode_batch(RedisValue reply, std::size_t count, std::string_view server);
+std::vector<Value> decode_batch(Value reply, std::size_t count, std::string_view server);
 
-}  // namespace ratelimit::stores::script
+}  // namespace ratelimit::stores::redis

@@ -16,7 +16,7 @@
 #include "stores/redis/redis_script.hpp"
 #include "stores/redis/redis_script_protocol.hpp"
 
-namespace ratelimit::stores {
+namespace ratelimit::stores::redis {
 namespace {
 
 using std::chrono::milliseconds;
@@ -36,46 +36,45 @@ std::string redis_key(const std::string& key) {
   return std::string(kKeyPrefix) + key + std::string(kKeySuffix);
 }
 
-RedisStore::RedisStore(RedisDeployment deployment, std::chrono::milliseconds timeout, Notify notify,
-                       const RedisTlsOptions& tls, std::chrono::milliseconds failover_timeout,
-                       Notify warn)
+Store::Store(Deployment deployment, std::chrono::milliseconds timeout, Notify notify,
+             const TlsOptions& tls, std::chrono::milliseconds failover_timeout, Notify warn)
     : notify_(notify),
       timeout_(timeout),
       topology_(std::move(deployment), timeout, failover_timeout, std::move(notify),
                 std::move(warn), tls) {}
 
-void RedisStore::unexpected_reply(const RedisValue& reply) const {
+void Store::unexpected_reply(const Value& reply) const {
   throw StoreUnavailable(server() + ": " +
-                         (reply.type == RedisValue::Type::error
+                         (reply.type == Value::Type::error
                               ? explain_refusal(reply.text)
                               : std::string("unexpected reply to the bucket script")));
 }
 
-RedisValue RedisStore::run_script(const std::string& key, std::vector<std::string> arguments,
-                                  RedisDeadline& deadline) {
+Value Store::run_script(const std::string& key, std::vector<std::string> arguments,
+                        Deadline& deadline) {
   return run_script_on({key}, std::move(arguments), deadline);
 }
 
-RedisValue RedisStore::run_script_on(const std::vector<std::string>& keys,
-                                     std::vector<std::string> arguments, RedisDeadline& deadline) {
+Value Store::run_script_on(const std::vector<std::string>& keys, std::vector<std::string> arguments,
+                           Deadline& deadline) {
   std::vector<std::string> call{"EVALSHA", std::string(kRedisBucketScriptSha1),
                                 std::to_string(keys.size())};
   for (const std::string& key : keys) call.push_back(redis_key(key));
   call.insert(call.end(), arguments.begin(), arguments.end());
   const std::string bucket_key = redis_key(keys.front());
-  RedisValue reply = send(bucket_key, call, deadline);
+  Value reply = send(bucket_key, call, deadline);
   // NOSCRIPT: the script did not run, so running it with EVAL cannot book twice. EVAL also
   // caches it for the next EVALSHA (a server started again, a replica just promoted, has not
   // got it).
-  if (reply.type == RedisValue::Type::error && reply.text.starts_with("NOSCRIPT")) {
+  if (reply.type == Value::Type::error && reply.text.starts_with("NOSCRIPT")) {
     call[0] = "EVAL";
     call[1] = kRedisBucketScript;
     reply = send(bucket_key, call, deadline);
   }
   // A server started again that is still reading its data: nothing ran, and it will.
-  if (reply.type == RedisValue::Type::error && reply.text.starts_with("LOADING"))
-    throw RedisConnectionLost(server() + ": " + reply.text, false);
-  if (reply.type == RedisValue::Type::error && reply.text.starts_with("CROSSSLOT")) {
+  if (reply.type == Value::Type::error && reply.text.starts_with("LOADING"))
+    throw ConnectionLost(server() + ": " + reply.text, false);
+  if (reply.type == Value::Type::error && reply.text.starts_with("CROSSSLOT")) {
     std::string names;
     for (const std::string& key : keys)
       names += (names.empty() ? "'" : ", '") + format::escaped_bytes(key) + "'";
@@ -84,7 +83,7 @@ RedisValue RedisStore::run_script_on(const std::vector<std::string>& keys,
         "start their names with the same {{tag}} (e.g. {{crawl}}site:a and {{crawl}}all)",
         server(), names));
   }
-  if (reply.type == RedisValue::Type::error) {
+  if (reply.type == Value::Type::error) {
     // The connection may be fine, but the server refuses (NOAUTH, OOM, BUSY, a broken script).
     unexpected_reply(reply);
   }
@@ -92,22 +91,21 @@ RedisValue RedisStore::run_script_on(const std::vector<std::string>& keys,
 }
 
 template <typename Attempt>
-auto RedisStore::with_restarts(RedisDeadline& deadline, bool resend_if_reply_lost,
-                               Attempt attempt) {
+auto Store::with_restarts(Deadline& deadline, bool resend_if_reply_lost, Attempt attempt) {
   // Counted from the first refusal: a server that answered until now may be restarting.
-  std::optional<RedisDeadline> restart;
+  std::optional<Deadline> restart;
   std::exception_ptr last_loss;
   bool resent = false;
   milliseconds pause = kFirstRestartPause;
   while (true) {
     try {
       return attempt();
-    } catch (const RedisTooLate&) {
+    } catch (const TooLate&) {
       // The request's deadline passed while the server was away (a try through the agent that
       // came after it): unavailable, as the direct path says, not a refusal the server made.
       if (last_loss) std::rethrow_exception(last_loss);
       throw;
-    } catch (const RedisConnectionLost& lost) {
+    } catch (const ConnectionLost& lost) {
       last_loss = std::current_exception();
       if (lost.sent() && (!resend_if_reply_lost || resent)) throw;
       resent |= lost.sent();
@@ -122,7 +120,7 @@ auto RedisStore::with_restarts(RedisDeadline& deadline, bool resend_if_reply_los
       // Past the budget (the last try was at its end): an outage.
       if (restart->passed()) {
         if (!lost.sent())
-          throw RedisConnectionLost(
+          throw ConnectionLost(
               fmt::format("{} for {}", lost.what(), format::human_duration(kRestartBudget)), false);
         throw;
       }
@@ -143,19 +141,19 @@ auto RedisStore::with_restarts(RedisDeadline& deadline, bool resend_if_reply_los
   }
 }
 
-RedisValue RedisStore::send(const std::string& bucket_key,
-                            const std::vector<std::string>& arguments, RedisDeadline& deadline) {
+Value Store::send(const std::string& bucket_key, const std::vector<std::string>& arguments,
+                  Deadline& deadline) {
   if (relay_) {
-    std::optional<RedisValue> reply;
+    std::optional<Value> reply;
     try {
       reply = relay_->command(bucket_key, arguments, deadline);
-    } catch (const RedisFailure& failure) {
+    } catch (const Failure& failure) {
       // The operation's deadline passed before the command went to the agent.
       throw StoreUnavailable(server() + ": " + failure.what());
     }
     if (reply) {
       // Answered after the operation's timeout: the agent followed a failover, as the direct path
-      // does (RedisTopology::command), and what follows (EVAL after NOSCRIPT) has a timeout anew.
+      // does (Topology::command), and what follows (EVAL after NOSCRIPT) has a timeout anew.
       if (deadline.passed()) deadline = deadline.renewed(timeout_);
       return std::move(*reply);
     }
@@ -164,12 +162,12 @@ RedisValue RedisStore::send(const std::string& bucket_key,
   return topology_.command(bucket_key, arguments, deadline);
 }
 
-void RedisStore::connect(const std::string& bucket_key, RedisDeadline& deadline) {
+void Store::connect(const std::string& bucket_key, Deadline& deadline) {
   if (!relay_) topology_.connect(bucket_key, deadline);
 }
 
-Reservation RedisStore::reserve(const PermitRequest& request, io::Waiter& waiter) {
-  RedisDeadline round_trip = operation_deadline(&waiter);
+Reservation Store::reserve(const PermitRequest& request, io::Waiter& waiter) {
+  Deadline round_trip = operation_deadline(&waiter);
   if (request.deadline != nanoseconds::max())
     round_trip.refuse_after(std::max(request.deadline, waiter.now() + nanoseconds(kAnswerGrace)));
   try {
@@ -185,42 +183,39 @@ Reservation RedisStore::reserve(const PermitRequest& request, io::Waiter& waiter
               : std::max(request.deadline - waiter.now(), nanoseconds::zero());
       return reserve_at(request, timeout, std::nullopt, round_trip);
     });
-  } catch (const RedisInterrupted& interrupted) {
+  } catch (const Interrupted& interrupted) {
     Reservation reservation;
     reservation.signal = interrupted.signal;
     return reservation;
-  } catch (const RedisTooLate&) {
+  } catch (const TooLate&) {
     return {};
   }
 }
 
-Reservation RedisStore::reserve_at(const PermitRequest& request, nanoseconds timeout,
-                                   std::optional<std::int64_t> now_micros,
-                                   io::Waiter* stop_waiter) {
-  RedisDeadline round_trip = operation_deadline(stop_waiter);
+Reservation Store::reserve_at(const PermitRequest& request, nanoseconds timeout,
+                              std::optional<std::int64_t> now_micros, io::Waiter* stop_waiter) {
+  Deadline round_trip = operation_deadline(stop_waiter);
   return reserve_at(request, timeout, now_micros, round_trip);
 }
 
-Reservation RedisStore::reserve_at(const PermitRequest& request, nanoseconds timeout,
-                                   std::optional<std::int64_t> now_micros,
-                                   RedisDeadline& deadline) {
+Reservation Store::reserve_at(const PermitRequest& request, nanoseconds timeout,
+                              std::optional<std::int64_t> now_micros, Deadline& deadline) {
   validate(request.params);
   validate_permits(request.permits);
-  const RedisValue reply =
-      run_script(request.key, script::encode_reserve(request, timeout, now_micros), deadline);
-  script::DecodedReservation decoded = script::decode_reservation(reply, request, server());
+  const Value reply =
+      run_script(request.key, encode_reserve(request, timeout, now_micros), deadline);
+  DecodedReservation decoded = decode_reservation(reply, request, server());
   if (!decoded.problem.empty())
     notify_(fmt::format("key '{}': {} in Redis; starting a fresh bucket", request.key,
                         decoded.problem));
   return std::move(decoded.reservation);
 }
 
-KeysReservation RedisStore::reserve_all(const std::vector<PermitRequest>& requests,
-                                        io::Waiter& waiter) {
+KeysReservation Store::reserve_all(const std::vector<PermitRequest>& requests, io::Waiter& waiter) {
   check_keys_of_call(requests);
   if (requests.size() == 1) return BucketStore::reserve_all(requests, waiter);
   const nanoseconds request_deadline = requests.front().deadline;
-  RedisDeadline round_trip = operation_deadline(&waiter);
+  Deadline round_trip = operation_deadline(&waiter);
   if (request_deadline != nanoseconds::max())
     round_trip.refuse_after(std::max(request_deadline, waiter.now() + nanoseconds(kAnswerGrace)));
   try {
@@ -233,26 +228,24 @@ KeysReservation RedisStore::reserve_all(const std::vector<PermitRequest>& reques
               : std::max(request_deadline - waiter.now(), nanoseconds::zero());
       return reserve_all_at(requests, timeout, std::nullopt, round_trip);
     });
-  } catch (const RedisInterrupted& interrupted) {
+  } catch (const Interrupted& interrupted) {
     KeysReservation interrupted_call;
     interrupted_call.call.signal = interrupted.signal;
     return interrupted_call;
-  } catch (const RedisTooLate&) {
+  } catch (const TooLate&) {
     return {};
   }
 }
 
-KeysReservation RedisStore::reserve_all_at(const std::vector<PermitRequest>& requests,
-                                           nanoseconds timeout,
-                                           std::optional<std::int64_t> now_micros) {
-  RedisDeadline round_trip = operation_deadline();
+KeysReservation Store::reserve_all_at(const std::vector<PermitRequest>& requests,
+                                      nanoseconds timeout, std::optional<std::int64_t> now_micros) {
+  Deadline round_trip = operation_deadline();
   return reserve_all_at(requests, timeout, now_micros, round_trip);
 }
 
-KeysReservation RedisStore::reserve_all_at(const std::vector<PermitRequest>& requests,
-                                           nanoseconds timeout,
-                                           std::optional<std::int64_t> now_micros,
-                                           RedisDeadline& deadline) {
+KeysReservation Store::reserve_all_at(const std::vector<PermitRequest>& requests,
+                                      nanoseconds timeout, std::optional<std::int64_t> now_micros,
+                                      Deadline& deadline) {
   check_keys_of_call(requests);
   std::vector<std::string> keys;
   for (const PermitRequest& request : requests) {
@@ -260,9 +253,9 @@ KeysReservation RedisStore::reserve_all_at(const std::vector<PermitRequest>& req
     validate_permits(request.permits);
     keys.push_back(request.key);
   }
-  const RedisValue reply =
-      run_script_on(keys, script::encode_reserve_all(requests, timeout, now_micros), deadline);
-  script::DecodedKeysReservation decoded = script::decode_reservations(reply, requests, server());
+  const Value reply =
+      run_script_on(keys, encode_reserve_all(requests, timeout, now_micros), deadline);
+  DecodedKeysReservation decoded = decode_reservations(reply, requests, server());
   for (std::size_t i = 0; i < requests.size(); ++i)
     if (!decoded.problems[i].empty())
       notify_(fmt::format("key '{}': {} in Redis; starting a fresh bucket", requests[i].key,
@@ -270,35 +263,34 @@ KeysReservation RedisStore::reserve_all_at(const std::vector<PermitRequest>& req
   return std::move(decoded.reservation);
 }
 
-std::optional<BucketStatus> RedisStore::status_at(const std::string& key,
-                                                  std::optional<std::int64_t> now_micros) {
-  RedisDeadline round_trip = operation_deadline();
+std::optional<BucketStatus> Store::status_at(const std::string& key,
+                                             std::optional<std::int64_t> now_micros) {
+  Deadline round_trip = operation_deadline();
   return with_restarts(round_trip, true, [&] {
-    return script::decode_status(run_script(key, script::encode_status(now_micros), round_trip),
-                                 key, server());
+    return decode_status(run_script(key, encode_status(now_micros), round_trip), key, server());
   });
 }
 
-std::vector<BucketStatus> RedisStore::status(const std::optional<std::string>& key) {
+std::vector<BucketStatus> Store::status(const std::optional<std::string>& key) {
   std::vector<std::string> keys;
   if (key) {
     keys.push_back(*key);
   } else {
     // A Cluster's masters each hold their own slots' keys; the listing is one operation, then
     // each key's status another.
-    RedisDeadline listing = operation_deadline();
-    topology_.for_each_master(listing, [&](RedisConnection& master) {
+    Deadline listing = operation_deadline();
+    topology_.for_each_master(listing, [&](Connection& master) {
       std::string cursor = "0";
       do {
-        const RedisValue reply = master.command(
+        const Value reply = master.command(
             {"SCAN", cursor, "MATCH", std::string(kKeyPrefix) + "*" + std::string(kKeySuffix),
              "COUNT", "1000"},
             listing);
-        if (reply.type != RedisValue::Type::array || reply.elements.size() != 2 ||
-            !is_text(reply.elements[0]) || reply.elements[1].type != RedisValue::Type::array)
+        if (reply.type != Value::Type::array || reply.elements.size() != 2 ||
+            !is_text(reply.elements[0]) || reply.elements[1].type != Value::Type::array)
           unexpected_reply(reply);
         cursor = reply.elements[0].text;
-        for (const RedisValue& name : reply.elements[1].elements) {
+        for (const Value& name : reply.elements[1].elements) {
           const std::string_view text = name.text;
           keys.emplace_back(
               text.substr(kKeyPrefix.size(), text.size() - kKeyPrefix.size() - kKeySuffix.size()));
@@ -315,87 +307,83 @@ std::vector<BucketStatus> RedisStore::status(const std::optional<std::string>& k
   return buckets;
 }
 
-bool RedisStore::reset(const std::string& key) {
-  RedisDeadline round_trip = operation_deadline();
+bool Store::reset(const std::string& key) {
+  Deadline round_trip = operation_deadline();
   const std::string bucket_key = redis_key(key);
   // DEL twice deletes what DEL once did.
-  const RedisValue reply = with_restarts(round_trip, true, [&] {
+  const Value reply = with_restarts(round_trip, true, [&] {
     return send(bucket_key, {"DEL", bucket_key}, round_trip);
   });
-  if (reply.type != RedisValue::Type::integer) unexpected_reply(reply);
+  if (reply.type != Value::Type::integer) unexpected_reply(reply);
   return reply.integer > 0;
 }
 
-bool RedisStore::set_rate(const RateChange& change) { return set_rate_at(change, std::nullopt); }
+bool Store::set_rate(const RateChange& change) { return set_rate_at(change, std::nullopt); }
 
-void RedisStore::ping(const std::string& key, io::Waiter& waiter) {
-  RedisDeadline round_trip = operation_deadline(&waiter);
+void Store::ping(const std::string& key, io::Waiter& waiter) {
+  Deadline round_trip = operation_deadline(&waiter);
   const std::string bucket_key = redis_key(key);
   try {
     with_restarts(round_trip, true, [&] {
       connect(bucket_key, round_trip);
       // A server that accepts connections may still be loading its data (-LOADING): not back.
-      const RedisValue reply = send(bucket_key, {"PING"}, round_trip);
-      if (reply.type != RedisValue::Type::status || reply.text != "PONG") unexpected_reply(reply);
+      const Value reply = send(bucket_key, {"PING"}, round_trip);
+      if (reply.type != Value::Type::status || reply.text != "PONG") unexpected_reply(reply);
       return true;
     });
-  } catch (const RedisInterrupted&) {
+  } catch (const Interrupted&) {
     throw StoreUnavailable(server() + ": not asked to the end");
   }
 }
 
-bool RedisStore::give_back(const UnusedPermits& unused) {
-  return give_back_at(unused, std::nullopt);
-}
+bool Store::give_back(const UnusedPermits& unused) { return give_back_at(unused, std::nullopt); }
 
-bool RedisStore::give_back_at(const UnusedPermits& unused, std::optional<std::int64_t> now_micros) {
+bool Store::give_back_at(const UnusedPermits& unused, std::optional<std::int64_t> now_micros) {
   validate_permits(unused.permits);
-  RedisDeadline round_trip = operation_deadline();
+  Deadline round_trip = operation_deadline();
   // Given back twice, permits would be granted twice: a lost reply is not sent again.
   return with_restarts(round_trip, false, [&] {
-    return script::decode_give_back(
-        run_script(unused.key, script::encode_give_back(unused.permits, unused.booked, now_micros),
+    return decode_give_back(
+        run_script(unused.key, encode_give_back(unused.permits, unused.booked, now_micros),
                    round_trip),
         server());
   });
 }
 
-std::optional<ThrottleResult> RedisStore::throttle(const ThrottleRequest& request) {
+std::optional<ThrottleResult> Store::throttle(const ThrottleRequest& request) {
   return throttle_at(request, std::nullopt);
 }
 
-std::optional<ThrottleResult> RedisStore::throttle_at(const ThrottleRequest& request,
-                                                      std::optional<std::int64_t> now_micros) {
+std::optional<ThrottleResult> Store::throttle_at(const ThrottleRequest& request,
+                                                 std::optional<std::int64_t> now_micros) {
   if (request.retry_after < nanoseconds::zero())
     throw UsageError("a negative Retry-After cannot be reported");
-  RedisDeadline round_trip = operation_deadline();
+  Deadline round_trip = operation_deadline();
   // Sent again, a report belongs to the event the first began (it was sent before it): it cuts
   // nothing more and its pause ends where the first's does.
   return with_restarts(round_trip, true, [&] {
-    return script::decode_throttle(
-        run_script(request.key, script::encode_throttle(request, now_micros), round_trip),
-        server());
+    return decode_throttle(
+        run_script(request.key, encode_throttle(request, now_micros), round_trip), server());
   });
 }
 
-nanoseconds RedisStore::pause_left(const std::string& key) {
+nanoseconds Store::pause_left(const std::string& key) {
   const std::optional<BucketStatus> status = status_at(key, std::nullopt);
   return status ? status->paused_for : nanoseconds::zero();
 }
 
-bool RedisStore::set_rate_at(const RateChange& change, std::optional<std::int64_t> now_micros) {
+bool Store::set_rate_at(const RateChange& change, std::optional<std::int64_t> now_micros) {
   BucketParams checked;
   checked.permits_per_second = change.permits_per_second;
   validate(checked);
-  RedisDeadline round_trip = operation_deadline();
+  Deadline round_trip = operation_deadline();
   return with_restarts(round_trip, false, [&] {
-    return script::decode_set_rate(
-        run_script(change.key,
-                   script::encode_set_rate(change.permits_per_second, change.schedule, now_micros,
-                                           change.settings),
-                   round_trip),
-        server());
+    return decode_set_rate(run_script(change.key,
+                                      encode_set_rate(change.permits_per_second, change.schedule,
+                                                      now_micros, change.settings),
+                                      round_trip),
+                           server());
   });
 }
 
-}  // namespace ratelimit::stores
+}  // namespace ratelimit::stores::redis

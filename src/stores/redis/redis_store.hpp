@@ -14,24 +14,24 @@
 #include "stores/redis/redis_relay.hpp"
 #include "stores/redis/redis_topology.hpp"
 
-namespace ratelimit::stores {
+namespace ratelimit::stores::redis {
 
 // Buckets kept in Redis under ratelimit:{KEY} (the braces keep a key in one Cluster slot), shared
 // by every host that reaches the server. Each decision is one call of redis_bucket.lua, atomic on
 // the server and timed by the server's clock; only relative waits come back.
-class RedisStore final : public BucketStore {
+class Store final : public BucketStore {
  public:
   // Told why a record was discarded (for --verbose).
   using Notify = std::function<void(const std::string&)>;
 
   // Connects at the first call. `timeout` bounds each operation as a whole: its connection (TLS
   // included, with `tls` for rediss:// nodes) and every command it sends; a failover has
-  // `failover_timeout` (RedisTopology), and `warn` is told of two masters at once. Throws
+  // `failover_timeout` (Topology), and `warn` is told of two masters at once. Throws
   // UsageError for TLS options without rediss://; TLS files that cannot be used are found by the
-  // first call that connects (or the agent serving it), which throws as RedisTls.
-  RedisStore(
-      RedisDeployment deployment, std::chrono::milliseconds timeout,
-      Notify notify = [](const std::string&) {}, const RedisTlsOptions& tls = {},
+  // first call that connects (or the agent serving it), which throws as Tls.
+  Store(
+      Deployment deployment, std::chrono::milliseconds timeout,
+      Notify notify = [](const std::string&) {}, const TlsOptions& tls = {},
       std::chrono::milliseconds failover_timeout = kDefaultFailoverTimeout,
       Notify warn = [](const std::string&) {});
 
@@ -61,14 +61,14 @@ class RedisStore final : public BucketStore {
   // The decision for permits due within `timeout` (Guava tryAcquire; nanoseconds::max(): no
   // limit), at a time the caller gives in Unix microseconds instead of the server's TIME: for the
   // golden vectors only. The reply is waited for through `stop_waiter` when given
-  // (RedisInterrupted).
+  // (Interrupted).
   Reservation reserve_at(const PermitRequest& request, std::chrono::nanoseconds timeout,
                          std::optional<std::int64_t> now_micros, io::Waiter* stop_waiter = nullptr);
   Reservation reserve_at(const PermitRequest& request, std::chrono::nanoseconds timeout,
-                         std::optional<std::int64_t> now_micros, RedisDeadline& deadline);
+                         std::optional<std::int64_t> now_micros, Deadline& deadline);
   KeysReservation reserve_all_at(const std::vector<PermitRequest>& requests,
                                  std::chrono::nanoseconds timeout,
-                                 std::optional<std::int64_t> now_micros, RedisDeadline& deadline);
+                                 std::optional<std::int64_t> now_micros, Deadline& deadline);
   KeysReservation reserve_all_at(const std::vector<PermitRequest>& requests,
                                  std::chrono::nanoseconds timeout,
                                  std::optional<std::int64_t> now_micros);
@@ -81,37 +81,36 @@ class RedisStore final : public BucketStore {
 
   // Commands go through the host agent from now on, and to the server itself whenever there is
   // no agent.
-  void relay_through(RedisRelayClient relay) { relay_.emplace(std::move(relay)); }
+  void relay_through(RelayClient relay) { relay_.emplace(std::move(relay)); }
 
   const std::string& shown_url() const { return topology_.shown_url(); }
 
  private:
   // The deadline of an operation starting now.
-  RedisDeadline operation_deadline(io::Waiter* stop_waiter = nullptr) const {
-    return RedisDeadline(timeout_, stop_waiter);
+  Deadline operation_deadline(io::Waiter* stop_waiter = nullptr) const {
+    return Deadline(timeout_, stop_waiter);
   }
   // Runs `attempt` (one try of an operation, which returns its result) within `deadline`, again
   // while the server restarts: while it refuses or drops connections, or answers LOADING (all
-  // reported as RedisConnectionLost), tries again at once, then after a jittered pause that
+  // reported as ConnectionLost), tries again at once, then after a jittered pause that
   // doubles, within kRestartBudget from the first refusal, each try within a --redis-timeout of its
   // own. Past the budget, the request's own deadline or a stop signal, the last failure is thrown.
   // Only `resend_if_reply_lost` lets a command whose reply was lost be sent once more (it may have
   // run). This is the one retry of an operation: what it calls tries once.
   template <typename Attempt>
-  auto with_restarts(RedisDeadline& deadline, bool resend_if_reply_lost, Attempt attempt);
+  auto with_restarts(Deadline& deadline, bool resend_if_reply_lost, Attempt attempt);
   // The command sent once: through the agent when there is one, else to the server.
-  RedisValue send(const std::string& bucket_key, const std::vector<std::string>& arguments,
-                  RedisDeadline& deadline);
+  Value send(const std::string& bucket_key, const std::vector<std::string>& arguments,
+             Deadline& deadline);
   // Connected to the node that serves `bucket_key` (the agent's business when it relays).
-  void connect(const std::string& bucket_key, RedisDeadline& deadline);
+  void connect(const std::string& bucket_key, Deadline& deadline);
   // Runs the script by its SHA-1, loading it once if the server does not have it (NOSCRIPT); as
-  // send(). An error reply throws StoreUnavailable; LOADING, RedisConnectionLost (not sent).
-  RedisValue run_script(const std::string& key, std::vector<std::string> arguments,
-                        RedisDeadline& deadline);
+  // send(). An error reply throws StoreUnavailable; LOADING, ConnectionLost (not sent).
+  Value run_script(const std::string& key, std::vector<std::string> arguments, Deadline& deadline);
   // The same over several keys (KEYS[1..n]), sent where the first one is served.
-  RedisValue run_script_on(const std::vector<std::string>& keys, std::vector<std::string> arguments,
-                           RedisDeadline& deadline);
-  [[noreturn]] void unexpected_reply(const RedisValue& reply) const;
+  Value run_script_on(const std::vector<std::string>& keys, std::vector<std::string> arguments,
+                      Deadline& deadline);
+  [[noreturn]] void unexpected_reply(const Value& reply) const;
   // The store as errors name it.
   std::string server() const { return "Redis at " + shown_url(); }
 
@@ -119,8 +118,8 @@ class RedisStore final : public BucketStore {
   std::chrono::milliseconds timeout_;
   // Spreads the retries of the hosts that a restart met over the pause.
   std::minstd_rand jitter_{std::random_device{}()};
-  RedisTopology topology_;
-  std::optional<RedisRelayClient> relay_;
+  Topology topology_;
+  std::optional<RelayClient> relay_;
 };
 
 // However near a request's deadline, a call waits this long for Redis's answer (connect included)
@@ -138,4 +137,4 @@ inline constexpr std::chrono::milliseconds kRestartBudget{5000};
 // The Redis key of a bucket.
 std::string redis_key(const std::string& key);
 
-}  // namespace ratelimit::stores
+}  // namespace ratelimit::stores::redis

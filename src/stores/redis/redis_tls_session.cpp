@@ -11,7 +11,7 @@
 #include <array>
 #include <new>
 
-namespace ratelimit::stores {
+namespace ratelimit::stores::redis {
 namespace {
 
 // The first line of every session file, then the digest of its scope: a file in another format
@@ -117,4 +117,4 @@ SslSession decode_tls_session(std::string_view bytes, const TlsSessionScope& sco
   return session;
 }
 
-}  // namespace ratelimit::stores
+}  // namespace ratelimit::stores::redis

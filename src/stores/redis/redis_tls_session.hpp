@@ -11,7 +11,7 @@ struct ssl_session_st;
 // one instead of making a full handshake (a server's public-key operation, the bulk of its CPU
 // per connection): what a session is kept under, and how its file is written and read back. No
 // I/O; the files are kept in the state directory by redis_connection_tls_posix.cpp.
-namespace ratelimit::stores {
+namespace ratelimit::stores::redis {
 
 // What a session was made and checked for. A session is offered again only within the same
 // scope: the same server under the same name, the same CAs trusted the same way, the same client
@@ -53,4 +53,4 @@ std::string encode_tls_session(ssl_session_st* session, const TlsSessionScope& s
 SslSession decode_tls_session(std::string_view bytes, const TlsSessionScope& scope, std::time_t now,
                               std::string& ignored_because);
 
-}  // namespace ratelimit::stores
+}  // namespace ratelimit::stores::redis

@@ -10,7 +10,7 @@
 #include "format/quantities.hpp"
 #include "stores/redis/redis_options.hpp"
 
-namespace ratelimit::stores {
+namespace ratelimit::stores::redis {
 namespace {
 
 using std::chrono::milliseconds;
@@ -33,11 +33,11 @@ std::optional<int> port_number(std::string_view text) {
 struct Redirect {
   bool ask = false;
   std::string slot;
-  RedisAddress node;
+  Address node;
 };
 
-std::optional<Redirect> redirect_of(const RedisValue& reply, const RedisAddress& answered) {
-  if (reply.type != RedisValue::Type::error) return std::nullopt;
+std::optional<Redirect> redirect_of(const Value& reply, const Address& answered) {
+  if (reply.type != Value::Type::error) return std::nullopt;
   const std::string_view text = reply.text;
   const bool ask = text.starts_with("ASK ");
   if (!ask && !text.starts_with("MOVED ")) return std::nullopt;
@@ -58,9 +58,8 @@ std::optional<Redirect> redirect_of(const RedisValue& reply, const RedisAddress&
 
 }  // namespace
 
-RedisTopology::RedisTopology(RedisDeployment deployment, milliseconds timeout,
-                             milliseconds failover_timeout, Notify notify, Notify warn,
-                             const RedisTlsOptions& tls)
+Topology::Topology(Deployment deployment, milliseconds timeout, milliseconds failover_timeout,
+                   Notify notify, Notify warn, const TlsOptions& tls)
     : deployment_(std::move(deployment)),
       timeout_(timeout),
       failover_timeout_(failover_timeout),
@@ -71,28 +70,26 @@ RedisTopology::RedisTopology(RedisDeployment deployment, milliseconds timeout,
       master_share_(timeout / 2) {
   if (!deployment_.node.tls &&
       (!tls.ca_file.empty() || !tls.cert_file.empty() || !tls.key_file.empty() || !tls.verify))
-    throw UsageError(fmt::format("the {} options need a rediss:// URL, not '{}'",
-                                 redis_option::tls_any, deployment_.shown));
+    throw UsageError(fmt::format("the {} options need a rediss:// URL, not '{}'", kAnyTlsOption,
+                                 deployment_.shown));
 }
 
-const RedisTls* RedisTopology::tls_for(const RedisAddress& node) {
+const Tls* Topology::tls_for(const Address& node) {
   if (!node.tls) return nullptr;
   if (!tls_) tls_.emplace(tls_options_, notify_);
   return &*tls_;
 }
 
-RedisValue RedisTopology::command(const std::string& redis_key,
-                                  const std::vector<std::string>& arguments,
-                                  RedisDeadline& deadline) {
-  if (deployment_.kind == RedisDeployment::Kind::sentinel)
-    return command_on_master(arguments, deadline);
+Value Topology::command(const std::string& redis_key, const std::vector<std::string>& arguments,
+                        Deadline& deadline) {
+  if (deployment_.kind == Deployment::Kind::sentinel) return command_on_master(arguments, deadline);
   return command_in_cluster(redis_key, arguments, deadline);
 }
 
-std::optional<std::vector<RedisValue>> RedisTopology::pipeline(
+std::optional<std::vector<Value>> Topology::pipeline(
     const std::vector<std::pair<std::string, std::vector<std::string>>>& commands,
-    RedisDeadline& deadline) {
-  if (deployment_.kind == RedisDeployment::Kind::sentinel) return std::nullopt;
+    Deadline& deadline) {
+  if (deployment_.kind == Deployment::Kind::sentinel) return std::nullopt;
   std::vector<std::vector<std::string>> arguments;
   for (const auto& [redis_key, command_arguments] : commands) {
     if (key_nodes_.contains(redis_key)) return std::nullopt;
@@ -101,15 +98,15 @@ std::optional<std::vector<RedisValue>> RedisTopology::pipeline(
   return node_connection(deployment_.node, deadline).pipeline(arguments, deadline);
 }
 
-bool RedisTopology::sent_elsewhere(const RedisValue& reply) {
-  return reply.type == RedisValue::Type::error &&
+bool Topology::sent_elsewhere(const Value& reply) {
+  return reply.type == Value::Type::error &&
          (reply.text.starts_with("MOVED ") || reply.text.starts_with("ASK ") ||
           reply.text.starts_with("CLUSTERDOWN") || reply.text.starts_with("TRYAGAIN"));
 }
 
-void RedisTopology::connect(const std::string& redis_key, RedisDeadline& deadline) {
-  if (deployment_.kind == RedisDeployment::Kind::sentinel) {
-    RedisDeadline failover = deadline.failover_budget(failover_timeout_);
+void Topology::connect(const std::string& redis_key, Deadline& deadline) {
+  if (deployment_.kind == Deployment::Kind::sentinel) {
+    Deadline failover = deadline.failover_budget(failover_timeout_);
     master(deadline, failover, false);
     return;
   }
@@ -126,29 +123,28 @@ void RedisTopology::connect(const std::string& redis_key, RedisDeadline& deadlin
   node_connection(deployment_.node, deadline);
 }
 
-RedisConnection& RedisTopology::node_connection(const RedisAddress& node, RedisDeadline& deadline) {
+Connection& Topology::node_connection(const Address& node, Deadline& deadline) {
   // After a failure the next call connects again: a new request, never a retry of the lost one.
   const auto kept = nodes_.find(node.shown);
   if (kept != nodes_.end() && kept->second.open()) return kept->second;
-  RedisConnection connection(node, tls_for(node), deadline);
+  Connection connection(node, tls_for(node), deadline);
   return nodes_.insert_or_assign(node.shown, std::move(connection)).first->second;
 }
 
-RedisValue RedisTopology::command_in_cluster(const std::string& redis_key,
-                                             const std::vector<std::string>& arguments,
-                                             RedisDeadline& deadline) {
-  RedisDeadline failover = deadline.failover_budget(failover_timeout_);
-  RedisDeadline attempt = deadline;
+Value Topology::command_in_cluster(const std::string& redis_key,
+                                   const std::vector<std::string>& arguments, Deadline& deadline) {
+  Deadline failover = deadline.failover_budget(failover_timeout_);
+  Deadline attempt = deadline;
   bool told = false;
   while (true) {
     std::string cause;
     try {
-      RedisValue reply = command_following_redirects(redis_key, arguments, attempt);
+      Value reply = command_following_redirects(redis_key, arguments, attempt);
       // As command_on_master: what follows has the timeout of the node that answered.
       deadline = attempt;
       if (told) last_failover_ = deadline.waiter().now();
       // The Cluster lost a master and has not promoted its replica yet: the command did not run.
-      if (reply.type != RedisValue::Type::error ||
+      if (reply.type != Value::Type::error ||
           !(reply.text.starts_with("CLUSTERDOWN") || reply.text.starts_with("TRYAGAIN")))
         return reply;
       cause = reply.text;
@@ -166,7 +162,7 @@ RedisValue RedisTopology::command_in_cluster(const std::string& redis_key,
           fmt::format("Redis at {}: no answer for {} within {} of a failover ({}); raise {} above "
                       "cluster-node-timeout plus the election",
                       deployment_.shown, redis_key, format::human_duration(failover_timeout_),
-                      cause, redis_option::failover_timeout));
+                      cause, kFailoverTimeoutOption));
     if (!told) notify_(fmt::format("Redis Cluster: {}; asking the Cluster again", cause));
     told = true;
     last_failover_ = deadline.waiter().now();
@@ -175,22 +171,22 @@ RedisValue RedisTopology::command_in_cluster(const std::string& redis_key,
   }
 }
 
-RedisValue RedisTopology::command_following_redirects(const std::string& redis_key,
-                                                      const std::vector<std::string>& arguments,
-                                                      RedisDeadline& deadline) {
+Value Topology::command_following_redirects(const std::string& redis_key,
+                                            const std::vector<std::string>& arguments,
+                                            Deadline& deadline) {
   const auto moved_before = key_nodes_.find(redis_key);
-  RedisAddress node = moved_before != key_nodes_.end() ? moved_before->second : deployment_.node;
+  Address node = moved_before != key_nodes_.end() ? moved_before->second : deployment_.node;
   // What the redirects said, shown under --verbose once the command is answered.
   std::vector<std::string> followed;
   bool moved = false;
   bool asked = false;
   while (true) {
-    RedisConnection& connection = node_connection(node, deadline);
+    Connection& connection = node_connection(node, deadline);
     if (asked) {
-      const RedisValue asking = connection.command({"ASKING"}, deadline);
-      if (asking.type == RedisValue::Type::error) return asking;
+      const Value asking = connection.command({"ASKING"}, deadline);
+      if (asking.type == Value::Type::error) return asking;
     }
-    RedisValue reply = connection.command(arguments, deadline);
+    Value reply = connection.command(arguments, deadline);
     std::optional<Redirect> redirect = redirect_of(reply, node);
     // One MOVED (the slot has another master) and then one ASK (it is being migrated) at most:
     // a redirect more is returned, and reported as the error it is.
@@ -211,8 +207,7 @@ RedisValue RedisTopology::command_following_redirects(const std::string& redis_k
   }
 }
 
-RedisConnection& RedisTopology::master(RedisDeadline& deadline, RedisDeadline& failover,
-                                       bool after_loss) {
+Connection& Topology::master(Deadline& deadline, Deadline& failover, bool after_loss) {
   if (!master_ || !master_->open()) {
     // Before the sentinels are asked: a TLS file that cannot be used is said whatever they answer.
     tls_for(deployment_.node);
@@ -221,22 +216,21 @@ RedisConnection& RedisTopology::master(RedisDeadline& deadline, RedisDeadline& f
   return *master_;
 }
 
-RedisValue RedisTopology::command_on_master(const std::vector<std::string>& arguments,
-                                            RedisDeadline& deadline) {
+Value Topology::command_on_master(const std::vector<std::string>& arguments, Deadline& deadline) {
   // The request's one budget, whichever way the failover shows and whether connect met it first.
-  RedisDeadline failover = deadline.failover_budget(failover_timeout_);
-  RedisDeadline attempt = deadline;
+  Deadline failover = deadline.failover_budget(failover_timeout_);
+  Deadline attempt = deadline;
   bool lost = false;
   while (true) {
-    RedisConnection& connection = master(attempt, failover, lost);
+    Connection& connection = master(attempt, failover, lost);
     std::string cause;
     try {
-      RedisValue reply = connection.command(arguments, attempt);
+      Value reply = connection.command(arguments, attempt);
       // After a failover, what follows in the operation (EVAL after NOSCRIPT on the promoted
       // replica) has the new master's timeout, not the one that the failover spent.
       deadline = attempt;
       if (lost) last_failover_ = deadline.waiter().now();
-      if (reply.type != RedisValue::Type::error) return reply;
+      if (reply.type != Value::Type::error) return reply;
       if (reply.text.starts_with("READONLY")) {
         cause = fmt::format("{} is no longer the master of '{}' (READONLY)", master_shown_,
                             deployment_.master_name);
@@ -263,29 +257,26 @@ RedisValue RedisTopology::command_on_master(const std::vector<std::string>& argu
   }
 }
 
-std::optional<RedisAddress> RedisTopology::ask_sentinel(const RedisAddress& sentinel,
-                                                        RedisDeadline& deadline,
-                                                        std::string& cause) {
+std::optional<Address> Topology::ask_sentinel(const Address& sentinel, Deadline& deadline,
+                                              std::string& cause) {
   const std::string& name = deployment_.master_name;
-  RedisConnection asked(sentinel, nullptr, deadline);
-  const RedisValue reply = asked.command({"SENTINEL", "get-master-addr-by-name", name}, deadline);
-  if (reply.type != RedisValue::Type::array || reply.elements.size() != 2 ||
+  Connection asked(sentinel, nullptr, deadline);
+  const Value reply = asked.command({"SENTINEL", "get-master-addr-by-name", name}, deadline);
+  if (reply.type != Value::Type::array || reply.elements.size() != 2 ||
       !is_text(reply.elements[0]) || !is_text(reply.elements[1]) ||
       !port_number(reply.elements[1].text)) {
-    cause =
-        reply.type == RedisValue::Type::nil
-            ? fmt::format("{} knows no master '{}'", sentinel.shown, name)
-            : fmt::format("{}: {}", sentinel.shown,
-                          reply.type == RedisValue::Type::error ? reply.text
-                                                                : std::string("unexpected reply"));
+    cause = reply.type == Value::Type::nil
+                ? fmt::format("{} knows no master '{}'", sentinel.shown, name)
+                : fmt::format("{}: {}", sentinel.shown,
+                              reply.type == Value::Type::error ? reply.text
+                                                               : std::string("unexpected reply"));
     return std::nullopt;
   }
   return node_address(deployment_.node, reply.elements[0].text,
                       *port_number(reply.elements[1].text));
 }
 
-RedisConnection RedisTopology::find_master(RedisDeadline& outage, RedisDeadline& failover,
-                                           bool after_loss) {
+Connection Topology::find_master(Deadline& outage, Deadline& failover, bool after_loss) {
   const std::string& name = deployment_.master_name;
   const std::size_t count = deployment_.sentinels.size();
   std::string last_cause = "no sentinel answered";
@@ -294,12 +285,12 @@ RedisConnection RedisTopology::find_master(RedisDeadline& outage, RedisDeadline&
     // A master that several sentinels name is asked once a round.
     std::vector<std::string> masters_asked;
     for (std::size_t turn = 0; turn < count; ++turn) {
-      RedisDeadline& search = failing_over ? failover : outage;
+      Deadline& search = failing_over ? failover : outage;
       if (search.passed()) break;
       const std::size_t index = (first_sentinel_ + turn) % count;
-      std::optional<RedisAddress> named;
+      std::optional<Address> named;
       try {
-        RedisDeadline step = search.share(sentinel_share_);
+        Deadline step = search.share(sentinel_share_);
         named = ask_sentinel(deployment_.sentinels[index], step, last_cause);
       } catch (const StoreUnavailable& error) {
         last_cause = error.what();
@@ -309,15 +300,15 @@ RedisConnection RedisTopology::find_master(RedisDeadline& outage, RedisDeadline&
         continue;
       masters_asked.push_back(named->shown);
       try {
-        RedisDeadline step = search.share(master_share_);
-        RedisConnection candidate(*named, tls_for(*named), step);
-        const RedisValue role = candidate.command({"ROLE"}, step);
-        if (role.type == RedisValue::Type::error) {
+        Deadline step = search.share(master_share_);
+        Connection candidate(*named, tls_for(*named), step);
+        const Value role = candidate.command({"ROLE"}, step);
+        if (role.type == Value::Type::error) {
           // It answers, and refuses: no failover mends that.
           last_cause = fmt::format("{}: ROLE: {}", named->shown, role.text);
           continue;
         }
-        if (role.type != RedisValue::Type::array || role.elements.empty() ||
+        if (role.type != Value::Type::array || role.elements.empty() ||
             role.elements[0].text != "master") {
           last_cause = fmt::format("{} is not a master (yet)", named->shown);
           failing_over = true;
@@ -330,7 +321,7 @@ RedisConnection RedisTopology::find_master(RedisDeadline& outage, RedisDeadline&
         if (failing_over) outage = outage.renewed(timeout_);
         if (failing_over || after_loss) look_for_a_second_master(outage);
         return candidate;
-      } catch (const RedisRefused& refused) {
+      } catch (const Refused& refused) {
         last_cause = refused.what();
       } catch (const StoreUnavailable& error) {
         last_cause = error.what();
@@ -345,27 +336,27 @@ RedisConnection RedisTopology::find_master(RedisDeadline& outage, RedisDeadline&
   }
 }
 
-void RedisTopology::look_for_a_second_master(const RedisDeadline& request) {
+void Topology::look_for_a_second_master(const Deadline& request) {
   if (warned_of_two_masters_) return;
   const std::size_t count = deployment_.sentinels.size();
   // A --redis-timeout of its own, the request's bound kept.
-  const RedisDeadline deadline = request.renewed(timeout_);
+  const Deadline deadline = request.renewed(timeout_);
   const std::string& master = master_shown_;
   std::vector<std::string> masters_asked{master};
   for (std::size_t turn = 1; turn < count; ++turn) {
-    const RedisAddress& sentinel = deployment_.sentinels[(first_sentinel_ + turn) % count];
+    const Address& sentinel = deployment_.sentinels[(first_sentinel_ + turn) % count];
     try {
       std::string cause;
-      RedisDeadline step = deadline.share(sentinel_share_);
-      const std::optional<RedisAddress> named = ask_sentinel(sentinel, step, cause);
+      Deadline step = deadline.share(sentinel_share_);
+      const std::optional<Address> named = ask_sentinel(sentinel, step, cause);
       if (!named || std::find(masters_asked.begin(), masters_asked.end(), named->shown) !=
                         masters_asked.end())
         continue;
       masters_asked.push_back(named->shown);
       step = deadline.share(master_share_);
-      RedisConnection other(*named, tls_for(*named), step);
-      const RedisValue role = other.command({"ROLE"}, step);
-      if (role.type == RedisValue::Type::array && !role.elements.empty() &&
+      Connection other(*named, tls_for(*named), step);
+      const Value role = other.command({"ROLE"}, step);
+      if (role.type == Value::Type::array && !role.elements.empty() &&
           role.elements[0].text == "master") {
         warn_(fmt::format(
             "Redis Sentinel: {} and {} both say they are the master of '{}' ({} names {}): a "
@@ -380,42 +371,41 @@ void RedisTopology::look_for_a_second_master(const RedisDeadline& request) {
   }
 }
 
-void RedisTopology::failover_too_long(const std::string& cause) const {
+void Topology::failover_too_long(const std::string& cause) const {
   throw StoreUnavailable(fmt::format(
       "Redis at {}: no master '{}' within {} of a failover ({}); raise {} above the sentinels' "
       "down-after-milliseconds plus the election",
       deployment_.shown, deployment_.master_name, format::human_duration(failover_timeout_), cause,
-      redis_option::failover_timeout));
+      kFailoverTimeoutOption));
 }
 
-void RedisTopology::for_each_master(RedisDeadline& deadline,
-                                    const std::function<void(RedisConnection&)>& visit) {
-  if (deployment_.kind == RedisDeployment::Kind::sentinel) {
-    RedisDeadline failover = deadline.failover_budget(failover_timeout_);
+void Topology::for_each_master(Deadline& deadline, const std::function<void(Connection&)>& visit) {
+  if (deployment_.kind == Deployment::Kind::sentinel) {
+    Deadline failover = deadline.failover_budget(failover_timeout_);
     visit(master(deadline, failover, false));
     return;
   }
-  RedisConnection& server = node_connection(deployment_.node, deadline);
-  const RedisValue slots = server.command({"CLUSTER", "SLOTS"}, deadline);
+  Connection& server = node_connection(deployment_.node, deadline);
+  const Value slots = server.command({"CLUSTER", "SLOTS"}, deadline);
   // Not a Cluster: "ERR This instance has cluster support disabled".
-  if (slots.type != RedisValue::Type::array) {
+  if (slots.type != Value::Type::array) {
     visit(server);
     return;
   }
   // {first slot, last slot, {host, port, id...} of the master, replicas...} per range.
-  std::vector<RedisAddress> masters;
-  for (const RedisValue& range : slots.elements) {
+  std::vector<Address> masters;
+  for (const Value& range : slots.elements) {
     if (range.elements.size() < 3 || range.elements[2].elements.size() < 2) continue;
-    const RedisValue& master = range.elements[2];
+    const Value& master = range.elements[2];
     const std::string host =
         master.elements[0].text.empty() ? deployment_.node.host : master.elements[0].text;
-    RedisAddress address =
+    Address address =
         node_address(deployment_.node, host, static_cast<int>(master.elements[1].integer));
     if (std::none_of(masters.begin(), masters.end(),
-                     [&](const RedisAddress& known) { return known.shown == address.shown; }))
+                     [&](const Address& known) { return known.shown == address.shown; }))
       masters.push_back(std::move(address));
   }
-  for (const RedisAddress& master : masters) visit(node_connection(master, deadline));
+  for (const Address& master : masters) visit(node_connection(master, deadline));
 }
 
-}  // namespace ratelimit::stores
+}  // namespace ratelimit::stores::redis

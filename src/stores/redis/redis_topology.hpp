@@ -13,12 +13,12 @@
 #include "stores/redis/redis_connection.hpp"
 #include "stores/redis/redis_deployment.hpp"
 
-namespace ratelimit::stores {
+namespace ratelimit::stores::redis {
 
 // The connections to a deployment, and which node answers for a key: the one server; the node of
 // a Cluster that a MOVED or ASK reply names; the master that the sentinels name, found again after
 // a failover.
-class RedisTopology {
+class Topology {
  public:
   // Told which node answers, when that is news (for --verbose); or warned.
   using Notify = std::function<void(const std::string&)>;
@@ -30,60 +30,59 @@ class RedisTopology {
   // or not a master (yet), and the request sent again there. `warn` is told of two masters at
   // once. Throws UsageError for TLS options without rediss://. The TLS files are loaded when a
   // connection first needs them (OpenSSL's set-up costs milliseconds of CPU, for nothing when
-  // the agent answers): the call that needs them throws as RedisTls for one that cannot be used.
-  RedisTopology(RedisDeployment deployment, std::chrono::milliseconds timeout,
-                std::chrono::milliseconds failover_timeout, Notify notify, Notify warn,
-                const RedisTlsOptions& tls = {});
+  // the agent answers): the call that needs them throws as Tls for one that cannot be used.
+  Topology(Deployment deployment, std::chrono::milliseconds timeout,
+           std::chrono::milliseconds failover_timeout, Notify notify, Notify warn,
+           const TlsOptions& tls = {});
 
   // Sends `arguments`, a command on `redis_key` alone, to the node that serves the key, within
-  // `deadline`; as RedisConnection::command otherwise. A Cluster's MOVED or ASK is followed once
+  // `deadline`; as Connection::command otherwise. A Cluster's MOVED or ASK is followed once
   // (the command did not run). Failovers: under Sentinel, a READONLY reply (a demoted master:
   // nothing was written), a connection lost and a master that does not answer within `deadline`
   // (it went away or hangs); in a Cluster, a node that a MOVED named lost or hanging, CLUSTERDOWN
   // and TRYAGAIN. Each sends the command again, to the master found anew, each time within a new
-  // `timeout`, as long as the request's failover budget lasts (RedisDeadline::failover_budget: one
+  // `timeout`, as long as the request's failover budget lasts (Deadline::failover_budget: one
   // per request, connect() and every try included): the one sent before may have booked, so a
   // key can pay twice for one request, never grant twice. A request's own deadline
-  // (RedisDeadline::refuse_after) still ends it. After a failover, `deadline` is renewed for what
-  // follows. A server that refuses connections (restarting) throws RedisConnectionLost (not
-  // sent), as one that dropped the connection: RedisStore waits for it.
-  RedisValue command(const std::string& redis_key, const std::vector<std::string>& arguments,
-                     RedisDeadline& deadline);
+  // (Deadline::refuse_after) still ends it. After a failover, `deadline` is renewed for what
+  // follows. A server that refuses connections (restarting) throws ConnectionLost (not
+  // sent), as one that dropped the connection: Store waits for it.
+  Value command(const std::string& redis_key, const std::vector<std::string>& arguments,
+                Deadline& deadline);
   // The commands of `commands` (each a command on its `redis_key` alone) in one write, their
   // replies in order, when they all go to the one server of the deployment: not under Sentinel,
   // and no key that a MOVED sent to another node. Nothing when they cannot be sent so (then
-  // command() each); throws as RedisConnection::pipeline. A reply for which sent_elsewhere() holds
+  // command() each); throws as Connection::pipeline. A reply for which sent_elsewhere() holds
   // did not run there: command() sends it again, the Cluster's way.
-  std::optional<std::vector<RedisValue>> pipeline(
+  std::optional<std::vector<Value>> pipeline(
       const std::vector<std::pair<std::string, std::vector<std::string>>>& commands,
-      RedisDeadline& deadline);
+      Deadline& deadline);
   // A Cluster's MOVED, ASK, CLUSTERDOWN or TRYAGAIN: the command did not run.
-  static bool sent_elsewhere(const RedisValue& reply);
+  static bool sent_elsewhere(const Value& reply);
   // When a command last met a failover here (on its deadline's waiter), or zero: the agent lets a
   // request that waited behind one wait for the failover, as its caller does alone.
   std::chrono::nanoseconds last_failover() const { return last_failover_; }
   // Connects to the node that serves `redis_key`, if not connected yet, within `deadline`; after
   // a failover, `deadline` is renewed for what follows.
-  void connect(const std::string& redis_key, RedisDeadline& deadline);
+  void connect(const std::string& redis_key, Deadline& deadline);
   // Calls `visit` with a connection to each master: the server, each master of its Cluster, or the
   // master that the sentinels name.
-  void for_each_master(RedisDeadline& deadline, const std::function<void(RedisConnection&)>& visit);
+  void for_each_master(Deadline& deadline, const std::function<void(Connection&)>& visit);
 
   const std::string& shown_url() const { return deployment_.shown; }
 
  private:
-  RedisValue command_on_master(const std::vector<std::string>& arguments, RedisDeadline& deadline);
+  Value command_on_master(const std::vector<std::string>& arguments, Deadline& deadline);
   // As command_following_redirects, and during a failover (a node a MOVED named lost or
   // hanging, CLUSTERDOWN, TRYAGAIN) again, within the failover timeout.
-  RedisValue command_in_cluster(const std::string& redis_key,
-                                const std::vector<std::string>& arguments, RedisDeadline& deadline);
+  Value command_in_cluster(const std::string& redis_key, const std::vector<std::string>& arguments,
+                           Deadline& deadline);
   // The command sent to the key's node, MOVED and ASK followed once each.
-  RedisValue command_following_redirects(const std::string& redis_key,
-                                         const std::vector<std::string>& arguments,
-                                         RedisDeadline& deadline);
+  Value command_following_redirects(const std::string& redis_key,
+                                    const std::vector<std::string>& arguments, Deadline& deadline);
   // The connection to the master, searched for within `search` if there is none.
   // The connection to the master, searched for if there is none (find_master).
-  RedisConnection& master(RedisDeadline& deadline, RedisDeadline& failover, bool after_loss);
+  Connection& master(Deadline& deadline, Deadline& failover, bool after_loss);
   // The master the sentinels name that says it is one (ROLE). The sentinels are asked in turn,
   // from the one that named the master last, each within a share of `timeout`, and so is each
   // master one names: a host that hangs costs its share, not the search. Past `outage` (the
@@ -91,31 +90,31 @@ class RedisTopology {
   // not reachable or not a master (yet): a failover, searched for until `failover` has passed.
   // After a failover `outage` is renewed for what follows. After a failover, or `after_loss` of
   // the master mid-run, the other sentinels are asked too (look_for_a_second_master).
-  RedisConnection find_master(RedisDeadline& outage, RedisDeadline& failover, bool after_loss);
+  Connection find_master(Deadline& outage, Deadline& failover, bool after_loss);
   // The address that `sentinel` names as the master, within `deadline`; none (and `cause` says
   // why) if it names none.
-  std::optional<RedisAddress> ask_sentinel(const RedisAddress& sentinel, RedisDeadline& deadline,
-                                           std::string& cause);
+  std::optional<Address> ask_sentinel(const Address& sentinel, Deadline& deadline,
+                                      std::string& cause);
   // Asks the sentinels other than the one that named the master which master they name, each
   // within a share of a new `timeout` for `request`: warns once if another says it is the master
   // too (a split brain).
-  void look_for_a_second_master(const RedisDeadline& request);
+  void look_for_a_second_master(const Deadline& request);
   [[noreturn]] void failover_too_long(const std::string& cause) const;
   // The kept connection to `node` (named by its shown URL), connected again if it was lost.
-  RedisConnection& node_connection(const RedisAddress& node, RedisDeadline& deadline);
+  Connection& node_connection(const Address& node, Deadline& deadline);
   // The TLS settings for a connection to `node`, loaded at the first that needs them; none for a
   // node in the clear.
-  const RedisTls* tls_for(const RedisAddress& node);
+  const Tls* tls_for(const Address& node);
 
-  RedisDeployment deployment_;
+  Deployment deployment_;
   std::chrono::milliseconds timeout_;
   std::chrono::milliseconds failover_timeout_;
   Notify notify_;
   Notify warn_;
-  RedisTlsOptions tls_options_;
-  std::optional<RedisTls> tls_;
+  TlsOptions tls_options_;
+  std::optional<Tls> tls_;
   // sentinel: the master, and where it is (shown).
-  std::optional<RedisConnection> master_;
+  std::optional<Connection> master_;
   std::string master_shown_;
   std::chrono::nanoseconds last_failover_{0};
   // sentinel: the one asked first (the last that named the master).
@@ -125,11 +124,11 @@ class RedisTopology {
   std::chrono::milliseconds master_share_;
   bool warned_of_two_masters_ = false;
   // server: by shown URL; the server itself and the Cluster nodes redirected to.
-  std::map<std::string, RedisConnection> nodes_;
+  std::map<std::string, Connection> nodes_;
   // The node a MOVED named for a Redis key.
-  std::map<std::string, RedisAddress> key_nodes_;
+  std::map<std::string, Address> key_nodes_;
   // The redirects said under --verbose: each once, not once per request while a slot migrates.
   std::set<std::string> redirects_said_;
 };
 
-}  // namespace ratelimit::stores
+}  // namespace ratelimit::stores::redis

@@ -6,7 +6,7 @@
 
 #include "errors.hpp"
 
-namespace ratelimit::stores {
+namespace ratelimit::stores::redis {
 namespace {
 
 constexpr std::string_view kTcpScheme = "redis://";
@@ -68,16 +68,16 @@ class UrlParser {
     address_.shown = std::move(shown);
   }
 
-  RedisAddress parse() {
+  Address parse() {
     std::string_view rest;
     if (url_.starts_with(kTcpScheme)) {
-      address_.kind = RedisAddress::Kind::tcp;
+      address_.kind = Address::Kind::tcp;
       rest = url_.substr(kTcpScheme.size());
     } else if (url_.starts_with(kUnixScheme)) {
-      address_.kind = RedisAddress::Kind::unix_socket;
+      address_.kind = Address::Kind::unix_socket;
       rest = url_.substr(kUnixScheme.size());
     } else if (url_.starts_with(kTlsScheme)) {
-      address_.kind = RedisAddress::Kind::tcp;
+      address_.kind = Address::Kind::tcp;
       address_.tls = true;
       rest = url_.substr(kTlsScheme.size());
     } else {
@@ -87,7 +87,7 @@ class UrlParser {
       parse_user_part(rest.substr(0, at));
       rest = rest.substr(at + 1);
     }
-    if (address_.kind == RedisAddress::Kind::tcp)
+    if (address_.kind == Address::Kind::tcp)
       parse_host_port_database(rest);
     else
       parse_socket_path(rest);
@@ -158,7 +158,7 @@ class UrlParser {
   }
 
   std::string_view url_;
-  RedisAddress address_;
+  Address address_;
 };
 
 // `url` with the password of its user part, if any, replaced by kHidden (the whole user part
@@ -177,13 +177,11 @@ std::string hide_password(std::string_view url) {
 
 }  // namespace
 
-RedisUrl::RedisUrl(std::string written) : written(std::move(written)) {
+Url::Url(std::string written) : written(std::move(written)) {
   shown = hide_password(this->written);
 }
 
-RedisAddress parse_redis_url(const RedisUrl& url) {
-  return UrlParser(url.written, url.shown).parse();
-}
+Address parse_redis_url(const Url& url) { return UrlParser(url.written, url.shown).parse(); }
 
 std::string explain_refusal(const std::string& error) {
   if (error.starts_with("NOAUTH") ||
@@ -193,4 +191,4 @@ std::string explain_refusal(const std::string& error) {
   return error;
 }
 
-}  // namespace ratelimit::stores
+}  // namespace ratelimit::stores::redis

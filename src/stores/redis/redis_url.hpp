@@ -5,27 +5,27 @@
 #include <utility>
 
 // Where a Redis server is, from a URL the user wrote; no I/O.
-namespace ratelimit::stores {
+namespace ratelimit::stores::redis {
 
 // A Redis URL as written (with its password), and as messages show it: its password, if any, as
 // "***" (the whole user part when it is malformed, so that even a malformed URL can be shown).
 // Made once where the URL is read (--redis, $RATELIMIT_REDIS; the agent: a relayed request) and
 // passed along, so that the password is hidden in one place.
-struct RedisUrl {
-  RedisUrl() = default;
+struct Url {
+  Url() = default;
   // A URL is its text: written where a URL goes, it is read as one.
-  RedisUrl(std::string written);  // NOLINT(google-explicit-constructor)
-  RedisUrl(const char* written) : RedisUrl(std::string(written)) {}  // NOLINT
+  Url(std::string written);                                // NOLINT(google-explicit-constructor)
+  Url(const char* written) : Url(std::string(written)) {}  // NOLINT
   // A URL made of a part of another (a sentinel's host in a redis-sentinel:// URL), shown as the
   // URL the user wrote.
-  RedisUrl(std::string written, std::string shown)
+  Url(std::string written, std::string shown)
       : written(std::move(written)), shown(std::move(shown)) {}
 
   std::string written;
   std::string shown;
 };
 
-struct RedisAddress {
+struct Address {
   enum class Kind { tcp, unix_socket };
   Kind kind = Kind::tcp;
   bool tls = false;  // rediss://: TCP with TLS, the host name checked against the certificate
@@ -40,7 +40,7 @@ struct RedisAddress {
 };
 
 // How a client proves a rediss:// server is the one named, and itself to the server.
-struct RedisTlsOptions {
+struct TlsOptions {
   std::string ca_file;    // the CAs to trust; empty: the system's store
   std::string cert_file;  // this client's certificate (chain); empty: none
   std::string key_file;   // its private key; empty: in cert_file
@@ -56,11 +56,11 @@ struct RedisTlsOptions {
 // Parses `redis://[[user]:password@]host[:port][/db]` (`rediss://` the same over TLS) and
 // `unix://[[user]:password@]/path/redis.sock[?db=N]`; user and password may be %-encoded.
 // Throws UsageError naming the URL as shown and what is wrong with it.
-RedisAddress parse_redis_url(const RedisUrl& url);
+Address parse_redis_url(const Url& url);
 
 // A server's error reply as the user can act on it: a server that wants a password (NOAUTH, or the
 // protocol error it gives a long command sent without one) says so with the URL form that gives
 // one; any other error as it is.
 std::string explain_refusal(const std::string& error);
 
-}  // namespace ratelimit::stores
+}  // namespace ratelimit::stores::redis

@@ -4,15 +4,15 @@
 #include "state/state_directory.hpp"
 #include "stores/state_file/state_file_store.hpp"
 
-namespace ratelimit::stores {
+namespace ratelimit::stores::state_file {
 
 std::unique_ptr<BucketStore> open_state_file_store(
-    const StateFileOptions& options, const std::function<void(const std::string&)>& notify) {
-  return std::make_unique<StateFileStore>(
+    const Options& options, const std::function<void(const std::string&)>& notify) {
+  return std::make_unique<Store>(
       state::StateDirectory::open(options.directory), system_clock(),
       HostId{.machine_id = state::read_machine_id(), .boot_id = state::read_boot_id()}, notify);
 }
 
-std::string describe_state_file_store(const StateFileOptions& options) { return options.directory; }
+std::string describe_state_file_store(const Options& options) { return options.directory; }
 
-}  // namespace ratelimit::stores
+}  // namespace ratelimit::stores::state_file

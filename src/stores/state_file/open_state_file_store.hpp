@@ -7,9 +7,9 @@
 #include "stores/bucket_store.hpp"
 
 // The state-file store as open_store() chooses it: its options, and opening it with them.
-namespace ratelimit::stores {
+namespace ratelimit::stores::state_file {
 
-struct StateFileOptions {
+struct Options {
   std::string
       directory;  // the state directory, as resolved once (state::state_dir_from_environment)
 };
@@ -18,9 +18,9 @@ struct StateFileOptions {
 // could tamper with, StoreUnavailable (69) for one that cannot be created or opened. `notify`
 // is told why a record was discarded (--verbose).
 std::unique_ptr<BucketStore> open_state_file_store(
-    const StateFileOptions& options, const std::function<void(const std::string&)>& notify);
+    const Options& options, const std::function<void(const std::string&)>& notify);
 
 // Where the buckets are, for messages: the directory.
-std::string describe_state_file_store(const StateFileOptions& options);
+std::string describe_state_file_store(const Options& options);
 
-}  // namespace ratelimit::stores
+}  // namespace ratelimit::stores::state_file

@@ -11,7 +11,7 @@
 
 #include "format/checksum.hpp"
 
-namespace ratelimit::stores {
+namespace ratelimit::stores::state_file {
 namespace {
 
 constexpr std::string_view kMagic = "RLBUCKET";
@@ -332,4 +332,4 @@ std::optional<std::string> key_of_bucket_file(std::string_view file_name) {
   return state::key_of_file_stem(file_name.substr(0, file_name.size() - kBucketSuffix.size()));
 }
 
-}  // namespace ratelimit::stores
+}  // namespace ratelimit::stores::state_file

@@ -14,7 +14,7 @@
 #include "stores/bucket_store.hpp"
 
 // The state-file store's on-disk format, without I/O: file names and the bucket record.
-namespace ratelimit::stores {
+namespace ratelimit::stores::state_file {
 
 // What one state file keeps: the core's parameters and state, and the machine and boot they
 // belong to (the state's times are on that machine's CLOCK_MONOTONIC, which restarts at every
@@ -67,4 +67,4 @@ std::string bucket_file_name(std::string_view key);
 // The key of a bucket file name, or none if `file_name` is not one.
 std::optional<std::string> key_of_bucket_file(std::string_view file_name);
 
-}  // namespace ratelimit::stores
+}  // namespace ratelimit::stores::state_file

@@ -8,17 +8,15 @@
 #include "stores/multi_key.hpp"
 #include "stores/state_file/state_file_format.hpp"
 
-namespace ratelimit::stores {
+namespace ratelimit::stores::state_file {
 
-StateFileStore::StateFileStore(state::StateDirectory directory, Clock& clock, HostId host,
-                               Notify notify)
+Store::Store(state::StateDirectory directory, Clock& clock, HostId host, Notify notify)
     : directory_(std::move(directory)),
       clock_(clock),
       host_(std::move(host)),
       notify_(std::move(notify)) {}
 
-DecodedRecord StateFileStore::load(const state::LockedFile& file,
-                                   std::chrono::nanoseconds now) const {
+DecodedRecord Store::load(const state::LockedFile& file, std::chrono::nanoseconds now) const {
   const std::string bytes = file.read(kMaxRecordBytes);
   if (bytes.empty()) return {.record = {}, .problem = {}};
   DecodedRecord decoded = decode_record(bytes, now);
@@ -39,9 +37,8 @@ DecodedRecord StateFileStore::load(const state::LockedFile& file,
   return decoded;
 }
 
-StateFileStore::KeyLimits StateFileStore::load_bucket(const state::LockedFile& file,
-                                                      const PermitRequest& request,
-                                                      std::chrono::nanoseconds now) const {
+Store::KeyLimits Store::load_bucket(const state::LockedFile& file, const PermitRequest& request,
+                                    std::chrono::nanoseconds now) const {
   DecodedRecord loaded = load(file, now);
   if (!loaded.problem.empty())
     notify_(fmt::format("key '{}': {}; starting a fresh bucket", request.key, loaded.problem));
@@ -65,10 +62,9 @@ StateFileStore::KeyLimits StateFileStore::load_bucket(const state::LockedFile& f
           .fresh = false};
 }
 
-void StateFileStore::save(state::LockedFile& file, const TokenBucket& bucket,
-                          const KeySchedule& schedule, const std::vector<Quota>& quotas,
-                          const std::string& notation, std::uint64_t noticed,
-                          const BackoffState& backoff) const {
+void Store::save(state::LockedFile& file, const TokenBucket& bucket, const KeySchedule& schedule,
+                 const std::vector<Quota>& quotas, const std::string& notation,
+                 std::uint64_t noticed, const BackoffState& backoff) const {
   file.replace(encode_record({.params = bucket.params(),
                               .state = bucket.state(),
                               .schedule = schedule,
@@ -80,7 +76,7 @@ void StateFileStore::save(state::LockedFile& file, const TokenBucket& bucket,
                               .boot_id = host_.boot_id}));
 }
 
-Reservation StateFileStore::reserve(const PermitRequest& request, io::Waiter& waiter) {
+Reservation Store::reserve(const PermitRequest& request, io::Waiter& waiter) {
   return state::unavailable_on_failure(directory_, [&]() -> Reservation {
     state::LockWait locked =
         directory_.lock_until(bucket_file_name(request.key), waiter, request.deadline);
@@ -98,8 +94,7 @@ Reservation StateFileStore::reserve(const PermitRequest& request, io::Waiter& wa
   });
 }
 
-KeysReservation StateFileStore::reserve_all(const std::vector<PermitRequest>& requests,
-                                            io::Waiter& waiter) {
+KeysReservation Store::reserve_all(const std::vector<PermitRequest>& requests, io::Waiter& waiter) {
   check_keys_of_call(requests);
   if (requests.size() == 1) return BucketStore::reserve_all(requests, waiter);
   return state::unavailable_on_failure(directory_, [&]() -> KeysReservation {
@@ -144,7 +139,7 @@ KeysReservation StateFileStore::reserve_all(const std::vector<PermitRequest>& re
   });
 }
 
-bool StateFileStore::update_existing(const std::string& key, const Update& update) {
+bool Store::update_existing(const std::string& key, const Update& update) {
   return state::unavailable_on_failure(directory_, [&] {
     std::optional<state::LockedFile> file =
         directory_.lock_existing(bucket_file_name(key), state::LockKind::exclusive);
@@ -160,7 +155,7 @@ bool StateFileStore::update_existing(const std::string& key, const Update& updat
   });
 }
 
-bool StateFileStore::set_rate(const RateChange& change) {
+bool Store::set_rate(const RateChange& change) {
   if (change.settings) return set_settings(change);
   return update_existing(change.key, [&](TokenBucket& bucket, KeySchedule& kept,
                                          std::uint64_t& noticed, std::chrono::nanoseconds now) {
@@ -171,7 +166,7 @@ bool StateFileStore::set_rate(const RateChange& change) {
   });
 }
 
-bool StateFileStore::set_settings(const RateChange& change) {
+bool Store::set_settings(const RateChange& change) {
   return state::unavailable_on_failure(directory_, [&] {
     state::LockedFile file =
         directory_.lock(bucket_file_name(change.key), state::LockKind::exclusive);
@@ -193,7 +188,7 @@ bool StateFileStore::set_settings(const RateChange& change) {
   });
 }
 
-std::optional<ThrottleResult> StateFileStore::throttle(const ThrottleRequest& request) {
+std::optional<ThrottleResult> Store::throttle(const ThrottleRequest& request) {
   return state::unavailable_on_failure(directory_, [&]() -> std::optional<ThrottleResult> {
     std::optional<state::LockedFile> file =
         directory_.lock_existing(bucket_file_name(request.key), state::LockKind::exclusive);
@@ -210,7 +205,7 @@ std::optional<ThrottleResult> StateFileStore::throttle(const ThrottleRequest& re
   });
 }
 
-std::chrono::nanoseconds StateFileStore::pause_left(const std::string& key) {
+std::chrono::nanoseconds Store::pause_left(const std::string& key) {
   return state::unavailable_on_failure(directory_, [&] {
     std::optional<state::LockedFile> file =
         directory_.lock_existing(bucket_file_name(key), state::LockKind::shared);
@@ -222,7 +217,7 @@ std::chrono::nanoseconds StateFileStore::pause_left(const std::string& key) {
   });
 }
 
-bool StateFileStore::give_back(const UnusedPermits& unused) {
+bool Store::give_back(const UnusedPermits& unused) {
   bool moved = false;
   update_existing(unused.key, [&](TokenBucket& bucket, KeySchedule&, std::uint64_t&,
                                   std::chrono::nanoseconds now) {
@@ -231,7 +226,7 @@ bool StateFileStore::give_back(const UnusedPermits& unused) {
   return moved;
 }
 
-std::vector<BucketStatus> StateFileStore::status(const std::optional<std::string>& key) {
+std::vector<BucketStatus> Store::status(const std::optional<std::string>& key) {
   std::vector<BucketStatus> buckets;
   const std::vector<std::string> names =
       state::unavailable_on_failure(directory_, [&] { return directory_.file_names(); });
@@ -270,9 +265,9 @@ std::vector<BucketStatus> StateFileStore::status(const std::optional<std::string
   return buckets;
 }
 
-bool StateFileStore::reset(const std::string& key) {
+bool Store::reset(const std::string& key) {
   return state::unavailable_on_failure(directory_,
                                        [&] { return directory_.remove(bucket_file_name(key)); });
 }
 
-}  // namespace ratelimit::stores
+}  // namespace ratelimit::stores::state_file

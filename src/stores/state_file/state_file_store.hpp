@@ -10,7 +10,7 @@
 #include "stores/bucket_store.hpp"
 #include "stores/state_file/state_file_format.hpp"
 
-namespace ratelimit::stores {
+namespace ratelimit::stores::state_file {
 
 // The machine and the boot whose monotonic clock the records' times are on.
 struct HostId {
@@ -21,14 +21,14 @@ struct HostId {
 // Buckets kept in one state file per key, shared by every process of this user on this machine.
 // Each call opens its own descriptor and holds flock only for the read-modify-write, so waiters
 // book their turns in the order they take the lock and sleep without holding it.
-class StateFileStore final : public BucketStore {
+class Store final : public BucketStore {
  public:
   // Told why a record was discarded (for --verbose).
   using Notify = std::function<void(const std::string&)>;
 
   // `clock` must be CLOCK_MONOTONIC's timeline (system_clock()) of the boot `host` names, the
   // timeline of the waiters' deadlines.
-  StateFileStore(state::StateDirectory directory, Clock& clock, HostId host, Notify notify);
+  Store(state::StateDirectory directory, Clock& clock, HostId host, Notify notify);
 
   Reservation reserve(const PermitRequest& request, io::Waiter& waiter) override;
   // The keys' files locked in the order of their names, the same for every caller, so that two
@@ -77,4 +77,4 @@ class StateFileStore final : public BucketStore {
   Notify notify_;
 };
 
-}  // namespace ratelimit::stores
+}  // namespace ratelimit::stores::state_file

@@ -194,9 +194,10 @@ TEST(MultiKeyDecision, ChecksTheKeysOfACall) {
 
 class MultiKeyStateFileTest : public ::testing::Test {
  protected:
-  StateFileStore process() {
-    return StateFileStore(state::StateDirectory::open(dir_.string()), clock_,
-                          HostId{.machine_id = "m", .boot_id = "b"}, [](const std::string&) {});
+  state_file::Store process() {
+    return state_file::Store(state::StateDirectory::open(dir_.string()), clock_,
+                             state_file::HostId{.machine_id = "m", .boot_id = "b"},
+                             [](const std::string&) {});
   }
   testing::TempDir dir_;
   testing::FakeClock clock_;
@@ -268,12 +269,12 @@ class ProbingWaiter final : public io::Waiter {
 TEST_F(MultiKeyStateFileTest, LocksTheKeysInTheOrderOfTheirNames) {
   const state::StateDirectory directory = state::StateDirectory::open(dir_.string());
   const state::LockedFile held_a =
-      directory.lock(bucket_file_name("a"), state::LockKind::exclusive);
+      directory.lock(state_file::bucket_file_name("a"), state::LockKind::exclusive);
   int waits = 0;
   bool b_was_locked = false;
   ProbingWaiter waiter(clock_, [&] {
     ++waits;
-    b_was_locked = b_was_locked || !directory.try_lock(bucket_file_name("b"));
+    b_was_locked = b_was_locked || !directory.try_lock(state_file::bucket_file_name("b"));
   });
   auto store = process();
   PermitRequest b = request_for("b", 1);

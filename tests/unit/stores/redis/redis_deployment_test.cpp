@@ -4,13 +4,13 @@
 
 #include "usage_error.hpp"
 
-namespace ratelimit::stores {
+namespace ratelimit::stores::redis {
 namespace {
 
-using Kind = RedisDeployment::Kind;
+using Kind = Deployment::Kind;
 
 TEST(RedisDeployment, SentinelsWithEverything) {
-  const RedisDeployment deployment =
+  const Deployment deployment =
       parse_redis_deployment("redis-sentinel://alice:p%40ss@s1.lan:26380,[::1],s3/cache/2");
   EXPECT_EQ(deployment.kind, Kind::sentinel);
   EXPECT_EQ(deployment.master_name, "cache");
@@ -31,7 +31,7 @@ TEST(RedisDeployment, SentinelsWithEverything) {
 }
 
 TEST(RedisDeployment, SentinelDefaults) {
-  const RedisDeployment deployment = parse_redis_deployment("redis-sentinel://127.0.0.1:5000/m");
+  const Deployment deployment = parse_redis_deployment("redis-sentinel://127.0.0.1:5000/m");
   EXPECT_EQ(deployment.master_name, "m");
   EXPECT_EQ(deployment.node.database, 0);
   EXPECT_TRUE(deployment.node.password.empty());
@@ -40,7 +40,7 @@ TEST(RedisDeployment, SentinelDefaults) {
 }
 
 TEST(RedisDeployment, OtherUrlsNameOneServer) {
-  const RedisDeployment deployment = parse_redis_deployment("redis://:pw@h:7000/1");
+  const Deployment deployment = parse_redis_deployment("redis://:pw@h:7000/1");
   EXPECT_EQ(deployment.kind, Kind::server);
   EXPECT_EQ(deployment.node.host, "h");
   EXPECT_EQ(deployment.node.port, 7000);
@@ -69,8 +69,8 @@ TEST(RedisDeployment, BadSentinelUrlsNameTheUrlWithoutThePassword) {
 }
 
 TEST(RedisDeployment, NodeAddressKeepsTheCredentials) {
-  const RedisAddress seed = parse_redis_url("redis://u:pw@seed:7000/0");
-  const RedisAddress node = node_address(seed, "127.0.0.1", 7002);
+  const Address seed = parse_redis_url("redis://u:pw@seed:7000/0");
+  const Address node = node_address(seed, "127.0.0.1", 7002);
   EXPECT_EQ(node.host, "127.0.0.1");
   EXPECT_EQ(node.port, 7002);
   EXPECT_EQ(node.password, "pw");
@@ -79,4 +79,4 @@ TEST(RedisDeployment, NodeAddressKeepsTheCredentials) {
 }
 
 }  // namespace
-}  // namespace ratelimit::stores
+}  // namespace ratelimit::stores::redis

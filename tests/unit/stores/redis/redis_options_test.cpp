@@ -8,13 +8,13 @@
 
 #include "usage_error.hpp"
 
-namespace ratelimit::stores {
+namespace ratelimit::stores::redis {
 namespace {
 
 using namespace std::chrono_literals;
 
 // `options` after the option `name` read `text` (a duration given as `duration` too).
-void give(RedisOptions& options, std::string_view name, std::string_view text,
+void give(Options& options, std::string_view name, std::string_view text,
           std::chrono::nanoseconds duration = {}) {
   const auto all = redis_store_options();
   const auto option = std::find_if(
@@ -25,9 +25,8 @@ void give(RedisOptions& options, std::string_view name, std::string_view text,
 
 TEST(RedisOptions, EveryOptionIsDeclaredOnceUnderItsName) {
   for (const std::string_view name :
-       {redis_option::url, redis_option::timeout, redis_option::failover_timeout,
-        redis_option::tls_ca, redis_option::tls_cert, redis_option::tls_key,
-        redis_option::tls_insecure, redis_option::on_error}) {
+       {kUrlOption, kTimeoutOption, kFailoverTimeoutOption, kTlsCaOption, kTlsCertOption,
+        kTlsKeyOption, kTlsInsecureOption, kOnErrorOption}) {
     const auto all = redis_store_options();
     EXPECT_EQ(std::count_if(all.begin(), all.end(),
                             [name](const auto& option) { return option.text.name == name; }),
@@ -37,12 +36,12 @@ TEST(RedisOptions, EveryOptionIsDeclaredOnceUnderItsName) {
 }
 
 TEST(RedisOptions, ValuesAreReadIntoTheirPlaces) {
-  RedisOptions options;
-  give(options, redis_option::url, "redis://cache.lan");
-  give(options, redis_option::tls_ca, "ca.pem");
-  give(options, redis_option::tls_cert, "me.pem");
-  give(options, redis_option::tls_key, "me.key");
-  give(options, redis_option::tls_insecure, "");
+  Options options;
+  give(options, kUrlOption, "redis://cache.lan");
+  give(options, kTlsCaOption, "ca.pem");
+  give(options, kTlsCertOption, "me.pem");
+  give(options, kTlsKeyOption, "me.key");
+  give(options, kTlsInsecureOption, "");
   EXPECT_EQ(options.url.written, "redis://cache.lan");
   EXPECT_EQ(options.tls.ca_file, "ca.pem");
   EXPECT_EQ(options.tls.cert_file, "me.pem");
@@ -52,37 +51,37 @@ TEST(RedisOptions, ValuesAreReadIntoTheirPlaces) {
 
 // Timeouts are whole milliseconds, rounded up, and at least one.
 TEST(RedisOptions, TimeoutsAreAtLeastAMillisecond) {
-  RedisOptions options;
-  give(options, redis_option::timeout, "1500us", 1500us);
+  Options options;
+  give(options, kTimeoutOption, "1500us", 1500us);
   EXPECT_EQ(options.timeout, 2ms);
-  give(options, redis_option::failover_timeout, "2m", 2min);
+  give(options, kFailoverTimeoutOption, "2m", 2min);
   EXPECT_EQ(options.failover_timeout, 2min);
-  EXPECT_EQ(usage_error_of(give, options, redis_option::timeout, "0s", 0s),
+  EXPECT_EQ(usage_error_of(give, options, kTimeoutOption, "0s", 0s),
             "invalid duration '0s': must be at least 1ms");
-  EXPECT_EQ(usage_error_of(give, options, redis_option::failover_timeout, "999us", 999us),
+  EXPECT_EQ(usage_error_of(give, options, kFailoverTimeoutOption, "999us", 999us),
             "invalid duration '999us': must be at least 1ms");
 }
 
 TEST(RedisOptions, WhatToDoWhileRedisCannotAnswer) {
-  RedisOptions options;
-  give(options, redis_option::on_error, "ALLOW");
+  Options options;
+  give(options, kOnErrorOption, "ALLOW");
   EXPECT_EQ(options.on_unavailable.action, OnUnavailable::allow);
   EXPECT_EQ(options.on_unavailable.said_as, "--on-redis-error=allow");
-  give(options, redis_option::on_error, "local:25%");
+  give(options, kOnErrorOption, "local:25%");
   EXPECT_EQ(options.on_unavailable.action, OnUnavailable::local);
   EXPECT_EQ(options.on_unavailable.local_share, 0.25);
-  give(options, redis_option::on_error, "local");
+  give(options, kOnErrorOption, "local");
   EXPECT_EQ(options.on_unavailable.local_share, 1.0);
   for (const std::string_view share : {"local:0%", "local:101%", "local:25", "local:x%"})
-    EXPECT_EQ(usage_error_of(give, options, redis_option::on_error, share, 0s),
+    EXPECT_EQ(usage_error_of(give, options, kOnErrorOption, share, 0s),
               "invalid value '" + std::string(share) +
                   "': expected local:N% with N above 0 and at most 100 (this host's share of the "
                   "key's rate), e.g. local:25%");
-  EXPECT_NE(usage_error_of(give, options, redis_option::on_error, "sometimes", 0s), "accepted");
+  EXPECT_NE(usage_error_of(give, options, kOnErrorOption, "sometimes", 0s), "accepted");
 }
 
 TEST(RedisOptions, TlsOptionsNeedARedisUrl) {
-  RedisOptions options;
+  Options options;
   check_redis_options(options);
   options.tls.verify = false;
   EXPECT_EQ(usage_error_of(check_redis_options, options),
@@ -92,4 +91,4 @@ TEST(RedisOptions, TlsOptionsNeedARedisUrl) {
 }
 
 }  // namespace
-}  // namespace ratelimit::stores
+}  // namespace ratelimit::stores::redis

@@ -8,7 +8,7 @@
 #include "errors.hpp"
 
 // The script's requests and replies without a server (tests/redis/ runs them through one).
-namespace ratelimit::stores::script {
+namespace ratelimit::stores::redis {
 namespace {
 
 using namespace std::chrono_literals;
@@ -17,18 +17,17 @@ using Strings = std::vector<std::string>;
 
 constexpr std::string_view kServer = "Redis at unix:///tmp/r.sock";
 
-RedisValue text(std::string value) {
-  return {.type = RedisValue::Type::string, .integer = 0, .text = std::move(value), .elements = {}};
+Value text(std::string value) {
+  return {.type = Value::Type::string, .integer = 0, .text = std::move(value), .elements = {}};
 }
-RedisValue integer(long long value) {
-  return {.type = RedisValue::Type::integer, .integer = value, .text = {}, .elements = {}};
+Value integer(long long value) {
+  return {.type = Value::Type::integer, .integer = value, .text = {}, .elements = {}};
 }
-RedisValue table(std::vector<RedisValue> elements) {
-  return {
-      .type = RedisValue::Type::array, .integer = 0, .text = {}, .elements = std::move(elements)};
+Value table(std::vector<Value> elements) {
+  return {.type = Value::Type::array, .integer = 0, .text = {}, .elements = std::move(elements)};
 }
-RedisValue texts(const Strings& values) {
-  std::vector<RedisValue> elements;
+Value texts(const Strings& values) {
+  std::vector<Value> elements;
   for (const std::string& value : values) elements.push_back(text(value));
   return table(std::move(elements));
 }
@@ -156,14 +155,14 @@ TEST(RedisScriptProtocol, ReplyOfAKeyAsRequested) {
 
 TEST(RedisScriptProtocol, ReplyOfAKeyThatKeptOrReplacedItsParameters) {
   const PermitRequest request = bursty_request();
-  RedisValue kept = table(
+  Value kept = table(
       {integer(0), text("9"), integer(0), text("a damaged bucket"), text("9-17 5/s"), text("5")});
   const DecodedReservation decoded = decode_reservation(kept, request, kServer);
   EXPECT_EQ(decoded.problem, "a damaged bucket");
   EXPECT_EQ(decoded.reservation.key_timetable, "9-17 5/s");
   EXPECT_EQ(decoded.reservation.key_permits_per_second, 5);
 
-  RedisValue replaced = kept;
+  Value replaced = kept;
   replaced.elements[kReplyReplaced - 1] = integer(1);
   for (const char* field :
        {"warming_up", "3", "1", "2000000000", "3", "0", "1", "old", "50/2000000000/31250"})
@@ -181,7 +180,7 @@ TEST(RedisScriptProtocol, ReplyOfAKeyThatKeptOrReplacedItsParameters) {
 
   // The key's settings, which a request keeping them follows: to tell, or not.
   for (const std::int64_t flag : {kReplyFollowedTold, kReplyFollowed}) {
-    RedisValue followed = replaced;
+    Value followed = replaced;
     followed.elements[kReplyReplaced - 1] = integer(flag);
     const Reservation following = decode_reservation(followed, request, kServer).reservation;
     EXPECT_FALSE(following.replaced_params);
@@ -194,7 +193,7 @@ TEST(RedisScriptProtocol, ReplyOfAKeyThatKeptOrReplacedItsParameters) {
 }
 
 TEST(RedisScriptProtocol, StatusReply) {
-  EXPECT_FALSE(decode_status(RedisValue{}, "k", kServer));
+  EXPECT_FALSE(decode_status(Value{}, "k", kServer));
   const auto unusable = decode_status(texts({"unusable", "a damaged bucket"}), "k", kServer);
   ASSERT_TRUE(unusable);
   EXPECT_EQ(unusable->problem, "a damaged bucket");
@@ -235,7 +234,7 @@ TEST(RedisScriptProtocol, ThrottleIsEncodedAndItsReplyDecoded) {
   EXPECT_EQ(encode_throttle({.key = "k", .sent_before = 1s, .retry_after = 30s}, 10),
             (Strings{"throttle", "10", "1000000000", "30000000000"}));
   EXPECT_EQ(encode_throttle({.key = "k"}, std::nullopt), (Strings{"throttle", "", "0", "0"}));
-  EXPECT_FALSE(decode_throttle(RedisValue{}, kServer));
+  EXPECT_FALSE(decode_throttle(Value{}, kServer));
   const auto result =
       decode_throttle(table({integer(1), integer(0), text("2000000000"), text("14")}), kServer);
   ASSERT_TRUE(result);
@@ -263,10 +262,10 @@ TEST(RedisScriptProtocol, AWaitOnAKeyThatBacksOffSaysItsPause) {
 }
 
 TEST(RedisScriptProtocol, GiveBackAndSetRateReplies) {
-  EXPECT_FALSE(decode_give_back(RedisValue{}, kServer));
+  EXPECT_FALSE(decode_give_back(Value{}, kServer));
   EXPECT_FALSE(decode_give_back(integer(0), kServer));
   EXPECT_TRUE(decode_give_back(integer(1), kServer));
-  EXPECT_FALSE(decode_set_rate(RedisValue{}, kServer));
+  EXPECT_FALSE(decode_set_rate(Value{}, kServer));
   EXPECT_TRUE(decode_set_rate(integer(1), kServer));
 }
 
@@ -274,7 +273,7 @@ TEST(RedisScriptProtocol, GiveBackAndSetRateReplies) {
 // a crash or an out-of-range read.
 TEST(RedisScriptProtocol, MalformedRepliesAreOneLineAndExit69) {
   const PermitRequest request = bursty_request();
-  const auto reserve = [&](RedisValue reply) {
+  const auto reserve = [&](Value reply) {
     return run_decoding([&] { decode_reservation(reply, request, kServer); });
   };
   using Result = std::pair<int, std::string>;
@@ -298,9 +297,9 @@ TEST(RedisScriptProtocol, MalformedRepliesAreOneLineAndExit69) {
             (Result{69, prefix + "reserve: field 6 is not a number\n"}));
   EXPECT_EQ(reserve(table({integer(0), text("5"), integer(1), text(""), text(""), text("1")})),
             (Result{69, prefix + "reserve: field 3 disagrees with 6 fields\n"}));
-  EXPECT_EQ(reserve(RedisValue{}), (Result{69, prefix + "reserve: not a table\n"}));
+  EXPECT_EQ(reserve(Value{}), (Result{69, prefix + "reserve: not a table\n"}));
 
-  const auto status = [&](RedisValue reply) {
+  const auto status = [&](Value reply) {
     return run_decoding([&] { decode_status(reply, "k", kServer); });
   };
   Strings fields{"bursty", "10", "2", "0", "3", "1", "0", "4.5", "100", "", "0", "", ""};
@@ -335,16 +334,16 @@ TEST(RedisScriptProtocol, BatchOfRequestsAndItsReplies) {
   add_to_batch(batch, encode_give_back(3, std::nullopt, 7));
   EXPECT_EQ(batch, (Strings{"batch", "2", "status", "", "3", "give_back", "7", "3"}));
 
-  const RedisValue nil;
+  const Value nil;
   const auto replies = decode_batch(table({integer(1), nil, text("5")}), 3, kServer);
   ASSERT_EQ(replies.size(), 3u);
   EXPECT_EQ(replies[0].integer, 1);
-  EXPECT_EQ(replies[1].type, RedisValue::Type::nil);
+  EXPECT_EQ(replies[1].type, Value::Type::nil);
   EXPECT_EQ(replies[2].text, "5");
-  const RedisValue noscript{.type = RedisValue::Type::error,
-                            .integer = 0,
-                            .text = "NOSCRIPT No matching script",
-                            .elements = {}};
+  const Value noscript{.type = Value::Type::error,
+                       .integer = 0,
+                       .text = "NOSCRIPT No matching script",
+                       .elements = {}};
   const auto refused = decode_batch(noscript, 2, kServer);
   ASSERT_EQ(refused.size(), 2u);
   EXPECT_EQ(refused[0].text, noscript.text);
@@ -362,4 +361,4 @@ TEST(RedisScriptProtocol, BatchOfRequestsAndItsReplies) {
 }
 
 }  // namespace
-}  // namespace ratelimit::stores::script
+}  // namespace ratelimit::stores::redis

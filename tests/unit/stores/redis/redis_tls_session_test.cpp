@@ -8,7 +8,7 @@
 #include <set>
 #include <sstream>
 
-namespace ratelimit::stores {
+namespace ratelimit::stores::redis {
 namespace {
 
 // tls_session.pem: a TLS 1.3 session (ticket lifetime 7200 s) that `openssl s_client
@@ -158,4 +158,4 @@ TEST(Sha256Hex, KnownDigest) {
 }
 
 }  // namespace
-}  // namespace ratelimit::stores
+}  // namespace ratelimit::stores::redis

@@ -4,26 +4,25 @@
 
 #include "usage_error.hpp"
 
-namespace ratelimit::stores {
+namespace ratelimit::stores::redis {
 namespace {
 
-using Kind = RedisAddress::Kind;
+using Kind = Address::Kind;
 
 TEST(RedisUrl, KeepsTheTextAndShowsItWithoutThePassword) {
-  const RedisUrl url("redis://alice:hunter2@cache.lan:6380/3");
+  const Url url("redis://alice:hunter2@cache.lan:6380/3");
   EXPECT_EQ(url.written, "redis://alice:hunter2@cache.lan:6380/3");
   EXPECT_EQ(url.shown, "redis://alice:***@cache.lan:6380/3");
-  EXPECT_EQ(RedisUrl("unix://:hunter2@/tmp/r.sock").shown, "unix://:***@/tmp/r.sock");
+  EXPECT_EQ(Url("unix://:hunter2@/tmp/r.sock").shown, "unix://:***@/tmp/r.sock");
   // Without a colon the whole user part may be a password: hidden whole.
-  EXPECT_EQ(RedisUrl("redis://hunter2@h").shown, "redis://***@h");
-  EXPECT_EQ(RedisUrl("redis://cache.lan").shown, "redis://cache.lan");
+  EXPECT_EQ(Url("redis://hunter2@h").shown, "redis://***@h");
+  EXPECT_EQ(Url("redis://cache.lan").shown, "redis://cache.lan");
   // A part of another URL is shown as that URL.
-  EXPECT_EQ(RedisUrl("redis://h:1", "redis-sentinel://:***@h:1/m").shown,
-            "redis-sentinel://:***@h:1/m");
+  EXPECT_EQ(Url("redis://h:1", "redis-sentinel://:***@h:1/m").shown, "redis-sentinel://:***@h:1/m");
 }
 
 TEST(RedisUrl, TcpWithEverything) {
-  const RedisAddress address = parse_redis_url("redis://alice:p%40ss:word@cache.lan:6380/3");
+  const Address address = parse_redis_url("redis://alice:p%40ss:word@cache.lan:6380/3");
   EXPECT_EQ(address.kind, Kind::tcp);
   EXPECT_EQ(address.host, "cache.lan");
   EXPECT_EQ(address.port, 6380);
@@ -34,7 +33,7 @@ TEST(RedisUrl, TcpWithEverything) {
 }
 
 TEST(RedisUrl, TcpDefaults) {
-  const RedisAddress address = parse_redis_url("redis://localhost");
+  const Address address = parse_redis_url("redis://localhost");
   EXPECT_EQ(address.host, "localhost");
   EXPECT_EQ(address.port, 6379);
   EXPECT_EQ(address.database, 0);
@@ -47,11 +46,11 @@ TEST(RedisUrl, TcpDefaults) {
 }
 
 TEST(RedisUrl, UnixSocket) {
-  const RedisAddress address = parse_redis_url("unix:///run/redis/redis.sock?db=2");
+  const Address address = parse_redis_url("unix:///run/redis/redis.sock?db=2");
   EXPECT_EQ(address.kind, Kind::unix_socket);
   EXPECT_EQ(address.socket_path, "/run/redis/redis.sock");
   EXPECT_EQ(address.database, 2);
-  const RedisAddress with_password = parse_redis_url("unix://:secret@/tmp/r.sock");
+  const Address with_password = parse_redis_url("unix://:secret@/tmp/r.sock");
   EXPECT_EQ(with_password.password, "secret");
   EXPECT_EQ(with_password.socket_path, "/tmp/r.sock");
   EXPECT_EQ(with_password.shown, "unix://:***@/tmp/r.sock");
@@ -84,8 +83,8 @@ TEST(RedisUrl, BadUrlsAreNamedWithoutTheirPassword) {
 }
 
 TEST(RedisUrl, RedissIsTcpOverTls) {
-  const RedisAddress address = parse_redis_url("rediss://:pw@cache.example:6380/2");
-  EXPECT_EQ(address.kind, RedisAddress::Kind::tcp);
+  const Address address = parse_redis_url("rediss://:pw@cache.example:6380/2");
+  EXPECT_EQ(address.kind, Address::Kind::tcp);
   EXPECT_TRUE(address.tls);
   EXPECT_EQ(address.host, "cache.example");
   EXPECT_EQ(address.port, 6380);
@@ -95,4 +94,4 @@ TEST(RedisUrl, RedissIsTcpOverTls) {
 }
 
 }  // namespace
-}  // namespace ratelimit::stores
+}  // namespace ratelimit::stores::redis

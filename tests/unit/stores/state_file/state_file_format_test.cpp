@@ -9,7 +9,7 @@
 #include "exec/inflight_slots.hpp"
 #include "state/state_directory.hpp"
 
-namespace ratelimit::stores {
+namespace ratelimit::stores::state_file {
 namespace {
 
 using namespace std::chrono_literals;
@@ -349,4 +349,4 @@ TEST(KeyNames, LengthIsBounded) {
 }
 
 }  // namespace
-}  // namespace ratelimit::stores
+}  // namespace ratelimit::stores::state_file

@@ -15,7 +15,7 @@
 #include "stores/state_file/state_file_format.hpp"
 #include "temp_dir.hpp"
 
-namespace ratelimit::stores {
+namespace ratelimit::stores::state_file {
 namespace {
 
 using namespace std::chrono_literals;
@@ -35,11 +35,10 @@ BucketParams bursty(double rate) {
 class StateFileStoreTest : public ::testing::Test {
  protected:
   // Another process on the same state directory: its own descriptors, the same clock.
-  StateFileStore process(std::string boot_id = kBoot, std::string machine_id = kMachine) {
-    return StateFileStore(
-        state::StateDirectory::open(dir_.string()), clock_,
-        HostId{.machine_id = std::move(machine_id), .boot_id = std::move(boot_id)},
-        [this](const std::string& note) { notes_.push_back(note); });
+  Store process(std::string boot_id = kBoot, std::string machine_id = kMachine) {
+    return Store(state::StateDirectory::open(dir_.string()), clock_,
+                 HostId{.machine_id = std::move(machine_id), .boot_id = std::move(boot_id)},
+                 [this](const std::string& note) { notes_.push_back(note); });
   }
   void write_file(const std::string& name, const std::string& bytes) {
     std::ofstream(dir_.path() / name, std::ios::binary) << bytes;
@@ -521,7 +520,7 @@ TEST_F(HeldLockTest, LockLetGoIsTaken) {
 // A key owns its settings (issue 39): a request keeps them (as every user's does), so that one
 // without --quota neither removes the key's quota nor its count; it follows them and is told once.
 TEST_F(StateFileStoreTest, ACallerWithoutTheQuotaKeepsTheKeysBudget) {
-  StateFileStore store = process();
+  Store store = process();
   PermitRequest with_quota = request(bursty(100));
   with_quota.apply_params = false;
   with_quota.quotas = {{.limit = 3, .period = 1h}};
@@ -549,7 +548,7 @@ TEST_F(StateFileStoreTest, ACallerWithoutTheQuotaKeepsTheKeysBudget) {
 
 // Two hosts' scripts with different rates: the key keeps the first's, and 30 calls tell once.
 TEST_F(StateFileStoreTest, TwoCallersWithOtherRatesDoNotFlipTheKey) {
-  StateFileStore store = process();
+  Store store = process();
   int told = 0;
   for (int call = 0; call < 30; ++call) {
     PermitRequest permits = request(bursty(call % 2 == 0 ? 1000 : 500));
@@ -565,7 +564,7 @@ TEST_F(StateFileStoreTest, TwoCallersWithOtherRatesDoNotFlipTheKey) {
 // `set --key` sticks under a loop at 4/s: its next request keeps 1/s, is told once, and the turns
 // are a second apart.
 TEST_F(StateFileStoreTest, SetSticksUnderARunningLoop) {
-  StateFileStore store = process();
+  Store store = process();
   PermitRequest loop = request(bursty(4));
   loop.apply_params = false;
   EXPECT_FALSE(store.reserve(loop, waiter_).followed);
@@ -581,7 +580,7 @@ TEST_F(StateFileStoreTest, SetSticksUnderARunningLoop) {
 
 // `set --key` with settings changes any of them, quotas included, and makes a key that has none.
 TEST_F(StateFileStoreTest, SetSettingsChangeQuotasOrMakeTheKey) {
-  StateFileStore store = process();
+  Store store = process();
   const KeySettings made{
       .params = bursty(3), .timetable = {}, .quotas = {{.limit = 2, .period = 1h}}};
   RateChange change;
@@ -608,4 +607,4 @@ TEST_F(StateFileStoreTest, SetSettingsChangeQuotasOrMakeTheKey) {
 }
 
 }  // namespace
-}  // namespace ratelimit::stores
+}  // namespace ratelimit::stores::state_file
