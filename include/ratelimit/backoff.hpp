@@ -28,15 +28,28 @@ namespace ratelimit {
 // throttled again starts a new event: the rate in force was still too high. Pauses never add up:
 // a pause ends at the latest end reported.
 //
-// The rate in force, t after requests resume from the last cut at W (the rate in force just
-// before it): t from the cut, or from the end of its pause, with K = kBackoffRecovery:  W * (1 - (1
-// - kBackoffCut) * (1 - t / K)^3), for t < K: back at W at K, and beyond K the same curve rising
-// above W (so it probes past the rate that failed, slowly first): min(configured, max(floor,
-// that)). This is CUBIC (RFC 8312) with its scale chosen so that the time back to W is K whatever
-// the rate: C = W * (1 - kBackoffCut) / K^3.
-inline constexpr double kBackoffCut = 0.7;
+// The rate in force, t after requests resume from the last cut at W (the plateau: the rate in
+// force just before it): t from the cut, or from the end of its pause, with K = kBackoffRecovery:
+// W * (1 - (1 - kBackoffCut) * (1 - t / K)^3), for t < K: back at W at K, and beyond K the same
+// curve rising above W (so it probes past the rate that failed, slowly first): min(configured,
+// max(floor, that)). This is CUBIC (RFC 8312) with its scale chosen so that the time back to W is
+// K whatever the rate: C = W * (1 - kBackoffCut) / K^3.
+//
+// The cut is 0.5, not TCP's 0.7: a cut is an event only once per epoch, and between events the
+// curve (concave first) wins back most of it: 0.7 then recovering for the 1.5 to 2 s an event
+// lasts against a 1 s Retry-After left the rate at 0.92 of the one cut, so a service whose
+// capacity halved (8/s to 4/s) met a rate still above it 10 s later, at one 429 every 3 s
+// (bench/results/backoff.md before this change: 6.7 % of 429s from 20 to 30 s).
+inline constexpr double kBackoffCut = 0.5;
+// A cut that comes before the rate is back at its plateau (within K of resuming) says that the
+// service's capacity fell: the new plateau is the rate in force times kBackoffConvergence, the
+// midpoint of the cut (RFC 8312's fast convergence), so the rate restarts at 0.375 of it and a
+// halved capacity is reached in two events, not five. At a steady capacity a cut that comes
+// after K keeps W; one that comes earlier lowers the plateau until the cuts come after K (at 8/s
+// the key still uses over 90 % of the service's capacity).
+inline constexpr double kBackoffConvergence = (1.0 + kBackoffCut) / 2.0;
 // A cut never takes the rate in force below 1/100 of the configured rate (seven cuts in a row:
-// 0.7^13 = 0.0097): a service that wants less says so with Retry-After, which pauses.
+// 0.5^7 = 0.0078): a service that wants less says so with Retry-After, which pauses.
 inline constexpr double kBackoffFloor = 0.01;
 inline constexpr std::chrono::nanoseconds kBackoffRecovery = std::chrono::seconds(5);
 // The longest pause one report may ask for unless its reporter says otherwise (--max-pause): a
@@ -48,7 +61,8 @@ struct BackoffState {
   std::chrono::nanoseconds paused_until{0};
   // When the current event began (the report that cut the rate).
   std::chrono::nanoseconds event_at{0};
-  // The rate in force just before the last cut (W above); 0: never cut.
+  // The plateau of the last cut (W above): the rate in force just before it, lowered by
+  // kBackoffConvergence when it came before the rate was back at the plateau before; 0: never cut.
   double rate_before_cut = 0.0;
   // Reports received, and when the last one came.
   std::int64_t throttles = 0;

@@ -62,7 +62,7 @@ Command setup_throttle(CLI::App& app) {
       ->group("Back-off");
   add_max_pause_option(*throttle, options->max_pause);
   throttle->footer(R"help(Examples:
-  ratelimit throttle --key api                       cut the key's rate (x0.7), recovering in 5s
+  ratelimit throttle --key api                       cut the key's rate (x0.5), recovering in 5s
   ratelimit throttle --key api --retry-after 30      and nothing on the key for 30 s
   code=$(curl -s -o out -D headers -w '%{http_code}' "$url")
   [ "$code" = 429 ] && ratelimit throttle --key api \

@@ -13,14 +13,17 @@ nanoseconds saturated_sum(nanoseconds t, nanoseconds d) {
   return t > nanoseconds::max() - d ? nanoseconds::max() : t + d;
 }
 
+// Recovery starts when requests resume: at the last cut, or at the end of its pause.
+nanoseconds resumed_at(const BackoffState& backoff) {
+  return std::max(backoff.event_at, backoff.paused_until);
+}
+
 }  // namespace
 
 double rate_in_force(const BackoffState& backoff, double configured, nanoseconds now) {
   if (!(backoff.rate_before_cut > 0.0)) return configured;
-  // Recovery starts when requests resume.
-  const nanoseconds resumed = std::max(backoff.event_at, backoff.paused_until);
   const double recovered =
-      static_cast<double>(std::max(now - resumed, nanoseconds::zero()).count()) /
+      static_cast<double>(std::max(now - resumed_at(backoff), nanoseconds::zero()).count()) /
       static_cast<double>(kBackoffRecovery.count());
   const double below = 1.0 - recovered;
   const double curve =
@@ -44,7 +47,10 @@ ThrottleOutcome record_throttle(BackoffState& backoff, BucketState& bucket, doub
       pause_from = backoff.event_at;
   } else {
     outcome.new_event = true;
-    backoff.rate_before_cut = rate_in_force(backoff, configured, now);
+    const bool before_recovered =
+        backoff.rate_before_cut > 0.0 && now - resumed_at(backoff) < kBackoffRecovery;
+    backoff.rate_before_cut =
+        rate_in_force(backoff, configured, now) * (before_recovered ? kBackoffConvergence : 1.0);
     backoff.event_at = now;
     // Credit saved up, or due for the time idle before the report, is what the service just
     // refused.

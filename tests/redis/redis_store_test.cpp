@@ -376,10 +376,10 @@ TEST_F(RedisStoreTest, AThrottleHoldsTheKeyAndStatusShowsItsBackoff) {
   EXPECT_TRUE(result->outcome.new_event);
   EXPECT_TRUE(result->outcome.pause_extended);
   EXPECT_EQ(result->paused_for, 2s);
-  EXPECT_DOUBLE_EQ(result->rate_in_force, 7);
+  EXPECT_DOUBLE_EQ(result->rate_in_force, 5);
   const auto status = redis.status_at("a", 1500000);
   ASSERT_TRUE(status);
-  EXPECT_DOUBLE_EQ(status->rate_in_force, 7);
+  EXPECT_DOUBLE_EQ(status->rate_in_force, 5);
   EXPECT_EQ(status->paused_for, 1500ms);
   EXPECT_EQ(status->next_free_in, 1500ms);
   EXPECT_EQ(status->throttles, 1);
@@ -419,13 +419,14 @@ TEST_F(RedisStoreTest, AThrottledKeyDoesNotExpireBeforeItHasRecovered) {
   ASSERT_TRUE(redis.throttle_at({.key = "cut", .retry_after = 2s}, 1000000));
   EXPECT_GT(pttl("ratelimit:{cut}"), 8800);
   EXPECT_LE(pttl("ratelimit:{cut}"), 9000);
-  // Cut again 1 s into its recovery, from W = 10 * (1 - 0.3 * 0.8^3) = 8.464/s: the curve passes W
-  // at 5 s and reaches 10/s at 5 * (1 + cbrt((10 / 8.464 - 1) / 0.3)) = 9.23 s.
+  // Cut again 1 s into its recovery, at 10 * (1 - 0.5 * 0.8^3) = 7.44/s: before it was back at its
+  // plateau, so W = 0.75 * 7.44 = 5.58/s (kBackoffConvergence); the curve passes W at 5 s and
+  // reaches 10/s at 5 * (1 + cbrt((10 / 5.58 - 1) / 0.5)) = 10.83 s.
   redis.reserve_at(request("twice", bursty(10, 1.0)), kForever, 0);
   ASSERT_TRUE(redis.throttle_at({.key = "twice"}, 1000000));
   ASSERT_TRUE(redis.throttle_at({.key = "twice"}, 2000000));
-  EXPECT_GT(pttl("ratelimit:{twice}"), 11000);
-  EXPECT_LE(pttl("ratelimit:{twice}"), 11230);
+  EXPECT_GT(pttl("ratelimit:{twice}"), 12600);
+  EXPECT_LE(pttl("ratelimit:{twice}"), 12829);
   // A key never throttled expires as before (IdleKeyExpiresOnceFullAgain).
   redis.reserve_at(request("calm", bursty(10, 1.0)), kForever, 0);
   EXPECT_LE(pttl("ratelimit:{calm}"), 3100);

@@ -155,12 +155,13 @@ local QUOTA_COUNTS = 66
 local MOST_QUOTAS = 64
 
 -- Backing off together (include/ratelimit/backoff.hpp and src/core/backoff.cpp, operation for
--- operation): kBackoffCut, kBackoffFloor and kBackoffRecovery in nanoseconds. A key once throttled
+-- operation): kBackoffCut, kBackoffConvergence, kBackoffFloor and kBackoffRecovery in nanoseconds. A key once throttled
 -- holds `backoff`: its pause's end, its event's start, the rate before the cut, the throttles and
 -- the last one's time, joined by blanks, the times as integer Unix nanoseconds; keys never
 -- throttled have none and cost one more HMGET field. Times below are nanoseconds after now_s, as
 -- in serve(); these functions capture nothing of it.
-local BACKOFF_CUT = 0.7
+local BACKOFF_CUT = 0.5
+local BACKOFF_CONVERGENCE = (1 + BACKOFF_CUT) / 2
 local BACKOFF_FLOOR = 0.01
 local BACKOFF_RECOVERY_NS = 5e9
 
@@ -203,11 +204,15 @@ local function backoff_text(b, now_s)
          string.format("%.0f", b.throttles) .. " " .. backoff_time_text(b.last_throttle, now_s)
 end
 
+-- resumed_at()
+local function backoff_resumed_at(b)
+  return math.max(b.event_at, b.paused_until)
+end
+
 -- rate_in_force()
 local function backoff_rate_in_force(b, configured, now)
   if not (b.rate_before_cut > 0) then return configured end
-  local resumed = math.max(b.event_at, b.paused_until)
-  local below = 1 - math.max(now - resumed, 0) / BACKOFF_RECOVERY_NS
+  local below = 1 - math.max(now - backoff_resumed_at(b), 0) / BACKOFF_RECOVERY_NS
   local curve = b.rate_before_cut * (1 - (1 - BACKOFF_CUT) * (below * below * below))
   return math.min(configured, math.max(configured * BACKOFF_FLOOR, curve))
 end
@@ -233,7 +238,10 @@ local function backoff_record(b, stored, next_free, configured, sent_at, retry_a
     end
   else
     new_event = true
-    b.rate_before_cut = backoff_rate_in_force(b, configured, now)
+    local before_recovered = b.rate_before_cut > 0 and
+                             now - backoff_resumed_at(b) < BACKOFF_RECOVERY_NS
+    b.rate_before_cut = backoff_rate_in_force(b, configured, now) *
+                        (before_recovered and BACKOFF_CONVERGENCE or 1)
     b.event_at = now
     stored, next_free = 0, math.max(next_free, now)
   end
@@ -257,7 +265,7 @@ local function backoff_recovered_at(b, configured)
   local beyond = math.max(configured / b.rate_before_cut - 1, 0) / (1 - BACKOFF_CUT)
   -- An infinite rate is back at once.
   if not (beyond < math.huge) then beyond = 0 end
-  return math.max(b.event_at, b.paused_until) + BACKOFF_RECOVERY_NS * (1 + beyond ^ (1 / 3))
+  return backoff_resumed_at(b) + BACKOFF_RECOVERY_NS * (1 + beyond ^ (1 / 3))
 end
 
 -- bucket_in_force()'s state: no credit during a pause, and the rate in force.

@@ -85,13 +85,13 @@ TEST_F(StateFileStoreTest, AThrottleHoldsEveryProcessOfTheKeyUntilThePauseEnds) 
   ASSERT_TRUE(throttled);
   EXPECT_TRUE(throttled->outcome.new_event);
   EXPECT_EQ(throttled->paused_for, 3s);
-  EXPECT_DOUBLE_EQ(throttled->rate_in_force, 7.0);
+  EXPECT_DOUBLE_EQ(throttled->rate_in_force, 5.0);
   const Reservation held = first.reserve(request(bursty(10)), waiter_);
   EXPECT_EQ(held.wait, 3s);
   EXPECT_EQ(held.paused_for, 3s);
-  // At the rate in force (7/s), not the configured 10/s.
+  // At the rate in force (5/s), not the configured 10/s.
   EXPECT_EQ(second.reserve(request(bursty(10)), waiter_).wait,
-            3s + std::chrono::nanoseconds(static_cast<std::int64_t>(1e9 / 7.0)));
+            3s + std::chrono::nanoseconds(static_cast<std::int64_t>(1e9 / 5.0)));
   EXPECT_FALSE(first.reserve(request(bursty(10), 1s), waiter_).granted);
   const std::vector<BucketStatus> status = first.status("api");
   ASSERT_EQ(status.size(), 1u);
