@@ -12,6 +12,7 @@
 
 #include "fake_clock.hpp"
 #include "ratelimit/rate_limiter.hpp"
+#include "thrown.hpp"
 
 namespace ratelimit {
 namespace {
@@ -193,23 +194,16 @@ TEST(Classic, SmallestRateGrantsNothingBeyondTheCapacity) {
 
 TEST(Classic, RejectsBadArgumentsNamingTheValue) {
   FakeClock clock;
-  auto message_of = [](auto&& call) -> std::string {
-    try {
-      call();
-    } catch (const std::invalid_argument& error) {
-      return error.what();
-    }
-    return "no exception";
-  };
-  EXPECT_EQ(message_of([&] { RateLimiter::classic(3.0, -1.0, clock); }),
+  EXPECT_EQ(message_thrown<std::invalid_argument>([&] { RateLimiter::classic(3.0, -1.0, clock); }),
             "capacity must be finite and not negative, got -1");
-  EXPECT_EQ(message_of([&] {
+  EXPECT_EQ(message_thrown<std::invalid_argument>([&] {
               RateLimiter::classic(3.0, std::numeric_limits<double>::quiet_NaN(), clock);
             }),
             "capacity must be finite and not negative, got nan");
-  EXPECT_EQ(message_of([&] { RateLimiter::classic(0.0, 5.0, clock); }),
+  EXPECT_EQ(message_thrown<std::invalid_argument>([&] { RateLimiter::classic(0.0, 5.0, clock); }),
             "rate must be positive, got 0");
-  EXPECT_EQ(message_of([&] { RateLimiter::classic(3.0, 5.0, clock).acquire(0); }),
+  EXPECT_EQ(message_thrown<std::invalid_argument>(
+                [&] { RateLimiter::classic(3.0, 5.0, clock).acquire(0); }),
             "permits must be positive, got 0");
 }
 

@@ -8,6 +8,8 @@
 #include <stdexcept>
 #include <vector>
 
+#include "thrown.hpp"
+
 namespace ratelimit {
 namespace {
 
@@ -137,12 +139,10 @@ TEST(Quota, BadParametersNameTheValue) {
   EXPECT_THROW(Quota({.limit = 0, .period = 1s}, 0s), std::invalid_argument);
   EXPECT_THROW(Quota({.limit = kLargestExactCount + 1, .period = 1s}, 0s), std::invalid_argument);
   EXPECT_THROW(Quota({.limit = 1, .period = 999ns}, 0s), std::invalid_argument);
-  try {
-    Quota({.limit = -5, .period = 1s}, 0s);
-    FAIL();
-  } catch (const std::invalid_argument& error) {
-    EXPECT_NE(std::string(error.what()).find("-5"), std::string::npos);
-  }
+  EXPECT_NE(message_thrown<std::invalid_argument>([] {
+              Quota({.limit = -5, .period = 1s}, 0s);
+            }).find("-5"),
+            std::string::npos);
 }
 
 // Random request streams against a rate and several quotas: no window of any quota ever holds more

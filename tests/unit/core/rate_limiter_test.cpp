@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "fake_clock.hpp"
+#include "thrown.hpp"
 
 namespace ratelimit {
 namespace {
@@ -376,31 +377,32 @@ TEST(Denormal, SmallestRateWarmingUp) {
 
 TEST(Validation, RejectsBadArgumentsNamingTheValue) {
   FakeClock clock;
-  auto message_of = [](auto&& call) -> std::string {
-    try {
-      call();
-    } catch (const std::invalid_argument& error) {
-      return error.what();
-    }
-    return "no exception";
-  };
   const double nan = std::numeric_limits<double>::quiet_NaN();
-  EXPECT_EQ(message_of([&] { RateLimiter::bursty(0.0, clock); }), "rate must be positive, got 0");
-  EXPECT_EQ(message_of([&] { RateLimiter::bursty(-1.5, clock); }),
+  EXPECT_EQ(message_thrown<std::invalid_argument>([&] { RateLimiter::bursty(0.0, clock); }),
+            "rate must be positive, got 0");
+  EXPECT_EQ(message_thrown<std::invalid_argument>([&] { RateLimiter::bursty(-1.5, clock); }),
             "rate must be positive, got -1.5");
-  EXPECT_EQ(message_of([&] { RateLimiter::bursty(nan, clock); }), "rate must be positive, got nan");
-  EXPECT_EQ(message_of([&] { RateLimiter::bursty(1.0, clock, -1.0); }),
+  EXPECT_EQ(message_thrown<std::invalid_argument>([&] { RateLimiter::bursty(nan, clock); }),
+            "rate must be positive, got nan");
+  EXPECT_EQ(message_thrown<std::invalid_argument>([&] { RateLimiter::bursty(1.0, clock, -1.0); }),
             "max burst seconds must be finite and not negative, got -1");
-  EXPECT_EQ(message_of([&] { RateLimiter::warming_up(1.0, -1ns, clock); }),
-            "warm-up must not be negative, got -1ns");
-  EXPECT_EQ(message_of([&] { RateLimiter::warming_up(1.0, 1s, clock, 0.5); }),
-            "cold factor must be finite and at least 1, got 0.5");
+  EXPECT_EQ(
+      message_thrown<std::invalid_argument>([&] { RateLimiter::warming_up(1.0, -1ns, clock); }),
+      "warm-up must not be negative, got -1ns");
+  EXPECT_EQ(
+      message_thrown<std::invalid_argument>([&] { RateLimiter::warming_up(1.0, 1s, clock, 0.5); }),
+      "cold factor must be finite and at least 1, got 0.5");
   auto limiter = RateLimiter::bursty(1.0, clock);
-  EXPECT_EQ(message_of([&] { limiter.acquire(0); }), "permits must be positive, got 0");
-  EXPECT_EQ(message_of([&] { limiter.reserve(-1); }), "permits must be positive, got -1");
-  EXPECT_EQ(message_of([&] { limiter.try_acquire(0, 1s); }), "permits must be positive, got 0");
-  EXPECT_EQ(message_of([&] { limiter.set_rate(0.0); }), "rate must be positive, got 0");
-  EXPECT_EQ(message_of([&] { limiter.set_rate(nan); }), "rate must be positive, got nan");
+  EXPECT_EQ(message_thrown<std::invalid_argument>([&] { limiter.acquire(0); }),
+            "permits must be positive, got 0");
+  EXPECT_EQ(message_thrown<std::invalid_argument>([&] { limiter.reserve(-1); }),
+            "permits must be positive, got -1");
+  EXPECT_EQ(message_thrown<std::invalid_argument>([&] { limiter.try_acquire(0, 1s); }),
+            "permits must be positive, got 0");
+  EXPECT_EQ(message_thrown<std::invalid_argument>([&] { limiter.set_rate(0.0); }),
+            "rate must be positive, got 0");
+  EXPECT_EQ(message_thrown<std::invalid_argument>([&] { limiter.set_rate(nan); }),
+            "rate must be positive, got nan");
   EXPECT_EQ(limiter.rate(), 1.0);  // a rejected set_rate changes nothing
   EXPECT_NO_THROW(RateLimiter::warming_up(1.0, 1ns, clock));
   EXPECT_NO_THROW(RateLimiter::warming_up(1.0, 0ns, clock));

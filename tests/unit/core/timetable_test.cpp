@@ -5,6 +5,8 @@
 #include <limits>
 #include <stdexcept>
 
+#include "thrown.hpp"
+
 namespace ratelimit {
 namespace {
 
@@ -172,13 +174,8 @@ TEST(Timetable, FallBackEntryInTheRepeatedHourTakesEffectOnce) {
 }
 
 TEST(Timetable, RefusesEntriesItCannotFollow) {
-  auto message = [](std::vector<TimetableEntry> entries) {
-    try {
-      Timetable table(std::move(entries));
-    } catch (const std::invalid_argument& error) {
-      return std::string(error.what());
-    }
-    return std::string("accepted");
+  const auto message = [](std::vector<TimetableEntry> entries) {
+    return message_thrown<std::invalid_argument>([&] { Timetable{std::move(entries)}; });
   };
   EXPECT_EQ(message({}), "a timetable needs at least one entry");
   EXPECT_EQ(message({on(7, 8, 0, 1.0)}),
@@ -225,13 +222,8 @@ TEST(Timetable, OneDayOverridesARangeWhichOverridesEveryDay) {
 }
 
 TEST(Timetable, RefusesDayRangesItCannotFollow) {
-  const auto error_of = [](std::vector<TimetableEntry> entries) -> std::string {
-    try {
-      Timetable{std::move(entries)};
-    } catch (const std::invalid_argument& error) {
-      return error.what();
-    }
-    return "accepted";
+  const auto error_of = [](std::vector<TimetableEntry> entries) {
+    return message_thrown<std::invalid_argument>([&] { Timetable{std::move(entries)}; });
   };
   EXPECT_EQ(error_of({on_days(kMonday, 4, 9, 0, 1e6), on_days(3, kSunday, 9, 0, 2e6)}),
             "timetable entry Thu-Sun-09:00: another entry takes effect at the same time "

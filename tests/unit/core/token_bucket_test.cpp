@@ -6,6 +6,8 @@
 #include <random>
 #include <stdexcept>
 
+#include "thrown.hpp"
+
 namespace ratelimit {
 namespace {
 
@@ -134,14 +136,9 @@ TEST(TokenBucket, StartFullIsRefusedWithWarmUp) {
   params.shape = BucketShape::warming_up;
   params.warmup = 1s;
   params.start_full = true;
-  try {
-    validate(params);
-    ADD_FAILURE() << "no exception";
-  } catch (const std::invalid_argument& error) {
-    EXPECT_STREQ(error.what(),
-                 "start full applies to bursty buckets only: a warming-up bucket starts cold, full "
-                 "of slow permits");
-  }
+  EXPECT_EQ(message_thrown<std::invalid_argument>([&] { validate(params); }),
+            "start full applies to bursty buckets only: a warming-up bucket starts cold, full of "
+            "slow permits");
 }
 
 }  // namespace

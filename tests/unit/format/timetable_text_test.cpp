@@ -64,22 +64,22 @@ TEST(TimetableText, ReadsAndWritesRangesOfDays) {
 }
 
 TEST(TimetableText, ErrorsNameTheEntryAndTheProblem) {
-  EXPECT_EQ(usage_error_of(parse_timetable, "Mon-08:00,1M 25:00,2M"),
-            "invalid timetable entry '25:00,2M': the hour must be from 0 to 23");
-  EXPECT_EQ(usage_error_of(parse_timetable, "08:60,1M"),
-            "invalid timetable entry '08:60,1M': the minutes must be from 0 to 59");
-  EXPECT_EQ(usage_error_of(parse_timetable, "Funday-08:00,1M"),
-            "invalid timetable entry 'Funday-08:00,1M': unknown day 'Funday' (Mon..Sun, or the "
-            "full name)");
-  EXPECT_EQ(usage_error_of(parse_timetable, "0800,1M"),
-            "invalid timetable entry '0800,1M': expected a time as HH:MM");
-  EXPECT_EQ(usage_error_of(parse_timetable, "08:00,1M 09:00"),
-            "invalid timetable entry '09:00': expected [DAY-]HH:MM,RATE");
-  EXPECT_EQ(usage_error_of(parse_timetable, "08:00,"),
-            "invalid timetable entry '08:00,': expected a rate or 'off' after the comma");
-  EXPECT_EQ(usage_error_of(parse_timetable, "08:00,5x"),
-            "invalid timetable entry '08:00,5x': invalid rate '5x': unknown unit 'x' (use k, M, G, "
-            "T = 1000^n or Ki, Mi, Gi, Ti = 1024^n; B or bit; /s, /m, /h, /d)");
+  expect_refusals(
+      parse_timetable,
+      {
+          {"Mon-08:00,1M 25:00,2M",
+           "invalid timetable entry '25:00,2M': the hour must be from 0 to 23"},
+          {"08:60,1M", "invalid timetable entry '08:60,1M': the minutes must be from 0 to 59"},
+          {"Funday-08:00,1M",
+           "invalid timetable entry 'Funday-08:00,1M': unknown day 'Funday' (Mon..Sun, or the full "
+           "name)"},
+          {"0800,1M", "invalid timetable entry '0800,1M': expected a time as HH:MM"},
+          {"08:00,1M 09:00", "invalid timetable entry '09:00': expected [DAY-]HH:MM,RATE"},
+          {"08:00,", "invalid timetable entry '08:00,': expected a rate or 'off' after the comma"},
+          {"08:00,5x",
+           "invalid timetable entry '08:00,5x': invalid rate '5x': unknown unit 'x' (use k, M, G, "
+           "T = 1000^n or Ki, Mi, Gi, Ti = 1024^n; B or bit; /s, /m, /h, /d)"},
+      });
 }
 
 TEST(TimetableText, OneFormWhateverTheWriting) {

@@ -48,24 +48,26 @@ TEST(RedisDeployment, OtherUrlsNameOneServer) {
 }
 
 TEST(RedisDeployment, BadSentinelUrlsNameTheUrlWithoutThePassword) {
-  EXPECT_EQ(usage_error_of(parse_redis_deployment, "redis-sentinel://:secret@h:1"),
-            "bad Redis URL 'redis-sentinel://:***@h:1': expected /MASTER_NAME after the "
-            "sentinels: redis-sentinel://host:port[,host:port...]/MASTER_NAME[/db]");
-  EXPECT_EQ(usage_error_of(parse_redis_deployment, "redis-sentinel://:secret@h:1/"),
-            "bad Redis URL 'redis-sentinel://:***@h:1/': no master name after the sentinels");
-  EXPECT_EQ(usage_error_of(parse_redis_deployment, "redis-sentinel://:secret@h:1,,h:2/m"),
-            "bad Redis URL 'redis-sentinel://:***@h:1,,h:2/m': an empty sentinel address");
-  EXPECT_EQ(usage_error_of(parse_redis_deployment, "redis-sentinel://:secret@h:99999/m"),
-            "bad Redis URL 'redis-sentinel://:***@h:99999/m': the port must be a number from 1 "
-            "to 65535");
-  EXPECT_EQ(usage_error_of(parse_redis_deployment, "redis-sentinel://:secret@h:1/m/x"),
-            "bad Redis URL 'redis-sentinel://:***@h:1/m/x': the database after '/' must be a "
-            "number");
-  EXPECT_EQ(usage_error_of(parse_redis_deployment, "redis-sentinel://secret@h:1/m"),
-            "bad Redis URL 'redis-sentinel://***@h:1/m': a user needs a password: "
-            "[user]:password@");
-  EXPECT_EQ(usage_error_of(parse_redis_deployment, "redis-sentinel:///m"),
-            "bad Redis URL 'redis-sentinel:///m': an empty sentinel address");
+  expect_refusals(
+      parse_redis_deployment,
+      {
+          {"redis-sentinel://:secret@h:1",
+           "bad Redis URL 'redis-sentinel://:***@h:1': expected /MASTER_NAME after the sentinels: "
+           "redis-sentinel://host:port[,host:port...]/MASTER_NAME[/db]"},
+          {"redis-sentinel://:secret@h:1/",
+           "bad Redis URL 'redis-sentinel://:***@h:1/': no master name after the sentinels"},
+          {"redis-sentinel://:secret@h:1,,h:2/m",
+           "bad Redis URL 'redis-sentinel://:***@h:1,,h:2/m': an empty sentinel address"},
+          {"redis-sentinel://:secret@h:99999/m",
+           "bad Redis URL 'redis-sentinel://:***@h:99999/m': the port must be a number from 1 to "
+           "65535"},
+          {"redis-sentinel://:secret@h:1/m/x",
+           "bad Redis URL 'redis-sentinel://:***@h:1/m/x': the database after '/' must be a "
+           "number"},
+          {"redis-sentinel://secret@h:1/m",
+           "bad Redis URL 'redis-sentinel://***@h:1/m': a user needs a password: [user]:password@"},
+          {"redis-sentinel:///m", "bad Redis URL 'redis-sentinel:///m': an empty sentinel address"},
+      });
 }
 
 TEST(RedisDeployment, NodeAddressKeepsTheCredentials) {

@@ -57,29 +57,30 @@ TEST(RedisUrl, UnixSocket) {
 }
 
 TEST(RedisUrl, BadUrlsAreNamedWithoutTheirPassword) {
-  EXPECT_EQ(usage_error_of(parse_redis_url, "http://h"),
-            "bad Redis URL 'http://h': expected redis[s]://[[user]:password@]host[:port][/db] or "
-            "unix:///path[?db=N]");
-  EXPECT_EQ(usage_error_of(parse_redis_url, "redis://:hunter2@h:99999"),
-            "bad Redis URL 'redis://:***@h:99999': the port must be a number from 1 to 65535");
-  EXPECT_EQ(usage_error_of(parse_redis_url, "redis://h:"),
-            "bad Redis URL 'redis://h:': empty port");
-  EXPECT_EQ(usage_error_of(parse_redis_url, "redis://h/x"),
-            "bad Redis URL 'redis://h/x': the database after '/' must be a number");
-  EXPECT_EQ(usage_error_of(parse_redis_url, "redis://"), "bad Redis URL 'redis://': no host");
-  EXPECT_EQ(usage_error_of(parse_redis_url, "redis://hunter2@h"),
-            "bad Redis URL 'redis://***@h': a user needs a password: [user]:password@");
-  EXPECT_EQ(usage_error_of(parse_redis_url, "redis://:@h"),
-            "bad Redis URL 'redis://:***@h': empty password");
-  EXPECT_EQ(usage_error_of(parse_redis_url, "redis://:a%zz@h"),
-            "bad Redis URL 'redis://:***@h': a '%' in the user or password is not followed by 2 "
-            "hex digits");
-  EXPECT_EQ(usage_error_of(parse_redis_url, "unix://relative.sock"),
-            "bad Redis URL 'unix://relative.sock': the socket path must be absolute: unix:///path");
-  EXPECT_EQ(usage_error_of(parse_redis_url, "unix:///s?database=1"),
-            "bad Redis URL 'unix:///s?database=1': the only query parameter is db=N");
-  EXPECT_EQ(usage_error_of(parse_redis_url, "rediss://:hunter2@h:0"),
-            "bad Redis URL 'rediss://:***@h:0': the port must be a number from 1 to 65535");
+  expect_refusals(
+      parse_redis_url,
+      {
+          {"http://h",
+           "bad Redis URL 'http://h': expected redis[s]://[[user]:password@]host[:port][/db] or "
+           "unix:///path[?db=N]"},
+          {"redis://:hunter2@h:99999",
+           "bad Redis URL 'redis://:***@h:99999': the port must be a number from 1 to 65535"},
+          {"redis://h:", "bad Redis URL 'redis://h:': empty port"},
+          {"redis://h/x", "bad Redis URL 'redis://h/x': the database after '/' must be a number"},
+          {"redis://", "bad Redis URL 'redis://': no host"},
+          {"redis://hunter2@h",
+           "bad Redis URL 'redis://***@h': a user needs a password: [user]:password@"},
+          {"redis://:@h", "bad Redis URL 'redis://:***@h': empty password"},
+          {"redis://:a%zz@h",
+           "bad Redis URL 'redis://:***@h': a '%' in the user or password is not followed by 2 hex "
+           "digits"},
+          {"unix://relative.sock",
+           "bad Redis URL 'unix://relative.sock': the socket path must be absolute: unix:///path"},
+          {"unix:///s?database=1",
+           "bad Redis URL 'unix:///s?database=1': the only query parameter is db=N"},
+          {"rediss://:hunter2@h:0",
+           "bad Redis URL 'rediss://:***@h:0': the port must be a number from 1 to 65535"},
+      });
 }
 
 TEST(RedisUrl, RedissIsTcpOverTls) {
