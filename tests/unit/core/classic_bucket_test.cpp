@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "core/limiter_waits.hpp"
 #include "fake_clock.hpp"
 #include "ratelimit/rate_limiter.hpp"
 #include "thrown.hpp"
@@ -19,8 +20,7 @@ namespace {
 
 using namespace std::chrono_literals;
 using std::chrono::nanoseconds;
-using testing::FakeClock;
-using Waits = std::vector<nanoseconds>;
+using namespace testing;  // the fake clock and acquire_each
 
 BucketParams bursty(double rate, double burst_seconds, bool start_full, bool pay_first) {
   BucketParams params;
@@ -29,12 +29,6 @@ BucketParams bursty(double rate, double burst_seconds, bool start_full, bool pay
   params.start_full = start_full;
   params.pay_first = pay_first;
   return params;
-}
-
-Waits acquire_each(RateLimiter& limiter, int count) {
-  Waits waits;
-  for (int i = 0; i < count; ++i) waits.push_back(limiter.acquire());
-  return waits;
 }
 
 // Which of `count` requests `interval` apart try_acquire grants (1-based).

@@ -11,6 +11,7 @@
 #include <stdexcept>
 #include <vector>
 
+#include "core/limiter_waits.hpp"
 #include "fake_clock.hpp"
 #include "thrown.hpp"
 
@@ -19,15 +20,9 @@ namespace {
 
 using namespace std::chrono_literals;
 using std::chrono::nanoseconds;
+using testing::acquire_each;
 using testing::FakeClock;
-using Waits = std::vector<nanoseconds>;
-
-// Waits of `count` consecutive acquire(1) calls.
-Waits acquire_each(RateLimiter& limiter, int count) {
-  Waits waits;
-  for (int i = 0; i < count; ++i) waits.push_back(limiter.acquire());
-  return waits;
-}
+using testing::Waits;
 
 void expect_waits_near(const Waits& actual, const Waits& expected) {
   ASSERT_EQ(actual.size(), expected.size());
