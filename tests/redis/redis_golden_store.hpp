@@ -22,13 +22,7 @@ class RedisGoldenStore final : public testing::GoldenStore {
   }
   testing::GoldenAnswer request(const testing::GoldenRequest& golden) override {
     PermitRequest permits = request_for(golden);
-    const Reservation reservation = store_.reserve_at(permits, golden.timeout, micros(golden.at));
-    return {.granted = reservation.granted,
-            .wait = reservation.wait,
-            .replaced = reservation.replaced_params.has_value(),
-            .key_timetable = reservation.key_timetable,
-            .followed = reservation.tell_followed,
-            .booked = reservation.booked};
+    return testing::golden_answer(store_.reserve_at(permits, golden.timeout, micros(golden.at)));
   }
   void set_rate(const testing::GoldenSetRate& change) override {
     EXPECT_TRUE(store_.set_rate_at(
@@ -50,11 +44,8 @@ class RedisGoldenStore final : public testing::GoldenStore {
       requests.back().key = key_ + ":" + golden.key;
       if (made_.insert(requests.back().key).second) store_.reset(requests.back().key);
     }
-    const KeysReservation reservation =
-        store_.reserve_all_at(requests, keys.front().timeout, micros(keys.front().at));
-    return {.granted = reservation.call.granted,
-            .wait = reservation.call.wait,
-            .held_by = reservation.held_by};
+    return testing::golden_keys_answer(
+        store_.reserve_all_at(requests, keys.front().timeout, micros(keys.front().at)));
   }
   std::optional<ThrottleResult> throttle(const testing::GoldenThrottle& report) override {
     return store_.throttle_at(
@@ -62,13 +53,9 @@ class RedisGoldenStore final : public testing::GoldenStore {
         micros(report.at));
   }
   std::vector<testing::GoldenQuotaStatus> status(std::chrono::nanoseconds at) override {
-    std::vector<testing::GoldenQuotaStatus> quotas;
     const std::optional<BucketStatus> status = store_.status_at(key_, micros(at));
-    if (!status) return quotas;
-    for (const QuotaStatus& quota : status->quotas)
-      quotas.push_back(
-          {.limit = quota.params.limit, .used = quota.used, .next_free_in = quota.next_free_in});
-    return quotas;
+    if (!status) return {};
+    return testing::golden_quotas(status->quotas);
   }
 
  private:

@@ -30,9 +30,8 @@ namespace {
 
 using namespace std::chrono_literals;
 using std::chrono::nanoseconds;
+using testing::kServerTimeout;
 using testing::RedisServer;
-
-constexpr std::chrono::milliseconds kTimeout = 1s;
 
 io::Waiter& real_waiter() {
   static io::SignalGuard guard;
@@ -76,13 +75,13 @@ class InProcessAgent final : public AgentLink {
 class RedisRelayTest : public ::testing::Test {
  protected:
   Store relayed() {
-    Store store(parse_redis_deployment(server_.unix_url()), kTimeout);
+    Store store(parse_redis_deployment(server_.unix_url()), kServerTimeout);
     store.relay_through(RelayClient(agent_, {.url = server_.unix_url()}));
     return store;
   }
   // The script loaded on the server, so that each request below runs at its first EVALSHA.
   void load_script() {
-    Store(parse_redis_deployment(server_.unix_url()), kTimeout)
+    Store(parse_redis_deployment(server_.unix_url()), kServerTimeout)
         .reserve(request("warm", 1), real_waiter());
   }
   RedisServer server_;
@@ -104,7 +103,7 @@ TEST_F(RedisRelayTest, GoldenDecisionsHoldThroughTheAgent) {
 TEST_F(RedisRelayTest, ScriptFlushedIsLoadedAgainThroughTheAgentAndBookedOnce) {
   Store redis = relayed();
   EXPECT_EQ(redis.reserve(request("flush", 1), real_waiter()).wait, 0ns);
-  Deadline deadline(kTimeout);
+  Deadline deadline(kServerTimeout);
   Connection(parse_redis_url(server_.unix_url()), nullptr, deadline)
       .command({"SCRIPT", "FLUSH"}, deadline);
   const Reservation again = redis.reserve(request("flush", 1), real_waiter());
@@ -154,7 +153,7 @@ TEST_F(RedisRelayTest, StoreErrorsComeBackAsTheirOwn) {
   RedisServer locked("s3cr3t");
   // The URL without the password: the server refuses the script (NOAUTH), through the agent too.
   const std::string url = "unix://" + locked.socket_path();
-  Store refused(parse_redis_deployment(url), kTimeout);
+  Store refused(parse_redis_deployment(url), kServerTimeout);
   refused.relay_through(RelayClient(agent_, {.url = url}));
   try {
     refused.reserve(request("k", 1), real_waiter());
@@ -164,7 +163,7 @@ TEST_F(RedisRelayTest, StoreErrorsComeBackAsTheirOwn) {
   }
   // A server that is not there: unavailable, as direct.
   const std::string gone = "unix:///nonexistent/redis.sock";
-  Store absent(parse_redis_deployment(gone), kTimeout);
+  Store absent(parse_redis_deployment(gone), kServerTimeout);
   absent.relay_through(RelayClient(agent_, {.url = gone}));
   EXPECT_THROW(absent.reserve(request("k", 1), real_waiter()), StoreUnavailable);
   // Deployments are kept apart: one per URL.
@@ -221,15 +220,15 @@ TEST(RedisRelayDeadlines, ARequestQueuedPastItsCallersTimeoutIsNotSent) {
   const std::string url = "unix:///nowhere/redis.sock";
   SetClock clock;
   auto recorder = std::make_shared<RecordingAgent>();
-  Store client(parse_redis_deployment(url), kTimeout);
+  Store client(parse_redis_deployment(url), kServerTimeout);
   client.relay_through(RelayClient(recorder, {.url = url}));
   client.reserve(request("queued", 1), clock);
   ASSERT_EQ(recorder->requests.size(), 1u);
-  clock.time += kTimeout;
+  clock.time += kServerTimeout;
   Relay relay;
   const std::vector<std::string> answers = relay.answer(recorder->requests, clock);
   EXPECT_EQ(relay.connections(), 0u);
-  Store reader(parse_redis_deployment(url), kTimeout);
+  Store reader(parse_redis_deployment(url), kServerTimeout);
   reader.relay_through(RelayClient(std::make_shared<ReplayingAgent>(answers), {.url = url}));
   try {
     reader.reserve(request("queued", 1), clock);
@@ -245,8 +244,8 @@ TEST(RedisRelayDeadlines, ACallPastItsTimeoutIsUnavailable) {
   auto recorder = std::make_shared<RecordingAgent>();
   RelayClient client(recorder, {.url = "unix:///nowhere/redis.sock"});
   SetClock clock;
-  Deadline spent(kTimeout, &clock);
-  clock.time += kTimeout;
+  Deadline spent(kServerTimeout, &clock);
+  clock.time += kServerTimeout;
   EXPECT_THROW(client.command("k", {"PING"}, spent), StoreUnavailable);
   EXPECT_TRUE(recorder->requests.empty());
 }
@@ -258,10 +257,10 @@ TEST(RedisRelayTls, ACallTheAgentAnswersLoadsNoTlsFile) {
   TlsOptions tls;
   tls.ca_file = "/nonexistent/ca.crt";
   const auto quiet = [](const std::string&) {};
-  Store relayed(parse_redis_deployment(url), kTimeout, quiet, tls);
+  Store relayed(parse_redis_deployment(url), kServerTimeout, quiet, tls);
   relayed.relay_through(RelayClient(std::make_shared<RecordingAgent>(), {.url = url, .tls = tls}));
   EXPECT_EQ(relayed.reserve(request("k", 1), real_waiter()).signal, SIGINT);
-  Store direct(parse_redis_deployment(url), kTimeout, quiet, tls);
+  Store direct(parse_redis_deployment(url), kServerTimeout, quiet, tls);
   EXPECT_THROW(direct.reserve(request("k", 1), real_waiter()), InputError);
 }
 
@@ -275,12 +274,12 @@ TEST(RedisRelayTls, WhatTheAgentSaysServingARequestIsSaidByTheCaller) {
   tls.session_dir = state.string();
   std::vector<std::string> direct_notes;
   Store direct(
-      parse_redis_deployment(server.tls_url()), kTimeout,
+      parse_redis_deployment(server.tls_url()), kServerTimeout,
       [&](const std::string& note) { direct_notes.push_back(note); }, tls);
   EXPECT_TRUE(direct.reserve(request("k", 1e9), real_waiter()).granted);
   EXPECT_EQ(direct_notes, std::vector<std::string>{});
   Store again(
-      parse_redis_deployment(server.tls_url()), kTimeout,
+      parse_redis_deployment(server.tls_url()), kServerTimeout,
       [&](const std::string& note) { direct_notes.push_back(note); }, tls);
   EXPECT_TRUE(again.reserve(request("k", 1e9), real_waiter()).granted);
   ASSERT_EQ(direct_notes.size(), 1u);
@@ -289,7 +288,7 @@ TEST(RedisRelayTls, WhatTheAgentSaysServingARequestIsSaidByTheCaller) {
   std::vector<std::string> notes;
   std::vector<std::string> warnings;
   Store relayed(
-      parse_redis_deployment(server.tls_url()), kTimeout, [](const std::string&) {}, tls);
+      parse_redis_deployment(server.tls_url()), kServerTimeout, [](const std::string&) {}, tls);
   relayed.relay_through(RelayClient(
       agent, {.url = server.tls_url(), .tls = tls},
       [&](const std::string& note) { notes.push_back(note); },
@@ -321,7 +320,7 @@ TEST(RedisRelayFormat, NotesAndWarningsOfAnAnswerAreToldInOrder) {
   const std::string url = "unix:///a.sock";
   std::vector<std::string> notes;
   std::vector<std::string> warnings;
-  Store store(parse_redis_deployment(url), kTimeout);
+  Store store(parse_redis_deployment(url), kServerTimeout);
   store.relay_through(RelayClient(
       std::make_shared<ReplayingAgent>(
           std::vector<std::string>{pong({"note", "one", "warning", "two", "note", "three"}),
@@ -339,7 +338,7 @@ TEST(RedisRelayFormat, NotesAndWarningsOfAnAnswerAreToldInOrder) {
 // caught; a Redis error reply crosses as the reply it is.
 TEST(RedisRelayFormat, EachFailureComesBackAsItsOwnError) {
   const auto answer_with = [](const std::string& outcome) {
-    Deadline deadline(kTimeout, &real_waiter());
+    Deadline deadline(kServerTimeout, &real_waiter());
     RelayClient client(
         std::make_shared<ReplayingAgent>(std::vector<std::string>{"*2\r\n*0\r\n" + outcome}),
         {.url = "unix:///a.sock"});
@@ -383,7 +382,7 @@ TEST(RedisRelayFormat, EachFailureComesBackAsItsOwnError) {
 TEST_F(RedisRelayTest, RequestsThatComeTogetherAreEachDecidedAsAlone) {
   load_script();
   auto recorder = std::make_shared<RecordingAgent>();
-  Store client(parse_redis_deployment(server_.unix_url()), kTimeout);
+  Store client(parse_redis_deployment(server_.unix_url()), kServerTimeout);
   client.relay_through(RelayClient(recorder, {.url = server_.unix_url()}));
   for (int i = 0; i < 8; ++i)
     EXPECT_EQ(client.reserve(request("together", 1), real_waiter()).signal, SIGINT);
@@ -391,7 +390,7 @@ TEST_F(RedisRelayTest, RequestsThatComeTogetherAreEachDecidedAsAlone) {
   Relay relay;
   const std::vector<std::string> answers = relay.answer(recorder->requests, real_waiter());
   EXPECT_EQ(relay.decisions(), 8u);
-  Store reader(parse_redis_deployment(server_.unix_url()), kTimeout);
+  Store reader(parse_redis_deployment(server_.unix_url()), kServerTimeout);
   reader.relay_through(
       RelayClient(std::make_shared<ReplayingAgent>(answers), {.url = server_.unix_url()}));
   for (int i = 0; i < 8; ++i) {
@@ -404,7 +403,7 @@ TEST_F(RedisRelayTest, RequestsThatComeTogetherAreEachDecidedAsAlone) {
 
 // A command sent straight to `server`.
 Value direct_command(const RedisServer& server, const std::vector<std::string>& arguments) {
-  Deadline deadline(kTimeout);
+  Deadline deadline(kServerTimeout);
   return Connection(parse_redis_url(server.unix_url()), nullptr, deadline)
       .command(arguments, deadline);
 }
@@ -422,7 +421,7 @@ std::string request_to_agent(const RedisServer& server, const std::string& redis
                              const std::vector<std::string>& arguments) {
   auto recorder = std::make_shared<RecordingAgent>();
   RelayClient client(recorder, {.url = server.unix_url()});
-  Deadline deadline(kTimeout, &real_waiter());
+  Deadline deadline(kServerTimeout, &real_waiter());
   EXPECT_THROW(client.command(redis_key, arguments, deadline), Interrupted);
   return recorder->requests.at(0);
 }
@@ -446,7 +445,7 @@ std::string reserve_request(const RedisServer& server, const std::string& key) {
 Value reply_in(const std::string& answer) {
   RelayClient reader(std::make_shared<ReplayingAgent>(std::vector<std::string>{answer}),
                      {.url = "unix:///a.sock"});
-  Deadline deadline(kTimeout, &real_waiter());
+  Deadline deadline(kServerTimeout, &real_waiter());
   return reader.command("k", {"PING"}, deadline).value();
 }
 
@@ -599,7 +598,7 @@ TEST(RedisRelayCluster, AMovedBatchIsAnsweredRequestByRequest) {
   RelayClient client(std::shared_ptr<AgentLink>(&recorder, [](AgentLink*) {}),
                      {.url = seed.tcp_url()});
   for (int i = 0; i < 3; ++i) {
-    Deadline deadline(kTimeout, &real_waiter());
+    Deadline deadline(kServerTimeout, &real_waiter());
     std::vector<std::string> call{"EVALSHA", std::string(kRedisBucketScriptSha1), "1",
                                   redis_key(key)};
     for (std::string& argument : encode_reserve(request(key, 1), nanoseconds::max(), 1'000'000))
@@ -620,7 +619,7 @@ TEST(RedisRelayCluster, AMovedBatchIsAnsweredRequestByRequest) {
 // each request NOSCRIPT: each client loads the script with EVAL, as alone, and is booked once.
 TEST_F(RedisRelayTest, ABatchWithoutTheScriptLoadsItAndBooksEachRequestOnce) {
   auto recorder = std::make_shared<RecordingAgent>();
-  Store client(parse_redis_deployment(server_.unix_url()), kTimeout);
+  Store client(parse_redis_deployment(server_.unix_url()), kServerTimeout);
   client.relay_through(RelayClient(recorder, {.url = server_.unix_url()}));
   for (int i = 0; i < 4; ++i) client.reserve(request("noscript", 1), real_waiter());
   ASSERT_EQ(recorder->requests.size(), 4u);
@@ -648,7 +647,7 @@ TEST_F(RedisRelayTest, ABatchWithoutTheScriptLoadsItAndBooksEachRequestOnce) {
 TEST(RedisRelayFormat, RequestsAreRoutedByDeployment) {
   auto recorder = std::make_shared<RecordingAgent>();
   for (const std::string url : {"unix:///a.sock", "unix:///a.sock", "unix:///b.sock"}) {
-    Store client(parse_redis_deployment(url), kTimeout);
+    Store client(parse_redis_deployment(url), kServerTimeout);
     client.relay_through(RelayClient(recorder, {.url = url}));
     client.reserve(request("key-of-" + std::to_string(recorder->requests.size()), 1),
                    real_waiter());

@@ -22,6 +22,9 @@
 
 namespace ratelimit::testing {
 
+// How long a store in a test waits for its own server: ample on a loaded machine.
+constexpr std::chrono::milliseconds kServerTimeout = std::chrono::seconds(1);
+
 // A real redis-server of the test's own: a unix socket in a temp dir and a loopback TCP port,
 // nothing saved, stopped by its pid. With `tls`, also a TLS port, its certificate for localhost
 // signed by a CA made for the test (ca_file()). With `cluster`, a node of a Cluster yet to be made

@@ -24,9 +24,7 @@ namespace {
 
 using namespace std::chrono_literals;
 using std::chrono::nanoseconds;
-using testing::RedisServer;
-
-constexpr std::chrono::milliseconds kTimeout = 1s;
+using namespace testing;  // the test's own server, its timeout and the golden vectors
 
 BucketParams bursty(double rate, double burst_seconds = 1.0) {
   BucketParams params;
@@ -53,7 +51,7 @@ io::Waiter& real_waiter() {
 
 // Another client of the same server, for what the test does behind the store's back.
 Value admin(const RedisServer& server, const std::vector<std::string>& command) {
-  Deadline deadline(kTimeout);
+  Deadline deadline(kServerTimeout);
   return Connection(parse_redis_url(server.unix_url()), nullptr, deadline)
       .command(command, deadline);
 }
@@ -61,7 +59,7 @@ Value admin(const RedisServer& server, const std::vector<std::string>& command) 
 class RedisStoreTest : public ::testing::Test {
  protected:
   Store store_at(const std::string& url) {
-    return Store(parse_redis_deployment(url), kTimeout,
+    return Store(parse_redis_deployment(url), kServerTimeout,
                  [this](const std::string& note) { notes_.push_back(note); });
   }
   RedisServer server_;
@@ -84,7 +82,7 @@ TEST(RedisTls, ScriptReachesEveryGoldenDecisionOverTls) {
   TlsOptions tls;
   tls.ca_file = server.ca_file();
   Store redis(
-      parse_redis_deployment(server.tls_url()), kTimeout, [](const std::string&) {}, tls);
+      parse_redis_deployment(server.tls_url()), kServerTimeout, [](const std::string&) {}, tls);
   const auto vectors = testing::read_golden_vectors(RATELIMIT_GOLDEN_VECTORS);
   ASSERT_GE(vectors.size(), 10u);
   for (const testing::GoldenVector& vector : vectors) {
@@ -92,7 +90,7 @@ TEST(RedisTls, ScriptReachesEveryGoldenDecisionOverTls) {
     for (const std::string& mismatch : testing::replay(vector, store)) ADD_FAILURE() << mismatch;
   }
   // A bucket shared with plain clients of the same server.
-  Store plain(parse_redis_deployment(server.unix_url()), kTimeout);
+  Store plain(parse_redis_deployment(server.unix_url()), kServerTimeout);
   EXPECT_EQ(redis.reserve_at(request("shared", bursty(10)), kForever, 0).wait, 0ms);
   EXPECT_EQ(plain.reserve_at(request("shared", bursty(10)), kForever, 0).wait, 100ms);
 }
@@ -664,13 +662,13 @@ TEST_F(RedisStoreTest, ReserveAsTheBenchCallsIt) {
 
 TEST(RedisPassword, RightPasswordWrongPasswordAndNone) {
   RedisServer server("s3cr3t");
-  Store right(parse_redis_deployment(server.tcp_url()), kTimeout);
+  Store right(parse_redis_deployment(server.tcp_url()), kServerTimeout);
   EXPECT_TRUE(right.reserve(request("p", bursty(1)), real_waiter()).granted);
-  Store over_unix(parse_redis_deployment(server.unix_url()), kTimeout);
+  Store over_unix(parse_redis_deployment(server.unix_url()), kServerTimeout);
   EXPECT_TRUE(over_unix.reserve(request("p", bursty(1)), real_waiter()).granted);
 
   const std::string wrong_url = "redis://:wrong@127.0.0.1:" + std::to_string(server.port());
-  Store wrong(parse_redis_deployment(wrong_url), kTimeout);
+  Store wrong(parse_redis_deployment(wrong_url), kServerTimeout);
   try {
     wrong.reserve(request("p", bursty(1)), real_waiter());
     FAIL() << "a wrong password was accepted";
@@ -680,13 +678,13 @@ TEST(RedisPassword, RightPasswordWrongPasswordAndNone) {
     EXPECT_NE(message.find("redis://:***@127.0.0.1:"), std::string::npos) << message;
     EXPECT_NE(message.find("WRONGPASS"), std::string::npos) << message;
   }
-  Store none(parse_redis_deployment("unix://" + server.socket_path()), kTimeout);
+  Store none(parse_redis_deployment("unix://" + server.socket_path()), kServerTimeout);
   EXPECT_THROW(none.reserve(request("p", bursty(1)), real_waiter()), StoreUnavailable);
 }
 
 TEST(RedisFailures, ServerKilledMidRunIsUnavailableNotSigpipe) {
   RedisServer server;
-  Store redis(parse_redis_deployment(server.tcp_url()), kTimeout);
+  Store redis(parse_redis_deployment(server.tcp_url()), kServerTimeout);
   EXPECT_TRUE(redis.reserve(request("k", bursty(100)), real_waiter()).granted);
   server.stop(SIGKILL);
   // The first write to the dead connection may succeed; the ones after it would raise SIGPIPE.
@@ -712,7 +710,7 @@ TEST(RedisFailures, ConnectionClosedMidCommandIsAnErrorNotSigpipe) {
   const std::string too_long(16 << 20, 'x');
   for (const std::string& url : {server.unix_url(), server.tcp_url(), server.tls_url()}) {
     const Address address = parse_redis_url(url);
-    Deadline deadline(kTimeout);
+    Deadline deadline(kServerTimeout);
     Connection connection(address, address.tls ? &tls : nullptr, deadline);
     EXPECT_THROW(connection.command({"ECHO", too_long}, deadline), StoreUnavailable) << url;
     EXPECT_FALSE(connection.open()) << url;
@@ -835,7 +833,7 @@ TEST(RedisInterruption, StopSignalEndsTheWaitForAPausedServer) {
 
 TEST(RedisInterruption, StopSignalBeforeTheCallSendsNothing) {
   RedisServer server;
-  Store redis(parse_redis_deployment(server.unix_url()), kTimeout);
+  Store redis(parse_redis_deployment(server.unix_url()), kServerTimeout);
   StopSignalWaiter stop(true);
   EXPECT_EQ(redis.reserve(request("k", bursty(1)), stop).signal, SIGINT);
   EXPECT_TRUE(redis.status("k").empty());
@@ -851,7 +849,7 @@ TEST(RedisInterruption, StopSignalBeforeTheCallSendsNothing) {
 // then unavailable, said with how long it was waited for.
 TEST(RedisFailures, NoServerIsUnavailableAfterTheRestartBudget) {
   testing::TempDir dir;
-  Store redis(parse_redis_deployment("unix://" + dir.string() + "/none.sock"), kTimeout);
+  Store redis(parse_redis_deployment("unix://" + dir.string() + "/none.sock"), kServerTimeout);
   const auto start = std::chrono::steady_clock::now();
   try {
     redis.reserve(request("k", bursty(1)), real_waiter());

@@ -404,6 +404,29 @@ std::vector<GoldenVector> read_golden_vectors(const std::string& path) {
   return vectors;
 }
 
+GoldenAnswer golden_answer(const stores::Reservation& reservation) {
+  return {.granted = reservation.granted,
+          .wait = reservation.wait,
+          .replaced = reservation.replaced_params.has_value(),
+          .key_timetable = reservation.key_timetable,
+          .followed = reservation.tell_followed,
+          .booked = reservation.booked};
+}
+
+GoldenKeysAnswer golden_keys_answer(const stores::KeysReservation& reservation) {
+  return {.granted = reservation.call.granted,
+          .wait = reservation.call.wait,
+          .held_by = reservation.held_by};
+}
+
+std::vector<GoldenQuotaStatus> golden_quotas(const std::vector<stores::QuotaStatus>& quotas) {
+  std::vector<GoldenQuotaStatus> golden;
+  for (const stores::QuotaStatus& quota : quotas)
+    golden.push_back(
+        {.limit = quota.params.limit, .used = quota.used, .next_free_in = quota.next_free_in});
+  return golden;
+}
+
 std::vector<std::string> replay(const GoldenVector& vector, GoldenStore& store) {
   std::vector<std::string> mismatches;
   std::vector<stores::BookingSpan> spans;  // of each request so far

@@ -121,6 +121,11 @@ struct GoldenKeysAnswer {
   std::optional<std::size_t> held_by;  // index into GoldenRequestAll::keys
 };
 
+// A store's answers as the vectors compare them, whatever the store.
+GoldenAnswer golden_answer(const stores::Reservation& reservation);
+GoldenKeysAnswer golden_keys_answer(const stores::KeysReservation& reservation);
+std::vector<GoldenQuotaStatus> golden_quotas(const std::vector<stores::QuotaStatus>& quotas);
+
 // A store as the vectors drive it: a fresh bucket per vector, made by the first request.
 class GoldenStore {
  public:

@@ -37,25 +37,12 @@ stores::PermitRequest permit_request(const GoldenRequest& request, nanoseconds o
 }
 
 std::vector<GoldenQuotaStatus> quota_status(const std::vector<stores::BucketStatus>& buckets) {
-  std::vector<GoldenQuotaStatus> quotas;
-  if (buckets.size() != 1) return quotas;
-  for (const stores::QuotaStatus& quota : buckets.front().quotas)
-    quotas.push_back(
-        {.limit = quota.params.limit, .used = quota.used, .next_free_in = quota.next_free_in});
-  return quotas;
+  if (buckets.size() != 1) return {};
+  return golden_quotas(buckets.front().quotas);
 }
 
 stores::ThrottleRequest throttle_request(const GoldenThrottle& report) {
   return {.key = "golden", .sent_before = report.sent_before, .retry_after = report.retry_after};
-}
-
-GoldenAnswer answer(const stores::Reservation& reservation) {
-  return {.granted = reservation.granted,
-          .wait = reservation.wait,
-          .replaced = reservation.replaced_params.has_value(),
-          .key_timetable = reservation.key_timetable,
-          .followed = reservation.tell_followed,
-          .booked = reservation.booked};
 }
 
 std::vector<stores::PermitRequest> permit_requests(const std::vector<GoldenRequest>& keys,
@@ -63,12 +50,6 @@ std::vector<stores::PermitRequest> permit_requests(const std::vector<GoldenReque
   std::vector<stores::PermitRequest> requests;
   for (const GoldenRequest& key : keys) requests.push_back(permit_request(key, origin));
   return requests;
-}
-
-GoldenKeysAnswer keys_answer(const stores::KeysReservation& reservation) {
-  return {.granted = reservation.call.granted,
-          .wait = reservation.call.wait,
-          .held_by = reservation.held_by};
 }
 
 // The core's arithmetic through stores::decide(), the step every store takes under its lock.
@@ -84,7 +65,7 @@ class CoreStore final : public GoldenStore {
     stores::Reservation reservation =
         stores::decide(*bucket_, schedule_, quotas_, permits, request.at, backoff_);
     stores::notice_followed(reservation, permits, noticed_);
-    return answer(reservation);
+    return golden_answer(reservation);
   }
   void set_rate(const GoldenSetRate& change) override {
     stores::change_rate(*bucket_, change.rate, change.at);
@@ -120,7 +101,7 @@ class CoreStore final : public GoldenStore {
                          .request = request,
                          .backoff = kNeverThrottled});
     }
-    return keys_answer(stores::decide_all(in_call, keys.front().at));
+    return golden_keys_answer(stores::decide_all(in_call, keys.front().at));
   }
 
  private:
@@ -142,7 +123,7 @@ class StateFileStore final : public GoldenStore {
  public:
   GoldenAnswer request(const GoldenRequest& request) override {
     move_to(request.at);
-    return answer(store_.reserve(permit_request(request, origin_), waiter_));
+    return golden_answer(store_.reserve(permit_request(request, origin_), waiter_));
   }
   void set_rate(const GoldenSetRate& change) override {
     move_to(change.at);
@@ -166,7 +147,7 @@ class StateFileStore final : public GoldenStore {
   }
   GoldenKeysAnswer request_all(const std::vector<GoldenRequest>& keys) override {
     move_to(keys.front().at);
-    return keys_answer(store_.reserve_all(permit_requests(keys, origin_), waiter_));
+    return golden_keys_answer(store_.reserve_all(permit_requests(keys, origin_), waiter_));
   }
 
  private:
