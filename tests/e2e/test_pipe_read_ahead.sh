@@ -5,22 +5,29 @@
 source "$E2E_LIB"
 
 random_file "$WORK/in" 100000
-{
-  "$RATELIMIT" --rate 20k -o "$WORK/shaped" &
-  pipe=$!
-  sleep 0.3
-  kill -TERM "$pipe"
-  status=0
-  wait "$pipe" || status=$?
-  echo "$status" >"$WORK/status"
-  cat >"$WORK/rest"
-} <"$WORK/in"
-[ "$(cat "$WORK/status")" -eq 143 ] || fail "SIGTERM: exit $(cat "$WORK/status"), expected 143"
+
+# stopped_by SIGNAL EXIT OUTPUT: the file shaped at 20 kB/s into OUTPUT, stopped by SIGNAL after
+# 0.3 s; it must exit EXIT and leave the rest of the file, from where OUTPUT ends, to the next
+# reader of the same open file ($WORK/rest).
+stopped_by() {
+  local signal=$1 expected=$2 output=$3 status=0
+  {
+    env --default-signal="$signal" "$RATELIMIT" --rate 20k -o "$output" &
+    local pipe=$!
+    sleep 0.3
+    kill -"$signal" "$pipe"
+    wait "$pipe" || status=$?
+    cat >"$WORK/rest"
+  } <"$WORK/in"
+  [ "$status" -eq "$expected" ] || fail "SIG$signal: exit $status, expected $expected"
+  cat "$output" "$WORK/rest" | cmp -s "$WORK/in" - ||
+    fail "the rest of the file after SIG$signal is not where the output ended"
+}
+
+stopped_by TERM 143 "$WORK/shaped"
 # About 0.3 s of 20 kB/s and a second's burst at most, not the 100 kB read ahead.
 shaped=$(wc -c <"$WORK/shaped")
 [ "$shaped" -lt 40000 ] || fail "the stop wrote $shaped bytes: what was read ahead went out"
-cat "$WORK/shaped" "$WORK/rest" | cmp -s "$WORK/in" - ||
-  fail "the rest of the file after the stop is not where the output ended"
 
 # SIGKILL cannot be caught, so nothing is put back then: the offset the next reader shares must
 # never have moved past what was written. Lines at 2000/s for 1 s: the rest of the file is the
@@ -45,16 +52,4 @@ last_written=$(tail -n 1 "$WORK/killed")
 tail -n 1 "$WORK/after_kill" | grep -qx 40000 || fail "the next reader did not get the file's end"
 
 # SIGQUIT is a stop signal as SIGTERM: 131, and what was read ahead goes back.
-{
-  env --default-signal=QUIT "$RATELIMIT" --rate 20k -o "$WORK/quit" &
-  pipe=$!
-  sleep 0.3
-  kill -QUIT "$pipe"
-  status=0
-  wait "$pipe" || status=$?
-  echo "$status" >"$WORK/status"
-  cat >"$WORK/rest"
-} <"$WORK/in"
-[ "$(cat "$WORK/status")" -eq 131 ] || fail "SIGQUIT: exit $(cat "$WORK/status"), expected 131"
-cat "$WORK/quit" "$WORK/rest" | cmp -s "$WORK/in" - ||
-  fail "the rest of the file after SIGQUIT is not where the output ended"
+stopped_by QUIT 131 "$WORK/quit"
