@@ -318,6 +318,12 @@ void report_end(const PipeOptions& options, const pipe::Result& result,
   if (result.ending == pipe::Ending::quota_spent)
     fmt::print(stderr, "ratelimit: stopped: a quota{} is spent for {} more; {}\n", of_key,
                refused_wait, moved());
+  // -v: as acquire and exec say it, in all for the run.
+  if (options.store.verbose)
+    for (const auto& [held_by, waited] : result.totals.held_by_keys)
+      fmt::print(stderr, "ratelimit: waited {} for key '{}'\n",
+                 format::human_duration(std::chrono::duration<double>(waited)),
+                 format::escaped_bytes(held_by));
   if (options.stats == "text") fmt::print(stderr, "{}\n", pipe::summary_text(result, notation));
   if (options.stats == "json") {
     const auto unix_time_at_clock_zero =

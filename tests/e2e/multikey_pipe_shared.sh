@@ -4,13 +4,14 @@
 
 # Two pipes on their own host keys (15 kB/s each) that share one fleet key (20 kB/s): each host
 # key within its rate, the fleet key within its own (90 kB in about 4.5 s), the data byte-exact;
-# `status` names the keys of each pipe and which one held it, --stats how long each key held it.
+# `status` names the keys of each pipe and which one held it, --stats and -v how long each key
+# held it.
 expect_pipes_share_a_fleet_key() {
   random_file "$WORK/host_a" 45000
   random_file "$WORK/host_b" 45000
   local start ms ms_a first
   start=$(now_ns)
-  "$RATELIMIT" --key host:a --rate 15kB/s --key fleet --rate 20kB/s --stats "$@" \
+  "$RATELIMIT" --key host:a --rate 15kB/s --key fleet --rate 20kB/s --stats -v "$@" \
     <"$WORK/host_a" >"$WORK/host_a.out" 2>"$WORK/host_a.err" && touch "$WORK/host_a.done" &
   first=$!
   "$RATELIMIT" --key host:b --rate 15kB/s --key fleet --rate 20kB/s "$@" \
@@ -34,6 +35,8 @@ expect_pipes_share_a_fleet_key() {
     fail "two pipes of 45 kB sharing a 20 kB/s fleet key took ${ms} ms, expected about 4500"
   grep -Eq "^ratelimit: 45000 bytes in .*; held by key 'fleet' [0-9.]+(ms|s)" "$WORK/host_a.err" ||
     fail "--stats did not say that the fleet key held the pipe: $(cat "$WORK/host_a.err")"
+  grep -Eq "^ratelimit: waited [0-9.]+(ms|s) for key 'fleet'$" "$WORK/host_a.err" ||
+    fail "-v did not say that the pipe waited for the fleet key: $(cat "$WORK/host_a.err")"
   grep -Eq " host:a,fleet *$" "$WORK/pipes.status" ||
     fail "status did not name both keys of a pipe: $(cat "$WORK/pipes.status")"
   grep -Eq "^pipe [0-9]+: waits for (key 'fleet'|no key); held by key 'host:a' [0-9.]+(ms|s), key 'fleet' [0-9.]+(ms|s)$" "$WORK/pipes.status" ||
