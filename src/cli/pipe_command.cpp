@@ -356,6 +356,14 @@ int run_pipe(const PipeOptions& options) {
       options.key.empty() ? std::vector<KeyOptions>{} : keys_of_call(options);
   const std::unique_ptr<stores::BucketStore> store =
       options.key.empty() ? nullptr : stores::open_store(options.store.stores);
+  // Only the first key's timetable is followed (its entries move the key on): on another key
+  // it would stay at the entry in force when the pipe started.
+  for (std::size_t i = 1; i < key_options.size(); ++i)
+    if (const auto& rate = key_options[i].bucket.rate; rate && rate->value.timetable)
+      throw UsageError(fmt::format(
+          "--rate '{}' of --key '{}': a pipe follows the timetable of its first key only; name "
+          "that key first",
+          rate->text, format::escaped_bytes(key_options[i].key)));
   std::vector<PipeKey> keys;
   for (const KeyOptions& key : key_options)
     keys.push_back(

@@ -72,4 +72,6 @@ expect_pipe_key_rules() {
     "$RATELIMIT" --key twice --rate 1k --key twice --rate 2k "$@" /dev/null
   expect_error "ratelimit: with several --key, give each key's --rate, --burst, --quota... after its --key, not before the first" \
     "$RATELIMIT" --rate 1k --key first --key second "$@" /dev/null
+  expect_error "ratelimit: --rate '08:00,1k;18:00,2k' of --key 'second': a pipe follows the timetable of its first key only; name that key first" \
+    "$RATELIMIT" --key first --rate 1k --key second --rate '08:00,1k;18:00,2k' "$@" /dev/null
 }
