@@ -23,6 +23,8 @@ expect_pipes_share_a_fleet_key() {
   for option in "$@"; do [ "$option" = --no-agent ] || status_options+=("$option"); done
   "$RATELIMIT" status "${status_options[@]}" >"$WORK/pipes.status" 2>&1 ||
     fail "status beside two pipes: $(cat "$WORK/pipes.status")"
+  "$RATELIMIT" status --json "${status_options[@]}" >"$WORK/pipes.json" 2>&1 ||
+    fail "status --json beside two pipes: $(cat "$WORK/pipes.json")"
   wait "$first" || fail "the pipe on host:a and fleet failed: $(cat "$WORK/host_a.err")"
   ms_a=$(ms_since "$start")
   wait "$second" || fail "the pipe on host:b and fleet failed: $(cat "$WORK/host_b.err")"
@@ -41,6 +43,8 @@ expect_pipes_share_a_fleet_key() {
     fail "status did not name both keys of a pipe: $(cat "$WORK/pipes.status")"
   grep -Eq "^pipe [0-9]+: waits for (key 'fleet'|no key); held by key 'host:a' [0-9.]+(ms|s), key 'fleet' [0-9.]+(ms|s)$" "$WORK/pipes.status" ||
     fail "status did not say which key held the pipe: $(cat "$WORK/pipes.status")"
+  grep -Eq '"keys":\[\{"key":"host:a","held_seconds":[0-9.]+\},\{"key":"fleet","held_seconds":[0-9.]+\}\],"held_by":("fleet"|null)' "$WORK/pipes.json" ||
+    fail "status --json did not give the keys of a pipe: $(cat "$WORK/pipes.json")"
 }
 
 # A turn refused (--timeout, --stop-at-quota) takes nothing from any key: the host key is as
