@@ -66,7 +66,7 @@ complete -c ratelimit -n "$pipe" -l stats -d 'Print a summary at the end (=text,
 
 # Shared buckets
 set -l shared "$own"
-complete -c ratelimit -n "$shared" -s k -l key -x -d 'Name of the shared bucket (exec, acquire: repeat it for several keys)'
+complete -c ratelimit -n "$shared" -s k -l key -x -d 'Name of the shared bucket (repeat it for several keys)'
 complete -c ratelimit -n "$shared" -l state-dir -x -a '(__fish_complete_directories)' -d 'Directory of the bucket files'
 complete -c ratelimit -n "$shared" -s v -l verbose -d 'Say why a bucket record was discarded'
 complete -c ratelimit -n "$shared" -l redis -x -a 'redis:// rediss:// unix:// redis-sentinel://' -d 'Keep the buckets in Redis'

@@ -93,6 +93,7 @@ int run_ratelimit(int argc, char** argv) {
   ratelimit -l --rate 20 urls.txt | xargs -n1 curl     20 lines a second, never split
   ratelimit --rate 10MiB/s --progress big.iso -o /backup/big.iso
   ratelimit --rate 10MB/s --quota 50GB/d --key backup dump -o /backup/dump
+  ratelimit --key "host:$h" --rate 10MB/s --key fleet --rate 50MB/s dump   per host, in all
   ratelimit exec --rate 2/s --key api -- curl -s "$url"   2 starts a second, shared by a loop
 
 'ratelimit COMMAND --help' or 'ratelimit help COMMAND' shows a command's options;

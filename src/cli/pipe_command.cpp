@@ -38,9 +38,8 @@ constexpr std::int64_t kMaxBytesPerChunk = 1 << 20;
 // the limit from the page cache, bench/results/progress.md); beyond, it shows no percentage.
 constexpr std::uint64_t kMostBytesCountedAhead = std::uint64_t{64} << 20;
 
-struct PipeOptions {
-  BucketOptions bucket;
-  std::string key;  // empty: a bucket of the pipe's own
+// The keys (KeyGroups::key empty: a bucket of the pipe's own) and the pipe's options.
+struct PipeOptions : KeyGroups {
   StoreOptions store;
   std::vector<std::string> files;
   std::string output = "-";
@@ -107,17 +106,18 @@ void choose_chunk(const PipeOptions& options, pipe::EngineOptions& engine_option
       static_cast<std::int64_t>(io.fit_pipes_to(static_cast<std::size_t>(wanted)));
 }
 
-// A chunk goes out whole, so none given may be larger than a quota, and the default fits a window
-// closely.
-void fit_chunk_to_quotas(const PipeOptions& options, pipe::EngineOptions& engine_options) {
-  for (std::size_t i = 0; i < engine_options.quotas.size(); ++i) {
-    const std::int64_t limit = engine_options.quotas[i].limit;
+// A chunk goes out whole, so none given may be larger than a quota (`quotas` of a key, as
+// `bucket` writes them), and the default fits a window closely.
+void fit_chunk_to_quotas(const PipeOptions& options, const ParsedBucket& bucket,
+                         pipe::EngineOptions& engine_options) {
+  for (const QuotaParams& quota : bucket.quotas) {
     if (engine_options.default_chunk_limit) {
-      engine_options.default_chunk_limit =
-          std::min(*engine_options.default_chunk_limit, pipe::largest_chunk_under_quota(limit));
-    } else if (engine_options.chunk_units > limit) {
+      engine_options.default_chunk_limit = std::min(*engine_options.default_chunk_limit,
+                                                    pipe::largest_chunk_under_quota(quota.limit));
+    } else if (engine_options.chunk_units > quota.limit) {
       throw UsageError(fmt::format("invalid chunk '{}': larger than quota '{}'",
-                                   options.chunk->text, options.bucket.quotas[i].text));
+                                   options.chunk->text,
+                                   format::written_quota(quota, bucket.notation)));
     }
   }
 }
@@ -137,11 +137,28 @@ int exit_code(const pipe::Result& result) {
   return exit_ok;
 }
 
-// `bucket.key_schedule` is what the key is to keep of --rate; `schedule` what the engine follows,
-// which becomes the key's timetable when another user sets one.
-// `store` keeps the key's bucket; none without --key.
+// One --key of the pipe: its options and its bucket (bucket_or_key()).
+struct PipeKey {
+  KeyOptions options;
+  ParsedBucket bucket;
+};
+
+// What a pipe's request for `key` is, before the source sizes and times it.
+stores::PermitRequest request_of(const PipeKey& key) {
+  stores::PermitRequest request;
+  request.key = key.options.key;
+  request.params = key.bucket.params;
+  request.schedule = key.bucket.key_schedule;
+  request.quotas = key.bucket.quotas;
+  request.notation = format::notation_text(key.bucket.notation);
+  return request;
+}
+
+// `keys.front().bucket.key_schedule` is what the first key is to keep of --rate; `schedule` what
+// the engine follows, which becomes the key's timetable when another user sets one.
+// `store` keeps the keys' buckets; none without --key.
 pipe::Result run_engine(const PipeOptions& options, const pipe::EngineOptions& engine_options,
-                        stores::BucketStore* store, const ParsedBucket& bucket,
+                        stores::BucketStore* store, const std::vector<PipeKey>& keys,
                         pipe::TimetableSchedule& schedule, pipe::FileIo& io,
                         const pipe::Engine::ProgressCallback& draw) {
   // The quotas are said by --stats only: a shared key's are asked of the store.
@@ -151,18 +168,17 @@ pipe::Result run_engine(const PipeOptions& options, const pipe::EngineOptions& e
     return result;
   };
   if (!store) return run(pipe::Engine(engine_options, io, draw));
-  stores::PermitRequest request;
-  request.key = options.key;
-  request.params = engine_options.bucket;
-  request.schedule = bucket.key_schedule;
-  request.quotas = engine_options.quotas;
-  request.notation = format::notation_text(bucket.notation);
-  const auto on_followed = [&](const stores::KeySettings& key_settings) {
-    announce_followed(options.key, key_settings,
-                      {.params = engine_options.bucket,
-                       .timetable = bucket.key_schedule.timetable,
-                       .quotas = engine_options.quotas},
-                      options.bucket, bucket.notation);
+  std::vector<stores::PermitRequest> more_keys;
+  for (std::size_t i = 1; i < keys.size(); ++i) more_keys.push_back(request_of(keys[i]));
+  const auto on_followed = [&](const std::string& name, const stores::KeySettings& key_settings) {
+    const auto key = std::find_if(keys.begin(), keys.end(),
+                                  [&name](const PipeKey& key) { return key.options.key == name; });
+    if (key == keys.end()) return;
+    announce_followed(name, key_settings,
+                      {.params = key->bucket.params,
+                       .timetable = key->bucket.key_schedule.timetable,
+                       .quotas = key->bucket.quotas},
+                      key->options.bucket, key->bucket.notation);
   };
   const auto follow_key = [&](const std::string& text) {
     std::optional<Timetable> timetable = format::parse_timetable_text(text);
@@ -182,13 +198,13 @@ pipe::Result run_engine(const PipeOptions& options, const pipe::EngineOptions& e
     fmt::print(stderr, "ratelimit: warning: {}\n", warning);
   };
   // -v: as acquire and exec say it.
-  const auto say_pause = [&options](std::chrono::nanoseconds waited) {
+  const auto say_pause = [&options](const std::string& key, std::chrono::nanoseconds waited) {
     if (options.store.verbose)
       fmt::print(stderr, "ratelimit: key '{}' is backing off: waited {} for its pause\n",
-                 format::escaped_bytes(options.key), format::human_duration(waited));
+                 format::escaped_bytes(key), format::human_duration(waited));
   };
-  pipe::SharedPermitSource source(*store, request, io.waiter(), on_followed, follow_key, warn,
-                                  say_pause);
+  pipe::SharedPermitSource source(*store, request_of(keys.front()), io.waiter(), on_followed,
+                                  follow_key, warn, say_pause, std::move(more_keys));
   return run(pipe::Engine(engine_options, io, source, draw));
 }
 
@@ -231,22 +247,40 @@ bool shows_progress(const PipeOptions& options) {
   return options.progress == "force" || (options.progress == "auto" && ::isatty(STDERR_FILENO));
 }
 
+// With several keys, each of `keys` and how long it held the pipe so far; none with one key.
+std::vector<control::KeyHeld> keys_held(const std::vector<PipeKey>& keys,
+                                        const pipe::Totals& totals) {
+  std::vector<control::KeyHeld> held;
+  if (keys.size() < 2) return held;
+  for (const PipeKey& key : keys) {
+    const auto found = totals.held_by_keys.find(key.options.key);
+    held.push_back({.key = key.options.key,
+                    .held_seconds = found == totals.held_by_keys.end()
+                                        ? 0.0
+                                        : std::chrono::duration<double>(found->second).count()});
+  }
+  return held;
+}
+
 // What the engine calls as the data moves: the status for `status` and `set` (when there is a
 // control channel) and the progress line (when shown); none when neither.
 pipe::Engine::ProgressCallback watch_progress(const PipeOptions& options,
+                                              const std::vector<PipeKey>& keys,
                                               const format::Notation& notation,
                                               control::ControlChannel* control,
                                               const pipe::TimetableSchedule& schedule,
                                               pipe::FileIo& io, pipe::ProgressMeter& meter) {
   const bool show_progress = shows_progress(options);
-  const auto publish = [control, notation, &key = options.key, &schedule,
+  const auto publish = [control, notation, &key = options.key, &keys, &schedule,
                         &io](const pipe::Totals& totals) {
     control->publish({.notation = notation,
                       .rate = totals.rate,
                       .units = totals.units,
                       .bytes = totals.bytes,
                       .key = key,
-                      .timetable = schedule.timetable_text()},
+                      .timetable = schedule.timetable_text(),
+                      .keys = keys_held(keys, totals),
+                      .held_by = keys.size() > 1 ? totals.held_by_key : std::string()},
                      io.now());
   };
   if (!show_progress && !control) return {};
@@ -273,13 +307,23 @@ void report_end(const PipeOptions& options, const pipe::Result& result,
   const double wait = std::chrono::duration<double>(result.refused_wait).count();
   const std::string refused_wait =
       format::human_duration(std::chrono::duration<double>(wait >= 1.0 ? std::ceil(wait) : wait));
+  // With several keys, the key that refused the turn.
+  const std::string& key = result.totals.held_by_key;
+  const std::string of_key =
+      key.empty() ? std::string() : fmt::format(" of key '{}'", format::escaped_bytes(key));
   if (result.ending == pipe::Ending::wait_too_long)
     fmt::print(stderr,
-               "ratelimit: stopped: the next turn was {} away, longer than --timeout {}; {}\n",
-               refused_wait, options.timeout->text, moved());
+               "ratelimit: stopped: the next turn{} was {} away, longer than --timeout {}; {}\n",
+               of_key, refused_wait, options.timeout->text, moved());
   if (result.ending == pipe::Ending::quota_spent)
-    fmt::print(stderr, "ratelimit: stopped: a quota is spent for {} more; {}\n", refused_wait,
-               moved());
+    fmt::print(stderr, "ratelimit: stopped: a quota{} is spent for {} more; {}\n", of_key,
+               refused_wait, moved());
+  // -v: as acquire and exec say it, in all for the run.
+  if (options.store.verbose)
+    for (const auto& [held_by, waited] : result.totals.held_by_keys)
+      fmt::print(stderr, "ratelimit: waited {} for key '{}'\n",
+                 format::human_duration(std::chrono::duration<double>(waited)),
+                 format::escaped_bytes(held_by));
   if (options.stats == "text") fmt::print(stderr, "{}\n", pipe::summary_text(result, notation));
   if (options.stats == "json") {
     const auto unix_time_at_clock_zero =
@@ -308,11 +352,26 @@ int run_pipe(const PipeOptions& options) {
   const pipe::Unit unit = unit_of(options);
   // Before the control FIFO: a state directory that cannot keep the key is an error, said alone
   // rather than after a warning that the FIFO cannot be made there either.
+  const std::vector<KeyOptions> key_options =
+      options.key.empty() ? std::vector<KeyOptions>{} : keys_of_call(options);
   const std::unique_ptr<stores::BucketStore> store =
       options.key.empty() ? nullptr : stores::open_store(options.store.stores);
+  // Only the first key's timetable is followed (its entries move the key on): on another key
+  // it would stay at the entry in force when the pipe started.
+  for (std::size_t i = 1; i < key_options.size(); ++i)
+    if (const auto& rate = key_options[i].bucket.rate; rate && rate->value.timetable)
+      throw UsageError(fmt::format(
+          "--rate '{}' of --key '{}': a pipe follows the timetable of its first key only; name "
+          "that key first",
+          rate->text, format::escaped_bytes(key_options[i].key)));
+  std::vector<PipeKey> keys;
+  for (const KeyOptions& key : key_options)
+    keys.push_back(
+        {.options = key,
+         .bucket = bucket_or_key(key.bucket, key.key, options.store, *store, pipe::counted(unit))});
+  // The first key's bucket is the pipe's: its rate sizes the chunks, its timetable is followed.
   const ParsedBucket bucket =
-      store ? bucket_or_key(options.bucket, options.key, options.store, *store, pipe::counted(unit))
-            : bucket_of(options.bucket, pipe::counted(unit));
+      keys.empty() ? bucket_of(options.bucket, pipe::counted(unit)) : keys.front().bucket;
   if (options.stop_at_quota && bucket.quotas.empty() && options.key.empty())
     throw UsageError("--stop-at-quota needs a --quota, or a --key whose users give one");
   const io::LocalTimeZone local_time;
@@ -331,14 +390,15 @@ int run_pipe(const PipeOptions& options) {
   if (options.timeout) engine_options.longest_wait = options.timeout->value;
   engine_options.stop_at_quota = options.stop_at_quota;
   choose_chunk(options, engine_options, io);
-  fit_chunk_to_quotas(options, engine_options);
+  if (keys.empty()) fit_chunk_to_quotas(options, bucket, engine_options);
+  for (const PipeKey& key : keys) fit_chunk_to_quotas(options, key.bucket, engine_options);
   if (!options.key.empty() && engine_options.default_chunk_limit)
     engine_options.writes_per_chunk = pipe::kSharedWritesPerChunk;
   pipe::ProgressMeter meter(bucket.notation, total_units(options, unit, io));
   const pipe::Engine::ProgressCallback on_progress =
-      watch_progress(options, bucket.notation, control.get(), schedule, io, meter);
+      watch_progress(options, keys, bucket.notation, control.get(), schedule, io, meter);
   const pipe::Result result =
-      run_engine(options, engine_options, store.get(), bucket, schedule, io, on_progress);
+      run_engine(options, engine_options, store.get(), keys, schedule, io, on_progress);
   report_end(options, result, bucket.notation, io);
   return exit_code(result);
 }
@@ -348,8 +408,9 @@ int run_pipe(const PipeOptions& options) {
 Command setup_pipe(CLI::App& app) {
   auto options = std::make_shared<PipeOptions>();
   add_bucket_options(app, options->bucket, format::Counted::bytes);
-  add_key_option(app, options->key)
-      ->description("Share the bucket NAME with every pipe, exec and acquire that names it");
+  add_key_groups_option(app, *options,
+                        "Share the bucket NAME with every pipe, exec and acquire that names it; "
+                        "again for several keys, each with the options that follow it");
   add_store_options(app, options->store);
   add_redis_policy_option(app, options->store);
   app.add_option("FILE", options->files, "Files to read in order, as cat does; - is standard input")

@@ -240,7 +240,7 @@ bool any_given(const BucketOptions& bucket) {
 
 // A --key read: the first is the call's key, each later one starts a group of its own, and the
 // bucket options read until then belong to the key before it.
-void start_key(PermitOptions& options, const std::string& key) {
+void start_key(KeyGroups& options, const std::string& key) {
   if (options.key.empty()) {
     options.key = key;
     options.bucket_options_before_key = any_given(options.bucket);
@@ -256,7 +256,7 @@ void start_key(PermitOptions& options, const std::string& key) {
 
 }  // namespace
 
-std::vector<KeyOptions> keys_of_call(const PermitOptions& options) {
+std::vector<KeyOptions> keys_of_call(const KeyGroups& options) {
   if (options.more_keys.empty()) return {{.key = options.key, .bucket = options.bucket}};
   if (options.bucket_options_before_key)
     throw UsageError(
@@ -276,19 +276,16 @@ std::vector<KeyOptions> keys_of_call(const PermitOptions& options) {
   return keys;
 }
 
-void add_permit_options(CLI::App& app, PermitOptions& options) {
-  add_bucket_options(app, options.bucket, format::Counted::permits);
-  add_store_options(app, options.store);
-  add_redis_policy_option(app, options.store);
-  app.add_option("-k,--key", CLI::callback_t{}, "Name of the shared bucket")
+void add_key_groups_option(CLI::App& app, KeyGroups& groups, const std::string& description) {
+  app.add_option("-k,--key", CLI::callback_t{}, description)
       ->check(CLI::Validator(
-          [&options](std::string& key) -> std::string {
+          [&groups](std::string& key) -> std::string {
             try {
               state::validate_key(key);
             } catch (const UsageError& error) {
               return error.what();
             }
-            start_key(options, key);
+            start_key(groups, key);
             return {};
           },
           "NAME"))
@@ -299,6 +296,13 @@ void add_permit_options(CLI::App& app, PermitOptions& options) {
   for (const char* name :
        {"--rate", "--warmup", "--burst", "--cold-factor", "--start-full", "--pay-first", "--quota"})
     app.get_option(name)->trigger_on_parse();
+}
+
+void add_permit_options(CLI::App& app, PermitOptions& options) {
+  add_bucket_options(app, options.bucket, format::Counted::permits);
+  add_store_options(app, options.store);
+  add_redis_policy_option(app, options.store);
+  add_key_groups_option(app, options, "Name of the shared bucket");
   app.add_option("--permits", options.permits, "Permits to take [default: 1]")
       ->check(whole_number_in(1, kLargestExactCount))
       ->option_text("N")

@@ -55,20 +55,30 @@ struct KeyOptions {
   BucketOptions bucket;
 };
 
-// The options of the commands that take permits from a shared bucket (exec and acquire).
-struct PermitOptions {
+// --key read in order with the bucket options (exec, acquire and the pipe): each --key after the
+// first starts a group of its own, and the bucket options that follow a --key are that key's.
+struct KeyGroups {
   // The options of the key named last (with one --key, its own; those given before the first
   // --key count as its own too); keys_of_call() gives every key its own.
   BucketOptions bucket;
-  StoreOptions store;
-  std::string
-      key;  // the first --key; empty: none given (exec takes its command's name, acquire refuses)
+  // The first --key; empty: none given (exec takes its command's name, acquire refuses, a pipe
+  // has a bucket of its own).
+  std::string key;
   // A second --key and on, as read: each one's bucket options are those that follow it, the last
   // one's still in `bucket`; the first key's then in first_key_bucket.
   std::vector<KeyOptions> more_keys;
   BucketOptions first_key_bucket;
   // Bucket options came before the first --key: with several keys, whose they are is unclear.
   bool bucket_options_before_key = false;
+};
+
+// Declares --key (`description` its help) to read into `groups`, and reads the bucket options,
+// declared before, in the order given.
+void add_key_groups_option(CLI::App& app, KeyGroups& groups, const std::string& description);
+
+// The options of the commands that take permits from a shared bucket (exec and acquire).
+struct PermitOptions : KeyGroups {
+  StoreOptions store;
   std::int64_t permits = 1;
   bool try_only = false;
   std::optional<std::chrono::nanoseconds> timeout;  // none: wait as long as it takes
@@ -79,7 +89,7 @@ void add_permit_options(CLI::App& app, PermitOptions& options);
 // Every key of the call, first --key first, each with the bucket options that follow it (with
 // one key, as today: all of them). Throws UsageError (64) when several keys are named and bucket
 // options come before the first, a key is named twice, or more than stores::kMaxKeysPerCall.
-std::vector<KeyOptions> keys_of_call(const PermitOptions& options);
+std::vector<KeyOptions> keys_of_call(const KeyGroups& options);
 
 // The request of `options` for `bucket` (their bucket) made at `now` (its deadline is --try's or
 // --timeout's from then on). Throws UsageError naming the bad value.

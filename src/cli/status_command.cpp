@@ -173,6 +173,30 @@ std::vector<std::string> timetable_columns(const std::string& text,
       fmt::format("{} {}", timetable->next_entry, describe_next_free(timetable->next_change_in))};
 }
 
+// A pipe's KEY column: its key, or its keys "a,b" (several).
+std::string pipe_keys_text(const control::PipeStatus& status) {
+  if (status.key.empty()) return "-";
+  if (status.keys.size() < 2) return format::escaped_bytes(status.key);
+  std::string text;
+  for (const control::KeyHeld& key : status.keys)
+    text += (text.empty() ? "" : ",") + format::escaped_bytes(key.key);
+  return text;
+}
+
+// "pipe 123: waits for key 'all'; held by key 'host:a' 0.2s, key 'all' 3.1s" (several keys).
+std::string describe_key_waits(long pid, const control::PipeStatus& status) {
+  std::string line =
+      fmt::format("pipe {}: {}", pid,
+                  status.held_by.empty()
+                      ? std::string("waits for no key")
+                      : fmt::format("waits for key '{}'", format::escaped_bytes(status.held_by)));
+  for (std::size_t i = 0; i < status.keys.size(); ++i)
+    line += fmt::format(
+        "{} key '{}' {}", i == 0 ? "; held by" : ",", format::escaped_bytes(status.keys[i].key),
+        format::human_duration(std::chrono::duration<double>(status.keys[i].held_seconds)));
+  return line;
+}
+
 void print_text(const std::vector<stores::BucketStatus>& buckets,
                 const std::vector<control::ListedPipe>& pipes) {
   if (buckets.empty() && pipes.empty()) {
@@ -213,6 +237,7 @@ void print_text(const std::vector<stores::BucketStatus>& buckets,
   if (!buckets.empty()) fmt::print("\n");
   std::vector<std::vector<std::string>> pipe_rows = {
       {"PIPE PID", "COUNTS", "RATE", "UNITS", "BYTES", "KEY"}};
+  std::vector<std::string> key_waits;
   const bool pipe_timetables = std::any_of(pipes.begin(), pipes.end(), [](const auto& pipe) {
     return pipe.status && !pipe.status->timetable.empty();
   });
@@ -226,16 +251,17 @@ void print_text(const std::vector<stores::BucketStatus>& buckets,
       continue;
     }
     const control::PipeStatus& status = *pipe.status;
-    pipe_rows.push_back({std::to_string(pipe.pid),
-                         std::string(format::counted_name(status.notation.counted)),
-                         format::written_rate(status.rate, status.notation),
-                         std::to_string(status.units), std::to_string(status.bytes),
-                         status.key.empty() ? "-" : format::escaped_bytes(status.key)});
+    pipe_rows.push_back(
+        {std::to_string(pipe.pid), std::string(format::counted_name(status.notation.counted)),
+         format::written_rate(status.rate, status.notation), std::to_string(status.units),
+         std::to_string(status.bytes), pipe_keys_text(status)});
+    if (status.keys.size() > 1) key_waits.push_back(describe_key_waits(pipe.pid, status));
     if (!pipe_timetables) continue;
     const std::vector<std::string> columns = timetable_columns(status.timetable, status.notation);
     pipe_rows.back().insert(pipe_rows.back().end(), columns.begin(), columns.end());
   }
   print_table(pipe_rows);
+  for (const std::string& line : key_waits) fmt::print("{}\n", line);
 }
 
 // "key" as JSON can carry it, and "key_hex" with its exact bytes when they are not UTF-8.
@@ -321,6 +347,18 @@ format::Json pipe_json(const control::ListedPipe& pipe) {
       object["key"] = nullptr;
     else
       add_key(object, status->key);
+    if (status->keys.size() > 1) {
+      format::Json keys = format::Json::array();
+      for (const control::KeyHeld& key : status->keys) {
+        format::Json listed = format::Json::object();
+        add_key(listed, key.key);
+        listed["held_seconds"] = format::json_number(key.held_seconds, 3);
+        keys.push_back(listed);
+      }
+      object["keys"] = keys;
+      object["held_by"] =
+          status->held_by.empty() ? format::Json(nullptr) : format::json_text(status->held_by);
+    }
     add_timetable(object, status->timetable, status->notation);
   }
   return object;

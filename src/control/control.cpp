@@ -91,14 +91,43 @@ std::optional<std::string> key_of_hex(std::string_view hex) {
   return key;
 }
 
+// The keys' field of a pipe with several keys: "HEX=SECONDS,HEX=SECONDS".
+std::string keys_field(const std::vector<KeyHeld>& keys) {
+  std::string field;
+  for (const KeyHeld& key : keys)
+    field += fmt::format("{}{}={}", field.empty() ? "" : ",", format::hex_bytes(key.key),
+                         key.held_seconds);
+  return field;
+}
+
+std::optional<std::vector<KeyHeld>> keys_of_field(std::string_view field) {
+  std::vector<KeyHeld> keys;
+  while (!field.empty()) {
+    const std::size_t end = std::min(field.find(','), field.size());
+    const std::string_view entry = field.substr(0, end);
+    field.remove_prefix(std::min(end + 1, field.size()));
+    const std::size_t equals = entry.find('=');
+    if (equals == entry.npos) return std::nullopt;
+    std::optional<std::string> key = key_of_hex(entry.substr(0, equals));
+    const std::optional<double> held = whole_field<double>(entry.substr(equals + 1));
+    if (!key || key->empty() || !held || !(*held >= 0.0)) return std::nullopt;
+    keys.push_back({.key = std::move(*key), .held_seconds = *held});
+  }
+  if (keys.size() < 2) return std::nullopt;
+  return keys;
+}
+
 }  // namespace
 
 std::string encode_status(const PipeStatus& status) {
-  const std::string fields = fmt::format(
+  std::string fields = fmt::format(
       "{} {} {} {} {} {} {} {} {} {}", kStatusTag, counted_field(status.notation),
       status.notation.binary_prefix ? "iec" : "si", status.rate, status.units, status.bytes,
       status.answered, status.key.empty() ? kNoKey : format::hex_bytes(status.key),
       status.notation.period_seconds, status.timetable.empty() ? kNoTimetable : status.timetable);
+  if (status.keys.size() > 1)
+    fields += fmt::format(" {} {}", keys_field(status.keys),
+                          status.held_by.empty() ? kNoKey : format::hex_bytes(status.held_by));
   return fmt::format("{} {:08x}\n", fields, format::fnv1a<std::uint32_t>(fields));
 }
 
@@ -120,11 +149,22 @@ std::optional<PipeStatus> decode_status(std::string_view record) {
     fields.push_back(record.substr(0, end));
     record.remove_prefix(end);
   }
-  // Seven fields from a pipe started before the period and the timetable were published.
-  if (!record.empty() || (fields.size() != 7 && fields.size() != 9)) return std::nullopt;
+  // Seven fields from a pipe started before the period and the timetable were published; eleven
+  // from a pipe with several keys.
+  if (!record.empty() || (fields.size() != 7 && fields.size() != 9 && fields.size() != 11))
+    return std::nullopt;
   std::optional<format::Notation> notation = notation_of_fields(fields[0], fields[1]);
   std::string timetable;
-  if (fields.size() == 9) {
+  std::vector<KeyHeld> keys;
+  std::string held_by;
+  if (fields.size() == 11) {
+    std::optional<std::vector<KeyHeld>> listed = keys_of_field(fields[9]);
+    std::optional<std::string> holder = key_of_hex(fields[10]);
+    if (!listed || !holder) return std::nullopt;
+    keys = std::move(*listed);
+    held_by = std::move(*holder);
+  }
+  if (fields.size() >= 9) {
     const std::optional<double> period = whole_field<double>(fields[7]);
     if (!notation || !period || !(*period >= 0.0) || fields[8].find(' ') != fields[8].npos)
       return std::nullopt;
@@ -144,7 +184,9 @@ std::optional<PipeStatus> decode_status(std::string_view record) {
                     .bytes = *bytes,
                     .answered = *answered,
                     .key = std::move(*key),
-                    .timetable = std::move(timetable)};
+                    .timetable = std::move(timetable),
+                    .keys = std::move(keys),
+                    .held_by = std::move(held_by)};
 }
 
 }  // namespace ratelimit::control

@@ -20,6 +20,13 @@ namespace ratelimit::control {
 std::string encode_rate(const NewRate& rate);
 std::optional<NewRate> decode_rate(std::string_view line);
 
+// A key of a pipe with several, and how long its turns have held the pipe so far.
+struct KeyHeld {
+  std::string key;
+  double held_seconds = 0.0;
+  friend bool operator==(const KeyHeld&, const KeyHeld&) = default;
+};
+
 // What a running pipe tells `status` and `set` about itself.
 struct PipeStatus {
   // What it counts and how its --rate was written, to show its rate alike.
@@ -33,14 +40,20 @@ struct PipeStatus {
   std::string key{};  // the shared bucket; empty: none
   // The timetable it follows, as format::timetable_text() writes it; empty: none.
   std::string timetable{};
+  // With several keys: every key, `key` first, and the one whose turn the pipe waits for now
+  // (empty: none). One key: none.
+  std::vector<KeyHeld> keys{};
+  std::string held_by{};
   friend bool operator==(const PipeStatus&, const PipeStatus&) = default;
 };
 // One line, e.g. "ratelimit-pipe 4 bits si 52428800 1000 1000 0 617069 1 - 5d1f2c3a\n" (counted
 // as bytes, bits or lines or records; SI or IEC prefixes; rate, units, bytes, answered; the key in
 // hex, "-" for none; the notation's period in seconds, 0 for none; the timetable, "-" for none;
-// the FNV-1a hash of what comes before it), and back; nullopt unless it is exactly such a line (a
-// torn or foreign file is not believed). A record without the period and the timetable (a pipe
-// of an earlier version) is read as having neither.
+// then, with several keys, each key in hex and how long it held the pipe ("6869=0.5,616c6c=2.25")
+// and the key that holds it now in hex ("-" for none); the FNV-1a hash of what comes before it),
+// and back; nullopt unless it is exactly such a line (a torn or foreign file is not believed). A
+// record without the period and the timetable, or without the keys (a pipe of an earlier
+// version, or of one key), is read as having none.
 std::string encode_status(const PipeStatus& status);
 std::optional<PipeStatus> decode_status(std::string_view record);
 

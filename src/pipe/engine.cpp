@@ -464,9 +464,11 @@ nanoseconds Engine::time_of(std::int64_t units) const {
 
 Wake Engine::wait_for_turn(nanoseconds turn, WaitFor what) {
   const bool held_by_quota = source_.held_by_quota();
+  const std::string held_by_key = source_.held_by_key();
   const nanoseconds from = io_.now();
   const Wake wake = wait(turn, what);
   if (held_by_quota) totals_.held_by_quotas += io_.now() - from;
+  if (!held_by_key.empty()) totals_.held_by_keys[held_by_key] += io_.now() - from;
   return wake;
 }
 
@@ -482,6 +484,7 @@ Wake Engine::wait_for_input() {
 void Engine::report_progress(nanoseconds now) {
   totals_.now = now;
   totals_.held_by_quota = source_.held_by_quota();
+  totals_.held_by_key = source_.held_by_key();
   on_progress_(totals_);
   while (next_progress_ <= now) next_progress_ += options_.progress_interval;
 }
@@ -581,6 +584,8 @@ Result Engine::finish(Ending ending, int signal) {
   // After a stop signal the store is not asked again for the run: the process ends at once.
   if (ending != Ending::stopped) source_.finish();
   totals_.now = io_.now();
+  // The key that refused the turn, for the line that says why the run ended.
+  totals_.held_by_key = source_.held_by_key();
   if (on_progress_) on_progress_(totals_);
   Result result{ending, signal, totals_, rate_changes_};
   result.refused_wait = refused_wait_;

@@ -4,6 +4,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <functional>
+#include <map>
 #include <optional>
 #include <vector>
 
@@ -82,6 +83,10 @@ struct Totals {
   double rate = 0.0;                           // the rate in force, units per second
   bool held_by_quota = false;                  // the turn waited for is a quota's, not the rate's
   std::chrono::nanoseconds held_by_quotas{0};  // waited for turns that were quotas'
+  // With several keys: the key whose turn is waited for (empty: none), and how long each key held
+  // the pipe, by name.
+  std::string held_by_key{};
+  std::map<std::string, std::chrono::nanoseconds> held_by_keys{};
 };
 
 enum class Ending {

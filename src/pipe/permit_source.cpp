@@ -68,7 +68,8 @@ void LocalPermitSource::set_timetable(const Timetable&, double units_per_second,
 SharedPermitSource::SharedPermitSource(stores::BucketStore& store, stores::PermitRequest request,
                                        io::Waiter& waiter, OnFollowed on_followed,
                                        OnKeyTimetable on_key_timetable, Warn warn,
-                                       OnPaused on_paused)
+                                       OnPaused on_paused,
+                                       std::vector<stores::PermitRequest> more_keys)
     : store_(store),
       request_(std::move(request)),
       waiter_(waiter),
@@ -82,6 +83,12 @@ SharedPermitSource::SharedPermitSource(stores::BucketStore& store, stores::Permi
   largest_booking_ = kLargestBooking;
   for (const QuotaParams& quota : request_.quotas)
     largest_booking_ = std::min(largest_booking_, largest_chunk_under_quota(quota.limit));
+  for (stores::PermitRequest& key : more_keys) {
+    key.apply_params = false;
+    for (const QuotaParams& quota : key.quotas)
+      largest_booking_ = std::min(largest_booking_, largest_chunk_under_quota(quota.limit));
+    more_keys_.push_back({.request = std::move(key)});
+  }
 }
 
 void SharedPermitSource::refuse_turns(std::optional<nanoseconds> longest_wait, bool at_quota) {
@@ -99,7 +106,7 @@ std::optional<nanoseconds> SharedPermitSource::book(std::int64_t units,
                             ? nanoseconds::max()
                             : *waited_from + *longest_wait_;
   request_.refuse_quota_wait = waited_from && refuse_quota_wait_;
-  const stores::Reservation reservation = store_.reserve(request_, waiter_);
+  const stores::Reservation reservation = reserve();
   if (reservation.signal != 0) return std::nullopt;
   last_held_by_quota_ = reservation.held_by_quota;
   last_refused_ = !reservation.granted;
@@ -122,7 +129,8 @@ std::optional<nanoseconds> SharedPermitSource::book(std::int64_t units,
     tail_units_ = units;
   }
   if (reservation.followed) {
-    if (reservation.tell_followed && on_followed_) on_followed_(*reservation.followed);
+    if (reservation.tell_followed && on_followed_)
+      on_followed_(request_.key, *reservation.followed);
     // The key's settings from now on, so that the next bookings are the key's own requests. Its
     // rate and timetable are taken up below.
     const double rate = request_.params.permits_per_second;
@@ -145,6 +153,77 @@ std::optional<nanoseconds> SharedPermitSource::book(std::int64_t units,
   return due;
 }
 
+stores::Reservation SharedPermitSource::reserve() {
+  last_held_by_key_.clear();
+  if (more_keys_.empty()) {
+    paused_key_ = request_.key;
+    return store_.reserve(request_, waiter_);
+  }
+  std::vector<stores::PermitRequest> requests{request_};
+  for (const OtherKey& key : more_keys_) {
+    stores::PermitRequest& request = requests.emplace_back(key.request);
+    request.permits = request_.permits;
+    request.deadline = request_.deadline;
+    request.refuse_quota_wait = request_.refuse_quota_wait;
+  }
+  const stores::KeysReservation decision = store_.reserve_all(requests, waiter_);
+  if (decision.call.signal != 0 || decision.keys.size() != requests.size()) return decision.call;
+  if (decision.held_by) last_held_by_key_ = requests[*decision.held_by].key;
+  nanoseconds longest_pause{0};
+  for (std::size_t i = 0; i < requests.size(); ++i) {
+    if (decision.keys[i].paused_for > longest_pause) {
+      longest_pause = decision.keys[i].paused_for;
+      paused_key_ = requests[i].key;
+    }
+    if (i > 0 && decision.call.granted) take_up(more_keys_[i - 1], decision.keys[i]);
+  }
+  // The first key's settings and booking, the call's turn.
+  stores::Reservation first = decision.keys.front();
+  first.granted = decision.call.granted;
+  first.wait = decision.call.wait;
+  first.held_by_quota = decision.call.held_by_quota;
+  first.paused_for = decision.call.paused_for;
+  first.backing_off = decision.call.backing_off;
+  return first;
+}
+
+void SharedPermitSource::take_up(OtherKey& key, const stores::Reservation& reservation) {
+  if (key.tail_units > 0 && reservation.booked.from == key.tail.until) {
+    key.tail.until = reservation.booked.until;
+    key.tail_units += request_.permits;
+  } else {
+    key.tail = reservation.booked;
+    key.tail_units = request_.permits;
+  }
+  if (reservation.followed) {
+    if (reservation.tell_followed && on_followed_)
+      on_followed_(key.request.key, *reservation.followed);
+    key.request.params = reservation.followed->params;
+    key.request.quotas = reservation.followed->quotas;
+  }
+  key.request.notation.clear();
+  // The key's own rate and timetable, moved on by its other users: this pipe follows them.
+  key.request.params.permits_per_second = reservation.key_permits_per_second;
+  if (reservation.key_timetable != key.request.schedule.timetable)
+    key.request.schedule = {.timetable = reservation.key_timetable, .entry_until = 0};
+}
+
+void SharedPermitSource::give_back_other_keys(std::int64_t permits) {
+  for (OtherKey& key : more_keys_) {
+    const std::int64_t unused = std::min(permits, key.tail_units);
+    if (unused <= 0) continue;
+    try {
+      if (store_.give_back({.key = key.request.key, .permits = unused, .booked = key.tail}))
+        key.tail_units = 0;
+    } catch (const std::exception& error) {
+      // The units stay booked: the key is only slower for a moment.
+      if (warn_)
+        warn_("key '" + key.request.key + "': " + std::to_string(unused) +
+              " unused permits not given back: " + error.what());
+    }
+  }
+}
+
 std::int64_t SharedPermitSource::trimmed(std::int64_t booked, double rate_before) {
   const double rate = request_.params.permits_per_second;
   if (rate >= rate_before) return booked;
@@ -154,6 +233,7 @@ std::int64_t SharedPermitSource::trimmed(std::int64_t booked, double rate_before
   // give-backs.
   if (store_.give_back({.key = request_.key, .permits = booked - needed, .booked = tail_}))
     tail_units_ = 0;
+  give_back_other_keys(booked - needed);
   return needed;
 }
 
@@ -166,7 +246,10 @@ std::optional<nanoseconds> SharedPermitSource::due_time(std::int64_t units, nano
   if (credit_ < units && ahead_ > 0) {
     credit_ += std::exchange(ahead_, 0);
     credit_checked_ = false;
-    if (ahead_due_ >= credit_due_) credit_held_by_quota_ = ahead_held_by_quota_;
+    if (ahead_due_ >= credit_due_) {
+      credit_held_by_quota_ = ahead_held_by_quota_;
+      credit_held_by_key_ = ahead_held_by_key_;
+    }
     credit_due_ = std::max(credit_due_, ahead_due_);
   }
   if (credit_ < units) {
@@ -176,11 +259,15 @@ std::optional<nanoseconds> SharedPermitSource::due_time(std::int64_t units, nano
     if (last_refused_) {
       refused_ = true;
       credit_held_by_quota_ = last_held_by_quota_;
+      credit_held_by_key_ = last_held_by_key_;
       return std::max(credit_due_, *due);
     }
     // Short of `units` only after a drop in rate, which makes the engine ask again anyway.
     credit_ += trimmed(units - credit_, rate_before);
-    if (*due >= credit_due_) credit_held_by_quota_ = last_held_by_quota_;
+    if (*due >= credit_due_) {
+      credit_held_by_quota_ = last_held_by_quota_;
+      credit_held_by_key_ = last_held_by_key_;
+    }
     credit_due_ = std::max(credit_due_, *due);
     // A turn that has come by the answer of a booking that found the key not paused needs no
     // other look (a slow producer's chunks, booked as they come, with none ahead).
@@ -202,14 +289,22 @@ TurnCheck SharedPermitSource::check_turn() {
   }
   credit_checked_ = true;
   if (pause_waited_) {
-    if (on_paused_) on_paused_(pause_waited_->second - pause_waited_->first);
+    if (on_paused_) on_paused_(paused_key_, pause_waited_->second - pause_waited_->first);
     pause_waited_.reset();
   }
   return TurnCheck::holds;
 }
 
 SharedPermitSource::Look SharedPermitSource::look_at_pause() {
-  const nanoseconds pause = store_.pause_left(request_.key);
+  nanoseconds pause = store_.pause_left(request_.key);
+  if (pause > nanoseconds::zero()) paused_key_ = request_.key;
+  for (const OtherKey& key : more_keys_) {
+    const nanoseconds key_pause = store_.pause_left(key.request.key);
+    if (key_pause > pause) {
+      pause = key_pause;
+      paused_key_ = key.request.key;
+    }
+  }
   if (pause <= nanoseconds::zero()) return Look::clear;
   const nanoseconds now = waiter_.now();
   pause_waited_ = {pause_waited_ ? pause_waited_->first : now,
@@ -248,6 +343,7 @@ SharedPermitSource::Look SharedPermitSource::book_ahead() {
   ahead_ = trimmed(booking, rate_before);
   ahead_due_ = *due;
   ahead_held_by_quota_ = last_held_by_quota_;
+  ahead_held_by_key_ = last_held_by_key_;
   return look;
 }
 
@@ -271,6 +367,7 @@ void SharedPermitSource::consume(std::int64_t units, nanoseconds, nanoseconds) {
 void SharedPermitSource::finish() {
   // The units not used are the latest booked; those booked before someone else's booking stay
   // booked (stores::give_back()).
+  give_back_other_keys(booked_unused());
   const std::int64_t unused = std::min(booked_unused(), tail_units_);
   if (unused <= 0) return;
   try {

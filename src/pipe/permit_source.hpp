@@ -61,6 +61,9 @@ class PermitSource {
   virtual std::optional<double> rate_set_elsewhere() = 0;
   // Whether a quota, not the rate, set the last due_time().
   virtual bool held_by_quota() const { return false; }
+  // With several keys, the key whose turn set the last due_time() (the latest of the keys'); empty
+  // when none held it back or there is one key.
+  virtual std::string held_by_key() const { return {}; }
   // The turns that the engine will not wait for (EngineOptions::longest_wait, stop_at_quota), so
   // that a source that books before the wait does not book them.
   virtual void refuse_turns(std::optional<std::chrono::nanoseconds> /*longest_wait*/,
@@ -128,19 +131,27 @@ class LocalPermitSource final : public PermitSource {
 // the next booking (the first user past it moves the key on); when the key's timetable is another
 // than the one followed (set by another user), `on_key_timetable` is told, so that the pipe follows
 // the key's.
+// With more keys (`more_keys`: a pipe with several --key), each booking is one call over all of
+// them (BucketStore::reserve_all): its turn is the latest any key gives, booked on every key at
+// once, and a refused turn takes nothing from any key; a pause on any key holds the pipe, and
+// what goes back goes back to every key, each from its own latest bookings. The first key is the
+// pipe's: its rate sizes the chunks, and `set`, a timetable and rate news are its; the others
+// follow what they own.
 class SharedPermitSource final : public PermitSource {
  public:
-  using OnFollowed = std::function<void(const stores::KeySettings& key_settings)>;
+  using OnFollowed =
+      std::function<void(const std::string& key, const stores::KeySettings& key_settings)>;
   using OnKeyTimetable = std::function<void(const std::string& timetable)>;
   using Warn = std::function<void(const std::string& warning)>;
-  // The key's pause made this pipe wait `waited` (said once the wait is over).
-  using OnPaused = std::function<void(std::chrono::nanoseconds waited)>;
+  // `key`'s pause made this pipe wait `waited` (said once the wait is over).
+  using OnPaused = std::function<void(const std::string& key, std::chrono::nanoseconds waited)>;
 
   // `waiter` is on the engine's clock; `request` names the key, the parameters and the timetable
-  // (its permits and deadline are the source's business).
+  // (its permits and deadline are the source's business), `more_keys` the other keys' alike.
   SharedPermitSource(stores::BucketStore& store, stores::PermitRequest request, io::Waiter& waiter,
                      OnFollowed on_followed = {}, OnKeyTimetable on_key_timetable = {},
-                     Warn warn = {}, OnPaused on_paused = {});
+                     Warn warn = {}, OnPaused on_paused = {},
+                     std::vector<stores::PermitRequest> more_keys = {});
   std::optional<std::chrono::nanoseconds> due_time(
       std::int64_t units, std::chrono::nanoseconds now,
       std::optional<std::int64_t> units_ready) override;
@@ -155,6 +166,7 @@ class SharedPermitSource final : public PermitSource {
   void finish() override;
   std::optional<double> rate_set_elsewhere() override { return std::exchange(key_rate_news_, {}); }
   bool held_by_quota() const override { return credit_held_by_quota_; }
+  std::string held_by_key() const override { return credit_held_by_key_; }
   void refuse_turns(std::optional<std::chrono::nanoseconds> longest_wait, bool at_quota) override;
   bool refused() const override { return refused_; }
   // The key's, as the store keeps them; none if it cannot say (a warning then).
@@ -164,11 +176,25 @@ class SharedPermitSource final : public PermitSource {
   std::int64_t booked_unused() const { return credit_ + ahead_; }
 
  private:
+  // A key besides the first, and its latest bookings that followed each other (as tail_).
+  struct OtherKey {
+    stores::PermitRequest request;
+    stores::BookingSpan tail{};
+    std::int64_t tail_units = 0;
+  };
   // Books `units`; none if a stop signal ended the call, else when they are due. With
   // `waited_from`, refused (last_refused_, nothing booked) if the turn is one that refuse_turns()
   // said is not waited for from then on; the time is then the turn refused.
   std::optional<std::chrono::nanoseconds> book(
       std::int64_t units, std::optional<std::chrono::nanoseconds> waited_from = std::nullopt);
+  // The store's answer to a booking of request_'s permits: one key's, or the call's over all keys
+  // (the first key's settings, the call's turn), each other key's taken up.
+  stores::Reservation reserve();
+  // A booking of the other key `key` granted in a call over several keys, as book() takes up the
+  // first key's.
+  void take_up(OtherKey& key, const stores::Reservation& reservation);
+  // Gives `permits` back to the other keys, each from its own latest bookings.
+  void give_back_other_keys(std::int64_t permits);
   // What a look at the key's pause found; none: no look was made.
   enum class Look { none, clear, paused, stopped };
   // Books the chunk ahead at the credit's turn, its answer the look (none past the input's known
@@ -217,6 +243,14 @@ class SharedPermitSource final : public PermitSource {
   // free moment where the one before left it), and the units they booked: what may go back.
   stores::BookingSpan tail_{};
   std::int64_t tail_units_ = 0;
+  std::vector<OtherKey> more_keys_;
+  // The key whose turn the credit's, the chunk booked ahead's and the last booking's is (several
+  // keys); empty: none held it back.
+  std::string credit_held_by_key_;
+  std::string ahead_held_by_key_;
+  std::string last_held_by_key_;
+  // The key whose pause this pipe waits for, the longest.
+  std::string paused_key_;
   std::int64_t largest_booking_ = 0;  // units booked at once at the most
   std::exception_ptr failure_;        // of the booking ahead, thrown once the credit is used up
 };

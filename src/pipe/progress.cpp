@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cmath>
 
+#include "format/escaping.hpp"
 #include "format/json.hpp"
 
 namespace ratelimit::pipe {
@@ -97,6 +98,13 @@ struct ProgressParts {
 
 // What the line says at `totals`, `current` the rate over the last second, amounts in `notation`
 // and every rate per one period: the user's, else the one that suits the rate in force.
+// What holds the turn waited for: a quota, a key of several (named), or the rate (nothing said).
+std::string held_by_text(const Totals& totals) {
+  if (totals.held_by_key.empty()) return totals.held_by_quota ? ", held by a quota" : "";
+  return fmt::format(", held by {}key '{}'", totals.held_by_quota ? "a quota of " : "",
+                     format::escaped_bytes(totals.held_by_key));
+}
+
 ProgressParts parts_of(const Totals& totals, double current, format::Notation notation,
                        std::optional<std::uint64_t> total_units) {
   if (notation.period_seconds == 0.0) notation.period_seconds = format::natural_period(totals.rate);
@@ -104,7 +112,7 @@ ProgressParts parts_of(const Totals& totals, double current, format::Notation no
       .amount = {format::measured_amount(static_cast<double>(totals.units), notation)},
       .elapsed = {fmt::format(" {}", clock_time(totals.now - totals.started))},
       .current_rate = {fmt::format(" [{}{}]", format::measured_rate(current, notation),
-                                   totals.held_by_quota ? ", held by a quota" : "")},
+                                   held_by_text(totals))},
       .average = {fmt::format(" [avg {}]", format::measured_rate(average_rate(totals), notation))},
       .percent = {},
       .eta = {},
@@ -197,6 +205,9 @@ std::string summary_text(const Result& result, const format::Notation& notation)
   if (notation.counted != format::Counted::bytes) line += fmt::format(", {} bytes", totals.bytes);
   if (!result.quotas.empty())
     line += fmt::format("; held by quotas {}", format::human_duration(totals.held_by_quotas));
+  for (const auto& [key, held] : totals.held_by_keys)
+    line += fmt::format("; held by key '{}' {}", format::escaped_bytes(key),
+                        format::human_duration(held));
   for (const stores::QuotaStatus& quota : result.quotas)
     line += fmt::format("\nratelimit: quota {}: {} used in the window",
                         format::written_quota(quota.params, notation), quota.used);
@@ -220,7 +231,7 @@ std::string summary_json(const Result& result, const format::Notation& notation,
                       {"period_seconds", format::json_number(seconds(quota.params.period))},
                       {"used", quota.used}});
   const Totals& totals = result.totals;
-  const format::Json summary = {
+  format::Json summary = {
       {"unit", format::counted_name(notation.counted)},
       {"units", totals.units},
       {"bytes", totals.bytes},
@@ -233,6 +244,12 @@ std::string summary_json(const Result& result, const format::Notation& notation,
       {"rate_changes", changes},
       {"quotas", quotas},
       {"held_by_quotas_seconds", format::json_number(seconds(totals.held_by_quotas), 6)}};
+  if (!totals.held_by_keys.empty()) {
+    format::Json keys = format::Json::object();
+    for (const auto& [key, held] : totals.held_by_keys)
+      keys[format::escaped_bytes(key)] = format::json_number(seconds(held), 6);
+    summary["held_by_keys_seconds"] = keys;
+  }
   return summary.dump();
 }
 

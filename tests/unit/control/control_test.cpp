@@ -84,6 +84,24 @@ TEST(PipeStatusRecord, RoundTripsWhatAPipeSays) {
   EXPECT_EQ(decode_status(encode_status(most)), most);
 }
 
+// A pipe with several keys: each key and how long it held the pipe, and the key it waits for.
+TEST(PipeStatusRecord, RoundTripsTheKeysOfAPipeWithSeveral) {
+  const PipeStatus several{
+      .rate = 1000,
+      .key = "hi",
+      .keys = {{.key = "hi", .held_seconds = 0.5}, {.key = "all", .held_seconds = 2.25}},
+      .held_by = "all"};
+  const std::string record = encode_status(several);
+  EXPECT_TRUE(
+      record.starts_with("ratelimit-pipe 4 bytes si 1000 0 0 0 6869 0 - 6869=0.5,616c6c=2.25 "
+                         "616c6c "))
+      << record;
+  EXPECT_EQ(decode_status(record), several);
+  PipeStatus waits_for_none = several;
+  waits_for_none.held_by.clear();
+  EXPECT_EQ(decode_status(encode_status(waits_for_none)), waits_for_none);
+}
+
 TEST(PipeStatusRecord, BelievesOnlyAWholeRecord) {
   const std::string record = encode_status({.rate = 5, .units = 1, .bytes = 1});
   for (std::size_t size = 0; size < record.size(); ++size)

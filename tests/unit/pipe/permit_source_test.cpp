@@ -79,13 +79,14 @@ class SharedEngine : public ::testing::TestWithParam<bool> {
     request.quotas = options.quotas;
     request.schedule = schedule;
     SharedPermitSource source(
-        store, request, waiter, [this](const stores::KeySettings&) { ++followed; },
+        store, request, waiter,
+        [this](const std::string&, const stores::KeySettings&) { ++followed; },
         [this, &options](const std::string& timetable) {
           key_timetables.push_back(timetable);
           options.schedule->follow(format::parse_timetable_text(timetable));
         },
         [this](const std::string& warning) { warnings.push_back(warning); },
-        [this](nanoseconds waited) { pauses.push_back(waited); });
+        [this](const std::string&, nanoseconds waited) { pauses.push_back(waited); });
     const Result result = Engine(options, io, source).run();
     booked_unused = source.booked_unused();
     return result;
