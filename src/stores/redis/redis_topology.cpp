@@ -79,9 +79,9 @@ const Tls* Topology::tls_for(const Address& node) {
 }
 
 Value Topology::command(const std::string& redis_key, const std::vector<std::string>& arguments,
-                        Deadline& deadline) {
-  RetryPolicy policy(deadline, timeout_, failover_timeout_, RetryPolicy::Waits::failovers, true,
-                     notify_, jitter_);
+                        Deadline& deadline, bool resend_if_reply_lost) {
+  RetryPolicy policy(deadline, timeout_, failover_timeout_, RetryPolicy::Waits::failovers,
+                     resend_if_reply_lost, notify_, jitter_);
   return policy.run([&] { return command_once(redis_key, arguments, deadline); });
 }
 

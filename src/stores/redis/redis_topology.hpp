@@ -39,9 +39,10 @@ class Topology {
   // Sends `arguments`, a command on `redis_key` alone, to the node that serves the key, within
   // `deadline`, once (command_once), and again through a failover as RetryPolicy decides (its
   // failovers only: a server that refuses connections or drops one throws ConnectionLost, for the
-  // caller's policy). This is the agent's loop; the direct path runs command_once in its own.
+  // caller's policy); one that may have run is sent again only if `resend_if_reply_lost`. This is
+  // the agent's loop; the direct path runs command_once in its own.
   Value command(const std::string& redis_key, const std::vector<std::string>& arguments,
-                Deadline& deadline);
+                Deadline& deadline, bool resend_if_reply_lost = true);
   // One try of the command: sent to the node that serves the key (a Cluster's MOVED or ASK
   // followed once each: the command did not run), as Connection::command otherwise. A failover
   // throws FailingOver: under Sentinel, a READONLY or NOREPLICAS reply (a demoted master: nothing
