@@ -106,7 +106,7 @@ Value Store::send(const std::string& bucket_key, const std::vector<std::string>&
     }
     if (reply) {
       // Answered after the operation's timeout: the agent followed a failover, as the direct path
-      // does (Topology::command), and what follows (EVAL after NOSCRIPT) has a timeout anew.
+      // does (RetryPolicy), and what follows (EVAL after NOSCRIPT) has a timeout anew.
       if (deadline.passed()) deadline = deadline.renewed(timeout_);
       return std::move(*reply);
     }
