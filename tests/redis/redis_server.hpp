@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <cstdio>
 #include <cstdlib>
 #include <filesystem>
 #include <stdexcept>
@@ -28,11 +29,13 @@ constexpr std::chrono::milliseconds kServerTimeout = std::chrono::seconds(1);
 // A real redis-server of the test's own: a unix socket in a temp dir and a loopback TCP port,
 // nothing saved, stopped by its pid. With `tls`, also a TLS port, its certificate for localhost
 // signed by a CA made for the test (ca_file()). With `cluster`, a node of a Cluster yet to be made
-// (no slots, knowing no other node).
+// (no slots, knowing no other node). With `sentinel_of` (a server's port), a sentinel that names
+// that server as the master "cache".
 class RedisServer {
  public:
-  explicit RedisServer(std::string password = {}, bool tls = false, bool cluster = false)
-      : password_(std::move(password)), tls_(tls), cluster_(cluster) {
+  explicit RedisServer(std::string password = {}, bool tls = false, bool cluster = false,
+                       int sentinel_of = 0)
+      : password_(std::move(password)), tls_(tls), cluster_(cluster), sentinel_of_(sentinel_of) {
     if (tls_) make_certificates();
     start();
   }
@@ -96,11 +99,24 @@ class RedisServer {
     if (cluster_ && cluster_port_ == 0) cluster_port_ = free_loopback_port();
     if (tls_ && tls_port_ == 0) tls_port_ = free_loopback_port();
     std::filesystem::remove(socket_path());
-    std::vector<std::string> arguments{"redis-server", "--port",    std::to_string(port_),
-                                       "--bind",       "127.0.0.1", "--unixsocket",
-                                       socket_path(),  "--save",    "",
-                                       "--appendonly", "no",        "--dir",
-                                       dir_.string(),  "--logfile", (dir_.path() / "log").string()};
+    std::vector<std::string> arguments{"redis-server"};
+    if (sentinel_of_ != 0) {
+      // The sentinel rewrites its file: one of its own, written anew at each start.
+      const std::string file = (dir_.path() / "sentinel.conf").string();
+      const std::string monitor =
+          "sentinel monitor cache 127.0.0.1 " + std::to_string(sentinel_of_) + " 1\n";
+      if (std::FILE* conf = std::fopen(file.c_str(), "w")) {
+        std::fputs(monitor.c_str(), conf);
+        std::fclose(conf);
+      }
+      arguments.push_back(file);
+      arguments.push_back("--sentinel");
+    }
+    for (const std::string& argument : std::vector<std::string>{
+             "--port", std::to_string(port_), "--bind", "127.0.0.1", "--unixsocket", socket_path(),
+             "--save", "", "--appendonly", "no", "--dir", dir_.string(), "--logfile",
+             (dir_.path() / "log").string()})
+      arguments.push_back(argument);
     if (cluster_) {
       for (const std::string& argument :
            {std::string("--cluster-enabled"), std::string("yes"),
@@ -173,6 +189,7 @@ class RedisServer {
   std::string password_;
   bool tls_ = false;
   bool cluster_ = false;
+  int sentinel_of_ = 0;
   int cluster_port_ = 0;
   int port_ = 0;
   int tls_port_ = 0;

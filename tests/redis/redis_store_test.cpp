@@ -896,5 +896,70 @@ TEST_F(RedisStoreTest, ARestartIsWaitedFor) {
   EXPECT_NE(notes_[0].find("; connecting again"), std::string::npos) << notes_[0];
 }
 
+// The connections `server` has accepted so far, the one that asks included: one per try of a
+// request that a failover met (each try finds the master again, and sends the request once on the
+// connection it makes), and one per call of this.
+long long connections_to(const RedisServer& server) {
+  const std::string stats = admin(server, {"INFO", "stats"}).text;
+  const std::string field = "total_connections_received:";
+  return std::stoll(stats.substr(stats.find(field) + field.size()));
+}
+
+// One retry loop per request (RetryPolicy), under Sentinel, against a master that hangs on writes
+// (CLIENT PAUSE WRITE): each script call goes out and its reply never comes, so it may have run.
+// A give-back or a rate set, which would count twice, is sent once: the request gives up after
+// its one try, not after the failover budget, the give-back sent again every 50 ms meanwhile (as
+// the topology's own loop did). A reservation is sent once per try, and answered at its one
+// deadline however long the failover budget.
+TEST(RedisRetries, AFailoverSendsAgainOnlyWhatMayRunTwiceOncePerTry) {
+  RedisServer master;
+  RedisServer sentinel({}, false, false, master.port());
+  std::vector<std::string> notes;
+  Store redis(
+      parse_redis_deployment("redis-sentinel://127.0.0.1:" + std::to_string(sentinel.port()) +
+                             "/cache"),
+      200ms, [&](const std::string& note) { notes.push_back(note); }, {}, 3s);
+  EXPECT_TRUE(redis.reserve(request("k", bursty(1)), real_waiter()).granted);
+  admin(master, {"CLIENT", "PAUSE", "60000", "WRITE"});
+
+  long long before = connections_to(master);
+  auto start = std::chrono::steady_clock::now();
+  EXPECT_THROW(redis.give_back(UnusedPermits{.key = "k", .permits = 1}), StoreUnavailable);
+  // Sent on the master's connection kept from the first reservation: none more.
+  EXPECT_EQ(connections_to(master) - before - 1, 0) << "give_back sent more than once";
+  EXPECT_LT(std::chrono::steady_clock::now() - start, 1s);
+
+  before = connections_to(master);
+  start = std::chrono::steady_clock::now();
+  RateChange change;
+  change.key = "k";
+  change.permits_per_second = 5;
+  EXPECT_THROW(redis.set_rate(change), StoreUnavailable);
+  EXPECT_EQ(connections_to(master) - before - 1, 1) << "set_rate sent more than once";
+  EXPECT_LT(std::chrono::steady_clock::now() - start, 1s);
+
+  notes.clear();
+  before = connections_to(master);
+  start = std::chrono::steady_clock::now();
+  PermitRequest reservation = request("k", bursty(1));
+  reservation.deadline = real_waiter().now() + 1s;
+  EXPECT_FALSE(redis.reserve(reservation, real_waiter()).granted);
+  const auto waited = std::chrono::steady_clock::now() - start;
+  const long long sent = connections_to(master) - before - 1;
+  // A try of 200 ms, then one after each failover said.
+  const auto tries =
+      static_cast<long long>(std::count_if(
+          notes.begin(), notes.end(),
+          [](const std::string& note) {
+            return note.find("asking the sentinels for the master") != std::string::npos;
+          })) +
+      1;
+  EXPECT_GE(sent, 2);
+  EXPECT_LE(sent, tries);
+  EXPECT_GE(waited, 950ms);
+  EXPECT_LT(waited, 1s + 700ms);
+  admin(master, {"CLIENT", "UNPAUSE"});
+}
+
 }  // namespace
 }  // namespace ratelimit::stores::redis

@@ -266,6 +266,17 @@ std::vector<std::string> encode_give_back(std::int64_t permits,
   return arguments;
 }
 
+bool may_send_again(const std::vector<std::string>& command) {
+  if (command.size() < 3 || (command[0] != "EVALSHA" && command[0] != "EVAL")) return true;
+  std::size_t key_count = 0;
+  const std::string& count = command[2];
+  if (std::from_chars(count.data(), count.data() + count.size(), key_count).ec != std::errc())
+    return true;
+  const std::size_t operation = 3 + key_count + kArgOperation - 1;
+  if (operation >= command.size()) return true;
+  return command[operation] != "give_back" && command[operation] != "set_rate";
+}
+
 std::vector<std::string> encode_set_rate(double permits_per_second, const KeySchedule& schedule,
                                          std::optional<std::int64_t> now_micros,
                                          const std::optional<KeySettings>& settings) {

@@ -195,6 +195,10 @@ DecodedKeysReservation decode_reservations(const Value& reply,
                                            const std::vector<PermitRequest>& requests,
                                            std::string_view server);
 
+// Whether `command` may be sent again when its reply was lost (it may have run): not a call of
+// the script that gives permits back or sets a rate, which would count twice (RetryPolicy).
+bool may_send_again(const std::vector<std::string>& command);
+
 // Adds a request's ARGV (as it would go alone) to a batch's, which starts with kBatchOperation.
 void add_to_batch(std::vector<std::string>& batch, std::span<const std::string> request);
 // The replies of a batch of `count` requests, each request's own: a whole-call error (NOSCRIPT,

@@ -22,11 +22,6 @@ namespace {
 using std::chrono::milliseconds;
 using std::chrono::nanoseconds;
 
-// The first pause before a server that refused is asked again, and the longest: a restart is met
-// within a few milliseconds of its end, and the hosts it met do not come back all at once.
-constexpr milliseconds kFirstRestartPause{20};
-constexpr milliseconds kLongestRestartPause{250};
-
 constexpr std::string_view kKeyPrefix = "ratelimit:{";
 constexpr std::string_view kKeySuffix = "}";
 
@@ -40,6 +35,7 @@ Store::Store(Deployment deployment, std::chrono::milliseconds timeout, Notify no
              const TlsOptions& tls, std::chrono::milliseconds failover_timeout, Notify warn)
     : notify_(notify),
       timeout_(timeout),
+      failover_timeout_(failover_timeout),
       topology_(std::move(deployment), timeout, failover_timeout, std::move(notify),
                 std::move(warn), tls) {}
 
@@ -91,54 +87,11 @@ Value Store::run_script_on(const std::vector<std::string>& keys, std::vector<std
 }
 
 template <typename Attempt>
-auto Store::with_restarts(Deadline& deadline, bool resend_if_reply_lost, Attempt attempt) {
-  // Counted from the first refusal: a server that answered until now may be restarting.
-  std::optional<Deadline> restart;
-  std::exception_ptr last_loss;
-  bool resent = false;
-  milliseconds pause = kFirstRestartPause;
-  while (true) {
-    try {
-      return attempt();
-    } catch (const TooLate&) {
-      // The request's deadline passed while the server was away (a try through the agent that
-      // came after it): unavailable, as the direct path says, not a refusal the server made.
-      if (last_loss) std::rethrow_exception(last_loss);
-      throw;
-    } catch (const ConnectionLost& lost) {
-      last_loss = std::current_exception();
-      if (lost.sent() && (!resend_if_reply_lost || resent)) throw;
-      resent |= lost.sent();
-      if (!restart) {
-        // Tried again at once: a connection dropped while idle (CLIENT KILL, a proxy's timeout)
-        // is made again on a server that is there.
-        restart.emplace(deadline.renewed(kRestartBudget));
-        notify_(std::string(lost.what()) +
-                (lost.sent() ? "; sending the request again" : "; connecting again"));
-        continue;
-      }
-      // Past the budget (the last try was at its end): an outage.
-      if (restart->passed()) {
-        if (!lost.sent())
-          throw ConnectionLost(
-              fmt::format("{} for {}", lost.what(), format::human_duration(kRestartBudget)), false);
-        throw;
-      }
-      // A pause of between half and all of `pause` (cut short at the budget's end, for a last
-      // try there), then one twice as long, up to the longest.
-      const auto jittered = std::uniform_int_distribution<milliseconds::rep>(
-          pause.count() / 2, pause.count())(jitter_);
-      if (const nanoseconds left = deadline.refused_at() - deadline.waiter().now();
-          left <= milliseconds(jittered)) {
-        // The request's own deadline (--timeout) comes first: answered at it, not a pause before.
-        restart->pause(left);
-        throw;
-      }
-      restart->pause(milliseconds(jittered));
-      pause = std::min(pause * 2, kLongestRestartPause);
-      deadline = deadline.renewed(timeout_);
-    }
-  }
+auto Store::with_retries(Deadline& deadline, bool resend_if_reply_lost, Attempt attempt) {
+  RetryPolicy policy(deadline, timeout_, failover_timeout_,
+                     RetryPolicy::Waits::restarts_and_failovers, resend_if_reply_lost, notify_,
+                     jitter_);
+  return policy.run(attempt);
 }
 
 Value Store::send(const std::string& bucket_key, const std::vector<std::string>& arguments,
@@ -153,13 +106,13 @@ Value Store::send(const std::string& bucket_key, const std::vector<std::string>&
     }
     if (reply) {
       // Answered after the operation's timeout: the agent followed a failover, as the direct path
-      // does (Topology::command), and what follows (EVAL after NOSCRIPT) has a timeout anew.
+      // does (RetryPolicy), and what follows (EVAL after NOSCRIPT) has a timeout anew.
       if (deadline.passed()) deadline = deadline.renewed(timeout_);
       return std::move(*reply);
     }
     relay_.reset();
   }
-  return topology_.command(bucket_key, arguments, deadline);
+  return topology_.command_once(bucket_key, arguments, deadline);
 }
 
 void Store::connect(const std::string& bucket_key, Deadline& deadline) {
@@ -173,7 +126,7 @@ Reservation Store::reserve(const PermitRequest& request, io::Waiter& waiter) {
   try {
     // The reply lost may have been booked: sent again, the key may pay twice for this one
     // request, fewer grants, never more.
-    return with_restarts(round_trip, true, [&] {
+    return with_retries(round_trip, true, [&] {
       // Connected first, so that what is left of the request's timeout when the script runs is
       // what the server judges by.
       connect(redis_key(request.key), round_trip);
@@ -220,7 +173,7 @@ KeysReservation Store::reserve_all(const std::vector<PermitRequest>& requests, i
     round_trip.refuse_after(std::max(request_deadline, waiter.now() + nanoseconds(kAnswerGrace)));
   try {
     // As reserve(): a reply lost is sent again, the keys may pay twice, never grant twice.
-    return with_restarts(round_trip, true, [&] {
+    return with_retries(round_trip, true, [&] {
       connect(redis_key(requests.front().key), round_trip);
       const nanoseconds timeout =
           request_deadline == nanoseconds::max()
@@ -266,7 +219,7 @@ KeysReservation Store::reserve_all_at(const std::vector<PermitRequest>& requests
 std::optional<BucketStatus> Store::status_at(const std::string& key,
                                              std::optional<std::int64_t> now_micros) {
   Deadline round_trip = operation_deadline();
-  return with_restarts(round_trip, true, [&] {
+  return with_retries(round_trip, true, [&] {
     return decode_status(run_script(key, encode_status(now_micros), round_trip), key, server());
   });
 }
@@ -278,24 +231,30 @@ std::vector<BucketStatus> Store::status(const std::optional<std::string>& key) {
   } else {
     // A Cluster's masters each hold their own slots' keys; the listing is one operation, then
     // each key's status another.
+    // A failover met is waited for (the master found again), a restart is not (each key's
+    // status waits for it).
     Deadline listing = operation_deadline();
-    topology_.for_each_master(listing, [&](Connection& master) {
-      std::string cursor = "0";
-      do {
-        const Value reply = master.command(
-            {"SCAN", cursor, "MATCH", std::string(kKeyPrefix) + "*" + std::string(kKeySuffix),
-             "COUNT", "1000"},
-            listing);
-        if (reply.type != Value::Type::array || reply.elements.size() != 2 ||
-            !is_text(reply.elements[0]) || reply.elements[1].type != Value::Type::array)
-          unexpected_reply(reply);
-        cursor = reply.elements[0].text;
-        for (const Value& name : reply.elements[1].elements) {
-          const std::string_view text = name.text;
-          keys.emplace_back(
-              text.substr(kKeyPrefix.size(), text.size() - kKeyPrefix.size() - kKeySuffix.size()));
-        }
-      } while (cursor != "0");
+    RetryPolicy policy(listing, timeout_, failover_timeout_, RetryPolicy::Waits::failovers, true,
+                       notify_, jitter_);
+    policy.run([&] {
+      topology_.for_each_master(listing, [&](Connection& master) {
+        std::string cursor = "0";
+        do {
+          const Value reply = master.command(
+              {"SCAN", cursor, "MATCH", std::string(kKeyPrefix) + "*" + std::string(kKeySuffix),
+               "COUNT", "1000"},
+              listing);
+          if (reply.type != Value::Type::array || reply.elements.size() != 2 ||
+              !is_text(reply.elements[0]) || reply.elements[1].type != Value::Type::array)
+            unexpected_reply(reply);
+          cursor = reply.elements[0].text;
+          for (const Value& name : reply.elements[1].elements) {
+            const std::string_view text = name.text;
+            keys.emplace_back(text.substr(kKeyPrefix.size(),
+                                          text.size() - kKeyPrefix.size() - kKeySuffix.size()));
+          }
+        } while (cursor != "0");
+      });
     });
     std::sort(keys.begin(), keys.end());
     keys.erase(std::unique(keys.begin(), keys.end()), keys.end());
@@ -311,7 +270,7 @@ bool Store::reset(const std::string& key) {
   Deadline round_trip = operation_deadline();
   const std::string bucket_key = redis_key(key);
   // DEL twice deletes what DEL once did.
-  const Value reply = with_restarts(round_trip, true, [&] {
+  const Value reply = with_retries(round_trip, true, [&] {
     return send(bucket_key, {"DEL", bucket_key}, round_trip);
   });
   if (reply.type != Value::Type::integer) unexpected_reply(reply);
@@ -324,7 +283,7 @@ void Store::ping(const std::string& key, io::Waiter& waiter) {
   Deadline round_trip = operation_deadline(&waiter);
   const std::string bucket_key = redis_key(key);
   try {
-    with_restarts(round_trip, true, [&] {
+    with_retries(round_trip, true, [&] {
       connect(bucket_key, round_trip);
       // A server that accepts connections may still be loading its data (-LOADING): not back.
       const Value reply = send(bucket_key, {"PING"}, round_trip);
@@ -342,7 +301,7 @@ bool Store::give_back_at(const UnusedPermits& unused, std::optional<std::int64_t
   validate_permits(unused.permits);
   Deadline round_trip = operation_deadline();
   // Given back twice, permits would be granted twice: a lost reply is not sent again.
-  return with_restarts(round_trip, false, [&] {
+  return with_retries(round_trip, false, [&] {
     return decode_give_back(
         run_script(unused.key, encode_give_back(unused.permits, unused.booked, now_micros),
                    round_trip),
@@ -361,7 +320,7 @@ std::optional<ThrottleResult> Store::throttle_at(const ThrottleRequest& request,
   Deadline round_trip = operation_deadline();
   // Sent again, a report belongs to the event the first began (it was sent before it): it cuts
   // nothing more and its pause ends where the first's does.
-  return with_restarts(round_trip, true, [&] {
+  return with_retries(round_trip, true, [&] {
     return decode_throttle(
         run_script(request.key, encode_throttle(request, now_micros), round_trip), server());
   });
@@ -377,7 +336,7 @@ bool Store::set_rate_at(const RateChange& change, std::optional<std::int64_t> no
   checked.permits_per_second = change.permits_per_second;
   validate(checked);
   Deadline round_trip = operation_deadline();
-  return with_restarts(round_trip, false, [&] {
+  return with_retries(round_trip, false, [&] {
     return decode_set_rate(run_script(change.key,
                                       encode_set_rate(change.permits_per_second, change.schedule,
                                                       now_micros, change.settings),

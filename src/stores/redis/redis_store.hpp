@@ -12,6 +12,7 @@
 #include "stores/redis/redis_deployment.hpp"
 #include "stores/redis/redis_options.hpp"
 #include "stores/redis/redis_relay.hpp"
+#include "stores/redis/redis_retry_policy.hpp"
 #include "stores/redis/redis_topology.hpp"
 
 namespace ratelimit::stores::redis {
@@ -38,7 +39,7 @@ class Store final : public BucketStore {
   // The round trip counts against the request's deadline, as the state file's lock does: an
   // answer not come by then (or by kAnswerGrace from the call, whichever is later) is a refusal,
   // the connection closed (the call may have booked). A stop signal ends it at once, the same.
-  // A server that restarts is waited for (with_restarts): a connection it ended while the reply
+  // A server that restarts is waited for (with_retries): a connection it ended while the reply
   // was awaited is made again and the request sent once more: the key may pay twice for it (the
   // first may have been booked), never grant twice.
   Reservation reserve(const PermitRequest& request, io::Waiter& waiter) override;
@@ -90,15 +91,14 @@ class Store final : public BucketStore {
   Deadline operation_deadline(io::Waiter* stop_waiter = nullptr) const {
     return Deadline(timeout_, stop_waiter);
   }
-  // Runs `attempt` (one try of an operation, which returns its result) within `deadline`, again
-  // while the server restarts: while it refuses or drops connections, or answers LOADING (all
-  // reported as ConnectionLost), tries again at once, then after a jittered pause that
-  // doubles, within kRestartBudget from the first refusal, each try within a --redis-timeout of its
-  // own. Past the budget, the request's own deadline or a stop signal, the last failure is thrown.
-  // Only `resend_if_reply_lost` lets a command whose reply was lost be sent once more (it may have
-  // run). This is the one retry of an operation: what it calls tries once.
+  // Runs `attempt` (one try of an operation, which sends it once) within `deadline`, tried again
+  // as the request's one RetryPolicy decides: while the server restarts (refuses or drops
+  // connections, answers LOADING: ConnectionLost) and through a failover (FailingOver). Only
+  // `resend_if_reply_lost` lets a command that may have run be sent again. This is the one loop
+  // of an operation: what it calls tries once (through the agent, the agent's loop waits for a
+  // failover, and this one for a restart).
   template <typename Attempt>
-  auto with_restarts(Deadline& deadline, bool resend_if_reply_lost, Attempt attempt);
+  auto with_retries(Deadline& deadline, bool resend_if_reply_lost, Attempt attempt);
   // The command sent once: through the agent when there is one, else to the server.
   Value send(const std::string& bucket_key, const std::vector<std::string>& arguments,
              Deadline& deadline);
@@ -116,6 +116,7 @@ class Store final : public BucketStore {
 
   Notify notify_;
   std::chrono::milliseconds timeout_;
+  std::chrono::milliseconds failover_timeout_;
   // Spreads the retries of the hosts that a restart met over the pause.
   std::minstd_rand jitter_{std::random_device{}()};
   Topology topology_;
@@ -127,12 +128,6 @@ class Store final : public BucketStore {
 // answer within it is refused (exit 75) instead of waited for. Loopback and LAN round trips, a TLS
 // handshake included, take well under it.
 inline constexpr std::chrono::milliseconds kAnswerGrace{50};
-
-// How long a server that refuses or drops connections is waited for before --on-redis-error
-// applies: a restart (stopped, started again, its data loaded) takes well under a second for the
-// small data of buckets, and a service manager's restart a second or two; past 5 s it is an
-// outage, said and handled as one.
-inline constexpr std::chrono::milliseconds kRestartBudget{5000};
 
 // The Redis key of a bucket.
 std::string redis_key(const std::string& key);

@@ -9,15 +9,13 @@
 #include "errors.hpp"
 #include "format/quantities.hpp"
 #include "stores/redis/redis_options.hpp"
+#include "stores/redis/redis_retry_policy.hpp"
 
 namespace ratelimit::stores::redis {
 namespace {
 
 using std::chrono::milliseconds;
 using std::chrono::nanoseconds;
-
-// Between two rounds of asking the sentinels, or the Cluster, while a failover is under way.
-constexpr milliseconds kFailoverPause{50};
 
 std::optional<int> port_number(std::string_view text) {
   int port = 0;
@@ -81,7 +79,14 @@ const Tls* Topology::tls_for(const Address& node) {
 }
 
 Value Topology::command(const std::string& redis_key, const std::vector<std::string>& arguments,
-                        Deadline& deadline) {
+                        Deadline& deadline, bool resend_if_reply_lost) {
+  RetryPolicy policy(deadline, timeout_, failover_timeout_, RetryPolicy::Waits::failovers,
+                     resend_if_reply_lost, notify_, jitter_);
+  return policy.run([&] { return command_once(redis_key, arguments, deadline); });
+}
+
+Value Topology::command_once(const std::string& redis_key,
+                             const std::vector<std::string>& arguments, Deadline& deadline) {
   if (deployment_.kind == Deployment::Kind::sentinel) return command_on_master(arguments, deadline);
   return command_in_cluster(redis_key, arguments, deadline);
 }
@@ -133,42 +138,39 @@ Connection& Topology::node_connection(const Address& node, Deadline& deadline) {
 
 Value Topology::command_in_cluster(const std::string& redis_key,
                                    const std::vector<std::string>& arguments, Deadline& deadline) {
-  Deadline failover = deadline.failover_budget(failover_timeout_);
-  Deadline attempt = deadline;
-  bool told = false;
-  while (true) {
-    std::string cause;
-    try {
-      Value reply = command_following_redirects(redis_key, arguments, attempt);
-      // As command_on_master: what follows has the timeout of the node that answered.
-      deadline = attempt;
-      if (told) last_failover_ = deadline.waiter().now();
-      // The Cluster lost a master and has not promoted its replica yet: the command did not run.
-      if (reply.type != Value::Type::error ||
-          !(reply.text.starts_with("CLUSTERDOWN") || reply.text.starts_with("TRYAGAIN")))
-        return reply;
-      cause = reply.text;
-    } catch (const StoreUnavailable& error) {
-      // A node that a MOVED named is lost or hangs: it may be failing over, and the seed node
-      // will name its replica once promoted. What it booked may be booked again: the key may pay
-      // twice. The seed node itself lost is an outage.
-      const auto moved_before = key_nodes_.find(redis_key);
-      if (moved_before == key_nodes_.end()) throw;
-      key_nodes_.erase(moved_before);
-      cause = error.what();
+  std::string cause;
+  bool may_have_run = false;
+  try {
+    Value reply = command_following_redirects(redis_key, arguments, deadline);
+    if (cluster_failing_over_) {
+      cluster_failing_over_ = false;
+      last_failover_ = deadline.waiter().now();
     }
-    if (failover.passed())
-      throw StoreUnavailable(
-          fmt::format("Redis at {}: no answer for {} within {} of a failover ({}); raise {} above "
-                      "cluster-node-timeout plus the election",
-                      deployment_.shown, redis_key, format::human_duration(failover_timeout_),
-                      cause, kFailoverTimeoutOption));
-    if (!told) notify_(fmt::format("Redis Cluster: {}; asking the Cluster again", cause));
-    told = true;
-    last_failover_ = deadline.waiter().now();
-    failover.pause(kFailoverPause);
-    attempt = deadline.renewed(timeout_);
+    // The Cluster lost a master and has not promoted its replica yet: the command did not run.
+    if (reply.type != Value::Type::error ||
+        !(reply.text.starts_with("CLUSTERDOWN") || reply.text.starts_with("TRYAGAIN")))
+      return reply;
+    cause = reply.text;
+  } catch (const StoreUnavailable& error) {
+    // A node that a MOVED named is lost or hangs: it may be failing over, and the seed node
+    // will name its replica once promoted. What it booked may be booked again: the key may pay
+    // twice. The seed node itself lost is an outage.
+    const auto moved_before = key_nodes_.find(redis_key);
+    if (moved_before == key_nodes_.end()) throw;
+    key_nodes_.erase(moved_before);
+    cause = error.what();
+    const auto* lost = dynamic_cast<const ConnectionLost*>(&error);
+    may_have_run = lost == nullptr || lost->sent();
   }
+  cluster_failing_over_ = true;
+  last_failover_ = deadline.waiter().now();
+  throw FailingOver(
+      cause,
+      fmt::format("Redis at {}: no answer for {} within {} of a failover ({}); raise {} above "
+                  "cluster-node-timeout plus the election",
+                  deployment_.shown, redis_key, format::human_duration(failover_timeout_), cause,
+                  kFailoverTimeoutOption),
+      fmt::format("Redis Cluster: {}; asking the Cluster again", cause), may_have_run);
 }
 
 Value Topology::command_following_redirects(const std::string& redis_key,
@@ -219,42 +221,39 @@ Connection& Topology::master(Deadline& deadline, Deadline& failover, bool after_
 Value Topology::command_on_master(const std::vector<std::string>& arguments, Deadline& deadline) {
   // The request's one budget, whichever way the failover shows and whether connect met it first.
   Deadline failover = deadline.failover_budget(failover_timeout_);
-  Deadline attempt = deadline;
-  bool lost = false;
-  while (true) {
-    Connection& connection = master(attempt, failover, lost);
-    std::string cause;
-    try {
-      Value reply = connection.command(arguments, attempt);
-      // After a failover, what follows in the operation (EVAL after NOSCRIPT on the promoted
-      // replica) has the new master's timeout, not the one that the failover spent.
-      deadline = attempt;
-      if (lost) last_failover_ = deadline.waiter().now();
-      if (reply.type != Value::Type::error) return reply;
-      if (reply.text.starts_with("READONLY")) {
-        cause = fmt::format("{} is no longer the master of '{}' (READONLY)", master_shown_,
-                            deployment_.master_name);
-      } else if (reply.text.starts_with("NOREPLICAS")) {
-        // min-replicas-to-write: a master cut off from its replicas, perhaps replaced already.
-        cause = fmt::format("{}: {}", master_shown_, reply.text);
-      } else {
-        return reply;
-      }
-      notify_("Redis Sentinel: " + cause);
-    } catch (const StoreUnavailable& error) {
-      // Lost, or no answer within the deadline: the master went away or hangs. What it booked is
-      // on the new master only if it was replicated (and a master that was only slow may book it
-      // yet): sent again, the key may pay twice.
-      cause = error.what();
-      notify_(cause + "; asking the sentinels for the master");
+  Connection& connection = master(deadline, failover, master_lost_);
+  std::string cause;
+  bool may_have_run = false;
+  try {
+    Value reply = connection.command(arguments, deadline);
+    if (master_lost_) {
+      master_lost_ = false;
+      last_failover_ = deadline.waiter().now();
     }
-    master_.reset();
-    last_failover_ = deadline.waiter().now();
-    if (failover.passed()) failover_too_long(cause);
-    failover.pause(kFailoverPause);
-    attempt = deadline.renewed(timeout_);
-    lost = true;
+    if (reply.type != Value::Type::error) return reply;
+    if (reply.text.starts_with("READONLY")) {
+      cause = fmt::format("{} is no longer the master of '{}' (READONLY)", master_shown_,
+                          deployment_.master_name);
+    } else if (reply.text.starts_with("NOREPLICAS")) {
+      // min-replicas-to-write: a master cut off from its replicas, perhaps replaced already.
+      cause = fmt::format("{}: {}", master_shown_, reply.text);
+    } else {
+      return reply;
+    }
+    notify_("Redis Sentinel: " + cause);
+  } catch (const StoreUnavailable& error) {
+    // Lost, or no answer within the deadline: the master went away or hangs. What it booked is
+    // on the new master only if it was replicated (and a master that was only slow may book it
+    // yet): sent again, the key may pay twice.
+    cause = error.what();
+    const auto* lost = dynamic_cast<const ConnectionLost*>(&error);
+    may_have_run = lost == nullptr || lost->sent();
+    notify_(cause + "; asking the sentinels for the master");
   }
+  master_.reset();
+  master_lost_ = true;
+  last_failover_ = deadline.waiter().now();
+  throw FailingOver(cause, failover_too_long(cause), "", may_have_run);
 }
 
 std::optional<Address> Topology::ask_sentinel(const Address& sentinel, Deadline& deadline,
@@ -328,11 +327,12 @@ Connection Topology::find_master(Deadline& outage, Deadline& failover, bool afte
         failing_over = true;
       }
     }
-    if (failing_over && failover.passed()) failover_too_long(last_cause);
-    if (!failing_over && outage.passed())
+    // The request's retry policy waits for the failover, and asks again.
+    if (failing_over) throw FailingOver(last_cause, failover_too_long(last_cause), "", false);
+    if (outage.passed())
       throw StoreUnavailable(fmt::format("Redis at {}: no master '{}' within {}ms ({})",
                                          deployment_.shown, name, timeout_.count(), last_cause));
-    (failing_over ? failover : outage).pause(kFailoverPause);
+    outage.pause(kFailoverPause);
   }
 }
 
@@ -371,8 +371,8 @@ void Topology::look_for_a_second_master(const Deadline& request) {
   }
 }
 
-void Topology::failover_too_long(const std::string& cause) const {
-  throw StoreUnavailable(fmt::format(
+std::string Topology::failover_too_long(const std::string& cause) const {
+  return (fmt::format(
       "Redis at {}: no master '{}' within {} of a failover ({}); raise {} above the sentinels' "
       "down-after-milliseconds plus the election",
       deployment_.shown, deployment_.master_name, format::human_duration(failover_timeout_), cause,

@@ -4,6 +4,7 @@
 #include <functional>
 #include <map>
 #include <optional>
+#include <random>
 #include <set>
 #include <string>
 #include <utility>
@@ -36,19 +37,22 @@ class Topology {
            const TlsOptions& tls = {});
 
   // Sends `arguments`, a command on `redis_key` alone, to the node that serves the key, within
-  // `deadline`; as Connection::command otherwise. A Cluster's MOVED or ASK is followed once
-  // (the command did not run). Failovers: under Sentinel, a READONLY reply (a demoted master:
-  // nothing was written), a connection lost and a master that does not answer within `deadline`
-  // (it went away or hangs); in a Cluster, a node that a MOVED named lost or hanging, CLUSTERDOWN
-  // and TRYAGAIN. Each sends the command again, to the master found anew, each time within a new
-  // `timeout`, as long as the request's failover budget lasts (Deadline::failover_budget: one
-  // per request, connect() and every try included): the one sent before may have booked, so a
-  // key can pay twice for one request, never grant twice. A request's own deadline
-  // (Deadline::refuse_after) still ends it. After a failover, `deadline` is renewed for what
-  // follows. A server that refuses connections (restarting) throws ConnectionLost (not
-  // sent), as one that dropped the connection: Store waits for it.
+  // `deadline`, once (command_once), and again through a failover as RetryPolicy decides (its
+  // failovers only: a server that refuses connections or drops one throws ConnectionLost, for the
+  // caller's policy); one that may have run is sent again only if `resend_if_reply_lost`. This is
+  // the agent's loop; the direct path runs command_once in its own.
   Value command(const std::string& redis_key, const std::vector<std::string>& arguments,
-                Deadline& deadline);
+                Deadline& deadline, bool resend_if_reply_lost = true);
+  // One try of the command: sent to the node that serves the key (a Cluster's MOVED or ASK
+  // followed once each: the command did not run), as Connection::command otherwise. A failover
+  // throws FailingOver: under Sentinel, a READONLY or NOREPLICAS reply (a demoted master: nothing
+  // was written), a connection lost, a master that does not answer within `deadline` (it went
+  // away or hangs) or none that is a master yet; in a Cluster, a node that a MOVED named lost or
+  // hanging, CLUSTERDOWN and TRYAGAIN. The master is then searched for anew by the next try. A
+  // server that refuses connections (restarting) throws ConnectionLost (not sent), as one that
+  // dropped the connection. The failover budget is the request's (Deadline::failover_budget).
+  Value command_once(const std::string& redis_key, const std::vector<std::string>& arguments,
+                     Deadline& deadline);
   // The commands of `commands` (each a command on its `redis_key` alone) in one write, their
   // replies in order, when they all go to the one server of the deployment: not under Sentinel,
   // and no key that a MOVED sent to another node. Nothing when they cannot be sent so (then
@@ -73,21 +77,21 @@ class Topology {
 
  private:
   Value command_on_master(const std::vector<std::string>& arguments, Deadline& deadline);
-  // As command_following_redirects, and during a failover (a node a MOVED named lost or
-  // hanging, CLUSTERDOWN, TRYAGAIN) again, within the failover timeout.
+  // As command_following_redirects; a failover (a node a MOVED named lost or hanging,
+  // CLUSTERDOWN, TRYAGAIN) throws FailingOver.
   Value command_in_cluster(const std::string& redis_key, const std::vector<std::string>& arguments,
                            Deadline& deadline);
   // The command sent to the key's node, MOVED and ASK followed once each.
   Value command_following_redirects(const std::string& redis_key,
                                     const std::vector<std::string>& arguments, Deadline& deadline);
-  // The connection to the master, searched for within `search` if there is none.
   // The connection to the master, searched for if there is none (find_master).
   Connection& master(Deadline& deadline, Deadline& failover, bool after_loss);
   // The master the sentinels name that says it is one (ROLE). The sentinels are asked in turn,
   // from the one that named the master last, each within a share of `timeout`, and so is each
   // master one names: a host that hangs costs its share, not the search. Past `outage` (the
   // operation's deadline) the deployment is unavailable, unless a sentinel named a master that is
-  // not reachable or not a master (yet): a failover, searched for until `failover` has passed.
+  // not reachable or not a master (yet): a failover, which throws FailingOver after the round
+  // (RetryPolicy waits, and the next try asks again); its steps are within `failover` then.
   // After a failover `outage` is renewed for what follows. After a failover, or `after_loss` of
   // the master mid-run, the other sentinels are asked too (look_for_a_second_master).
   Connection find_master(Deadline& outage, Deadline& failover, bool after_loss);
@@ -99,7 +103,8 @@ class Topology {
   // within a share of a new `timeout` for `request`: warns once if another says it is the master
   // too (a split brain).
   void look_for_a_second_master(const Deadline& request);
-  [[noreturn]] void failover_too_long(const std::string& cause) const;
+  // What a request fails with once its failover budget is spent.
+  std::string failover_too_long(const std::string& cause) const;
   // The kept connection to `node` (named by its shown URL), connected again if it was lost.
   Connection& node_connection(const Address& node, Deadline& deadline);
   // The TLS settings for a connection to `node`, loaded at the first that needs them; none for a
@@ -123,6 +128,12 @@ class Topology {
   std::chrono::milliseconds sentinel_share_;
   std::chrono::milliseconds master_share_;
   bool warned_of_two_masters_ = false;
+  // sentinel: the master was lost (or demoted) and not yet found again; cluster: the last try met
+  // a failover. The next command answered ends the failover (last_failover).
+  bool master_lost_ = false;
+  bool cluster_failing_over_ = false;
+  // For RetryPolicy (failovers are not jittered, but the policy takes one).
+  std::minstd_rand jitter_{std::random_device{}()};
   // server: by shown URL; the server itself and the Cluster nodes redirected to.
   std::map<std::string, Connection> nodes_;
   // The node a MOVED named for a Redis key.

@@ -1,0 +1,130 @@
+#include "stores/redis/redis_retry_policy.hpp"
+
+#include <gtest/gtest.h>
+
+#include <random>
+#include <string>
+
+#include "fake_clock.hpp"
+#include "fake_waiter.hpp"
+
+namespace ratelimit::stores::redis {
+namespace {
+
+using std::chrono::milliseconds;
+using std::chrono::nanoseconds;
+
+constexpr milliseconds kTimeout{200};
+constexpr milliseconds kFailoverTimeout{2000};
+
+// Each try of these tests is one send: what the policy decides is how many tries a request
+// makes, how long they wait, and what the request ends with.
+class RedisRetryPolicyTest : public ::testing::Test {
+ protected:
+  RetryPolicy policy(Deadline& deadline, bool resend_if_reply_lost,
+                     RetryPolicy::Waits waits = RetryPolicy::Waits::restarts_and_failovers) {
+    return RetryPolicy(
+        deadline, kTimeout, kFailoverTimeout, waits, resend_if_reply_lost,
+        [](const std::string&) {}, jitter_);
+  }
+  static FailingOver failing_over(bool may_have_run) {
+    return FailingOver("the master hangs", "no master within 2s of a failover", "", may_have_run);
+  }
+  nanoseconds elapsed() { return clock_.now() - start_; }
+
+  testing::FakeClock clock_;
+  testing::FakeWaiter waiter_{clock_};
+  nanoseconds start_ = clock_.now();
+  std::minstd_rand jitter_{1};
+};
+
+// A failover is tried every 50 ms within the request's one budget, then the request gives up
+// saying so.
+TEST_F(RedisRetryPolicyTest, AFailoverIsTriedWithinTheRequestsOneBudget) {
+  Deadline deadline(kTimeout, &waiter_);
+  RetryPolicy retries = policy(deadline, true);
+  try {
+    retries.run([&]() -> int { throw failing_over(false); });
+    FAIL() << "no failover ends";
+  } catch (const FailingOver&) {
+    FAIL() << "the failover's own error, not the budget's";
+  } catch (const StoreUnavailable& error) {
+    EXPECT_STREQ(error.what(), "no master within 2s of a failover");
+  }
+  EXPECT_GE(elapsed(), kFailoverTimeout);
+  EXPECT_LE(elapsed(), kFailoverTimeout + kFailoverPause);
+  EXPECT_EQ(retries.tries(), kFailoverTimeout / kFailoverPause + 1);
+}
+
+// A rate set or a give-back that may have run is not sent again through a failover: it would
+// count twice. What may run twice is.
+TEST_F(RedisRetryPolicyTest, WhatMayHaveRunIsSentAgainOnlyIfItMayRunTwice) {
+  Deadline once(kTimeout, &waiter_);
+  RetryPolicy not_again = policy(once, false);
+  EXPECT_THROW(not_again.run([&]() -> int { throw failing_over(true); }), FailingOver);
+  EXPECT_EQ(not_again.tries(), 1);
+  EXPECT_EQ(elapsed(), nanoseconds::zero());
+
+  Deadline twice(kTimeout, &waiter_);
+  RetryPolicy again = policy(twice, true);
+  int tries = 0;
+  EXPECT_EQ(again.run([&] {
+    if (++tries < 3) throw failing_over(true);
+    return 7;
+  }),
+            7);
+  EXPECT_EQ(again.tries(), 3);
+}
+
+// A lost reply is sent again once, at once; a second loss ends the request.
+TEST_F(RedisRetryPolicyTest, ALostReplyIsSentAgainOnce) {
+  Deadline deadline(kTimeout, &waiter_);
+  RetryPolicy retries = policy(deadline, true);
+  EXPECT_THROW(retries.run([&]() -> int { throw ConnectionLost("closed", true); }), ConnectionLost);
+  EXPECT_EQ(retries.tries(), 2);
+  EXPECT_EQ(elapsed(), nanoseconds::zero());
+}
+
+// A server that refuses is asked again until the request's own deadline (--timeout), not past
+// it, however long the restart budget; the request ends with the refusal.
+TEST_F(RedisRetryPolicyTest, TheRequestsOwnDeadlineEndsTheRestartWait) {
+  Deadline deadline(kTimeout, &waiter_);
+  deadline.refuse_after(clock_.now() + milliseconds(1000));
+  RetryPolicy retries = policy(deadline, true);
+  EXPECT_THROW(retries.run([&]() -> int {
+    deadline.check("reply");
+    throw ConnectionLost("Connection refused", false);
+  }),
+               ConnectionLost);
+  EXPECT_EQ(elapsed(), milliseconds(1000));
+  // At once, then pauses of 10-20 ms doubling up to 125-250 ms: a handful of tries, not 50.
+  EXPECT_GE(retries.tries(), 5);
+  EXPECT_LE(retries.tries(), 14);
+}
+
+// A restart and then a failover spend one budget: the restart's 5 s counts from the request's
+// first trouble, whichever kind came first.
+TEST_F(RedisRetryPolicyTest, ARestartAfterAFailoverHasNoBudgetOfItsOwn) {
+  Deadline deadline(kTimeout, &waiter_);
+  RetryPolicy retries = policy(deadline, true);
+  EXPECT_THROW(retries.run([&]() -> int {
+    // A failover for 1.9 s, then the server refuses (restarting).
+    if (elapsed() < milliseconds(1900)) throw failing_over(false);
+    throw ConnectionLost("Connection refused", false);
+  }),
+               ConnectionLost);
+  EXPECT_GE(elapsed(), kRestartBudget);
+  EXPECT_LE(elapsed(), kRestartBudget + kLongestRestartPause);
+}
+
+// The agent waits for failovers only: a restart goes back to its caller, whose policy waits.
+TEST_F(RedisRetryPolicyTest, TheAgentLeavesARestartToItsCaller) {
+  Deadline deadline(kTimeout, &waiter_);
+  RetryPolicy retries = policy(deadline, true, RetryPolicy::Waits::failovers);
+  EXPECT_THROW(retries.run([&]() -> int { throw ConnectionLost("Connection refused", false); }),
+               ConnectionLost);
+  EXPECT_EQ(retries.tries(), 1);
+}
+
+}  // namespace
+}  // namespace ratelimit::stores::redis
