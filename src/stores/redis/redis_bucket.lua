@@ -130,60 +130,31 @@
 -- the caller's parameters and schedule come as one text, compared with the key's at once, and
 -- only those the common call computes with come apart as well.
 
-local NS_PER_S = 1e9
--- give_back()'s bound on a duration, as saturated_nanoseconds() of bucket_store.cpp.
-local CENTURY_NS = 100.0 * 365.25 * 86400e9
-local REP_LIMIT = 9223372036854775808 -- 2^63; stands for the saturated int64 maximum as well
-local FORMAT_VERSION = "1"
--- A key expires this long or up to twice as long after the bucket would be full again and its
--- quotas' slots have all passed: an idle key vanishes. The expiry is set a margin further than it
--- must be, and noted in the hash (expires, Unix milliseconds), so that a busy key's expiry is
--- moved about once per margin, not on every call.
-local EXPIRY_MARGIN_MS = 1000
--- A key that owns settings some caller does not pass (it told one that it follows them: field
--- `noticed`), or that `ratelimit set --key` changed, is kept this long after its last call, so
--- that its settings outlive its bucket's idle expiry; its expiry is moved about once per
--- KEPT_MARGIN_MS.
-local KEPT_MS = 7 * 86400 * 1000
-local KEPT_MARGIN_MS = 3600 * 1000
--- Beyond this (about 3000 years) a key is kept without expiry.
-local MAX_EXPIRY_MS = 1e14
--- Library functions as locals: each global read costs every call that makes it (Redis guards the
--- globals), an upvalue little.
-local huge, floor, min, max, fmod = math.huge, math.floor, math.min, math.max, math.fmod
-local format = string.format
--- kQuotaCounts of include/ratelimit/quota.hpp: the slots a quota counts, its window's and two.
-local QUOTA_COUNTS = 66
--- The most quotas a key keeps, as the state file's record.
-local MOST_QUOTAS = 64
-
 -- Backing off together (include/ratelimit/backoff.hpp and src/core/backoff.cpp, operation for
 -- operation): kBackoffCut, kBackoffConvergence, kBackoffFloor and kBackoffRecovery in nanoseconds. A key once throttled
 -- holds `backoff`: its pause's end, its event's start, the rate before the cut, the throttles and
 -- the last one's time, joined by blanks, the times as integer Unix nanoseconds; keys never
 -- throttled have none and cost one more HMGET field. Times below are nanoseconds after now_s, as
 -- in serve(); these functions capture nothing of it.
-local BACKOFF_CUT = 0.5
-local BACKOFF_CONVERGENCE = (1 + BACKOFF_CUT) / 2
-local BACKOFF_FLOOR = 0.01
-local BACKOFF_RECOVERY_NS = 5e9
-
-local backoff_time_of, backoff_time_text, backoff_read, backoff_text, backoff_resumed_at
-local backoff_rate_in_force, backoff_record, backoff_recovered_at, backoff_in_force
--- Made only by the calls on a key once throttled and by throttle (load_backoff()): a closure
--- costs every call that makes it.
-local function load_backoff()
-  if backoff_read then return end
+-- They are made only by the calls on a key once throttled and by throttle, which get them as a
+-- table from backoff_functions(): a closure costs every call that makes it.
+local function backoff_functions()
+  local BACKOFF_CUT = 0.5
+  local BACKOFF_CONVERGENCE = (1 + BACKOFF_CUT) / 2
+  local BACKOFF_FLOOR = 0.01
+  local BACKOFF_RECOVERY_NS = 5e9
+  local format, fmod, floor, min, max = string.format, math.fmod, math.floor, math.min, math.max
+  local huge = math.huge
 
   -- A mark as integer Unix nanoseconds in a text, as nanoseconds after now_s; nil if it is none.
-  function backoff_time_of(text, now_s)
+  local function backoff_time_of(text, now_s)
     if not (text and text:find("^%d+$")) then return nil end
     if #text <= 15 then return tonumber(text) - now_s * 1e9 end
     return (tonumber(text:sub(1, -10)) - now_s) * 1e9 + tonumber(text:sub(-9))
   end
 
   -- A time after now_s as integer Unix nanoseconds (0 for the epoch or before).
-  function backoff_time_text(t, now_s)
+  local function backoff_time_text(t, now_s)
     local ns = fmod(t, 1e9)
     if ns < 0 then ns = ns + 1e9 end
     local s = now_s + floor((t - ns) / 1e9 + 0.5)
@@ -194,7 +165,7 @@ local function load_backoff()
 
   -- The key's `backoff` text as a table (BackoffState); nil when absent or damaged (a key whose
   -- back-off cannot be read is decided as one never throttled).
-  function backoff_read(text, now_s)
+  local function backoff_read(text, now_s)
     if type(text) ~= "string" then return nil end
     local paused, event, rate, throttles, last =
       text:match("^(%d+) (%d+) ([^ ]+) (%d+) (%d+)$")
@@ -208,19 +179,19 @@ local function load_backoff()
     return b
   end
 
-  function backoff_text(b, now_s)
+  local function backoff_text(b, now_s)
     return backoff_time_text(b.paused_until, now_s) .. " " ..
            backoff_time_text(b.event_at, now_s) .. " " .. format("%.17g", b.rate_before_cut) ..
            " " .. format("%.0f", b.throttles) .. " " .. backoff_time_text(b.last_throttle, now_s)
   end
 
   -- resumed_at()
-  function backoff_resumed_at(b)
+  local function backoff_resumed_at(b)
     return max(b.event_at, b.paused_until)
   end
 
   -- rate_in_force()
-  function backoff_rate_in_force(b, configured, now)
+  local function backoff_rate_in_force(b, configured, now)
     if not (b.rate_before_cut > 0) then return configured end
     local below = 1 - max(now - backoff_resumed_at(b), 0) / BACKOFF_RECOVERY_NS
     local curve = b.rate_before_cut * (1 - (1 - BACKOFF_CUT) * (below * below * below))
@@ -231,7 +202,7 @@ local function load_backoff()
   -- none), on a bucket whose state is `stored`, `next_free`: that state after it, whether it was a
   -- new event and whether the pause was extended. `b`: the key's back-off, or nil, changed in place
   -- (the table returned). `max_time`: the int64 maximum as a time.
-  function backoff_record(b, stored, next_free, configured, sent_at, retry_after, now,
+  local function backoff_record(b, stored, next_free, configured, sent_at, retry_after, now,
                                 now_s, max_time)
     -- Never throttled: BackoffState's zeros, the epoch.
     local epoch = -now_s * 1e9
@@ -270,7 +241,7 @@ local function load_backoff()
   -- its idle expiry waits for it, or the key would forget its back-off and run at the full rate
   -- again. Past K the curve of backoff_rate_in_force() reaches `configured` once
   -- (t/K - 1)^3 >= (configured/W - 1) / (1 - kBackoffCut).
-  function backoff_recovered_at(b, configured)
+  local function backoff_recovered_at(b, configured)
     if not (b.rate_before_cut > 0) then return b.paused_until end
     local beyond = max(configured / b.rate_before_cut - 1, 0) / (1 - BACKOFF_CUT)
     -- An infinite rate is back at once.
@@ -279,10 +250,14 @@ local function load_backoff()
   end
 
   -- bucket_in_force()'s state: no credit during a pause, and the rate in force.
-  function backoff_in_force(b, stored, next_free, configured, now)
+  local function backoff_in_force(b, stored, next_free, configured, now)
     if next_free < b.paused_until then stored, next_free = 0, b.paused_until end
     return stored, next_free, backoff_rate_in_force(b, configured, now)
   end
+
+  return {read = backoff_read, text = backoff_text, rate_in_force = backoff_rate_in_force,
+          record = backoff_record, recovered_at = backoff_recovered_at,
+          in_force = backoff_in_force}
 end
 
 -- reserve_all: several keys decided together, all or nothing (decide_all() of
@@ -325,8 +300,8 @@ local function reserve_all(serve)
     if wait > longest then longest, held_by = wait, i end
     reply[3 + i] = asked
   end
-  reply[2], reply[3] = format("%.0f", longest), held_by
-  if refused or longest > max(timeout, 0) then return reply end
+  reply[2], reply[3] = string.format("%.0f", longest), held_by
+  if refused or longest > math.max(timeout, 0) then return reply end
   reply[1] = 1
   call.asking, call.hold = false, longest
   for i = 1, n do
@@ -338,6 +313,35 @@ end
 
 -- One request, its arguments in `argv` (the call's ARGV, or one request of a batch): its reply.
 local function serve(argv, call_key, call)
+  -- The constants and library functions are serve()'s own: each local of the script's body that a
+  -- function captures costs every call a closed-over value (EVAL runs the body afresh), about as
+  -- much as a field HMGET reads; serve()'s registers cost nothing.
+  local NS_PER_S = 1e9
+  -- give_back()'s bound on a duration, as saturated_nanoseconds() of bucket_store.cpp.
+  local CENTURY_NS = 100.0 * 365.25 * 86400e9
+  local REP_LIMIT = 9223372036854775808 -- 2^63; stands for the saturated int64 maximum as well
+  local FORMAT_VERSION = "1"
+  -- A key expires this long or up to twice as long after the bucket would be full again and its
+  -- quotas' slots have all passed: an idle key vanishes. The expiry is set a margin further than it
+  -- must be, and noted in the hash (expires, Unix milliseconds), so that a busy key's expiry is
+  -- moved about once per margin, not on every call.
+  local EXPIRY_MARGIN_MS = 1000
+  -- A key that owns settings some caller does not pass (it told one that it follows them: field
+  -- `noticed`), or that `ratelimit set --key` changed, is kept this long after its last call, so
+  -- that its settings outlive its bucket's idle expiry; its expiry is moved about once per
+  -- KEPT_MARGIN_MS.
+  local KEPT_MS = 7 * 86400 * 1000
+  local KEPT_MARGIN_MS = 3600 * 1000
+  -- Beyond this (about 3000 years) a key is kept without expiry.
+  local MAX_EXPIRY_MS = 1e14
+  -- Library functions read once per request (Redis guards its globals, which makes each read cost).
+  local huge, floor, min, max, fmod = math.huge, math.floor, math.min, math.max, math.fmod
+  local format = string.format
+  -- kQuotaCounts of include/ratelimit/quota.hpp: the slots a quota counts, its window's and two.
+  local QUOTA_COUNTS = 66
+  -- The most quotas a key keeps, as the state file's record.
+  local MOST_QUOTAS = 64
+
   local operation, key, given_time = argv[1], call_key or KEYS[1], argv[2]
   if operation ~= "reserve" and operation ~= "reserve_keeping" and operation ~= "status" and
       operation ~= "set_rate" and operation ~= "give_back" and operation ~= "throttle" then
@@ -369,14 +373,14 @@ local function serve(argv, call_key, call)
   -- toward zero, NaN as 0, saturating at 2^63.
   local function whole_ns(value)
     if value ~= value then return 0 end
-    return min(floor(value), 2 ^ 63)
+    return math.min(math.floor(value), 2 ^ 63)
   end
 
   -- A whole number of nanoseconds as std::to_string writes the int64 it stands for.
   local function integer_string(value)
     if value == 0 then return "0" end
     if value >= 2 ^ 63 then return "9223372036854775807" end
-    return format("%.0f", value)
+    return string.format("%.0f", value)
   end
 
   -- TokenBucket::derive(): stable interval, max permits, cool-down interval, threshold, slope.
@@ -387,13 +391,13 @@ local function serve(argv, call_key, call)
       return stable, burst * rate, stable, 0, 0
     end
     if warmup_ns == 0 then return stable, 0, stable, 0, 0 end
-    if stable == 0 then return stable, huge, 0, huge, 0 end
+    if stable == 0 then return stable, math.huge, 0, math.huge, 0 end
     local cold_interval = stable * cold
     local threshold = 0.5 * warmup_ns / stable
     local max_permits = threshold + 2.0 * warmup_ns / (stable + cold_interval)
     local warmup_permits = max_permits - threshold
     local slope = 0
-    if warmup_permits > 0 and warmup_permits < huge then
+    if warmup_permits > 0 and warmup_permits < math.huge then
       slope = (cold_interval - stable) / warmup_permits
     end
     return stable, max_permits, warmup_ns / max_permits, threshold, slope
@@ -416,7 +420,7 @@ local function serve(argv, call_key, call)
     -- Never more than the bucket holds (infinite only where it holds that much); a rescale may
     -- round a full bucket a little above.
     if stored and stored >= 0 and free_s and free_s >= 0 and free_s <= 9223372037 and
-        free_s % 1 == 0 and expires and expires >= 0 and expires < huge and free_ns and
+        free_s % 1 == 0 and expires and expires >= 0 and expires < math.huge and free_ns and
         free_ns >= 0 and free_ns < 1e9 and free_ns % 1 == 0 and
         stored <= max_permits * (1 + 1e-9) then
       return stored, free_s, free_ns, expires
@@ -514,10 +518,10 @@ local function serve(argv, call_key, call)
     noticed_at = 7
   end
   -- The key's back-off (nil: never throttled), and its text to write when a throttle changed it.
-  local backoff
+  local backoff, backoff_lib
   if not f.err and f[#f] then
-    load_backoff()
-    backoff = backoff_read(f[#f], now_s)
+    backoff_lib = backoff_functions()
+    backoff = backoff_lib.read(f[#f], now_s)
   end
   local new_backoff_text
   -- The key's `noticed` as read, and as written when it changes: the texts of the caller last
@@ -1100,7 +1104,7 @@ local function serve(argv, call_key, call)
       local p = params or {rate = rate + 0, burst = burst and burst + 0,
                            warmup = warmup and warmup + 0, cold = cold and cold + 0}
       local in_force
-      booked_stored, booked_free, in_force = backoff_in_force(backoff, stored, next_free, p.rate,
+      booked_stored, booked_free, in_force = backoff_lib.in_force(backoff, stored, next_free, p.rate,
                                                               now)
       booked_from, paused_for = booked_free, integer_string(max(backoff.paused_until - now, 0))
       if in_force ~= p.rate then
@@ -1206,15 +1210,15 @@ local function serve(argv, call_key, call)
       -- The span, as integer Unix nanoseconds: whole seconds and nine digits of nanoseconds, which
       -- a double could not hold as one number (exact only near the epoch: tests' times).
       local function mark_text(t)
-        local ns = fmod(t, NS_PER_S)
-        if ns < 0 then ns = ns + NS_PER_S end
-        local s = now_s + floor((t - ns) / NS_PER_S + 0.5)
+        local ns = math.fmod(t, 1e9)
+        if ns < 0 then ns = ns + 1e9 end
+        local s = now_s + math.floor((t - ns) / 1e9 + 0.5)
         -- The int64 maximum, where the core saturates, is 9223372036 s and 854775807 ns.
         if s > 9223372036 or s == 9223372036 and ns > 854775807 then
           return "9223372036854775807"
         end
-        if s > 0 then return format("%d%09d", s, ns) end
-        return integer_string(s * NS_PER_S + ns)
+        if s > 0 then return string.format("%d%09d", s, ns) end
+        return integer_string(s * 1e9 + ns)
       end
       wait_text = wait_text .. " " .. mark_text(booked_from) .. " " .. mark_text(next_free)
     end
@@ -1241,7 +1245,7 @@ local function serve(argv, call_key, call)
     if backoff then
       local in_force
       bucket.stored, bucket.next_free, in_force =
-        backoff_in_force(backoff, bucket.stored, bucket.next_free, params.rate, now)
+        backoff_lib.in_force(backoff, bucket.stored, bucket.next_free, params.rate, now)
       if in_force ~= params.rate then
         bucket.stable, bucket.max_permits, bucket.cool_down, bucket.threshold, bucket.slope =
           derive(params[1], in_force, params.burst, params.warmup, params.cold)
@@ -1270,14 +1274,14 @@ local function serve(argv, call_key, call)
     if not held then return nil end
     -- record_throttle_report(): sent within a century before the report.
     local new_event, extended
-    load_backoff()
+    backoff_lib = backoff_lib or backoff_functions()
     backoff, stored, next_free, new_event, extended =
-      backoff_record(backoff, stored, next_free, params.rate,
+      backoff_lib.record(backoff, stored, next_free, params.rate,
                      now - min(max(sent_before, 0), CENTURY_NS), retry_after, now, now_s, max_time)
-    new_backoff_text = backoff_text(backoff, now_s)
+    new_backoff_text = backoff_lib.text(backoff, now_s)
     reply = {new_event and 1 or 0, extended and 1 or 0,
              integer_string(max(backoff.paused_until - now, 0)),
-             format("%.17g", backoff_rate_in_force(backoff, params.rate, now))}
+             format("%.17g", backoff_lib.rate_in_force(backoff, params.rate, now))}
   elseif operation == "set_rate" and argv[6] then
     -- All the settings (`ratelimit set --key`), change_settings(); a key without a bucket (or
     -- with a damaged one) is made with them.
@@ -1367,7 +1371,7 @@ local function serve(argv, call_key, call)
   -- And a key backing off keeps its back-off until it has recovered.
   if backoff then
     local configured = params and params.rate or rate + 0
-    full_in_ms = max(full_in_ms, math.ceil((backoff_recovered_at(backoff, configured) - now) / 1e6))
+    full_in_ms = max(full_in_ms, math.ceil((backoff_lib.recovered_at(backoff, configured) - now) / 1e6))
   end
   -- A kept key stays KEPT_MS after its last call, its expiry moved once per KEPT_MARGIN_MS.
   local margin = EXPIRY_MARGIN_MS
