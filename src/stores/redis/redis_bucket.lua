@@ -131,13 +131,13 @@
 -- only those the common call computes with come apart as well.
 
 -- Backing off together (include/ratelimit/backoff.hpp and src/core/backoff.cpp, operation for
--- operation): kBackoffCut, kBackoffConvergence, kBackoffFloor and kBackoffRecovery in nanoseconds. A key once throttled
--- holds `backoff`: its pause's end, its event's start, the rate before the cut, the throttles and
--- the last one's time, joined by blanks, the times as integer Unix nanoseconds; keys never
--- throttled have none and cost one more HMGET field. Times below are nanoseconds after now_s, as
--- in serve(); these functions capture nothing of it.
--- They are made only by the calls on a key once throttled and by throttle, which get them as a
--- table from backoff_functions(): a closure costs every call that makes it.
+-- operation): kBackoffCut, kBackoffConvergence, kBackoffFloor and kBackoffRecovery in
+-- nanoseconds. A key once throttled holds `backoff`: its pause's end, its event's start, the rate
+-- before the cut, the throttles and the last one's time, joined by blanks, the times as integer
+-- Unix nanoseconds; keys never throttled have none and cost one more HMGET field. Times below
+-- are nanoseconds after now_s, as in serve(); these functions capture nothing of it. They are
+-- made only by the calls on a key once throttled and by throttle, which get them as the table
+-- backoff_functions() returns: a closure costs every call that makes it.
 local function backoff_functions()
   local BACKOFF_CUT = 0.5
   local BACKOFF_CONVERGENCE = (1 + BACKOFF_CUT) / 2
@@ -314,8 +314,9 @@ end
 -- One request, its arguments in `argv` (the call's ARGV, or one request of a batch): its reply.
 local function serve(argv, call_key, call)
   -- The constants and library functions are serve()'s own: each local of the script's body that a
-  -- function captures costs every call a closed-over value (EVAL runs the body afresh), about as
-  -- much as a field HMGET reads; serve()'s registers cost nothing.
+  -- function closes over costs every call (EVAL runs the body afresh) an upvalue made and freed,
+  -- about 16k of the server's 137k instructions per common call when the body held them
+  -- (scripts/bench_script_instructions.sh); serve()'s registers cost nothing.
   local NS_PER_S = 1e9
   -- give_back()'s bound on a duration, as saturated_nanoseconds() of bucket_store.cpp.
   local CENTURY_NS = 100.0 * 365.25 * 86400e9
@@ -1104,8 +1105,8 @@ local function serve(argv, call_key, call)
       local p = params or {rate = rate + 0, burst = burst and burst + 0,
                            warmup = warmup and warmup + 0, cold = cold and cold + 0}
       local in_force
-      booked_stored, booked_free, in_force = backoff_lib.in_force(backoff, stored, next_free, p.rate,
-                                                              now)
+      booked_stored, booked_free, in_force =
+        backoff_lib.in_force(backoff, stored, next_free, p.rate, now)
       booked_from, paused_for = booked_free, integer_string(max(backoff.paused_until - now, 0))
       if in_force ~= p.rate then
         stable, max_permits, cool_down, threshold, slope =
@@ -1371,7 +1372,8 @@ local function serve(argv, call_key, call)
   -- And a key backing off keeps its back-off until it has recovered.
   if backoff then
     local configured = params and params.rate or rate + 0
-    full_in_ms = max(full_in_ms, math.ceil((backoff_lib.recovered_at(backoff, configured) - now) / 1e6))
+    local recovered_at = backoff_lib.recovered_at(backoff, configured)
+    full_in_ms = max(full_in_ms, math.ceil((recovered_at - now) / 1e6))
   end
   -- A kept key stays KEPT_MS after its last call, its expiry moved once per KEPT_MARGIN_MS.
   local margin = EXPIRY_MARGIN_MS
