@@ -531,6 +531,47 @@ TEST_F(RedisStoreTest, KeyWrittenBeforeTimetablesHasNone) {
   EXPECT_TRUE(notes_.empty());
 }
 
+// A key as each older layout wrote it (the current one less what came after it) is read as the
+// bucket it holds: no problem, its parameters and no schedule or quotas, and a call on it books as
+// on the current layout's. Each step of the script's upgrade_layout() is needed by one of them.
+TEST_F(RedisStoreTest, AKeyOfEachOlderLayoutIsReadAsTheBucketItHolds) {
+  Store redis = store_at(server_.unix_url());
+  // Oldest first: each layout lacks what the ones after it added.
+  const std::vector<std::pair<std::string, std::vector<std::string>>> layouts = {
+      {"before start_full and pay_first",
+       {"start_full", "pay_first", "timetable", "entry_until", "expires", "texts", "notation"}},
+      {"before timetables", {"timetable", "entry_until", "expires", "texts", "notation"}},
+      {"before texts", {"texts", "notation"}},
+      {"before notations", {"notation"}}};
+  for (const auto& [layout, added_later] : layouts) {
+    SCOPED_TRACE(layout);
+    notes_.clear();
+    admin(server_, {"DEL", "ratelimit:{layout}"});
+    ASSERT_EQ(redis.reserve_at(request("layout", bursty(10)), kForever, 0).wait, 0ms);
+    std::vector<std::string> drop{"HDEL", "ratelimit:{layout}"};
+    drop.insert(drop.end(), added_later.begin(), added_later.end());
+    admin(server_, drop);
+    // Nothing of a later layout is left: the key holds what that layout wrote.
+    const Value left = admin(server_, {"HGETALL", "ratelimit:{layout}"});
+    for (const std::string& field : added_later)
+      EXPECT_EQ(std::find_if(left.elements.begin(), left.elements.end(),
+                             [&](const Value& v) { return v.text == field; }),
+                left.elements.end())
+          << field;
+    const auto kept = redis.status_at("layout", 0);
+    ASSERT_TRUE(kept);
+    EXPECT_EQ(kept->problem, "");
+    EXPECT_EQ(kept->params, bursty(10));
+    EXPECT_EQ(kept->schedule, KeySchedule{});
+    EXPECT_TRUE(kept->quotas.empty());
+    const Reservation next = redis.reserve_at(request("layout", bursty(10)), kForever, 0);
+    EXPECT_FALSE(next.replaced_params);
+    EXPECT_EQ(next.wait, 100ms);
+    EXPECT_EQ(redis.reserve_at(request("layout", bursty(10)), kForever, 0).wait, 200ms);
+    EXPECT_TRUE(notes_.empty());
+  }
+}
+
 // The common call compares the key's parameters in one field, `texts`, which an older script
 // leaves as it was when its set_rate writes `rate` alone.
 TEST_F(RedisStoreTest, RateAnOlderScriptWroteIsTheKeys) {

@@ -130,148 +130,134 @@
 -- the caller's parameters and schedule come as one text, compared with the key's at once, and
 -- only those the common call computes with come apart as well.
 
-local NS_PER_S = 1e9
--- give_back()'s bound on a duration, as saturated_nanoseconds() of bucket_store.cpp.
-local CENTURY_NS = 100.0 * 365.25 * 86400e9
-local REP_LIMIT = 9223372036854775808 -- 2^63; stands for the saturated int64 maximum as well
-local FORMAT_VERSION = "1"
--- A key expires this long or up to twice as long after the bucket would be full again and its
--- quotas' slots have all passed: an idle key vanishes. The expiry is set a margin further than it
--- must be, and noted in the hash (expires, Unix milliseconds), so that a busy key's expiry is
--- moved about once per margin, not on every call.
-local EXPIRY_MARGIN_MS = 1000
--- A key that owns settings some caller does not pass (it told one that it follows them: field
--- `noticed`), or that `ratelimit set --key` changed, is kept this long after its last call, so
--- that its settings outlive its bucket's idle expiry; its expiry is moved about once per
--- KEPT_MARGIN_MS.
-local KEPT_MS = 7 * 86400 * 1000
-local KEPT_MARGIN_MS = 3600 * 1000
--- Beyond this (about 3000 years) a key is kept without expiry.
-local MAX_EXPIRY_MS = 1e14
-local huge, floor, min, max = math.huge, math.floor, math.min, math.max
--- kQuotaCounts of include/ratelimit/quota.hpp: the slots a quota counts, its window's and two.
-local QUOTA_COUNTS = 66
--- The most quotas a key keeps, as the state file's record.
-local MOST_QUOTAS = 64
-
 -- Backing off together (include/ratelimit/backoff.hpp and src/core/backoff.cpp, operation for
--- operation): kBackoffCut, kBackoffConvergence, kBackoffFloor and kBackoffRecovery in nanoseconds. A key once throttled
--- holds `backoff`: its pause's end, its event's start, the rate before the cut, the throttles and
--- the last one's time, joined by blanks, the times as integer Unix nanoseconds; keys never
--- throttled have none and cost one more HMGET field. Times below are nanoseconds after now_s, as
--- in serve(); these functions capture nothing of it.
-local BACKOFF_CUT = 0.5
-local BACKOFF_CONVERGENCE = (1 + BACKOFF_CUT) / 2
-local BACKOFF_FLOOR = 0.01
-local BACKOFF_RECOVERY_NS = 5e9
+-- operation): kBackoffCut, kBackoffConvergence, kBackoffFloor and kBackoffRecovery in
+-- nanoseconds. A key once throttled holds `backoff`: its pause's end, its event's start, the rate
+-- before the cut, the throttles and the last one's time, joined by blanks, the times as integer
+-- Unix nanoseconds; keys never throttled have none and cost one more HMGET field. Times below
+-- are nanoseconds after now_s, as in serve(); these functions capture nothing of it. They are
+-- made only by the calls on a key once throttled and by throttle, which get them as the table
+-- backoff_functions() returns: a closure costs every call that makes it.
+local function backoff_functions()
+  local BACKOFF_CUT = 0.5
+  local BACKOFF_CONVERGENCE = (1 + BACKOFF_CUT) / 2
+  local BACKOFF_FLOOR = 0.01
+  local BACKOFF_RECOVERY_NS = 5e9
+  local format, fmod, floor, min, max = string.format, math.fmod, math.floor, math.min, math.max
+  local huge = math.huge
 
--- A mark as integer Unix nanoseconds in a text, as nanoseconds after now_s; nil if it is none.
-local function backoff_time_of(text, now_s)
-  if not (text and text:find("^%d+$")) then return nil end
-  if #text <= 15 then return tonumber(text) - now_s * 1e9 end
-  return (tonumber(text:sub(1, -10)) - now_s) * 1e9 + tonumber(text:sub(-9))
-end
-
--- A time after now_s as integer Unix nanoseconds (0 for the epoch or before).
-local function backoff_time_text(t, now_s)
-  local ns = math.fmod(t, 1e9)
-  if ns < 0 then ns = ns + 1e9 end
-  local s = now_s + math.floor((t - ns) / 1e9 + 0.5)
-  if s < 0 then return "0" end
-  if s == 0 then return string.format("%d", ns) end
-  return string.format("%d%09d", s, ns)
-end
-
--- The key's `backoff` text as a table (BackoffState); nil when absent or damaged (a key whose
--- back-off cannot be read is decided as one never throttled).
-local function backoff_read(text, now_s)
-  if type(text) ~= "string" then return nil end
-  local paused, event, rate, throttles, last =
-    text:match("^(%d+) (%d+) ([^ ]+) (%d+) (%d+)$")
-  local b = {paused_until = backoff_time_of(paused, now_s),
-             event_at = backoff_time_of(event, now_s), rate_before_cut = tonumber(rate),
-             throttles = tonumber(throttles), last_throttle = backoff_time_of(last, now_s)}
-  if not (b.paused_until and b.event_at and b.rate_before_cut and b.rate_before_cut >= 0 and
-          b.throttles and b.throttles >= 1 and b.last_throttle) then
-    return nil
+  -- A mark as integer Unix nanoseconds in a text, as nanoseconds after now_s; nil if it is none.
+  local function backoff_time_of(text, now_s)
+    if not (text and text:find("^%d+$")) then return nil end
+    if #text <= 15 then return tonumber(text) - now_s * 1e9 end
+    return (tonumber(text:sub(1, -10)) - now_s) * 1e9 + tonumber(text:sub(-9))
   end
-  return b
-end
 
-local function backoff_text(b, now_s)
-  return backoff_time_text(b.paused_until, now_s) .. " " .. backoff_time_text(b.event_at, now_s) ..
-         " " .. string.format("%.17g", b.rate_before_cut) .. " " ..
-         string.format("%.0f", b.throttles) .. " " .. backoff_time_text(b.last_throttle, now_s)
-end
+  -- A time after now_s as integer Unix nanoseconds (0 for the epoch or before).
+  local function backoff_time_text(t, now_s)
+    local ns = fmod(t, 1e9)
+    if ns < 0 then ns = ns + 1e9 end
+    local s = now_s + floor((t - ns) / 1e9 + 0.5)
+    if s < 0 then return "0" end
+    if s == 0 then return format("%d", ns) end
+    return format("%d%09d", s, ns)
+  end
 
--- resumed_at()
-local function backoff_resumed_at(b)
-  return math.max(b.event_at, b.paused_until)
-end
+  -- The key's `backoff` text as a table (BackoffState); nil when absent or damaged (a key whose
+  -- back-off cannot be read is decided as one never throttled).
+  local function backoff_read(text, now_s)
+    if type(text) ~= "string" then return nil end
+    local paused, event, rate, throttles, last =
+      text:match("^(%d+) (%d+) ([^ ]+) (%d+) (%d+)$")
+    local b = {paused_until = backoff_time_of(paused, now_s),
+               event_at = backoff_time_of(event, now_s), rate_before_cut = tonumber(rate),
+               throttles = tonumber(throttles), last_throttle = backoff_time_of(last, now_s)}
+    if not (b.paused_until and b.event_at and b.rate_before_cut and b.rate_before_cut >= 0 and
+            b.throttles and b.throttles >= 1 and b.last_throttle) then
+      return nil
+    end
+    return b
+  end
 
--- rate_in_force()
-local function backoff_rate_in_force(b, configured, now)
-  if not (b.rate_before_cut > 0) then return configured end
-  local below = 1 - math.max(now - backoff_resumed_at(b), 0) / BACKOFF_RECOVERY_NS
-  local curve = b.rate_before_cut * (1 - (1 - BACKOFF_CUT) * (below * below * below))
-  return math.min(configured, math.max(configured * BACKOFF_FLOOR, curve))
-end
+  local function backoff_text(b, now_s)
+    return backoff_time_text(b.paused_until, now_s) .. " " ..
+           backoff_time_text(b.event_at, now_s) .. " " .. format("%.17g", b.rate_before_cut) ..
+           " " .. format("%.0f", b.throttles) .. " " .. backoff_time_text(b.last_throttle, now_s)
+  end
 
--- record_throttle() of a request sent at `sent_at`, with a Retry-After of `retry_after` ns (0:
--- none), on a bucket whose state is `stored`, `next_free`: that state after it, whether it was a
--- new event and whether the pause was extended. `b`: the key's back-off, or nil, changed in place
--- (the table returned). `max_time`: the int64 maximum as a time.
-local function backoff_record(b, stored, next_free, configured, sent_at, retry_after, now,
-                              now_s, max_time)
-  -- Never throttled: BackoffState's zeros, the epoch.
-  local epoch = -now_s * 1e9
-  b = b or {paused_until = epoch, event_at = epoch, rate_before_cut = 0, throttles = 0,
-            last_throttle = epoch}
-  local new_event, extended = false, false
-  -- nil: the event's pause has ended, and a late report of its 429s holds nobody back again.
-  local pause_from = now
-  if b.rate_before_cut > 0 and sent_at < b.event_at then
-    if b.paused_until > b.event_at and now >= b.paused_until then
-      pause_from = nil
+  -- resumed_at()
+  local function backoff_resumed_at(b)
+    return max(b.event_at, b.paused_until)
+  end
+
+  -- rate_in_force()
+  local function backoff_rate_in_force(b, configured, now)
+    if not (b.rate_before_cut > 0) then return configured end
+    local below = 1 - max(now - backoff_resumed_at(b), 0) / BACKOFF_RECOVERY_NS
+    local curve = b.rate_before_cut * (1 - (1 - BACKOFF_CUT) * (below * below * below))
+    return min(configured, max(configured * BACKOFF_FLOOR, curve))
+  end
+
+  -- record_throttle() of a request sent at `sent_at`, with a Retry-After of `retry_after` ns (0:
+  -- none), on a bucket whose state is `stored`, `next_free`: that state after it, whether it was a
+  -- new event and whether the pause was extended. `b`: the key's back-off, or nil, changed in place
+  -- (the table returned). `max_time`: the int64 maximum as a time.
+  local function backoff_record(b, stored, next_free, configured, sent_at, retry_after, now,
+                                now_s, max_time)
+    -- Never throttled: BackoffState's zeros, the epoch.
+    local epoch = -now_s * 1e9
+    b = b or {paused_until = epoch, event_at = epoch, rate_before_cut = 0, throttles = 0,
+              last_throttle = epoch}
+    local new_event, extended = false, false
+    -- nil: the event's pause has ended, and a late report of its 429s holds nobody back again.
+    local pause_from = now
+    if b.rate_before_cut > 0 and sent_at < b.event_at then
+      if b.paused_until > b.event_at and now >= b.paused_until then
+        pause_from = nil
+      else
+        pause_from = b.event_at
+      end
     else
-      pause_from = b.event_at
+      new_event = true
+      local before_recovered = b.rate_before_cut > 0 and
+                               now - backoff_resumed_at(b) < BACKOFF_RECOVERY_NS
+      b.rate_before_cut = backoff_rate_in_force(b, configured, now) *
+                          (before_recovered and BACKOFF_CONVERGENCE or 1)
+      b.event_at = now
+      stored, next_free = 0, max(next_free, now)
     end
-  else
-    new_event = true
-    local before_recovered = b.rate_before_cut > 0 and
-                             now - backoff_resumed_at(b) < BACKOFF_RECOVERY_NS
-    b.rate_before_cut = backoff_rate_in_force(b, configured, now) *
-                        (before_recovered and BACKOFF_CONVERGENCE or 1)
-    b.event_at = now
-    stored, next_free = 0, math.max(next_free, now)
-  end
-  if retry_after > 0 and pause_from then
-    local until_ = math.min(pause_from + retry_after, max_time)
-    if until_ > b.paused_until and until_ > now then
-      b.paused_until, extended = until_, true
+    if retry_after > 0 and pause_from then
+      local until_ = min(pause_from + retry_after, max_time)
+      if until_ > b.paused_until and until_ > now then
+        b.paused_until, extended = until_, true
+      end
     end
+    if next_free < b.paused_until then stored, next_free = 0, b.paused_until end
+    b.throttles, b.last_throttle = b.throttles + 1, now
+    return b, stored, next_free, new_event, extended
   end
-  if next_free < b.paused_until then stored, next_free = 0, b.paused_until end
-  b.throttles, b.last_throttle = b.throttles + 1, now
-  return b, stored, next_free, new_event, extended
-end
 
--- When the key's rate in force is back at `configured` and its pause over (a time after now_s):
--- its idle expiry waits for it, or the key would forget its back-off and run at the full rate
--- again. Past K the curve of backoff_rate_in_force() reaches `configured` once
--- (t/K - 1)^3 >= (configured/W - 1) / (1 - kBackoffCut).
-local function backoff_recovered_at(b, configured)
-  if not (b.rate_before_cut > 0) then return b.paused_until end
-  local beyond = math.max(configured / b.rate_before_cut - 1, 0) / (1 - BACKOFF_CUT)
-  -- An infinite rate is back at once.
-  if not (beyond < math.huge) then beyond = 0 end
-  return backoff_resumed_at(b) + BACKOFF_RECOVERY_NS * (1 + beyond ^ (1 / 3))
-end
+  -- When the key's rate in force is back at `configured` and its pause over (a time after now_s):
+  -- its idle expiry waits for it, or the key would forget its back-off and run at the full rate
+  -- again. Past K the curve of backoff_rate_in_force() reaches `configured` once
+  -- (t/K - 1)^3 >= (configured/W - 1) / (1 - kBackoffCut).
+  local function backoff_recovered_at(b, configured)
+    if not (b.rate_before_cut > 0) then return b.paused_until end
+    local beyond = max(configured / b.rate_before_cut - 1, 0) / (1 - BACKOFF_CUT)
+    -- An infinite rate is back at once.
+    if not (beyond < huge) then beyond = 0 end
+    return backoff_resumed_at(b) + BACKOFF_RECOVERY_NS * (1 + beyond ^ (1 / 3))
+  end
 
--- bucket_in_force()'s state: no credit during a pause, and the rate in force.
-local function backoff_in_force(b, stored, next_free, configured, now)
-  if next_free < b.paused_until then stored, next_free = 0, b.paused_until end
-  return stored, next_free, backoff_rate_in_force(b, configured, now)
+  -- bucket_in_force()'s state: no credit during a pause, and the rate in force.
+  local function backoff_in_force(b, stored, next_free, configured, now)
+    if next_free < b.paused_until then stored, next_free = 0, b.paused_until end
+    return stored, next_free, backoff_rate_in_force(b, configured, now)
+  end
+
+  return {read = backoff_read, text = backoff_text, rate_in_force = backoff_rate_in_force,
+          record = backoff_record, recovered_at = backoff_recovered_at,
+          in_force = backoff_in_force}
 end
 
 -- reserve_all: several keys decided together, all or nothing (decide_all() of
@@ -315,7 +301,7 @@ local function reserve_all(serve)
     reply[3 + i] = asked
   end
   reply[2], reply[3] = string.format("%.0f", longest), held_by
-  if refused or longest > max(timeout, 0) then return reply end
+  if refused or longest > math.max(timeout, 0) then return reply end
   reply[1] = 1
   call.asking, call.hold = false, longest
   for i = 1, n do
@@ -327,6 +313,36 @@ end
 
 -- One request, its arguments in `argv` (the call's ARGV, or one request of a batch): its reply.
 local function serve(argv, call_key, call)
+  -- The constants and library functions are serve()'s own: each local of the script's body that a
+  -- function closes over costs every call (EVAL runs the body afresh) an upvalue made and freed,
+  -- about 16k of the server's 137k instructions per common call when the body held them
+  -- (scripts/bench_script_instructions.sh); serve()'s registers cost nothing.
+  local NS_PER_S = 1e9
+  -- give_back()'s bound on a duration, as saturated_nanoseconds() of bucket_store.cpp.
+  local CENTURY_NS = 100.0 * 365.25 * 86400e9
+  local REP_LIMIT = 9223372036854775808 -- 2^63; stands for the saturated int64 maximum as well
+  local FORMAT_VERSION = "1"
+  -- A key expires this long or up to twice as long after the bucket would be full again and its
+  -- quotas' slots have all passed: an idle key vanishes. The expiry is set a margin further than it
+  -- must be, and noted in the hash (expires, Unix milliseconds), so that a busy key's expiry is
+  -- moved about once per margin, not on every call.
+  local EXPIRY_MARGIN_MS = 1000
+  -- A key that owns settings some caller does not pass (it told one that it follows them: field
+  -- `noticed`), or that `ratelimit set --key` changed, is kept this long after its last call, so
+  -- that its settings outlive its bucket's idle expiry; its expiry is moved about once per
+  -- KEPT_MARGIN_MS.
+  local KEPT_MS = 7 * 86400 * 1000
+  local KEPT_MARGIN_MS = 3600 * 1000
+  -- Beyond this (about 3000 years) a key is kept without expiry.
+  local MAX_EXPIRY_MS = 1e14
+  -- Library functions read once per request (Redis guards its globals, which makes each read cost).
+  local huge, floor, min, max, fmod = math.huge, math.floor, math.min, math.max, math.fmod
+  local format = string.format
+  -- kQuotaCounts of include/ratelimit/quota.hpp: the slots a quota counts, its window's and two.
+  local QUOTA_COUNTS = 66
+  -- The most quotas a key keeps, as the state file's record.
+  local MOST_QUOTAS = 64
+
   local operation, key, given_time = argv[1], call_key or KEYS[1], argv[2]
   if operation ~= "reserve" and operation ~= "reserve_keeping" and operation ~= "status" and
       operation ~= "set_rate" and operation ~= "give_back" and operation ~= "throttle" then
@@ -503,7 +519,11 @@ local function serve(argv, call_key, call)
     noticed_at = 7
   end
   -- The key's back-off (nil: never throttled), and its text to write when a throttle changed it.
-  local backoff = not f.err and f[#f] and backoff_read(f[#f], now_s) or nil
+  local backoff, backoff_lib
+  if not f.err and f[#f] then
+    backoff_lib = backoff_functions()
+    backoff = backoff_lib.read(f[#f], now_s)
+  end
   local new_backoff_text
   -- The key's `noticed` as read, and as written when it changes: the texts of the caller last
   -- told that it follows the key's settings ("" for none told since `set --key` or a
@@ -554,7 +574,7 @@ local function serve(argv, call_key, call)
         local close = text:find("]", at, true)
         if not (newest and close) then return nil end
         -- The last count has at most 16 digits (below 2^53).
-        local last_at, last = text:match("()(%d+)%]", math.max(at, close - 17))
+        local last_at, last = text:match("()(%d+)%]", max(at, close - 17))
         if not (last_at and last_at + #last == close) then return nil end
         marks.newest[i], marks.last[i], marks.last_at[i], marks.close[i] =
           tonumber(newest), tonumber(last), last_at, close
@@ -635,7 +655,6 @@ local function serve(argv, call_key, call)
       local rate_value, burst_value, warmup_value, cold_value =
         tonumber(rate), tonumber(burst), tonumber(warmup), tonumber(cold)
       -- Only the rate may be infinite (no limit); NaN fails every comparison.
-      local huge = math.huge
       if not (rate_value and rate_value > 0 and
               burst_value and burst_value > -huge and burst_value < huge and
               warmup_value and warmup_value > -huge and warmup_value < huge and
@@ -702,6 +721,22 @@ local function serve(argv, call_key, call)
              (wanted_entry_until == "0" or is_int64_text(wanted_entry_until)) and wanted_quotas
     end
 
+    -- A key of an older layout, read below field by field, brought to the current one in order:
+    -- one step per layout, each giving a key written before it what it added as a key without
+    -- it holds it, so that what reads the fields sees the current layout only. `k`: HMGET's reply
+    -- below (false for a field the key lacks), changed in place. The fields the common call reads
+    -- too (texts, expires, quota_sums, quota_passed, notation, noticed, backoff) say what their
+    -- absence means where they are read; a key without texts is no common call's, and is given
+    -- them by the call that reads it here.
+    local function upgrade_layout(k)
+      -- Before start_full and pay_first: neither.
+      k[7], k[8] = k[7] or "0", k[8] or "0"
+      -- Before timetables: none, and no entry's end.
+      k[9], k[10] = k[9] or "", k[10] or "0"
+      -- Before quotas: none.
+      k[11] = k[11] or ""
+    end
+
     if operation == "set_rate" and argv[6] and not read_wanted(argv[6]) then
       return redis.error_reply("ERR ratelimit: bad arguments")
     end
@@ -731,8 +766,9 @@ local function serve(argv, call_key, call)
           problem = "not a bucket of this version"
         end
       else
-        timetable, entry_until = p[9] or "", p[10] or "0"
-        params = params_table(p[2], p[3], p[4], p[5], p[6], p[7] or "0", p[8] or "0")
+        upgrade_layout(p)
+        timetable, entry_until = p[9], p[10]
+        params = params_table(p[2], p[3], p[4], p[5], p[6], p[7], p[8])
         local free_s, free_ns, expires
         if params and (entry_until == "0" or is_int64_text(entry_until)) then
           stable, max_permits, cool_down, threshold, slope =
@@ -741,8 +777,7 @@ local function serve(argv, call_key, call)
         else
           stored = nil
         end
-        -- Keys written before quotas were have none.
-        local specs = p[11] or ""
+        local specs = p[11]
         key_quotas = quota_specs_of(specs)
         if stored and key_quotas and #key_quotas[1] > 0 then
           quota_states = quota_states_of(p[12], #key_quotas[1])
@@ -797,7 +832,7 @@ local function serve(argv, call_key, call)
       if self.max_permits > 0 then
         local idle = self.now - self.next_free
         local new_permits = idle / self.cool_down
-        self.stored = math.min(self.max_permits, self.stored + new_permits)
+        self.stored = min(self.max_permits, self.stored + new_permits)
       end
       self.next_free = self.now
     end
@@ -805,7 +840,7 @@ local function serve(argv, call_key, call)
     -- TokenBucket::rescale_stored_permits()
     function bucket:rescale(old_max)
       local warming = self.params[1] == "warming_up"
-      if old_max == math.huge then
+      if old_max == huge then
         if warming then self.stored = 0 else self.stored = self.max_permits end
       elseif old_max == 0 then
         if warming then self.stored = self.max_permits else self.stored = 0 end
@@ -830,7 +865,7 @@ local function serve(argv, call_key, call)
     -- TokenBucket::reconfigure().
     function bucket:change_params(new_params)
       local old_rate = self.params.rate
-      if (old_rate == math.huge or new_params.rate == math.huge) and
+      if (old_rate == huge or new_params.rate == huge) and
           old_rate ~= new_params.rate then
         self:start(new_params)
         return
@@ -857,8 +892,8 @@ local function serve(argv, call_key, call)
   if quota_limits or (wanted_quotas and #wanted_quotas[1] > 0) then
     -- Quota::slot_of(): whole microseconds, then slots of `slot` microseconds.
     function quota_slot_at(t, slot, now_s)
-      local us = now_s * 1e6 + math.floor(t / 1000)
-      return (us - math.fmod(us, slot)) / slot
+      local us = now_s * 1e6 + floor(t / 1000)
+      return (us - fmod(us, slot)) / slot
     end
 
     -- Quota(params, now): the newest slot now's, the counts 0.
@@ -872,26 +907,26 @@ local function serve(argv, call_key, call)
     -- may be granted.
     function quota_earliest(limit, slot, state, units, from, now_s)
       local newest = state[1]
-      local d = math.min(math.max(quota_slot_at(from, slot, now_s), newest) - newest, 66)
+      local d = min(max(quota_slot_at(from, slot, now_s), newest) - newest, 66)
       local held = 0
       for j = d + 2, 67 do held = held + state[j] end
       while held + units > limit and d < 66 do
         held = held - state[d + 2]
         d = d + 1
       end
-      return math.max(from, ((newest + d) * slot - now_s * 1e6) * 1000)
+      return max(from, ((newest + d) * slot - now_s * 1e6) * 1000)
     end
 
     -- Quota::book(), booked at `now`.
     function quota_book(slot, state, units, at, now_s, now)
       local newest = state[1]
-      local booked_slot = math.max(quota_slot_at(at, slot, now_s), newest)
+      local booked_slot = max(quota_slot_at(at, slot, now_s), newest)
       local shift = booked_slot - newest
       if shift > 0 then
         -- The counts shifted out that now's window holds (count j holds slot newest - 67 + j).
-        local now_slot = quota_slot_at(math.min(now, at), slot, now_s)
+        local now_slot = quota_slot_at(min(now, at), slot, now_s)
         local passed = newest > now_slot and (state.passed or 0) or 0
-        for j = math.max(now_slot - newest, 0) + 2, math.min(shift, 66) + 1 do
+        for j = max(now_slot - newest, 0) + 2, min(shift, 66) + 1 do
           passed = passed + state[j]
         end
         state.passed = passed
@@ -910,24 +945,24 @@ local function serve(argv, call_key, call)
     function quota_used(limit, slot, state, now, now_s)
       local d = quota_slot_at(now, slot, now_s) - state[1]
       local held = d < 0 and (state.passed or 0) or 0
-      for j = math.max(d, 0) + 2, math.min(d + 65, 65) + 2 do
+      for j = max(d, 0) + 2, min(d + 65, 65) + 2 do
         held = held + state[j]
       end
-      return math.min(held, limit)
+      return min(held, limit)
     end
 
     -- The key's quota_counts, every number with all its digits, its quota_sums: each quota's
     -- sum of counts, joined by blanks, and its quota_passed.
     function quota_counts_text(states)
-      local format = "[" .. string.rep("%.0f,", 66) .. "%.0f]"
+      local counts_format = "[" .. string.rep("%.0f,", 66) .. "%.0f]"
       local texts, sums, passed = {}, {}, {}
       for i = 1, #states do
         local state = states[i]
-        texts[i] = string.format(format, unpack(state))
+        texts[i] = format(counts_format, unpack(state))
         local sum = 0
         for j = 2, 67 do sum = sum + state[j] end
-        sums[i] = string.format("%.0f", sum)
-        passed[i] = string.format("%.0f:%.0f", state[1], state.passed or 0)
+        sums[i] = format("%.0f", sum)
+        passed[i] = format("%.0f:%.0f", state[1], state.passed or 0)
       end
       return "[" .. table.concat(texts, ",") .. "]", table.concat(sums, " "),
              table.concat(passed, " ")
@@ -953,8 +988,8 @@ local function serve(argv, call_key, call)
       local text, pieces, sums, from = marks.text, {}, {}, 1
       for i = 1, #marks.newest do
         pieces[2 * i - 1] = text:sub(from, marks.last_at[i] - 1)
-        pieces[2 * i] = string.format("%.0f", marks.last[i] + units)
-        sums[i] = string.format("%.0f", marks.sum[i] + units)
+        pieces[2 * i] = format("%.0f", marks.last[i] + units)
+        sums[i] = format("%.0f", marks.sum[i] + units)
         from = marks.close[i]
       end
       pieces[#pieces + 1] = text:sub(from)
@@ -1070,8 +1105,8 @@ local function serve(argv, call_key, call)
       local p = params or {rate = rate + 0, burst = burst and burst + 0,
                            warmup = warmup and warmup + 0, cold = cold and cold + 0}
       local in_force
-      booked_stored, booked_free, in_force = backoff_in_force(backoff, stored, next_free, p.rate,
-                                                              now)
+      booked_stored, booked_free, in_force =
+        backoff_lib.in_force(backoff, stored, next_free, p.rate, now)
       booked_from, paused_for = booked_free, integer_string(max(backoff.paused_until - now, 0))
       if in_force ~= p.rate then
         stable, max_permits, cool_down, threshold, slope =
@@ -1176,15 +1211,15 @@ local function serve(argv, call_key, call)
       -- The span, as integer Unix nanoseconds: whole seconds and nine digits of nanoseconds, which
       -- a double could not hold as one number (exact only near the epoch: tests' times).
       local function mark_text(t)
-        local ns = math.fmod(t, NS_PER_S)
-        if ns < 0 then ns = ns + NS_PER_S end
-        local s = now_s + floor((t - ns) / NS_PER_S + 0.5)
+        local ns = math.fmod(t, 1e9)
+        if ns < 0 then ns = ns + 1e9 end
+        local s = now_s + math.floor((t - ns) / 1e9 + 0.5)
         -- The int64 maximum, where the core saturates, is 9223372036 s and 854775807 ns.
         if s > 9223372036 or s == 9223372036 and ns > 854775807 then
           return "9223372036854775807"
         end
         if s > 0 then return string.format("%d%09d", s, ns) end
-        return integer_string(s * NS_PER_S + ns)
+        return integer_string(s * 1e9 + ns)
       end
       wait_text = wait_text .. " " .. mark_text(booked_from) .. " " .. mark_text(next_free)
     end
@@ -1211,28 +1246,28 @@ local function serve(argv, call_key, call)
     if backoff then
       local in_force
       bucket.stored, bucket.next_free, in_force =
-        backoff_in_force(backoff, bucket.stored, bucket.next_free, params.rate, now)
+        backoff_lib.in_force(backoff, bucket.stored, bucket.next_free, params.rate, now)
       if in_force ~= params.rate then
         bucket.stable, bucket.max_permits, bucket.cool_down, bucket.threshold, bucket.slope =
           derive(params[1], in_force, params.burst, params.warmup, params.cold)
         bucket.stored = min(bucket.stored, bucket.max_permits)
       end
-      backoff_shown = string.format("%.17g", in_force) .. " " ..
+      backoff_shown = format("%.17g", in_force) .. " " ..
                       integer_string(max(backoff.paused_until - now, 0)) .. " " ..
-                      string.format("%.0f", backoff.throttles) .. " " ..
-                      string.format("%.0f", now - backoff.last_throttle)
+                      format("%.0f", backoff.throttles) .. " " ..
+                      format("%.0f", now - backoff.last_throttle)
     end
     bucket:resync()
     local status = {params[1], params[2], params[3], params[4], params[5], params[6], params[7],
-                    string.format("%.17g", bucket.stored),
+                    format("%.17g", bucket.stored),
                     integer_string(max(bucket.next_free - now, 0)), timetable, entry_until,
                     redis.call("HGET", key, "notation") or "", backoff_shown}
     -- Each quota's limit, period, used now and the wait for one more unit.
     for i = 1, quota_states and #quota_states or 0 do
       local limit, slot, state = quota_limits[i], quota_slots[i], quota_states[i]
       local n = #status
-      status[n + 1], status[n + 2] = string.format("%.0f", limit), key_quotas[2][i]
-      status[n + 3] = string.format("%.0f", quota_used(limit, slot, state, now, now_s))
+      status[n + 1], status[n + 2] = format("%.0f", limit), key_quotas[2][i]
+      status[n + 3] = format("%.0f", quota_used(limit, slot, state, now, now_s))
       status[n + 4] = integer_string(quota_earliest(limit, slot, state, 1, now, now_s) - now)
     end
     return status
@@ -1240,13 +1275,14 @@ local function serve(argv, call_key, call)
     if not held then return nil end
     -- record_throttle_report(): sent within a century before the report.
     local new_event, extended
+    backoff_lib = backoff_lib or backoff_functions()
     backoff, stored, next_free, new_event, extended =
-      backoff_record(backoff, stored, next_free, params.rate,
+      backoff_lib.record(backoff, stored, next_free, params.rate,
                      now - min(max(sent_before, 0), CENTURY_NS), retry_after, now, now_s, max_time)
-    new_backoff_text = backoff_text(backoff, now_s)
+    new_backoff_text = backoff_lib.text(backoff, now_s)
     reply = {new_event and 1 or 0, extended and 1 or 0,
              integer_string(max(backoff.paused_until - now, 0)),
-             string.format("%.17g", backoff_rate_in_force(backoff, params.rate, now))}
+             format("%.17g", backoff_lib.rate_in_force(backoff, params.rate, now))}
   elseif operation == "set_rate" and argv[6] then
     -- All the settings (`ratelimit set --key`), change_settings(); a key without a bucket (or
     -- with a damaged one) is made with them.
@@ -1314,7 +1350,7 @@ local function serve(argv, call_key, call)
   end
 
   -- What changed since the key was read (everything for a new bucket), in one HSET, and the expiry.
-  local ns = math.fmod(next_free, NS_PER_S)
+  local ns = fmod(next_free, NS_PER_S)
   if ns < 0 then ns = ns + NS_PER_S end
   local s = now_s + floor((next_free - ns) / NS_PER_S + 0.5)
   local stored_changed, free_s_changed = stored ~= saved_stored, s ~= saved_free_s
@@ -1336,7 +1372,8 @@ local function serve(argv, call_key, call)
   -- And a key backing off keeps its back-off until it has recovered.
   if backoff then
     local configured = params and params.rate or rate + 0
-    full_in_ms = max(full_in_ms, math.ceil((backoff_recovered_at(backoff, configured) - now) / 1e6))
+    local recovered_at = backoff_lib.recovered_at(backoff, configured)
+    full_in_ms = max(full_in_ms, math.ceil((recovered_at - now) / 1e6))
   end
   -- A kept key stays KEPT_MS after its last call, its expiry moved once per KEPT_MARGIN_MS.
   local margin = EXPIRY_MARGIN_MS

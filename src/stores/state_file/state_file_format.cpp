@@ -2,6 +2,7 @@
 
 #include <fmt/core.h>
 
+#include <array>
 #include <cmath>
 #include <cstdint>
 #include <cstring>
@@ -22,10 +23,8 @@ constexpr std::string_view kMagic = "RLBUCKET";
 // one does. A key never throttled is still written as version 8, without the back-off.
 constexpr std::uint32_t kVersion = 9;
 constexpr std::uint32_t kVersionWithoutBackoff = 8;
-constexpr std::uint32_t kVersionWithoutPassed = 7;
-constexpr std::uint32_t kVersionWithoutNoticed = 6;
-constexpr std::uint32_t kVersionWithoutNotation = 5;
-constexpr std::uint32_t kVersionWithoutQuotas = 4;
+// The oldest version read; each later one is a step of kVersionSteps below.
+constexpr std::uint32_t kOldestVersion = 4;
 // A notation is a few words (format::notation_text()).
 constexpr std::uint32_t kMaxNotationBytes = 64;
 // Limit, period, newest slot and the counts.
@@ -151,6 +150,119 @@ namespace {
 // Why bytes are no record ("bad checksum"); none when they are one so far.
 using Problem = std::optional<std::string>;
 
+// What the sections read so far make of a record: its size with them (and the checksum), and
+// its number of quotas.
+struct Layout {
+  std::size_t size = kFixedRecordBytes;
+  std::uint32_t quotas = 0;
+};
+
+// The length at the end of the sections read so far (just before the checksum); 0 if the bytes
+// end before `end`.
+std::uint32_t length_at(std::string_view bytes, std::size_t offset, std::size_t end) {
+  std::uint32_t length = 0;
+  if (bytes.size() >= end) std::memcpy(&length, bytes.data() + offset, sizeof length);
+  return length;
+}
+
+// One step per version after 4, in order: the section that version added after the last, its
+// size (from the lengths it holds, each read where it lies, so that a torn or extended record is
+// named as such; a length beyond what a record may hold is a problem) and its fields. A record of
+// version V is read through the steps up to V's; what the later ones add keeps StateRecord's
+// values for a record without it (no quotas, no notation, none told, none passed, never
+// throttled), so that what reads the record sees the current version only.
+struct VersionStep {
+  std::uint32_t version;
+  Problem (*measure)(std::string_view bytes, Layout& layout);
+  // May throw std::invalid_argument (a quota no Quota holds).
+  Problem (*read)(FieldReader& reader, Layout& layout, StateRecord& record);
+};
+
+constexpr std::array<VersionStep, 5> kVersionSteps{{
+    // 5: the quotas, their number first.
+    {5,
+     [](std::string_view bytes, Layout& layout) -> Problem {
+       layout.quotas = length_at(bytes, layout.size - sizeof(std::uint64_t),
+                                 layout.size + sizeof(std::uint32_t));
+       if (layout.quotas > kMaxRecordQuotas)
+         return "record of " + std::to_string(layout.quotas) + " quotas, at most " +
+                std::to_string(kMaxRecordQuotas);
+       layout.size += sizeof(std::uint32_t) + layout.quotas * kQuotaRecordBytes;
+       return std::nullopt;
+     },
+     [](FieldReader& reader, Layout& layout, StateRecord& record) -> Problem {
+       layout.quotas = reader.next<std::uint32_t>();
+       for (std::uint32_t i = 0; i < layout.quotas; ++i) {
+         QuotaParams params;
+         params.limit = reader.next<std::int64_t>();
+         params.period = std::chrono::nanoseconds(reader.next<std::int64_t>());
+         QuotaState state;
+         state.newest_slot = reader.next<std::int64_t>();
+         for (std::int64_t& count : state.counts) count = reader.next<std::int64_t>();
+         record.quotas.emplace_back(params, state);  // validates them
+       }
+       return std::nullopt;
+     }},
+    // 6: the notation, its length first.
+    {6,
+     [](std::string_view bytes, Layout& layout) -> Problem {
+       const std::size_t offset = layout.size - sizeof(std::uint64_t);
+       const std::uint32_t notation_bytes =
+           length_at(bytes, offset, offset + sizeof(std::uint32_t));
+       if (notation_bytes > kMaxNotationBytes)
+         return "notation of " + std::to_string(notation_bytes) + " bytes, at most " +
+                std::to_string(kMaxNotationBytes);
+       layout.size += sizeof(std::uint32_t) + notation_bytes;
+       return std::nullopt;
+     },
+     [](FieldReader& reader, Layout&, StateRecord& record) -> Problem {
+       record.notation = std::string(reader.next_bytes(reader.next<std::uint32_t>()));
+       return std::nullopt;
+     }},
+    // 7: the fingerprint of the settings last told.
+    {7,
+     [](std::string_view, Layout& layout) -> Problem {
+       layout.size += sizeof(StateRecord::noticed);
+       return std::nullopt;
+     },
+     [](FieldReader& reader, Layout&, StateRecord& record) -> Problem {
+       record.noticed = reader.next<std::uint64_t>();
+       return std::nullopt;
+     }},
+    // 8: each quota's passed count.
+    {8,
+     [](std::string_view, Layout& layout) -> Problem {
+       layout.size += layout.quotas * sizeof(std::int64_t);
+       return std::nullopt;
+     },
+     [](FieldReader& reader, Layout&, StateRecord& record) -> Problem {
+       for (Quota& quota : record.quotas) {
+         QuotaState state = quota.state();
+         state.passed = reader.next<std::int64_t>();
+         quota = Quota(quota.params(), state);  // validates it
+       }
+       return std::nullopt;
+     }},
+    // 9: the back-off, on a key ever throttled (a key never throttled is written as version 8).
+    {9,
+     [](std::string_view, Layout& layout) -> Problem {
+       layout.size += kBackoffRecordBytes;
+       return std::nullopt;
+     },
+     [](FieldReader& reader, Layout&, StateRecord& record) -> Problem {
+       record.backoff.paused_until = std::chrono::nanoseconds(reader.next<std::int64_t>());
+       record.backoff.event_at = std::chrono::nanoseconds(reader.next<std::int64_t>());
+       record.backoff.rate_before_cut = reader.next<double>();
+       record.backoff.throttles = reader.next<std::int64_t>();
+       record.backoff.last_throttle = std::chrono::nanoseconds(reader.next<std::int64_t>());
+       if (record.backoff.throttles < 1 || !(record.backoff.rate_before_cut >= 0.0))
+         return "invalid back-off: " + std::to_string(record.backoff.throttles) +
+                " throttles, rate " + fmt::format("{:g}", record.backoff.rate_before_cut);
+       return std::nullopt;
+     }},
+}};
+static_assert(kVersionSteps.back().version == kVersion);
+
 // The version the record says it is, first, so that a record of another size from another
 // version is named as such: kVersion where the bytes do not begin with the magic (the size or the
 // magic is then found wrong).
@@ -159,53 +271,25 @@ Problem read_version(std::string_view bytes, std::uint32_t& version) {
   if (bytes.size() < kMagic.size() + sizeof(std::uint32_t) || !bytes.starts_with(kMagic))
     return std::nullopt;
   std::memcpy(&version, bytes.data() + kMagic.size(), sizeof version);
-  if (version == kVersion || version == kVersionWithoutBackoff ||
-      version == kVersionWithoutPassed || version == kVersionWithoutNoticed ||
-      version == kVersionWithoutNotation || version == kVersionWithoutQuotas)
-    return std::nullopt;
+  if (version >= kOldestVersion && version <= kVersion) return std::nullopt;
   return "record version " + std::to_string(version) + ", expected " + std::to_string(kVersion);
 }
 
-// The size that the lengths a record of `version` holds give it (the timetable's, the number of
-// quotas, the notation's), each read where it lies, so that a torn or extended record is named as
-// such; a length beyond what a record may hold is a problem. Fewer bytes than the fixed fields:
-// their size.
+// The size that the lengths a record of `version` holds give it (the timetable's, then each
+// step's up to `version`). Fewer bytes than the fixed fields: their size.
 Problem read_expected_size(std::string_view bytes, std::uint32_t version, std::size_t& size) {
   size = kFixedRecordBytes;
   if (bytes.size() < kFixedRecordBytes) return std::nullopt;
-  // The length at `offset`; 0 if the bytes end before `end`.
-  const auto length_at = [bytes](std::size_t offset, std::size_t end) {
-    std::uint32_t length = 0;
-    if (bytes.size() >= end) std::memcpy(&length, bytes.data() + offset, sizeof length);
-    return length;
-  };
-  const std::uint32_t timetable_bytes = length_at(kTimetableLengthOffset, kFixedRecordBytes);
+  const std::uint32_t timetable_bytes = length_at(bytes, kTimetableLengthOffset, kFixedRecordBytes);
   if (timetable_bytes > kMaxTimetableBytes)
     return "timetable of " + std::to_string(timetable_bytes) + " bytes, at most " +
            std::to_string(kMaxTimetableBytes);
-  size += timetable_bytes;
-  std::uint32_t quotas = 0;
-  if (version != kVersionWithoutQuotas) {
-    // The number of quotas just after the timetable.
-    quotas = length_at(kTimetableLengthOffset + sizeof(std::uint32_t) + timetable_bytes,
-                       size + sizeof(std::uint32_t));
-    if (quotas > kMaxRecordQuotas)
-      return "record of " + std::to_string(quotas) + " quotas, at most " +
-             std::to_string(kMaxRecordQuotas);
-    size += sizeof(std::uint32_t) + quotas * kQuotaRecordBytes;
+  Layout layout{.size = kFixedRecordBytes + timetable_bytes};
+  for (const VersionStep& step : kVersionSteps) {
+    if (step.version > version) break;
+    if (Problem problem = step.measure(bytes, layout)) return problem;
   }
-  if (version >= kVersionWithoutNoticed) {
-    // The notation's length just after the quotas, before the checksum.
-    const std::size_t offset = size - sizeof(std::uint64_t);
-    const std::uint32_t notation_bytes = length_at(offset, offset + sizeof(std::uint32_t));
-    if (notation_bytes > kMaxNotationBytes)
-      return "notation of " + std::to_string(notation_bytes) + " bytes, at most " +
-             std::to_string(kMaxNotationBytes);
-    size += sizeof(std::uint32_t) + notation_bytes;
-  }
-  if (version >= kVersionWithoutPassed) size += sizeof(std::uint64_t);
-  if (version >= kVersionWithoutBackoff) size += quotas * sizeof(std::int64_t);
-  if (version == kVersion) size += kBackoffRecordBytes;
+  size = layout.size;
   return std::nullopt;
 }
 
@@ -219,7 +303,8 @@ Problem check_integrity(std::string_view bytes) {
   return std::nullopt;
 }
 
-// The fields of an intact record of `version` into `record`; a value no bucket holds is a problem.
+// The fields of an intact record of `version` into `record`: version 4's, then each step's up to
+// `version`; a value no bucket holds is a problem.
 Problem read_fields(std::string_view bytes, std::uint32_t version, StateRecord& record) {
   FieldReader reader(bytes);
   reader.next_bytes(kMagic.size());
@@ -242,40 +327,14 @@ Problem read_fields(std::string_view bytes, std::uint32_t version, StateRecord& 
   record.boot_id = unpadded(reader.next_bytes(kBootIdBytes));
   record.schedule.entry_until = reader.next<std::int64_t>();
   record.schedule.timetable = std::string(reader.next_bytes(reader.next<std::uint32_t>()));
-  try {
-    const std::uint32_t quotas =
-        version != kVersionWithoutQuotas ? reader.next<std::uint32_t>() : 0;
-    for (std::uint32_t i = 0; i < quotas; ++i) {
-      QuotaParams params;
-      params.limit = reader.next<std::int64_t>();
-      params.period = std::chrono::nanoseconds(reader.next<std::int64_t>());
-      QuotaState state;
-      state.newest_slot = reader.next<std::int64_t>();
-      for (std::int64_t& count : state.counts) count = reader.next<std::int64_t>();
-      record.quotas.emplace_back(params, state);  // validates them
+  Layout layout;
+  for (const VersionStep& step : kVersionSteps) {
+    if (step.version > version) break;
+    try {
+      if (Problem problem = step.read(reader, layout, record)) return problem;
+    } catch (const std::invalid_argument& error) {
+      return std::string("invalid bucket: ") + error.what();
     }
-    if (version >= kVersionWithoutNoticed)
-      record.notation = std::string(reader.next_bytes(reader.next<std::uint32_t>()));
-    if (version >= kVersionWithoutPassed) record.noticed = reader.next<std::uint64_t>();
-    if (version >= kVersionWithoutBackoff) {
-      for (Quota& quota : record.quotas) {
-        QuotaState state = quota.state();
-        state.passed = reader.next<std::int64_t>();
-        quota = Quota(quota.params(), state);  // validates it
-      }
-    }
-  } catch (const std::invalid_argument& error) {
-    return std::string("invalid bucket: ") + error.what();
-  }
-  if (version == kVersion) {
-    record.backoff.paused_until = std::chrono::nanoseconds(reader.next<std::int64_t>());
-    record.backoff.event_at = std::chrono::nanoseconds(reader.next<std::int64_t>());
-    record.backoff.rate_before_cut = reader.next<double>();
-    record.backoff.throttles = reader.next<std::int64_t>();
-    record.backoff.last_throttle = std::chrono::nanoseconds(reader.next<std::int64_t>());
-    if (record.backoff.throttles < 1 || !(record.backoff.rate_before_cut >= 0.0))
-      return "invalid back-off: " + std::to_string(record.backoff.throttles) + " throttles, rate " +
-             fmt::format("{:g}", record.backoff.rate_before_cut);
   }
   return std::nullopt;
 }
