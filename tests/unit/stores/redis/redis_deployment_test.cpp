@@ -11,7 +11,7 @@ using Kind = Deployment::Kind;
 
 TEST(RedisDeployment, SentinelsWithEverything) {
   const Deployment deployment =
-      parse_redis_deployment("redis-sentinel://alice:p%40ss@s1.lan:26380,[::1],s3/cache/2");
+      parse_deployment("redis-sentinel://alice:p%40ss@s1.lan:26380,[::1],s3/cache/2");
   EXPECT_EQ(deployment.kind, Kind::sentinel);
   EXPECT_EQ(deployment.master_name, "cache");
   EXPECT_EQ(deployment.node.user, "alice");
@@ -31,7 +31,7 @@ TEST(RedisDeployment, SentinelsWithEverything) {
 }
 
 TEST(RedisDeployment, SentinelDefaults) {
-  const Deployment deployment = parse_redis_deployment("redis-sentinel://127.0.0.1:5000/m");
+  const Deployment deployment = parse_deployment("redis-sentinel://127.0.0.1:5000/m");
   EXPECT_EQ(deployment.master_name, "m");
   EXPECT_EQ(deployment.node.database, 0);
   EXPECT_TRUE(deployment.node.password.empty());
@@ -40,7 +40,7 @@ TEST(RedisDeployment, SentinelDefaults) {
 }
 
 TEST(RedisDeployment, OtherUrlsNameOneServer) {
-  const Deployment deployment = parse_redis_deployment("redis://:pw@h:7000/1");
+  const Deployment deployment = parse_deployment("redis://:pw@h:7000/1");
   EXPECT_EQ(deployment.kind, Kind::server);
   EXPECT_EQ(deployment.node.host, "h");
   EXPECT_EQ(deployment.node.port, 7000);
@@ -48,28 +48,28 @@ TEST(RedisDeployment, OtherUrlsNameOneServer) {
 }
 
 TEST(RedisDeployment, BadSentinelUrlsNameTheUrlWithoutThePassword) {
-  EXPECT_EQ(usage_error_of(parse_redis_deployment, "redis-sentinel://:secret@h:1"),
+  EXPECT_EQ(usage_error_of(parse_deployment, "redis-sentinel://:secret@h:1"),
             "bad Redis URL 'redis-sentinel://:***@h:1': expected /MASTER_NAME after the "
             "sentinels: redis-sentinel://host:port[,host:port...]/MASTER_NAME[/db]");
-  EXPECT_EQ(usage_error_of(parse_redis_deployment, "redis-sentinel://:secret@h:1/"),
+  EXPECT_EQ(usage_error_of(parse_deployment, "redis-sentinel://:secret@h:1/"),
             "bad Redis URL 'redis-sentinel://:***@h:1/': no master name after the sentinels");
-  EXPECT_EQ(usage_error_of(parse_redis_deployment, "redis-sentinel://:secret@h:1,,h:2/m"),
+  EXPECT_EQ(usage_error_of(parse_deployment, "redis-sentinel://:secret@h:1,,h:2/m"),
             "bad Redis URL 'redis-sentinel://:***@h:1,,h:2/m': an empty sentinel address");
-  EXPECT_EQ(usage_error_of(parse_redis_deployment, "redis-sentinel://:secret@h:99999/m"),
+  EXPECT_EQ(usage_error_of(parse_deployment, "redis-sentinel://:secret@h:99999/m"),
             "bad Redis URL 'redis-sentinel://:***@h:99999/m': the port must be a number from 1 "
             "to 65535");
-  EXPECT_EQ(usage_error_of(parse_redis_deployment, "redis-sentinel://:secret@h:1/m/x"),
+  EXPECT_EQ(usage_error_of(parse_deployment, "redis-sentinel://:secret@h:1/m/x"),
             "bad Redis URL 'redis-sentinel://:***@h:1/m/x': the database after '/' must be a "
             "number");
-  EXPECT_EQ(usage_error_of(parse_redis_deployment, "redis-sentinel://secret@h:1/m"),
+  EXPECT_EQ(usage_error_of(parse_deployment, "redis-sentinel://secret@h:1/m"),
             "bad Redis URL 'redis-sentinel://***@h:1/m': a user needs a password: "
             "[user]:password@");
-  EXPECT_EQ(usage_error_of(parse_redis_deployment, "redis-sentinel:///m"),
+  EXPECT_EQ(usage_error_of(parse_deployment, "redis-sentinel:///m"),
             "bad Redis URL 'redis-sentinel:///m': an empty sentinel address");
 }
 
 TEST(RedisDeployment, NodeAddressKeepsTheCredentials) {
-  const Address seed = parse_redis_url("redis://u:pw@seed:7000/0");
+  const Address seed = parse_url("redis://u:pw@seed:7000/0");
   const Address node = node_address(seed, "127.0.0.1", 7002);
   EXPECT_EQ(node.host, "127.0.0.1");
   EXPECT_EQ(node.port, 7002);

@@ -16,7 +16,7 @@ using namespace std::chrono_literals;
 // `options` after the option `name` read `text` (a duration given as `duration` too).
 void give(Options& options, std::string_view name, std::string_view text,
           std::chrono::nanoseconds duration = {}) {
-  const auto all = redis_store_options();
+  const auto all = store_options();
   const auto option = std::find_if(
       all.begin(), all.end(), [name](const auto& declared) { return declared.text.name == name; });
   ASSERT_NE(option, all.end()) << name;
@@ -27,7 +27,7 @@ TEST(RedisOptions, EveryOptionIsDeclaredOnceUnderItsName) {
   for (const std::string_view name :
        {kUrlOption, kTimeoutOption, kFailoverTimeoutOption, kTlsCaOption, kTlsCertOption,
         kTlsKeyOption, kTlsInsecureOption, kOnErrorOption}) {
-    const auto all = redis_store_options();
+    const auto all = store_options();
     EXPECT_EQ(std::count_if(all.begin(), all.end(),
                             [name](const auto& option) { return option.text.name == name; }),
               1)
@@ -42,20 +42,37 @@ TEST(RedisOptions, ValuesAreReadIntoTheirPlaces) {
   give(options, kTlsCertOption, "me.pem");
   give(options, kTlsKeyOption, "me.key");
   give(options, kTlsInsecureOption, "");
-  EXPECT_EQ(options.url.written, "redis://cache.lan");
-  EXPECT_EQ(options.tls.ca_file, "ca.pem");
-  EXPECT_EQ(options.tls.cert_file, "me.pem");
-  EXPECT_EQ(options.tls.key_file, "me.key");
-  EXPECT_FALSE(options.tls.verify);
+  EXPECT_EQ(options.settings.url.written, "redis://cache.lan");
+  EXPECT_EQ(options.settings.deployment.node.host, "cache.lan");
+  EXPECT_EQ(options.settings.tls.ca_file, "ca.pem");
+  EXPECT_EQ(options.settings.tls.cert_file, "me.pem");
+  EXPECT_EQ(options.settings.tls.key_file, "me.key");
+  EXPECT_FALSE(options.settings.tls.verify);
+  // An empty URL is no Redis; what else was read stays.
+  give(options, kUrlOption, "");
+  EXPECT_EQ(options.settings.url.written, "");
+  EXPECT_EQ(options.settings.deployment.node.host, "");
+  EXPECT_EQ(options.settings.tls.ca_file, "ca.pem");
+}
+
+// The URL is parsed as it is read: a bad one is refused then, its password hidden, whether or not
+// the command goes on to open the store.
+TEST(RedisOptions, ABadUrlIsRefusedWhenRead) {
+  Options options;
+  EXPECT_EQ(usage_error_of(give, options, kUrlOption, "redis://:hunter2@cache.lan:0", 0s),
+            "bad Redis URL 'redis://:***@cache.lan:0': the port must be a number from 1 to 65535");
+  EXPECT_EQ(usage_error_of(give, options, kUrlOption, "redis-sentinel://s1:26379", 0s)
+                .find("bad Redis URL 'redis-sentinel://s1:26379': "),
+            0u);
 }
 
 // Timeouts are whole milliseconds, rounded up, and at least one.
 TEST(RedisOptions, TimeoutsAreAtLeastAMillisecond) {
   Options options;
   give(options, kTimeoutOption, "1500us", 1500us);
-  EXPECT_EQ(options.timeout, 2ms);
+  EXPECT_EQ(options.settings.timeout, 2ms);
   give(options, kFailoverTimeoutOption, "2m", 2min);
-  EXPECT_EQ(options.failover_timeout, 2min);
+  EXPECT_EQ(options.settings.failover_timeout, 2min);
   EXPECT_EQ(usage_error_of(give, options, kTimeoutOption, "0s", 0s),
             "invalid duration '0s': must be at least 1ms");
   EXPECT_EQ(usage_error_of(give, options, kFailoverTimeoutOption, "999us", 999us),
@@ -82,12 +99,15 @@ TEST(RedisOptions, WhatToDoWhileRedisCannotAnswer) {
 
 TEST(RedisOptions, TlsOptionsNeedARedisUrl) {
   Options options;
-  check_redis_options(options);
-  options.tls.verify = false;
-  EXPECT_EQ(usage_error_of(check_redis_options, options),
+  check_options(options);
+  options.settings.tls.verify = false;
+  EXPECT_EQ(usage_error_of(check_options, options),
             "the --redis-tls-* options need a rediss:// URL (--redis or $RATELIMIT_REDIS)");
-  options.url = "rediss://cache.lan";
-  EXPECT_EQ(usage_error_of(check_redis_options, options), "accepted");
+  options.settings.read_url("redis://:hunter2@cache.lan");
+  EXPECT_EQ(usage_error_of(check_options, options),
+            "the --redis-tls-* options need a rediss:// URL, not 'redis://:***@cache.lan'");
+  options.settings.read_url("rediss://cache.lan");
+  EXPECT_EQ(usage_error_of(check_options, options), "accepted");
 }
 
 }  // namespace
