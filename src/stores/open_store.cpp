@@ -29,7 +29,7 @@ const std::vector<StoreOption<StoresOptions>>& store_options() {
   return all;
 }
 
-void check_store_options(const StoresOptions& options) { redis::check_options(options.redis); }
+void check_store_options(StoresOptions& options) { redis::check_options(options.redis); }
 
 bool names_shared_store(const StoresOptions& options) {
   return !options.redis.settings.url.written.empty();

@@ -7,14 +7,14 @@
 
 namespace ratelimit::testing {
 
-// The settings of a store or topology at `url`, read as --redis reads it.
+// The settings of a store or topology at `url`, read as --redis and check_options() read it.
 inline stores::redis::Settings settings_of(
     const std::string& url, std::chrono::milliseconds timeout,
     const stores::redis::TlsOptions& tls = {},
     std::chrono::milliseconds failover_timeout = stores::redis::kDefaultFailoverTimeout) {
   stores::redis::Settings settings{
-      .tls = tls, .timeout = timeout, .failover_timeout = failover_timeout};
-  settings.read_url(url);
+      .url = url, .tls = tls, .timeout = timeout, .failover_timeout = failover_timeout};
+  settings.parse_url();
   return settings;
 }
 

@@ -72,7 +72,7 @@ const StoreOption<Options> kOptions[] = {
               "[default: $RATELIMIT_REDIS]",
       .environment = kUrlVariable},
      [](Options& options, const GivenValue& value) {
-       options.settings.read_url(std::string(value.text));
+       options.settings.url = Url(std::string(value.text));
      }},
     timeout_option(kTimeoutOption,
                    "Give up on Redis if an operation (connect, TLS, its commands) takes longer "
@@ -120,8 +120,9 @@ const StoreOption<Options> kOptions[] = {
 
 std::span<const StoreOption<Options>> store_options() { return kOptions; }
 
-void check_options(const Options& options) {
-  const Settings& settings = options.settings;
+void check_options(Options& options) {
+  Settings& settings = options.settings;
+  settings.parse_url();
   const TlsOptions& tls = settings.tls;
   if (tls.ca_file.empty() && tls.cert_file.empty() && tls.key_file.empty() && tls.verify) return;
   if (settings.url.written.empty())

@@ -41,9 +41,10 @@ inline constexpr std::string_view kAnyTlsOption = "--redis-tls-*";
 // Every option of the store, in the order --help lists them.
 std::span<const StoreOption<Options>> store_options();
 
-// Checks what the options say together, once all are read: TLS options without Redis, or with a
-// URL that is not rediss://, would go unnoticed (a typo'd or forgotten --redis). Throws
-// UsageError.
-void check_options(const Options& options);
+// Checks what the options say together, once all are read, before the command runs: the URL
+// parsed into the settings' deployment (a bad one refused even by a command that would not open
+// the store); TLS options without Redis, or with a URL that is not rediss://, would go unnoticed
+// (a typo'd or forgotten --redis). Throws UsageError.
+void check_options(Options& options);
 
 }  // namespace ratelimit::stores::redis

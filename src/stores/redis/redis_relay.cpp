@@ -385,7 +385,7 @@ Topology& Relay::deployment(const Request& request) {
       };
     };
     Settings settings = request.settings;
-    settings.deployment = parse_deployment(settings.url);
+    settings.parse_url();
     settings.tls.session_dir = session_dir_;
     found = deployments_
                 .try_emplace(request.deployment_key, std::move(settings), kept_as("note"),

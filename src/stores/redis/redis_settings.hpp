@@ -18,8 +18,8 @@ inline constexpr std::chrono::milliseconds kDefaultFailoverTimeout{60'000};
 struct Settings {
   // redis://..., rediss://..., unix://... or redis-sentinel://... as written and shown; empty:
   // no Redis.
-  Url url;
-  // What `url` names, parsed where it is read (read_url()).
+  Url url{};
+  // What `url` names, parsed once all options are read (parse_url()).
   Deployment deployment{};
   TlsOptions tls{};  // for a rediss:// URL
   // Bounds the connection and every command.
@@ -27,9 +27,9 @@ struct Settings {
   // Bounds a failover: the search for the new master (redis_topology.hpp).
   std::chrono::milliseconds failover_timeout = kDefaultFailoverTimeout;
 
-  // Reads `written` as the URL (empty: no Redis): throws UsageError naming it as shown and what is
-  // wrong with it.
-  void read_url(std::string written);
+  // Reads `url` into `deployment` (an empty one: no Redis). Throws UsageError naming it as shown
+  // and what is wrong with it.
+  void parse_url();
 };
 
 }  // namespace ratelimit::stores::redis

@@ -38,7 +38,8 @@ TEST(OpenStore, AUrlNamesRedisWithItsPolicy) {
   testing::TempDir state;
   StoresOptions options;
   options.local.directory = state.string();
-  options.redis.settings.read_url("unix://:hunter2@" + (state.path() / "no-server.sock").string());
+  options.redis.settings.url = "unix://:hunter2@" + (state.path() / "no-server.sock").string();
+  check_store_options(options);
   std::vector<std::string> warnings;
   options.warn = [&](const std::string& warning) { warnings.push_back(warning); };
   EXPECT_TRUE(names_shared_store(options));

@@ -42,28 +42,29 @@ TEST(RedisOptions, ValuesAreReadIntoTheirPlaces) {
   give(options, kTlsCertOption, "me.pem");
   give(options, kTlsKeyOption, "me.key");
   give(options, kTlsInsecureOption, "");
+  check_options(options);
   EXPECT_EQ(options.settings.url.written, "redis://cache.lan");
   EXPECT_EQ(options.settings.deployment.node.host, "cache.lan");
   EXPECT_EQ(options.settings.tls.ca_file, "ca.pem");
   EXPECT_EQ(options.settings.tls.cert_file, "me.pem");
   EXPECT_EQ(options.settings.tls.key_file, "me.key");
   EXPECT_FALSE(options.settings.tls.verify);
-  // An empty URL is no Redis; what else was read stays.
-  give(options, kUrlOption, "");
-  EXPECT_EQ(options.settings.url.written, "");
-  EXPECT_EQ(options.settings.deployment.node.host, "");
-  EXPECT_EQ(options.settings.tls.ca_file, "ca.pem");
 }
 
-// The URL is parsed as it is read: a bad one is refused then, its password hidden, whether or not
-// the command goes on to open the store.
-TEST(RedisOptions, ABadUrlIsRefusedWhenRead) {
+// The URL is parsed once all options are read: a bad one is refused then, its password hidden,
+// whether or not the command goes on to open the store; an empty one is no Redis.
+TEST(RedisOptions, ABadUrlIsRefusedOnceTheOptionsAreRead) {
   Options options;
-  EXPECT_EQ(usage_error_of(give, options, kUrlOption, "redis://:hunter2@cache.lan:0", 0s),
+  give(options, kUrlOption, "redis://:hunter2@cache.lan:0");
+  EXPECT_EQ(usage_error_of(check_options, options),
             "bad Redis URL 'redis://:***@cache.lan:0': the port must be a number from 1 to 65535");
-  EXPECT_EQ(usage_error_of(give, options, kUrlOption, "redis-sentinel://s1:26379", 0s)
-                .find("bad Redis URL 'redis-sentinel://s1:26379': "),
-            0u);
+  give(options, kUrlOption, "redis-sentinel://s1:26379");
+  EXPECT_EQ(
+      usage_error_of(check_options, options).find("bad Redis URL 'redis-sentinel://s1:26379': "),
+      0u);
+  give(options, kUrlOption, "");
+  EXPECT_EQ(usage_error_of(check_options, options), "accepted");
+  EXPECT_EQ(options.settings.deployment.node.host, "");
 }
 
 // Timeouts are whole milliseconds, rounded up, and at least one.
@@ -103,10 +104,10 @@ TEST(RedisOptions, TlsOptionsNeedARedisUrl) {
   options.settings.tls.verify = false;
   EXPECT_EQ(usage_error_of(check_options, options),
             "the --redis-tls-* options need a rediss:// URL (--redis or $RATELIMIT_REDIS)");
-  options.settings.read_url("redis://:hunter2@cache.lan");
+  options.settings.url = "redis://:hunter2@cache.lan";
   EXPECT_EQ(usage_error_of(check_options, options),
             "the --redis-tls-* options need a rediss:// URL, not 'redis://:***@cache.lan'");
-  options.settings.read_url("rediss://cache.lan");
+  options.settings.url = "rediss://cache.lan";
   EXPECT_EQ(usage_error_of(check_options, options), "accepted");
 }
 
