@@ -37,13 +37,13 @@ TEST(RedisOptions, EveryOptionIsDeclaredOnceUnderItsName) {
 
 TEST(RedisOptions, ValuesAreReadIntoTheirPlaces) {
   Options options;
-  give(options, kUrlOption, "redis://cache.lan");
+  give(options, kUrlOption, "rediss://cache.lan");
   give(options, kTlsCaOption, "ca.pem");
   give(options, kTlsCertOption, "me.pem");
   give(options, kTlsKeyOption, "me.key");
   give(options, kTlsInsecureOption, "");
   check_options(options);
-  EXPECT_EQ(options.settings.url.written, "redis://cache.lan");
+  EXPECT_EQ(options.settings.url.written, "rediss://cache.lan");
   EXPECT_EQ(options.settings.deployment.node.host, "cache.lan");
   EXPECT_EQ(options.settings.tls.ca_file, "ca.pem");
   EXPECT_EQ(options.settings.tls.cert_file, "me.pem");
