@@ -17,6 +17,7 @@
 #include "agent/agent.hpp"
 #include "agent/agent_protocol.hpp"
 #include "io/background_task.hpp"
+#include "io/posix.hpp"
 #include "state/state_directory.hpp"
 #include "stores/open_store.hpp"
 
@@ -38,23 +39,30 @@ void record_stop(int signal) { stop_signal = signal; }
 // where their handler only records them; SIGPIPE is ignored (a client gone is an error return).
 class AgentSignals {
  public:
-  AgentSignals() {
-    sigemptyset(&stops_);
-    struct sigaction action {};
-    action.sa_handler = record_stop;
-    sigemptyset(&action.sa_mask);
-    for (const int signal : {SIGTERM, SIGINT, SIGHUP}) {
-      sigaddset(&stops_, signal);
-      ::sigaction(signal, &action, nullptr);
-    }
+  AgentSignals() : blocked_(handled_stops()), waiting_mask_(blocked_.previous()) {
     ::signal(SIGPIPE, SIG_IGN);
-    ::sigprocmask(SIG_BLOCK, &stops_, &waiting_mask_);
-    for (const int signal : {SIGTERM, SIGINT, SIGHUP}) sigdelset(&waiting_mask_, signal);
+    for (const int signal : kStops) sigdelset(&waiting_mask_, signal);
   }
   const sigset_t* waiting_mask() const { return &waiting_mask_; }
 
  private:
-  sigset_t stops_;
+  static constexpr std::array kStops = {SIGTERM, SIGINT, SIGHUP};
+
+  // The stop signals, each given to record_stop.
+  static sigset_t handled_stops() {
+    sigset_t stops;
+    sigemptyset(&stops);
+    struct sigaction action {};
+    action.sa_handler = record_stop;
+    sigemptyset(&action.sa_mask);
+    for (const int signal : kStops) {
+      sigaddset(&stops, signal);
+      ::sigaction(signal, &action, nullptr);
+    }
+    return stops;
+  }
+
+  const io::BlockedSignals blocked_;
   sigset_t waiting_mask_;
 };
 

@@ -194,7 +194,7 @@ void add_store_options(CLI::App& app, StoreOptions& options) {
     stores::StoresOptions& chosen = options.stores;
     stores::check_store_options(chosen);
     chosen.local.directory = options.state_dir;
-    chosen.redis.tls.session_dir = options.state_dir;
+    chosen.redis.settings.tls.session_dir = options.state_dir;
     if (stores::names_shared_store(chosen) && !options.no_agent)
       chosen.redis.agent = std::make_shared<agent::AgentClient>(options.state_dir);
     chosen.notify = [verbose = options.verbose](const std::string& message) {

@@ -44,23 +44,16 @@ class ThreadTask final : public BackgroundTask {
     if (!stop_) throw_errno("eventfd");
     // Blocked in the new thread from its first instruction: the mask is inherited.
     sigset_t all;
-    sigset_t previous;
     ::sigfillset(&all);
-    ::pthread_sigmask(SIG_SETMASK, &all, &previous);
-    try {
-      thread_ = std::thread([this, work = std::move(work)] {
-        StoppableWaiter waiter(stop_.get());
-        try {
-          work(waiter);
-        } catch (...) {
-        }
-        done_.store(true, std::memory_order_release);
-      });
-    } catch (...) {
-      ::pthread_sigmask(SIG_SETMASK, &previous, nullptr);
-      throw;
-    }
-    ::pthread_sigmask(SIG_SETMASK, &previous, nullptr);
+    const BlockedSignals blocked(all);
+    thread_ = std::thread([this, work = std::move(work)] {
+      StoppableWaiter waiter(stop_.get());
+      try {
+        work(waiter);
+      } catch (...) {
+      }
+      done_.store(true, std::memory_order_release);
+    });
   }
   ~ThreadTask() override {
     const std::uint64_t one = 1;

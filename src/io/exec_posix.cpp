@@ -62,27 +62,6 @@ int replace_process(const std::vector<std::string>& argv) {
   return errno;
 }
 
-namespace {
-
-// Blocks `signals` while alive, so that they wait for sigwaitinfo; the destructor restores the
-// mask.
-class BlockedSignals {
- public:
-  explicit BlockedSignals(const sigset_t& signals) {
-    ::sigprocmask(SIG_BLOCK, &signals, &previous_);
-  }
-  ~BlockedSignals() { ::sigprocmask(SIG_SETMASK, &previous_, nullptr); }
-  BlockedSignals(const BlockedSignals&) = delete;
-  BlockedSignals& operator=(const BlockedSignals&) = delete;
-
-  const sigset_t& previous() const { return previous_; }
-
- private:
-  sigset_t previous_;
-};
-
-}  // namespace
-
 CommandEnd run_to_completion(const std::vector<std::string>& argv) {
   // The child's end and the stop signals not ignored, taken one at a time: blocked from before
   // the fork, so that none is missed or ends this process while the command runs.
@@ -96,11 +75,12 @@ CommandEnd run_to_completion(const std::vector<std::string>& argv) {
         ::sigaction(signal_number, nullptr, &action) == 0 && action.sa_handler != SIG_IGN)
       sigaddset(&waited, signal_number);
   }
+  // They wait for sigwaitinfo.
   const BlockedSignals blocked(waited);
   const pid_t child = ::fork();
   if (child < 0) throw_errno("fork");
   if (child == 0) {
-    ::sigprocmask(SIG_SETMASK, &blocked.previous(), nullptr);
+    blocked.restore();
     const int error = replace_process(argv);
     ::_exit(error == ENOENT ? 127 : 126);
   }

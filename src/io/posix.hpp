@@ -77,6 +77,25 @@ timespec* time_left_for_ppoll(std::chrono::nanoseconds deadline, timespec& stora
 // The stop signals: SIGINT, SIGTERM, SIGHUP and SIGQUIT.
 sigset_t stop_signal_set();
 
+// While alive, `signals` are blocked in this thread (added to its mask); the destructor puts back
+// the mask it found. One place for the save, block and restore that every guard of a signal needs.
+class BlockedSignals {
+ public:
+  explicit BlockedSignals(const sigset_t& signals);
+  ~BlockedSignals() { restore(); }
+  BlockedSignals(const BlockedSignals&) = delete;
+  BlockedSignals& operator=(const BlockedSignals&) = delete;
+
+  // The mask found: what it was before, and is again after.
+  const sigset_t& previous() const { return previous_; }
+  // Puts back the mask found now, e.g. in a forked child before exec (the destructor does it
+  // again, harmlessly).
+  void restore() const;
+
+ private:
+  sigset_t previous_;
+};
+
 // While alive, SIGINT, SIGTERM, SIGHUP and SIGQUIT are blocked and their handlers only record the
 // signal (SIGQUIT too: its core dump would lose what was read and not yet written);
 // they are let through only inside wait_until() and write_unless_stopped(), so every interruption
@@ -111,7 +130,8 @@ class SignalGuard {
   // The caller's mask without the stop signals: the mask while waiting.
   sigset_t waiting_mask() const;
 
-  sigset_t previous_mask_;
+  // Restored after the handlers, by its destructor.
+  const BlockedSignals blocked_;
   struct sigaction previous_actions_[kStopSignalCount];
 };
 

@@ -1,4 +1,5 @@
 #include <fcntl.h>
+#include <signal.h>
 #include <sys/ioctl.h>
 #include <time.h>
 #include <unistd.h>
@@ -100,11 +101,16 @@ std::chrono::nanoseconds monotonic_now() {
   return std::chrono::seconds(now.tv_sec) + std::chrono::nanoseconds(now.tv_nsec);
 }
 
-SignalGuard::SignalGuard() {
+BlockedSignals::BlockedSignals(const sigset_t& signals) {
+  ::pthread_sigmask(SIG_BLOCK, &signals, &previous_);
+}
+
+void BlockedSignals::restore() const { ::pthread_sigmask(SIG_SETMASK, &previous_, nullptr); }
+
+SignalGuard::SignalGuard() : blocked_(stop_signal_set()) {
   g_received_signal = 0;
   g_stop_count = 0;
   const sigset_t stop = stop_signal_set();
-  ::sigprocmask(SIG_BLOCK, &stop, &previous_mask_);
   struct sigaction action {};
   action.sa_handler = record_signal;
   action.sa_mask = stop;
@@ -118,7 +124,6 @@ SignalGuard::SignalGuard() {
 SignalGuard::~SignalGuard() {
   for (std::size_t i = 0; i < std::size(kStopSignals); ++i)
     ::sigaction(kStopSignals[i], &previous_actions_[i], nullptr);
-  ::sigprocmask(SIG_SETMASK, &previous_mask_, nullptr);
 }
 
 int SignalGuard::received() const { return g_received_signal; }
@@ -126,7 +131,7 @@ int SignalGuard::received() const { return g_received_signal; }
 int SignalGuard::count() const { return g_stop_count; }
 
 sigset_t SignalGuard::waiting_mask() const {
-  sigset_t mask = previous_mask_;
+  sigset_t mask = blocked_.previous();
   for (int signal_number : kStopSignals) sigdelset(&mask, signal_number);
   return mask;
 }

@@ -32,8 +32,9 @@ struct StoresOptions {
 
 // Every option the stores declare, reading into StoresOptions, in the order --help lists them.
 const std::vector<StoreOption<StoresOptions>>& store_options();
-// Checks what each store's options say together, once all are read. Throws UsageError.
-void check_store_options(const StoresOptions& options);
+// Checks what each store's options say together, once all are read, and completes what is read
+// from them together (Redis's URL parsed). Throws UsageError.
+void check_store_options(StoresOptions& options);
 
 // Whether a store shared by every host is named (else this host's keeps the buckets).
 bool names_shared_store(const StoresOptions& options);

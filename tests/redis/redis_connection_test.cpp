@@ -27,7 +27,7 @@ TEST(RedisConnection, CommandsAndTheirRepliesOnEveryTransport) {
   const Tls tls(trusted);
   const std::string any_bytes("a\r\n$3\r\n\0b", 10);
   for (const std::string& url : {server.unix_url(), server.tcp_url(), server.tls_url()}) {
-    const Address address = parse_redis_url(url);
+    const Address address = parse_url(url);
     Deadline deadline(kTimeout);
     Connection connection(address, address.tls ? &tls : nullptr, deadline);
     const Value pong = connection.command({"PING"}, deadline);
@@ -61,7 +61,7 @@ TEST(RedisConnection, AServerThatIsNotThereIsUnavailableAndNamedWithoutItsPasswo
   const std::string url = "unix://:hunter2@" + (dir.path() / "none.sock").string();
   Deadline deadline(kTimeout);
   try {
-    Connection connection(parse_redis_url(url), nullptr, deadline);
+    Connection connection(parse_url(url), nullptr, deadline);
     FAIL() << "connected to nothing";
   } catch (const StoreUnavailable& error) {
     const std::string message = error.what();
@@ -75,15 +75,14 @@ TEST(RedisConnection, ATlsServerOfAnUntrustedCaIsRefused) {
   RedisServer server({}, true);
   const Tls system_cas(TlsOptions{});
   Deadline deadline(kTimeout);
-  EXPECT_THROW(Connection(parse_redis_url(server.tls_url()), &system_cas, deadline),
-               StoreUnavailable);
+  EXPECT_THROW(Connection(parse_url(server.tls_url()), &system_cas, deadline), StoreUnavailable);
 }
 
 // A connection the server closed while it was idle is found closed before anything is sent.
 TEST(RedisConnection, ClosedWhileIdleIsLostBeforeSending) {
   RedisServer server;
   Deadline deadline(kTimeout);
-  Connection connection(parse_redis_url(server.unix_url()), nullptr, deadline);
+  Connection connection(parse_url(server.unix_url()), nullptr, deadline);
   EXPECT_EQ(connection.command({"PING"}, deadline).text, "PONG");
   server.stop();
   try {

@@ -17,6 +17,7 @@
 #include "io/waiter.hpp"
 #include "redis_golden_store.hpp"
 #include "redis_server.hpp"
+#include "settings_of.hpp"
 #include "stores/redis/redis_connection.hpp"
 #include "stores/redis/redis_deployment.hpp"
 #include "stores/redis/redis_script.hpp"
@@ -75,13 +76,13 @@ class InProcessAgent final : public AgentLink {
 class RedisRelayTest : public ::testing::Test {
  protected:
   Store relayed() {
-    Store store(parse_redis_deployment(server_.unix_url()), kServerTimeout);
+    Store store(testing::settings_of(server_.unix_url(), kServerTimeout));
     store.relay_through(RelayClient(agent_, {.url = server_.unix_url()}));
     return store;
   }
   // The script loaded on the server, so that each request below runs at its first EVALSHA.
   void load_script() {
-    Store(parse_redis_deployment(server_.unix_url()), kServerTimeout)
+    Store(testing::settings_of(server_.unix_url(), kServerTimeout))
         .reserve(request("warm", 1), real_waiter());
   }
   RedisServer server_;
@@ -104,7 +105,7 @@ TEST_F(RedisRelayTest, ScriptFlushedIsLoadedAgainThroughTheAgentAndBookedOnce) {
   Store redis = relayed();
   EXPECT_EQ(redis.reserve(request("flush", 1), real_waiter()).wait, 0ns);
   Deadline deadline(kServerTimeout);
-  Connection(parse_redis_url(server_.unix_url()), nullptr, deadline)
+  Connection(parse_url(server_.unix_url()), nullptr, deadline)
       .command({"SCRIPT", "FLUSH"}, deadline);
   const Reservation again = redis.reserve(request("flush", 1), real_waiter());
   EXPECT_GT(again.wait, 900ms);
@@ -153,7 +154,7 @@ TEST_F(RedisRelayTest, StoreErrorsComeBackAsTheirOwn) {
   RedisServer locked("s3cr3t");
   // The URL without the password: the server refuses the script (NOAUTH), through the agent too.
   const std::string url = "unix://" + locked.socket_path();
-  Store refused(parse_redis_deployment(url), kServerTimeout);
+  Store refused(testing::settings_of(url, kServerTimeout));
   refused.relay_through(RelayClient(agent_, {.url = url}));
   try {
     refused.reserve(request("k", 1), real_waiter());
@@ -163,7 +164,7 @@ TEST_F(RedisRelayTest, StoreErrorsComeBackAsTheirOwn) {
   }
   // A server that is not there: unavailable, as direct.
   const std::string gone = "unix:///nonexistent/redis.sock";
-  Store absent(parse_redis_deployment(gone), kServerTimeout);
+  Store absent(testing::settings_of(gone, kServerTimeout));
   absent.relay_through(RelayClient(agent_, {.url = gone}));
   EXPECT_THROW(absent.reserve(request("k", 1), real_waiter()), StoreUnavailable);
   // Deployments are kept apart: one per URL.
@@ -220,7 +221,7 @@ TEST(RedisRelayDeadlines, ARequestQueuedPastItsCallersTimeoutIsNotSent) {
   const std::string url = "unix:///nowhere/redis.sock";
   SetClock clock;
   auto recorder = std::make_shared<RecordingAgent>();
-  Store client(parse_redis_deployment(url), kServerTimeout);
+  Store client(testing::settings_of(url, kServerTimeout));
   client.relay_through(RelayClient(recorder, {.url = url}));
   client.reserve(request("queued", 1), clock);
   ASSERT_EQ(recorder->requests.size(), 1u);
@@ -228,7 +229,7 @@ TEST(RedisRelayDeadlines, ARequestQueuedPastItsCallersTimeoutIsNotSent) {
   Relay relay;
   const std::vector<std::string> answers = relay.answer(recorder->requests, clock);
   EXPECT_EQ(relay.connections(), 0u);
-  Store reader(parse_redis_deployment(url), kServerTimeout);
+  Store reader(testing::settings_of(url, kServerTimeout));
   reader.relay_through(RelayClient(std::make_shared<ReplayingAgent>(answers), {.url = url}));
   try {
     reader.reserve(request("queued", 1), clock);
@@ -257,10 +258,10 @@ TEST(RedisRelayTls, ACallTheAgentAnswersLoadsNoTlsFile) {
   TlsOptions tls;
   tls.ca_file = "/nonexistent/ca.crt";
   const auto quiet = [](const std::string&) {};
-  Store relayed(parse_redis_deployment(url), kServerTimeout, quiet, tls);
+  Store relayed(testing::settings_of(url, kServerTimeout, tls), quiet);
   relayed.relay_through(RelayClient(std::make_shared<RecordingAgent>(), {.url = url, .tls = tls}));
   EXPECT_EQ(relayed.reserve(request("k", 1), real_waiter()).signal, SIGINT);
-  Store direct(parse_redis_deployment(url), kServerTimeout, quiet, tls);
+  Store direct(testing::settings_of(url, kServerTimeout, tls), quiet);
   EXPECT_THROW(direct.reserve(request("k", 1), real_waiter()), InputError);
 }
 
@@ -273,22 +274,20 @@ TEST(RedisRelayTls, WhatTheAgentSaysServingARequestIsSaidByTheCaller) {
   tls.ca_file = server.ca_file();
   tls.session_dir = state.string();
   std::vector<std::string> direct_notes;
-  Store direct(
-      parse_redis_deployment(server.tls_url()), kServerTimeout,
-      [&](const std::string& note) { direct_notes.push_back(note); }, tls);
+  Store direct(testing::settings_of(server.tls_url(), kServerTimeout, tls),
+               [&](const std::string& note) { direct_notes.push_back(note); });
   EXPECT_TRUE(direct.reserve(request("k", 1e9), real_waiter()).granted);
   EXPECT_EQ(direct_notes, std::vector<std::string>{});
-  Store again(
-      parse_redis_deployment(server.tls_url()), kServerTimeout,
-      [&](const std::string& note) { direct_notes.push_back(note); }, tls);
+  Store again(testing::settings_of(server.tls_url(), kServerTimeout, tls),
+              [&](const std::string& note) { direct_notes.push_back(note); });
   EXPECT_TRUE(again.reserve(request("k", 1e9), real_waiter()).granted);
   ASSERT_EQ(direct_notes.size(), 1u);
 
   auto agent = std::make_shared<InProcessAgent>(state.string());
   std::vector<std::string> notes;
   std::vector<std::string> warnings;
-  Store relayed(
-      parse_redis_deployment(server.tls_url()), kServerTimeout, [](const std::string&) {}, tls);
+  Store relayed(testing::settings_of(server.tls_url(), kServerTimeout, tls),
+                [](const std::string&) {});
   relayed.relay_through(RelayClient(
       agent, {.url = server.tls_url(), .tls = tls},
       [&](const std::string& note) { notes.push_back(note); },
@@ -320,7 +319,7 @@ TEST(RedisRelayFormat, NotesAndWarningsOfAnAnswerAreToldInOrder) {
   const std::string url = "unix:///a.sock";
   std::vector<std::string> notes;
   std::vector<std::string> warnings;
-  Store store(parse_redis_deployment(url), kServerTimeout);
+  Store store(testing::settings_of(url, kServerTimeout));
   store.relay_through(RelayClient(
       std::make_shared<ReplayingAgent>(
           std::vector<std::string>{pong({"note", "one", "warning", "two", "note", "three"}),
@@ -382,7 +381,7 @@ TEST(RedisRelayFormat, EachFailureComesBackAsItsOwnError) {
 TEST_F(RedisRelayTest, RequestsThatComeTogetherAreEachDecidedAsAlone) {
   load_script();
   auto recorder = std::make_shared<RecordingAgent>();
-  Store client(parse_redis_deployment(server_.unix_url()), kServerTimeout);
+  Store client(testing::settings_of(server_.unix_url(), kServerTimeout));
   client.relay_through(RelayClient(recorder, {.url = server_.unix_url()}));
   for (int i = 0; i < 8; ++i)
     EXPECT_EQ(client.reserve(request("together", 1), real_waiter()).signal, SIGINT);
@@ -390,7 +389,7 @@ TEST_F(RedisRelayTest, RequestsThatComeTogetherAreEachDecidedAsAlone) {
   Relay relay;
   const std::vector<std::string> answers = relay.answer(recorder->requests, real_waiter());
   EXPECT_EQ(relay.decisions(), 8u);
-  Store reader(parse_redis_deployment(server_.unix_url()), kServerTimeout);
+  Store reader(testing::settings_of(server_.unix_url(), kServerTimeout));
   reader.relay_through(
       RelayClient(std::make_shared<ReplayingAgent>(answers), {.url = server_.unix_url()}));
   for (int i = 0; i < 8; ++i) {
@@ -404,8 +403,7 @@ TEST_F(RedisRelayTest, RequestsThatComeTogetherAreEachDecidedAsAlone) {
 // A command sent straight to `server`.
 Value direct_command(const RedisServer& server, const std::vector<std::string>& arguments) {
   Deadline deadline(kServerTimeout);
-  return Connection(parse_redis_url(server.unix_url()), nullptr, deadline)
-      .command(arguments, deadline);
+  return Connection(parse_url(server.unix_url()), nullptr, deadline).command(arguments, deadline);
 }
 
 // The calls of the bucket script that `server` ran since its statistics were last reset.
@@ -619,7 +617,7 @@ TEST(RedisRelayCluster, AMovedBatchIsAnsweredRequestByRequest) {
 // each request NOSCRIPT: each client loads the script with EVAL, as alone, and is booked once.
 TEST_F(RedisRelayTest, ABatchWithoutTheScriptLoadsItAndBooksEachRequestOnce) {
   auto recorder = std::make_shared<RecordingAgent>();
-  Store client(parse_redis_deployment(server_.unix_url()), kServerTimeout);
+  Store client(testing::settings_of(server_.unix_url(), kServerTimeout));
   client.relay_through(RelayClient(recorder, {.url = server_.unix_url()}));
   for (int i = 0; i < 4; ++i) client.reserve(request("noscript", 1), real_waiter());
   ASSERT_EQ(recorder->requests.size(), 4u);
@@ -647,7 +645,7 @@ TEST_F(RedisRelayTest, ABatchWithoutTheScriptLoadsItAndBooksEachRequestOnce) {
 TEST(RedisRelayFormat, RequestsAreRoutedByDeployment) {
   auto recorder = std::make_shared<RecordingAgent>();
   for (const std::string url : {"unix:///a.sock", "unix:///a.sock", "unix:///b.sock"}) {
-    Store client(parse_redis_deployment(url), kServerTimeout);
+    Store client(testing::settings_of(url, kServerTimeout));
     client.relay_through(RelayClient(recorder, {.url = url}));
     client.reserve(request("key-of-" + std::to_string(recorder->requests.size()), 1),
                    real_waiter());

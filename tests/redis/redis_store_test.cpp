@@ -14,6 +14,7 @@
 #include "io/waiter.hpp"
 #include "redis_golden_store.hpp"
 #include "redis_server.hpp"
+#include "settings_of.hpp"
 #include "stores/redis/redis_connection.hpp"
 #include "stores/redis/redis_script.hpp"
 #include "stores/redis/redis_url.hpp"
@@ -52,14 +53,13 @@ io::Waiter& real_waiter() {
 // Another client of the same server, for what the test does behind the store's back.
 Value admin(const RedisServer& server, const std::vector<std::string>& command) {
   Deadline deadline(kServerTimeout);
-  return Connection(parse_redis_url(server.unix_url()), nullptr, deadline)
-      .command(command, deadline);
+  return Connection(parse_url(server.unix_url()), nullptr, deadline).command(command, deadline);
 }
 
 class RedisStoreTest : public ::testing::Test {
  protected:
   Store store_at(const std::string& url) {
-    return Store(parse_redis_deployment(url), kServerTimeout,
+    return Store(testing::settings_of(url, kServerTimeout),
                  [this](const std::string& note) { notes_.push_back(note); });
   }
   RedisServer server_;
@@ -81,8 +81,8 @@ TEST(RedisTls, ScriptReachesEveryGoldenDecisionOverTls) {
   RedisServer server({}, true);
   TlsOptions tls;
   tls.ca_file = server.ca_file();
-  Store redis(
-      parse_redis_deployment(server.tls_url()), kServerTimeout, [](const std::string&) {}, tls);
+  Store redis(testing::settings_of(server.tls_url(), kServerTimeout, tls),
+              [](const std::string&) {});
   const auto vectors = testing::read_golden_vectors(RATELIMIT_GOLDEN_VECTORS);
   ASSERT_GE(vectors.size(), 10u);
   for (const testing::GoldenVector& vector : vectors) {
@@ -90,7 +90,7 @@ TEST(RedisTls, ScriptReachesEveryGoldenDecisionOverTls) {
     for (const std::string& mismatch : testing::replay(vector, store)) ADD_FAILURE() << mismatch;
   }
   // A bucket shared with plain clients of the same server.
-  Store plain(parse_redis_deployment(server.unix_url()), kServerTimeout);
+  Store plain(testing::settings_of(server.unix_url(), kServerTimeout));
   EXPECT_EQ(redis.reserve_at(request("shared", bursty(10)), kForever, 0).wait, 0ms);
   EXPECT_EQ(plain.reserve_at(request("shared", bursty(10)), kForever, 0).wait, 100ms);
 }
@@ -703,13 +703,13 @@ TEST_F(RedisStoreTest, ReserveAsTheBenchCallsIt) {
 
 TEST(RedisPassword, RightPasswordWrongPasswordAndNone) {
   RedisServer server("s3cr3t");
-  Store right(parse_redis_deployment(server.tcp_url()), kServerTimeout);
+  Store right(testing::settings_of(server.tcp_url(), kServerTimeout));
   EXPECT_TRUE(right.reserve(request("p", bursty(1)), real_waiter()).granted);
-  Store over_unix(parse_redis_deployment(server.unix_url()), kServerTimeout);
+  Store over_unix(testing::settings_of(server.unix_url(), kServerTimeout));
   EXPECT_TRUE(over_unix.reserve(request("p", bursty(1)), real_waiter()).granted);
 
   const std::string wrong_url = "redis://:wrong@127.0.0.1:" + std::to_string(server.port());
-  Store wrong(parse_redis_deployment(wrong_url), kServerTimeout);
+  Store wrong(testing::settings_of(wrong_url, kServerTimeout));
   try {
     wrong.reserve(request("p", bursty(1)), real_waiter());
     FAIL() << "a wrong password was accepted";
@@ -719,13 +719,13 @@ TEST(RedisPassword, RightPasswordWrongPasswordAndNone) {
     EXPECT_NE(message.find("redis://:***@127.0.0.1:"), std::string::npos) << message;
     EXPECT_NE(message.find("WRONGPASS"), std::string::npos) << message;
   }
-  Store none(parse_redis_deployment("unix://" + server.socket_path()), kServerTimeout);
+  Store none(testing::settings_of("unix://" + server.socket_path(), kServerTimeout));
   EXPECT_THROW(none.reserve(request("p", bursty(1)), real_waiter()), StoreUnavailable);
 }
 
 TEST(RedisFailures, ServerKilledMidRunIsUnavailableNotSigpipe) {
   RedisServer server;
-  Store redis(parse_redis_deployment(server.tcp_url()), kServerTimeout);
+  Store redis(testing::settings_of(server.tcp_url(), kServerTimeout));
   EXPECT_TRUE(redis.reserve(request("k", bursty(100)), real_waiter()).granted);
   server.stop(SIGKILL);
   // The first write to the dead connection may succeed; the ones after it would raise SIGPIPE.
@@ -750,7 +750,7 @@ TEST(RedisFailures, ConnectionClosedMidCommandIsAnErrorNotSigpipe) {
   const Tls tls(tls_options);
   const std::string too_long(16 << 20, 'x');
   for (const std::string& url : {server.unix_url(), server.tcp_url(), server.tls_url()}) {
-    const Address address = parse_redis_url(url);
+    const Address address = parse_url(url);
     Deadline deadline(kServerTimeout);
     Connection connection(address, address.tls ? &tls : nullptr, deadline);
     EXPECT_THROW(connection.command({"ECHO", too_long}, deadline), StoreUnavailable) << url;
@@ -795,7 +795,7 @@ TEST_F(RedisStoreTest, PingAnswersWhileTheServerDoes) {
 
 TEST(RedisFailures, PausedServerTimesOut) {
   RedisServer server;
-  Store redis(parse_redis_deployment(server.unix_url()), 200ms);
+  Store redis(testing::settings_of(server.unix_url(), 200ms));
   EXPECT_TRUE(redis.reserve(request("k", bursty(100)), real_waiter()).granted);
   admin(server, {"CLIENT", "PAUSE", "3000", "ALL"});
   const auto start = std::chrono::steady_clock::now();
@@ -815,7 +815,7 @@ TEST(RedisFailures, PausedServerTimesOut) {
 // deadline (or after kAnswerGrace for one already due), long before --redis-timeout.
 TEST(RedisFailures, PausedServerRefusesAtTheRequestsDeadline) {
   RedisServer server;
-  Store redis(parse_redis_deployment(server.unix_url()), 30s);
+  Store redis(testing::settings_of(server.unix_url(), 30s));
   EXPECT_TRUE(redis.reserve(request("k", bursty(100)), real_waiter()).granted);
   for (const nanoseconds timeout : {nanoseconds::zero(), nanoseconds(300ms)}) {
     admin(server, {"CLIENT", "PAUSE", "1500", "ALL"});
@@ -860,7 +860,7 @@ class StopSignalWaiter final : public io::Waiter {
 
 TEST(RedisInterruption, StopSignalEndsTheWaitForAPausedServer) {
   RedisServer server;
-  Store redis(parse_redis_deployment(server.unix_url()), 30s);
+  Store redis(testing::settings_of(server.unix_url(), 30s));
   EXPECT_TRUE(redis.reserve(request("k", bursty(100)), real_waiter()).granted);
   admin(server, {"CLIENT", "PAUSE", "500", "ALL"});
   StopSignalWaiter stop(false);
@@ -874,7 +874,7 @@ TEST(RedisInterruption, StopSignalEndsTheWaitForAPausedServer) {
 
 TEST(RedisInterruption, StopSignalBeforeTheCallSendsNothing) {
   RedisServer server;
-  Store redis(parse_redis_deployment(server.unix_url()), kServerTimeout);
+  Store redis(testing::settings_of(server.unix_url(), kServerTimeout));
   StopSignalWaiter stop(true);
   EXPECT_EQ(redis.reserve(request("k", bursty(1)), stop).signal, SIGINT);
   EXPECT_TRUE(redis.status("k").empty());
@@ -890,7 +890,7 @@ TEST(RedisInterruption, StopSignalBeforeTheCallSendsNothing) {
 // then unavailable, said with how long it was waited for.
 TEST(RedisFailures, NoServerIsUnavailableAfterTheRestartBudget) {
   testing::TempDir dir;
-  Store redis(parse_redis_deployment("unix://" + dir.string() + "/none.sock"), kServerTimeout);
+  Store redis(testing::settings_of("unix://" + dir.string() + "/none.sock", kServerTimeout));
   const auto start = std::chrono::steady_clock::now();
   try {
     redis.reserve(request("k", bursty(1)), real_waiter());
@@ -956,10 +956,10 @@ TEST(RedisRetries, AFailoverSendsAgainOnlyWhatMayRunTwiceOncePerTry) {
   RedisServer master;
   RedisServer sentinel({}, false, false, master.port());
   std::vector<std::string> notes;
-  Store redis(
-      parse_redis_deployment("redis-sentinel://127.0.0.1:" + std::to_string(sentinel.port()) +
-                             "/cache"),
-      200ms, [&](const std::string& note) { notes.push_back(note); }, {}, 3s);
+  Store redis(testing::settings_of(
+                  "redis-sentinel://127.0.0.1:" + std::to_string(sentinel.port()) + "/cache", 200ms,
+                  {}, 3s),
+              [&](const std::string& note) { notes.push_back(note); });
   EXPECT_TRUE(redis.reserve(request("k", bursty(1)), real_waiter()).granted);
   admin(master, {"CLIENT", "PAUSE", "60000", "WRITE"});
 

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "redis_server.hpp"
+#include "settings_of.hpp"
 #include "stores/redis/redis_deployment.hpp"
 
 namespace ratelimit::stores::redis {
@@ -21,7 +22,7 @@ constexpr std::chrono::milliseconds kTimeout = 2s;
 
 Topology topology_of(const std::string& url) {
   const auto quiet = [](const std::string&) {};
-  return Topology(parse_redis_deployment(url), kTimeout, kTimeout, quiet, quiet);
+  return Topology(testing::settings_of(url, kTimeout, {}, kTimeout), quiet, quiet);
 }
 
 TEST(RedisTopology, OneServerTakesCommandsAndPipelines) {

@@ -16,11 +16,11 @@ namespace ratelimit::stores::redis {
 // UsageError (64) for a bad URL, naming it without its password. `notify` is told why a record
 // was discarded (--verbose), `warn` that the server's certificate goes unchecked or that Sentinel
 // has two masters.
-std::unique_ptr<BucketStore> open_redis_store(const Options& options,
-                                              const std::function<void(const std::string&)>& notify,
-                                              const std::function<void(const std::string&)>& warn);
+std::unique_ptr<BucketStore> open_store(const Options& options,
+                                        const std::function<void(const std::string&)>& notify,
+                                        const std::function<void(const std::string&)>& warn);
 
 // Where the buckets are, for messages: "Redis at URL", the password hidden.
-std::string describe_redis_store(const Options& options);
+std::string describe_store(const Options& options);
 
 }  // namespace ratelimit::stores::redis

@@ -24,18 +24,12 @@ namespace {
 // MSG_NOSIGNAL.
 class SigpipeBlocked {
  public:
-  SigpipeBlocked() {
-    sigemptyset(&sigpipe_);
-    sigaddset(&sigpipe_, SIGPIPE);
-    ::pthread_sigmask(SIG_BLOCK, &sigpipe_, &previous_mask_);
-    was_pending_ = pending();
-  }
+  SigpipeBlocked() { was_pending_ = pending(); }
   ~SigpipeBlocked() {
     if (!was_pending_ && pending()) {
       const timespec no_wait{};
       io::retry_on_eintr([&] { return ::sigtimedwait(&sigpipe_, nullptr, &no_wait); });
     }
-    ::pthread_sigmask(SIG_SETMASK, &previous_mask_, nullptr);
   }
   SigpipeBlocked(const SigpipeBlocked&) = delete;
   SigpipeBlocked& operator=(const SigpipeBlocked&) = delete;
@@ -46,8 +40,15 @@ class SigpipeBlocked {
     ::sigpending(&set);
     return sigismember(&set, SIGPIPE) == 1;
   }
-  sigset_t sigpipe_;
-  sigset_t previous_mask_;
+  static sigset_t only_sigpipe() {
+    sigset_t set;
+    sigemptyset(&set);
+    sigaddset(&set, SIGPIPE);
+    return set;
+  }
+  const sigset_t sigpipe_ = only_sigpipe();
+  // Declared after sigpipe_, which it blocks; restores the mask after the destructor's body.
+  const io::BlockedSignals blocked_{sigpipe_};
   bool was_pending_ = false;
 };
 

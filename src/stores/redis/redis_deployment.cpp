@@ -15,7 +15,7 @@ constexpr int kSentinelPort = 26379;
 
 // `part` read as the tail of a redis:// URL, with its errors naming the whole URL `shown`.
 Address parse_part(const std::string& part, const std::string& shown) {
-  return parse_redis_url(Url(std::string(kTcpScheme) + part, shown));
+  return parse_url(Url(std::string(kTcpScheme) + part, shown));
 }
 
 bool names_a_port(std::string_view host_port) {
@@ -67,9 +67,9 @@ Deployment parse_sentinel_url(const Url& url) {
 
 }  // namespace
 
-Deployment parse_redis_deployment(const Url& url) {
+Deployment parse_deployment(const Url& url) {
   if (url.written.starts_with(kSentinelScheme)) return parse_sentinel_url(url);
-  Address node = parse_redis_url(url);
+  Address node = parse_url(url);
   std::string shown = node.shown;
   return {.kind = Deployment::Kind::server,
           .node = std::move(node),

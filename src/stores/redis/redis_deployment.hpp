@@ -23,10 +23,10 @@ struct Deployment {
   std::string shown;
 };
 
-// Parses what parse_redis_url does, and
+// Parses what parse_url does, and
 // `redis-sentinel://[[user]:password@]host[:port][,host[:port]...]/MASTER_NAME[/db]` (a sentinel's
 // port defaults to 26379). Throws UsageError naming the URL as shown and what is wrong with it.
-Deployment parse_redis_deployment(const Url& url);
+Deployment parse_deployment(const Url& url);
 
 // The address of the node at `host`:`port` with the user, password and database of `credentials`,
 // shown as redis://host:port.

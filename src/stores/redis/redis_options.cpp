@@ -16,7 +16,7 @@ namespace {
 
 // An option of a timeout, at least a millisecond, kept in `timeout`.
 StoreOption<Options> timeout_option(std::string_view name, std::string_view help,
-                                    std::chrono::milliseconds Options::*timeout) {
+                                    std::chrono::milliseconds Settings::*timeout) {
   return {
       {.name = name,
        .kind = OptionKind::duration,
@@ -26,7 +26,7 @@ StoreOption<Options> timeout_option(std::string_view name, std::string_view help
       [timeout](Options& options, const GivenValue& value) {
         if (value.duration < std::chrono::milliseconds(1))
           throw UsageError(fmt::format("invalid duration '{}': must be at least 1ms", value.text));
-        options.*timeout = std::chrono::ceil<std::chrono::milliseconds>(value.duration);
+        options.settings.*timeout = std::chrono::ceil<std::chrono::milliseconds>(value.duration);
       }};
 }
 
@@ -71,35 +71,39 @@ const StoreOption<Options> kOptions[] = {
               "or redis-sentinel://[[user]:password@]host[:port][,host[:port]...]/MASTER[/db] "
               "[default: $RATELIMIT_REDIS]",
       .environment = kUrlVariable},
-     [](Options& options, const GivenValue& value) { options.url = Url(std::string(value.text)); }},
+     [](Options& options, const GivenValue& value) {
+       options.settings.url = Url(std::string(value.text));
+     }},
     timeout_option(kTimeoutOption,
                    "Give up on Redis if an operation (connect, TLS, its commands) takes longer "
                    "[default: 1s]",
-                   &Options::timeout),
+                   &Settings::timeout),
     timeout_option(kFailoverTimeoutOption,
                    "Sentinel, Cluster: wait this long for a failover (a master gone, hung or not "
                    "yet elected) before giving up on Redis [default: 60s]",
-                   &Options::failover_timeout),
+                   &Settings::failover_timeout),
     {{.name = kTlsCaOption,
       .value_name = "FILE",
       .value_said = "a FILE",
       .help = "rediss://: trust the CAs in this PEM file [default: the system's]"},
-     [](Options& options, const GivenValue& value) { options.tls.ca_file = value.text; }},
+     [](Options& options, const GivenValue& value) { options.settings.tls.ca_file = value.text; }},
     {{.name = kTlsCertOption,
       .value_name = "FILE",
       .value_said = "a FILE",
       .help = "rediss://: this client's certificate (PEM), for a server that asks for one"},
-     [](Options& options, const GivenValue& value) { options.tls.cert_file = value.text; }},
+     [](Options& options, const GivenValue& value) {
+       options.settings.tls.cert_file = value.text;
+     }},
     {{.name = kTlsKeyOption,
       .value_name = "FILE",
       .value_said = "a FILE",
       .help = "The private key of --redis-tls-cert (PEM) [default: in its file]",
       .needs = kTlsCertOption},
-     [](Options& options, const GivenValue& value) { options.tls.key_file = value.text; }},
+     [](Options& options, const GivenValue& value) { options.settings.tls.key_file = value.text; }},
     {{.name = kTlsInsecureOption,
       .kind = OptionKind::flag,
       .help = "rediss://: do not check the server's certificate and name (warns)"},
-     [](Options& options, const GivenValue&) { options.tls.verify = false; }},
+     [](Options& options, const GivenValue&) { options.settings.tls.verify = false; }},
     {{.name = kOnErrorOption,
       .value_name = "fail|allow|local[:N%]",
       .value_said = "fail, allow, local or local:N%",
@@ -114,14 +118,19 @@ const StoreOption<Options> kOptions[] = {
 
 }  // namespace
 
-std::span<const StoreOption<Options>> redis_store_options() { return kOptions; }
+std::span<const StoreOption<Options>> store_options() { return kOptions; }
 
-void check_redis_options(const Options& options) {
-  const TlsOptions& tls = options.tls;
-  if (options.url.written.empty() &&
-      (!tls.ca_file.empty() || !tls.cert_file.empty() || !tls.key_file.empty() || !tls.verify))
+void check_options(Options& options) {
+  Settings& settings = options.settings;
+  settings.parse_url();
+  const TlsOptions& tls = settings.tls;
+  if (tls.ca_file.empty() && tls.cert_file.empty() && tls.key_file.empty() && tls.verify) return;
+  if (settings.url.written.empty())
     throw UsageError(fmt::format("the {} options need a rediss:// URL ({} or ${})", kAnyTlsOption,
                                  kUrlOption, kUrlVariable));
+  if (!settings.deployment.node.tls)
+    throw UsageError(fmt::format("the {} options need a rediss:// URL, not '{}'", kAnyTlsOption,
+                                 settings.deployment.shown));
 }
 
 }  // namespace ratelimit::stores::redis

@@ -8,26 +8,16 @@
 
 #include "stores/agent_link.hpp"
 #include "stores/fallback_store.hpp"
-#include "stores/redis/redis_url.hpp"
+#include "stores/redis/redis_settings.hpp"
 #include "stores/store_option.hpp"
 
 // The Redis store's options: typed, declared for the command line with the checks that read them,
 // and named from here in the store's messages.
 namespace ratelimit::stores::redis {
 
-// --redis-failover-timeout's default: Sentinel's default down-after-milliseconds (30 s) and the
-// election after it, with room to spare.
-inline constexpr std::chrono::milliseconds kDefaultFailoverTimeout{60'000};
-
 struct Options {
-  // redis://..., rediss://..., unix://... or redis-sentinel://... (redis_deployment.hpp); empty:
-  // no Redis.
-  Url url;
-  // Bounds the connection and every command.
-  std::chrono::milliseconds timeout{1000};
-  // Bounds a failover: the search for the new master (redis_topology.hpp).
-  std::chrono::milliseconds failover_timeout = kDefaultFailoverTimeout;
-  TlsOptions tls;  // for a rediss:// URL
+  // The URL, TLS files and timeouts: what the store, its topology and the relay are made with.
+  Settings settings;
   // What to do while Redis cannot answer.
   UnavailablePolicy on_unavailable;
   // The host agent, which keeps the connections for every process of the user: commands go
@@ -49,10 +39,12 @@ inline constexpr std::string_view kOnErrorOption = "--on-redis-error";
 inline constexpr std::string_view kAnyTlsOption = "--redis-tls-*";
 
 // Every option of the store, in the order --help lists them.
-std::span<const StoreOption<Options>> redis_store_options();
+std::span<const StoreOption<Options>> store_options();
 
-// Checks what the options say together, once all are read: TLS options without Redis would go
-// unnoticed (a typo'd or forgotten --redis). Throws UsageError.
-void check_redis_options(const Options& options);
+// Checks what the options say together, once all are read, before the command runs: the URL
+// parsed into the settings' deployment (a bad one refused even by a command that would not open
+// the store); TLS options without Redis, or with a URL that is not rediss://, would go unnoticed
+// (a typo'd or forgotten --redis). Throws UsageError.
+void check_options(Options& options);
 
 }  // namespace ratelimit::stores::redis

@@ -145,6 +145,36 @@ std::string current_failure_answer(const std::vector<std::string>& said) {
   throw Malformed{};
 }
 
+// The settings as a request's first fields (kRequestFormat first, kDeploymentFields in all), and
+// back: written once per client, read by the agent; the URL goes as written, TLS file names with
+// the client's directory.
+std::vector<std::string> fields_of(const Settings& settings) {
+  return {std::string(kRequestFormat),
+          settings.url.written,
+          settings.tls.ca_file,
+          settings.tls.cert_file,
+          settings.tls.key_file,
+          directory_of_relative_files(settings.tls),
+          settings.tls.verify ? "1" : "0",
+          std::to_string(settings.timeout.count()),
+          std::to_string(settings.failover_timeout.count())};
+}
+
+// The deployment is left unparsed: the agent reads the URL when it first serves the deployment.
+Settings settings_of(const std::vector<std::string>& fields) {
+  if (fields[0] != kRequestFormat) throw Malformed{};
+  Settings settings;
+  settings.url = Url(fields[1]);
+  settings.tls.ca_file = fields[2];
+  settings.tls.cert_file = fields[3];
+  settings.tls.key_file = fields[4];
+  settings.tls.directory = fields[5];
+  settings.tls.verify = fields[6] == "1";
+  settings.timeout = std::chrono::milliseconds(number_of(fields[7]));
+  settings.failover_timeout = std::chrono::milliseconds(number_of(fields[8]));
+  return settings;
+}
+
 // How soon the agent must show that it runs, for a caller of `timeout` (--redis-timeout).
 nanoseconds liveness_bound(std::chrono::milliseconds timeout) {
   return std::max(nanoseconds(timeout) / kLivenessShare, kShortestLiveness);
@@ -152,24 +182,15 @@ nanoseconds liveness_bound(std::chrono::milliseconds timeout) {
 
 }  // namespace
 
-RelayClient::RelayClient(std::shared_ptr<AgentLink> link, RelayDeployment deployment, Notify notify,
+RelayClient::RelayClient(std::shared_ptr<AgentLink> link, const Settings& settings, Notify notify,
                          Notify warn)
     : link_(std::move(link)),
-      shown_url_(deployment.url.shown),
-      liveness_(liveness_bound(deployment.timeout)),
-      failover_timeout_(deployment.failover_timeout),
+      deployment_fields_(fields_of(settings)),
+      shown_url_(settings.url.shown),
+      liveness_(liveness_bound(settings.timeout)),
+      failover_timeout_(settings.failover_timeout),
       notify_(std::move(notify)),
-      warn_(std::move(warn)) {
-  deployment_fields_ = {std::string(kRequestFormat),
-                        deployment.url.written,
-                        deployment.tls.ca_file,
-                        deployment.tls.cert_file,
-                        deployment.tls.key_file,
-                        directory_of_relative_files(deployment.tls),
-                        deployment.tls.verify ? "1" : "0",
-                        std::to_string(deployment.timeout.count()),
-                        std::to_string(deployment.failover_timeout.count())};
-}
+      warn_(std::move(warn)) {}
 
 std::optional<Value> RelayClient::command(const std::string& redis_key,
                                           const std::vector<std::string>& arguments,
@@ -249,11 +270,9 @@ void RelayClient::tell_said(const Value& said) const {
 struct Relay::Request {
   // What makes the deployment: the request's fields up to its deadline, as they came.
   std::string deployment_key;
-  // As the client wrote it; shown as the client shows it.
-  Url url;
-  TlsOptions tls;
-  std::chrono::milliseconds timeout{};
-  std::chrono::milliseconds failover_timeout{};
+  // As the client sent them, its URL shown as the client shows it; the deployment not yet read
+  // (Relay::deployment).
+  Settings settings;
   nanoseconds refused_at{};
   // When the caller's --redis-timeout ends: the agent's timeout counts from when the caller
   // began, not from when its request's turn came.
@@ -273,16 +292,8 @@ Relay::Request parse_request(std::string_view request) {
     if (field.type != Value::Type::string) throw Malformed{};
     fields.push_back(std::move(field.text));
   }
-  if (fields[0] != kRequestFormat) throw Malformed{};
   Relay::Request parsed;
-  parsed.url = Url(fields[1]);
-  parsed.tls.ca_file = fields[2];
-  parsed.tls.cert_file = fields[3];
-  parsed.tls.key_file = fields[4];
-  parsed.tls.directory = fields[5];
-  parsed.tls.verify = fields[6] == "1";
-  parsed.timeout = std::chrono::milliseconds(number_of(fields[7]));
-  parsed.failover_timeout = std::chrono::milliseconds(number_of(fields[8]));
+  parsed.settings = settings_of(fields);
   parsed.deployment_key =
       resp_command(std::vector<std::string>(fields.begin(), fields.begin() + kDeploymentFields));
   parsed.refused_at = nanoseconds(number_of(fields[kDeploymentFields]));
@@ -327,7 +338,7 @@ Deadline caller_deadline(const Relay::Request& request, nanoseconds unavailable_
                          io::Waiter& waiter) {
   const nanoseconds left = std::max(unavailable_at - waiter.now(), nanoseconds::zero());
   return Deadline(std::chrono::ceil<std::chrono::milliseconds>(left), &waiter)
-      .share(request.timeout);
+      .share(request.settings.timeout);
 }
 
 // The answer to a request whose caller's timeout ran out before its turn came, as its caller
@@ -337,7 +348,7 @@ std::string timed_out_answer(const Relay::Request& request, io::Waiter& waiter) 
     caller_deadline(request, request.unavailable_at, waiter).check("reply");
   } catch (const Failure& failure) {
     return failure_answer({}, kUnavailable,
-                          "Redis at " + request.url.shown + ": " + failure.what());
+                          "Redis at " + request.settings.url.shown + ": " + failure.what());
   } catch (...) {
     return current_failure_answer({});
   }
@@ -348,9 +359,9 @@ std::string timed_out_answer(const Relay::Request& request, io::Waiter& waiter) 
 
 nanoseconds Relay::unavailable_at(const Request& request) const {
   const auto found = deployments_.find(request.deployment_key);
-  const nanoseconds began = request.unavailable_at - request.timeout;
+  const nanoseconds began = request.unavailable_at - request.settings.timeout;
   if (found != deployments_.end() && found->second.last_failover() > began)
-    return request.unavailable_at + request.failover_timeout;
+    return request.unavailable_at + request.settings.failover_timeout;
   return request.unavailable_at;
 }
 
@@ -373,12 +384,12 @@ Topology& Relay::deployment(const Request& request) {
         said_.push_back(text);
       };
     };
-    TlsOptions tls = request.tls;
-    tls.session_dir = session_dir_;
+    Settings settings = request.settings;
+    settings.parse_url();
+    settings.tls.session_dir = session_dir_;
     found = deployments_
-                .try_emplace(request.deployment_key, parse_redis_deployment(request.url),
-                             request.timeout, request.failover_timeout, kept_as("note"),
-                             kept_as("warning"), tls)
+                .try_emplace(request.deployment_key, std::move(settings), kept_as("note"),
+                             kept_as("warning"))
                 .first;
   }
   return found->second;

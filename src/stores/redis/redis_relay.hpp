@@ -12,7 +12,7 @@
 
 #include "stores/agent_link.hpp"
 #include "stores/redis/redis_connection.hpp"
-#include "stores/redis/redis_options.hpp"
+#include "stores/redis/redis_settings.hpp"
 #include "stores/redis/redis_topology.hpp"
 
 // Redis commands relayed through the host agent: the client sends the very command it would send
@@ -21,16 +21,6 @@
 // is the one the direct path would make: the same script, the same arguments, the server's clock.
 namespace ratelimit::stores::redis {
 
-// A deployment as the agent keys its connections: everything that makes a connection differ
-// (URL with its password, TLS files, timeouts). Two clients share a connection only when all of
-// it is the same.
-struct RelayDeployment {
-  Url url;  // sent as written; shown in this client's messages
-  TlsOptions tls{};
-  std::chrono::milliseconds timeout{1000};
-  std::chrono::milliseconds failover_timeout = kDefaultFailoverTimeout;
-};
-
 // The client's side: a command for `redis_key`, sent through the agent.
 class RelayClient {
  public:
@@ -38,9 +28,11 @@ class RelayClient {
   // --verbose notes, `warn` its warnings.
   using Notify = std::function<void(const std::string&)>;
 
+  // Every request carries `settings` (the URL with its password): the agent keys its
+  // connections by all of them, so that two clients share one only when all are the same.
   // Relative TLS file names go with this process's working directory: the agent runs in /.
   RelayClient(
-      std::shared_ptr<AgentLink> link, RelayDeployment deployment,
+      std::shared_ptr<AgentLink> link, const Settings& settings,
       Notify notify = [](const std::string&) {}, Notify warn = [](const std::string&) {});
 
   // The reply, as Topology::command gives it, or throws as it does (ConnectionLost with

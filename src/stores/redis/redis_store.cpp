@@ -31,13 +31,11 @@ std::string redis_key(const std::string& key) {
   return std::string(kKeyPrefix) + key + std::string(kKeySuffix);
 }
 
-Store::Store(Deployment deployment, std::chrono::milliseconds timeout, Notify notify,
-             const TlsOptions& tls, std::chrono::milliseconds failover_timeout, Notify warn)
+Store::Store(Settings settings, Notify notify, Notify warn)
     : notify_(notify),
-      timeout_(timeout),
-      failover_timeout_(failover_timeout),
-      topology_(std::move(deployment), timeout, failover_timeout, std::move(notify),
-                std::move(warn), tls) {}
+      timeout_(settings.timeout),
+      failover_timeout_(settings.failover_timeout),
+      topology_(std::move(settings), std::move(notify), std::move(warn)) {}
 
 void Store::unexpected_reply(const Value& reply) const {
   throw StoreUnavailable(server() + ": " +

@@ -9,10 +9,9 @@
 
 #include "io/waiter.hpp"
 #include "stores/bucket_store.hpp"
-#include "stores/redis/redis_deployment.hpp"
-#include "stores/redis/redis_options.hpp"
 #include "stores/redis/redis_relay.hpp"
 #include "stores/redis/redis_retry_policy.hpp"
+#include "stores/redis/redis_settings.hpp"
 #include "stores/redis/redis_topology.hpp"
 
 namespace ratelimit::stores::redis {
@@ -25,15 +24,13 @@ class Store final : public BucketStore {
   // Told why a record was discarded (for --verbose).
   using Notify = std::function<void(const std::string&)>;
 
-  // Connects at the first call. `timeout` bounds each operation as a whole: its connection (TLS
-  // included, with `tls` for rediss:// nodes) and every command it sends; a failover has
-  // `failover_timeout` (Topology), and `warn` is told of two masters at once. Throws
-  // UsageError for TLS options without rediss://; TLS files that cannot be used are found by the
-  // first call that connects (or the agent serving it), which throws as Tls.
-  Store(
-      Deployment deployment, std::chrono::milliseconds timeout,
-      Notify notify = [](const std::string&) {}, const TlsOptions& tls = {},
-      std::chrono::milliseconds failover_timeout = kDefaultFailoverTimeout,
+  // Connects at the first call. The settings' `timeout` bounds each operation as a whole: its
+  // connection (TLS included, with their `tls` for rediss:// nodes) and every command it sends;
+  // a failover has their `failover_timeout` (Topology), and `warn` is told of two masters at
+  // once. TLS files that cannot be used are found by the first call that connects (or the agent
+  // serving it), which throws as Tls.
+  explicit Store(
+      Settings settings, Notify notify = [](const std::string&) {},
       Notify warn = [](const std::string&) {});
 
   // The round trip counts against the request's deadline, as the state file's lock does: an

@@ -56,21 +56,15 @@ std::optional<Redirect> redirect_of(const Value& reply, const Address& answered)
 
 }  // namespace
 
-Topology::Topology(Deployment deployment, milliseconds timeout, milliseconds failover_timeout,
-                   Notify notify, Notify warn, const TlsOptions& tls)
-    : deployment_(std::move(deployment)),
-      timeout_(timeout),
-      failover_timeout_(failover_timeout),
+Topology::Topology(Settings settings, Notify notify, Notify warn)
+    : deployment_(std::move(settings.deployment)),
+      timeout_(settings.timeout),
+      failover_timeout_(settings.failover_timeout),
       notify_(std::move(notify)),
       warn_(std::move(warn)),
-      tls_options_(tls),
-      sentinel_share_(timeout / static_cast<int>(deployment_.sentinels.size() + 1)),
-      master_share_(timeout / 2) {
-  if (!deployment_.node.tls &&
-      (!tls.ca_file.empty() || !tls.cert_file.empty() || !tls.key_file.empty() || !tls.verify))
-    throw UsageError(fmt::format("the {} options need a rediss:// URL, not '{}'", kAnyTlsOption,
-                                 deployment_.shown));
-}
+      tls_options_(std::move(settings.tls)),
+      sentinel_share_(timeout_ / static_cast<int>(deployment_.sentinels.size() + 1)),
+      master_share_(timeout_ / 2) {}
 
 const Tls* Topology::tls_for(const Address& node) {
   if (!node.tls) return nullptr;

@@ -12,7 +12,7 @@
 
 #include "io/waiter.hpp"
 #include "stores/redis/redis_connection.hpp"
-#include "stores/redis/redis_deployment.hpp"
+#include "stores/redis/redis_settings.hpp"
 
 namespace ratelimit::stores::redis {
 
@@ -24,17 +24,15 @@ class Topology {
   // Told which node answers, when that is news (for --verbose); or warned.
   using Notify = std::function<void(const std::string&)>;
 
-  // Connects at the first command, over TLS with `tls` to rediss:// nodes (sentinels are asked
-  // in the clear). `timeout` bounds an operation and the search for a master while no sentinel
-  // names one that could be it; `failover_timeout` bounds a failover: the search once a master
-  // went away, stopped answering or was demoted, or a sentinel named one that is not reachable
-  // or not a master (yet), and the request sent again there. `warn` is told of two masters at
-  // once. Throws UsageError for TLS options without rediss://. The TLS files are loaded when a
-  // connection first needs them (OpenSSL's set-up costs milliseconds of CPU, for nothing when
-  // the agent answers): the call that needs them throws as Tls for one that cannot be used.
-  Topology(Deployment deployment, std::chrono::milliseconds timeout,
-           std::chrono::milliseconds failover_timeout, Notify notify, Notify warn,
-           const TlsOptions& tls = {});
+  // Connects at the first command to the settings' deployment, over TLS with their `tls` to
+  // rediss:// nodes (sentinels are asked in the clear). Their `timeout` bounds an operation and
+  // the search for a master while no sentinel names one that could be it; their
+  // `failover_timeout` bounds a failover: the search once a master went away, stopped answering
+  // or was demoted, or a sentinel named one that is not reachable or not a master (yet), and the
+  // request sent again there. `warn` is told of two masters at once. The TLS files are loaded
+  // when a connection first needs them (OpenSSL's set-up costs milliseconds of CPU, for nothing
+  // when the agent answers): the call that needs them throws as Tls for one that cannot be used.
+  Topology(Settings settings, Notify notify, Notify warn);
 
   // Sends `arguments`, a command on `redis_key` alone, to the node that serves the key, within
   // `deadline`, once (command_once), and again through a failover as RetryPolicy decides (its

@@ -181,7 +181,7 @@ Url::Url(std::string written) : written(std::move(written)) {
   shown = hide_password(this->written);
 }
 
-Address parse_redis_url(const Url& url) { return UrlParser(url.written, url.shown).parse(); }
+Address parse_url(const Url& url) { return UrlParser(url.written, url.shown).parse(); }
 
 std::string explain_refusal(const std::string& error) {
   if (error.starts_with("NOAUTH") ||

@@ -56,7 +56,7 @@ struct TlsOptions {
 // Parses `redis://[[user]:password@]host[:port][/db]` (`rediss://` the same over TLS) and
 // `unix://[[user]:password@]/path/redis.sock[?db=N]`; user and password may be %-encoded.
 // Throws UsageError naming the URL as shown and what is wrong with it.
-Address parse_redis_url(const Url& url);
+Address parse_url(const Url& url);
 
 // A server's error reply as the user can act on it: a server that wants a password (NOAUTH, or the
 // protocol error it gives a long command sent without one) says so with the URL form that gives

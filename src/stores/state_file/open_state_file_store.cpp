@@ -6,13 +6,13 @@
 
 namespace ratelimit::stores::state_file {
 
-std::unique_ptr<BucketStore> open_state_file_store(
-    const Options& options, const std::function<void(const std::string&)>& notify) {
+std::unique_ptr<BucketStore> open_store(const Options& options,
+                                        const std::function<void(const std::string&)>& notify) {
   return std::make_unique<Store>(
       state::StateDirectory::open(options.directory), system_clock(),
       HostId{.machine_id = state::read_machine_id(), .boot_id = state::read_boot_id()}, notify);
 }
 
-std::string describe_state_file_store(const Options& options) { return options.directory; }
+std::string describe_store(const Options& options) { return options.directory; }
 
 }  // namespace ratelimit::stores::state_file

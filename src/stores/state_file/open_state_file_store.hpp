@@ -17,10 +17,10 @@ struct Options {
 // This user's buckets on this host. Throws UnsafeStateError (77) for a directory another user
 // could tamper with, StoreUnavailable (69) for one that cannot be created or opened. `notify`
 // is told why a record was discarded (--verbose).
-std::unique_ptr<BucketStore> open_state_file_store(
-    const Options& options, const std::function<void(const std::string&)>& notify);
+std::unique_ptr<BucketStore> open_store(const Options& options,
+                                        const std::function<void(const std::string&)>& notify);
 
 // Where the buckets are, for messages: the directory.
-std::string describe_state_file_store(const Options& options);
+std::string describe_store(const Options& options);
 
 }  // namespace ratelimit::stores::state_file

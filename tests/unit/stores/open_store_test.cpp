@@ -38,7 +38,8 @@ TEST(OpenStore, AUrlNamesRedisWithItsPolicy) {
   testing::TempDir state;
   StoresOptions options;
   options.local.directory = state.string();
-  options.redis.url = "unix://:hunter2@" + (state.path() / "no-server.sock").string();
+  options.redis.settings.url = "unix://:hunter2@" + (state.path() / "no-server.sock").string();
+  check_store_options(options);
   std::vector<std::string> warnings;
   options.warn = [&](const std::string& warning) { warnings.push_back(warning); };
   EXPECT_TRUE(names_shared_store(options));
@@ -57,7 +58,7 @@ TEST(OpenStore, AUrlNamesRedisWithItsPolicy) {
 TEST(OpenStore, EachStoresOptionsAreCheckedTogether) {
   StoresOptions options;
   check_store_options(options);
-  options.redis.tls.ca_file = "ca.pem";
+  options.redis.settings.tls.ca_file = "ca.pem";
   EXPECT_EQ(usage_error_of(check_store_options, options),
             "the --redis-tls-* options need a rediss:// URL (--redis or $RATELIMIT_REDIS)");
 }

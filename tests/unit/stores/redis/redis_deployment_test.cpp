@@ -11,7 +11,7 @@ using Kind = Deployment::Kind;
 
 TEST(RedisDeployment, SentinelsWithEverything) {
   const Deployment deployment =
-      parse_redis_deployment("redis-sentinel://alice:p%40ss@s1.lan:26380,[::1],s3/cache/2");
+      parse_deployment("redis-sentinel://alice:p%40ss@s1.lan:26380,[::1],s3/cache/2");
   EXPECT_EQ(deployment.kind, Kind::sentinel);
   EXPECT_EQ(deployment.master_name, "cache");
   EXPECT_EQ(deployment.node.user, "alice");
@@ -31,7 +31,7 @@ TEST(RedisDeployment, SentinelsWithEverything) {
 }
 
 TEST(RedisDeployment, SentinelDefaults) {
-  const Deployment deployment = parse_redis_deployment("redis-sentinel://127.0.0.1:5000/m");
+  const Deployment deployment = parse_deployment("redis-sentinel://127.0.0.1:5000/m");
   EXPECT_EQ(deployment.master_name, "m");
   EXPECT_EQ(deployment.node.database, 0);
   EXPECT_TRUE(deployment.node.password.empty());
@@ -40,7 +40,7 @@ TEST(RedisDeployment, SentinelDefaults) {
 }
 
 TEST(RedisDeployment, OtherUrlsNameOneServer) {
-  const Deployment deployment = parse_redis_deployment("redis://:pw@h:7000/1");
+  const Deployment deployment = parse_deployment("redis://:pw@h:7000/1");
   EXPECT_EQ(deployment.kind, Kind::server);
   EXPECT_EQ(deployment.node.host, "h");
   EXPECT_EQ(deployment.node.port, 7000);
@@ -49,7 +49,7 @@ TEST(RedisDeployment, OtherUrlsNameOneServer) {
 
 TEST(RedisDeployment, BadSentinelUrlsNameTheUrlWithoutThePassword) {
   expect_refusals(
-      parse_redis_deployment,
+      parse_deployment,
       {
           {"redis-sentinel://:secret@h:1",
            "bad Redis URL 'redis-sentinel://:***@h:1': expected /MASTER_NAME after the sentinels: "
@@ -71,7 +71,7 @@ TEST(RedisDeployment, BadSentinelUrlsNameTheUrlWithoutThePassword) {
 }
 
 TEST(RedisDeployment, NodeAddressKeepsTheCredentials) {
-  const Address seed = parse_redis_url("redis://u:pw@seed:7000/0");
+  const Address seed = parse_url("redis://u:pw@seed:7000/0");
   const Address node = node_address(seed, "127.0.0.1", 7002);
   EXPECT_EQ(node.host, "127.0.0.1");
   EXPECT_EQ(node.port, 7002);

@@ -16,7 +16,7 @@ using namespace std::chrono_literals;
 // `options` after the option `name` read `text` (a duration given as `duration` too).
 void give(Options& options, std::string_view name, std::string_view text,
           std::chrono::nanoseconds duration = {}) {
-  const auto all = redis_store_options();
+  const auto all = store_options();
   const auto option = std::find_if(
       all.begin(), all.end(), [name](const auto& declared) { return declared.text.name == name; });
   ASSERT_NE(option, all.end()) << name;
@@ -27,7 +27,7 @@ TEST(RedisOptions, EveryOptionIsDeclaredOnceUnderItsName) {
   for (const std::string_view name :
        {kUrlOption, kTimeoutOption, kFailoverTimeoutOption, kTlsCaOption, kTlsCertOption,
         kTlsKeyOption, kTlsInsecureOption, kOnErrorOption}) {
-    const auto all = redis_store_options();
+    const auto all = store_options();
     EXPECT_EQ(std::count_if(all.begin(), all.end(),
                             [name](const auto& option) { return option.text.name == name; }),
               1)
@@ -37,25 +37,43 @@ TEST(RedisOptions, EveryOptionIsDeclaredOnceUnderItsName) {
 
 TEST(RedisOptions, ValuesAreReadIntoTheirPlaces) {
   Options options;
-  give(options, kUrlOption, "redis://cache.lan");
+  give(options, kUrlOption, "rediss://cache.lan");
   give(options, kTlsCaOption, "ca.pem");
   give(options, kTlsCertOption, "me.pem");
   give(options, kTlsKeyOption, "me.key");
   give(options, kTlsInsecureOption, "");
-  EXPECT_EQ(options.url.written, "redis://cache.lan");
-  EXPECT_EQ(options.tls.ca_file, "ca.pem");
-  EXPECT_EQ(options.tls.cert_file, "me.pem");
-  EXPECT_EQ(options.tls.key_file, "me.key");
-  EXPECT_FALSE(options.tls.verify);
+  check_options(options);
+  EXPECT_EQ(options.settings.url.written, "rediss://cache.lan");
+  EXPECT_EQ(options.settings.deployment.node.host, "cache.lan");
+  EXPECT_EQ(options.settings.tls.ca_file, "ca.pem");
+  EXPECT_EQ(options.settings.tls.cert_file, "me.pem");
+  EXPECT_EQ(options.settings.tls.key_file, "me.key");
+  EXPECT_FALSE(options.settings.tls.verify);
+}
+
+// The URL is parsed once all options are read: a bad one is refused then, its password hidden,
+// whether or not the command goes on to open the store; an empty one is no Redis.
+TEST(RedisOptions, ABadUrlIsRefusedOnceTheOptionsAreRead) {
+  Options options;
+  give(options, kUrlOption, "redis://:hunter2@cache.lan:0");
+  EXPECT_EQ(usage_error_of(check_options, options),
+            "bad Redis URL 'redis://:***@cache.lan:0': the port must be a number from 1 to 65535");
+  give(options, kUrlOption, "redis-sentinel://s1:26379");
+  EXPECT_EQ(
+      usage_error_of(check_options, options).find("bad Redis URL 'redis-sentinel://s1:26379': "),
+      0u);
+  give(options, kUrlOption, "");
+  EXPECT_EQ(usage_error_of(check_options, options), "accepted");
+  EXPECT_EQ(options.settings.deployment.node.host, "");
 }
 
 // Timeouts are whole milliseconds, rounded up, and at least one.
 TEST(RedisOptions, TimeoutsAreAtLeastAMillisecond) {
   Options options;
   give(options, kTimeoutOption, "1500us", 1500us);
-  EXPECT_EQ(options.timeout, 2ms);
+  EXPECT_EQ(options.settings.timeout, 2ms);
   give(options, kFailoverTimeoutOption, "2m", 2min);
-  EXPECT_EQ(options.failover_timeout, 2min);
+  EXPECT_EQ(options.settings.failover_timeout, 2min);
   EXPECT_EQ(usage_error_of(give, options, kTimeoutOption, "0s", 0s),
             "invalid duration '0s': must be at least 1ms");
   EXPECT_EQ(usage_error_of(give, options, kFailoverTimeoutOption, "999us", 999us),
@@ -82,12 +100,15 @@ TEST(RedisOptions, WhatToDoWhileRedisCannotAnswer) {
 
 TEST(RedisOptions, TlsOptionsNeedARedisUrl) {
   Options options;
-  check_redis_options(options);
-  options.tls.verify = false;
-  EXPECT_EQ(usage_error_of(check_redis_options, options),
+  check_options(options);
+  options.settings.tls.verify = false;
+  EXPECT_EQ(usage_error_of(check_options, options),
             "the --redis-tls-* options need a rediss:// URL (--redis or $RATELIMIT_REDIS)");
-  options.url = "rediss://cache.lan";
-  EXPECT_EQ(usage_error_of(check_redis_options, options), "accepted");
+  options.settings.url = "redis://:hunter2@cache.lan";
+  EXPECT_EQ(usage_error_of(check_options, options),
+            "the --redis-tls-* options need a rediss:// URL, not 'redis://:***@cache.lan'");
+  options.settings.url = "rediss://cache.lan";
+  EXPECT_EQ(usage_error_of(check_options, options), "accepted");
 }
 
 }  // namespace

@@ -22,7 +22,7 @@ TEST(RedisUrl, KeepsTheTextAndShowsItWithoutThePassword) {
 }
 
 TEST(RedisUrl, TcpWithEverything) {
-  const Address address = parse_redis_url("redis://alice:p%40ss:word@cache.lan:6380/3");
+  const Address address = parse_url("redis://alice:p%40ss:word@cache.lan:6380/3");
   EXPECT_EQ(address.kind, Kind::tcp);
   EXPECT_EQ(address.host, "cache.lan");
   EXPECT_EQ(address.port, 6380);
@@ -33,24 +33,24 @@ TEST(RedisUrl, TcpWithEverything) {
 }
 
 TEST(RedisUrl, TcpDefaults) {
-  const Address address = parse_redis_url("redis://localhost");
+  const Address address = parse_url("redis://localhost");
   EXPECT_EQ(address.host, "localhost");
   EXPECT_EQ(address.port, 6379);
   EXPECT_EQ(address.database, 0);
   EXPECT_TRUE(address.password.empty());
   EXPECT_EQ(address.shown, "redis://localhost");
-  EXPECT_EQ(parse_redis_url("redis://:pw@h").password, "pw");
-  EXPECT_EQ(parse_redis_url("redis://:pw@h").user, "");
-  EXPECT_EQ(parse_redis_url("redis://[::1]:7000").host, "::1");
-  EXPECT_EQ(parse_redis_url("redis://[::1]:7000").port, 7000);
+  EXPECT_EQ(parse_url("redis://:pw@h").password, "pw");
+  EXPECT_EQ(parse_url("redis://:pw@h").user, "");
+  EXPECT_EQ(parse_url("redis://[::1]:7000").host, "::1");
+  EXPECT_EQ(parse_url("redis://[::1]:7000").port, 7000);
 }
 
 TEST(RedisUrl, UnixSocket) {
-  const Address address = parse_redis_url("unix:///run/redis/redis.sock?db=2");
+  const Address address = parse_url("unix:///run/redis/redis.sock?db=2");
   EXPECT_EQ(address.kind, Kind::unix_socket);
   EXPECT_EQ(address.socket_path, "/run/redis/redis.sock");
   EXPECT_EQ(address.database, 2);
-  const Address with_password = parse_redis_url("unix://:secret@/tmp/r.sock");
+  const Address with_password = parse_url("unix://:secret@/tmp/r.sock");
   EXPECT_EQ(with_password.password, "secret");
   EXPECT_EQ(with_password.socket_path, "/tmp/r.sock");
   EXPECT_EQ(with_password.shown, "unix://:***@/tmp/r.sock");
@@ -58,7 +58,7 @@ TEST(RedisUrl, UnixSocket) {
 
 TEST(RedisUrl, BadUrlsAreNamedWithoutTheirPassword) {
   expect_refusals(
-      parse_redis_url,
+      parse_url,
       {
           {"http://h",
            "bad Redis URL 'http://h': expected redis[s]://[[user]:password@]host[:port][/db] or "
@@ -84,14 +84,14 @@ TEST(RedisUrl, BadUrlsAreNamedWithoutTheirPassword) {
 }
 
 TEST(RedisUrl, RedissIsTcpOverTls) {
-  const Address address = parse_redis_url("rediss://:pw@cache.example:6380/2");
+  const Address address = parse_url("rediss://:pw@cache.example:6380/2");
   EXPECT_EQ(address.kind, Address::Kind::tcp);
   EXPECT_TRUE(address.tls);
   EXPECT_EQ(address.host, "cache.example");
   EXPECT_EQ(address.port, 6380);
   EXPECT_EQ(address.database, 2);
   EXPECT_EQ(address.shown, "rediss://:***@cache.example:6380/2");
-  EXPECT_FALSE(parse_redis_url("redis://cache.example").tls);
+  EXPECT_FALSE(parse_url("redis://cache.example").tls);
 }
 
 }  // namespace
