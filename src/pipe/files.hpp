@@ -63,6 +63,10 @@ class FileIo final : public Io {
     std::string name;
     io::FileDescriptor fd;
     bool is_pipe;
+    // A pipe, a socket or a terminal: FIONREAD says what it holds now. Once poll says it is ready,
+    // nothing held is its end (a writer gone, a peer's shutdown, an end-of-file key), seen without
+    // reading it.
+    bool says_held;
     // What the input will still give, when known: the rest of a regular file, and what a pipe
     // holds once its last writer has closed.
     std::optional<std::size_t> bytes_left;

@@ -125,9 +125,12 @@ struct stat FileIo::open_input(const std::string& name) {
   const off_t position = takes_back ? std::max<off_t>(::lseek(fd.get(), 0, SEEK_CUR), 0) : 0;
   if (S_ISREG(status.st_mode))
     bytes_left = static_cast<std::size_t>(std::max<off_t>(status.st_size - position, 0));
+  const bool says_held =
+      S_ISFIFO(status.st_mode) || S_ISSOCK(status.st_mode) || ::isatty(fd.get()) == 1;
   inputs_.push_back(Input{.name = shown,
                           .fd = std::move(fd),
                           .is_pipe = S_ISFIFO(status.st_mode),
+                          .says_held = says_held,
                           .bytes_left = bytes_left,
                           .takes_back = takes_back,
                           .shares_offset = takes_back && standard,
@@ -258,7 +261,7 @@ std::optional<std::size_t> FileIo::bytes_ready() {
   if (input.bytes_left)
     return *input.bytes_left == kLeftUntilRead ? std::nullopt : input.bytes_left;
   int bytes = 0;
-  if (!input.is_pipe || ::ioctl(input.fd.get(), FIONREAD, &bytes) != 0) return std::nullopt;
+  if (!input.says_held || ::ioctl(input.fd.get(), FIONREAD, &bytes) != 0) return std::nullopt;
   return static_cast<std::size_t>(bytes);
 }
 

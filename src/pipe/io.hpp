@@ -48,7 +48,8 @@ class Io {
   virtual bool input_exhausted() const = 0;
   // The bytes of this input that a read or splice moves now without waiting: the rest of a
   // regular file, what a pipe holds (all that is left once its last writer has closed, which the
-  // pipe is asked now). None when the input cannot say (a terminal, a socket).
+  // pipe is asked now), what a socket or a terminal holds (nothing, once a wait for input said
+  // ready: its end). None when the input cannot say (another device).
   virtual std::optional<std::size_t> bytes_ready() = 0;
   // True when the bytes of this input left to move are known: the rest of a regular file, what
   // a pipe holds once its last writer was seen to close; bytes_ready() then says them.
