@@ -50,7 +50,7 @@ grep -q ' 25kB/s ' <<<"$("$RATELIMIT" status --key policy)" || fail "the key's r
 [ "$(find "$WORK/state" -name '*.bucket' | wc -l)" -eq 3 ] || fail "a pipe without --key left a bucket"
 
 # set --key: a running pipe of the key slows down (100 kB at 100 kB/s would take a second; at
-# 40 kB/s from the booking after 0.2 s on, two chunks of 36 ms later at most, it takes over 1.8).
+# 40 kB/s from the booking after 0.2 s on, two chunks of 108 ms later at most, it takes over 1.8).
 start=$(now_ns)
 "$RATELIMIT" --rate 100k --key live <"$WORK/a" >"$WORK/a.out" &
 pipe=$!
