@@ -199,10 +199,13 @@ TEST_F(Admit, AWaitForSeveralKeysIsShownUntilItEnds) {
     showing = record;
     return std::shared_ptr<void>(record);
   };
+  std::vector<bool> shown_during_waits;
+  waiter.on_wait = [&] { shown_during_waits.push_back(!showing.expired()); };
   EXPECT_EQ(admit(call).result, AdmissionResult::admitted);
   EXPECT_TRUE(shown.empty());  // no wait: nothing to show
   const nanoseconds asked_at = clock.now();
   EXPECT_EQ(admit(call).result, AdmissionResult::admitted);
+  EXPECT_EQ(shown_during_waits, (std::vector<bool>{false, true}));
   ASSERT_EQ(shown.size(), 1u);
   EXPECT_EQ(shown.front().keys, (std::vector<std::string>{"api", "all"}));
   EXPECT_EQ(shown.front().held_by, "all");
