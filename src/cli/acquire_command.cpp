@@ -16,7 +16,7 @@ int run_acquire(const PermitOptions& options) {
   if (options.key.empty())
     throw UsageError(
         "acquire needs --key NAME: the bucket that the calls of one loop share (e.g. --key mail)");
-  return admit_then(options, 0, [&options](const exec::Admission& admission) {
+  return admit_then("acquire", options, 0, [&options](const exec::Admission& admission) {
     // Where the store's grant moment lies, for whoever checks a limit from outside (a quota's
     // windows): on the clock every process of the host shares.
     if (options.store.verbose >= 2) {

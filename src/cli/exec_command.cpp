@@ -58,7 +58,7 @@ int run_reporting_throttles(const ExecOptions& options, const PermitOptions& per
   };
   for (int run = 0;; ++run) {
     bool reported = false;
-    const int status = admit_then(permits, options.max_inflight, [&](exec::Admission&) {
+    const int status = admit_then("exec", permits, options.max_inflight, [&](exec::Admission&) {
       const std::chrono::nanoseconds started = system_clock().now();
       const io::CommandEnd command = io::run_to_completion(options.command);
       // Stopped (a signal passed on to the command): its status, neither reported nor run again.
@@ -82,7 +82,7 @@ int run_exec(const ExecOptions& options) {
   PermitOptions permits = options.permits;
   permits.key = key_of(options);
   if (!options.throttled_statuses.empty()) return run_reporting_throttles(options, permits);
-  return admit_then(permits, options.max_inflight, [&](exec::Admission& admission) {
+  return admit_then("exec", permits, options.max_inflight, [&](exec::Admission& admission) {
     // The slot stays taken while the command (and whatever inherits the descriptor) runs; the
     // bucket's file was closed when the permits were booked and never reaches the command.
     if (admission.slot) io::keep_across_exec(admission.slot);

@@ -10,6 +10,7 @@
 #include "agent/agent.hpp"
 #include "cli/exit_codes.hpp"
 #include "cli/units.hpp"
+#include "control/control.hpp"
 #include "format/escaping.hpp"
 #include "format/timetable_text.hpp"
 #include "io/local_time_posix.hpp"
@@ -343,7 +344,24 @@ stores::PermitRequest to_permit_request(const PermitOptions& options, const Pars
   return request;
 }
 
-int admit_then(const PermitOptions& options, int max_inflight,
+namespace {
+
+// Shows a call's wait for its turn as a status record in the state directory.
+exec::ShowWait status_record_of_call(std::string_view command, const std::string& state_dir) {
+  return [command = std::string(command), state_dir](const exec::KeysWait& wait) {
+    control::CallStatus status{.command = command, .held_by = wait.held_by, .until = wait.until};
+    for (std::size_t i = 0; i < wait.keys.size(); ++i)
+      status.keys.push_back(
+          {.key = wait.keys[i],
+           .held_seconds =
+               i < wait.waits.size() ? std::chrono::duration<double>(wait.waits[i]).count() : 0.0});
+    return std::shared_ptr<void>(control::WaitingCallRecord::create(state_dir, status));
+  };
+}
+
+}  // namespace
+
+int admit_then(std::string_view command, const PermitOptions& options, int max_inflight,
                const std::function<int(exec::Admission&)>& admitted) {
   const std::unique_ptr<stores::BucketStore> store = stores::open_store(options.store.stores);
   std::unique_ptr<exec::InflightSlots> slots;
@@ -368,7 +386,8 @@ int admit_then(const PermitOptions& options, int max_inflight,
     const std::chrono::nanoseconds now = waiter.now();
     request = {.permits = to_permit_request(key_options.front(), buckets.front(), now),
                .more_keys = {},
-               .max_inflight = max_inflight};
+               .max_inflight = max_inflight,
+               .show_wait = status_record_of_call(command, options.store.state_dir)};
     for (std::size_t i = 1; i < keys.size(); ++i)
       request.more_keys.push_back(to_permit_request(key_options[i], buckets[i], now));
     admission = exec::admit(*store, slots.get(), waiter, request);

@@ -7,6 +7,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "cli/bucket_options.hpp"
@@ -98,8 +99,9 @@ stores::PermitRequest to_permit_request(const PermitOptions& options, const Pars
 
 // The one sequence of exec and acquire: request -> store -> admission -> exit status. Runs
 // `admitted` once the permits are due (the stop signals' dispositions and mask are the caller's
-// again by then) and returns its status; else 75 refused, 128 + signal interrupted.
-int admit_then(const PermitOptions& options, int max_inflight,
+// again by then) and returns its status; else 75 refused, 128 + signal interrupted. A call of
+// several keys shows its wait for its turn to `status` as a call of `command` ("exec", "acquire").
+int admit_then(std::string_view command, const PermitOptions& options, int max_inflight,
                const std::function<int(exec::Admission&)>& admitted);
 
 // The bucket of a command that takes permits from `key` (exec, acquire, a pipe with --key),

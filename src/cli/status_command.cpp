@@ -19,6 +19,7 @@
 #include "format/quantities.hpp"
 #include "format/timetable_text.hpp"
 #include "io/local_time_posix.hpp"
+#include "io/posix.hpp"
 #include "state/state_directory.hpp"
 
 namespace ratelimit::cli {
@@ -183,23 +184,33 @@ std::string pipe_keys_text(const control::PipeStatus& status) {
   return text;
 }
 
-// "pipe 123: waits for key 'all'; held by key 'host:a' 0.2s, key 'all' 3.1s" (several keys).
-std::string describe_key_waits(long pid, const control::PipeStatus& status) {
-  std::string line =
-      fmt::format("pipe {}: {}", pid,
-                  status.held_by.empty()
-                      ? std::string("waits for no key")
-                      : fmt::format("waits for key '{}'", format::escaped_bytes(status.held_by)));
-  for (std::size_t i = 0; i < status.keys.size(); ++i)
+// "pipe 123: waits for key 'all'; held by key 'host:a' 0.2s, key 'all' 3.1s" (several keys), and
+// of a waiting call "acquire 123: waits for key 'all' (2.5s left); held by key 'a' 0s, key 'all'
+// 3s" (`left`: the time left).
+std::string describe_key_waits(std::string_view what, long pid, const std::string& held_by,
+                               const std::vector<control::KeyHeld>& keys,
+                               const std::string& left = {}) {
+  std::string line = fmt::format(
+      "{} {}: {}", what, pid,
+      held_by.empty() ? std::string("waits for no key")
+                      : fmt::format("waits for key '{}'", format::escaped_bytes(held_by)));
+  if (!left.empty()) line += fmt::format(" ({} left)", left);
+  for (std::size_t i = 0; i < keys.size(); ++i)
     line += fmt::format(
-        "{} key '{}' {}", i == 0 ? "; held by" : ",", format::escaped_bytes(status.keys[i].key),
-        format::human_duration(std::chrono::duration<double>(status.keys[i].held_seconds)));
+        "{} key '{}' {}", i == 0 ? "; held by" : ",", format::escaped_bytes(keys[i].key),
+        format::human_duration(std::chrono::duration<double>(keys[i].held_seconds)));
   return line;
 }
 
+// How long a waiting call has left to wait, as of now.
+std::chrono::nanoseconds wait_left(const control::CallStatus& call) {
+  return std::max(std::chrono::nanoseconds::zero(), call.until - io::monotonic_now());
+}
+
 void print_text(const std::vector<stores::BucketStatus>& buckets,
-                const std::vector<control::ListedPipe>& pipes) {
-  if (buckets.empty() && pipes.empty()) {
+                const std::vector<control::ListedPipe>& pipes,
+                const std::vector<control::ListedCall>& calls) {
+  if (buckets.empty() && pipes.empty() && calls.empty()) {
     fmt::print("no pipes or keys\n");
     return;
   }
@@ -233,8 +244,13 @@ void print_text(const std::vector<stores::BucketStatus>& buckets,
   if (!buckets.empty()) print_table(rows);
   for (const std::string& line : quotas) fmt::print("{}\n", line);
   for (const std::string& line : unusable) fmt::print("{}\n", line);
+  // The calls of several keys waiting for their turn come with the keys.
+  for (const control::ListedCall& call : calls)
+    fmt::print("{}\n", describe_key_waits(call.status.command, call.pid, call.status.held_by,
+                                          call.status.keys,
+                                          format::human_duration(wait_left(call.status))));
   if (pipes.empty()) return;
-  if (!buckets.empty()) fmt::print("\n");
+  if (!buckets.empty() || !calls.empty()) fmt::print("\n");
   std::vector<std::vector<std::string>> pipe_rows = {
       {"PIPE PID", "COUNTS", "RATE", "UNITS", "BYTES", "KEY"}};
   std::vector<std::string> key_waits;
@@ -255,7 +271,8 @@ void print_text(const std::vector<stores::BucketStatus>& buckets,
         {std::to_string(pipe.pid), std::string(format::counted_name(status.notation.counted)),
          format::written_rate(status.rate, status.notation), std::to_string(status.units),
          std::to_string(status.bytes), pipe_keys_text(status)});
-    if (status.keys.size() > 1) key_waits.push_back(describe_key_waits(pipe.pid, status));
+    if (status.keys.size() > 1)
+      key_waits.push_back(describe_key_waits("pipe", pipe.pid, status.held_by, status.keys));
     if (!pipe_timetables) continue;
     const std::vector<std::string> columns = timetable_columns(status.timetable, status.notation);
     pipe_rows.back().insert(pipe_rows.back().end(), columns.begin(), columns.end());
@@ -335,6 +352,18 @@ format::Json bucket_json(const stores::BucketStatus& bucket) {
   return object;
 }
 
+// The keys of a pipe or a call, each with how long it held it.
+format::Json keys_json(const std::vector<control::KeyHeld>& keys) {
+  format::Json listed_keys = format::Json::array();
+  for (const control::KeyHeld& key : keys) {
+    format::Json listed = format::Json::object();
+    add_key(listed, key.key);
+    listed["held_seconds"] = format::json_number(key.held_seconds, 3);
+    listed_keys.push_back(listed);
+  }
+  return listed_keys;
+}
+
 format::Json pipe_json(const control::ListedPipe& pipe) {
   format::Json object = {{"pid", pipe.pid}, {"counts", fifo_counts(pipe)}};
   if (const auto& status = pipe.status) {
@@ -348,20 +377,21 @@ format::Json pipe_json(const control::ListedPipe& pipe) {
     else
       add_key(object, status->key);
     if (status->keys.size() > 1) {
-      format::Json keys = format::Json::array();
-      for (const control::KeyHeld& key : status->keys) {
-        format::Json listed = format::Json::object();
-        add_key(listed, key.key);
-        listed["held_seconds"] = format::json_number(key.held_seconds, 3);
-        keys.push_back(listed);
-      }
-      object["keys"] = keys;
+      object["keys"] = keys_json(status->keys);
       object["held_by"] =
           status->held_by.empty() ? format::Json(nullptr) : format::json_text(status->held_by);
     }
     add_timetable(object, status->timetable, status->notation);
   }
   return object;
+}
+
+format::Json call_json(const control::ListedCall& call) {
+  return {{"pid", call.pid},
+          {"command", call.status.command},
+          {"keys", keys_json(call.status.keys)},
+          {"held_by", format::json_text(call.status.held_by)},
+          {"wait_left_seconds", format::json_number(seconds(wait_left(call.status)), 3)}};
 }
 
 // The host agent: null when none runs.
@@ -373,12 +403,15 @@ format::Json agent_json(const std::optional<agent::AgentReport>& agent) {
 
 void print_json(const std::vector<stores::BucketStatus>& buckets,
                 const std::vector<control::ListedPipe>& pipes,
+                const std::vector<control::ListedCall>& calls,
                 const std::optional<agent::AgentReport>& agent) {
   format::Json status = {{"buckets", format::Json::array()},
                          {"pipes", format::Json::array()},
+                         {"calls", format::Json::array()},
                          {"agent", agent_json(agent)}};
   for (const auto& bucket : buckets) status["buckets"].push_back(bucket_json(bucket));
   for (const control::ListedPipe& pipe : pipes) status["pipes"].push_back(pipe_json(pipe));
+  for (const control::ListedCall& call : calls) status["calls"].push_back(call_json(call));
   fmt::print("{}\n", status.dump());
 }
 
@@ -396,8 +429,11 @@ int run_status(const StatusOptions& options) {
   if (may_hold_buckets(options.store))
     buckets = stores::open_store(options.store.stores)
                   ->status(options.key.empty() ? std::nullopt : std::optional(options.key));
-  if (options.key.empty() && std::filesystem::exists(path))
+  std::vector<control::ListedCall> calls;
+  if (options.key.empty() && std::filesystem::exists(path)) {
     pipes = control::list_running_pipes(path);
+    calls = control::list_waiting_calls(path);
+  }
   if (buckets.empty() && !options.key.empty()) throw no_bucket(options.key, options.store);
   // The host agent of the state directory, if one runs (none is started): in the JSON always,
   // in the text with the whole list.
@@ -405,15 +441,15 @@ int run_status(const StatusOptions& options) {
   if ((options.json || options.key.empty()) && std::filesystem::exists(path))
     agent = agent::ask_agent(path);
   if (options.json) {
-    print_json(buckets, pipes, agent);
+    print_json(buckets, pipes, calls, agent);
     return exit_ok;
   }
   // Nothing listed but the agent: one line that says both.
-  if (agent && buckets.empty() && pipes.empty()) {
+  if (agent && buckets.empty() && pipes.empty() && calls.empty()) {
     fmt::print("no pipes or keys; {}\n", agent_text(*agent));
     return exit_ok;
   }
-  print_text(buckets, pipes);
+  print_text(buckets, pipes, calls);
   if (agent) fmt::print("\n{}\n", agent_text(*agent));
   return exit_ok;
 }

@@ -15,6 +15,7 @@ namespace {
 
 constexpr std::string_view kTimetableTag = "timetable ";
 constexpr std::string_view kStatusTag = "ratelimit-pipe 4";
+constexpr std::string_view kCallStatusTag = "ratelimit-call 1";
 
 }  // namespace
 
@@ -117,6 +118,35 @@ std::optional<std::vector<KeyHeld>> keys_of_field(std::string_view field) {
   return keys;
 }
 
+// A record: its fields (its tag first), then their FNV-1a hash, "TAG F1 F2 xxxxxxxx\n".
+std::string framed(std::string_view fields) {
+  return fmt::format("{} {:08x}\n", fields, format::fnv1a<std::uint32_t>(fields));
+}
+
+// The fields after `tag` of a record framed so; nullopt unless it is exactly such a record.
+std::optional<std::vector<std::string_view>> unframed(std::string_view record,
+                                                      std::string_view tag) {
+  constexpr std::size_t kCheckBytes = 1 + 8 + 1;  // " xxxxxxxx\n"
+  if (!record.starts_with(tag) || !record.ends_with('\n') ||
+      record.size() < tag.size() + kCheckBytes || record[record.size() - kCheckBytes] != ' ')
+    return std::nullopt;
+  const std::optional<std::uint32_t> check =
+      whole_field<std::uint32_t>(record.substr(record.size() - kCheckBytes + 1, 8), 16);
+  record.remove_suffix(kCheckBytes);
+  // A status file is rewritten in place, so a read may meet a write half done.
+  if (!check || *check != format::fnv1a<std::uint32_t>(record)) return std::nullopt;
+  record.remove_prefix(tag.size());
+  std::vector<std::string_view> fields;
+  while (record.starts_with(' ')) {
+    record.remove_prefix(1);
+    const std::size_t end = std::min(record.find(' '), record.size());
+    fields.push_back(record.substr(0, end));
+    record.remove_prefix(end);
+  }
+  if (!record.empty()) return std::nullopt;
+  return fields;
+}
+
 }  // namespace
 
 std::string encode_status(const PipeStatus& status) {
@@ -128,31 +158,16 @@ std::string encode_status(const PipeStatus& status) {
   if (status.keys.size() > 1)
     fields += fmt::format(" {} {}", keys_field(status.keys),
                           status.held_by.empty() ? kNoKey : format::hex_bytes(status.held_by));
-  return fmt::format("{} {:08x}\n", fields, format::fnv1a<std::uint32_t>(fields));
+  return framed(fields);
 }
 
 std::optional<PipeStatus> decode_status(std::string_view record) {
-  constexpr std::size_t kCheckBytes = 1 + 8 + 1;  // " xxxxxxxx\n"
-  if (!record.starts_with(kStatusTag) || !record.ends_with('\n') ||
-      record.size() < kStatusTag.size() + kCheckBytes || record[record.size() - kCheckBytes] != ' ')
-    return std::nullopt;
-  const std::optional<std::uint32_t> check =
-      whole_field<std::uint32_t>(record.substr(record.size() - kCheckBytes + 1, 8), 16);
-  record.remove_suffix(kCheckBytes);
-  // A status file is rewritten in place, so a read may meet a write half done.
-  if (!check || *check != format::fnv1a<std::uint32_t>(record)) return std::nullopt;
-  record.remove_prefix(kStatusTag.size());
-  std::vector<std::string_view> fields;
-  while (record.starts_with(' ')) {
-    record.remove_prefix(1);
-    const std::size_t end = std::min(record.find(' '), record.size());
-    fields.push_back(record.substr(0, end));
-    record.remove_prefix(end);
-  }
+  const std::optional<std::vector<std::string_view>> framed_fields = unframed(record, kStatusTag);
+  if (!framed_fields) return std::nullopt;
+  const std::vector<std::string_view>& fields = *framed_fields;
   // Seven fields from a pipe started before the period and the timetable were published; eleven
   // from a pipe with several keys.
-  if (!record.empty() || (fields.size() != 7 && fields.size() != 9 && fields.size() != 11))
-    return std::nullopt;
+  if (fields.size() != 7 && fields.size() != 9 && fields.size() != 11) return std::nullopt;
   std::optional<format::Notation> notation = notation_of_fields(fields[0], fields[1]);
   std::string timetable;
   std::vector<KeyHeld> keys;
@@ -187,6 +202,29 @@ std::optional<PipeStatus> decode_status(std::string_view record) {
                     .timetable = std::move(timetable),
                     .keys = std::move(keys),
                     .held_by = std::move(held_by)};
+}
+
+std::string encode_call_status(const CallStatus& status) {
+  return framed(fmt::format(
+      "{} {} {} {} {}", kCallStatusTag, status.command, keys_field(status.keys),
+      status.held_by.empty() ? kNoKey : format::hex_bytes(status.held_by), status.until.count()));
+}
+
+std::optional<CallStatus> decode_call_status(std::string_view record) {
+  const std::optional<std::vector<std::string_view>> fields = unframed(record, kCallStatusTag);
+  if (!fields || fields->size() != 4) return std::nullopt;
+  const std::string_view command = (*fields)[0];
+  if (command.empty() ||
+      !std::all_of(command.begin(), command.end(), [](char c) { return c >= 'a' && c <= 'z'; }))
+    return std::nullopt;
+  std::optional<std::vector<KeyHeld>> keys = keys_of_field((*fields)[1]);
+  std::optional<std::string> held_by = key_of_hex((*fields)[2]);
+  const std::optional<std::int64_t> until = whole_field<std::int64_t>((*fields)[3]);
+  if (!keys || !held_by || !until) return std::nullopt;
+  return CallStatus{.command = std::string(command),
+                    .keys = std::move(*keys),
+                    .held_by = std::move(*held_by),
+                    .until = std::chrono::nanoseconds(*until)};
 }
 
 }  // namespace ratelimit::control

@@ -57,6 +57,52 @@ struct PipeStatus {
 std::string encode_status(const PipeStatus& status);
 std::optional<PipeStatus> decode_status(std::string_view record);
 
+// What a call of exec or acquire with several keys tells `status` while it waits for its turn.
+struct CallStatus {
+  std::string command;  // "exec" or "acquire"
+  // Every key, in the call's order, with the wait it asked for on its own (held_seconds).
+  std::vector<KeyHeld> keys{};
+  std::string held_by{};  // the key whose turn the call waits for
+  // When the wait ends, on the monotonic clock that every process of the host shares
+  // (io::monotonic_now()).
+  std::chrono::nanoseconds until{0};
+  friend bool operator==(const CallStatus&, const CallStatus&) = default;
+};
+// One line, e.g. "ratelimit-call 1 acquire 61=0,62=59.5 62 81234567890 5d1f2c3a\n" (the command;
+// each key in hex and its own wait in seconds; the holder in hex; the end of the wait in
+// nanoseconds; the FNV-1a hash of what comes before it, as a pipe's status record), and back;
+// nullopt unless it is exactly such a line.
+std::string encode_call_status(const CallStatus& status);
+std::optional<CallStatus> decode_call_status(std::string_view record);
+
+// A waiting call's status, shown as "call-PID.status" in the state directory (the pipes' one) for
+// as long as this object lives. One left by a killed call is not listed (its process is gone) and
+// is removed by the next call or pipe.
+class WaitingCallRecord {
+ public:
+  // nullptr when the directory is not safe to use or the record cannot be written: it is news,
+  // and the call waits all the same.
+  static std::unique_ptr<WaitingCallRecord> create(const std::string& state_dir,
+                                                   const CallStatus& status);
+  ~WaitingCallRecord();
+  WaitingCallRecord(const WaitingCallRecord&) = delete;
+  WaitingCallRecord& operator=(const WaitingCallRecord&) = delete;
+
+ private:
+  WaitingCallRecord(state::StateDirectory directory, std::string name);
+
+  state::StateDirectory directory_;
+  std::string name_;
+};
+
+// The calls with a record in the state directory `path` whose process still runs and whose wait
+// has not ended over a second ago (a record left under a process id used again), by process id.
+struct ListedCall {
+  long pid;
+  CallStatus status;
+};
+std::vector<ListedCall> list_waiting_calls(const std::string& path);
+
 // Live control of a running pipe. Each pipe process makes a FIFO named after its process id and
 // what it counts ("pipe-PID.bytes" or "pipe-PID.records") in the state directory (the one of the
 // shared buckets, --state-dir: private to the user, see state::StateDirectory) and watches it in

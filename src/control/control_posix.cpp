@@ -13,6 +13,7 @@
 #include <thread>
 
 #include "control/control.hpp"
+#include "state/key_file_names.hpp"
 #include "state/state_directory.hpp"
 #include "stores/bucket_store.hpp"
 
@@ -35,6 +36,11 @@ std::optional<state::StateDirectory> control_directory(const std::string& path) 
 // Longer than any line encode_status() makes (a key of 80 bytes is 160 in hex, a timetable up to
 // kMaxTimetableBytes).
 constexpr std::size_t kMaxStatusBytes = 384 + stores::kMaxTimetableBytes;
+// Longer than any line encode_call_status() makes (each key in hex and its wait).
+constexpr std::size_t kMaxCallStatusBytes =
+    128 + stores::kMaxKeysPerCall * (2 * state::kMaxKeyBytes + 32);
+// How long past its end a call's record is still listed: its process may not have removed it yet.
+constexpr std::chrono::seconds kCallRecordGrace{1};
 // How often a pipe's status is published while its rate stays the same, once asked for.
 constexpr std::chrono::seconds kStatusInterval{1};
 // The line `status` and `set` send to ask a pipe for its status. It is no rate and not counted as
@@ -54,12 +60,15 @@ std::string fifo_name(long pid, bool counts_bytes) {
 
 std::string status_name(long pid) { return "pipe-" + std::to_string(pid) + ".status"; }
 
-// The process id of a pipe's file name ("pipe-PID" and one of `suffixes`), if it is one.
+std::string call_status_name(long pid) { return "call-" + std::to_string(pid) + ".status"; }
+
+// The process id of a pipe's or a call's file name (`prefix` "pipe-" or "call-", "PID" and one of
+// `suffixes`), if it is one.
 std::optional<long> pid_of_name(std::string_view name,
-                                std::initializer_list<std::string_view> suffixes) {
-  constexpr std::string_view kPrefix = "pipe-";
-  if (!name.starts_with(kPrefix)) return std::nullopt;
-  name.remove_prefix(kPrefix.size());
+                                std::initializer_list<std::string_view> suffixes,
+                                std::string_view prefix = "pipe-") {
+  if (!name.starts_with(prefix)) return std::nullopt;
+  name.remove_prefix(prefix.size());
   long pid = 0;
   const auto [end, error] = std::from_chars(name.data(), name.data() + name.size(), pid);
   const std::string_view suffix(end, static_cast<std::size_t>(name.data() + name.size() - end));
@@ -81,6 +90,9 @@ void remove_files_of_gone_processes(const state::StateDirectory& directory) {
         pid && is_gone(*pid) && directory.is_fifo(name))
       directory.remove(name);
     if (const std::optional<long> pid = pid_of_name(name, {".status", ".status.new"});
+        pid && is_gone(*pid))
+      directory.remove(name);
+    if (const std::optional<long> pid = pid_of_name(name, {".status", ".status.new"}, "call-");
         pid && is_gone(*pid))
       directory.remove(name);
   }
@@ -285,6 +297,50 @@ std::optional<PipeStatus> await_answer(const RunningPipe& pipe, std::uint64_t an
   if (!pid) return std::nullopt;
   return await_status(pipe.directory, *pid, std::chrono::steady_clock::now() + timeout,
                       [answered](const PipeStatus& status) { return status.answered > answered; });
+}
+
+std::unique_ptr<WaitingCallRecord> WaitingCallRecord::create(const std::string& state_dir,
+                                                             const CallStatus& status) {
+  std::optional<state::StateDirectory> directory = control_directory(state_dir);
+  if (!directory) return nullptr;
+  std::string name = call_status_name(::getpid());
+  try {
+    remove_files_of_gone_processes(*directory);
+    directory->replace_unlocked(name, encode_call_status(status));
+  } catch (const std::exception&) {
+    return nullptr;
+  }
+  return std::unique_ptr<WaitingCallRecord>(
+      new WaitingCallRecord(std::move(*directory), std::move(name)));
+}
+
+WaitingCallRecord::WaitingCallRecord(state::StateDirectory directory, std::string name)
+    : directory_(std::move(directory)), name_(std::move(name)) {}
+
+WaitingCallRecord::~WaitingCallRecord() {
+  try {
+    directory_.remove(name_);
+  } catch (const std::exception&) {
+    // Left behind: not listed once this process is gone, and removed by the next call or pipe.
+  }
+}
+
+std::vector<ListedCall> list_waiting_calls(const std::string& path) {
+  const state::StateDirectory directory = state::StateDirectory::open(path);
+  const std::chrono::nanoseconds now = io::monotonic_now();
+  std::vector<ListedCall> calls;
+  for (const std::string& name : directory.file_names()) {
+    const std::optional<long> pid = pid_of_name(name, {".status"}, "call-");
+    if (!pid || is_gone(*pid)) continue;
+    const std::optional<std::string> record = directory.read_regular(name, kMaxCallStatusBytes);
+    if (!record) continue;
+    std::optional<CallStatus> status = decode_call_status(*record);
+    if (status && status->until + kCallRecordGrace > now)
+      calls.push_back({*pid, std::move(*status)});
+  }
+  std::sort(calls.begin(), calls.end(),
+            [](const ListedCall& a, const ListedCall& b) { return a.pid < b.pid; });
+  return calls;
 }
 
 }  // namespace ratelimit::control

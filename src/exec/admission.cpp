@@ -19,6 +19,7 @@ struct KeysAnswer {
   stores::Reservation reservation;
   std::vector<std::optional<stores::KeySettings>> more_followed{};
   std::string held_by{};
+  std::vector<nanoseconds> key_waits{};  // each key's own, with several keys
 };
 
 KeysAnswer ask_store(stores::BucketStore& store, io::Waiter& waiter,
@@ -36,7 +37,25 @@ KeysAnswer ask_store(stores::BucketStore& store, io::Waiter& waiter,
     answer.more_followed.push_back(decision.keys[i].tell_followed ? decision.keys[i].followed
                                                                   : std::nullopt);
   if (decision.held_by) answer.held_by = keys[*decision.held_by].key;
+  for (const stores::Reservation& key : decision.keys) answer.key_waits.push_back(key.wait);
   return answer;
+}
+
+// Waits until `granted_by` for the call's turn, shown meanwhile when a key of several holds it;
+// the stop signal that ended the wait, or 0.
+int wait_for_turn(io::Waiter& waiter, const AdmissionRequest& request, const KeysAnswer& answer,
+                  nanoseconds granted_by) {
+  std::shared_ptr<void> shown;
+  if (request.show_wait && !answer.held_by.empty() &&
+      answer.reservation.wait > nanoseconds::zero()) {
+    KeysWait wait{.keys = {request.permits.key},
+                  .waits = answer.key_waits,
+                  .held_by = answer.held_by,
+                  .until = granted_by};
+    for (const stores::PermitRequest& key : request.more_keys) wait.keys.push_back(key.key);
+    shown = request.show_wait(wait);
+  }
+  return waiter.wait_until(granted_by);
 }
 
 // The longest pause left on any of the request's keys.
@@ -91,7 +110,7 @@ Admission admit(stores::BucketStore& store, exec::InflightSlots* slots, io::Wait
     if (reservation.tell_followed) followed = reservation.followed;
     if (!reservation.granted) return told(not_admitted(AdmissionResult::refused, 0, followed));
     const nanoseconds granted_by = deadline_after(waiter.now(), reservation.wait);
-    if (const int signal = waiter.wait_until(granted_by))
+    if (const int signal = wait_for_turn(waiter, request, answer, granted_by))
       return told(not_admitted(AdmissionResult::interrupted, signal, followed));
     paused_for += std::min(reservation.paused_for, reservation.wait);
     // A pause reported while this caller waited for its turn voids the turn (the pause absorbed

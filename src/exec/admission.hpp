@@ -1,6 +1,8 @@
 #pragma once
 
 #include <chrono>
+#include <functional>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
@@ -14,6 +16,17 @@
 // within a limit of commands of the key running at once.
 namespace ratelimit::exec {
 
+// A call of several keys waiting for its turn: which key holds it, and what each key asked.
+struct KeysWait {
+  std::vector<std::string> keys;  // the call's, in its order
+  // Each key's own wait (before the others'), in the order of `keys`.
+  std::vector<std::chrono::nanoseconds> waits;
+  std::string held_by;                // the key whose turn the call waits for
+  std::chrono::nanoseconds until{0};  // when the wait ends, on the waiter's timeline
+};
+// Shows a wait (e.g. as a status record) for as long as what it returns lives.
+using ShowWait = std::function<std::shared_ptr<void>(const KeysWait&)>;
+
 struct AdmissionRequest {
   // Its deadline bounds the whole admission: the wait for a slot, for the store and for the
   // permits.
@@ -22,6 +35,9 @@ struct AdmissionRequest {
   // (BucketStore::reserve_all), with its deadline; the --max-inflight slot is the first key's.
   std::vector<stores::PermitRequest> more_keys{};
   int max_inflight = 0;  // 0: no limit
+  // Called when a call of several keys starts waiting for its turn; what it returns is kept until
+  // the wait ends, however it ends. Unset: the wait is shown nowhere.
+  ShowWait show_wait{};
 };
 
 enum class AdmissionResult { admitted, refused, interrupted };

@@ -5,9 +5,11 @@
 #include <fcntl.h>
 #include <gtest/gtest.h>
 #include <poll.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <filesystem>
+#include <fstream>
 #include <limits>
 #include <thread>
 
@@ -129,6 +131,68 @@ TEST(PipeStatusRecord, BelievesOnlyAWholeRecord) {
 }
 
 // This process as a running pipe: its channel, and the pipe as `status` and `set` find it.
+TEST(CallStatusRecord, RoundTripsTheKeysOfAWaitingCall) {
+  const CallStatus call{
+      .command = "acquire",
+      .keys = {{.key = "a", .held_seconds = 0}, {.key = "b", .held_seconds = 59.5}},
+      .held_by = "b",
+      .until = 81234567890ns};
+  const std::string record = encode_call_status(call);
+  EXPECT_TRUE(record.starts_with("ratelimit-call 1 acquire 61=0,62=59.5 62 81234567890 "))
+      << record;
+  EXPECT_EQ(decode_call_status(record), call);
+  for (std::size_t size = 0; size < record.size(); ++size)
+    EXPECT_EQ(decode_call_status(record.substr(0, size)), std::nullopt) << size;
+  // Not a call's record: a pipe's, one key only, a command that is not a word.
+  EXPECT_EQ(decode_call_status(encode_status({.rate = 5})), std::nullopt);
+  EXPECT_EQ(decode_call_status(encode_call_status(
+                {.command = "exec", .keys = {{.key = "a"}}, .held_by = "a", .until = 1ns})),
+            std::nullopt);
+  CallStatus not_a_word = call;
+  not_a_word.command = "ac-quire";
+  EXPECT_EQ(decode_call_status(encode_call_status(not_a_word)), std::nullopt);
+}
+
+// A waiting call is listed while its record lives, and not once it is removed, nor when its
+// process is gone or its wait ended long ago (a record left under a process id used again).
+TEST(WaitingCallRecord, IsListedOnlyWhileTheCallWaits) {
+  const testing::TempDir state;
+  const CallStatus call{
+      .command = "exec",
+      .keys = {{.key = "site:a", .held_seconds = 0}, {.key = "all", .held_seconds = 3}},
+      .held_by = "all",
+      .until = io::monotonic_now() + 60s};
+  {
+    const std::unique_ptr<WaitingCallRecord> record =
+        WaitingCallRecord::create(state.string(), call);
+    ASSERT_TRUE(record);
+    const std::vector<ListedCall> calls = list_waiting_calls(state.string());
+    ASSERT_EQ(calls.size(), 1u);
+    EXPECT_EQ(calls.front().pid, ::getpid());
+    EXPECT_EQ(calls.front().status, call);
+  }
+  EXPECT_TRUE(list_waiting_calls(state.string()).empty());
+  EXPECT_TRUE(std::filesystem::is_empty(state.path()));
+
+  CallStatus ended = call;
+  ended.until = io::monotonic_now() - 2s;
+  const std::unique_ptr<WaitingCallRecord> record =
+      WaitingCallRecord::create(state.string(), ended);
+  ASSERT_TRUE(record);
+  EXPECT_TRUE(list_waiting_calls(state.string()).empty());
+
+  const pid_t gone = ::fork();
+  if (gone == 0) ::_exit(0);
+  ASSERT_GT(gone, 0);
+  ASSERT_EQ(::waitpid(gone, nullptr, 0), gone);
+  const std::string left = "call-" + std::to_string(gone) + ".status";
+  { std::ofstream(state.path() / left) << encode_call_status(call); }
+  EXPECT_TRUE(list_waiting_calls(state.string()).empty());
+  // The next call tidies it away.
+  const std::unique_ptr<WaitingCallRecord> next = WaitingCallRecord::create(state.string(), call);
+  EXPECT_FALSE(std::filesystem::exists(state.path() / left));
+}
+
 class RunningPipeStatus : public ::testing::Test {
  protected:
   void SetUp() override {

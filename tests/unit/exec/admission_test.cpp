@@ -7,6 +7,7 @@
 
 #include <csignal>
 #include <map>
+#include <memory>
 #include <optional>
 #include <utility>
 #include <vector>
@@ -180,6 +181,50 @@ TEST_F(Admit, SeveralKeysWaitForTheLatestAndSayWhichKey) {
   ASSERT_EQ(followed.more_followed.size(), 1u);
   ASSERT_TRUE(followed.more_followed.front());
   EXPECT_EQ(followed.more_followed.front()->params.permits_per_second, 2.0);
+}
+
+// `status` lists a call of several keys while it waits for its turn, and no longer once the wait
+// ends, a stop signal included.
+TEST_F(Admit, AWaitForSeveralKeysIsShownUntilItEnds) {
+  AdmissionRequest call = request();
+  stores::PermitRequest all;
+  all.key = "all";
+  all.params.permits_per_second = 2.0;
+  call.more_keys = {all};
+  std::vector<KeysWait> shown;
+  std::weak_ptr<void> showing;
+  call.show_wait = [&](const KeysWait& wait) {
+    shown.push_back(wait);
+    const auto record = std::make_shared<int>(0);
+    showing = record;
+    return std::shared_ptr<void>(record);
+  };
+  std::vector<bool> shown_during_waits;
+  waiter.on_wait = [&] { shown_during_waits.push_back(!showing.expired()); };
+  EXPECT_EQ(admit(call).result, AdmissionResult::admitted);
+  EXPECT_TRUE(shown.empty());  // no wait: nothing to show
+  const nanoseconds asked_at = clock.now();
+  EXPECT_EQ(admit(call).result, AdmissionResult::admitted);
+  EXPECT_EQ(shown_during_waits, (std::vector<bool>{false, true}));
+  ASSERT_EQ(shown.size(), 1u);
+  EXPECT_EQ(shown.front().keys, (std::vector<std::string>{"api", "all"}));
+  EXPECT_EQ(shown.front().held_by, "all");
+  EXPECT_EQ(shown.front().waits, (std::vector<nanoseconds>{100ms, 500ms}));
+  EXPECT_EQ(shown.front().until, asked_at + 500ms);
+  EXPECT_TRUE(showing.expired());
+
+  waiter.signal_during_wait = waiter.waits.size() + 1;
+  EXPECT_EQ(admit(call).result, AdmissionResult::interrupted);
+  EXPECT_EQ(shown.size(), 2u);
+  EXPECT_TRUE(showing.expired());
+  // One key: nothing to tell about keys.
+  waiter.received = 0;
+  waiter.signal_during_wait.reset();
+  AdmissionRequest one = request();
+  one.show_wait = call.show_wait;
+  admit(one);
+  admit(one);
+  EXPECT_EQ(shown.size(), 2u);
 }
 
 TEST_F(Admit, TryRefusesWithoutWaitingOrBooking) {
