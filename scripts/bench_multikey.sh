@@ -12,16 +12,13 @@
 #    alternating rounds (default 5), medians; in a state directory on tmpfs ($XDG_RUNTIME_DIR, else
 #    /dev/shm), as users have it (a rename on a disk's journal costs a call more than its lock).
 # Grants are measured as the e2e tests measure them (tests/e2e/multikey_shared.sh, acquire -vv).
-#   scripts/bench_multikey.sh                builds the release tree and measures it
+#   scripts/bench_multikey.sh                builds the bench tree and measures its binary
 #   RATELIMIT=... scripts/bench_multikey.sh  measures that binary instead
 set -euo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
-if [ -z "${RATELIMIT:-}" ]; then
-  source "$root/scripts/setup.sh"
-  build_tree release -DCMAKE_BUILD_TYPE=Release
-  RATELIMIT=$RATELIMIT_ROOT/build/release/src/ratelimit
-fi
-export RATELIMIT
+source "$root/scripts/setup.sh"
+source "$root/scripts/redis_bench.sh"
+use_bench_binary
 crawl_s=${CRAWL_S:-20} refuse_s=${REFUSE_S:-20} calls=${COST_CALLS:-300} rounds=${BENCH_ROUNDS:-5}
 WORK=$(mktemp -d)
 fail() {
@@ -30,10 +27,7 @@ fail() {
 }
 now_ns() { date +%s%N; }
 source "$root/tests/e2e/multikey_shared.sh"
-mkdir -p "$WORK/redis"
-redis-server --port 0 --unixsocket "$WORK/redis/sock" --save '' --appendonly no \
-  --dir "$WORK/redis" --logfile "$WORK/redis/log" >/dev/null 2>&1 &
-server=$!
+start_socket_redis "$WORK/redis"
 wall_state=$(mktemp -d -p "${XDG_RUNTIME_DIR:-/dev/shm}")
 stop() {
   [ -s "$WORK/state/agent.lock" ] && kill "$(cat "$WORK/state/agent.lock")" 2>/dev/null
@@ -41,7 +35,6 @@ stop() {
   rm -rf "$WORK" "$wall_state"
 }
 trap stop EXIT
-until redis-cli -s "$WORK/redis/sock" ping >/dev/null 2>&1; do sleep 0.01; done
 export RATELIMIT_STATE_DIR=$WORK/state RATELIMIT_AGENT_IDLE=60s
 unset RATELIMIT_NO_AGENT
 echo "load before: $(uptime)"

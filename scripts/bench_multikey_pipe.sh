@@ -3,21 +3,16 @@
 # sharing a fleet key (50 kB/s), on the state file, on Redis through the host agent and on Redis
 # with --no-agent, ROUNDS times each (default 3): the pair's sum rate against the fleet's 50 kB/s
 # (process starts and Guava's free first chunk included), and both outputs byte-exact.
-#   scripts/bench_multikey_pipe.sh                builds the release tree and measures it
+#   scripts/bench_multikey_pipe.sh                builds the bench tree and measures its binary
 #   RATELIMIT=... scripts/bench_multikey_pipe.sh  measures that binary instead
 set -euo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
-if [ -z "${RATELIMIT:-}" ]; then
-  source "$root/scripts/setup.sh"
-  build_tree release -DCMAKE_BUILD_TYPE=Release
-  RATELIMIT=$RATELIMIT_ROOT/build/release/src/ratelimit
-fi
+source "$root/scripts/setup.sh"
+source "$root/scripts/redis_bench.sh"
+use_bench_binary
 rounds=${ROUNDS:-3}
 WORK=$(mktemp -d)
-mkdir -p "$WORK/redis"
-redis-server --port 0 --unixsocket "$WORK/redis/sock" --save '' --appendonly no \
-  --dir "$WORK/redis" --logfile "$WORK/redis/log" >/dev/null 2>&1 &
-server=$!
+start_socket_redis "$WORK/redis"
 stop() {
   [ -s "$WORK/state/agent.lock" ] && kill "$(cat "$WORK/state/agent.lock")" 2>/dev/null
   kill "$server" 2>/dev/null

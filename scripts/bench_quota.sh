@@ -19,12 +19,8 @@ source "$root/tests/e2e/quota_shared.sh"
 windows="python3 $root/tests/e2e/quota_windows.py"
 work=$(mktemp -d)
 WORK=$work
-mkdir -p "$work/redis"
-redis-server --port 0 --unixsocket "$work/redis/sock" --save '' --appendonly no \
-  --dir "$work/redis" --logfile "$work/redis/log" >/dev/null 2>&1 &
-server=$!
+start_socket_redis "$work/redis"
 trap 'kill "$server" 2>/dev/null; rm -rf "$work"' EXIT
-until redis-cli -s "$work/redis/sock" ping >/dev/null 2>&1; do sleep 0.01; done
 
 echo "== core: one decision (QuotaBucket::reserve) with 0, 1 and 4 quotas"
 "$CORE_BENCH" --benchmark_filter=BM_QuotaDecision --benchmark_repetitions=3 \

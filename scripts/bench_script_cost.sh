@@ -11,12 +11,8 @@ root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 source "$root/scripts/redis_bench.sh"
 [ $# -gt 0 ] || set -- "now=$root/src/stores/redis/redis_bucket.lua"
 work=$(mktemp -d)
-mkdir -p "$work/redis"
-redis-server --port 0 --unixsocket "$work/redis/sock" --save '' --appendonly no \
-  --dir "$work/redis" --logfile "$work/redis/log" >/dev/null 2>&1 &
-server=$!
+start_socket_redis "$work/redis"
 trap 'kill "$server" 2>/dev/null; wait "$server" 2>/dev/null; rm -rf "$work"' EXIT
-until redis-cli -s "$work/redis/sock" ping >/dev/null 2>&1; do sleep 0.01; done
 BENCH_REDIS_SOCK=$work/redis/sock
 BENCH_TMP=$work
 load_gcra_script

@@ -12,6 +12,7 @@
 # RATELIMIT=path/to/ratelimit uses that binary (its tree's bench/pipe_probe too) instead of
 # building build/bench.
 source "$(dirname "${BASH_SOURCE[0]}")/setup.sh"
+source "$(dirname "${BASH_SOURCE[0]}")/redis_bench.sh"
 use_bench_binary
 PROBE=${PROBE:-$(dirname "$RATELIMIT")/../bench/pipe_probe}
 RUNS=${RUNS:-6}
@@ -114,15 +115,11 @@ worst_windows() {
 echo "== four pipes on one key, one ending before the next, $RUNS runs per rate" >&2
 runs=$(four_pipe_runs state_file | tee /dev/stderr)
 if command -v redis-server >/dev/null; then
-  mkdir -p "$TMP/redis"
-  redis-server --port 0 --unixsocket "$TMP/redis/sock" --save '' --appendonly no \
-    --dir "$TMP/redis" --logfile "$TMP/redis/log" >/dev/null 2>&1 &
-  redis_server=$!
-  trap 'kill "$redis_server" 2>/dev/null; rm -rf "$TMP"' EXIT
-  until redis-cli -s "$TMP/redis/sock" ping >/dev/null 2>&1; do sleep 0.01; done
+  start_socket_redis "$TMP/redis"
+  trap 'kill "$server" 2>/dev/null; rm -rf "$TMP"' EXIT
   runs+=$'\n'$(four_pipe_runs redis --redis "unix://$TMP/redis/sock" | tee /dev/stderr)
-  kill "$redis_server"
-  wait "$redis_server" 2>/dev/null || true
+  kill "$server"
+  wait "$server" 2>/dev/null || true
   trap 'rm -rf "$TMP"' EXIT
 fi
 summary=$(worst_windows <<<"$runs")

@@ -18,6 +18,21 @@ start_bench_server() {
   server=$!
 }
 
+# start_socket_redis DIR: a redis-server of the benchmark's own on the unix socket DIR/sock only
+# (no TCP port, nothing saved, its log in DIR), answering when this returns; its pid in $server.
+start_socket_redis() {
+  mkdir -p "$1"
+  redis-server --port 0 --unixsocket "$1/sock" --save '' --appendonly no --dir "$1" \
+    --logfile "$1/log" >/dev/null 2>&1 &
+  server=$!
+  local tries=0
+  until redis-cli -s "$1/sock" ping >/dev/null 2>&1; do
+    tries=$((tries + 1))
+    [ "$tries" -lt 1000 ] || { echo "redis-server did not start in $1 (see $1/log)" >&2; return 1; }
+    sleep 0.01
+  done
+}
+
 # load_gcra_script: loads the least a shared rate limit does per decision, for comparison (the
 # server's TIME, one GET and one SET with an expiry: GCRA, the key holds the theoretical arrival
 # time in microseconds), and sets $GCRA_SHA.

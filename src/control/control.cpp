@@ -7,6 +7,7 @@
 
 #include "format/checksum.hpp"
 #include "format/escaping.hpp"
+#include "format/fields.hpp"
 #include "format/timetable_text.hpp"
 
 namespace ratelimit::control {
@@ -104,9 +105,7 @@ std::string keys_field(const std::vector<KeyHeld>& keys) {
 std::optional<std::vector<KeyHeld>> keys_of_field(std::string_view field) {
   std::vector<KeyHeld> keys;
   while (!field.empty()) {
-    const std::size_t end = std::min(field.find(','), field.size());
-    const std::string_view entry = field.substr(0, end);
-    field.remove_prefix(std::min(end + 1, field.size()));
+    const std::string_view entry = format::take_field(field, ',');
     const std::size_t equals = entry.find('=');
     if (equals == entry.npos) return std::nullopt;
     std::optional<std::string> key = key_of_hex(entry.substr(0, equals));

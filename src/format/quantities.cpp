@@ -9,6 +9,7 @@
 #include <iterator>
 #include <utility>
 
+#include "format/fields.hpp"
 #include "format/prefixes.hpp"
 
 namespace ratelimit::format {
@@ -177,11 +178,7 @@ std::string notation_text(const Notation& notation) {
 
 std::optional<Notation> notation_of_text(std::string_view text) {
   std::string_view fields[4];
-  for (std::string_view& field : fields) {
-    const std::size_t end = std::min(text.find(' '), text.size());
-    field = text.substr(0, end);
-    text.remove_prefix(std::min(end + 1, text.size()));
-  }
+  for (std::string_view& field : fields) field = take_field(text, ' ');
   Notation notation;
   const auto [counted, prefixes, period, burst] = fields;
   if (counted == "bytes" || counted == "bits") {

@@ -24,6 +24,16 @@ struct KeyInCall {
   const BackoffState& backoff;
 };
 
+// A key of a call as its store loaded it: `limits` holds its bucket, schedule, quotas and back-off.
+template <typename Limits>
+KeyInCall key_in_call(Limits& limits, const PermitRequest& request) {
+  return {.bucket = limits.bucket,
+          .schedule = limits.schedule,
+          .quotas = limits.quotas,
+          .request = request,
+          .backoff = limits.backoff};
+}
+
 // The decision over several keys loaded at `now`: each key's settings applied as decide() applies
 // them, then each key's moment (its rate's and quotas', as decide() finds it); the call is granted
 // at the latest of them if that is by the deadline, no key's quota is never to allow the permits,

@@ -8,6 +8,7 @@
 #include <utility>
 
 #include "errors.hpp"
+#include "format/fields.hpp"
 
 namespace ratelimit::stores::redis {
 namespace {
@@ -64,9 +65,7 @@ std::string request_texts(const PermitRequest& request) {
 std::optional<std::vector<QuotaParams>> parsed_quota_specs(std::string_view text) {
   std::vector<QuotaParams> quotas;
   while (!text.empty()) {
-    const std::size_t end = std::min(text.find(' '), text.size());
-    const std::string_view spec = text.substr(0, end);
-    text.remove_prefix(std::min(end + 1, text.size()));
+    const std::string_view spec = format::take_field(text, ' ');
     const std::size_t first_slash = spec.find('/');
     const std::size_t second_slash = spec.find('/', first_slash + 1);
     if (first_slash == std::string_view::npos || second_slash == std::string_view::npos)
@@ -403,13 +402,7 @@ std::optional<BucketStatus> decode_status(const Value& reply, const std::string&
   status.rate_in_force = status.params.permits_per_second;
   if (const std::string& backoff = read.text(kStatusBackoff); !backoff.empty()) {
     std::string_view rest = backoff;
-    // The next blank-separated word of `rest`, taken from it.
-    const auto next = [&rest] {
-      const std::size_t end = std::min(rest.find(' '), rest.size());
-      const std::string_view word = rest.substr(0, end);
-      rest.remove_prefix(std::min(end + 1, rest.size()));
-      return word;
-    };
+    const auto next = [&rest] { return format::take_field(rest, ' '); };
     const auto rate_value = parse_number<double>(next());
     const auto paused_value = parse_number<std::int64_t>(next());
     const auto throttles_value = parse_number<std::int64_t>(next());

@@ -122,11 +122,7 @@ KeysReservation Store::reserve_all(const std::vector<PermitRequest>& requests, i
       loaded.push_back(load_bucket(*files[i], requests[i], now));
     std::vector<KeyInCall> keys;
     for (std::size_t i = 0; i < requests.size(); ++i)
-      keys.push_back({.bucket = loaded[i].bucket,
-                      .schedule = loaded[i].schedule,
-                      .quotas = loaded[i].quotas,
-                      .request = requests[i],
-                      .backoff = loaded[i].backoff});
+      keys.push_back(key_in_call(loaded[i], requests[i]));
     KeysReservation decision = decide_all(keys, now);
     for (std::size_t i = 0; i < requests.size(); ++i) {
       KeyLimits& key = loaded[i];

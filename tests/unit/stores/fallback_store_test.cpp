@@ -112,6 +112,15 @@ struct Fixture {
     for (auto& work : started) work();
     started.clear();
   }
+  // Requests 10 ms apart for `duration`, the background work run after each; each request must be
+  // answered with `wait`.
+  void reserve_every_10ms_for(std::chrono::milliseconds duration, std::chrono::nanoseconds wait) {
+    for (auto passed = std::chrono::milliseconds(0); passed < duration; passed += 10ms) {
+      clock.advance(10ms);
+      EXPECT_EQ(reserve().wait, wait) << "after " << passed.count() + 10 << " ms";
+      run_started();
+    }
+  }
 
   testing::FakeClock clock;
   testing::FakeWaiter waiter{clock};
@@ -164,11 +173,7 @@ TEST(FallbackStore, LocalReturnsToTheSharedStoreOnceItAnswers) {
   fixture.shared->down = true;
   EXPECT_EQ(fixture.reserve().wait, 30ms);
   // Asked about once a second while it does not answer; the local bucket answers meanwhile.
-  for (int step = 0; step < 350; ++step) {
-    fixture.clock.advance(10ms);
-    EXPECT_EQ(fixture.reserve().wait, 30ms);
-    fixture.run_started();
-  }
+  fixture.reserve_every_10ms_for(3500ms, 30ms);
   EXPECT_EQ(fixture.shared->pings, 3);
   EXPECT_EQ(fixture.shared->calls, 1);
   fixture.shared->down = false;
@@ -220,11 +225,7 @@ TEST(FallbackStore, AStoreThatAnswersPingButRefusesTheScriptIsNotBack) {
   fixture.shared->script_refused = true;
   EXPECT_EQ(fixture.reserve().wait, 30ms);
   // Each probe answers, and the request after it is refused: still away, nothing said.
-  for (int step = 0; step < 400; ++step) {
-    fixture.clock.advance(10ms);
-    EXPECT_EQ(fixture.reserve().wait, 30ms);
-    fixture.run_started();
-  }
+  fixture.reserve_every_10ms_for(4000ms, 30ms);
   // The first request, and one after each probe but the last (not followed by one yet).
   EXPECT_EQ(fixture.shared->pings, 4);
   EXPECT_EQ(fixture.shared->calls, 4);

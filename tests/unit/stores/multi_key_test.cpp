@@ -48,11 +48,7 @@ struct MemoryKeys {
   KeysReservation decide(const std::vector<PermitRequest>& requests, nanoseconds now) {
     std::vector<KeyInCall> in_call;
     for (std::size_t i = 0; i < requests.size(); ++i)
-      in_call.push_back({.bucket = keys[i].bucket,
-                         .schedule = keys[i].schedule,
-                         .quotas = keys[i].quotas,
-                         .request = requests[i],
-                         .backoff = keys[i].backoff});
+      in_call.push_back(key_in_call(keys[i], requests[i]));
     return decide_all(in_call, now);
   }
 };
