@@ -260,11 +260,89 @@ local function backoff_functions()
           in_force = backoff_in_force}
 end
 
--- The quotas' fields of a key (quota_counts, quota_sums, quota_passed) read and written, made
--- only for the calls on quotas and those that read a key field by field, as the table
--- quota_text_functions() returns.
-local function quota_text_functions()
-  local max, format = math.max, string.format
+-- Quota of src/core/quota.cpp on a state table (the newest slot at 1, the counts at 2 to 67, the
+-- oldest first), and the quotas' fields of a key, made only for the calls on quotas and those that
+-- read a key field by field, as the table quota_functions() returns. Times are nanoseconds after
+-- now_s, not negative; slots are counted on Unix microseconds, whole numbers below 2^53 until the
+-- year 2255, so that slot arithmetic is exact (fmod is).
+local function quota_functions()
+  local floor, min, max, fmod, format = math.floor, math.min, math.max, math.fmod, string.format
+  -- Quota::slot_of(): whole microseconds, then slots of `slot` microseconds.
+  local function quota_slot_at(t, slot, now_s)
+    local us = now_s * 1e6 + floor(t / 1000)
+    return (us - fmod(us, slot)) / slot
+  end
+
+  -- Quota(params, now): the newest slot now's, the counts 0.
+  local function quota_fresh(slot, now, now_s)
+    local state = {quota_slot_at(now, slot, now_s)}
+    for j = 2, 67 do state[j] = 0 end
+    return state
+  end
+
+  -- Quota::earliest(): the first moment not before `from` at which `units` (at most `limit`)
+  -- may be granted.
+  local function quota_earliest(limit, slot, state, units, from, now_s)
+    local newest = state[1]
+    local d = min(max(quota_slot_at(from, slot, now_s), newest) - newest, 66)
+    local held = 0
+    for j = d + 2, 67 do held = held + state[j] end
+    while held + units > limit and d < 66 do
+      held = held - state[d + 2]
+      d = d + 1
+    end
+    return max(from, ((newest + d) * slot - now_s * 1e6) * 1000)
+  end
+
+  -- Quota::book(), booked at `now`.
+  local function quota_book(slot, state, units, at, now_s, now)
+    local newest = state[1]
+    local booked_slot = max(quota_slot_at(at, slot, now_s), newest)
+    local shift = booked_slot - newest
+    if shift > 0 then
+      -- The counts shifted out that now's window holds (count j holds slot newest - 67 + j).
+      local now_slot = quota_slot_at(min(now, at), slot, now_s)
+      local passed = newest > now_slot and (state.passed or 0) or 0
+      for j = max(now_slot - newest, 0) + 2, min(shift, 66) + 1 do
+        passed = passed + state[j]
+      end
+      state.passed = passed
+    end
+    if shift >= 66 then
+      for j = 2, 67 do state[j] = 0 end
+    elseif shift > 0 then
+      for j = 2, 67 - shift do state[j] = state[j + shift] end
+      for j = 68 - shift, 67 do state[j] = 0 end
+    end
+    state[1] = booked_slot
+    state[67] = state[67] + units
+  end
+
+  -- Quota::used(): the counts of now's window, and those passed while it is before the newest.
+  local function quota_used(limit, slot, state, now, now_s)
+    local d = quota_slot_at(now, slot, now_s) - state[1]
+    local held = d < 0 and (state.passed or 0) or 0
+    for j = max(d, 0) + 2, min(d + 65, 65) + 2 do
+      held = held + state[j]
+    end
+    return min(held, limit)
+  end
+
+  -- Whether every quota of `marks` (its limits and slot lengths in `limits` and `slots`) grants
+  -- `units` at `at` as Quota::earliest() does when it holds them in its newest slot: `at` is in
+  -- that slot (earliest() then returns `at`), and the sum of all its counts leaves room for them
+  -- (below 2^53, so exact). Then Quota::book() adds them to the newest count, shifting nothing.
+  local function quota_marks_allow(marks, units, at, limits, slots, now_s)
+    for i = 1, #limits do
+      if marks.sum[i] + units > limits[i] or
+          quota_slot_at(at, slots[i], now_s) ~= marks.newest[i] then
+        return false
+      end
+    end
+    return true
+  end
+
+  -- The quotas' fields of a key (quota_counts, quota_sums, quota_passed) read and written.
   -- The quotas' states in `text` (the key's quota_counts: a JSON array of one array per quota,
   -- its newest slot then its counts) if it holds `count` of them made of whole numbers; else nil.
   -- Digits, commas and brackets only, each bracket a quota's or the whole's: cjson then makes
@@ -354,100 +432,18 @@ local function quota_text_functions()
     return table.concat(pieces), table.concat(sums, " ")
   end
 
-  return {states_of = quota_states_of, passed_into = quota_passed_into, marks_of = quota_marks_of,
+  return {slot_at = quota_slot_at, fresh = quota_fresh, earliest = quota_earliest,
+          book = quota_book, used = quota_used, marks_allow = quota_marks_allow,
+          states_of = quota_states_of, passed_into = quota_passed_into, marks_of = quota_marks_of,
           counts_text = quota_counts_text, marks_booked = quota_marks_booked}
 end
 
--- Quota of src/core/quota.cpp on a state table (the newest slot at 1, the counts at 2 to 67, the
--- oldest first), made only for the calls on quotas, as the table quota_functions() returns. Times
--- are nanoseconds after now_s, not negative; slots are counted on Unix microseconds, whole numbers
--- below 2^53 until the year 2255, so that slot arithmetic is exact (fmod is).
-local function quota_functions()
-  local floor, min, max, fmod = math.floor, math.min, math.max, math.fmod
-  -- Quota::slot_of(): whole microseconds, then slots of `slot` microseconds.
-  local function quota_slot_at(t, slot, now_s)
-    local us = now_s * 1e6 + floor(t / 1000)
-    return (us - fmod(us, slot)) / slot
-  end
-
-  -- Quota(params, now): the newest slot now's, the counts 0.
-  local function quota_fresh(slot, now, now_s)
-    local state = {quota_slot_at(now, slot, now_s)}
-    for j = 2, 67 do state[j] = 0 end
-    return state
-  end
-
-  -- Quota::earliest(): the first moment not before `from` at which `units` (at most `limit`)
-  -- may be granted.
-  local function quota_earliest(limit, slot, state, units, from, now_s)
-    local newest = state[1]
-    local d = min(max(quota_slot_at(from, slot, now_s), newest) - newest, 66)
-    local held = 0
-    for j = d + 2, 67 do held = held + state[j] end
-    while held + units > limit and d < 66 do
-      held = held - state[d + 2]
-      d = d + 1
-    end
-    return max(from, ((newest + d) * slot - now_s * 1e6) * 1000)
-  end
-
-  -- Quota::book(), booked at `now`.
-  local function quota_book(slot, state, units, at, now_s, now)
-    local newest = state[1]
-    local booked_slot = max(quota_slot_at(at, slot, now_s), newest)
-    local shift = booked_slot - newest
-    if shift > 0 then
-      -- The counts shifted out that now's window holds (count j holds slot newest - 67 + j).
-      local now_slot = quota_slot_at(min(now, at), slot, now_s)
-      local passed = newest > now_slot and (state.passed or 0) or 0
-      for j = max(now_slot - newest, 0) + 2, min(shift, 66) + 1 do
-        passed = passed + state[j]
-      end
-      state.passed = passed
-    end
-    if shift >= 66 then
-      for j = 2, 67 do state[j] = 0 end
-    elseif shift > 0 then
-      for j = 2, 67 - shift do state[j] = state[j + shift] end
-      for j = 68 - shift, 67 do state[j] = 0 end
-    end
-    state[1] = booked_slot
-    state[67] = state[67] + units
-  end
-
-  -- Quota::used(): the counts of now's window, and those passed while it is before the newest.
-  local function quota_used(limit, slot, state, now, now_s)
-    local d = quota_slot_at(now, slot, now_s) - state[1]
-    local held = d < 0 and (state.passed or 0) or 0
-    for j = max(d, 0) + 2, min(d + 65, 65) + 2 do
-      held = held + state[j]
-    end
-    return min(held, limit)
-  end
-
-  -- Whether every quota of `marks` (its limits and slot lengths in `limits` and `slots`) grants
-  -- `units` at `at` as Quota::earliest() does when it holds them in its newest slot: `at` is in
-  -- that slot (earliest() then returns `at`), and the sum of all its counts leaves room for them
-  -- (below 2^53, so exact). Then Quota::book() adds them to the newest count, shifting nothing.
-  local function quota_marks_allow(marks, units, at, limits, slots, now_s)
-    for i = 1, #limits do
-      if marks.sum[i] + units > limits[i] or
-          quota_slot_at(at, slots[i], now_s) ~= marks.newest[i] then
-        return false
-      end
-    end
-    return true
-  end
-
-  return {slot_at = quota_slot_at, fresh = quota_fresh, earliest = quota_earliest,
-          book = quota_book, used = quota_used, marks_allow = quota_marks_allow}
-end
-
--- What the calls that are not the common one read and write of a key's settings, made only for
--- them, as the table settings_functions() returns: `format_version` and `most_quotas` are
--- serve()'s FORMAT_VERSION and MOST_QUOTAS.
+-- What the calls that are not the common one read and write of a key's settings, and the object
+-- through which they change its bucket, made only for them, as the table settings_functions()
+-- returns (each function a closure that every call making it pays for, hence one table):
+-- `format_version` and `most_quotas` are serve()'s FORMAT_VERSION and MOST_QUOTAS.
 local function settings_functions(format_version, most_quotas)
-  local huge = math.huge
+  local min, huge = math.min, math.huge
 
   -- Whether `text` is an int64 as std::to_string writes it: the only form compared below.
   local function is_int64_text(text)
@@ -530,7 +526,8 @@ local function settings_functions(format_version, most_quotas)
       entry_until, timetable = schedule:match("^([^,]*),(.*)$")
     end
     local wanted = split[1] == format_version and
-                   params_table(split[2], split[3], split[4], split[5], split[6], split[7], split[8])
+                   params_table(split[2], split[3], split[4], split[5], split[6], split[7],
+                                split[8])
     local quotas = quota_specs_of(quota_specs)
     return wanted and entry_until and (entry_until == "0" or is_int64_text(entry_until)) and quotas,
            wanted, quota_specs, entry_until, timetable, quotas
@@ -552,97 +549,96 @@ local function settings_functions(format_version, most_quotas)
     k[11] = k[11] or ""
   end
 
+  -- The bucket of the calls that are not the common one: `bucket` (its parameters, state and
+  -- derived values, and serve()'s params_table() and derive()) with TokenBucket's methods.
+  local function with_bucket_methods(bucket)
+
+    function bucket.same_params(a, b)
+      for i = 1, 7 do
+        if a[i] ~= b[i] then return false end
+      end
+      return true
+    end
+
+    -- a < b for int64 texts, exact where tonumber() would round above 2^53.
+    function bucket.int64_less(a, b)
+      if a == b then return false end
+      local a_negative, b_negative = a:sub(1, 1) == "-", b:sub(1, 1) == "-"
+      if a_negative ~= b_negative then return a_negative end
+      -- Between negatives, the larger magnitude is the smaller number.
+      if a_negative then a, b = b:sub(2), a:sub(2) end
+      if #a ~= #b then return #a < #b end
+      return a < b
+    end
+
+    function bucket:rederive()
+      local p = self.params
+      self.stable, self.max_permits, self.cool_down, self.threshold, self.slope =
+        self.derive(p[1], p.rate, p.burst, p.warmup, p.cold)
+    end
+
+    -- TokenBucket::resync()
+    function bucket:resync()
+      if self.now <= self.next_free then return end
+      if self.max_permits > 0 then
+        local idle = self.now - self.next_free
+        local new_permits = idle / self.cool_down
+        self.stored = min(self.max_permits, self.stored + new_permits)
+      end
+      self.next_free = self.now
+    end
+
+    -- TokenBucket::rescale_stored_permits()
+    function bucket:rescale(old_max)
+      local warming = self.params[1] == "warming_up"
+      if old_max == huge then
+        if warming then self.stored = 0 else self.stored = self.max_permits end
+      elseif old_max == 0 then
+        if warming then self.stored = self.max_permits else self.stored = 0 end
+      elseif self.stored > 0 then
+        self.stored = self.stored * self.max_permits / old_max
+      end
+    end
+
+    -- TokenBucket(params, now): empty, or full with start_full.
+    function bucket:start(new_params)
+      self.params, self.stored, self.next_free = new_params, 0, self.now
+      self:rederive()
+      if new_params.start_full then self.stored = self.max_permits else self:rescale(0) end
+    end
+
+    -- `p` with another rate (the rate's text as the client sent it); nil if it is no rate.
+    function bucket:with_rate(p, rate)
+      return self.params_table(p[1], rate, p[3], p[4], p[5], p[6], p[7])
+    end
+
+    -- change_params() of bucket_store.cpp: to or from no limit, afresh; else
+    -- TokenBucket::reconfigure().
+    function bucket:change_params(new_params)
+      local old_rate = self.params.rate
+      if (old_rate == huge or new_params.rate == huge) and
+          old_rate ~= new_params.rate then
+        self:start(new_params)
+        return
+      end
+      self:resync()
+      local old_max = self.max_permits
+      self.params = new_params
+      self:rederive()
+      self:rescale(old_max)
+    end
+
+    -- change_rate()
+    function bucket:change_rate(rate)
+      self:change_params(self:with_rate(self.params, rate))
+    end
+
+    return bucket
+  end
+
   return {is_int64_text = is_int64_text, params_table = params_table, joined_texts = joined_texts,
           quota_specs_of = quota_specs_of, read_wanted = read_wanted,
-          upgrade_layout = upgrade_layout}
-end
-
--- The bucket of the calls that are not the common one: `bucket` (its parameters, state and derived
--- values, and serve()'s params_table() and derive()) with TokenBucket's methods, made only for them.
-local function with_bucket_methods(bucket)
-  local min, huge = math.min, math.huge
-
-  function bucket.same_params(a, b)
-    for i = 1, 7 do
-      if a[i] ~= b[i] then return false end
-    end
-    return true
-  end
-
-  -- a < b for int64 texts, exact where tonumber() would round above 2^53.
-  function bucket.int64_less(a, b)
-    if a == b then return false end
-    local a_negative, b_negative = a:sub(1, 1) == "-", b:sub(1, 1) == "-"
-    if a_negative ~= b_negative then return a_negative end
-    -- Between negatives, the larger magnitude is the smaller number.
-    if a_negative then a, b = b:sub(2), a:sub(2) end
-    if #a ~= #b then return #a < #b end
-    return a < b
-  end
-
-  function bucket:rederive()
-    local p = self.params
-    self.stable, self.max_permits, self.cool_down, self.threshold, self.slope =
-      self.derive(p[1], p.rate, p.burst, p.warmup, p.cold)
-  end
-
-  -- TokenBucket::resync()
-  function bucket:resync()
-    if self.now <= self.next_free then return end
-    if self.max_permits > 0 then
-      local idle = self.now - self.next_free
-      local new_permits = idle / self.cool_down
-      self.stored = min(self.max_permits, self.stored + new_permits)
-    end
-    self.next_free = self.now
-  end
-
-  -- TokenBucket::rescale_stored_permits()
-  function bucket:rescale(old_max)
-    local warming = self.params[1] == "warming_up"
-    if old_max == huge then
-      if warming then self.stored = 0 else self.stored = self.max_permits end
-    elseif old_max == 0 then
-      if warming then self.stored = self.max_permits else self.stored = 0 end
-    elseif self.stored > 0 then
-      self.stored = self.stored * self.max_permits / old_max
-    end
-  end
-
-  -- TokenBucket(params, now): empty, or full with start_full.
-  function bucket:start(new_params)
-    self.params, self.stored, self.next_free = new_params, 0, self.now
-    self:rederive()
-    if new_params.start_full then self.stored = self.max_permits else self:rescale(0) end
-  end
-
-  -- `p` with another rate (the rate's text as the client sent it); nil if it is no rate.
-  function bucket:with_rate(p, rate)
-    return self.params_table(p[1], rate, p[3], p[4], p[5], p[6], p[7])
-  end
-
-  -- change_params() of bucket_store.cpp: to or from no limit, afresh; else
-  -- TokenBucket::reconfigure().
-  function bucket:change_params(new_params)
-    local old_rate = self.params.rate
-    if (old_rate == huge or new_params.rate == huge) and
-        old_rate ~= new_params.rate then
-      self:start(new_params)
-      return
-    end
-    self:resync()
-    local old_max = self.max_permits
-    self.params = new_params
-    self:rederive()
-    self:rescale(old_max)
-  end
-
-  -- change_rate()
-  function bucket:change_rate(rate)
-    self:change_params(self:with_rate(self.params, rate))
-  end
-
-  return bucket
+          upgrade_layout = upgrade_layout, with_bucket_methods = with_bucket_methods}
 end
 
 -- A mark of reserve's booking span (a time after now_s) as integer Unix nanoseconds: whole seconds
@@ -931,11 +927,11 @@ local function serve(argv, call_key, call)
   -- replacement).
   local saved_noticed, noticed = not f.err and f[noticed_at] or nil, nil
   local common = wanted_texts ~= nil and f[1] == wanted_texts and f[6] == rate
-  local quota_texts, quota_states_of, quota_marks_of, quota_passed_into
+  local quota_lib, quota_states_of, quota_marks_of, quota_passed_into
   if quota_limits or not common then
-    quota_texts = quota_text_functions()
+    quota_lib = quota_functions()
     quota_states_of, quota_marks_of, quota_passed_into =
-      quota_texts.states_of, quota_texts.marks_of, quota_texts.passed_into
+      quota_lib.states_of, quota_lib.marks_of, quota_lib.passed_into
   end
   if common then
     -- Arithmetic reads a number's text once, tonumber() twice.
@@ -984,6 +980,7 @@ local function serve(argv, call_key, call)
     is_int64_text, params_table, joined_texts =
       settings.is_int64_text, settings.params_table, settings.joined_texts
     local quota_specs_of, upgrade_layout = settings.quota_specs_of, settings.upgrade_layout
+    local with_bucket_methods = settings.with_bucket_methods
     local wanted_read
     if operation == "set_rate" and argv[6] then
       wanted_read, wanted, wanted_quota_specs, wanted_entry_until, wanted_timetable, wanted_quotas =
@@ -1055,16 +1052,16 @@ local function serve(argv, call_key, call)
                                   max_permits = max_permits, cool_down = cool_down,
                                   threshold = threshold, slope = slope,
                                   params_table = params_table, derive = derive})
-
   end
 
   local quota_slot_at, quota_fresh, quota_earliest, quota_book, quota_used, quota_counts_text
   local quota_marks_allow, quota_marks_booked
   if quota_limits or (wanted_quotas and #wanted_quotas[1] > 0) then
-    local quota = quota_functions()
-    quota_slot_at, quota_fresh, quota_earliest = quota.slot_at, quota.fresh, quota.earliest
-    quota_book, quota_used, quota_marks_allow = quota.book, quota.used, quota.marks_allow
-    quota_counts_text, quota_marks_booked = quota_texts.counts_text, quota_texts.marks_booked
+    quota_slot_at, quota_fresh, quota_earliest =
+      quota_lib.slot_at, quota_lib.fresh, quota_lib.earliest
+    quota_book, quota_used, quota_marks_allow =
+      quota_lib.book, quota_lib.used, quota_lib.marks_allow
+    quota_counts_text, quota_marks_booked = quota_lib.counts_text, quota_lib.marks_booked
   end
 
   -- Each operation but status changes the bucket and names its reply; the changes are saved below.
