@@ -927,6 +927,8 @@ local function serve(argv, call_key, call)
   -- replacement).
   local saved_noticed, noticed = not f.err and f[noticed_at] or nil, nil
   local common = wanted_texts ~= nil and f[1] == wanted_texts and f[6] == rate
+  -- Quota's functions (quota_functions()), for the calls on quotas and those that read the key
+  -- field by field.
   local quota_lib, quota_states_of, quota_marks_of, quota_passed_into
   if quota_limits or not common then
     quota_lib = quota_functions()
@@ -966,8 +968,8 @@ local function serve(argv, call_key, call)
   end
 
   -- The other calls change the bucket through `bucket`, an object made only for them, as are the
-  -- functions below, and copy its state back into the locals. The common call keeps the key's
-  -- schedule, which it does not read.
+  -- functions of settings_functions(), and copy its state back into the locals. The common call
+  -- keeps the key's schedule, which it does not read.
   local bucket, wanted, wanted_timetable, wanted_entry_until
   local is_int64_text, params_table, joined_texts
   -- Quotas as `quotas` and the caller's texts write them ("" for none), and apart: the caller's
