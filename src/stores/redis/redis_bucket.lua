@@ -260,6 +260,403 @@ local function backoff_functions()
           in_force = backoff_in_force}
 end
 
+-- Quota of src/core/quota.cpp on a state table (the newest slot at 1, the counts at 2 to 67, the
+-- oldest first), and the quotas' fields of a key, made only for the calls on quotas and those that
+-- read a key field by field, as the table quota_functions() returns. Times are nanoseconds after
+-- now_s, not negative; slots are counted on Unix microseconds, whole numbers below 2^53 until the
+-- year 2255, so that slot arithmetic is exact (fmod is).
+local function quota_functions()
+  local floor, min, max, fmod, format = math.floor, math.min, math.max, math.fmod, string.format
+  -- Quota::slot_of(): whole microseconds, then slots of `slot` microseconds.
+  local function quota_slot_at(t, slot, now_s)
+    local us = now_s * 1e6 + floor(t / 1000)
+    return (us - fmod(us, slot)) / slot
+  end
+
+  -- Quota(params, now): the newest slot now's, the counts 0.
+  local function quota_fresh(slot, now, now_s)
+    local state = {quota_slot_at(now, slot, now_s)}
+    for j = 2, 67 do state[j] = 0 end
+    return state
+  end
+
+  -- Quota::earliest(): the first moment not before `from` at which `units` (at most `limit`)
+  -- may be granted.
+  local function quota_earliest(limit, slot, state, units, from, now_s)
+    local newest = state[1]
+    local d = min(max(quota_slot_at(from, slot, now_s), newest) - newest, 66)
+    local held = 0
+    for j = d + 2, 67 do held = held + state[j] end
+    while held + units > limit and d < 66 do
+      held = held - state[d + 2]
+      d = d + 1
+    end
+    return max(from, ((newest + d) * slot - now_s * 1e6) * 1000)
+  end
+
+  -- Quota::book(), booked at `now`.
+  local function quota_book(slot, state, units, at, now_s, now)
+    local newest = state[1]
+    local booked_slot = max(quota_slot_at(at, slot, now_s), newest)
+    local shift = booked_slot - newest
+    if shift > 0 then
+      -- The counts shifted out that now's window holds (count j holds slot newest - 67 + j).
+      local now_slot = quota_slot_at(min(now, at), slot, now_s)
+      local passed = newest > now_slot and (state.passed or 0) or 0
+      for j = max(now_slot - newest, 0) + 2, min(shift, 66) + 1 do
+        passed = passed + state[j]
+      end
+      state.passed = passed
+    end
+    if shift >= 66 then
+      for j = 2, 67 do state[j] = 0 end
+    elseif shift > 0 then
+      for j = 2, 67 - shift do state[j] = state[j + shift] end
+      for j = 68 - shift, 67 do state[j] = 0 end
+    end
+    state[1] = booked_slot
+    state[67] = state[67] + units
+  end
+
+  -- Quota::used(): the counts of now's window, and those passed while it is before the newest.
+  local function quota_used(limit, slot, state, now, now_s)
+    local d = quota_slot_at(now, slot, now_s) - state[1]
+    local held = d < 0 and (state.passed or 0) or 0
+    for j = max(d, 0) + 2, min(d + 65, 65) + 2 do
+      held = held + state[j]
+    end
+    return min(held, limit)
+  end
+
+  -- Whether every quota of `marks` (its limits and slot lengths in `limits` and `slots`) grants
+  -- `units` at `at` as Quota::earliest() does when it holds them in its newest slot: `at` is in
+  -- that slot (earliest() then returns `at`), and the sum of all its counts leaves room for them
+  -- (below 2^53, so exact). Then Quota::book() adds them to the newest count, shifting nothing.
+  local function quota_marks_allow(marks, units, at, limits, slots, now_s)
+    for i = 1, #limits do
+      if marks.sum[i] + units > limits[i] or
+          quota_slot_at(at, slots[i], now_s) ~= marks.newest[i] then
+        return false
+      end
+    end
+    return true
+  end
+
+  -- The quotas' fields of a key (quota_counts, quota_sums, quota_passed) read and written.
+  -- The quotas' states in `text` (the key's quota_counts: a JSON array of one array per quota,
+  -- its newest slot then its counts) if it holds `count` of them made of whole numbers; else nil.
+  -- Digits, commas and brackets only, each bracket a quota's or the whole's: cjson then makes
+  -- numbers and tables where the arithmetic expects them.
+  local function quota_states_of(text, count)
+    if type(text) ~= "string" or not text:find("^%[[%d,%[%]]*%]$") then return nil end
+    local _, brackets = text:gsub("%[", "")
+    if brackets ~= count + 1 then return nil end
+    local decoded, states = pcall(cjson.decode, text)
+    if not (decoded and type(states) == "table" and #states == count) then return nil end
+    for i = 1, count do
+      local state = states[i]
+      if type(state) ~= "table" or #state ~= 67 then return nil end
+    end
+    return states
+  end
+
+  -- Each quota's passed count (QuotaState::passed) from `text` (the key's quota_passed: for each
+  -- quota, its newest slot and passed count joined by a colon, joined by blanks) into `states`:
+  -- only where the newest slot is the state's, so that counts an older ratelimit shifted without
+  -- it count none passed.
+  local function quota_passed_into(states, text)
+    if type(text) ~= "string" then return end
+    local i = 0
+    for newest, passed in text:gmatch("(%d+):(%d+)") do
+      i = i + 1
+      if states[i] and tonumber(newest) == states[i][1] then states[i].passed = tonumber(passed) end
+    end
+  end
+
+  -- Each quota's newest slot, last count (and where it is written: last_at, close) and the sum of
+  -- its counts, read from `text` (the key's quota_counts) and `sums` (its quota_sums) without
+  -- decoding every count; nil unless both hold `count` quotas. Only for a text the script wrote
+  -- and checked (quota_sums_of equals it): its numbers need no more checks.
+  local function quota_marks_of(text, sums, count)
+    local marks = {text = text, newest = {}, last = {}, last_at = {}, close = {}, sum = {}}
+    local at = 2
+    for i = 1, count do
+      local newest = text:match("^%[(%d+),", at)
+      local close = text:find("]", at, true)
+      if not (newest and close) then return nil end
+      -- The last count has at most 16 digits (below 2^53).
+      local last_at, last = text:match("()(%d+)%]", max(at, close - 17))
+      if not (last_at and last_at + #last == close) then return nil end
+      marks.newest[i], marks.last[i], marks.last_at[i], marks.close[i] =
+        tonumber(newest), tonumber(last), last_at, close
+      at = close + 2
+    end
+    if at ~= #text + 1 then return nil end
+    local i = 0
+    for sum in sums:gmatch("%d+") do
+      i = i + 1
+      marks.sum[i] = tonumber(sum)
+    end
+    if i ~= count then return nil end
+    return marks
+  end
+
+  -- The key's quota_counts, every number with all its digits, its quota_sums: each quota's
+  -- sum of counts, joined by blanks, and its quota_passed.
+  local function quota_counts_text(states)
+    local counts_format = "[" .. string.rep("%.0f,", 66) .. "%.0f]"
+    local texts, sums, passed = {}, {}, {}
+    for i = 1, #states do
+      local state = states[i]
+      texts[i] = format(counts_format, unpack(state))
+      local sum = 0
+      for j = 2, 67 do sum = sum + state[j] end
+      sums[i] = format("%.0f", sum)
+      passed[i] = format("%.0f:%.0f", state[1], state.passed or 0)
+    end
+    return "[" .. table.concat(texts, ",") .. "]", table.concat(sums, " "),
+           table.concat(passed, " ")
+  end
+
+  -- quota_counts_text() after `units` were booked in every quota's newest slot: the key's text
+  -- with each last count replaced, the rest as it is.
+  local function quota_marks_booked(marks, units)
+    local text, pieces, sums, from = marks.text, {}, {}, 1
+    for i = 1, #marks.newest do
+      pieces[2 * i - 1] = text:sub(from, marks.last_at[i] - 1)
+      pieces[2 * i] = format("%.0f", marks.last[i] + units)
+      sums[i] = format("%.0f", marks.sum[i] + units)
+      from = marks.close[i]
+    end
+    pieces[#pieces + 1] = text:sub(from)
+    return table.concat(pieces), table.concat(sums, " ")
+  end
+
+  return {slot_at = quota_slot_at, fresh = quota_fresh, earliest = quota_earliest,
+          book = quota_book, used = quota_used, marks_allow = quota_marks_allow,
+          states_of = quota_states_of, passed_into = quota_passed_into, marks_of = quota_marks_of,
+          counts_text = quota_counts_text, marks_booked = quota_marks_booked}
+end
+
+-- What the calls that are not the common one read and write of a key's settings, and the object
+-- through which they change its bucket, made only for them, as the table settings_functions()
+-- returns (each function a closure that every call making it pays for, hence one table):
+-- `format_version` and `most_quotas` are serve()'s FORMAT_VERSION and MOST_QUOTAS.
+local function settings_functions(format_version, most_quotas)
+  local min, huge = math.min, math.huge
+
+  -- Whether `text` is an int64 as std::to_string writes it: the only form compared below.
+  local function is_int64_text(text)
+    if text == "0" then return true end
+    if type(text) ~= "string" then return false end
+    local digits = text:match("^%-?([1-9]%d*)$")
+    if digits == nil then return false end
+    if #digits ~= 19 then return #digits < 19 end
+    if text:sub(1, 1) == "-" then return digits <= "9223372036854775808" end
+    return digits <= "9223372036854775807"
+  end
+
+  -- Parameters given as the texts the client sent (shape, rate, burst, warmup, cold, start_full,
+  -- pay_first, the hash's order): [1..7] their texts, and their values; nil if they are no
+  -- bucket's.
+  local function params_table(shape, rate, burst, warmup, cold, start_full, pay_first)
+    if (start_full ~= "0" and start_full ~= "1") or (pay_first ~= "0" and pay_first ~= "1") or
+        (shape ~= "bursty" and shape ~= "warming_up") then
+      return nil
+    end
+    local rate_value, burst_value, warmup_value, cold_value =
+      tonumber(rate), tonumber(burst), tonumber(warmup), tonumber(cold)
+    -- Only the rate may be infinite (no limit); NaN fails every comparison.
+    if not (rate_value and rate_value > 0 and
+            burst_value and burst_value > -huge and burst_value < huge and
+            warmup_value and warmup_value > -huge and warmup_value < huge and
+            cold_value and cold_value > -huge and cold_value < huge) then
+      return nil
+    end
+    if shape == "bursty" and not (burst_value >= 0) then return nil end
+    if shape == "warming_up" and
+        (start_full == "1" or not (warmup_value >= 0 and cold_value >= 1)) then
+      return nil
+    end
+    return {shape, rate, burst, warmup, cold, start_full, pay_first,
+            start_full = start_full == "1", pay_first = pay_first == "1", rate = rate_value,
+            burst = burst_value, warmup = warmup_value, cold = cold_value}
+  end
+
+  -- Quotas written as `quotas` keeps them, LIMIT/PERIOD/SLOT (limit and period as QuotaParams,
+  -- the period in nanoseconds, and the slot length in microseconds as Quota derives it), joined
+  -- by blanks, in the caller's order: {limits, periods, slots}, or nil if that is not what the
+  -- text holds.
+  local function quota_specs_of(text)
+    local limits, periods, slots, rebuilt = {}, {}, {}, {}
+    for limit, period, slot in text:gmatch("([^ /]*)/([^ /]*)/([^ /]*)") do
+      local i = #limits + 1
+      limits[i], periods[i], slots[i] = tonumber(limit), period, tonumber(slot)
+      -- Whole numbers written without leading zeros: equal quotas have equal texts.
+      if not (limit:find("^[1-9]%d*$") and period:find("^[1-9]%d*$") and
+              slot:find("^[1-9]%d*$") and limits[i] <= 2 ^ 53 and i <= most_quotas) then
+        return nil
+      end
+      rebuilt[i] = limit .. "/" .. period .. "/" .. slot
+    end
+    if table.concat(rebuilt, " ") ~= text then return nil end
+    return {limits, periods, slots}
+  end
+
+  -- The key's `texts`: the format version, its parameters' texts (params_table() has found none
+  -- holds a comma), its quotas if it has any, and its schedule, joined, the timetable last, as
+  -- the caller sends its own. A key without quotas has the texts of keys written before them.
+  local function joined_texts(p, quota_specs, entry_until, timetable)
+    local quotas = quota_specs == "" and "" or quota_specs .. ","
+    return format_version .. "," .. p[1] .. "," .. p[2] .. "," .. p[3] .. "," .. p[4] .. "," ..
+           p[5] .. "," .. p[6] .. "," .. p[7] .. "," .. quotas .. entry_until .. "," .. timetable
+  end
+
+  -- The caller's texts (reserve's, or set_rate's new settings) split, the timetable last: it may
+  -- hold commas. Whether they are a bucket's settings, then the settings (params_table()), their
+  -- quotas' text ("" for none), entry's end, timetable and quotas (quota_specs_of()).
+  local function read_wanted(texts)
+    local split = {texts:match(
+      "^([^,]*),([^,]*),([^,]*),([^,]*),([^,]*),([^,]*),([^,]*),([^,]*),(.*)$")}
+    -- The quotas, if any, before the entry's end: they hold a '/', which no entry's end does.
+    local schedule = split[9] or ""
+    local quota_specs, entry_until, timetable = schedule:match("^([^,]*/[^,]*),([^,]*),(.*)$")
+    if not quota_specs then
+      quota_specs = ""
+      entry_until, timetable = schedule:match("^([^,]*),(.*)$")
+    end
+    local wanted = split[1] == format_version and
+                   params_table(split[2], split[3], split[4], split[5], split[6], split[7],
+                                split[8])
+    local quotas = quota_specs_of(quota_specs)
+    return wanted and entry_until and (entry_until == "0" or is_int64_text(entry_until)) and quotas,
+           wanted, quota_specs, entry_until, timetable, quotas
+  end
+
+  -- A key of an older layout, read below field by field, brought to the current one in order:
+  -- one step per layout, each giving a key written before it what it added as a key without
+  -- it holds it, so that what reads the fields sees the current layout only. `k`: HMGET's reply
+  -- below (false for a field the key lacks), changed in place. The fields the common call reads
+  -- too (texts, expires, quota_sums, quota_passed, notation, noticed, backoff) say what their
+  -- absence means where they are read; a key without texts is no common call's, and is given
+  -- them by the call that reads it here.
+  local function upgrade_layout(k)
+    -- Before start_full and pay_first: neither.
+    k[7], k[8] = k[7] or "0", k[8] or "0"
+    -- Before timetables: none, and no entry's end.
+    k[9], k[10] = k[9] or "", k[10] or "0"
+    -- Before quotas: none.
+    k[11] = k[11] or ""
+  end
+
+  -- The bucket of the calls that are not the common one: `bucket` (its parameters, state and
+  -- derived values, and serve()'s params_table() and derive()) with TokenBucket's methods.
+  local function with_bucket_methods(bucket)
+
+    function bucket.same_params(a, b)
+      for i = 1, 7 do
+        if a[i] ~= b[i] then return false end
+      end
+      return true
+    end
+
+    -- a < b for int64 texts, exact where tonumber() would round above 2^53.
+    function bucket.int64_less(a, b)
+      if a == b then return false end
+      local a_negative, b_negative = a:sub(1, 1) == "-", b:sub(1, 1) == "-"
+      if a_negative ~= b_negative then return a_negative end
+      -- Between negatives, the larger magnitude is the smaller number.
+      if a_negative then a, b = b:sub(2), a:sub(2) end
+      if #a ~= #b then return #a < #b end
+      return a < b
+    end
+
+    function bucket:rederive()
+      local p = self.params
+      self.stable, self.max_permits, self.cool_down, self.threshold, self.slope =
+        self.derive(p[1], p.rate, p.burst, p.warmup, p.cold)
+    end
+
+    -- TokenBucket::resync()
+    function bucket:resync()
+      if self.now <= self.next_free then return end
+      if self.max_permits > 0 then
+        local idle = self.now - self.next_free
+        local new_permits = idle / self.cool_down
+        self.stored = min(self.max_permits, self.stored + new_permits)
+      end
+      self.next_free = self.now
+    end
+
+    -- TokenBucket::rescale_stored_permits()
+    function bucket:rescale(old_max)
+      local warming = self.params[1] == "warming_up"
+      if old_max == huge then
+        if warming then self.stored = 0 else self.stored = self.max_permits end
+      elseif old_max == 0 then
+        if warming then self.stored = self.max_permits else self.stored = 0 end
+      elseif self.stored > 0 then
+        self.stored = self.stored * self.max_permits / old_max
+      end
+    end
+
+    -- TokenBucket(params, now): empty, or full with start_full.
+    function bucket:start(new_params)
+      self.params, self.stored, self.next_free = new_params, 0, self.now
+      self:rederive()
+      if new_params.start_full then self.stored = self.max_permits else self:rescale(0) end
+    end
+
+    -- `p` with another rate (the rate's text as the client sent it); nil if it is no rate.
+    function bucket:with_rate(p, rate)
+      return self.params_table(p[1], rate, p[3], p[4], p[5], p[6], p[7])
+    end
+
+    -- change_params() of bucket_store.cpp: to or from no limit, afresh; else
+    -- TokenBucket::reconfigure().
+    function bucket:change_params(new_params)
+      local old_rate = self.params.rate
+      if (old_rate == huge or new_params.rate == huge) and
+          old_rate ~= new_params.rate then
+        self:start(new_params)
+        return
+      end
+      self:resync()
+      local old_max = self.max_permits
+      self.params = new_params
+      self:rederive()
+      self:rescale(old_max)
+    end
+
+    -- change_rate()
+    function bucket:change_rate(rate)
+      self:change_params(self:with_rate(self.params, rate))
+    end
+
+    return bucket
+  end
+
+  return {is_int64_text = is_int64_text, params_table = params_table, joined_texts = joined_texts,
+          quota_specs_of = quota_specs_of, read_wanted = read_wanted,
+          upgrade_layout = upgrade_layout, with_bucket_methods = with_bucket_methods}
+end
+
+-- A mark of reserve's booking span (a time after now_s) as integer Unix nanoseconds: whole seconds
+-- and nine digits of nanoseconds, which a double could not hold as one number (exact only near the
+-- epoch: tests' times). `now_s_text`: TIME's seconds as the server wrote them, or nil; a mark in
+-- the current second, the usual one, is written after it, which costs one conversion less.
+-- `integer_string`: serve()'s.
+local function span_mark_text(t, now_s, now_s_text, integer_string)
+  local ns = math.fmod(t, 1e9)
+  if ns < 0 then ns = ns + 1e9 end
+  local s = now_s + math.floor((t - ns) / 1e9 + 0.5)
+  -- The int64 maximum, where the core saturates, is 9223372036 s and 854775807 ns.
+  if s > 9223372036 or s == 9223372036 and ns > 854775807 then return "9223372036854775807" end
+  if s == now_s and now_s_text then return now_s_text .. string.format("%09d", ns) end
+  if s > 0 then return string.format("%d%09d", s, ns) end
+  return integer_string(s * 1e9 + ns)
+end
+
 -- reserve_all: several keys decided together, all or nothing (decide_all() of
 -- src/stores/multi_key.cpp), with `serve` (below) for each key. KEYS[1..n] the keys (one Cluster
 -- slot); ARGV[2] kArgTime as every operation's, one time for the whole call; ARGV[3]
@@ -530,65 +927,13 @@ local function serve(argv, call_key, call)
   -- replacement).
   local saved_noticed, noticed = not f.err and f[noticed_at] or nil, nil
   local common = wanted_texts ~= nil and f[1] == wanted_texts and f[6] == rate
-  local quota_states_of, quota_marks_of, quota_passed_into
+  -- Quota's functions (quota_functions()), for the calls on quotas and those that read the key
+  -- field by field.
+  local quota_lib, quota_states_of, quota_marks_of, quota_passed_into
   if quota_limits or not common then
-    -- The quotas' states in `text` (the key's quota_counts: a JSON array of one array per quota,
-    -- its newest slot then its counts) if it holds `count` of them made of whole numbers; else nil.
-    -- Digits, commas and brackets only, each bracket a quota's or the whole's: cjson then makes
-    -- numbers and tables where the arithmetic expects them.
-    function quota_states_of(text, count)
-      if type(text) ~= "string" or not text:find("^%[[%d,%[%]]*%]$") then return nil end
-      local _, brackets = text:gsub("%[", "")
-      if brackets ~= count + 1 then return nil end
-      local decoded, states = pcall(cjson.decode, text)
-      if not (decoded and type(states) == "table" and #states == count) then return nil end
-      for i = 1, count do
-        local state = states[i]
-        if type(state) ~= "table" or #state ~= 67 then return nil end
-      end
-      return states
-    end
-
-    -- Each quota's passed count (QuotaState::passed) from `text` (the key's quota_passed: for each
-    -- quota, its newest slot and passed count joined by a colon, joined by blanks) into `states`:
-    -- only where the newest slot is the state's, so that counts an older ratelimit shifted without
-    -- it count none passed.
-    function quota_passed_into(states, text)
-      if type(text) ~= "string" then return end
-      local i = 0
-      for newest, passed in text:gmatch("(%d+):(%d+)") do
-        i = i + 1
-        if states[i] and tonumber(newest) == states[i][1] then states[i].passed = tonumber(passed) end
-      end
-    end
-
-    -- Each quota's newest slot, last count (and where it is written: last_at, close) and the sum of
-    -- its counts, read from `text` (the key's quota_counts) and `sums` (its quota_sums) without
-    -- decoding every count; nil unless both hold `count` quotas. Only for a text the script wrote
-    -- and checked (quota_sums_of equals it): its numbers need no more checks.
-    function quota_marks_of(text, sums, count)
-      local marks = {text = text, newest = {}, last = {}, last_at = {}, close = {}, sum = {}}
-      local at = 2
-      for i = 1, count do
-        local newest = text:match("^%[(%d+),", at)
-        local close = text:find("]", at, true)
-        if not (newest and close) then return nil end
-        -- The last count has at most 16 digits (below 2^53).
-        local last_at, last = text:match("()(%d+)%]", max(at, close - 17))
-        if not (last_at and last_at + #last == close) then return nil end
-        marks.newest[i], marks.last[i], marks.last_at[i], marks.close[i] =
-          tonumber(newest), tonumber(last), last_at, close
-        at = close + 2
-      end
-      if at ~= #text + 1 then return nil end
-      local i = 0
-      for sum in sums:gmatch("%d+") do
-        i = i + 1
-        marks.sum[i] = tonumber(sum)
-      end
-      if i ~= count then return nil end
-      return marks
-    end
+    quota_lib = quota_functions()
+    quota_states_of, quota_marks_of, quota_passed_into =
+      quota_lib.states_of, quota_lib.marks_of, quota_lib.passed_into
   end
   if common then
     -- Arithmetic reads a number's text once, tonumber() twice.
@@ -623,8 +968,8 @@ local function serve(argv, call_key, call)
   end
 
   -- The other calls change the bucket through `bucket`, an object made only for them, as are the
-  -- functions below, and copy its state back into the locals. The common call keeps the key's
-  -- schedule, which it does not read.
+  -- functions of settings_functions(), and copy its state back into the locals. The common call
+  -- keeps the key's schedule, which it does not read.
   local bucket, wanted, wanted_timetable, wanted_entry_until
   local is_int64_text, params_table, joined_texts
   -- Quotas as `quotas` and the caller's texts write them ("" for none), and apart: the caller's
@@ -633,116 +978,22 @@ local function serve(argv, call_key, call)
   -- The key's quotas after the call, as `quotas` writes them.
   local quota_specs = ""
   if not common then
-    -- Whether `text` is an int64 as std::to_string writes it: the only form compared below.
-    function is_int64_text(text)
-      if text == "0" then return true end
-      if type(text) ~= "string" then return false end
-      local digits = text:match("^%-?([1-9]%d*)$")
-      if digits == nil then return false end
-      if #digits ~= 19 then return #digits < 19 end
-      if text:sub(1, 1) == "-" then return digits <= "9223372036854775808" end
-      return digits <= "9223372036854775807"
-    end
-
-    -- Parameters given as the texts the client sent (shape, rate, burst, warmup, cold, start_full,
-    -- pay_first, the hash's order): [1..7] their texts, and their values; nil if they are no
-    -- bucket's.
-    function params_table(shape, rate, burst, warmup, cold, start_full, pay_first)
-      if (start_full ~= "0" and start_full ~= "1") or (pay_first ~= "0" and pay_first ~= "1") or
-          (shape ~= "bursty" and shape ~= "warming_up") then
-        return nil
-      end
-      local rate_value, burst_value, warmup_value, cold_value =
-        tonumber(rate), tonumber(burst), tonumber(warmup), tonumber(cold)
-      -- Only the rate may be infinite (no limit); NaN fails every comparison.
-      if not (rate_value and rate_value > 0 and
-              burst_value and burst_value > -huge and burst_value < huge and
-              warmup_value and warmup_value > -huge and warmup_value < huge and
-              cold_value and cold_value > -huge and cold_value < huge) then
-        return nil
-      end
-      if shape == "bursty" and not (burst_value >= 0) then return nil end
-      if shape == "warming_up" and
-          (start_full == "1" or not (warmup_value >= 0 and cold_value >= 1)) then
-        return nil
-      end
-      return {shape, rate, burst, warmup, cold, start_full, pay_first,
-              start_full = start_full == "1", pay_first = pay_first == "1", rate = rate_value,
-              burst = burst_value, warmup = warmup_value, cold = cold_value}
-    end
-
-    -- Quotas written as `quotas` keeps them, LIMIT/PERIOD/SLOT (limit and period as QuotaParams,
-    -- the period in nanoseconds, and the slot length in microseconds as Quota derives it), joined
-    -- by blanks, in the caller's order: {limits, periods, slots}, or nil if that is not what the
-    -- text holds.
-    local function quota_specs_of(text)
-      local limits, periods, slots, rebuilt = {}, {}, {}, {}
-      for limit, period, slot in text:gmatch("([^ /]*)/([^ /]*)/([^ /]*)") do
-        local i = #limits + 1
-        limits[i], periods[i], slots[i] = tonumber(limit), period, tonumber(slot)
-        -- Whole numbers written without leading zeros: equal quotas have equal texts.
-        if not (limit:find("^[1-9]%d*$") and period:find("^[1-9]%d*$") and
-                slot:find("^[1-9]%d*$") and limits[i] <= 2 ^ 53 and i <= MOST_QUOTAS) then
-          return nil
-        end
-        rebuilt[i] = limit .. "/" .. period .. "/" .. slot
-      end
-      if table.concat(rebuilt, " ") ~= text then return nil end
-      return {limits, periods, slots}
-    end
-
-    -- The key's `texts`: the format version, its parameters' texts (params_table() has found none
-    -- holds a comma), its quotas if it has any, and its schedule, joined, the timetable last, as
-    -- the caller sends its own. A key without quotas has the texts of keys written before them.
-    function joined_texts(p, quota_specs, entry_until, timetable)
-      local quotas = quota_specs == "" and "" or quota_specs .. ","
-      return FORMAT_VERSION .. "," .. p[1] .. "," .. p[2] .. "," .. p[3] .. "," .. p[4] .. "," ..
-             p[5] .. "," .. p[6] .. "," .. p[7] .. "," .. quotas .. entry_until .. "," .. timetable
-    end
-
-    -- The caller's texts (reserve's, or set_rate's new settings) split, the timetable last: it may
-    -- hold commas. Whether they are a bucket's settings.
-    local function read_wanted(texts)
-      local split = {texts:match(
-        "^([^,]*),([^,]*),([^,]*),([^,]*),([^,]*),([^,]*),([^,]*),([^,]*),(.*)$")}
-      -- The quotas, if any, before the entry's end: they hold a '/', which no entry's end does.
-      local schedule = split[9] or ""
-      local quotas_text, until_text, timetable_text = schedule:match("^([^,]*/[^,]*),([^,]*),(.*)$")
-      if quotas_text then
-        wanted_quota_specs, wanted_entry_until, wanted_timetable =
-          quotas_text, until_text, timetable_text
-      else
-        wanted_entry_until, wanted_timetable = schedule:match("^([^,]*),(.*)$")
-      end
-      wanted = split[1] == FORMAT_VERSION and
-               params_table(split[2], split[3], split[4], split[5], split[6], split[7], split[8])
-      wanted_quotas = quota_specs_of(wanted_quota_specs)
-      return wanted and wanted_entry_until and
-             (wanted_entry_until == "0" or is_int64_text(wanted_entry_until)) and wanted_quotas
-    end
-
-    -- A key of an older layout, read below field by field, brought to the current one in order:
-    -- one step per layout, each giving a key written before it what it added as a key without
-    -- it holds it, so that what reads the fields sees the current layout only. `k`: HMGET's reply
-    -- below (false for a field the key lacks), changed in place. The fields the common call reads
-    -- too (texts, expires, quota_sums, quota_passed, notation, noticed, backoff) say what their
-    -- absence means where they are read; a key without texts is no common call's, and is given
-    -- them by the call that reads it here.
-    local function upgrade_layout(k)
-      -- Before start_full and pay_first: neither.
-      k[7], k[8] = k[7] or "0", k[8] or "0"
-      -- Before timetables: none, and no entry's end.
-      k[9], k[10] = k[9] or "", k[10] or "0"
-      -- Before quotas: none.
-      k[11] = k[11] or ""
-    end
-
-    if operation == "set_rate" and argv[6] and not read_wanted(argv[6]) then
-      return redis.error_reply("ERR ratelimit: bad arguments")
+    local settings = settings_functions(FORMAT_VERSION, MOST_QUOTAS)
+    is_int64_text, params_table, joined_texts =
+      settings.is_int64_text, settings.params_table, settings.joined_texts
+    local quota_specs_of, upgrade_layout = settings.quota_specs_of, settings.upgrade_layout
+    local with_bucket_methods = settings.with_bucket_methods
+    local wanted_read
+    if operation == "set_rate" and argv[6] then
+      wanted_read, wanted, wanted_quota_specs, wanted_entry_until, wanted_timetable, wanted_quotas =
+        settings.read_wanted(argv[6])
+      if not wanted_read then return redis.error_reply("ERR ratelimit: bad arguments") end
     end
     if reserving then
+      wanted_read, wanted, wanted_quota_specs, wanted_entry_until, wanted_timetable, wanted_quotas =
+        settings.read_wanted(wanted_texts)
       -- Those that came apart too must be the same.
-      if not (read_wanted(wanted_texts) and
+      if not (wanted_read and
               shape == wanted[1] and pay_first == wanted[7] and rate == wanted[2] and
               (burst == wanted[3] or warmup == wanted[4] and cold == wanted[5]) and
               #wanted_quotas[1] == (quota_limits and #quota_limits or 0)) then
@@ -798,203 +1049,21 @@ local function serve(argv, call_key, call)
       end
     end
 
-    bucket = {now = now, params = params, stored = stored, next_free = next_free, stable = stable,
-              max_permits = max_permits, cool_down = cool_down, threshold = threshold,
-              slope = slope, params_table = params_table, derive = derive}
-
-    function bucket.same_params(a, b)
-      for i = 1, 7 do
-        if a[i] ~= b[i] then return false end
-      end
-      return true
-    end
-
-    -- a < b for int64 texts, exact where tonumber() would round above 2^53.
-    function bucket.int64_less(a, b)
-      if a == b then return false end
-      local a_negative, b_negative = a:sub(1, 1) == "-", b:sub(1, 1) == "-"
-      if a_negative ~= b_negative then return a_negative end
-      -- Between negatives, the larger magnitude is the smaller number.
-      if a_negative then a, b = b:sub(2), a:sub(2) end
-      if #a ~= #b then return #a < #b end
-      return a < b
-    end
-
-    function bucket:rederive()
-      local p = self.params
-      self.stable, self.max_permits, self.cool_down, self.threshold, self.slope =
-        self.derive(p[1], p.rate, p.burst, p.warmup, p.cold)
-    end
-
-    -- TokenBucket::resync()
-    function bucket:resync()
-      if self.now <= self.next_free then return end
-      if self.max_permits > 0 then
-        local idle = self.now - self.next_free
-        local new_permits = idle / self.cool_down
-        self.stored = min(self.max_permits, self.stored + new_permits)
-      end
-      self.next_free = self.now
-    end
-
-    -- TokenBucket::rescale_stored_permits()
-    function bucket:rescale(old_max)
-      local warming = self.params[1] == "warming_up"
-      if old_max == huge then
-        if warming then self.stored = 0 else self.stored = self.max_permits end
-      elseif old_max == 0 then
-        if warming then self.stored = self.max_permits else self.stored = 0 end
-      elseif self.stored > 0 then
-        self.stored = self.stored * self.max_permits / old_max
-      end
-    end
-
-    -- TokenBucket(params, now): empty, or full with start_full.
-    function bucket:start(new_params)
-      self.params, self.stored, self.next_free = new_params, 0, self.now
-      self:rederive()
-      if new_params.start_full then self.stored = self.max_permits else self:rescale(0) end
-    end
-
-    -- `p` with another rate (the rate's text as the client sent it); nil if it is no rate.
-    function bucket:with_rate(p, rate)
-      return self.params_table(p[1], rate, p[3], p[4], p[5], p[6], p[7])
-    end
-
-    -- change_params() of bucket_store.cpp: to or from no limit, afresh; else
-    -- TokenBucket::reconfigure().
-    function bucket:change_params(new_params)
-      local old_rate = self.params.rate
-      if (old_rate == huge or new_params.rate == huge) and
-          old_rate ~= new_params.rate then
-        self:start(new_params)
-        return
-      end
-      self:resync()
-      local old_max = self.max_permits
-      self.params = new_params
-      self:rederive()
-      self:rescale(old_max)
-    end
-
-    -- change_rate()
-    function bucket:change_rate(rate)
-      self:change_params(self:with_rate(self.params, rate))
-    end
+    bucket = with_bucket_methods({now = now, params = params, stored = stored,
+                                  next_free = next_free, stable = stable,
+                                  max_permits = max_permits, cool_down = cool_down,
+                                  threshold = threshold, slope = slope,
+                                  params_table = params_table, derive = derive})
   end
 
-  -- Quota of src/core/quota.cpp on a state table (the newest slot at 1, the counts at 2 to 67, the
-  -- oldest first), made only for the calls on quotas. Times are nanoseconds after now_s, not
-  -- negative; slots are counted on Unix microseconds, whole numbers below 2^53 until the year 2255,
-  -- so that slot arithmetic is exact (fmod is).
   local quota_slot_at, quota_fresh, quota_earliest, quota_book, quota_used, quota_counts_text
   local quota_marks_allow, quota_marks_booked
   if quota_limits or (wanted_quotas and #wanted_quotas[1] > 0) then
-    -- Quota::slot_of(): whole microseconds, then slots of `slot` microseconds.
-    function quota_slot_at(t, slot, now_s)
-      local us = now_s * 1e6 + floor(t / 1000)
-      return (us - fmod(us, slot)) / slot
-    end
-
-    -- Quota(params, now): the newest slot now's, the counts 0.
-    function quota_fresh(slot, now, now_s)
-      local state = {quota_slot_at(now, slot, now_s)}
-      for j = 2, 67 do state[j] = 0 end
-      return state
-    end
-
-    -- Quota::earliest(): the first moment not before `from` at which `units` (at most `limit`)
-    -- may be granted.
-    function quota_earliest(limit, slot, state, units, from, now_s)
-      local newest = state[1]
-      local d = min(max(quota_slot_at(from, slot, now_s), newest) - newest, 66)
-      local held = 0
-      for j = d + 2, 67 do held = held + state[j] end
-      while held + units > limit and d < 66 do
-        held = held - state[d + 2]
-        d = d + 1
-      end
-      return max(from, ((newest + d) * slot - now_s * 1e6) * 1000)
-    end
-
-    -- Quota::book(), booked at `now`.
-    function quota_book(slot, state, units, at, now_s, now)
-      local newest = state[1]
-      local booked_slot = max(quota_slot_at(at, slot, now_s), newest)
-      local shift = booked_slot - newest
-      if shift > 0 then
-        -- The counts shifted out that now's window holds (count j holds slot newest - 67 + j).
-        local now_slot = quota_slot_at(min(now, at), slot, now_s)
-        local passed = newest > now_slot and (state.passed or 0) or 0
-        for j = max(now_slot - newest, 0) + 2, min(shift, 66) + 1 do
-          passed = passed + state[j]
-        end
-        state.passed = passed
-      end
-      if shift >= 66 then
-        for j = 2, 67 do state[j] = 0 end
-      elseif shift > 0 then
-        for j = 2, 67 - shift do state[j] = state[j + shift] end
-        for j = 68 - shift, 67 do state[j] = 0 end
-      end
-      state[1] = booked_slot
-      state[67] = state[67] + units
-    end
-
-    -- Quota::used(): the counts of now's window, and those passed while it is before the newest.
-    function quota_used(limit, slot, state, now, now_s)
-      local d = quota_slot_at(now, slot, now_s) - state[1]
-      local held = d < 0 and (state.passed or 0) or 0
-      for j = max(d, 0) + 2, min(d + 65, 65) + 2 do
-        held = held + state[j]
-      end
-      return min(held, limit)
-    end
-
-    -- The key's quota_counts, every number with all its digits, its quota_sums: each quota's
-    -- sum of counts, joined by blanks, and its quota_passed.
-    function quota_counts_text(states)
-      local counts_format = "[" .. string.rep("%.0f,", 66) .. "%.0f]"
-      local texts, sums, passed = {}, {}, {}
-      for i = 1, #states do
-        local state = states[i]
-        texts[i] = format(counts_format, unpack(state))
-        local sum = 0
-        for j = 2, 67 do sum = sum + state[j] end
-        sums[i] = format("%.0f", sum)
-        passed[i] = format("%.0f:%.0f", state[1], state.passed or 0)
-      end
-      return "[" .. table.concat(texts, ",") .. "]", table.concat(sums, " "),
-             table.concat(passed, " ")
-    end
-
-    -- Whether every quota of `marks` grants `units` at `at` as Quota::earliest() does when it
-    -- holds them in its newest slot: `at` is in that slot (earliest() then returns `at`), and the
-    -- sum of all its counts leaves room for them (below 2^53, so exact). Then Quota::book() adds
-    -- them to the newest count, shifting nothing.
-    function quota_marks_allow(marks, units, at)
-      for i = 1, #quota_limits do
-        if marks.sum[i] + units > quota_limits[i] or
-            quota_slot_at(at, quota_slots[i], now_s) ~= marks.newest[i] then
-          return false
-        end
-      end
-      return true
-    end
-
-    -- quota_counts_text() after `units` were booked in every quota's newest slot: the key's text
-    -- with each last count replaced, the rest as it is.
-    function quota_marks_booked(marks, units)
-      local text, pieces, sums, from = marks.text, {}, {}, 1
-      for i = 1, #marks.newest do
-        pieces[2 * i - 1] = text:sub(from, marks.last_at[i] - 1)
-        pieces[2 * i] = format("%.0f", marks.last[i] + units)
-        sums[i] = format("%.0f", marks.sum[i] + units)
-        from = marks.close[i]
-      end
-      pieces[#pieces + 1] = text:sub(from)
-      return table.concat(pieces), table.concat(sums, " ")
-    end
+    quota_slot_at, quota_fresh, quota_earliest =
+      quota_lib.slot_at, quota_lib.fresh, quota_lib.earliest
+    quota_book, quota_used, quota_marks_allow =
+      quota_lib.book, quota_lib.used, quota_lib.marks_allow
+    quota_counts_text, quota_marks_booked = quota_lib.counts_text, quota_lib.marks_booked
   end
 
   -- Each operation but status changes the bucket and names its reply; the changes are saved below.
@@ -1155,7 +1224,8 @@ local function serve(argv, call_key, call)
     -- The marks decide alone where the full states would decide the same; else the states are read.
     -- reserve_all: `asking` books nothing; `hold` books at least that long after now.
     local grantable, hold_go = not (call and call.asking), call and call.hold and now + call.hold
-    if quota_marks and (hold_go or not quota_marks_allow(quota_marks, permits, now + wait)) then
+    if quota_marks and (hold_go or not quota_marks_allow(quota_marks, permits, now + wait,
+                                                         quota_limits, quota_slots, now_s)) then
       quota_states = quota_states_of(quota_marks.text, #quota_limits)
       -- Marks are read only from a text the script wrote, and the states of that text then too:
       -- only quota_counts and quota_sums_of changed alike by hand fail here.
@@ -1208,20 +1278,9 @@ local function serve(argv, call_key, call)
     end
     local wait_text = integer_string(wait)
     if granted == 1 then
-      -- The span, as integer Unix nanoseconds: whole seconds and nine digits of nanoseconds, which
-      -- a double could not hold as one number (exact only near the epoch: tests' times).
-      local function mark_text(t)
-        local ns = math.fmod(t, 1e9)
-        if ns < 0 then ns = ns + 1e9 end
-        local s = now_s + math.floor((t - ns) / 1e9 + 0.5)
-        -- The int64 maximum, where the core saturates, is 9223372036 s and 854775807 ns.
-        if s > 9223372036 or s == 9223372036 and ns > 854775807 then
-          return "9223372036854775807"
-        end
-        if s > 0 then return string.format("%d%09d", s, ns) end
-        return integer_string(s * 1e9 + ns)
-      end
-      wait_text = wait_text .. " " .. mark_text(booked_from) .. " " .. mark_text(next_free)
+      wait_text = wait_text .. " " ..
+                  span_mark_text(booked_from, now_s, now_s_text, integer_string) .. " " ..
+                  span_mark_text(next_free, now_s, now_s_text, integer_string)
     end
     if held_by_quota then wait_text = wait_text .. " quota" end
     if paused_for then wait_text = wait_text .. " backoff " .. paused_for end
