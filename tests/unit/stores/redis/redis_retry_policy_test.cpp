@@ -7,6 +7,7 @@
 
 #include "fake_clock.hpp"
 #include "fake_waiter.hpp"
+#include "stores/redis/redis_script_protocol.hpp"
 
 namespace ratelimit::stores::redis {
 namespace {
@@ -17,15 +18,22 @@ using std::chrono::nanoseconds;
 constexpr milliseconds kTimeout{200};
 constexpr milliseconds kFailoverTimeout{2000};
 
+// Script calls as the store sends them (and the agent relays them).
+const std::vector<std::string> kReserve =
+    script_call({"ratelimit:{k}"}, encode_reserve(PermitRequest{}, milliseconds(0), 0), false);
+const std::vector<std::string> kGiveBack =
+    script_call({"ratelimit:{k}"}, encode_give_back(1, std::nullopt, 0), false);
+
 // Each try of these tests is one send: what the policy decides is how many tries a request
 // makes, how long they wait, and what the request ends with.
 class RedisRetryPolicyTest : public ::testing::Test {
  protected:
   RetryPolicy policy(Deadline& deadline, bool resend_if_reply_lost,
                      RetryPolicy::Waits waits = RetryPolicy::Waits::restarts_and_failovers) {
-    return RetryPolicy(
-        deadline, kTimeout, kFailoverTimeout, waits, resend_if_reply_lost,
-        [](const std::string&) {}, jitter_);
+    RetryPolicy retries(
+        deadline, kTimeout, kFailoverTimeout, waits, [](const std::string&) {}, jitter_);
+    retries.sending(resend_if_reply_lost ? kReserve : kGiveBack);
+    return retries;
   }
   static FailingOver failing_over(bool may_have_run) {
     return FailingOver("the master hangs", "no master within 2s of a failover", "", may_have_run);
