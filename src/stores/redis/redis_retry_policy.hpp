@@ -137,6 +137,8 @@ class RetryPolicy {
       } catch (const NoMasterNamed&) {
         if (deadline_.passed()) throw;
         deadline_.pause(kFailoverPause);
+        // A round at the timeout's end would ask nobody: the last one's cause is the failure.
+        if (deadline_.passed()) throw;
         continue;  // within the same deadline: the operation's timeout bounds the search
       } catch (const FailingOver& failing) {
         after_failover(failing);
