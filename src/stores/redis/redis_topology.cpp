@@ -289,52 +289,50 @@ Connection Topology::find_master(Deadline& outage, Deadline& failover, bool afte
   const std::size_t count = deployment_.sentinels.size();
   std::string last_cause = "no sentinel answered";
   bool failing_over = false;
-  {
-    // A master that several sentinels name is asked once.
-    std::vector<std::string> masters_asked;
-    for (std::size_t turn = 0; turn < count; ++turn) {
-      Deadline& search = failing_over ? failover : outage;
-      if (search.passed()) break;
-      const std::size_t index = (first_sentinel_ + turn) % count;
-      std::optional<Address> named;
-      try {
-        Deadline step = search.share(sentinel_share_);
-        named = ask_sentinel(deployment_.sentinels[index], step, last_cause);
-      } catch (const StoreUnavailable& error) {
-        last_cause = error.what();
-      }
-      if (!named || std::find(masters_asked.begin(), masters_asked.end(), named->shown) !=
-                        masters_asked.end())
+  // A master that several sentinels name is asked once.
+  std::vector<std::string> masters_asked;
+  for (std::size_t turn = 0; turn < count; ++turn) {
+    Deadline& search = failing_over ? failover : outage;
+    if (search.passed()) break;
+    const std::size_t index = (first_sentinel_ + turn) % count;
+    std::optional<Address> named;
+    try {
+      Deadline step = search.share(sentinel_share_);
+      named = ask_sentinel(deployment_.sentinels[index], step, last_cause);
+    } catch (const StoreUnavailable& error) {
+      last_cause = error.what();
+    }
+    if (!named ||
+        std::find(masters_asked.begin(), masters_asked.end(), named->shown) != masters_asked.end())
+      continue;
+    masters_asked.push_back(named->shown);
+    try {
+      Deadline step = search.share(master_share_);
+      Connection candidate(*named, tls_for(*named), step);
+      const Value role = candidate.command({"ROLE"}, step);
+      if (role.type == Value::Type::error) {
+        // It answers, and refuses: no failover mends that.
+        last_cause = fmt::format("{}: ROLE: {}", named->shown, role.text);
         continue;
-      masters_asked.push_back(named->shown);
-      try {
-        Deadline step = search.share(master_share_);
-        Connection candidate(*named, tls_for(*named), step);
-        const Value role = candidate.command({"ROLE"}, step);
-        if (role.type == Value::Type::error) {
-          // It answers, and refuses: no failover mends that.
-          last_cause = fmt::format("{}: ROLE: {}", named->shown, role.text);
-          continue;
-        }
-        if (role.type != Value::Type::array || role.elements.empty() ||
-            role.elements[0].text != "master") {
-          last_cause = fmt::format("{} is not a master (yet)", named->shown);
-          failing_over = true;
-          continue;
-        }
-        if (named->shown != master_shown_)
-          notify_(fmt::format("Redis Sentinel: the master of '{}' is {}", name, named->shown));
-        master_shown_ = named->shown;
-        first_sentinel_ = index;
-        if (failing_over) outage = outage.renewed(timeout_);
-        if (failing_over || after_loss) look_for_a_second_master(outage);
-        return candidate;
-      } catch (const Refused& refused) {
-        last_cause = refused.what();
-      } catch (const StoreUnavailable& error) {
-        last_cause = error.what();
-        failing_over = true;
       }
+      if (role.type != Value::Type::array || role.elements.empty() ||
+          role.elements[0].text != "master") {
+        last_cause = fmt::format("{} is not a master (yet)", named->shown);
+        failing_over = true;
+        continue;
+      }
+      if (named->shown != master_shown_)
+        notify_(fmt::format("Redis Sentinel: the master of '{}' is {}", name, named->shown));
+      master_shown_ = named->shown;
+      first_sentinel_ = index;
+      if (failing_over) outage = outage.renewed(timeout_);
+      if (failing_over || after_loss) look_for_a_second_master(outage);
+      return candidate;
+    } catch (const Refused& refused) {
+      last_cause = refused.what();
+    } catch (const StoreUnavailable& error) {
+      last_cause = error.what();
+      failing_over = true;
     }
   }
   // The request's retry policy waits for the failover, or for a sentinel that names a master,
