@@ -411,10 +411,9 @@ std::string Relay::answer_alone(const Request& request, io::Waiter& waiter,
     // The caller's own deadline (--timeout) ends the agent's tries too: past it, nobody waits for
     // them, and what they send may still book.
     deadline.refuse_after(request.refused_at);
-    // The caller's own policy waits for a restart; this one for a failover, sending again what
-    // the caller would (a give-back or a rate set once only).
-    const Value reply = deployment(request).command(request.redis_key, request.arguments, deadline,
-                                                    may_send_again(request.arguments));
+    // The caller's own policy waits for a restart; this one for a failover and follows a
+    // redirect, sending again what the caller would: the command says it (may_send_again).
+    const Value reply = deployment(request).command(request.redis_key, request.arguments, deadline);
     return reply_answer(request, reply, std::exchange(said_, {}));
   } catch (...) {
     return current_failure_answer(std::exchange(said_, {}));

@@ -5,6 +5,7 @@
 #include <algorithm>
 
 #include "format/quantities.hpp"
+#include "stores/redis/redis_script_protocol.hpp"
 
 namespace ratelimit::stores::redis {
 
@@ -13,6 +14,21 @@ using std::chrono::nanoseconds;
 
 void RetryPolicy::first_trouble() {
   if (!restart_) restart_.emplace(deadline_.renewed(kRestartBudget));
+}
+
+void RetryPolicy::sending(const std::vector<std::string>& command) {
+  resend_if_reply_lost_ = may_send_again(command);
+}
+
+void RetryPolicy::after_not_run(const NotRun& not_run) {
+  // One MOVED (the slot has another master) and then one ASK (it is being migrated), and one
+  // NOSCRIPT (EVAL loads the script): a reply more means the servers disagree, and is the error.
+  bool& met = not_run.reply() == NotRun::Reply::moved ? not_run_.moved
+              : not_run.reply() == NotRun::Reply::ask ? not_run_.ask
+                                                      : not_run_.noscript;
+  const bool after_ask = not_run.reply() == NotRun::Reply::moved && not_run_.ask;
+  if (met || after_ask) throw;
+  met = true;
 }
 
 void RetryPolicy::after_failover(const FailingOver& failing) {

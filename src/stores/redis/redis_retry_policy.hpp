@@ -7,6 +7,7 @@
 #include <random>
 #include <string>
 #include <utility>
+#include <vector>
 
 #include "errors.hpp"
 #include "stores/redis/redis_connection.hpp"
@@ -36,7 +37,30 @@ class FailingOver : public StoreUnavailable {
   bool may_have_run_;
 };
 
-// Between two tries while a failover is under way.
+// Thrown by one try whose command did not run, and that is sent again at once, changed: a
+// Cluster's MOVED (to the node it names, which the Topology keeps for the key) or ASK (to the node
+// it names, for this command only), or NOSCRIPT (as EVAL, with the script, which the server then
+// keeps). Its message (the reply, with the server) is what the request fails with once RetryPolicy
+// sends it no more.
+class NotRun : public StoreUnavailable {
+ public:
+  enum class Reply { moved, ask, noscript };
+  NotRun(Reply reply, const std::string& message) : StoreUnavailable(message), reply_(reply) {}
+  Reply reply() const { return reply_; }
+
+ private:
+  Reply reply_;
+};
+
+// Thrown by one try that asked every sentinel and none named a master that is one, and no
+// failover is under way (none answered, or each knows no such master): RetryPolicy asks again
+// after kFailoverPause within the request's timeout, then the request fails with the message.
+class NoMasterNamed : public StoreUnavailable {
+ public:
+  using StoreUnavailable::StoreUnavailable;
+};
+
+// Between two tries while a failover is under way, and between two rounds of the sentinels.
 inline constexpr std::chrono::milliseconds kFailoverPause{50};
 
 // How long a server that refuses or drops connections is waited for before --on-redis-error
@@ -58,11 +82,17 @@ inline constexpr std::chrono::milliseconds kLongestRestartPause{250};
 //   of the request;
 // - a failover (FailingOver): tried again after kFailoverPause, until the request's failover
 //   budget (Deadline::failover_budget) ends;
+// - a command that did not run (NotRun: MOVED, ASK, NOSCRIPT): sent again at once within the same
+//   deadline, since it cannot count twice: one MOVED and then one ASK, and one NOSCRIPT, per try
+//   that ran (a failover or a restart opens the count again: a promoted replica may redirect or
+//   lack the script anew); a reply more fails the request;
+// - no master named by the sentinels (NoMasterNamed): asked again after kFailoverPause within the
+//   same deadline (the operation's timeout), then the request fails;
 // - either way, never past the request's own deadline (Deadline::refuse_after): a try that comes
 //   after it throws TooLate, which gives up at once (with the last connection lost, if any);
-// - a request that may have run (its reply lost or late) is sent again only if
-//   `resend_if_reply_lost`, and after a lost connection once at most: the key may pay twice,
-//   never grant twice.
+// - a request that may have run (its reply lost or late) is sent again only if its command may be
+//   (may_send_again, told by sending()), and after a lost connection once at most: the key may
+//   pay twice, never grant twice.
 // Each try after the first has a --redis-timeout of its own (`deadline` renewed).
 class RetryPolicy {
  public:
@@ -73,15 +103,19 @@ class RetryPolicy {
   enum class Waits { restarts_and_failovers, failovers };
 
   RetryPolicy(Deadline& deadline, std::chrono::milliseconds timeout,
-              std::chrono::milliseconds failover_timeout, Waits waits, bool resend_if_reply_lost,
-              Notify notify, std::minstd_rand& jitter)
+              std::chrono::milliseconds failover_timeout, Waits waits, Notify notify,
+              std::minstd_rand& jitter)
       : deadline_(deadline),
         timeout_(timeout),
         failover_timeout_(failover_timeout),
         waits_(waits),
-        resend_if_reply_lost_(resend_if_reply_lost),
         notify_(std::move(notify)),
         jitter_(jitter) {}
+
+  // Told by each try before it sends `command`: whether it may be sent again once it may have run
+  // is the command's own (may_send_again), the same on the direct path and in the agent, which
+  // relays the very command. A try that sends none (the status listing's SCAN reads only) may be.
+  void sending(const std::vector<std::string>& command);
 
   // Runs `attempt` (one try, which returns the result) until it returns or the policy gives up:
   // then what the last try threw is thrown (a failover past its budget as StoreUnavailable saying
@@ -97,6 +131,15 @@ class RetryPolicy {
         // came after it): unavailable, as the direct path says, not a refusal the server made.
         if (last_loss_) std::rethrow_exception(last_loss_);
         throw;
+      } catch (const NotRun& not_run) {
+        after_not_run(not_run);
+        continue;  // within the same deadline: the command did not run
+      } catch (const NoMasterNamed&) {
+        if (deadline_.passed()) throw;
+        deadline_.pause(kFailoverPause);
+        // A round at the timeout's end would ask nobody: the last one's cause is the failure.
+        if (deadline_.passed()) throw;
+        continue;  // within the same deadline: the operation's timeout bounds the search
       } catch (const FailingOver& failing) {
         after_failover(failing);
       } catch (const ConnectionLost& lost) {
@@ -105,6 +148,7 @@ class RetryPolicy {
         after_loss(lost);
       }
       deadline_ = deadline_.renewed(timeout_);
+      not_run_ = {};
     }
   }
 
@@ -113,6 +157,7 @@ class RetryPolicy {
 
  private:
   // Each returns to try again, or throws (the failure being handled, or what it means).
+  void after_not_run(const NotRun& not_run);
   void after_failover(const FailingOver& failing);
   void after_loss(const ConnectionLost& lost);
   // Opens the request's restart budget at its first trouble, whatever the kind.
@@ -122,7 +167,7 @@ class RetryPolicy {
   std::chrono::milliseconds timeout_;
   std::chrono::milliseconds failover_timeout_;
   Waits waits_;
-  bool resend_if_reply_lost_;
+  bool resend_if_reply_lost_ = true;
   Notify notify_;
   std::minstd_rand& jitter_;
   int tries_ = 0;
@@ -131,6 +176,12 @@ class RetryPolicy {
   bool retried_at_once_ = false;
   bool resent_after_loss_ = false;
   bool failover_told_ = false;
+  // The replies of NotRun met since the last try that ran.
+  struct NotRunMet {
+    bool moved = false;
+    bool ask = false;
+    bool noscript = false;
+  } not_run_;
   std::chrono::milliseconds pause_ = kFirstRestartPause;
   std::exception_ptr last_loss_;
 };

@@ -9,6 +9,7 @@
 
 #include "errors.hpp"
 #include "format/fields.hpp"
+#include "stores/redis/redis_script.hpp"
 
 namespace ratelimit::stores::redis {
 namespace {
@@ -263,6 +264,17 @@ std::vector<std::string> encode_give_back(std::int64_t permits,
     at(arguments, kArgBookedUntil) = std::to_string(booked->until);
   }
   return arguments;
+}
+
+std::vector<std::string> script_call(const std::vector<std::string>& redis_keys,
+                                     const std::vector<std::string>& arguments, bool with_script) {
+  std::vector<std::string> call{with_script ? std::string(kRedisBucketScript)
+                                            : std::string(kRedisBucketScriptSha1)};
+  call.insert(call.begin(), with_script ? "EVAL" : "EVALSHA");
+  call.push_back(std::to_string(redis_keys.size()));
+  call.insert(call.end(), redis_keys.begin(), redis_keys.end());
+  call.insert(call.end(), arguments.begin(), arguments.end());
+  return call;
 }
 
 bool may_send_again(const std::vector<std::string>& command) {

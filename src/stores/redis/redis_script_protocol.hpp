@@ -195,8 +195,15 @@ DecodedKeysReservation decode_reservations(const Value& reply,
                                            const std::vector<PermitRequest>& requests,
                                            std::string_view server);
 
+// The call of the bucket script on `redis_keys` (KEYS) with `arguments` (ARGV, an encode_*'s):
+// by its SHA-1 (EVALSHA), or with the script itself (EVAL, after NOSCRIPT). The store sends it,
+// directly or through the agent, which relays it unchanged.
+std::vector<std::string> script_call(const std::vector<std::string>& redis_keys,
+                                     const std::vector<std::string>& arguments, bool with_script);
+
 // Whether `command` may be sent again when its reply was lost (it may have run): not a call of
-// the script that gives permits back or sets a rate, which would count twice (RetryPolicy).
+// the script that gives permits back or sets a rate, which would count twice. The one source of
+// this for the direct path and the agent alike (RetryPolicy::sending).
 bool may_send_again(const std::vector<std::string>& command);
 
 // Adds a request's ARGV (as it would go alone) to a batch's, which starts with kBatchOperation.

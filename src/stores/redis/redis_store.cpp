@@ -51,19 +51,17 @@ Value Store::run_script(const std::string& key, std::vector<std::string> argumen
 
 Value Store::run_script_on(const std::vector<std::string>& keys, std::vector<std::string> arguments,
                            Deadline& deadline) {
-  std::vector<std::string> call{"EVALSHA", std::string(kRedisBucketScriptSha1),
-                                std::to_string(keys.size())};
-  for (const std::string& key : keys) call.push_back(redis_key(key));
-  call.insert(call.end(), arguments.begin(), arguments.end());
-  const std::string bucket_key = redis_key(keys.front());
-  Value reply = send(bucket_key, call, deadline);
-  // NOSCRIPT: the script did not run, so running it with EVAL cannot book twice. EVAL also
-  // caches it for the next EVALSHA (a server started again, a replica just promoted, has not
-  // got it).
+  std::vector<std::string> redis_keys;
+  for (const std::string& key : keys) redis_keys.push_back(redis_key(key));
+  // After NOSCRIPT, the script itself: EVAL also caches it for the next EVALSHA.
+  const Value reply =
+      send(redis_keys.front(),
+           script_call(redis_keys, arguments, std::exchange(script_missing_, false)), deadline);
+  // NOSCRIPT: the script did not run (a server started again, a replica just promoted, has not
+  // got it), so running it with EVAL cannot book twice: the request's policy sends it again.
   if (reply.type == Value::Type::error && reply.text.starts_with("NOSCRIPT")) {
-    call[0] = "EVAL";
-    call[1] = kRedisBucketScript;
-    reply = send(bucket_key, call, deadline);
+    script_missing_ = true;
+    throw NotRun(NotRun::Reply::noscript, server() + ": " + reply.text);
   }
   // A server started again that is still reading its data: nothing ran, and it will.
   if (reply.type == Value::Type::error && reply.text.starts_with("LOADING"))
@@ -85,15 +83,24 @@ Value Store::run_script_on(const std::vector<std::string>& keys, std::vector<std
 }
 
 template <typename Attempt>
-auto Store::with_retries(Deadline& deadline, bool resend_if_reply_lost, Attempt attempt) {
+auto Store::with_retries(Deadline& deadline, Attempt attempt) {
   RetryPolicy policy(deadline, timeout_, failover_timeout_,
-                     RetryPolicy::Waits::restarts_and_failovers, resend_if_reply_lost, notify_,
-                     jitter_);
-  return policy.run(attempt);
+                     RetryPolicy::Waits::restarts_and_failovers, notify_, jitter_);
+  script_missing_ = false;
+  RetryPolicy* const outer = std::exchange(retries_, &policy);
+  try {
+    auto result = policy.run(attempt);
+    retries_ = outer;
+    return result;
+  } catch (...) {
+    retries_ = outer;
+    throw;
+  }
 }
 
 Value Store::send(const std::string& bucket_key, const std::vector<std::string>& arguments,
                   Deadline& deadline) {
+  if (retries_) retries_->sending(arguments);
   if (relay_) {
     std::optional<Value> reply;
     try {
@@ -124,7 +131,7 @@ Reservation Store::reserve(const PermitRequest& request, io::Waiter& waiter) {
   try {
     // The reply lost may have been booked: sent again, the key may pay twice for this one
     // request, fewer grants, never more.
-    return with_retries(round_trip, true, [&] {
+    return with_retries(round_trip, [&] {
       // Connected first, so that what is left of the request's timeout when the script runs is
       // what the server judges by.
       connect(redis_key(request.key), round_trip);
@@ -146,7 +153,8 @@ Reservation Store::reserve(const PermitRequest& request, io::Waiter& waiter) {
 Reservation Store::reserve_at(const PermitRequest& request, nanoseconds timeout,
                               std::optional<std::int64_t> now_micros, io::Waiter* stop_waiter) {
   Deadline round_trip = operation_deadline(stop_waiter);
-  return reserve_at(request, timeout, now_micros, round_trip);
+  return with_retries(round_trip,
+                      [&] { return reserve_at(request, timeout, now_micros, round_trip); });
 }
 
 Reservation Store::reserve_at(const PermitRequest& request, nanoseconds timeout,
@@ -171,7 +179,7 @@ KeysReservation Store::reserve_all(const std::vector<PermitRequest>& requests, i
     round_trip.refuse_after(std::max(request_deadline, waiter.now() + nanoseconds(kAnswerGrace)));
   try {
     // As reserve(): a reply lost is sent again, the keys may pay twice, never grant twice.
-    return with_retries(round_trip, true, [&] {
+    return with_retries(round_trip, [&] {
       connect(redis_key(requests.front().key), round_trip);
       const nanoseconds timeout =
           request_deadline == nanoseconds::max()
@@ -191,7 +199,8 @@ KeysReservation Store::reserve_all(const std::vector<PermitRequest>& requests, i
 KeysReservation Store::reserve_all_at(const std::vector<PermitRequest>& requests,
                                       nanoseconds timeout, std::optional<std::int64_t> now_micros) {
   Deadline round_trip = operation_deadline();
-  return reserve_all_at(requests, timeout, now_micros, round_trip);
+  return with_retries(round_trip,
+                      [&] { return reserve_all_at(requests, timeout, now_micros, round_trip); });
 }
 
 KeysReservation Store::reserve_all_at(const std::vector<PermitRequest>& requests,
@@ -217,7 +226,7 @@ KeysReservation Store::reserve_all_at(const std::vector<PermitRequest>& requests
 std::optional<BucketStatus> Store::status_at(const std::string& key,
                                              std::optional<std::int64_t> now_micros) {
   Deadline round_trip = operation_deadline();
-  return with_retries(round_trip, true, [&] {
+  return with_retries(round_trip, [&] {
     return decode_status(run_script(key, encode_status(now_micros), round_trip), key, server());
   });
 }
@@ -232,8 +241,8 @@ std::vector<BucketStatus> Store::status(const std::optional<std::string>& key) {
     // A failover met is waited for (the master found again), a restart is not (each key's
     // status waits for it).
     Deadline listing = operation_deadline();
-    RetryPolicy policy(listing, timeout_, failover_timeout_, RetryPolicy::Waits::failovers, true,
-                       notify_, jitter_);
+    RetryPolicy policy(listing, timeout_, failover_timeout_, RetryPolicy::Waits::failovers, notify_,
+                       jitter_);
     policy.run([&] {
       topology_.for_each_master(listing, [&](Connection& master) {
         std::string cursor = "0";
@@ -268,7 +277,7 @@ bool Store::reset(const std::string& key) {
   Deadline round_trip = operation_deadline();
   const std::string bucket_key = redis_key(key);
   // DEL twice deletes what DEL once did.
-  const Value reply = with_retries(round_trip, true, [&] {
+  const Value reply = with_retries(round_trip, [&] {
     return send(bucket_key, {"DEL", bucket_key}, round_trip);
   });
   if (reply.type != Value::Type::integer) unexpected_reply(reply);
@@ -281,7 +290,7 @@ void Store::ping(const std::string& key, io::Waiter& waiter) {
   Deadline round_trip = operation_deadline(&waiter);
   const std::string bucket_key = redis_key(key);
   try {
-    with_retries(round_trip, true, [&] {
+    with_retries(round_trip, [&] {
       connect(bucket_key, round_trip);
       // A server that accepts connections may still be loading its data (-LOADING): not back.
       const Value reply = send(bucket_key, {"PING"}, round_trip);
@@ -299,7 +308,7 @@ bool Store::give_back_at(const UnusedPermits& unused, std::optional<std::int64_t
   validate_permits(unused.permits);
   Deadline round_trip = operation_deadline();
   // Given back twice, permits would be granted twice: a lost reply is not sent again.
-  return with_retries(round_trip, false, [&] {
+  return with_retries(round_trip, [&] {
     return decode_give_back(
         run_script(unused.key, encode_give_back(unused.permits, unused.booked, now_micros),
                    round_trip),
@@ -318,7 +327,7 @@ std::optional<ThrottleResult> Store::throttle_at(const ThrottleRequest& request,
   Deadline round_trip = operation_deadline();
   // Sent again, a report belongs to the event the first began (it was sent before it): it cuts
   // nothing more and its pause ends where the first's does.
-  return with_retries(round_trip, true, [&] {
+  return with_retries(round_trip, [&] {
     return decode_throttle(
         run_script(request.key, encode_throttle(request, now_micros), round_trip), server());
   });
@@ -334,7 +343,7 @@ bool Store::set_rate_at(const RateChange& change, std::optional<std::int64_t> no
   checked.permits_per_second = change.permits_per_second;
   validate(checked);
   Deadline round_trip = operation_deadline();
-  return with_retries(round_trip, false, [&] {
+  return with_retries(round_trip, [&] {
     return decode_set_rate(run_script(change.key,
                                       encode_set_rate(change.permits_per_second, change.schedule,
                                                       now_micros, change.settings),

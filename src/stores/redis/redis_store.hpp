@@ -59,7 +59,8 @@ class Store final : public BucketStore {
   // The decision for permits due within `timeout` (Guava tryAcquire; nanoseconds::max(): no
   // limit), at a time the caller gives in Unix microseconds instead of the server's TIME: for the
   // golden vectors only. The reply is waited for through `stop_waiter` when given
-  // (Interrupted).
+  // (Interrupted). In one RetryPolicy, as every operation; those given a `deadline` are one try
+  // of it.
   Reservation reserve_at(const PermitRequest& request, std::chrono::nanoseconds timeout,
                          std::optional<std::int64_t> now_micros, io::Waiter* stop_waiter = nullptr);
   Reservation reserve_at(const PermitRequest& request, std::chrono::nanoseconds timeout,
@@ -90,19 +91,22 @@ class Store final : public BucketStore {
   }
   // Runs `attempt` (one try of an operation, which sends it once) within `deadline`, tried again
   // as the request's one RetryPolicy decides: while the server restarts (refuses or drops
-  // connections, answers LOADING: ConnectionLost) and through a failover (FailingOver). Only
-  // `resend_if_reply_lost` lets a command that may have run be sent again. This is the one loop
-  // of an operation: what it calls tries once (through the agent, the agent's loop waits for a
-  // failover, and this one for a restart).
+  // connections, answers LOADING: ConnectionLost), through a failover (FailingOver), after a
+  // command that did not run (NotRun: a Cluster's redirect, NOSCRIPT) and while the sentinels name
+  // no master (NoMasterNamed). Whether a command that may have run is sent again, the command
+  // says (send() tells the policy, as the agent's does). This is the one loop of an operation:
+  // what it calls tries once (through the agent, the agent's loop waits for a failover and
+  // follows a redirect, and this one waits for a restart and sends the script after NOSCRIPT).
   template <typename Attempt>
-  auto with_retries(Deadline& deadline, bool resend_if_reply_lost, Attempt attempt);
+  auto with_retries(Deadline& deadline, Attempt attempt);
   // The command sent once: through the agent when there is one, else to the server.
   Value send(const std::string& bucket_key, const std::vector<std::string>& arguments,
              Deadline& deadline);
   // Connected to the node that serves `bucket_key` (the agent's business when it relays).
   void connect(const std::string& bucket_key, Deadline& deadline);
-  // Runs the script by its SHA-1, loading it once if the server does not have it (NOSCRIPT); as
-  // send(). An error reply throws StoreUnavailable; LOADING, ConnectionLost (not sent).
+  // Runs the script by its SHA-1, or with the script itself (EVAL) in the try after one that met
+  // NOSCRIPT, which throws NotRun; as send(). An error reply throws StoreUnavailable; LOADING,
+  // ConnectionLost (not sent).
   Value run_script(const std::string& key, std::vector<std::string> arguments, Deadline& deadline);
   // The same over several keys (KEYS[1..n]), sent where the first one is served.
   Value run_script_on(const std::vector<std::string>& keys, std::vector<std::string> arguments,
@@ -118,6 +122,10 @@ class Store final : public BucketStore {
   std::minstd_rand jitter_{std::random_device{}()};
   Topology topology_;
   std::optional<RelayClient> relay_;
+  // The policy of the operation under way (with_retries), told each command sent.
+  RetryPolicy* retries_ = nullptr;
+  // The last try met NOSCRIPT: the next sends the script.
+  bool script_missing_ = false;
 };
 
 // However near a request's deadline, a call waits this long for Redis's answer (connect included)

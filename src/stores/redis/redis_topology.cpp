@@ -73,9 +73,10 @@ const Tls* Topology::tls_for(const Address& node) {
 }
 
 Value Topology::command(const std::string& redis_key, const std::vector<std::string>& arguments,
-                        Deadline& deadline, bool resend_if_reply_lost) {
-  RetryPolicy policy(deadline, timeout_, failover_timeout_, RetryPolicy::Waits::failovers,
-                     resend_if_reply_lost, notify_, jitter_);
+                        Deadline& deadline) {
+  RetryPolicy policy(deadline, timeout_, failover_timeout_, RetryPolicy::Waits::failovers, notify_,
+                     jitter_);
+  policy.sending(arguments);
   return policy.run([&] { return command_once(redis_key, arguments, deadline); });
 }
 
@@ -135,7 +136,7 @@ Value Topology::command_in_cluster(const std::string& redis_key,
   std::string cause;
   bool may_have_run = false;
   try {
-    Value reply = command_following_redirects(redis_key, arguments, deadline);
+    Value reply = command_following_redirect(redis_key, arguments, deadline);
     if (cluster_failing_over_) {
       cluster_failing_over_ = false;
       last_failover_ = deadline.waiter().now();
@@ -145,6 +146,8 @@ Value Topology::command_in_cluster(const std::string& redis_key,
         !(reply.text.starts_with("CLUSTERDOWN") || reply.text.starts_with("TRYAGAIN")))
       return reply;
     cause = reply.text;
+  } catch (const NotRun&) {
+    throw;
   } catch (const StoreUnavailable& error) {
     // A node that a MOVED named is lost or hangs: it may be failing over, and the seed node
     // will name its replica once promoted. What it booked may be booked again: the key may pay
@@ -167,40 +170,52 @@ Value Topology::command_in_cluster(const std::string& redis_key,
       fmt::format("Redis Cluster: {}; asking the Cluster again", cause), may_have_run);
 }
 
-Value Topology::command_following_redirects(const std::string& redis_key,
-                                            const std::vector<std::string>& arguments,
-                                            Deadline& deadline) {
+Value Topology::command_following_redirect(const std::string& redis_key,
+                                           const std::vector<std::string>& arguments,
+                                           Deadline& deadline) {
+  Redirected& redirected = redirected_[redis_key];
   const auto moved_before = key_nodes_.find(redis_key);
-  Address node = moved_before != key_nodes_.end() ? moved_before->second : deployment_.node;
-  // What the redirects said, shown under --verbose once the command is answered.
-  std::vector<std::string> followed;
-  bool moved = false;
-  bool asked = false;
-  while (true) {
+  // ASK is for the next command only; MOVED holds until another.
+  const std::optional<Address> asked = std::exchange(redirected.asked, std::nullopt);
+  const Address node = asked                              ? *asked
+                       : moved_before != key_nodes_.end() ? moved_before->second
+                                                          : deployment_.node;
+  std::optional<Redirect> redirect;
+  Value reply;
+  try {
     Connection& connection = node_connection(node, deadline);
     if (asked) {
       const Value asking = connection.command({"ASKING"}, deadline);
-      if (asking.type == Value::Type::error) return asking;
-    }
-    Value reply = connection.command(arguments, deadline);
-    std::optional<Redirect> redirect = redirect_of(reply, node);
-    // One MOVED (the slot has another master) and then one ASK (it is being migrated) at most:
-    // a redirect more is returned, and reported as the error it is.
-    if (!redirect || (redirect->ask ? asked : moved || asked)) {
-      if (!followed.empty()) {
-        std::string said = fmt::format("Redis Cluster: {} answered by {} after {}", redis_key,
-                                       node.shown, fmt::join(followed, ", "));
-        if (redirects_said_.insert(said).second) notify_(said);
+      if (asking.type == Value::Type::error) {
+        redirected_.erase(redis_key);
+        return asking;
       }
-      return reply;
     }
-    followed.push_back(
-        fmt::format("{} {} from {}", redirect->ask ? "ASK" : "MOVED", redirect->slot, node.shown));
-    node = redirect->node;
-    (redirect->ask ? asked : moved) = true;
-    // ASK is for this command only; MOVED holds until the next one.
-    if (!redirect->ask) key_nodes_.insert_or_assign(redis_key, node);
+    reply = connection.command(arguments, deadline);
+    redirect = redirect_of(reply, node);
+  } catch (...) {
+    redirected_.erase(redis_key);
+    throw;
   }
+  if (!redirect) {
+    // Answered: the redirects followed are said under --verbose, each once.
+    if (!redirected.followed.empty()) {
+      std::string said = fmt::format("Redis Cluster: {} answered by {} after {}", redis_key,
+                                     node.shown, fmt::join(redirected.followed, ", "));
+      if (redirects_said_.insert(said).second) notify_(said);
+    }
+    redirected_.erase(redis_key);
+    return reply;
+  }
+  redirected.followed.push_back(
+      fmt::format("{} {} from {}", redirect->ask ? "ASK" : "MOVED", redirect->slot, node.shown));
+  if (redirect->ask)
+    redirected.asked = redirect->node;
+  else
+    key_nodes_.insert_or_assign(redis_key, redirect->node);
+  // The request's RetryPolicy sends it again there, or fails with the reply.
+  throw NotRun(redirect->ask ? NotRun::Reply::ask : NotRun::Reply::moved,
+               fmt::format("Redis at {}: {}", deployment_.shown, reply.text));
 }
 
 Connection& Topology::master(Deadline& deadline, Deadline& failover, bool after_loss) {
@@ -274,60 +289,57 @@ Connection Topology::find_master(Deadline& outage, Deadline& failover, bool afte
   const std::size_t count = deployment_.sentinels.size();
   std::string last_cause = "no sentinel answered";
   bool failing_over = false;
-  while (true) {
-    // A master that several sentinels name is asked once a round.
-    std::vector<std::string> masters_asked;
-    for (std::size_t turn = 0; turn < count; ++turn) {
-      Deadline& search = failing_over ? failover : outage;
-      if (search.passed()) break;
-      const std::size_t index = (first_sentinel_ + turn) % count;
-      std::optional<Address> named;
-      try {
-        Deadline step = search.share(sentinel_share_);
-        named = ask_sentinel(deployment_.sentinels[index], step, last_cause);
-      } catch (const StoreUnavailable& error) {
-        last_cause = error.what();
-      }
-      if (!named || std::find(masters_asked.begin(), masters_asked.end(), named->shown) !=
-                        masters_asked.end())
-        continue;
-      masters_asked.push_back(named->shown);
-      try {
-        Deadline step = search.share(master_share_);
-        Connection candidate(*named, tls_for(*named), step);
-        const Value role = candidate.command({"ROLE"}, step);
-        if (role.type == Value::Type::error) {
-          // It answers, and refuses: no failover mends that.
-          last_cause = fmt::format("{}: ROLE: {}", named->shown, role.text);
-          continue;
-        }
-        if (role.type != Value::Type::array || role.elements.empty() ||
-            role.elements[0].text != "master") {
-          last_cause = fmt::format("{} is not a master (yet)", named->shown);
-          failing_over = true;
-          continue;
-        }
-        if (named->shown != master_shown_)
-          notify_(fmt::format("Redis Sentinel: the master of '{}' is {}", name, named->shown));
-        master_shown_ = named->shown;
-        first_sentinel_ = index;
-        if (failing_over) outage = outage.renewed(timeout_);
-        if (failing_over || after_loss) look_for_a_second_master(outage);
-        return candidate;
-      } catch (const Refused& refused) {
-        last_cause = refused.what();
-      } catch (const StoreUnavailable& error) {
-        last_cause = error.what();
-        failing_over = true;
-      }
+  // A master that several sentinels name is asked once.
+  std::vector<std::string> masters_asked;
+  for (std::size_t turn = 0; turn < count; ++turn) {
+    Deadline& search = failing_over ? failover : outage;
+    if (search.passed()) break;
+    const std::size_t index = (first_sentinel_ + turn) % count;
+    std::optional<Address> named;
+    try {
+      Deadline step = search.share(sentinel_share_);
+      named = ask_sentinel(deployment_.sentinels[index], step, last_cause);
+    } catch (const StoreUnavailable& error) {
+      last_cause = error.what();
     }
-    // The request's retry policy waits for the failover, and asks again.
-    if (failing_over) throw FailingOver(last_cause, failover_too_long(last_cause), "", false);
-    if (outage.passed())
-      throw StoreUnavailable(fmt::format("Redis at {}: no master '{}' within {}ms ({})",
-                                         deployment_.shown, name, timeout_.count(), last_cause));
-    outage.pause(kFailoverPause);
+    if (!named ||
+        std::find(masters_asked.begin(), masters_asked.end(), named->shown) != masters_asked.end())
+      continue;
+    masters_asked.push_back(named->shown);
+    try {
+      Deadline step = search.share(master_share_);
+      Connection candidate(*named, tls_for(*named), step);
+      const Value role = candidate.command({"ROLE"}, step);
+      if (role.type == Value::Type::error) {
+        // It answers, and refuses: no failover mends that.
+        last_cause = fmt::format("{}: ROLE: {}", named->shown, role.text);
+        continue;
+      }
+      if (role.type != Value::Type::array || role.elements.empty() ||
+          role.elements[0].text != "master") {
+        last_cause = fmt::format("{} is not a master (yet)", named->shown);
+        failing_over = true;
+        continue;
+      }
+      if (named->shown != master_shown_)
+        notify_(fmt::format("Redis Sentinel: the master of '{}' is {}", name, named->shown));
+      master_shown_ = named->shown;
+      first_sentinel_ = index;
+      if (failing_over) outage = outage.renewed(timeout_);
+      if (failing_over || after_loss) look_for_a_second_master(outage);
+      return candidate;
+    } catch (const Refused& refused) {
+      last_cause = refused.what();
+    } catch (const StoreUnavailable& error) {
+      last_cause = error.what();
+      failing_over = true;
+    }
   }
+  // The request's retry policy waits for the failover, or for a sentinel that names a master,
+  // and asks again.
+  if (failing_over) throw FailingOver(last_cause, failover_too_long(last_cause), "", false);
+  throw NoMasterNamed(fmt::format("Redis at {}: no master '{}' within {}ms ({})", deployment_.shown,
+                                  name, timeout_.count(), last_cause));
 }
 
 void Topology::look_for_a_second_master(const Deadline& request) {

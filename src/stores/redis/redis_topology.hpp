@@ -35,14 +35,16 @@ class Topology {
   Topology(Settings settings, Notify notify, Notify warn);
 
   // Sends `arguments`, a command on `redis_key` alone, to the node that serves the key, within
-  // `deadline`, once (command_once), and again through a failover as RetryPolicy decides (its
-  // failovers only: a server that refuses connections or drops one throws ConnectionLost, for the
-  // caller's policy); one that may have run is sent again only if `resend_if_reply_lost`. This is
-  // the agent's loop; the direct path runs command_once in its own.
+  // `deadline`, once (command_once), and again as RetryPolicy decides: after a redirect, a search
+  // of the sentinels that found no master, or a failover (a server that refuses connections or
+  // drops one throws ConnectionLost, for the caller's policy); one that may have run is sent again
+  // only if the command may be (may_send_again). This is the agent's loop; the direct path runs
+  // command_once in its own.
   Value command(const std::string& redis_key, const std::vector<std::string>& arguments,
-                Deadline& deadline, bool resend_if_reply_lost = true);
-  // One try of the command: sent to the node that serves the key (a Cluster's MOVED or ASK
-  // followed once each: the command did not run), as Connection::command otherwise. A failover
+                Deadline& deadline);
+  // One try of the command: sent to the node that serves the key, as Connection::command
+  // otherwise. A Cluster's MOVED or ASK throws NotRun (the command did not run): the node it names
+  // is where the next try sends it. Sentinels that name no master throw NoMasterNamed. A failover
   // throws FailingOver: under Sentinel, a READONLY or NOREPLICAS reply (a demoted master: nothing
   // was written), a connection lost, a master that does not answer within `deadline` (it went
   // away or hangs) or none that is a master yet; in a Cluster, a node that a MOVED named lost or
@@ -75,21 +77,23 @@ class Topology {
 
  private:
   Value command_on_master(const std::vector<std::string>& arguments, Deadline& deadline);
-  // As command_following_redirects; a failover (a node a MOVED named lost or hanging,
+  // As command_following_redirect; a failover (a node a MOVED named lost or hanging,
   // CLUSTERDOWN, TRYAGAIN) throws FailingOver.
   Value command_in_cluster(const std::string& redis_key, const std::vector<std::string>& arguments,
                            Deadline& deadline);
-  // The command sent to the key's node, MOVED and ASK followed once each.
-  Value command_following_redirects(const std::string& redis_key,
-                                    const std::vector<std::string>& arguments, Deadline& deadline);
+  // The command sent to the key's node: the one that the key's last MOVED named, or for the
+  // command after an ASK the one it named. A MOVED or ASK throws NotRun.
+  Value command_following_redirect(const std::string& redis_key,
+                                   const std::vector<std::string>& arguments, Deadline& deadline);
   // The connection to the master, searched for if there is none (find_master).
   Connection& master(Deadline& deadline, Deadline& failover, bool after_loss);
-  // The master the sentinels name that says it is one (ROLE). The sentinels are asked in turn,
-  // from the one that named the master last, each within a share of `timeout`, and so is each
-  // master one names: a host that hangs costs its share, not the search. Past `outage` (the
-  // operation's deadline) the deployment is unavailable, unless a sentinel named a master that is
-  // not reachable or not a master (yet): a failover, which throws FailingOver after the round
-  // (RetryPolicy waits, and the next try asks again); its steps are within `failover` then.
+  // The master the sentinels name that says it is one (ROLE), in one round: the sentinels are asked
+  // in turn, from the one that named the master last, each within a share of `timeout`, and so is
+  // each master one names: a host that hangs costs its share, not the search. None found throws
+  // NoMasterNamed (RetryPolicy asks again within `outage`, the operation's deadline), unless a
+  // sentinel named a master that is not reachable or not a master (yet): a failover, which throws
+  // FailingOver after the round (RetryPolicy waits, and the next try asks again); its steps are
+  // within `failover` then.
   // After a failover `outage` is renewed for what follows. After a failover, or `after_loss` of
   // the master mid-run, the other sentinels are asked too (look_for_a_second_master).
   Connection find_master(Deadline& outage, Deadline& failover, bool after_loss);
@@ -136,6 +140,13 @@ class Topology {
   std::map<std::string, Connection> nodes_;
   // The node a MOVED named for a Redis key.
   std::map<std::string, Address> key_nodes_;
+  // The redirects that a Redis key's command met and has not been answered after yet: what they
+  // said (shown under --verbose once it is), and the node that an ASK named for the next try.
+  struct Redirected {
+    std::vector<std::string> followed;
+    std::optional<Address> asked;
+  };
+  std::map<std::string, Redirected> redirected_;
   // The redirects said under --verbose: each once, not once per request while a slot migrates.
   std::set<std::string> redirects_said_;
 };

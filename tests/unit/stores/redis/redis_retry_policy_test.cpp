@@ -7,6 +7,7 @@
 
 #include "fake_clock.hpp"
 #include "fake_waiter.hpp"
+#include "stores/redis/redis_script_protocol.hpp"
 
 namespace ratelimit::stores::redis {
 namespace {
@@ -17,15 +18,22 @@ using std::chrono::nanoseconds;
 constexpr milliseconds kTimeout{200};
 constexpr milliseconds kFailoverTimeout{2000};
 
+// Script calls as the store sends them (and the agent relays them).
+const std::vector<std::string> kReserve =
+    script_call({"ratelimit:{k}"}, encode_reserve(PermitRequest{}, milliseconds(0), 0), false);
+const std::vector<std::string> kGiveBack =
+    script_call({"ratelimit:{k}"}, encode_give_back(1, std::nullopt, 0), false);
+
 // Each try of these tests is one send: what the policy decides is how many tries a request
 // makes, how long they wait, and what the request ends with.
 class RedisRetryPolicyTest : public ::testing::Test {
  protected:
   RetryPolicy policy(Deadline& deadline, bool resend_if_reply_lost,
                      RetryPolicy::Waits waits = RetryPolicy::Waits::restarts_and_failovers) {
-    return RetryPolicy(
-        deadline, kTimeout, kFailoverTimeout, waits, resend_if_reply_lost,
-        [](const std::string&) {}, jitter_);
+    RetryPolicy retries(
+        deadline, kTimeout, kFailoverTimeout, waits, [](const std::string&) {}, jitter_);
+    retries.sending(resend_if_reply_lost ? kReserve : kGiveBack);
+    return retries;
   }
   static FailingOver failing_over(bool may_have_run) {
     return FailingOver("the master hangs", "no master within 2s of a failover", "", may_have_run);
@@ -124,6 +132,137 @@ TEST_F(RedisRetryPolicyTest, TheAgentLeavesARestartToItsCaller) {
   EXPECT_THROW(retries.run([&]() -> int { throw ConnectionLost("Connection refused", false); }),
                ConnectionLost);
   EXPECT_EQ(retries.tries(), 1);
+}
+
+// A Cluster's redirects and NOSCRIPT: the command did not run, so it is sent again at once within
+// the same deadline, even one that may not be sent twice; one MOVED, then one ASK, and one
+// NOSCRIPT per try that ran; a redirect more fails the request with the reply.
+TEST_F(RedisRetryPolicyTest, WhatDidNotRunIsSentAgainAtOnceWithinTheSameDeadline) {
+  Deadline deadline(kTimeout, &waiter_);
+  const nanoseconds unavailable_at = deadline.unavailable_at();
+  RetryPolicy retries = policy(deadline, false);
+  int tries = 0;
+  EXPECT_EQ(retries.run([&] {
+    // Each round trip takes 10 ms: a deadline renewed would end later.
+    clock_.advance(milliseconds(10));
+    switch (++tries) {
+      case 1:
+        throw NotRun(NotRun::Reply::moved, "MOVED 1 127.0.0.1:7001");
+      case 2:
+        throw NotRun(NotRun::Reply::ask, "ASK 1 127.0.0.1:7002");
+      case 3:
+        throw NotRun(NotRun::Reply::noscript, "NOSCRIPT No matching script");
+      default:
+        return 7;
+    }
+  }),
+            7);
+  EXPECT_EQ(retries.tries(), 4);
+  EXPECT_EQ(elapsed(), milliseconds(40)) << "a pause between the tries";
+  EXPECT_EQ(deadline.unavailable_at(), unavailable_at) << "the deadline was renewed";
+
+  for (const auto& [first, second] :
+       {std::pair{NotRun::Reply::moved, NotRun::Reply::moved},
+        std::pair{NotRun::Reply::ask, NotRun::Reply::moved},
+        std::pair{NotRun::Reply::ask, NotRun::Reply::ask},
+        std::pair{NotRun::Reply::noscript, NotRun::Reply::noscript}}) {
+    Deadline again(kTimeout, &waiter_);
+    RetryPolicy bounded = policy(again, true);
+    int sent = 0;
+    try {
+      bounded.run([&]() -> int { throw NotRun(++sent == 1 ? first : second, "the second reply"); });
+      FAIL() << "a redirect more was followed";
+    } catch (const NotRun& error) {
+      EXPECT_STREQ(error.what(), "the second reply");
+    }
+    EXPECT_EQ(bounded.tries(), 2);
+  }
+}
+
+// A failover ends the try: the next may meet a MOVED (the promoted replica's node) or NOSCRIPT
+// (a replica without the script) anew, and follows it.
+TEST_F(RedisRetryPolicyTest, ATryThatRanOpensTheCountOfRedirectsAgain) {
+  Deadline deadline(kTimeout, &waiter_);
+  RetryPolicy retries = policy(deadline, true);
+  int tries = 0;
+  EXPECT_EQ(retries.run([&] {
+    switch (++tries) {
+      case 1:
+      case 3:
+        throw NotRun(NotRun::Reply::moved, "MOVED 1 127.0.0.1:7001");
+      case 2:
+        throw failing_over(false);
+      default:
+        return 7;
+    }
+  }),
+            7);
+  EXPECT_EQ(retries.tries(), 4);
+  EXPECT_EQ(elapsed(), kFailoverPause);
+}
+
+// Sentinels that name no master are asked again every 50 ms within the operation's one timeout
+// (not renewed: no command went out), then the request fails saying so.
+TEST_F(RedisRetryPolicyTest, SentinelsThatNameNoMasterAreAskedWithinTheTimeout) {
+  Deadline deadline(kTimeout, &waiter_);
+  RetryPolicy retries = policy(deadline, true);
+  try {
+    retries.run([&]() -> int { throw NoMasterNamed("no master 'cache' within 200ms"); });
+    FAIL() << "the search never ends";
+  } catch (const NoMasterNamed& error) {
+    EXPECT_STREQ(error.what(), "no master 'cache' within 200ms");
+  }
+  EXPECT_EQ(elapsed(), kTimeout);
+  // At 0, 50, 100 and 150 ms: none at 200 ms, which would ask nobody.
+  EXPECT_EQ(retries.tries(), kTimeout / kFailoverPause);
+}
+
+// Whether a command that may have run is sent again comes from the command alone: the one the
+// store sends and the agent relays (the same bytes) decide alike, whichever form the script call
+// takes (EVALSHA, or EVAL after NOSCRIPT). A give-back and a rate set are not sent again; every
+// other operation is.
+TEST_F(RedisRetryPolicyTest, TheCommandSaysWhetherItMayBeSentAgain) {
+  const std::vector<std::string> key{"ratelimit:{k}"};
+  const std::vector<std::string> two_keys{"ratelimit:{k}", "ratelimit:{k}b"};
+  PermitRequest request;
+  request.key = "k";
+  ThrottleRequest throttled;
+  throttled.key = "k";
+  struct Operation {
+    std::string name;
+    std::vector<std::string> keys;
+    std::vector<std::string> arguments;
+    bool again;
+  };
+  const std::vector<Operation> operations{
+      {"reserve", key, encode_reserve(request, milliseconds(0), 0), true},
+      {"reserve_all", two_keys, encode_reserve_all({request, request}, milliseconds(0), 0), true},
+      {"status", key, encode_status(0), true},
+      {"throttle", key, encode_throttle(throttled, 0), true},
+      {"give_back", key, encode_give_back(1, std::nullopt, 0), false},
+      {"set_rate", key, encode_set_rate(2.0, KeySchedule{}, 0, std::nullopt), false},
+  };
+  for (const auto& [name, keys, arguments, again] : operations) {
+    for (const bool with_script : {false, true}) {
+      const std::vector<std::string> command = script_call(keys, arguments, with_script);
+      Deadline deadline(kTimeout, &waiter_);
+      RetryPolicy retries(
+          deadline, kTimeout, kFailoverTimeout, RetryPolicy::Waits::failovers,
+          [](const std::string&) {}, jitter_);
+      retries.sending(command);
+      int tries = 0;
+      try {
+        retries.run([&] {
+          if (++tries == 1) throw failing_over(true);
+          return 7;
+        });
+      } catch (const FailingOver&) {
+      }
+      EXPECT_EQ(retries.tries(), again ? 2 : 1) << name << " by " << command.front();
+    }
+  }
+  // Not a script call: DEL twice deletes what DEL once did.
+  EXPECT_TRUE(may_send_again({"DEL", "ratelimit:{k}"}));
 }
 
 }  // namespace
