@@ -1,19 +1,17 @@
 #!/usr/bin/env bash
 # Pipes with several keys in Redis, as on the state file (test_multikey_pipe.sh): one script call
-# over all the keys per booking, through the host agent and with --no-agent.
+# over all the keys per booking, through the host agent and with --no-agent, each on a Redis of
+# its own.
 # Timing: loose bounds on two pipes at once (RESOURCE_LOCK timing).
 source "$E2E_LIB"
 source "$(dirname "${BASH_SOURCE[0]}")/redis_server.sh"
 source "$(dirname "${BASH_SOURCE[0]}")/multikey_pipe_shared.sh"
 use_agents
-start_redis main
 
-store=(--redis "unix://$WORK/main/sock" --redis-timeout 5s)
-expect_pipe_refusal_takes_nothing "${store[@]}"
-expect_pipes_share_a_fleet_key "${store[@]}"
-
-# The same without the agent, on a second Redis.
-start_redis direct
-store=(--redis "unix://$WORK/direct/sock" --redis-timeout 5s --no-agent)
-expect_pipe_refusal_takes_nothing "${store[@]}"
-expect_pipes_share_a_fleet_key "${store[@]}"
+for path in agent no-agent; do
+  start_redis "$path"
+  store=(--redis "unix://$WORK/$path/sock" --redis-timeout 5s)
+  [ "$path" = agent ] || store+=(--no-agent)
+  expect_pipe_refusal_takes_nothing "${store[@]}"
+  expect_pipes_share_a_fleet_key "${store[@]}"
+done

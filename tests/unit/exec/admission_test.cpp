@@ -99,6 +99,15 @@ class Admit : public ::testing::Test {
     request.max_inflight = max_inflight;
     return request;
   }
+  // A call over "api" (10/s) and "all" (2/s).
+  AdmissionRequest call_over_two_keys() {
+    AdmissionRequest call = request();
+    stores::PermitRequest all;
+    all.key = "all";
+    all.params.permits_per_second = 2.0;
+    call.more_keys = {all};
+    return call;
+  }
 
   testing::FakeClock clock;
   CountingStore store{clock};
@@ -162,11 +171,7 @@ TEST_F(Admit, APauseBeyondTheTimeoutRefuses) {
 // Several keys: the call waits for the latest key's moment, says which key that was, and tells
 // each key's followed settings apart.
 TEST_F(Admit, SeveralKeysWaitForTheLatestAndSayWhichKey) {
-  AdmissionRequest call = request();
-  stores::PermitRequest all;
-  all.key = "all";
-  all.params.permits_per_second = 2.0;
-  call.more_keys = {all};
+  AdmissionRequest call = call_over_two_keys();
   EXPECT_EQ(admit(call).result, AdmissionResult::admitted);
   const Admission second = admit(call);
   EXPECT_EQ(second.result, AdmissionResult::admitted);
@@ -186,11 +191,7 @@ TEST_F(Admit, SeveralKeysWaitForTheLatestAndSayWhichKey) {
 // `status` lists a call of several keys while it waits for its turn, and no longer once the wait
 // ends, a stop signal included.
 TEST_F(Admit, AWaitForSeveralKeysIsShownUntilItEnds) {
-  AdmissionRequest call = request();
-  stores::PermitRequest all;
-  all.key = "all";
-  all.params.permits_per_second = 2.0;
-  call.more_keys = {all};
+  AdmissionRequest call = call_over_two_keys();
   std::vector<KeysWait> shown;
   std::weak_ptr<void> showing;
   call.show_wait = [&](const KeysWait& wait) {

@@ -134,6 +134,16 @@ EngineOptions bytes_per_second(double rate, std::int64_t chunk) {
 
 class MultiKeyPipe : public ::testing::Test {
  protected:
+  // `data`, all there at once, through a pipe at 1000/s in chunks of `chunk` on "host" that also
+  // takes from "all" at `all_rate`: it must reach its end and write `data` whole.
+  Result run_all_of(const std::string& data, std::int64_t chunk, double all_rate) {
+    io.arrive(0s, data);
+    io.arrive(0s, "");
+    const Result result = run(bytes_per_second(1000, chunk), all_rate);
+    EXPECT_EQ(result.ending, Ending::end_of_input);
+    EXPECT_EQ(io.output(), data);
+    return result;
+  }
   // A pipe at 1000/s on "host" that also takes from "all" at `all_rate`.
   Result run(EngineOptions options, double all_rate) {
     SharedPermitSource source(
@@ -153,11 +163,7 @@ class MultiKeyPipe : public ::testing::Test {
 // so neither key is ever ahead of the other; --stats names "all" as the key that held the pipe.
 TEST_F(MultiKeyPipe, EachTurnIsTheSlowestKeysAndIsBookedOnEveryKey) {
   const std::string data(1000, 'x');
-  io.arrive(0s, data);
-  io.arrive(0s, "");
-  const Result result = run(bytes_per_second(1000, 100), 500);
-  EXPECT_EQ(result.ending, Ending::end_of_input);
-  EXPECT_EQ(io.output(), data);
+  const Result result = run_all_of(data, 100, 500);
   EXPECT_EQ(store.single_key_calls, 0);
   EXPECT_GT(store.calls_over_keys, 0);
   // Guava's first chunk is free: 900 bytes at 500/s.
@@ -210,11 +216,7 @@ TEST_F(MultiKeyPipe, APauseOnAnyKeyHoldsThePipe) {
   store.book_elsewhere("all", 1000, 1);
   store.throttle("all", 2s);
   const std::string data(100, 'x');
-  io.arrive(0s, data);
-  io.arrive(0s, "");
-  const Result result = run(bytes_per_second(1000, 50), 1000);
-  EXPECT_EQ(result.ending, Ending::end_of_input);
-  EXPECT_EQ(io.output(), data);
+  const Result result = run_all_of(data, 50, 1000);
   ASSERT_FALSE(io.writes().empty());
   EXPECT_GE(io.writes().front().time, 2s);
   ASSERT_FALSE(pauses.empty());
