@@ -113,6 +113,19 @@ expect_ended_by_signal() {
   [ "$ms" -lt "$bound" ] || fail "SIG$signal $what: it ended after ${ms} ms"
 }
 
+# interrupted_after_1s WHAT COMMAND...: COMMAND, its output in $WORK/out and its errors in
+# $WORK/stderr, sent SIGINT after 1 s, ends by it (130); WHAT names it if it does not.
+interrupted_after_1s() {
+  local what=$1 pid status=0
+  shift
+  env --default-signal=INT "$@" >"$WORK/out" 2>"$WORK/stderr" &
+  pid=$!
+  sleep 1
+  kill -INT "$pid"
+  wait "$pid" || status=$?
+  [ "$status" -eq 130 ] || fail "$what exited $status: $(cat -v "$WORK/stderr")"
+}
+
 # running PID: the process exists and has not ended. A daemon that ended is reparented to a PID 1
 # that may reap it late, and a zombie still answers kill -0.
 running() {

@@ -187,6 +187,14 @@ use_agents() {
   export RATELIMIT_STATE_DIR=$WORK/state RATELIMIT_AGENT_IDLE=60s
   trap stop_agents_and_redis EXIT
 }
+# use_store VARIANT STATE_DIR: $store, the options of the store a test's VARIANT runs on: the state
+# file in STATE_DIR (state_file), or server main through the host agent (redis) or straight to it
+# (redis_no_agent).
+use_store() {
+  store="--redis unix://$WORK/main/sock"
+  [ "$1" = state_file ] && store="--state-dir $2"
+  if [ "$1" = redis_no_agent ]; then export RATELIMIT_NO_AGENT=1; else unset RATELIMIT_NO_AGENT; fi
+}
 stop_agents_and_redis() {
   local lock
   for lock in "$WORK"/*/agent.lock; do

@@ -73,9 +73,7 @@ source "$(dirname "${BASH_SOURCE[0]}")/redis_server.sh"
 use_agents
 start_redis main
 for variant in state_file redis redis_no_agent; do
-  store="--state-dir $WORK/state"
-  [ "$variant" = state_file ] || store="--redis unix://$WORK/main/sock"
-  if [ "$variant" = redis_no_agent ]; then export RATELIMIT_NO_AGENT=1; else unset RATELIMIT_NO_AGENT; fi
+  use_store "$variant" "$WORK/state"
   # shellcheck disable=SC2086 # the store's options, split
   expect_status 75 "$RATELIMIT" -l --rate 1k --quota 3/d --key "nightly-$variant" $store \
     --stop-at-quota lines -o out

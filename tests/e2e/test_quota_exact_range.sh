@@ -21,10 +21,7 @@ count_granted() {
 }
 
 for variant in state_file redis redis_no_agent; do
-  store="--redis unix://$WORK/main/sock"
-  [ "$variant" = state_file ] && store="--state-dir $WORK/records"
-  # Through the host agent (use_agents) and straight to Redis.
-  if [ "$variant" = redis_no_agent ]; then export RATELIMIT_NO_AGENT=1; else unset RATELIMIT_NO_AGENT; fi
+  use_store "$variant" "$WORK/records"
   # shellcheck disable=SC2086 # the store's options, split
   granted=$(count_granted $store)
   [ "$granted" -eq 0 ] || fail "$granted of 50 granted beyond a full quota of 2^53 - 1 ($variant)"

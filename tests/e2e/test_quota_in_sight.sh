@@ -13,21 +13,13 @@ head -c 2000 /dev/urandom >"$WORK/input"
 # held_pipe STORE_OPTIONS...: a keyed pipe on a quota that an earlier run used up, stopped by
 # SIGINT after 1 s; its stderr in $WORK/stderr.
 held_pipe() {
-  env --default-signal=INT "$RATELIMIT" --quota 2000/30s --key "seen-$variant" "$@" "$WORK/input" \
-    >"$WORK/out" 2>"$WORK/stderr" &
-  local pid=$! status=0
-  sleep 1
-  kill -INT "$pid"
-  wait "$pid" || status=$?
-  [ "$status" -eq 130 ] || fail "the held pipe exited $status ($variant): $(cat -v "$WORK/stderr")"
+  interrupted_after_1s "the held pipe ($variant)" \
+    "$RATELIMIT" --quota 2000/30s --key "seen-$variant" "$@" "$WORK/input"
   [ ! -s "$WORK/out" ] || fail "the held pipe wrote $(wc -c <"$WORK/out") bytes ($variant)"
 }
 
 for variant in state_file redis redis_no_agent; do
-  store="--redis unix://$WORK/main/sock"
-  [ "$variant" = state_file ] && store="--state-dir $WORK/records"
-  # Through the host agent (use_agents) and straight to Redis.
-  if [ "$variant" = redis_no_agent ]; then export RATELIMIT_NO_AGENT=1; else unset RATELIMIT_NO_AGENT; fi
+  use_store "$variant" "$WORK/records"
   # shellcheck disable=SC2086 # the store's options, split
   "$RATELIMIT" --quota 2000/30s --key "seen-$variant" $store "$WORK/input" -o "$WORK/out" ||
     fail "the first pipe failed ($variant)"

@@ -19,20 +19,13 @@ used_of() {
 
 # held_pipe STORE_OPTIONS...: a pipe on the key stopped by SIGINT after 1 s; prints what it wrote.
 held_pipe() {
-  env --default-signal=INT "$RATELIMIT" --rate 10M --quota 50kB/d --key "used-$variant" "$@" \
-    "$WORK/input" >"$WORK/out" 2>"$WORK/stderr" &
-  local pid=$! status=0
-  sleep 1
-  kill -INT "$pid"
-  wait "$pid" || status=$?
-  [ "$status" -eq 130 ] || fail "the held pipe exited $status ($variant): $(cat -v "$WORK/stderr")"
+  interrupted_after_1s "the held pipe ($variant)" \
+    "$RATELIMIT" --rate 10M --quota 50kB/d --key "used-$variant" "$@" "$WORK/input"
   wc -c <"$WORK/out"
 }
 
 for variant in state_file redis redis_no_agent; do
-  store="--redis unix://$WORK/main/sock"
-  [ "$variant" = state_file ] && store="--state-dir $WORK/records"
-  if [ "$variant" = redis_no_agent ]; then export RATELIMIT_NO_AGENT=1; else unset RATELIMIT_NO_AGENT; fi
+  use_store "$variant" "$WORK/records"
   # shellcheck disable=SC2086 # the store's options, split
   "$RATELIMIT" --rate 10M --quota 50kB/d --key "used-$variant" $store "$WORK/input" -o "$WORK/out" ||
     fail "the first pipe failed ($variant)"

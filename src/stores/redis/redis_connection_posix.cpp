@@ -59,6 +59,22 @@ class TransportLost : public Failure {
   bool sent;
 };
 
+// What `transport` holds now, fed to `reader`: how many bytes (none: `wanted` says what to wait
+// for). A transport that fails is lost, with the command sent whole (`sent`: it may have run) or
+// not.
+std::size_t receive_into(Transport& transport, redisReader& reader, std::span<char> buffer,
+                         short& wanted, bool sent) {
+  std::size_t received = 0;
+  try {
+    received = transport.receive(buffer, wanted);
+  } catch (const Failure& failure) {
+    throw TransportLost(failure, sent);
+  }
+  if (received > 0 && ::redisReaderFeed(&reader, buffer.data(), received) != REDIS_OK)
+    throw std::bad_alloc();
+  return received;
+}
+
 // The monotonic clock and a poll that no signal cuts short, for operations run without a stop
 // waiter: status, reset and set run with the stop signals' default action, which ends the process
 // at once anyway.
@@ -217,15 +233,8 @@ std::vector<Value> Connection::pipeline(const std::vector<std::vector<std::strin
 void Connection::check_still_open() {
   std::array<char, 512> buffer;
   short wanted = 0;
-  std::size_t received = 0;
-  try {
-    received = transport_->receive(buffer, wanted);
-  } catch (const Failure& failure) {
-    throw TransportLost(failure, false);
-  }
   // Bytes nobody asked for: kept for the reader, as before this look.
-  if (received > 0 && ::redisReaderFeed(reader_.get(), buffer.data(), received) != REDIS_OK)
-    throw std::bad_alloc();
+  receive_into(*transport_, *reader_, buffer, wanted, false);
 }
 
 void Connection::send(std::string_view data, Deadline& deadline) {
@@ -259,17 +268,7 @@ Value Connection::receive_reply(Deadline& deadline) {
     }
     // Read before any wait: TLS may hold bytes already that no poll would announce.
     short wanted = 0;
-    std::size_t received = 0;
-    try {
-      received = transport_->receive(buffer, wanted);
-    } catch (const Failure& failure) {
-      throw TransportLost(failure, true);
-    }
-    if (received > 0) {
-      if (::redisReaderFeed(reader_.get(), buffer.data(), received) != REDIS_OK)
-        throw std::bad_alloc();
-      continue;
-    }
+    if (receive_into(*transport_, *reader_, buffer, wanted, true) > 0) continue;
     pollfd ready{.fd = transport_->fd(), .events = wanted, .revents = 0};
     deadline.wait({&ready, 1}, "reply");
   }

@@ -33,6 +33,14 @@ void expect_waits_near(const Waits& actual, const Waits& expected) {
   }
 }
 
+// The waits of one acquire(1) and, `idle` later, of `after` more.
+Waits acquire_then_after_idle(RateLimiter& limiter, FakeClock& clock, nanoseconds idle, int after) {
+  Waits waits{limiter.acquire()};
+  clock.advance(idle);
+  for (const nanoseconds wait : acquire_each(limiter, after)) waits.push_back(wait);
+  return waits;
+}
+
 TEST(Bursty, FirstAcquireIsFreeAndItsCostIsPaidByTheNext) {
   FakeClock clock;
   auto limiter = RateLimiter::bursty(5.0, clock);
@@ -43,18 +51,14 @@ TEST(Bursty, FirstAcquireIsFreeAndItsCostIsPaidByTheNext) {
 TEST(Bursty, IdleTimeMakesTheNextRequestImmediate) {
   FakeClock clock;
   auto limiter = RateLimiter::bursty(5.0, clock);
-  EXPECT_EQ(limiter.acquire(), 0ns);
-  clock.advance(200ms);
-  EXPECT_EQ(limiter.acquire(), 0ns);
-  EXPECT_EQ(limiter.acquire(), 200ms);
+  EXPECT_EQ(acquire_then_after_idle(limiter, clock, 200ms, 2), (Waits{0ns, 0ns, 200ms}));
 }
 
 TEST(Bursty, EarliestAvailableInThePastStoresPermits) {
   FakeClock clock;
   auto limiter = RateLimiter::bursty(5.0, clock);
-  EXPECT_EQ(limiter.acquire(), 0ns);
-  clock.advance(400ms);  // 200 ms repay the first permit, 200 ms store one more
-  EXPECT_EQ(acquire_each(limiter, 3), (Waits{0ns, 0ns, 200ms}));
+  // 400 ms of idle time: 200 ms repay the first permit, 200 ms store one more.
+  EXPECT_EQ(acquire_then_after_idle(limiter, clock, 400ms, 3), (Waits{0ns, 0ns, 0ns, 200ms}));
 }
 
 TEST(Bursty, IdleRefillIsCappedAtOneSecondOfPermits) {
@@ -81,10 +85,7 @@ TEST(Bursty, CustomMaxBurstSeconds) {
 TEST(Bursty, ZeroBurstStoresNothing) {
   FakeClock clock;
   auto limiter = RateLimiter::bursty(10.0, clock, 0.0);
-  EXPECT_EQ(limiter.acquire(), 0ns);
-  clock.advance(5s);
-  EXPECT_EQ(limiter.acquire(), 0ns);
-  EXPECT_EQ(limiter.acquire(), 100ms);
+  EXPECT_EQ(acquire_then_after_idle(limiter, clock, 5s, 2), (Waits{0ns, 0ns, 100ms}));
 }
 
 TEST(Bursty, WeightsDelayTheFollowingCall) {

@@ -112,6 +112,14 @@ struct Fixture {
     for (auto& work : started) work();
     started.clear();
   }
+  // `after` from now, a request (the one that starts a probe when one is due), then the probe
+  // run: the next request asks the shared store if the probe found it answering.
+  Reservation reserve_and_probe_after(std::chrono::nanoseconds after, std::int64_t permits = 1) {
+    clock.advance(after);
+    const Reservation reservation = reserve(permits);
+    run_started();
+    return reservation;
+  }
   // Requests 10 ms apart for `duration`, the background work run after each; each request must be
   // answered with `wait`.
   void reserve_every_10ms_for(std::chrono::milliseconds duration, std::chrono::nanoseconds wait) {
@@ -177,9 +185,8 @@ TEST(FallbackStore, LocalReturnsToTheSharedStoreOnceItAnswers) {
   EXPECT_EQ(fixture.shared->pings, 3);
   EXPECT_EQ(fixture.shared->calls, 1);
   fixture.shared->down = false;
-  fixture.clock.advance(500ms);
-  EXPECT_EQ(fixture.reserve().wait, 30ms);  // starts the probe that finds it back
-  fixture.run_started();
+  // Starts the probe that finds it back.
+  EXPECT_EQ(fixture.reserve_and_probe_after(500ms).wait, 30ms);
   EXPECT_EQ(fixture.reserve().wait, 7ms);
   EXPECT_EQ(fixture.reserve().wait, 7ms);
   EXPECT_EQ(fixture.shared->calls, 3);
@@ -194,9 +201,7 @@ TEST(FallbackStore, LocalReturnsToTheSharedStoreOnceItAnswers) {
   fixture.shared->down = true;
   EXPECT_EQ(fixture.reserve().wait, 30ms);
   fixture.shared->down = false;
-  fixture.clock.advance(1s);
-  fixture.reserve();
-  fixture.run_started();
+  fixture.reserve_and_probe_after(1s);
   EXPECT_EQ(fixture.reserve().wait, 7ms);
   EXPECT_EQ(fixture.warnings.size(), 4U);
 }
@@ -205,18 +210,14 @@ TEST(FallbackStore, AProbeThatFindsTheStoreStillDownIsFollowedByAnotherASecondLa
   Fixture fixture(OnUnavailable::local);
   fixture.shared->down = true;
   fixture.reserve();
-  fixture.clock.advance(1s);
-  fixture.reserve();
-  fixture.run_started();
+  fixture.reserve_and_probe_after(1s);
   EXPECT_EQ(fixture.shared->pings, 1);
   EXPECT_EQ(fixture.reserve().wait, 30ms);
   fixture.shared->down = false;
   fixture.clock.advance(990ms);
   EXPECT_EQ(fixture.reserve().wait, 30ms);
   EXPECT_TRUE(fixture.started.empty());
-  fixture.clock.advance(10ms);
-  fixture.reserve();
-  fixture.run_started();
+  fixture.reserve_and_probe_after(10ms);
   EXPECT_EQ(fixture.reserve().wait, 7ms);
 }
 
@@ -230,9 +231,7 @@ TEST(FallbackStore, AStoreThatAnswersPingButRefusesTheScriptIsNotBack) {
   EXPECT_EQ(fixture.shared->pings, 4);
   EXPECT_EQ(fixture.shared->calls, 4);
   fixture.shared->script_refused = false;
-  fixture.clock.advance(1s);
-  fixture.reserve();
-  fixture.run_started();
+  fixture.reserve_and_probe_after(1s);
   EXPECT_EQ(fixture.reserve().wait, 7ms);
   EXPECT_EQ(fixture.warnings,
             (std::vector<std::string>{"Redis at redis://h: OOM command not allowed when used "
@@ -313,10 +312,8 @@ TEST(FallbackStore, PermitsBookedAcrossAReturnGoBackToEachStoreItsPart) {
   EXPECT_EQ(fixture.shared->given_back, 0);
   fixture.reserve(20);  // local
   fixture.shared->down = false;
-  fixture.clock.advance(1s);
-  fixture.reserve(20);  // local, and the probe starts
-  fixture.run_started();
-  fixture.reserve(30);  // shared again
+  fixture.reserve_and_probe_after(1s, 20);  // local, and the probe starts
+  fixture.reserve(30);                      // shared again
   fixture.store->give_back({.key = "api", .permits = 45, .booked = std::nullopt});
   EXPECT_EQ(fixture.shared->given_back, 30);
   EXPECT_EQ(fixture.local->given_back, 35);
