@@ -107,6 +107,10 @@ struct Fixture {
     request.permits = permits;
     return store->reserve(request, waiter);
   }
+  // Gives `permits` of key api back (from the span `booked`).
+  bool give_back(std::int64_t permits, std::optional<BookingSpan> booked = std::nullopt) {
+    return store->give_back({.key = "api", .permits = permits, .booked = booked});
+  }
   // Runs the background work started so far.
   void run_started() {
     for (auto& work : started) work();
@@ -269,34 +273,33 @@ TEST(FallbackStore, StatusAndResetFailWhateverThePolicy) {
 TEST(FallbackStore, PermitsGoBackWhereTheyWereBooked) {
   Fixture up(OnUnavailable::local);
   up.reserve(5);
-  up.store->give_back({.key = "api", .permits = 5, .booked = std::nullopt});
+  up.give_back(5);
   EXPECT_EQ(up.shared->given_back, 5);
 
   Fixture local(OnUnavailable::local);
   local.shared->down = true;
   local.reserve(6);
-  local.store->give_back({.key = "api", .permits = 6, .booked = std::nullopt});
+  local.give_back(6);
   ASSERT_NE(local.local, nullptr);
   EXPECT_EQ(local.local->given_back, 6);
 
   Fixture unthrottled(OnUnavailable::allow);
   unthrottled.shared->down = true;
   unthrottled.reserve(7);
-  unthrottled.store->give_back(
-      {.key = "api", .permits = 7, .booked = std::nullopt});  // nowhere: nothing was booked
+  unthrottled.give_back(7);  // nowhere: nothing was booked
   EXPECT_EQ(unthrottled.shared->given_back, 0);
 }
 
 TEST(FallbackStore, PermitsThisRunDidNotBookGoToTheSharedStoreUnlessItIsAway) {
   // As set_key_rate_by_hand() gives back a turn booked at an old rate by whoever used the key.
   Fixture setter(OnUnavailable::local);
-  setter.store->give_back({.key = "api", .permits = 9, .booked = std::nullopt});
+  setter.give_back(9);
   EXPECT_EQ(setter.shared->given_back, 9);
 
   Fixture away(OnUnavailable::local);
   away.shared->down = true;
   away.reserve(2);
-  away.store->give_back({.key = "api", .permits = 9, .booked = std::nullopt});
+  away.give_back(9);
   EXPECT_EQ(away.local->given_back, 2);
   EXPECT_EQ(away.shared->given_back, 0);
 }
@@ -307,14 +310,14 @@ TEST(FallbackStore, PermitsBookedAcrossAReturnGoBackToEachStoreItsPart) {
   fixture.shared->down = true;
   fixture.reserve(20);  // local
   // Booked by the shared store before it went away: not given back while it is away.
-  fixture.store->give_back({.key = "api", .permits = 25, .booked = std::nullopt});
+  fixture.give_back(25);
   EXPECT_EQ(fixture.local->given_back, 20);
   EXPECT_EQ(fixture.shared->given_back, 0);
   fixture.reserve(20);  // local
   fixture.shared->down = false;
   fixture.reserve_and_probe_after(1s, 20);  // local, and the probe starts
   fixture.reserve(30);                      // shared again
-  fixture.store->give_back({.key = "api", .permits = 45, .booked = std::nullopt});
+  fixture.give_back(45);
   EXPECT_EQ(fixture.shared->given_back, 30);
   EXPECT_EQ(fixture.local->given_back, 35);
 }
@@ -328,7 +331,7 @@ TEST(FallbackStore, ASpanGoesInOneCallToTheStoreOfTheLatestBookings) {
   fixture.reserve(20);  // local
   fixture.reserve(5);   // local
   const BookingSpan span{.from = 1, .until = 2};
-  fixture.store->give_back({.key = "api", .permits = 40, .booked = span});
+  fixture.give_back(40, span);
   EXPECT_EQ(fixture.local->given_back, 25);
   EXPECT_EQ(fixture.local->last_span, span);
   EXPECT_EQ(fixture.shared->given_back, 0);
