@@ -9,7 +9,6 @@
 source "$E2E_LIB"
 source "$(dirname "${BASH_SOURCE[0]}")/redis_server.sh"
 start_redis main
-use_agents
 
 # key_owns_settings STORE_OPTION...: the story above, with the keys in that store.
 key_owns_settings() {

@@ -6,7 +6,6 @@
 source "$E2E_LIB"
 source "$(dirname "${BASH_SOURCE[0]}")/redis_server.sh"
 source "$(dirname "${BASH_SOURCE[0]}")/multikey_pipe_shared.sh"
-use_agents
 
 for path in agent no-agent; do
   start_redis "$path"

@@ -6,7 +6,6 @@
 source "$E2E_LIB"
 source "$(dirname "${BASH_SOURCE[0]}")/redis_server.sh"
 source "$(dirname "${BASH_SOURCE[0]}")/multikey_shared.sh"
-use_agents
 start_redis main
 store=(--redis "unix://$WORK/main/sock" --redis-timeout 5s)
 

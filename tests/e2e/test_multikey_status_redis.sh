@@ -5,7 +5,6 @@
 source "$E2E_LIB"
 source "$(dirname "${BASH_SOURCE[0]}")/redis_server.sh"
 source "$(dirname "${BASH_SOURCE[0]}")/multikey_status_shared.sh"
-use_agents
 start_redis main
 
 expect_waiting_calls_in_status "$RATELIMIT_STATE_DIR" --redis "unix://$WORK/main/sock" --redis-timeout 5s

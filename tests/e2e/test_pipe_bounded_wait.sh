@@ -70,7 +70,6 @@ expect_quota_stop "3 lines"
 # file and in Redis (through the host agent and without), and take nothing from the key: its
 # bucket is not booked ahead (next free "now"), its quota has counted the 3 lines written.
 source "$(dirname "${BASH_SOURCE[0]}")/redis_server.sh"
-use_agents
 start_redis main
 for variant in state_file redis redis_no_agent; do
   use_store "$variant" "$WORK/state"

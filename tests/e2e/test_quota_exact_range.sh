@@ -4,7 +4,6 @@
 # without; beyond, they are refused with 64 before any store is asked.
 source "$E2E_LIB"
 source "$(dirname "${BASH_SOURCE[0]}")/redis_server.sh"
-use_agents
 start_redis main
 largest=9007199254740991
 

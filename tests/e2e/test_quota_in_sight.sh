@@ -6,7 +6,6 @@
 # Timing: waits of about a second on a quota (RESOURCE_LOCK timing).
 source "$E2E_LIB"
 source "$(dirname "${BASH_SOURCE[0]}")/redis_server.sh"
-use_agents
 start_redis main
 head -c 2000 /dev/urandom >"$WORK/input"
 

@@ -5,7 +5,6 @@
 # Timing: each held pipe is stopped after a second (RESOURCE_LOCK timing).
 source "$E2E_LIB"
 source "$(dirname "${BASH_SOURCE[0]}")/redis_server.sh"
-use_agents
 start_redis main
 head -c 30000 /dev/urandom >"$WORK/input"
 

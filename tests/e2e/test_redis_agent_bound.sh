@@ -7,7 +7,6 @@
 # Timing: loose bounds, run alone (RESOURCE_LOCK timing).
 source "$E2E_LIB"
 source "$(dirname "${BASH_SOURCE[0]}")/redis_server.sh"
-use_agents
 start_redis main
 export RATELIMIT_REDIS=redis://127.0.0.1:$(cat "$WORK/main/port")
 

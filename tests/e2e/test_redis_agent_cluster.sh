@@ -5,7 +5,6 @@
 # Under ThreadSanitizer too (label threaded), for the agent's threads: tests/e2e/under_tsan.sh.
 source "$E2E_LIB"
 source "$(dirname "${BASH_SOURCE[0]}")/redis_server.sh"
-use_agents
 
 start_cluster n1 n2 n3
 export RATELIMIT_REDIS=redis://127.0.0.1:$(cat "$WORK/n1/port")

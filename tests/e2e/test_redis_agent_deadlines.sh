@@ -6,7 +6,6 @@
 # Timing: loose bounds, run alone (RESOURCE_LOCK timing).
 source "$E2E_LIB"
 source "$(dirname "${BASH_SOURCE[0]}")/redis_server.sh"
-use_agents
 start_redis main
 export RATELIMIT_REDIS=redis://127.0.0.1:$(cat "$WORK/main/port")
 expect_status 0 "$RATELIMIT" acquire --rate 100/s --key warm --redis-timeout 1s

@@ -8,7 +8,6 @@
 # Under ThreadSanitizer too (label threaded), for the agent's threads: tests/e2e/under_tsan.sh.
 source "$E2E_LIB"
 source "$(dirname "${BASH_SOURCE[0]}")/redis_server.sh"
-use_agents
 
 start_redis master
 start_redis replica --replicaof 127.0.0.1 "$(cat "$WORK/master/port")"

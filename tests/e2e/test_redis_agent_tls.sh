@@ -6,7 +6,6 @@
 # Under ThreadSanitizer too (label threaded), for the agent's threads: tests/e2e/under_tsan.sh.
 source "$E2E_LIB"
 source "$(dirname "${BASH_SOURCE[0]}")/redis_server.sh"
-use_agents
 start_tls_main
 plain=unix://$WORK/main/sock
 

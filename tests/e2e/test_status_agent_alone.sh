@@ -3,7 +3,6 @@
 # "no pipes or keys", a blank line, then the agent's line, which reads as nothing and then something.
 source "$E2E_LIB"
 source "$(dirname "${BASH_SOURCE[0]}")/redis_server.sh"
-use_agents
 start_redis main
 export RATELIMIT_REDIS=unix://$WORK/main/sock
 
