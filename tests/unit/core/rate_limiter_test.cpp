@@ -41,6 +41,13 @@ Waits acquire_then_after_idle(RateLimiter& limiter, FakeClock& clock, nanosecond
   return waits;
 }
 
+// The sleeps of `count` acquire(1) calls after the rate is set to `rate`.
+Waits sleeps_at_rate(RateLimiter& limiter, FakeClock& clock, double rate, int count) {
+  limiter.set_rate(rate);
+  acquire_each(limiter, count);
+  return clock.take_sleeps();
+}
+
 TEST(Bursty, FirstAcquireIsFreeAndItsCostIsPaidByTheNext) {
   FakeClock clock;
   auto limiter = RateLimiter::bursty(5.0, clock);
@@ -309,22 +316,17 @@ TEST(Infinity, BurstyNeverWaitsAndKeepsAFullBurstWhenSlowed) {
   limiter.acquire(std::numeric_limits<std::int64_t>::max());
   EXPECT_EQ(clock.take_sleeps(), (Waits{0s, 0s, 0s}));
 
-  limiter.set_rate(2.0);  // a full burst of 2 stored, then the free request, then 0.5 s each
-  acquire_each(limiter, 5);
-  EXPECT_EQ(clock.take_sleeps(), (Waits{0s, 0s, 0s, 500ms, 500ms}));
-
-  limiter.set_rate(kInfinity);
-  acquire_each(limiter, 3);
-  EXPECT_EQ(clock.take_sleeps(), (Waits{500ms, 0s, 0s}));  // repays the last, then free
+  // A full burst of 2 stored, then the free request, then 0.5 s each.
+  EXPECT_EQ(sleeps_at_rate(limiter, clock, 2.0, 5), (Waits{0s, 0s, 0s, 500ms, 500ms}));
+  // Repays the last, then free.
+  EXPECT_EQ(sleeps_at_rate(limiter, clock, kInfinity, 3), (Waits{500ms, 0s, 0s}));
 }
 
 TEST(Infinity, BurstyAfterTimeElapsed) {
   FakeClock clock;
   auto limiter = RateLimiter::bursty(std::numeric_limits<double>::infinity(), clock);
   clock.advance(1ms);
-  limiter.set_rate(2.0);
-  acquire_each(limiter, 5);
-  EXPECT_EQ(clock.take_sleeps(), (Waits{0s, 0s, 0s, 500ms, 500ms}));
+  EXPECT_EQ(sleeps_at_rate(limiter, clock, 2.0, 5), (Waits{0s, 0s, 0s, 500ms, 500ms}));
 }
 
 TEST(Infinity, WarmingUpIsWarmWhenSlowed) {
@@ -336,22 +338,15 @@ TEST(Infinity, WarmingUpIsWarmWhenSlowed) {
   limiter.acquire(std::numeric_limits<int>::max());
   EXPECT_EQ(clock.take_sleeps(), (Waits{0s, 0s, 0s}));
 
-  limiter.set_rate(1.0);
-  acquire_each(limiter, 3);
-  EXPECT_EQ(clock.take_sleeps(), (Waits{0s, 1s, 1s}));
-
-  limiter.set_rate(kInfinity);
-  acquire_each(limiter, 3);
-  EXPECT_EQ(clock.take_sleeps(), (Waits{1s, 0s, 0s}));
+  EXPECT_EQ(sleeps_at_rate(limiter, clock, 1.0, 3), (Waits{0s, 1s, 1s}));
+  EXPECT_EQ(sleeps_at_rate(limiter, clock, kInfinity, 3), (Waits{1s, 0s, 0s}));
 }
 
 TEST(Infinity, WarmingUpAfterTimeElapsed) {
   FakeClock clock;
   auto limiter = RateLimiter::warming_up(std::numeric_limits<double>::infinity(), 10s, clock);
   clock.advance(1ms);
-  limiter.set_rate(1.0);
-  acquire_each(limiter, 5);
-  EXPECT_EQ(clock.take_sleeps(), (Waits{0s, 1s, 1s, 1s, 1s}));
+  EXPECT_EQ(sleeps_at_rate(limiter, clock, 1.0, 5), (Waits{0s, 1s, 1s, 1s, 1s}));
 }
 
 TEST(Denormal, SmallestRateGrantsExactlyOnePermitEver) {
