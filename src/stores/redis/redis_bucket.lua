@@ -708,6 +708,108 @@ local function reserve_all(serve)
   return reply
 end
 
+-- status, throttle and give_back, made only by their calls (a function made costs every call that
+-- makes it), which pass them what they read of serve()'s: they capture nothing of it.
+local function other_operations()
+  local format, max, min, floor = string.format, math.max, math.min, math.floor
+  -- give_back()'s bound on a duration, as saturated_nanoseconds() of bucket_store.cpp.
+  local CENTURY_NS = 100.0 * 365.25 * 86400e9
+
+  -- status: kStatusFields of the bucket in force (describe()), with kStatusBackoff and each
+  -- quota's kQuotaFields. `quotas`: the key's, as quota_specs_of() reads them, or nil.
+  local function status(key, bucket, params, timetable, entry_until, backoff, backoff_lib,
+                        quota_lib, quotas, quota_states, now, now_s, integer_string)
+    local backoff_shown = ""
+    if backoff then
+      local in_force
+      bucket.stored, bucket.next_free, in_force =
+        backoff_lib.in_force(backoff, bucket.stored, bucket.next_free, params.rate, now)
+      if in_force ~= params.rate then
+        bucket.stable, bucket.max_permits, bucket.cool_down, bucket.threshold, bucket.slope =
+          bucket.derive(params[1], in_force, params.burst, params.warmup, params.cold)
+        bucket.stored = min(bucket.stored, bucket.max_permits)
+      end
+      backoff_shown = format("%.17g", in_force) .. " " ..
+                      integer_string(max(backoff.paused_until - now, 0)) .. " " ..
+                      format("%.0f", backoff.throttles) .. " " ..
+                      format("%.0f", now - backoff.last_throttle)
+    end
+    bucket:resync()
+    local shown = {params[1], params[2], params[3], params[4], params[5], params[6], params[7],
+                   format("%.17g", bucket.stored),
+                   integer_string(max(bucket.next_free - now, 0)), timetable, entry_until,
+                   redis.call("HGET", key, "notation") or "", backoff_shown}
+    -- Each quota's limit, period, used now and the wait for one more unit.
+    for i = 1, quota_states and #quota_states or 0 do
+      local limit, slot, state = quotas[1][i], quotas[3][i], quota_states[i]
+      local n = #shown
+      shown[n + 1], shown[n + 2] = format("%.0f", limit), quotas[2][i]
+      shown[n + 3] = format("%.0f", quota_lib.used(limit, slot, state, now, now_s))
+      shown[n + 4] = integer_string(quota_lib.earliest(limit, slot, state, 1, now, now_s) - now)
+    end
+    return shown
+  end
+
+  -- throttle: record_throttle_report(), the request sent within a century before the report.
+  -- Returns the back-off, stored permits and next free moment after it, the back-off's text to
+  -- write and the reply (kThrottleFields).
+  local function throttle(backoff_lib, backoff, stored, next_free, rate, sent_before, retry_after,
+                          now, now_s, max_time, integer_string)
+    local new_event, extended
+    backoff, stored, next_free, new_event, extended =
+      backoff_lib.record(backoff, stored, next_free, rate,
+                         now - min(max(sent_before, 0), CENTURY_NS), retry_after, now, now_s,
+                         max_time)
+    return backoff, stored, next_free, backoff_lib.text(backoff, now_s),
+           {new_event and 1 or 0, extended and 1 or 0,
+            integer_string(max(backoff.paused_until - now, 0)),
+            format("%.17g", backoff_lib.rate_in_force(backoff, rate, now))}
+  end
+
+  -- A mark of a span (reserve's integer Unix nanoseconds) as whole seconds and nanoseconds.
+  local function mark_parts(text)
+    if #text <= 15 then
+      local value = tonumber(text)
+      local s = floor(value / 1e9)
+      return s, value - s * 1e9
+    end
+    return tonumber(text:sub(1, -10)), tonumber(text:sub(-9))
+  end
+
+  -- give_back: the reply and the next free moment moved back, or only the reply when it stays
+  -- (0, nil without a bucket, an error for bad arguments).
+  local function give_back(argv, held, bucket, saved_free_s, saved_free_ns, now, now_s,
+                           is_int64_text, whole_ns)
+    local given_back, from_text, until_text = tonumber(argv[3]), argv[4], argv[5]
+    if not (given_back and given_back > 0 and (from_text == nil) == (until_text == nil) and
+            (from_text == nil or is_int64_text(from_text) and is_int64_text(until_text))) then
+      return redis.error_reply("ERR ratelimit: bad arguments")
+    end
+    if not held then return nil end
+    -- The span's bookings must be the last (why: give_back() of bucket_store.cpp).
+    local earliest = -math.huge
+    if from_text then
+      local until_s, until_ns = mark_parts(until_text)
+      if until_s ~= saved_free_s or until_ns ~= saved_free_ns then return 0 end
+      local from_s, from_ns = mark_parts(from_text)
+      earliest = (from_s - now_s) * 1e9 + from_ns
+    end
+    -- give_back(): back by what the permits cost, as if never booked, but not further than the
+    -- bucket's fill time before now; durations truncated and at most a century.
+    local params, next_free = bucket.params, bucket.next_free
+    local cost = whole_ns(min(given_back * bucket.stable, CENTURY_NS))
+    local fill = params.warmup
+    if params[1] == "bursty" then
+      fill = whole_ns(min(params.burst * 1e9, CENTURY_NS))
+    end
+    local moved_back = max(next_free - cost, now - fill, earliest)
+    if moved_back >= next_free then return 0 end
+    return 1, moved_back
+  end
+
+  return {status = status, throttle = throttle, give_back = give_back}
+end
+
 -- One request, its arguments in `argv` (the call's ARGV, or one request of a batch): its reply.
 local function serve(argv, call_key, call)
   -- The constants and library functions are serve()'s own: each local of the script's body that a
@@ -715,8 +817,6 @@ local function serve(argv, call_key, call)
   -- about 16k of the server's 137k instructions per common call when the body held them
   -- (scripts/bench_script_instructions.sh); serve()'s registers cost nothing.
   local NS_PER_S = 1e9
-  -- give_back()'s bound on a duration, as saturated_nanoseconds() of bucket_store.cpp.
-  local CENTURY_NS = 100.0 * 365.25 * 86400e9
   local REP_LIMIT = 9223372036854775808 -- 2^63; stands for the saturated int64 maximum as well
   local FORMAT_VERSION = "1"
   -- A key expires this long or up to twice as long after the bucket would be full again and its
@@ -734,7 +834,6 @@ local function serve(argv, call_key, call)
   local MAX_EXPIRY_MS = 1e14
   -- Library functions read once per request (Redis guards its globals, which makes each read cost).
   local huge, floor, min, max, fmod = math.huge, math.floor, math.min, math.max, math.fmod
-  local format = string.format
   -- kQuotaCounts of include/ratelimit/quota.hpp: the slots a quota counts, its window's and two.
   local QUOTA_COUNTS = 66
   -- The most quotas a key keeps, as the state file's record.
@@ -1056,14 +1155,12 @@ local function serve(argv, call_key, call)
                                   params_table = params_table, derive = derive})
   end
 
-  local quota_slot_at, quota_fresh, quota_earliest, quota_book, quota_used, quota_counts_text
-  local quota_marks_allow, quota_marks_booked
+  local quota_fresh, quota_earliest, quota_book, quota_counts_text, quota_marks_allow
+  local quota_marks_booked
   if quota_limits or (wanted_quotas and #wanted_quotas[1] > 0) then
-    quota_slot_at, quota_fresh, quota_earliest =
-      quota_lib.slot_at, quota_lib.fresh, quota_lib.earliest
-    quota_book, quota_used, quota_marks_allow =
-      quota_lib.book, quota_lib.used, quota_lib.marks_allow
-    quota_counts_text, quota_marks_booked = quota_lib.counts_text, quota_lib.marks_booked
+    quota_fresh, quota_earliest, quota_book = quota_lib.fresh, quota_lib.earliest, quota_lib.book
+    quota_marks_allow, quota_counts_text = quota_lib.marks_allow, quota_lib.counts_text
+    quota_marks_booked = quota_lib.marks_booked
   end
 
   -- Each operation but status changes the bucket and names its reply; the changes are saved below.
@@ -1300,112 +1397,49 @@ local function serve(argv, call_key, call)
   elseif operation == "status" then
     if problem ~= "" then return {"unusable", problem} end
     if not held then return nil end
-    -- describe(): the bucket in force, and the back-off as kStatusBackoff shows it.
-    local backoff_shown = ""
-    if backoff then
-      local in_force
-      bucket.stored, bucket.next_free, in_force =
-        backoff_lib.in_force(backoff, bucket.stored, bucket.next_free, params.rate, now)
-      if in_force ~= params.rate then
-        bucket.stable, bucket.max_permits, bucket.cool_down, bucket.threshold, bucket.slope =
-          derive(params[1], in_force, params.burst, params.warmup, params.cold)
-        bucket.stored = min(bucket.stored, bucket.max_permits)
-      end
-      backoff_shown = format("%.17g", in_force) .. " " ..
-                      integer_string(max(backoff.paused_until - now, 0)) .. " " ..
-                      format("%.0f", backoff.throttles) .. " " ..
-                      format("%.0f", now - backoff.last_throttle)
-    end
-    bucket:resync()
-    local status = {params[1], params[2], params[3], params[4], params[5], params[6], params[7],
-                    format("%.17g", bucket.stored),
-                    integer_string(max(bucket.next_free - now, 0)), timetable, entry_until,
-                    redis.call("HGET", key, "notation") or "", backoff_shown}
-    -- Each quota's limit, period, used now and the wait for one more unit.
-    for i = 1, quota_states and #quota_states or 0 do
-      local limit, slot, state = quota_limits[i], quota_slots[i], quota_states[i]
-      local n = #status
-      status[n + 1], status[n + 2] = format("%.0f", limit), key_quotas[2][i]
-      status[n + 3] = format("%.0f", quota_used(limit, slot, state, now, now_s))
-      status[n + 4] = integer_string(quota_earliest(limit, slot, state, 1, now, now_s) - now)
-    end
-    return status
+    return other_operations().status(key, bucket, params, timetable, entry_until, backoff,
+                                     backoff_lib, quota_lib, key_quotas, quota_states, now, now_s,
+                                     integer_string)
   elseif operation == "throttle" then
     if not held then return nil end
-    -- record_throttle_report(): sent within a century before the report.
-    local new_event, extended
     backoff_lib = backoff_lib or backoff_functions()
-    backoff, stored, next_free, new_event, extended =
-      backoff_lib.record(backoff, stored, next_free, params.rate,
-                     now - min(max(sent_before, 0), CENTURY_NS), retry_after, now, now_s, max_time)
-    new_backoff_text = backoff_lib.text(backoff, now_s)
-    reply = {new_event and 1 or 0, extended and 1 or 0,
-             integer_string(max(backoff.paused_until - now, 0)),
-             format("%.17g", backoff_lib.rate_in_force(backoff, params.rate, now))}
-  elseif operation == "set_rate" and argv[6] then
-    -- All the settings (`ratelimit set --key`), change_settings(); a key without a bucket (or
-    -- with a damaged one) is made with them.
-    if problem ~= "" then
-      redis.call("DEL", key)
-      saved_noticed = nil
-    end
-    if held then bucket:change_params(wanted) else bucket:start(wanted) end
-    take_wanted_quotas()
-    params, stored, next_free = bucket.params, bucket.stored, bucket.next_free
-    max_permits, cool_down = bucket.max_permits, bucket.cool_down
-    timetable, entry_until = wanted_timetable, wanted_entry_until
-    noticed = ""
-    reply = 1
+    backoff, stored, next_free, new_backoff_text, reply =
+      other_operations().throttle(backoff_lib, backoff, stored, next_free, params.rate, sent_before,
+                                  retry_after, now, now_s, max_time, integer_string)
   elseif operation == "set_rate" then
-    if not held then return nil end
-    local new_params = bucket:with_rate(params, argv[3])
-    if not new_params then return redis.error_reply("ERR ratelimit: bad rate") end
-    local new_timetable, new_entry_until = argv[4], argv[5]
-    if not (type(new_timetable) == "string" and is_int64_text(new_entry_until)) then
-      return redis.error_reply("ERR ratelimit: bad arguments")
+    if argv[6] then
+      -- All the settings (`ratelimit set --key`), change_settings(); a key without a bucket (or
+      -- with a damaged one) is made with them.
+      if problem ~= "" then
+        redis.call("DEL", key)
+        saved_noticed = nil
+      end
+      if held then bucket:change_params(wanted) else bucket:start(wanted) end
+      take_wanted_quotas()
+      timetable, entry_until = wanted_timetable, wanted_entry_until
+    else
+      if not held then return nil end
+      local new_params = bucket:with_rate(params, argv[3])
+      if not new_params then return redis.error_reply("ERR ratelimit: bad rate") end
+      local new_timetable, new_entry_until = argv[4], argv[5]
+      if not (type(new_timetable) == "string" and is_int64_text(new_entry_until)) then
+        return redis.error_reply("ERR ratelimit: bad arguments")
+      end
+      bucket:change_params(new_params)
+      timetable, entry_until = new_timetable, new_entry_until
     end
-    bucket:change_params(new_params)
     params, stored, next_free = bucket.params, bucket.stored, bucket.next_free
     max_permits, cool_down = bucket.max_permits, bucket.cool_down
-    timetable, entry_until = new_timetable, new_entry_until
     -- Set by hand: kept (KEPT_MS), and the next caller whose settings differ is told.
     noticed = ""
     reply = 1
   else
-    local given_back, from_text, until_text = tonumber(argv[3]), argv[4], argv[5]
-    if not (given_back and given_back > 0 and (from_text == nil) == (until_text == nil) and
-            (from_text == nil or is_int64_text(from_text) and is_int64_text(until_text))) then
-      return redis.error_reply("ERR ratelimit: bad arguments")
-    end
-    if not held then return nil end
-    -- A mark of a span (reserve's integer Unix nanoseconds) as whole seconds and nanoseconds.
-    local function mark_parts(text)
-      if #text <= 15 then
-        local value = tonumber(text)
-        local s = floor(value / NS_PER_S)
-        return s, value - s * NS_PER_S
-      end
-      return tonumber(text:sub(1, -10)), tonumber(text:sub(-9))
-    end
-    -- The span's bookings must be the last (why: give_back() of bucket_store.cpp).
-    local earliest = -huge
-    if from_text then
-      local until_s, until_ns = mark_parts(until_text)
-      if until_s ~= saved_free_s or until_ns ~= saved_free_ns then return 0 end
-      local from_s, from_ns = mark_parts(from_text)
-      earliest = (from_s - now_s) * NS_PER_S + from_ns
-    end
-    -- give_back(): back by what the permits cost, as if never booked, but not further than the
-    -- bucket's fill time before now; durations truncated and at most a century.
-    local cost = whole_ns(min(given_back * stable, CENTURY_NS))
-    local fill = params.warmup
-    if params[1] == "bursty" then
-      fill = whole_ns(min(params.burst * NS_PER_S, CENTURY_NS))
-    end
-    local moved_back = max(next_free - cost, now - fill, earliest)
-    if moved_back >= next_free then return 0 end
+    local moved_back
+    reply, moved_back =
+      other_operations().give_back(argv, held, bucket, saved_free_s, saved_free_ns, now, now_s,
+                                   is_int64_text, whole_ns)
+    if not moved_back then return reply end
     next_free = moved_back
-    reply = 1
   end
 
   -- What changed since the key was read (everything for a new bucket), in one HSET, and the expiry.
@@ -1462,6 +1496,12 @@ local function serve(argv, call_key, call)
   -- Room for the usual changes made at once: a table grown by each one costs more.
   local changes = {"HSET", key, nil, nil, nil, nil, nil, nil}
   local n = 2
+  -- Adds its arguments, field-value pairs, to the HSET.
+  local function change(...)
+    local count = select("#", ...)
+    for i = 1, count do changes[n + i] = (select(i, ...)) end
+    n = n + count
+  end
   -- The common call keeps the parameters and schedule. A key written afresh holds the fields the
   -- common call reads first: Redis looks a small hash's fields up from its start.
   local params_changed, schedule_changed = false, false
@@ -1475,78 +1515,34 @@ local function serve(argv, call_key, call)
       n = 4
     end
     local texts = joined_texts(params, quota_specs, entry_until, timetable)
-    if texts ~= saved_texts then
-      changes[n + 1], changes[n + 2] = "texts", texts
-      n = n + 2
-    end
+    if texts ~= saved_texts then change("texts", texts) end
   end
-  if stored_changed then
-    changes[n + 1], changes[n + 2] = "stored", stored_value
-    n = n + 2
-  end
-  if free_s_changed then
-    changes[n + 1], changes[n + 2] = "free_s", s
-    n = n + 2
-  end
-  if ns ~= saved_free_ns then
-    changes[n + 1], changes[n + 2] = "free_ns", ns
-    n = n + 2
-  end
+  if stored_changed then change("stored", stored_value) end
+  if free_s_changed then change("free_s", s) end
+  if ns ~= saved_free_ns then change("free_ns", ns) end
   if quota_counts and quota_counts ~= (saved_quota_counts or "") then
-    changes[n + 1], changes[n + 2] = "quota_counts", quota_counts
-    changes[n + 3], changes[n + 4] = "quota_sums", quota_sums
-    changes[n + 5], changes[n + 6] = "quota_sums_of", quota_counts
-    n = n + 6
+    change("quota_counts", quota_counts, "quota_sums", quota_sums, "quota_sums_of", quota_counts)
   end
   if quota_passed and quota_passed ~= (saved_quota_passed or "") then
-    changes[n + 1], changes[n + 2] = "quota_passed", quota_passed
-    n = n + 2
+    change("quota_passed", quota_passed)
   end
-  if not common and quota_specs ~= (saved_quota_specs or "") then
-    changes[n + 1], changes[n + 2] = "quotas", quota_specs
-    n = n + 2
-  end
+  if not common and quota_specs ~= (saved_quota_specs or "") then change("quotas", quota_specs) end
   if params_changed then
-    changes[n + 1], changes[n + 2], changes[n + 3], changes[n + 4] =
-      "shape", params[1], "rate", params[2]
-    changes[n + 5], changes[n + 6], changes[n + 7], changes[n + 8] =
-      "burst", params[3], "warmup", params[4]
-    changes[n + 9], changes[n + 10], changes[n + 11], changes[n + 12] =
-      "cold", params[5], "start_full", params[6]
-    changes[n + 13], changes[n + 14] = "pay_first", params[7]
-    n = n + 14
+    change("shape", params[1], "rate", params[2], "burst", params[3], "warmup", params[4], "cold",
+           params[5], "start_full", params[6], "pay_first", params[7])
   end
-  if schedule_changed then
-    changes[n + 1], changes[n + 2] = "timetable", timetable
-    changes[n + 3], changes[n + 4] = "entry_until", entry_until
-    n = n + 4
-  end
-  if new_notation then
-    changes[n + 1], changes[n + 2] = "notation", new_notation
-    n = n + 2
-  end
-  if noticed and noticed ~= saved_noticed then
-    changes[n + 1], changes[n + 2] = "noticed", noticed
-    n = n + 2
-  end
-  if new_backoff_text then
-    changes[n + 1], changes[n + 2] = "backoff", new_backoff_text
-    n = n + 2
-  end
+  if schedule_changed then change("timetable", timetable, "entry_until", entry_until) end
+  if new_notation then change("notation", new_notation) end
+  if noticed and noticed ~= saved_noticed then change("noticed", noticed) end
+  if new_backoff_text then change("backoff", new_backoff_text) end
   if n == 2 then return reply end
   if expire_in_ms > MAX_EXPIRY_MS then
-    if expires ~= 0 then
-      changes[n + 1], changes[n + 2] = "expires", 0
-      n = n + 2
-    end
+    if expires ~= 0 then change("expires", 0) end
     redis.call(unpack(changes, 1, n))
     redis.call("PERSIST", key)
     return reply
   end
-  if move_expiry and given_time == "" then
-    changes[n + 1], changes[n + 2] = "expires", now_ms + expire_in_ms
-    n = n + 2
-  end
+  if move_expiry and given_time == "" then change("expires", now_ms + expire_in_ms) end
   redis.call(unpack(changes, 1, n))
   if move_expiry then redis.call("PEXPIRE", key, expire_in_ms) end
   return reply
