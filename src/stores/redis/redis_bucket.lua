@@ -708,9 +708,10 @@ local function reserve_all(serve)
   return reply
 end
 
--- status, throttle and give_back, made only by their calls (a function made costs every call that
--- makes it), which pass them what they read of serve()'s: they capture nothing of it.
-local function other_operations()
+-- status, throttle, give_back and the settings step of a reserve that is not the common call,
+-- made only by their calls (a function made costs every call that makes it), which pass them what
+-- they read of serve()'s: they capture nothing of it.
+local function uncommon_steps()
   local format, max, min, floor = string.format, math.max, math.min, math.floor
   -- give_back()'s bound on a duration, as saturated_nanoseconds() of bucket_store.cpp.
   local CENTURY_NS = 100.0 * 365.25 * 86400e9
@@ -807,7 +808,116 @@ local function other_operations()
     return 1, moved_back
   end
 
-  return {status = status, throttle = throttle, give_back = give_back}
+  -- decide() before a reserve's booking, when it is not the common call: the caller's quotas,
+  -- parameters and schedule against the key's (in `bucket`, changed here, as its quotas by
+  -- `take_wanted_quotas`). `held`: the key holds a bucket (else none, or deleted: nothing saved).
+  -- Returns whether the caller follows the key's settings and is told so, the key's `noticed`
+  -- to write (nil: unchanged), the replaced parameters and timetable (nil: none), the key's
+  -- schedule after it and its new notation (nil: unchanged).
+  local function settle_settings(bucket, held, apply, wanted, wanted_quota_specs, wanted_timetable,
+                                 wanted_entry_until, quota_specs, timetable, entry_until,
+                                 saved_noticed, given_notation, joined_texts, take_wanted_quotas)
+    local followed, tell_followed = false, false
+    local noticed, replaced, replaced_timetable, new_notation
+    local new_quotas = not held
+    -- differs_from_key() of bucket_store.cpp: other parameters (the rate aside under the key's
+    -- timetable), another timetable or other quotas.
+    if held and not apply then
+      local differs = wanted_quota_specs ~= quota_specs or wanted_timetable ~= timetable
+      for i = 1, 7 do
+        if wanted[i] ~= bucket.params[i] and not (i == 2 and timetable ~= "") then
+          differs = true
+        end
+      end
+      if differs then
+        followed = true
+        local told = joined_texts(wanted, wanted_quota_specs, "0", wanted_timetable)
+        if saved_noticed ~= told then tell_followed, noticed = true, told end
+      end
+    end
+    if not held then
+      timetable, entry_until = wanted_timetable, wanted_entry_until
+      bucket:start(wanted)
+    elseif apply and wanted_quota_specs ~= quota_specs then
+      replaced, replaced_timetable = bucket.params, timetable
+      new_quotas = true
+    end
+    if new_quotas then take_wanted_quotas() end
+    -- What was replaced is noted once, before the first change (decide()'s replace()).
+    if apply and wanted_timetable ~= timetable then
+      if not replaced then replaced, replaced_timetable = bucket.params, timetable end
+      bucket:change_params(wanted)
+      timetable, entry_until = wanted_timetable, wanted_entry_until
+    else
+      if timetable ~= "" and wanted_timetable == timetable and
+          bucket.int64_less(entry_until, wanted_entry_until) then
+        entry_until = wanted_entry_until
+        bucket:change_rate(wanted[2])
+      end
+      if apply then
+        local applied = wanted
+        -- Under a timetable the rate is the latest entry's, settled above.
+        local rate = bucket.params[2]
+        if timetable ~= "" and wanted[2] ~= rate then applied = bucket:with_rate(wanted, rate) end
+        if applied ~= bucket.params and not bucket.same_params(applied, bucket.params) then
+          if not replaced then replaced, replaced_timetable = bucket.params, timetable end
+          bucket:change_params(applied)
+        end
+      end
+    end
+    if (apply and replaced) or not held then new_notation = given_notation or "" end
+    -- New settings: the next caller whose own differ is told.
+    if replaced and saved_noticed and saved_noticed ~= "" then noticed = "" end
+    return followed, tell_followed, noticed, replaced, replaced_timetable, timetable, entry_until,
+           new_notation
+  end
+
+  -- The key's bucket read field by field (a key that is not the common call's), after `f`, the
+  -- first HMGET's reply: `key_found` and `problem` ("" when it holds a bucket that can be used, or
+  -- when there is no key), its parameters, schedule, derived values, state (free_s, free_ns and
+  -- expires as read_state() reads them), quotas (quota_specs_of()) and their states, and the
+  -- fields as read: specs (`quotas`), counts (quota_counts) and passed (quota_passed).
+  local function read_key(key, f, now_s, now_s_text, settings, quota_lib, derive, read_state,
+                          format_version)
+    local k = {problem = ""}
+    if f.err then
+      k.problem = "a " .. redis.call("TYPE", key)["ok"] .. ", not a bucket"
+      return k
+    end
+    local p = redis.call("HMGET", key, "v", "shape", "rate", "burst", "warmup", "cold",
+                         "start_full", "pay_first", "timetable", "entry_until", "quotas",
+                         "quota_counts", "quota_passed")
+    if p[1] ~= format_version then
+      if not (p[1] == false and redis.call("EXISTS", key) == 0) then
+        k.problem = "not a bucket of this version"
+      end
+      return k
+    end
+    settings.upgrade_layout(p)
+    k.timetable, k.entry_until = p[9], p[10]
+    local params = settings.params_table(p[2], p[3], p[4], p[5], p[6], p[7], p[8])
+    k.params = params
+    if params and (k.entry_until == "0" or settings.is_int64_text(k.entry_until)) then
+      k.stable, k.max_permits, k.cool_down, k.threshold, k.slope =
+        derive(params[1], params.rate, params.burst, params.warmup, params.cold)
+      k.stored, k.free_s, k.free_ns, k.expires = read_state(f, k.max_permits, now_s, now_s_text)
+    end
+    k.specs, k.counts, k.passed = p[11], p[12], p[13]
+    k.quotas = settings.quota_specs_of(k.specs)
+    if k.stored and k.quotas and #k.quotas[1] > 0 then
+      k.quota_states = quota_lib.states_of(k.counts, #k.quotas[1])
+      if k.quota_states then quota_lib.passed_into(k.quota_states, k.passed) else k.stored = nil end
+    end
+    if k.stored and k.quotas then
+      k.key_found = true
+    else
+      k.problem = "a damaged bucket"
+    end
+    return k
+  end
+
+  return {status = status, throttle = throttle, give_back = give_back,
+          settle_settings = settle_settings, read_key = read_key}
 end
 
 -- One request, its arguments in `argv` (the call's ARGV, or one request of a batch): its reply.
@@ -1080,8 +1190,6 @@ local function serve(argv, call_key, call)
     local settings = settings_functions(FORMAT_VERSION, MOST_QUOTAS)
     is_int64_text, params_table, joined_texts =
       settings.is_int64_text, settings.params_table, settings.joined_texts
-    local quota_specs_of, upgrade_layout = settings.quota_specs_of, settings.upgrade_layout
-    local with_bucket_methods = settings.with_bucket_methods
     local wanted_read
     if operation == "set_rate" and argv[6] then
       wanted_read, wanted, wanted_quota_specs, wanted_entry_until, wanted_timetable, wanted_quotas =
@@ -1105,54 +1213,29 @@ local function serve(argv, call_key, call)
       end
     end
 
-    if f.err then
-      problem = "a " .. redis.call("TYPE", key)["ok"] .. ", not a bucket"
-    else
-      local p = redis.call("HMGET", key, "v", "shape", "rate", "burst", "warmup", "cold",
-                           "start_full", "pay_first", "timetable", "entry_until", "quotas",
-                           "quota_counts", "quota_passed")
-      if p[1] ~= FORMAT_VERSION then
-        if not (p[1] == false and redis.call("EXISTS", key) == 0) then
-          problem = "not a bucket of this version"
-        end
-      else
-        upgrade_layout(p)
-        timetable, entry_until = p[9], p[10]
-        params = params_table(p[2], p[3], p[4], p[5], p[6], p[7], p[8])
-        local free_s, free_ns, expires
-        if params and (entry_until == "0" or is_int64_text(entry_until)) then
-          stable, max_permits, cool_down, threshold, slope =
-            derive(params[1], params.rate, params.burst, params.warmup, params.cold)
-          stored, free_s, free_ns, expires = read_state(f, max_permits, now_s, now_s_text)
-        else
-          stored = nil
-        end
-        local specs = p[11]
-        key_quotas = quota_specs_of(specs)
-        if stored and key_quotas and #key_quotas[1] > 0 then
-          quota_states = quota_states_of(p[12], #key_quotas[1])
-          if quota_states then quota_passed_into(quota_states, p[13]) else stored = nil end
-        end
-        if stored and key_quotas then
-          held = true
-          next_free = (free_s - now_s) * NS_PER_S + free_ns
-          saved_texts, saved_params, saved_stored = f[1], params, stored
-          saved_free_s, saved_free_ns = free_s, free_ns
-          saved_timetable, saved_entry_until, saved_expires = timetable, entry_until, expires
-          saved_quota_counts, saved_quota_specs, saved_quota_passed = p[12], specs, p[13]
-          quota_specs, quota_limits, quota_slots = specs, key_quotas[1], key_quotas[3]
-          if #quota_limits == 0 then quota_limits, quota_slots, quota_states = nil, nil, nil end
-        else
-          problem = "a damaged bucket"
-        end
-      end
+    local k = uncommon_steps().read_key(key, f, now_s, now_s_text, settings, quota_lib, derive,
+                                        read_state, FORMAT_VERSION)
+    problem, params, timetable, entry_until, stored = k.problem, k.params, k.timetable,
+                                                      k.entry_until, k.stored
+    stable, max_permits, cool_down, threshold, slope = k.stable, k.max_permits, k.cool_down,
+                                                        k.threshold, k.slope
+    key_quotas, quota_states = k.quotas, k.quota_states
+    if problem == "" and k.key_found then
+      held = true
+      next_free = (k.free_s - now_s) * NS_PER_S + k.free_ns
+      saved_texts, saved_params, saved_stored = f[1], params, stored
+      saved_free_s, saved_free_ns = k.free_s, k.free_ns
+      saved_timetable, saved_entry_until, saved_expires = timetable, entry_until, k.expires
+      saved_quota_counts, saved_quota_specs, saved_quota_passed = k.counts, k.specs, k.passed
+      quota_specs, quota_limits, quota_slots = k.specs, key_quotas[1], key_quotas[3]
+      if #quota_limits == 0 then quota_limits, quota_slots, quota_states = nil, nil, nil end
     end
 
-    bucket = with_bucket_methods({now = now, params = params, stored = stored,
-                                  next_free = next_free, stable = stable,
-                                  max_permits = max_permits, cool_down = cool_down,
-                                  threshold = threshold, slope = slope,
-                                  params_table = params_table, derive = derive})
+    bucket = settings.with_bucket_methods({now = now, params = params, stored = stored,
+                                           next_free = next_free, stable = stable,
+                                           max_permits = max_permits, cool_down = cool_down,
+                                           threshold = threshold, slope = slope,
+                                           params_table = params_table, derive = derive})
   end
 
   local quota_fresh, quota_earliest, quota_book, quota_counts_text, quota_marks_allow
@@ -1207,54 +1290,11 @@ local function serve(argv, call_key, call)
     -- the replaced parameters and timetable, or nil.
     local replaced, replaced_timetable
     if not common then
-      -- No key, or deleted above: nothing saved.
-      local new_quotas = not held
-      -- differs_from_key() of bucket_store.cpp: other parameters (the rate aside under the key's
-      -- timetable), another timetable or other quotas.
-      if held and not apply then
-        local differs = wanted_quota_specs ~= quota_specs or wanted_timetable ~= timetable
-        for i = 1, 7 do
-          if wanted[i] ~= params[i] and not (i == 2 and timetable ~= "") then differs = true end
-        end
-        if differs then
-          followed = true
-          local told = joined_texts(wanted, wanted_quota_specs, "0", wanted_timetable)
-          if saved_noticed ~= told then tell_followed, noticed = true, told end
-        end
-      end
-      if not held then
-        timetable, entry_until = wanted_timetable, wanted_entry_until
-        bucket:start(wanted)
-      elseif apply and wanted_quota_specs ~= quota_specs then
-        replaced, replaced_timetable = bucket.params, timetable
-        new_quotas = true
-      end
-      if new_quotas then take_wanted_quotas() end
-      -- What was replaced is noted once, before the first change (decide()'s replace()).
-      if apply and wanted_timetable ~= timetable then
-        if not replaced then replaced, replaced_timetable = bucket.params, timetable end
-        bucket:change_params(wanted)
-        timetable, entry_until = wanted_timetable, wanted_entry_until
-      else
-        if timetable ~= "" and wanted_timetable == timetable and
-            bucket.int64_less(entry_until, wanted_entry_until) then
-          entry_until = wanted_entry_until
-          bucket:change_rate(wanted[2])
-        end
-        if apply then
-          local applied = wanted
-          -- Under a timetable the rate is the latest entry's, settled above.
-          local rate = bucket.params[2]
-          if timetable ~= "" and wanted[2] ~= rate then applied = bucket:with_rate(wanted, rate) end
-          if applied ~= bucket.params and not bucket.same_params(applied, bucket.params) then
-            if not replaced then replaced, replaced_timetable = bucket.params, timetable end
-            bucket:change_params(applied)
-          end
-        end
-      end
-      if (apply and replaced) or not held then new_notation = given_notation or "" end
-      -- New settings: the next caller whose own differ is told.
-      if replaced and saved_noticed and saved_noticed ~= "" then noticed = "" end
+      followed, tell_followed, noticed, replaced, replaced_timetable, timetable, entry_until,
+      new_notation = uncommon_steps().settle_settings(
+        bucket, held, apply, wanted, wanted_quota_specs, wanted_timetable, wanted_entry_until,
+        quota_specs, timetable, entry_until, saved_noticed, given_notation, joined_texts,
+        take_wanted_quotas)
       params, stored, next_free = bucket.params, bucket.stored, bucket.next_free
       stable, max_permits, cool_down = bucket.stable, bucket.max_permits, bucket.cool_down
       threshold, slope = bucket.threshold, bucket.slope
@@ -1397,14 +1437,14 @@ local function serve(argv, call_key, call)
   elseif operation == "status" then
     if problem ~= "" then return {"unusable", problem} end
     if not held then return nil end
-    return other_operations().status(key, bucket, params, timetable, entry_until, backoff,
+    return uncommon_steps().status(key, bucket, params, timetable, entry_until, backoff,
                                      backoff_lib, quota_lib, key_quotas, quota_states, now, now_s,
                                      integer_string)
   elseif operation == "throttle" then
     if not held then return nil end
     backoff_lib = backoff_lib or backoff_functions()
     backoff, stored, next_free, new_backoff_text, reply =
-      other_operations().throttle(backoff_lib, backoff, stored, next_free, params.rate, sent_before,
+      uncommon_steps().throttle(backoff_lib, backoff, stored, next_free, params.rate, sent_before,
                                   retry_after, now, now_s, max_time, integer_string)
   elseif operation == "set_rate" then
     if argv[6] then
@@ -1436,7 +1476,7 @@ local function serve(argv, call_key, call)
   else
     local moved_back
     reply, moved_back =
-      other_operations().give_back(argv, held, bucket, saved_free_s, saved_free_ns, now, now_s,
+      uncommon_steps().give_back(argv, held, bucket, saved_free_s, saved_free_ns, now, now_s,
                                    is_int64_text, whole_ns)
     if not moved_back then return reply end
     next_free = moved_back
