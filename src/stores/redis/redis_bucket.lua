@@ -130,6 +130,29 @@
 -- the caller's parameters and schedule come as one text, compared with the key's at once, and
 -- only those the common call computes with come apart as well.
 
+-- The constants. FUNCTION LOAD runs this file's body with no globals at all (not even math or
+-- string): it only defines; the functions read the globals when called.
+local NS_PER_S = 1e9
+local REP_LIMIT = 9223372036854775808 -- 2^63; stands for the saturated int64 maximum as well
+local FORMAT_VERSION = "1"
+-- A key expires this long or up to twice as long after the bucket would be full again and its
+-- quotas' slots have all passed: an idle key vanishes. The expiry is set a margin further than it
+-- must be, and noted in the hash (expires, Unix milliseconds), so that a busy key's expiry is
+-- moved about once per margin, not on every call.
+local EXPIRY_MARGIN_MS = 1000
+-- A key that owns settings some caller does not pass (it told one that it follows them: field
+-- `noticed`), or that `ratelimit set --key` changed, is kept this long after its last call, so
+-- that its settings outlive its bucket's idle expiry; its expiry is moved about once per
+-- KEPT_MARGIN_MS.
+local KEPT_MS = 7 * 86400 * 1000
+local KEPT_MARGIN_MS = 3600 * 1000
+-- Beyond this (about 3000 years) a key is kept without expiry.
+local MAX_EXPIRY_MS = 1e14
+-- kQuotaCounts of include/ratelimit/quota.hpp: the slots a quota counts, its window's and two.
+local QUOTA_COUNTS = 66
+-- The most quotas a key keeps, as the state file's record.
+local MOST_QUOTAS = 64
+
 -- Backing off together (include/ratelimit/backoff.hpp and src/core/backoff.cpp, operation for
 -- operation): kBackoffCut, kBackoffConvergence, kBackoffFloor and kBackoffRecovery in
 -- nanoseconds. A key once throttled holds `backoff`: its pause's end, its event's start, the rate
@@ -658,37 +681,37 @@ local function span_mark_text(t, now_s, now_s_text, integer_string)
 end
 
 -- reserve_all: several keys decided together, all or nothing (decide_all() of
--- src/stores/multi_key.cpp), with `serve` (below) for each key. KEYS[1..n] the keys (one Cluster
--- slot); ARGV[2] kArgTime as every operation's, one time for the whole call; ARGV[3]
--- kAllArgTimeout as reserve's kArgTimeout (with " quota"), the call's; then for each key the
--- count of its arguments and its reserve or reserve_keeping arguments as it would go alone (from
--- kArgOperation on; their time and timeout are not read). Each key is served twice at most: first
--- asking (its settings applied as reserve applies them, nothing booked: its wait), then, if the
--- call is granted at the latest of the waits, booking as a request made at that moment (with
--- pay_first, the rate's turn moved to it instead), the quotas counting there. Returns {granted
--- 0|1, wait ns (the longest), held_by (the index of the key whose wait it is, 0 when none
--- waited), each key's asking reply, then (granted) each key's booking reply}, each reply as
--- reserve's alone.
-local function reserve_all(serve)
-  local n, timeout = #KEYS, ARGV[3]
+-- src/stores/multi_key.cpp), with `serve` (below) for each key, on the call's `keys` and `argv`
+-- (KEYS and ARGV). KEYS[1..n] the keys (one Cluster slot); ARGV[2] kArgTime as every operation's,
+-- one time for the whole call; ARGV[3] kAllArgTimeout as reserve's kArgTimeout (with " quota"),
+-- the call's; then for each key the count of its arguments and its reserve or reserve_keeping
+-- arguments as it would go alone (from kArgOperation on; their time and timeout are not read).
+-- Each key is served twice at most: first asking (its settings applied as reserve applies them,
+-- nothing booked: its wait), then, if the call is granted at the latest of the waits, booking as
+-- a request made at that moment (with pay_first, the rate's turn moved to it instead), the quotas
+-- counting there. Returns {granted 0|1, wait ns (the longest), held_by (the index of the key
+-- whose wait it is, 0 when none waited), each key's asking reply, then (granted) each key's
+-- booking reply}, each reply as reserve's alone.
+local function reserve_all(serve, keys, argv)
+  local n, timeout = #keys, argv[3]
   local refuse_quota_wait = string.sub(timeout, -6) == " quota"
   if refuse_quota_wait then timeout = string.sub(timeout, 1, -7) end
   timeout = timeout == "9223372036854775807" and 2 ^ 63 or tonumber(timeout)
   local requests, at = {}, 4
   for i = 1, n do
-    local count = tonumber(ARGV[at])
-    if not (timeout and count and count >= 5 and count % 1 == 0 and at + count <= #ARGV) then
+    local count = tonumber(argv[at])
+    if not (timeout and count and count >= 5 and count % 1 == 0 and at + count <= #argv) then
       return redis.error_reply("ERR ratelimit: bad arguments")
     end
-    requests[i] = {unpack(ARGV, at + 1, at + count)}
-    requests[i][2] = ARGV[2]
+    requests[i] = {unpack(argv, at + 1, at + count)}
+    requests[i][2] = argv[2]
     at = at + 1 + count
   end
-  if n < 1 or at ~= #ARGV + 1 then return redis.error_reply("ERR ratelimit: bad arguments") end
-  local call = {asking = true, time = ARGV[2] == "" and redis.call("TIME") or nil}
+  if n < 1 or at ~= #argv + 1 then return redis.error_reply("ERR ratelimit: bad arguments") end
+  local call = {asking = true, time = argv[2] == "" and redis.call("TIME") or nil}
   local reply, longest, held_by, refused = {0, "0", 0}, 0, 0, false
   for i = 1, n do
-    local asked = serve(requests[i], KEYS[i], call)
+    local asked = serve(requests[i], keys[i], call)
     if type(asked) == "table" and asked.err then return asked end
     local wait_text = type(asked) == "table" and asked[2] or asked
     local wait = tonumber(string.match(wait_text, "^%d+"))
@@ -703,7 +726,7 @@ local function reserve_all(serve)
   call.asking, call.hold = false, longest
   for i = 1, n do
     requests[i][4] = "9223372036854775807"
-    reply[3 + n + i] = serve(requests[i], KEYS[i], call)
+    reply[3 + n + i] = serve(requests[i], keys[i], call)
   end
   return reply
 end
@@ -920,119 +943,386 @@ local function uncommon_steps()
           settle_settings = settle_settings, read_key = read_key}
 end
 
--- One request, its arguments in `argv` (the call's ARGV, or one request of a batch): its reply.
-local function serve(argv, call_key, call)
-  -- The constants and library functions are serve()'s own: each local of the script's body that a
-  -- function closes over costs every call (EVAL runs the body afresh) an upvalue made and freed,
-  -- about 16k of the server's 137k instructions per common call when the body held them
-  -- (scripts/bench_script_instructions.sh); serve()'s registers cost nothing.
-  local NS_PER_S = 1e9
-  local REP_LIMIT = 9223372036854775808 -- 2^63; stands for the saturated int64 maximum as well
-  local FORMAT_VERSION = "1"
-  -- A key expires this long or up to twice as long after the bucket would be full again and its
-  -- quotas' slots have all passed: an idle key vanishes. The expiry is set a margin further than it
-  -- must be, and noted in the hash (expires, Unix milliseconds), so that a busy key's expiry is
-  -- moved about once per margin, not on every call.
-  local EXPIRY_MARGIN_MS = 1000
-  -- A key that owns settings some caller does not pass (it told one that it follows them: field
-  -- `noticed`), or that `ratelimit set --key` changed, is kept this long after its last call, so
-  -- that its settings outlive its bucket's idle expiry; its expiry is moved about once per
-  -- KEPT_MARGIN_MS.
-  local KEPT_MS = 7 * 86400 * 1000
-  local KEPT_MARGIN_MS = 3600 * 1000
-  -- Beyond this (about 3000 years) a key is kept without expiry.
-  local MAX_EXPIRY_MS = 1e14
+-- The bucket's arithmetic that the common call needs too, made once at load as every function
+-- below.
+
+-- A duration or time in nanoseconds that is not negative, as the core truncates it to int64:
+-- toward zero, NaN as 0, saturating at 2^63.
+local function whole_ns(value)
+  if value ~= value then return 0 end
+  return math.min(math.floor(value), 2 ^ 63)
+end
+
+-- A whole number of nanoseconds as std::to_string writes the int64 it stands for.
+local function integer_string(value)
+  if value == 0 then return "0" end
+  if value >= 2 ^ 63 then return "9223372036854775807" end
+  return string.format("%.0f", value)
+end
+
+-- TokenBucket::derive(): stable interval, max permits, cool-down interval, threshold, slope.
+local function derive(shape, rate, burst, warmup_ns, cold)
+  local stable = 1e9 / rate
+  if shape == "bursty" then
+    if burst == 0 then return stable, 0, stable, 0, 0 end
+    return stable, burst * rate, stable, 0, 0
+  end
+  if warmup_ns == 0 then return stable, 0, stable, 0, 0 end
+  if stable == 0 then return stable, math.huge, 0, math.huge, 0 end
+  local cold_interval = stable * cold
+  local threshold = 0.5 * warmup_ns / stable
+  local max_permits = threshold + 2.0 * warmup_ns / (stable + cold_interval)
+  local warmup_permits = max_permits - threshold
+  local slope = 0
+  if warmup_permits > 0 and warmup_permits < math.huge then
+    slope = (cold_interval - stable) / warmup_permits
+  end
+  return stable, max_permits, warmup_ns / max_permits, threshold, slope
+end
+
+-- The state in `f`, HMGET's reply (stored, free_s, free_ns and expires at 2 to 5), of a bucket
+-- that holds up to max_permits: stored, the next free moment's seconds and nanoseconds, and
+-- expires (0: none noted, in keys written before expiries were, or kept without expiry); nil if
+-- a bucket cannot hold them (NaN or infinite permits or times would keep the key from expiring or
+-- refuse every call). `now_s_text`: TIME's seconds as the server wrote them, or nil. tonumber(),
+-- not arithmetic, though it parses a text twice: a field changed by hand to a text that is no
+-- number makes a damaged bucket, not a script error on every call.
+local function read_state(f, max_permits, now_s, now_s_text)
+  local stored, free_s, free_ns, expires = tonumber(f[2]), f[3], tonumber(f[4]),
+                                           tonumber(f[5] or "0")
+  -- A busy key's next free moment is mostly in the current second, whose text TIME gave.
+  if free_s == now_s_text then free_s = now_s else free_s = tonumber(free_s) end
+  -- x % 1 == 0: whole, once the bounds before it have excluded the infinities. 9223372037: the
+  -- latest next free moment, in Unix seconds (the int64 maximum of nanoseconds).
+  -- Never more than the bucket holds (infinite only where it holds that much); a rescale may
+  -- round a full bucket a little above.
+  if stored and stored >= 0 and free_s and free_s >= 0 and free_s <= 9223372037 and
+      free_s % 1 == 0 and expires and expires >= 0 and expires < math.huge and free_ns and
+      free_ns >= 0 and free_ns < 1e9 and free_ns % 1 == 0 and
+      stored <= max_permits * (1 + 1e-9) then
+    return stored, free_s, free_ns, expires
+  end
+end
+
+-- The request's time: Unix seconds, nanoseconds after them, and TIME's seconds as the server
+-- wrote them (nil on a `given_time`, kArgTime; else TIME, reserve_all's `call` one for all).
+local function request_time(given_time, call)
+  if given_time ~= "" then
+    local micros = tonumber(given_time)
+    local now_s = math.floor(micros / 1e6)
+    return now_s, (micros - now_s * 1e6) * 1000, nil
+  end
+  local time = call and call.time or redis.call("TIME")
+  -- Arithmetic reads a number's text once, tonumber() twice (whether it is one, then its value).
+  return time[1] + 0, time[2] * 1000, time[1]
+end
+
+-- reserve's and reserve_keeping's arguments (kArgPermits on, as the header says): true if they are
+-- bad, else false and the permits, the timeout (ns), refuse_quota_wait, the caller's texts, the
+-- shape, pay_first and rate as texts, the burst or the warm-up and cold factor as texts, the
+-- quotas' limits and slot lengths (nil for none) and the notation (nil for none).
+local function reserve_arguments(argv)
+  -- Mostly one permit, not parsed (tonumber() costs).
+  local permits, timeout = argv[3] == "1" and 1 or tonumber(argv[3]), argv[4]
+  -- PermitRequest::refuse_quota_wait: refused when a quota holds the request back past now.
+  local refuse_quota_wait = false
+  if string.sub(timeout, -6) == " quota" then
+    refuse_quota_wait = true
+    timeout = string.sub(timeout, 1, -7)
+  end
+  -- No timeout, the int64 maximum, as tonumber() would read it.
+  if timeout == "9223372036854775807" then timeout = 2 ^ 63 else timeout = tonumber(timeout) end
+  local wanted_texts, shape, pay_first, rate = argv[5], argv[6], argv[7], argv[8]
+  local burst, warmup, cold
+  if shape == "bursty" then burst = argv[9] else warmup, cold = argv[9], argv[10] end
+  if not ((burst or cold) and permits and permits > 0 and timeout) then return true end
+  -- The quotas' limits and slot lengths, two arguments each, after the shape's; an odd one out
+  -- after them is the notation.
+  local first = burst and 10 or 11
+  local after_shape = #argv - first + 1
+  local given_notation
+  if after_shape % 2 == 1 then given_notation = argv[#argv] end
+  local count = math.floor(after_shape / 2)
+  local quota_limits, quota_slots
+  if count > 0 then
+    if not (count <= MOST_QUOTAS) then return true end
+    quota_limits, quota_slots = {}, {}
+    for i = 1, count do
+      local limit, slot = tonumber(argv[first + 2 * i - 2]), tonumber(argv[first + 2 * i - 1])
+      if not (limit and limit >= 1 and slot and slot >= 1) then return true end
+      quota_limits[i], quota_slots[i] = limit, slot
+    end
+  end
+  return false, permits, timeout, refuse_quota_wait, wanted_texts, shape, pay_first, rate, burst,
+         warmup, cold, quota_limits, quota_slots, given_notation
+end
+
+-- TokenBucket::book(): from `stored` permits and the next free moment `next_free` of a bucket of
+-- those derived values (derive()), the stored permits and next free moment after booking
+-- `permits` at `book_at`, and the caller's wait from `now`. Its durations and times are not
+-- negative here, so the core's saturating sums are sums capped at 2^63; `max_time` caps the next
+-- free moment, as in the core.
+local function book(stored, next_free, permits, book_at, now, max_time, shape, pay_first, stable,
+                    max_permits, cool_down, threshold, slope)
+  local min = math.min
+  if book_at > next_free then
+    if max_permits > 0 then
+      stored = min(max_permits, stored + (book_at - next_free) / cool_down)
+    end
+    next_free = book_at
+  end
+  local stored_to_spend = min(permits, stored)
+  local fresh_permits = permits - stored_to_spend
+  -- TokenBucket::stored_permits_wait_ns()
+  local stored_wait = 0
+  if shape ~= "bursty" then
+    local permits_to_take = stored_to_spend
+    local above_threshold = stored - threshold
+    if above_threshold > 0 then
+      local taken_above = min(above_threshold, permits_to_take)
+      local length = (stable + above_threshold * slope) +
+                     (stable + (above_threshold - taken_above) * slope)
+      stored_wait = whole_ns(taken_above * length / 2.0)
+      permits_to_take = permits_to_take - taken_above
+    end
+    stored_wait = min(stored_wait + whole_ns(stable * permits_to_take), 2 ^ 63)
+  end
+  -- Adding 0 saturates nothing: skipped.
+  local cost = whole_ns(fresh_permits * stable)
+  if stored_wait ~= 0 then cost = min(stored_wait + cost, 2 ^ 63) end
+  local go_at = next_free
+  if cost ~= 0 then next_free = min(next_free + cost, 2 ^ 63) end
+  next_free = min(next_free, max_time)
+  stored = stored - stored_to_spend
+  if pay_first == "1" then go_at = next_free end
+  return stored, next_free, math.max(go_at - now, 0)
+end
+
+-- decide(): granted (1) iff the wait is within the timeout, at the later of the rate's moment
+-- (`wait` after `now`, as book() gives it, from `booked_stored` and `booked_free`) and, with
+-- quotas (QuotaBucket), every quota's; a refusal changes nothing. reserve_all: not `grantable`
+-- books nothing (asking), and `hold_go` books no sooner. The quotas' `marks` decide alone where
+-- the full `states` would decide the same; else the states are read (quota_lib: quota_functions()).
+-- Returns true if the key's quota counts are damaged, else false, then granted, the wait, whether
+-- a quota rather than the rate set it (QuotaBucket::held_by_quota()), the next free moment booked,
+-- the quotas' states and marks after it, and the counts, sums and passed counts to write (nil:
+-- unchanged).
+local function decide(permits, wait, timeout, refuse_quota_wait, grantable, hold_go,
+                      booked_stored, booked_free, stable, max_time, now, now_s, quota_lib,
+                      limits, slots, states, marks, saved_passed)
+  local min, max = math.min, math.max
+  local granted, held_by_quota, counts, sums, passed = 0, false, nil, nil, nil
+  if marks and (hold_go or not quota_lib.marks_allow(marks, permits, now + wait, limits, slots,
+                                                     now_s)) then
+    states = quota_lib.states_of(marks.text, #limits)
+    -- Marks are read only from a text the script wrote, and the states of that text then too:
+    -- only quota_counts and quota_sums_of changed alike by hand fail here.
+    if not states then return true end
+    quota_lib.passed_into(states, saved_passed)
+    marks = nil
+  end
+  if marks then
+    if grantable and wait <= max(timeout, 0) then
+      granted = 1
+      counts, sums = quota_lib.marks_booked(marks, permits)
+    end
+  elseif states then
+    -- QuotaBucket: at the later of the rate's moment and every quota's from there; never for
+    -- more than a quota ever allows.
+    local rate_go = now + wait
+    local go = rate_go
+    for i = 1, #limits do
+      if permits > limits[i] then
+        go = nil
+        break
+      end
+      go = max(go, quota_lib.earliest(limits[i], slots[i], states[i], permits, rate_go, now_s))
+    end
+    if go then wait = max(go - now, 0) else wait = 2 ^ 63 end
+    held_by_quota = not go or go > rate_go
+    if go and hold_go and hold_go > go then go, wait = hold_go, hold_go - now end
+    if grantable and go and wait <= max(timeout, 0) and
+        not (refuse_quota_wait and held_by_quota and wait > 0) then
+      granted = 1
+      -- The rate's turn goes with the request, unless the rate is no limit, which has none.
+      if go > rate_go and stable ~= 0 then
+        booked_free = min(booked_free + (go - rate_go), max_time)
+      end
+      for i = 1, #limits do quota_lib.book(slots[i], states[i], permits, go, now_s, now) end
+      counts, sums, passed = quota_lib.counts_text(states)
+    end
+  elseif grantable and wait <= max(timeout, 0) then
+    granted = 1
+    if hold_go and hold_go > now + wait then
+      if stable ~= 0 then booked_free = min(booked_free + (hold_go - now - wait), max_time) end
+      wait = hold_go - now
+    end
+  end
+  return false, granted, wait, held_by_quota, booked_free, states, marks, counts, sums, passed
+end
+
+-- How long the key is to be kept from now (ms), and the part of it until the bucket is full again
+-- and the expiry's margin: a key expires this long or up to twice as long after the bucket would
+-- be full again (`stored` and `next_free`, of a bucket of those derived values), its quotas'
+-- slots have all passed (their states, or marks) and its back-off has recovered at its configured
+-- rate (`params`'s, or the common call's `rate` text); a `kept` key stays KEPT_MS after its last
+-- call, its expiry moved once per KEPT_MARGIN_MS.
+local function expiry_in_ms(next_free, stored, max_permits, cool_down, now, now_s, quota_states,
+                            quota_marks, quota_slots, backoff, backoff_lib, params, rate, kept)
+  local max, ceil = math.max, math.ceil
+  -- Full again once the next free moment has passed and the missing permits have refilled.
+  local refill = (max_permits - stored) * cool_down
+  if refill ~= refill or max_permits == 0 then refill = 0 end
+  local full_in_ms = ceil((max(next_free - now, 0) + refill) / 1e6)
+  -- And the quotas are as new once their slots have all passed.
+  for i = 1, quota_states and #quota_states or quota_marks and #quota_marks.newest or 0 do
+    local newest = quota_marks and quota_marks.newest[i] or quota_states[i][1]
+    local passed_us = (newest + QUOTA_COUNTS) * quota_slots[i] - now_s * 1e6 - now / 1000
+    full_in_ms = max(full_in_ms, ceil(passed_us / 1000))
+  end
+  -- And a key backing off keeps its back-off until it has recovered.
+  if backoff then
+    local configured = params and params.rate or rate + 0
+    full_in_ms = max(full_in_ms, ceil((backoff_lib.recovered_at(backoff, configured) - now) / 1e6))
+  end
+  local margin = EXPIRY_MARGIN_MS
+  if kept then full_in_ms, margin = max(full_in_ms, KEPT_MS), KEPT_MARGIN_MS end
+  return full_in_ms + 2 * margin, full_in_ms, margin
+end
+
+-- What changed since the key was read (everything for a new bucket), in one HSET, and the expiry,
+-- for the calls that do more than the common call's usual HSET: `r` holds serve()'s values of the
+-- same names (the key's after the call, and saved_: as read), and the next free moment's seconds
+-- and nanoseconds (free_s, free_ns) as they are to be written.
+local function write_record(r)
+  -- Room for the usual changes made at once: a table grown by each one costs more.
+  local changes = {"HSET", r.key, nil, nil, nil, nil, nil, nil}
+  local n = 2
+  -- Adds its arguments, field-value pairs, to the HSET.
+  local function change(...)
+    local count = select("#", ...)
+    for i = 1, count do changes[n + i] = (select(i, ...)) end
+    n = n + count
+  end
+  local params, timetable, entry_until, quota_specs = r.params, r.timetable, r.entry_until,
+                                                       r.quota_specs
+  -- The common call keeps the parameters and schedule. A key written afresh holds the fields the
+  -- common call reads first: Redis looks a small hash's fields up from its start.
+  local params_changed, schedule_changed = false, false
+  if not r.common then
+    params_changed = params ~= r.saved_params and
+                     not (r.saved_params and r.bucket.same_params(params, r.saved_params))
+    schedule_changed = timetable ~= (r.saved_timetable or "") or
+                       entry_until ~= (r.saved_entry_until or "0")
+    if params_changed then change("v", FORMAT_VERSION) end
+    local texts = r.joined_texts(params, quota_specs, entry_until, timetable)
+    if texts ~= r.saved_texts then change("texts", texts) end
+  end
+  if r.stored_changed then change("stored", r.stored_value) end
+  if r.free_s_changed then change("free_s", r.free_s) end
+  if r.free_ns ~= r.saved_free_ns then change("free_ns", r.free_ns) end
+  local counts = r.quota_counts
+  if counts and counts ~= (r.saved_quota_counts or "") then
+    change("quota_counts", counts, "quota_sums", r.quota_sums, "quota_sums_of", counts)
+  end
+  if r.quota_passed and r.quota_passed ~= (r.saved_quota_passed or "") then
+    change("quota_passed", r.quota_passed)
+  end
+  if not r.common and quota_specs ~= (r.saved_quota_specs or "") then
+    change("quotas", quota_specs)
+  end
+  if params_changed then
+    change("shape", params[1], "rate", params[2], "burst", params[3], "warmup", params[4], "cold",
+           params[5], "start_full", params[6], "pay_first", params[7])
+  end
+  if schedule_changed then change("timetable", timetable, "entry_until", entry_until) end
+  if r.new_notation then change("notation", r.new_notation) end
+  if r.noticed and r.noticed ~= r.saved_noticed then change("noticed", r.noticed) end
+  if r.new_backoff_text then change("backoff", r.new_backoff_text) end
+  if n == 2 then return end
+  if r.expire_in_ms > MAX_EXPIRY_MS then
+    if r.expires ~= 0 then change("expires", 0) end
+    redis.call(unpack(changes, 1, n))
+    redis.call("PERSIST", r.key)
+    return
+  end
+  if r.move_expiry and r.given_time == "" then change("expires", r.now_ms + r.expire_in_ms) end
+  redis.call(unpack(changes, 1, n))
+  if r.move_expiry then redis.call("PEXPIRE", r.key, r.expire_in_ms) end
+end
+
+-- The settings the caller asks for, off the common call (settings.read_wanted() of
+-- settings_functions()): set_rate's (kArgNewSettings) or a reserve's (kArgTexts, whose parts that
+-- came apart too must be the same). Returns true if they are bad, else false and read_wanted()'s
+-- values (the params table, the quotas' specs, the entry's end, the timetable and the quotas;
+-- the specs "" when there are none asked for).
+local function callers_settings(settings, operation, argv, wanted_texts, shape, pay_first, rate,
+                                burst, warmup, cold, quota_limits, quota_slots)
+  local read, wanted, specs, entry_until, timetable, quotas
+  if operation == "set_rate" and argv[6] then
+    read, wanted, specs, entry_until, timetable, quotas = settings.read_wanted(argv[6])
+    if not read then return true end
+  end
+  if operation == "reserve" or operation == "reserve_keeping" then
+    read, wanted, specs, entry_until, timetable, quotas = settings.read_wanted(wanted_texts)
+    if not (read and shape == wanted[1] and pay_first == wanted[7] and rate == wanted[2] and
+            (burst == wanted[3] or warmup == wanted[4] and cold == wanted[5]) and
+            #quotas[1] == (quota_limits and #quota_limits or 0)) then
+      return true
+    end
+    for i = 1, #quotas[1] do
+      if quotas[1][i] ~= quota_limits[i] or quotas[3][i] ~= quota_slots[i] then return true end
+    end
+  end
+  return false, wanted, specs or "", entry_until, timetable, quotas
+end
+
+-- The common call's bucket (the key's texts and rate are the caller's: its parameters are the
+-- caller's values) from `f`, the first HMGET's reply: stored, free_s, free_ns and expires as
+-- read_state() reads them (stored nil: the key cannot be used, and is read field by field), the
+-- quotas' marks, or their states when the sums are not the counts' (quota_lib:
+-- quota_functions()), and the derived values.
+local function read_common(f, shape, rate, burst, warmup, cold, quota_limits, quota_lib, now_s,
+                           now_s_text)
+  local stable, max_permits, cool_down, threshold, slope
+  -- Arithmetic reads a number's text once, tonumber() twice.
+  if burst then
+    stable, max_permits, cool_down, threshold, slope = derive(shape, rate + 0, burst + 0)
+  else
+    stable, max_permits, cool_down, threshold, slope =
+      derive(shape, rate + 0, nil, warmup + 0, cold + 0)
+  end
+  local stored, free_s, free_ns, expires = read_state(f, max_permits, now_s, now_s_text)
+  -- The key's quotas are the caller's (they are in `texts`): their states are read, or only their
+  -- marks when the sums are the counts'.
+  local marks, states
+  if stored and quota_limits then
+    if f[7] and f[8] and f[9] == f[7] then marks = quota_lib.marks_of(f[7], f[8], #quota_limits) end
+    if not marks then
+      states = quota_lib.states_of(f[7], #quota_limits)
+      if states then quota_lib.passed_into(states, f[11]) else stored = nil end
+    end
+  end
+  return stored, free_s, free_ns, expires, marks, states, stable, max_permits, cool_down,
+         threshold, slope
+end
+
+-- One request on `key`, its arguments in `argv` (the call's ARGV, or one request of a batch): its
+-- reply. `call`: reserve_all's (its time, and whether it asks or books), or nil.
+local function serve(argv, key, call)
   -- Library functions read once per request (Redis guards its globals, which makes each read cost).
   local huge, floor, min, max, fmod = math.huge, math.floor, math.min, math.max, math.fmod
-  -- kQuotaCounts of include/ratelimit/quota.hpp: the slots a quota counts, its window's and two.
-  local QUOTA_COUNTS = 66
-  -- The most quotas a key keeps, as the state file's record.
-  local MOST_QUOTAS = 64
-
-  local operation, key, given_time = argv[1], call_key or KEYS[1], argv[2]
+  local operation, given_time = argv[1], argv[2]
   if operation ~= "reserve" and operation ~= "reserve_keeping" and operation ~= "status" and
       operation ~= "set_rate" and operation ~= "give_back" and operation ~= "throttle" then
     return redis.error_reply("ERR ratelimit: unknown operation " .. tostring(operation))
   end
 
-  -- now_s_text: TIME's seconds as the server wrote them (nil on a given time).
-  local now_s, now, now_s_text
-  if given_time ~= "" then
-    local micros = tonumber(given_time)
-    now_s = floor(micros / 1e6)
-    now = (micros - now_s * 1e6) * 1000
-  else
-    local time = call and call.time or redis.call("TIME")
-    now_s_text = time[1]
-    -- Arithmetic reads a number's text once, tonumber() twice (whether it is one, then its value).
-    now_s = now_s_text + 0
-    now = time[2] * 1000
-  end
+  local now_s, now, now_s_text = request_time(given_time, call)
   local now_ms = now_s * 1000 + floor(now / 1e6)
   -- Times below are nanoseconds after now_s; the int64 maximum since the epoch caps them, as in
   -- the core.
   local max_time = (REP_LIMIT - 1) - now_s * NS_PER_S
-
-  -- The functions below, made on every call, are the ones the common call needs, and capture
-  -- nothing (constants written out): a closure costs little to make, each local it captures more.
-
-  -- A duration or time in nanoseconds that is not negative, as the core truncates it to int64:
-  -- toward zero, NaN as 0, saturating at 2^63.
-  local function whole_ns(value)
-    if value ~= value then return 0 end
-    return math.min(math.floor(value), 2 ^ 63)
-  end
-
-  -- A whole number of nanoseconds as std::to_string writes the int64 it stands for.
-  local function integer_string(value)
-    if value == 0 then return "0" end
-    if value >= 2 ^ 63 then return "9223372036854775807" end
-    return string.format("%.0f", value)
-  end
-
-  -- TokenBucket::derive(): stable interval, max permits, cool-down interval, threshold, slope.
-  local function derive(shape, rate, burst, warmup_ns, cold)
-    local stable = 1e9 / rate
-    if shape == "bursty" then
-      if burst == 0 then return stable, 0, stable, 0, 0 end
-      return stable, burst * rate, stable, 0, 0
-    end
-    if warmup_ns == 0 then return stable, 0, stable, 0, 0 end
-    if stable == 0 then return stable, math.huge, 0, math.huge, 0 end
-    local cold_interval = stable * cold
-    local threshold = 0.5 * warmup_ns / stable
-    local max_permits = threshold + 2.0 * warmup_ns / (stable + cold_interval)
-    local warmup_permits = max_permits - threshold
-    local slope = 0
-    if warmup_permits > 0 and warmup_permits < math.huge then
-      slope = (cold_interval - stable) / warmup_permits
-    end
-    return stable, max_permits, warmup_ns / max_permits, threshold, slope
-  end
-
-  -- The state in `f`, HMGET's reply (stored, free_s, free_ns and expires at 2 to 5), of a bucket
-  -- that holds up to max_permits: stored, the next free moment's seconds and nanoseconds, and
-  -- expires (0: none noted, in keys written before expiries were, or kept without expiry); nil if
-  -- a bucket cannot hold them (NaN or infinite permits or times would keep the key from expiring or
-  -- refuse every call). `now_s_text`: TIME's seconds as the server wrote them, or nil. tonumber(),
-  -- not arithmetic, though it parses a text twice: a field changed by hand to a text that is no
-  -- number makes a damaged bucket, not a script error on every call.
-  local function read_state(f, max_permits, now_s, now_s_text)
-    local stored, free_s, free_ns, expires = tonumber(f[2]), f[3], tonumber(f[4]),
-                                             tonumber(f[5] or "0")
-    -- A busy key's next free moment is mostly in the current second, whose text TIME gave.
-    if free_s == now_s_text then free_s = now_s else free_s = tonumber(free_s) end
-    -- x % 1 == 0: whole, once the bounds before it have excluded the infinities. 9223372037: the
-    -- latest next free moment, in Unix seconds (the int64 maximum of nanoseconds).
-    -- Never more than the bucket holds (infinite only where it holds that much); a rescale may
-    -- round a full bucket a little above.
-    if stored and stored >= 0 and free_s and free_s >= 0 and free_s <= 9223372037 and
-        free_s % 1 == 0 and expires and expires >= 0 and expires < math.huge and free_ns and
-        free_ns >= 0 and free_ns < 1e9 and free_ns % 1 == 0 and
-        stored <= max_permits * (1 + 1e-9) then
-      return stored, free_s, free_ns, expires
-    end
-  end
 
   -- reserve's arguments; the parameters' values are read once the key's texts are known, and
   -- checked only when they are not the key's, whose texts were checked before being written.
@@ -1047,41 +1337,13 @@ local function serve(argv, call_key, call)
   -- state, as cjson reads the key's quota_counts).
   local quota_limits, quota_slots, quota_states
   -- Or, on the common call until it needs the states, what it reads of them instead
-  -- (quota_marks_of()).
+  -- (quota_functions().marks_of()).
   local quota_marks
   if reserving then
-    -- Mostly one permit, not parsed (tonumber() costs).
-    permits, timeout = argv[3] == "1" and 1 or tonumber(argv[3]), argv[4]
-    if string.sub(timeout, -6) == " quota" then
-      refuse_quota_wait = true
-      timeout = string.sub(timeout, 1, -7)
-    end
-    -- No timeout, the int64 maximum, as tonumber() would read it.
-    if timeout == "9223372036854775807" then timeout = 2 ^ 63 else timeout = tonumber(timeout) end
-    wanted_texts, shape, pay_first, rate = argv[5], argv[6], argv[7], argv[8]
-    if shape == "bursty" then burst = argv[9] else warmup, cold = argv[9], argv[10] end
-    if not ((burst or cold) and permits and permits > 0 and timeout) then
-      return redis.error_reply("ERR ratelimit: bad arguments")
-    end
-    -- The quotas' limits and slot lengths, two arguments each, after the shape's; an odd one out
-    -- after them is the notation.
-    local first = burst and 10 or 11
-    local after_shape = #argv - first + 1
-    if after_shape % 2 == 1 then given_notation = argv[#argv] end
-    local count = floor(after_shape / 2)
-    if count > 0 then
-      if not (count <= MOST_QUOTAS) then
-        return redis.error_reply("ERR ratelimit: bad arguments")
-      end
-      quota_limits, quota_slots = {}, {}
-      for i = 1, count do
-        local limit, slot = tonumber(argv[first + 2 * i - 2]), tonumber(argv[first + 2 * i - 1])
-        if not (limit and limit >= 1 and slot and slot >= 1) then
-          return redis.error_reply("ERR ratelimit: bad arguments")
-        end
-        quota_limits[i], quota_slots[i] = limit, slot
-      end
-    end
+    local bad
+    bad, permits, timeout, refuse_quota_wait, wanted_texts, shape, pay_first, rate, burst, warmup,
+    cold, quota_limits, quota_slots, given_notation = reserve_arguments(argv)
+    if bad then return redis.error_reply("ERR ratelimit: bad arguments") end
   end
 
   -- throttle's report: how long before it the request was sent, and the Retry-After (0: none).
@@ -1138,33 +1400,13 @@ local function serve(argv, call_key, call)
   local common = wanted_texts ~= nil and f[1] == wanted_texts and f[6] == rate
   -- Quota's functions (quota_functions()), for the calls on quotas and those that read the key
   -- field by field.
-  local quota_lib, quota_states_of, quota_marks_of, quota_passed_into
-  if quota_limits or not common then
-    quota_lib = quota_functions()
-    quota_states_of, quota_marks_of, quota_passed_into =
-      quota_lib.states_of, quota_lib.marks_of, quota_lib.passed_into
-  end
+  local quota_lib
+  if quota_limits or not common then quota_lib = quota_functions() end
   if common then
-    -- Arithmetic reads a number's text once, tonumber() twice.
-    if burst then
-      stable, max_permits, cool_down, threshold, slope = derive(shape, rate + 0, burst + 0)
-    else
-      stable, max_permits, cool_down, threshold, slope =
-        derive(shape, rate + 0, nil, warmup + 0, cold + 0)
-    end
     local free_s, free_ns, expires
-    stored, free_s, free_ns, expires = read_state(f, max_permits, now_s, now_s_text)
-    -- The key's quotas are the caller's (they are in `texts`): their states are read, or only
-    -- their marks when the sums are the counts'.
-    if stored and quota_limits then
-      if f[7] and f[8] and f[9] == f[7] then
-        quota_marks = quota_marks_of(f[7], f[8], #quota_limits)
-      end
-      if not quota_marks then
-        quota_states = quota_states_of(f[7], #quota_limits)
-        if quota_states then quota_passed_into(quota_states, f[11]) else stored = nil end
-      end
-    end
+    stored, free_s, free_ns, expires, quota_marks, quota_states, stable, max_permits, cool_down,
+    threshold, slope = read_common(f, shape, rate, burst, warmup, cold, quota_limits, quota_lib,
+                                   now_s, now_s_text)
     if stored then
       held = true
       next_free = (free_s - now_s) * NS_PER_S + free_ns
@@ -1190,28 +1432,11 @@ local function serve(argv, call_key, call)
     local settings = settings_functions(FORMAT_VERSION, MOST_QUOTAS)
     is_int64_text, params_table, joined_texts =
       settings.is_int64_text, settings.params_table, settings.joined_texts
-    local wanted_read
-    if operation == "set_rate" and argv[6] then
-      wanted_read, wanted, wanted_quota_specs, wanted_entry_until, wanted_timetable, wanted_quotas =
-        settings.read_wanted(argv[6])
-      if not wanted_read then return redis.error_reply("ERR ratelimit: bad arguments") end
-    end
-    if reserving then
-      wanted_read, wanted, wanted_quota_specs, wanted_entry_until, wanted_timetable, wanted_quotas =
-        settings.read_wanted(wanted_texts)
-      -- Those that came apart too must be the same.
-      if not (wanted_read and
-              shape == wanted[1] and pay_first == wanted[7] and rate == wanted[2] and
-              (burst == wanted[3] or warmup == wanted[4] and cold == wanted[5]) and
-              #wanted_quotas[1] == (quota_limits and #quota_limits or 0)) then
-        return redis.error_reply("ERR ratelimit: bad arguments")
-      end
-      for i = 1, #wanted_quotas[1] do
-        if wanted_quotas[1][i] ~= quota_limits[i] or wanted_quotas[3][i] ~= quota_slots[i] then
-          return redis.error_reply("ERR ratelimit: bad arguments")
-        end
-      end
-    end
+    local bad
+    bad, wanted, wanted_quota_specs, wanted_entry_until, wanted_timetable, wanted_quotas =
+      callers_settings(settings, operation, argv, wanted_texts, shape, pay_first, rate, burst,
+                       warmup, cold, quota_limits, quota_slots)
+    if bad then return redis.error_reply("ERR ratelimit: bad arguments") end
 
     local k = uncommon_steps().read_key(key, f, now_s, now_s_text, settings, quota_lib, derive,
                                         read_state, FORMAT_VERSION)
@@ -1238,14 +1463,6 @@ local function serve(argv, call_key, call)
                                            params_table = params_table, derive = derive})
   end
 
-  local quota_fresh, quota_earliest, quota_book, quota_counts_text, quota_marks_allow
-  local quota_marks_booked
-  if quota_limits or (wanted_quotas and #wanted_quotas[1] > 0) then
-    quota_fresh, quota_earliest, quota_book = quota_lib.fresh, quota_lib.earliest, quota_lib.book
-    quota_marks_allow, quota_counts_text = quota_lib.marks_allow, quota_lib.counts_text
-    quota_marks_booked = quota_lib.marks_booked
-  end
-
   -- Each operation but status changes the bucket and names its reply; the changes are saved below.
   -- new_notation: the key's notation from now on, when reserve changes it.
   local reply, new_notation
@@ -1269,14 +1486,14 @@ local function serve(argv, call_key, call)
             break
           end
         end
-        states[i] = states[i] or quota_fresh(wanted_quotas[3][i], now, now_s)
+        states[i] = states[i] or quota_lib.fresh(wanted_quotas[3][i], now, now_s)
       end
       quota_specs, quota_limits, quota_slots, quota_states =
         wanted_quota_specs, wanted_quotas[1], wanted_quotas[3], states
       if #states == 0 then quota_limits, quota_slots, quota_states = nil, nil, nil end
       quota_counts, quota_sums, quota_passed = "", "", ""
       if quota_states then
-        quota_counts, quota_sums, quota_passed = quota_counts_text(quota_states)
+        quota_counts, quota_sums, quota_passed = quota_lib.counts_text(quota_states)
       end
     end
   end
@@ -1300,9 +1517,7 @@ local function serve(argv, call_key, call)
       threshold, slope = bucket.threshold, bucket.slope
       shape, pay_first = params[1], params[7]
     end
-    -- TokenBucket::book(): the state after booking `permits` now, and the caller's wait. Its
-    -- durations and times are not negative here, so the core's saturating sums are sums capped at
-    -- 2^63.
+    -- The state booked from, and the booking's span from its first mark.
     local booked_stored, booked_free, booked_from = stored, next_free, next_free
     -- decide() on bucket_in_force(): the booking starts from the held state at the rate in force
     -- (whose derived values the expiry below then uses too: a slower refill keeps the key longer).
@@ -1323,96 +1538,22 @@ local function serve(argv, call_key, call)
     -- reserve_all's booking (`hold`): as a request made at the call's moment, but with pay_first.
     local book_at = now
     if call and call.hold and pay_first ~= "1" then book_at = now + call.hold end
-    if book_at > booked_free then
-      if max_permits > 0 then
-        booked_stored = min(max_permits, booked_stored + (book_at - booked_free) / cool_down)
-      end
-      booked_free = book_at
-    end
-    local stored_to_spend = min(permits, booked_stored)
-    local fresh_permits = permits - stored_to_spend
-    -- TokenBucket::stored_permits_wait_ns()
-    local stored_wait = 0
-    if shape ~= "bursty" then
-      local permits_to_take = stored_to_spend
-      local above_threshold = booked_stored - threshold
-      if above_threshold > 0 then
-        local taken_above = min(above_threshold, permits_to_take)
-        local length = (stable + above_threshold * slope) +
-                       (stable + (above_threshold - taken_above) * slope)
-        stored_wait = whole_ns(taken_above * length / 2.0)
-        permits_to_take = permits_to_take - taken_above
-      end
-      stored_wait = min(stored_wait + whole_ns(stable * permits_to_take), 2 ^ 63)
-    end
-    -- Adding 0 saturates nothing: skipped.
-    local cost = whole_ns(fresh_permits * stable)
-    if stored_wait ~= 0 then cost = min(stored_wait + cost, 2 ^ 63) end
-    local go_at = booked_free
-    if cost ~= 0 then booked_free = min(booked_free + cost, 2 ^ 63) end
-    booked_free = min(booked_free, max_time)
-    booked_stored = booked_stored - stored_to_spend
-    if pay_first == "1" then go_at = booked_free end
-    local wait = max(go_at - now, 0)
-    -- decide(): granted iff the wait is within the timeout; a refusal changes nothing.
-    local granted = 0
-    -- QuotaBucket::held_by_quota(): whether a quota, not the rate, sets the moment.
-    local held_by_quota = false
-    -- The marks decide alone where the full states would decide the same; else the states are read.
+    local wait
+    booked_stored, booked_free, wait =
+      book(booked_stored, booked_free, permits, book_at, now, max_time, shape, pay_first, stable,
+           max_permits, cool_down, threshold, slope)
     -- reserve_all: `asking` books nothing; `hold` books at least that long after now.
-    local grantable, hold_go = not (call and call.asking), call and call.hold and now + call.hold
-    if quota_marks and (hold_go or not quota_marks_allow(quota_marks, permits, now + wait,
-                                                         quota_limits, quota_slots, now_s)) then
-      quota_states = quota_states_of(quota_marks.text, #quota_limits)
-      -- Marks are read only from a text the script wrote, and the states of that text then too:
-      -- only quota_counts and quota_sums_of changed alike by hand fail here.
-      if not quota_states then return redis.error_reply("ERR ratelimit: damaged quota counts") end
-      quota_passed_into(quota_states, saved_quota_passed)
-      quota_marks = nil
-    end
-    if quota_marks then
-      if grantable and wait <= max(timeout, 0) then
-        granted = 1
-        stored, next_free = booked_stored, booked_free
-        quota_counts, quota_sums = quota_marks_booked(quota_marks, permits)
-      end
-    elseif quota_states then
-      -- QuotaBucket: at the later of the rate's moment and every quota's from there; never for
-      -- more than a quota ever allows.
-      local rate_go = now + wait
-      local go = rate_go
-      for i = 1, #quota_limits do
-        if permits > quota_limits[i] then
-          go = nil
-          break
-        end
-        go = max(go, quota_earliest(quota_limits[i], quota_slots[i], quota_states[i], permits,
-                                    rate_go, now_s))
-      end
-      if go then wait = max(go - now, 0) else wait = 2 ^ 63 end
-      held_by_quota = not go or go > rate_go
-      if go and hold_go and hold_go > go then go, wait = hold_go, hold_go - now end
-      if grantable and go and wait <= max(timeout, 0) and
-          not (refuse_quota_wait and held_by_quota and wait > 0) then
-        granted = 1
-        -- The rate's turn goes with the request, unless the rate is no limit, which has none.
-        if go > rate_go and stable ~= 0 then
-          booked_free = min(booked_free + (go - rate_go), max_time)
-        end
-        stored, next_free = booked_stored, booked_free
-        for i = 1, #quota_limits do
-          quota_book(quota_slots[i], quota_states[i], permits, go, now_s, now)
-        end
-        quota_counts, quota_sums, quota_passed = quota_counts_text(quota_states)
-      end
-    elseif grantable and wait <= max(timeout, 0) then
-      granted = 1
-      if hold_go and hold_go > now + wait then
-        if stable ~= 0 then booked_free = min(booked_free + (hold_go - now - wait), max_time) end
-        wait = hold_go - now
-      end
-      stored, next_free = booked_stored, booked_free
-    end
+    local granted, held_by_quota, bad, counts, sums, passed
+    bad, granted, wait, held_by_quota, booked_free, quota_states, quota_marks, counts, sums,
+    passed = decide(
+      permits, wait, timeout, refuse_quota_wait, not (call and call.asking),
+      call and call.hold and now + call.hold, booked_stored, booked_free, stable, max_time, now,
+      now_s, quota_lib, quota_limits, quota_slots, quota_states, quota_marks, saved_quota_passed)
+    if bad then return redis.error_reply("ERR ratelimit: damaged quota counts") end
+    if granted == 1 then stored, next_free = booked_stored, booked_free end
+    -- A booking writes the counts it changed; else those that take_wanted_quotas() set stay.
+    if counts then quota_counts, quota_sums = counts, sums end
+    if passed then quota_passed = passed end
     local wait_text = integer_string(wait)
     if granted == 1 then
       wait_text = wait_text .. " " ..
@@ -1492,28 +1633,9 @@ local function serve(argv, call_key, call)
   if common and not (stored_changed or free_s_changed or ns ~= saved_free_ns or quota_counts) then
     return reply
   end
-  -- Full again once the next free moment has passed and the missing permits have refilled.
-  local refill = (max_permits - stored) * cool_down
-  if refill ~= refill or max_permits == 0 then refill = 0 end
-  local full_in_ms = math.ceil((max(next_free - now, 0) + refill) / 1e6)
-  -- And the quotas are as new once their slots have all passed.
-  for i = 1, quota_states and #quota_states or quota_marks and #quota_marks.newest or 0 do
-    local newest = quota_marks and quota_marks.newest[i] or quota_states[i][1]
-    local passed_us = (newest + QUOTA_COUNTS) * quota_slots[i] - now_s * 1e6 - now / 1000
-    full_in_ms = max(full_in_ms, math.ceil(passed_us / 1000))
-  end
-  -- And a key backing off keeps its back-off until it has recovered.
-  if backoff then
-    local configured = params and params.rate or rate + 0
-    local recovered_at = backoff_lib.recovered_at(backoff, configured)
-    full_in_ms = max(full_in_ms, math.ceil((recovered_at - now) / 1e6))
-  end
-  -- A kept key stays KEPT_MS after its last call, its expiry moved once per KEPT_MARGIN_MS.
-  local margin = EXPIRY_MARGIN_MS
-  if noticed or saved_noticed then
-    full_in_ms, margin = max(full_in_ms, KEPT_MS), KEPT_MARGIN_MS
-  end
-  local expire_in_ms = full_in_ms + 2 * margin
+  local expire_in_ms, full_in_ms, margin =
+    expiry_in_ms(next_free, stored, max_permits, cool_down, now, now_s, quota_states, quota_marks,
+                 quota_slots, backoff, backoff_lib, params, rate, noticed or saved_noticed)
   local expires = saved_expires or 0
   -- Moved when the noted expiry is too soon, or further than it would be set now (the server's
   -- clock went back, or the rate went up). On a time the caller gives (tests) it is always moved
@@ -1533,88 +1655,53 @@ local function serve(argv, call_key, call)
     end
     return reply
   end
-  -- Room for the usual changes made at once: a table grown by each one costs more.
-  local changes = {"HSET", key, nil, nil, nil, nil, nil, nil}
-  local n = 2
-  -- Adds its arguments, field-value pairs, to the HSET.
-  local function change(...)
-    local count = select("#", ...)
-    for i = 1, count do changes[n + i] = (select(i, ...)) end
-    n = n + count
-  end
-  -- The common call keeps the parameters and schedule. A key written afresh holds the fields the
-  -- common call reads first: Redis looks a small hash's fields up from its start.
-  local params_changed, schedule_changed = false, false
-  if not common then
-    params_changed = params ~= saved_params and
-                     not (saved_params and bucket.same_params(params, saved_params))
-    schedule_changed = timetable ~= (saved_timetable or "") or
-                       entry_until ~= (saved_entry_until or "0")
-    if params_changed then
-      changes[3], changes[4] = "v", FORMAT_VERSION
-      n = 4
-    end
-    local texts = joined_texts(params, quota_specs, entry_until, timetable)
-    if texts ~= saved_texts then change("texts", texts) end
-  end
-  if stored_changed then change("stored", stored_value) end
-  if free_s_changed then change("free_s", s) end
-  if ns ~= saved_free_ns then change("free_ns", ns) end
-  if quota_counts and quota_counts ~= (saved_quota_counts or "") then
-    change("quota_counts", quota_counts, "quota_sums", quota_sums, "quota_sums_of", quota_counts)
-  end
-  if quota_passed and quota_passed ~= (saved_quota_passed or "") then
-    change("quota_passed", quota_passed)
-  end
-  if not common and quota_specs ~= (saved_quota_specs or "") then change("quotas", quota_specs) end
-  if params_changed then
-    change("shape", params[1], "rate", params[2], "burst", params[3], "warmup", params[4], "cold",
-           params[5], "start_full", params[6], "pay_first", params[7])
-  end
-  if schedule_changed then change("timetable", timetable, "entry_until", entry_until) end
-  if new_notation then change("notation", new_notation) end
-  if noticed and noticed ~= saved_noticed then change("noticed", noticed) end
-  if new_backoff_text then change("backoff", new_backoff_text) end
-  if n == 2 then return reply end
-  if expire_in_ms > MAX_EXPIRY_MS then
-    if expires ~= 0 then change("expires", 0) end
-    redis.call(unpack(changes, 1, n))
-    redis.call("PERSIST", key)
-    return reply
-  end
-  if move_expiry and given_time == "" then change("expires", now_ms + expire_in_ms) end
-  redis.call(unpack(changes, 1, n))
-  if move_expiry then redis.call("PEXPIRE", key, expire_in_ms) end
+  write_record({key = key, common = common, bucket = bucket, params = params,
+                saved_params = saved_params, timetable = timetable,
+                saved_timetable = saved_timetable, entry_until = entry_until,
+                saved_entry_until = saved_entry_until, quota_specs = quota_specs,
+                saved_quota_specs = saved_quota_specs, joined_texts = joined_texts,
+                saved_texts = saved_texts, stored_changed = stored_changed,
+                stored_value = stored_value, free_s_changed = free_s_changed, free_s = s,
+                free_ns = ns, saved_free_ns = saved_free_ns, quota_counts = quota_counts,
+                quota_sums = quota_sums, saved_quota_counts = saved_quota_counts,
+                quota_passed = quota_passed, saved_quota_passed = saved_quota_passed,
+                new_notation = new_notation, noticed = noticed, saved_noticed = saved_noticed,
+                new_backoff_text = new_backoff_text, expire_in_ms = expire_in_ms,
+                expires = expires, move_expiry = move_expiry, given_time = given_time,
+                now_ms = now_ms})
   return reply
 end
 
--- A script that writes after TIME must have its effects replicated, not itself: Redis 7, which
--- came with REDIS_VERSION_NUM, replicates nothing else, so only older servers are asked.
-if not redis.REDIS_VERSION_NUM and redis.replicate_commands then redis.replicate_commands() end
+-- The function FCALL calls (registered below): one request, a batch or a reserve_all.
+local function bucket(keys, argv)
+  if argv[1] == "reserve_all" then return reserve_all(serve, keys, argv) end
+  if argv[1] ~= "batch" then return serve(argv, keys[1]) end
+  -- batch: each request in turn, served as if alone; an error is its request's reply, and the
+  -- requests after it go on. All are found first: a batch that is not whole serves none.
+  local requests, at = {}, 2
+  while at <= #argv do
+    local count = tonumber(argv[at])
+    if not (count and count >= 1 and count % 1 == 0 and at + count <= #argv) then
+      return redis.error_reply("ERR ratelimit: bad batch")
+    end
+    requests[#requests + 1] = {unpack(argv, at + 1, at + count)}
+    at = at + 1 + count
+  end
+  local replies = {}
+  for i = 1, #requests do
+    local served, reply = pcall(serve, requests[i], keys[1])
+    -- A redis.call() that failed raised its error reply; anything else raised a text.
+    if not served and type(reply) ~= "table" then
+      reply = redis.error_reply("ERR ratelimit: " .. tostring(reply))
+    end
+    -- Nil (no bucket) as false, which Redis sends as nil too, and which keeps its place in the
+    -- table.
+    if reply == nil then reply = false end
+    replies[i] = reply
+  end
+  return replies
+end
 
-if ARGV[1] == "reserve_all" then return reserve_all(serve) end
-if ARGV[1] ~= "batch" then return serve(ARGV) end
--- batch: each request in turn, served as if alone; an error is its request's reply, and the
--- requests after it go on. All are found first: a batch that is not whole serves none.
-local argv, requests, at = ARGV, {}, 2
-while at <= #argv do
-  local count = tonumber(argv[at])
-  if not (count and count >= 1 and count % 1 == 0 and at + count <= #argv) then
-    return redis.error_reply("ERR ratelimit: bad batch")
-  end
-  requests[#requests + 1] = {unpack(argv, at + 1, at + count)}
-  at = at + 1 + count
-end
-local replies = {}
-for i = 1, #requests do
-  local served, reply = pcall(serve, requests[i])
-  -- A redis.call() that failed raised its error reply; anything else raised a text.
-  if not served and type(reply) ~= "table" then
-    reply = redis.error_reply("ERR ratelimit: " .. tostring(reply))
-  end
-  -- Nil (no bucket) as false, which Redis sends as nil too, and which keeps its place in the
-  -- table.
-  if reply == nil then reply = false end
-  replies[i] = reply
-end
-return replies
+-- FUNCTION_NAME: set by the lines the build puts before this file (src/CMakeLists.txt), the name
+-- with this file's SHA-1, so that each version of ratelimit calls its own.
+redis.register_function(FUNCTION_NAME, bucket)
