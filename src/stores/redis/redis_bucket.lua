@@ -1,4 +1,9 @@
 -- One shared bucket decided atomically on the Redis server, with the server's clock (TIME).
+-- A Redis function library (Redis 7.0 or later): the build puts two lines before this file that
+-- name the library and FUNCTION_NAME, its one function, after the file's SHA-1
+-- (src/stores/redis/redis_script.cpp.in), and the store loads it where FCALL finds none. KEYS and
+-- ARGV below are FCALL's keys and arguments, which bucket() (at the end) gets as `keys` and
+-- `argv`.
 --
 -- This is src/core/token_bucket.cpp, Quota and QuotaBucket of src/core/quota.cpp, and decide()
 -- and change_rate() of src/stores/bucket_store.cpp, operation for operation and in the same
@@ -122,16 +127,31 @@
 --          arguments, a redis.call() refused) has its error as its reply while the others go on.
 -- Waits are strings of integer nanoseconds: a Lua number in a reply is truncated to an integer.
 --
--- EVAL runs this whole body on every call, and serve() once per request, creating each function
--- and table in it afresh: the bucket is kept in locals rather than tables, and the functions that
--- the common call (a reserve on a key that holds the caller's parameters and schedule) does not
--- need are only created by the calls that do. A request alone is served with ARGV as it came, no
--- table made for it. Each argument costs the server on every call, and so does splitting a text:
+-- FUNCTION LOAD runs this body once: the named functions it defines are made then, not per call.
+-- serve() runs once per request, creating each function and table in it afresh: the bucket is kept
+-- in locals rather than tables, and the functions that the common call (a reserve on a key that
+-- holds the caller's parameters and schedule) does not need are only created by the calls that do
+-- (the tables of the *_functions() below, made per call that asks for them). A request alone is
+-- served with ARGV as it came, no table made for it. A call of a function costs about as much as
+-- a global read (bench_script_instructions.sh: some 400 to 1000 instructions, with its arguments
+-- and results), so the common call's pieces are few. Each argument costs the server on every call, and so does splitting a text:
 -- the caller's parameters and schedule come as one text, compared with the key's at once, and
 -- only those the common call computes with come apart as well.
 
--- The constants. FUNCTION LOAD runs this file's body with no globals at all (not even math or
--- string): it only defines; the functions read the globals when called.
+-- The library functions the script calls, read from the globals once, on the first call
+-- (bucket(), below): FUNCTION LOAD runs this body with no globals at all, and a global read costs
+-- a call about 400 instructions where an upvalue's costs a few (bench_script_instructions.sh).
+-- globals_used() and register() come before the names below hide the globals they read.
+local function globals_used()
+  return math.huge, math.floor, math.ceil, math.min, math.max, math.fmod, string.format,
+         string.sub, string.find, string.match, string.rep, table.concat, tonumber, tostring, type,
+         unpack, select, pcall, cjson, redis
+end
+local function register(name, callback) redis.register_function(name, callback) end
+local huge, floor, ceil, min, max, fmod, format, sub, find, match, rep, concat, tonumber, tostring
+local type, unpack, select, pcall, cjson, redis
+
+-- The constants.
 local NS_PER_S = 1e9
 local REP_LIMIT = 9223372036854775808 -- 2^63; stands for the saturated int64 maximum as well
 local FORMAT_VERSION = "1"
@@ -166,8 +186,6 @@ local function backoff_functions()
   local BACKOFF_CONVERGENCE = (1 + BACKOFF_CUT) / 2
   local BACKOFF_FLOOR = 0.01
   local BACKOFF_RECOVERY_NS = 5e9
-  local format, fmod, floor, min, max = string.format, math.fmod, math.floor, math.min, math.max
-  local huge = math.huge
 
   -- A mark as integer Unix nanoseconds in a text, as nanoseconds after now_s; nil if it is none.
   local function backoff_time_of(text, now_s)
@@ -289,7 +307,6 @@ end
 -- now_s, not negative; slots are counted on Unix microseconds, whole numbers below 2^53 until the
 -- year 2255, so that slot arithmetic is exact (fmod is).
 local function quota_functions()
-  local floor, min, max, fmod, format = math.floor, math.min, math.max, math.fmod, string.format
   -- Quota::slot_of(): whole microseconds, then slots of `slot` microseconds.
   local function quota_slot_at(t, slot, now_s)
     local us = now_s * 1e6 + floor(t / 1000)
@@ -427,7 +444,7 @@ local function quota_functions()
   -- The key's quota_counts, every number with all its digits, its quota_sums: each quota's
   -- sum of counts, joined by blanks, and its quota_passed.
   local function quota_counts_text(states)
-    local counts_format = "[" .. string.rep("%.0f,", 66) .. "%.0f]"
+    local counts_format = "[" .. rep("%.0f,", 66) .. "%.0f]"
     local texts, sums, passed = {}, {}, {}
     for i = 1, #states do
       local state = states[i]
@@ -437,8 +454,8 @@ local function quota_functions()
       sums[i] = format("%.0f", sum)
       passed[i] = format("%.0f:%.0f", state[1], state.passed or 0)
     end
-    return "[" .. table.concat(texts, ",") .. "]", table.concat(sums, " "),
-           table.concat(passed, " ")
+    return "[" .. concat(texts, ",") .. "]", concat(sums, " "),
+           concat(passed, " ")
   end
 
   -- quota_counts_text() after `units` were booked in every quota's newest slot: the key's text
@@ -452,7 +469,7 @@ local function quota_functions()
       from = marks.close[i]
     end
     pieces[#pieces + 1] = text:sub(from)
-    return table.concat(pieces), table.concat(sums, " ")
+    return concat(pieces), concat(sums, " ")
   end
 
   return {slot_at = quota_slot_at, fresh = quota_fresh, earliest = quota_earliest,
@@ -463,10 +480,9 @@ end
 
 -- What the calls that are not the common one read and write of a key's settings, and the object
 -- through which they change its bucket, made only for them, as the table settings_functions()
--- returns (each function a closure that every call making it pays for, hence one table):
+-- returns (each function a closure that every call making it pays for):
 -- `format_version` and `most_quotas` are serve()'s FORMAT_VERSION and MOST_QUOTAS.
 local function settings_functions(format_version, most_quotas)
-  local min, huge = math.min, math.huge
 
   -- Whether `text` is an int64 as std::to_string writes it: the only form compared below.
   local function is_int64_text(text)
@@ -522,7 +538,7 @@ local function settings_functions(format_version, most_quotas)
       end
       rebuilt[i] = limit .. "/" .. period .. "/" .. slot
     end
-    if table.concat(rebuilt, " ") ~= text then return nil end
+    if concat(rebuilt, " ") ~= text then return nil end
     return {limits, periods, slots}
   end
 
@@ -670,13 +686,13 @@ end
 -- the current second, the usual one, is written after it, which costs one conversion less.
 -- `integer_string`: serve()'s.
 local function span_mark_text(t, now_s, now_s_text, integer_string)
-  local ns = math.fmod(t, 1e9)
+  local ns = fmod(t, 1e9)
   if ns < 0 then ns = ns + 1e9 end
-  local s = now_s + math.floor((t - ns) / 1e9 + 0.5)
+  local s = now_s + floor((t - ns) / 1e9 + 0.5)
   -- The int64 maximum, where the core saturates, is 9223372036 s and 854775807 ns.
   if s > 9223372036 or s == 9223372036 and ns > 854775807 then return "9223372036854775807" end
-  if s == now_s and now_s_text then return now_s_text .. string.format("%09d", ns) end
-  if s > 0 then return string.format("%d%09d", s, ns) end
+  if s == now_s and now_s_text then return now_s_text .. format("%09d", ns) end
+  if s > 0 then return format("%d%09d", s, ns) end
   return integer_string(s * 1e9 + ns)
 end
 
@@ -694,8 +710,8 @@ end
 -- booking reply}, each reply as reserve's alone.
 local function reserve_all(serve, keys, argv)
   local n, timeout = #keys, argv[3]
-  local refuse_quota_wait = string.sub(timeout, -6) == " quota"
-  if refuse_quota_wait then timeout = string.sub(timeout, 1, -7) end
+  local refuse_quota_wait = sub(timeout, -6) == " quota"
+  if refuse_quota_wait then timeout = sub(timeout, 1, -7) end
   timeout = timeout == "9223372036854775807" and 2 ^ 63 or tonumber(timeout)
   local requests, at = {}, 4
   for i = 1, n do
@@ -714,14 +730,14 @@ local function reserve_all(serve, keys, argv)
     local asked = serve(requests[i], keys[i], call)
     if type(asked) == "table" and asked.err then return asked end
     local wait_text = type(asked) == "table" and asked[2] or asked
-    local wait = tonumber(string.match(wait_text, "^%d+"))
-    local by_quota = string.find(wait_text, " quota", 1, true) ~= nil
+    local wait = tonumber(match(wait_text, "^%d+"))
+    local by_quota = find(wait_text, " quota", 1, true) ~= nil
     if wait >= 2 ^ 63 or (refuse_quota_wait and by_quota and wait > 0) then refused = true end
     if wait > longest then longest, held_by = wait, i end
     reply[3 + i] = asked
   end
-  reply[2], reply[3] = string.format("%.0f", longest), held_by
-  if refused or longest > math.max(timeout, 0) then return reply end
+  reply[2], reply[3] = format("%.0f", longest), held_by
+  if refused or longest > max(timeout, 0) then return reply end
   reply[1] = 1
   call.asking, call.hold = false, longest
   for i = 1, n do
@@ -733,9 +749,8 @@ end
 
 -- status, throttle, give_back and the settings step of a reserve that is not the common call,
 -- made only by their calls (a function made costs every call that makes it), which pass them what
--- they read of serve()'s: they capture nothing of it.
+-- they read of serve()'s.
 local function uncommon_steps()
-  local format, max, min, floor = string.format, math.max, math.min, math.floor
   -- give_back()'s bound on a duration, as saturated_nanoseconds() of bucket_store.cpp.
   local CENTURY_NS = 100.0 * 365.25 * 86400e9
 
@@ -811,7 +826,7 @@ local function uncommon_steps()
     end
     if not held then return nil end
     -- The span's bookings must be the last (why: give_back() of bucket_store.cpp).
-    local earliest = -math.huge
+    local earliest = -huge
     if from_text then
       local until_s, until_ns = mark_parts(until_text)
       if until_s ~= saved_free_s or until_ns ~= saved_free_ns then return 0 end
@@ -950,14 +965,14 @@ end
 -- toward zero, NaN as 0, saturating at 2^63.
 local function whole_ns(value)
   if value ~= value then return 0 end
-  return math.min(math.floor(value), 2 ^ 63)
+  return min(floor(value), 2 ^ 63)
 end
 
 -- A whole number of nanoseconds as std::to_string writes the int64 it stands for.
 local function integer_string(value)
   if value == 0 then return "0" end
   if value >= 2 ^ 63 then return "9223372036854775807" end
-  return string.format("%.0f", value)
+  return format("%.0f", value)
 end
 
 -- TokenBucket::derive(): stable interval, max permits, cool-down interval, threshold, slope.
@@ -968,13 +983,13 @@ local function derive(shape, rate, burst, warmup_ns, cold)
     return stable, burst * rate, stable, 0, 0
   end
   if warmup_ns == 0 then return stable, 0, stable, 0, 0 end
-  if stable == 0 then return stable, math.huge, 0, math.huge, 0 end
+  if stable == 0 then return stable, huge, 0, huge, 0 end
   local cold_interval = stable * cold
   local threshold = 0.5 * warmup_ns / stable
   local max_permits = threshold + 2.0 * warmup_ns / (stable + cold_interval)
   local warmup_permits = max_permits - threshold
   local slope = 0
-  if warmup_permits > 0 and warmup_permits < math.huge then
+  if warmup_permits > 0 and warmup_permits < huge then
     slope = (cold_interval - stable) / warmup_permits
   end
   return stable, max_permits, warmup_ns / max_permits, threshold, slope
@@ -997,7 +1012,7 @@ local function read_state(f, max_permits, now_s, now_s_text)
   -- Never more than the bucket holds (infinite only where it holds that much); a rescale may
   -- round a full bucket a little above.
   if stored and stored >= 0 and free_s and free_s >= 0 and free_s <= 9223372037 and
-      free_s % 1 == 0 and expires and expires >= 0 and expires < math.huge and free_ns and
+      free_s % 1 == 0 and expires and expires >= 0 and expires < huge and free_ns and
       free_ns >= 0 and free_ns < 1e9 and free_ns % 1 == 0 and
       stored <= max_permits * (1 + 1e-9) then
     return stored, free_s, free_ns, expires
@@ -1009,7 +1024,7 @@ end
 local function request_time(given_time, call)
   if given_time ~= "" then
     local micros = tonumber(given_time)
-    local now_s = math.floor(micros / 1e6)
+    local now_s = floor(micros / 1e6)
     return now_s, (micros - now_s * 1e6) * 1000, nil
   end
   local time = call and call.time or redis.call("TIME")
@@ -1026,9 +1041,9 @@ local function reserve_arguments(argv)
   local permits, timeout = argv[3] == "1" and 1 or tonumber(argv[3]), argv[4]
   -- PermitRequest::refuse_quota_wait: refused when a quota holds the request back past now.
   local refuse_quota_wait = false
-  if string.sub(timeout, -6) == " quota" then
+  if sub(timeout, -6) == " quota" then
     refuse_quota_wait = true
-    timeout = string.sub(timeout, 1, -7)
+    timeout = sub(timeout, 1, -7)
   end
   -- No timeout, the int64 maximum, as tonumber() would read it.
   if timeout == "9223372036854775807" then timeout = 2 ^ 63 else timeout = tonumber(timeout) end
@@ -1042,7 +1057,7 @@ local function reserve_arguments(argv)
   local after_shape = #argv - first + 1
   local given_notation
   if after_shape % 2 == 1 then given_notation = argv[#argv] end
-  local count = math.floor(after_shape / 2)
+  local count = floor(after_shape / 2)
   local quota_limits, quota_slots
   if count > 0 then
     if not (count <= MOST_QUOTAS) then return true end
@@ -1064,7 +1079,6 @@ end
 -- free moment, as in the core.
 local function book(stored, next_free, permits, book_at, now, max_time, shape, pay_first, stable,
                     max_permits, cool_down, threshold, slope)
-  local min = math.min
   if book_at > next_free then
     if max_permits > 0 then
       stored = min(max_permits, stored + (book_at - next_free) / cool_down)
@@ -1095,7 +1109,7 @@ local function book(stored, next_free, permits, book_at, now, max_time, shape, p
   next_free = min(next_free, max_time)
   stored = stored - stored_to_spend
   if pay_first == "1" then go_at = next_free end
-  return stored, next_free, math.max(go_at - now, 0)
+  return stored, next_free, max(go_at - now, 0)
 end
 
 -- decide(): granted (1) iff the wait is within the timeout, at the later of the rate's moment
@@ -1110,7 +1124,6 @@ end
 local function decide(permits, wait, timeout, refuse_quota_wait, grantable, hold_go,
                       booked_stored, booked_free, stable, max_time, now, now_s, quota_lib,
                       limits, slots, states, marks, saved_passed)
-  local min, max = math.min, math.max
   local granted, held_by_quota, counts, sums, passed = 0, false, nil, nil, nil
   if marks and (hold_go or not quota_lib.marks_allow(marks, permits, now + wait, limits, slots,
                                                      now_s)) then
@@ -1169,7 +1182,6 @@ end
 -- call, its expiry moved once per KEPT_MARGIN_MS.
 local function expiry_in_ms(next_free, stored, max_permits, cool_down, now, now_s, quota_states,
                             quota_marks, quota_slots, backoff, backoff_lib, params, rate, kept)
-  local max, ceil = math.max, math.ceil
   -- Full again once the next free moment has passed and the missing permits have refilled.
   local refill = (max_permits - stored) * cool_down
   if refill ~= refill or max_permits == 0 then refill = 0 end
@@ -1310,8 +1322,6 @@ end
 -- One request on `key`, its arguments in `argv` (the call's ARGV, or one request of a batch): its
 -- reply. `call`: reserve_all's (its time, and whether it asks or books), or nil.
 local function serve(argv, key, call)
-  -- Library functions read once per request (Redis guards its globals, which makes each read cost).
-  local huge, floor, min, max, fmod = math.huge, math.floor, math.min, math.max, math.fmod
   local operation, given_time = argv[1], argv[2]
   if operation ~= "reserve" and operation ~= "reserve_keeping" and operation ~= "status" and
       operation ~= "set_rate" and operation ~= "give_back" and operation ~= "throttle" then
@@ -1674,6 +1684,10 @@ end
 
 -- The function FCALL calls (registered below): one request, a batch or a reserve_all.
 local function bucket(keys, argv)
+  if not redis then
+    huge, floor, ceil, min, max, fmod, format, sub, find, match, rep, concat, tonumber, tostring,
+    type, unpack, select, pcall, cjson, redis = globals_used()
+  end
   if argv[1] == "reserve_all" then return reserve_all(serve, keys, argv) end
   if argv[1] ~= "batch" then return serve(argv, keys[1]) end
   -- batch: each request in turn, served as if alone; an error is its request's reply, and the
@@ -1704,4 +1718,4 @@ end
 
 -- FUNCTION_NAME: set by the lines the build puts before this file (src/CMakeLists.txt), the name
 -- with this file's SHA-1, so that each version of ratelimit calls its own.
-redis.register_function(FUNCTION_NAME, bucket)
+register(FUNCTION_NAME, bucket)
