@@ -537,8 +537,8 @@ TEST_F(RedisRelayTest, ABatchThatIsNotWholeServesNoRequest) {
   load_script();
   const std::vector<std::string> reserve =
       encode_reserve(request("torn", 1), nanoseconds::max(), 1'000'000);
-  std::vector<std::string> call{"FCALL", std::string(kRedisBucketFunction), "1",
-                                redis_key("torn"), std::string(kBatchOperation)};
+  std::vector<std::string> call{"FCALL", std::string(kRedisBucketFunction), "1", redis_key("torn"),
+                                std::string(kBatchOperation)};
   add_to_batch(call, reserve);
   // A second request of 5 arguments, cut after 2.
   call.insert(call.end(), {"5", "status", ""});
@@ -596,8 +596,7 @@ TEST(RedisRelayCluster, AMovedBatchIsAnsweredRequestByRequest) {
                      {.url = seed.tcp_url()});
   for (int i = 0; i < 3; ++i) {
     Deadline deadline(kServerTimeout, &real_waiter());
-    std::vector<std::string> call{"FCALL", std::string(kRedisBucketFunction), "1",
-                                  redis_key(key)};
+    std::vector<std::string> call{"FCALL", std::string(kRedisBucketFunction), "1", redis_key(key)};
     for (std::string& argument : encode_reserve(request(key, 1), nanoseconds::max(), 1'000'000))
       call.push_back(std::move(argument));
     EXPECT_THROW(client.command(redis_key(key), call, deadline), Interrupted);

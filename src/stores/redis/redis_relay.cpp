@@ -397,8 +397,7 @@ Topology& Relay::deployment(const Request& request) {
 
 std::string Relay::reply_answer(const Request& request, const Value& reply,
                                 const std::vector<std::string>& said) {
-  if (request.arguments[0] == "FCALL" && reply.type != Value::Type::error)
-    ++decisions_;
+  if (request.arguments[0] == "FCALL" && reply.type != Value::Type::error) ++decisions_;
   return reply_outcome(said, reply);
 }
 

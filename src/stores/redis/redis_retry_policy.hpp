@@ -40,8 +40,8 @@ class FailingOver : public StoreUnavailable {
 // Thrown by one try whose command did not run, and that is sent again at once, changed: a
 // Cluster's MOVED (to the node it names, which the Topology keeps for the key) or ASK (to the node
 // it names, for this command only), or a function missing (once the store has loaded the
-// script's library there). Its message (the reply, with the server) is what the request fails with once RetryPolicy
-// sends it no more.
+// script's library there). Its message (the reply, with the server) is what the request fails with
+// once RetryPolicy sends it no more.
 class NotRun : public StoreUnavailable {
  public:
   enum class Reply { moved, ask, function_missing };

@@ -92,8 +92,8 @@ class Store final : public BucketStore {
   // Runs `attempt` (one try of an operation, which sends it once) within `deadline`, tried again
   // as the request's one RetryPolicy decides: while the server restarts (refuses or drops
   // connections, answers LOADING: ConnectionLost), through a failover (FailingOver), after a
-  // command that did not run (NotRun: a Cluster's redirect, no function) and while the sentinels name
-  // no master (NoMasterNamed). Whether a command that may have run is sent again, the command
+  // command that did not run (NotRun: a Cluster's redirect, no function) and while the sentinels
+  // name no master (NoMasterNamed). Whether a command that may have run is sent again, the command
   // says (send() tells the policy, as the agent's does). This is the one loop of an operation:
   // what it calls tries once (through the agent, the agent's loop waits for a failover and
   // follows a redirect, and this one waits for a restart and calls the function again once it has

@@ -340,10 +340,8 @@ TEST(RedisScriptProtocol, BatchOfRequestsAndItsReplies) {
   EXPECT_EQ(replies[0].integer, 1);
   EXPECT_EQ(replies[1].type, Value::Type::nil);
   EXPECT_EQ(replies[2].text, "5");
-  const Value missing{.type = Value::Type::error,
-                      .integer = 0,
-                      .text = "ERR Function not found",
-                      .elements = {}};
+  const Value missing{
+      .type = Value::Type::error, .integer = 0, .text = "ERR Function not found", .elements = {}};
   EXPECT_TRUE(function_missing(missing));
   const auto refused = decode_batch(missing, 2, kServer);
   ASSERT_EQ(refused.size(), 2u);
