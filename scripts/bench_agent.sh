@@ -58,10 +58,10 @@ process_cpu() {
   cat /proc/"$1"/task/*/schedstat | awk '{ s += $1 } END { printf "%.0f", s / 1000 }'
 }
 
-# The server's own time per EVALSHA since the last reset (INFO commandstats), in microseconds.
+# The server's own time per FCALL since the last reset (INFO commandstats), in microseconds.
 script_time() {
   redis-cli -s "$TMP/redis/sock" info commandstats |
-    sed -n 's/^cmdstat_evalsha:.*usec_per_call=\([0-9.]*\).*/\1/p' | grep . || echo -
+    sed -n 's/^cmdstat_fcall:.*usec_per_call=\([0-9.]*\).*/\1/p' | grep . || echo -
 }
 
 # measure LOOPS STATE_DIR [acquire options...]: LOOPS loops at once of CALLS/LOOPS acquires (at
@@ -108,13 +108,13 @@ warm_agent() {
 # floor LOOPS: the same decisions made by redis-benchmark on LOOPS kept connections (TCP), as a
 # pipe or an agent makes them, measured the same way: what a decision costs the server at best
 # under this run's load. Prints as measure() does.
-sha=$(redis-cli -s "$TMP/redis/sock" script load "$(cat "$RATELIMIT_ROOT/src/stores/redis/redis_bucket.lua")")
+read -ra bucket <<<"$(bucket_call "$TMP/redis/sock" "$RATELIMIT_ROOT/src/stores/redis/redis_bucket.lua")"
 floor() {
   local cpu_before control_before idle n=$((CALLS * 10))
   redis-cli -s "$TMP/redis/sock" config resetstat >/dev/null
   cpu_before=$(server_cpu)
   control_before=$(server_cpu control)
-  redis-benchmark -h 127.0.0.1 -p "$port" -c "$1" -n "$n" -q EVALSHA "$sha" 1 'ratelimit:{floor}' \
+  redis-benchmark -h 127.0.0.1 -p "$port" -c "$1" -n "$n" -q "${bucket[@]}" 1 'ratelimit:{floor}' \
     reserve "" 1 9223372036854775807 "1,bursty,1e9,1,0,3,0,0,0," bursty 0 1e9 1 >/dev/null
   idle=$(($(server_cpu control) - control_before))
   awk -v cpu=$(($(server_cpu) - cpu_before)) -v idle="$idle" -v n="$n" \
@@ -132,7 +132,7 @@ paced_floor() {
   cpu_before=$(server_cpu)
   control_before=$(server_cpu control)
   redis-cli -h 127.0.0.1 -p "$port" -r "$CALLS" -i "$(awk -v us="$1" 'BEGIN { printf "%.6f", us / 1e6 }')" \
-    EVALSHA "$sha" 1 'ratelimit:{floor}' reserve "" 1 9223372036854775807 "1,bursty,1e9,1,0,3,0,0,0," \
+    "${bucket[@]}" 1 'ratelimit:{floor}' reserve "" 1 9223372036854775807 "1,bursty,1e9,1,0,3,0,0,0," \
     bursty 0 1e9 1 >/dev/null
   idle=$(($(server_cpu control) - control_before))
   awk -v cpu=$(($(server_cpu) - cpu_before)) -v idle="$idle" -v n="$CALLS" \
@@ -176,10 +176,10 @@ FLEET_SECONDS=${BENCH_FLEET_SECONDS:-3}
 server_stat() {
   redis-cli -s "$TMP/redis/sock" info "$2" | tr -d '\r' | sed -n "s/^$1:\([0-9]*\)$/\1/p"
 }
-# EVALSHA calls since the last reset (INFO commandstats).
+# FCALL calls since the last reset (INFO commandstats).
 script_calls() {
   redis-cli -s "$TMP/redis/sock" info commandstats |
-    sed -n 's/^cmdstat_evalsha:calls=\([0-9]*\),.*/\1/p' | grep . || echo 0
+    sed -n 's/^cmdstat_fcall:calls=\([0-9]*\),.*/\1/p' | grep . || echo 0
 }
 
 # fleet_row AGENTS CLIENTS KEYS PATH URL [options...]: AGENTS agent_load processes at once for
@@ -249,7 +249,7 @@ kept_row() {
   reads_before=$(server_stat total_reads_processed stats)
   cpu_before=$(server_cpu)
   control_before=$(server_cpu control)
-  rps=$(redis-benchmark "$@" -c "$connections" -n "$n" "${random[@]}" EVALSHA "$sha" 1 "$key" \
+  rps=$(redis-benchmark "$@" -c "$connections" -n "$n" "${random[@]}" "${bucket[@]}" 1 "$key" \
     reserve "" 1 9223372036854775807 "1,bursty,1e9,1,0,3,0,0,0," bursty 0 1e9 1 |
     tr '\r' '\n' | grep -oE '[0-9.]+ requests per second' | tail -1 | awk '{ print $1 }')
   idle=$(($(server_cpu control) - control_before))
@@ -301,7 +301,7 @@ fleet_section() {
   echo "sending the same script call on as many kept connections. The load generators, the agents"
   echo "and the server share the machine's $(nproc) cores, so decisions/s is this machine's, not a"
   echo "server's. Redis CPU per decision as above; per core: 1e6 over it, the decisions a second one"
-  echo "Redis core would make at that cost. Script calls per decision: INFO commandstats's EVALSHA"
+  echo "Redis core would make at that cost. Script calls per decision: INFO commandstats's FCALL"
   echo "calls over the decisions; per server read: over INFO's total_reads_processed (how many"
   echo "calls came in one read: pipelined). Agent CPU: all the agents' threads."
   echo
@@ -321,7 +321,7 @@ fi
   echo "load average $load_before before, $load_after after. Loops of \`ratelimit acquire --rate 1G/s\`"
   echo "(never waits) on one key; $CALLS calls in all per row (1 loop), $((CALLS / 8 > 10 ? CALLS / 8 : 10)) per loop with 8, $((CALLS / 64 > 10 ? CALLS / 64 : 10)) per loop with 64."
   echo "Server CPU: INFO's used_cpu_sys + used_cpu_user around the row, less what an idle control"
-  echo "server used meanwhile, per decision. The script: INFO commandstats, EVALSHA's usec_per_call"
+  echo "server used meanwhile, per decision. The script: INFO commandstats, FCALL's usec_per_call"
   echo "(its duration: on a loaded machine, time preempted included). Wall: the row's time over the"
   echo "calls of one loop. Agent CPU: the agent's time"
   echo "on a CPU, all its threads (/proc/PID/task/*/schedstat), per decision. TCP kept, agent's pace: the same call on one kept"

@@ -6,7 +6,7 @@
 #  - refusals take nothing: 4 users hammering their own 1/s key with --try every 100 ms and 16
 #    others (1/s each, waiting) under a global 10/s, REFUSE_S seconds (default 20): the refusals,
 #    and the global key's rate;
-#  - Redis server time per decision (INFO commandstats, EVALSHA usec_per_call) of acquire with 1
+#  - Redis server time per decision (INFO commandstats, FCALL usec_per_call) of acquire with 1
 #    key (today's single-key call), 2 and 4 keys, COST_CALLS calls each (default 300);
 #  - wall time of acquire with 1 and 2 keys on the state file, COST_CALLS calls each, in BENCH_ROUNDS
 #    alternating rounds (default 5), medians; in a state directory on tmpfs ($XDG_RUNTIME_DIR, else
@@ -100,7 +100,7 @@ key_options() {
   local i
   for i in $(seq "$1"); do printf -- '--key %s%s --rate 1G/s ' "$2" "$i"; done
 }
-echo "== Redis server time per decision (EVALSHA usec_per_call), $calls acquire calls each"
+echo "== Redis server time per decision (FCALL usec_per_call), $calls acquire calls each"
 for keys in 1 2 4; do
   redis-cli -s "$WORK/redis/sock" config resetstat >/dev/null
   # shellcheck disable=SC2046 # the keys' options, split
@@ -108,7 +108,7 @@ for keys in 1 2 4; do
     "$RATELIMIT" acquire $(key_options "$keys" cost$keys:) --redis "unix://$WORK/redis/sock"
   done
   echo "$keys key(s): $(redis-cli -s "$WORK/redis/sock" info commandstats | tr -d '\r' |
-    sed -n 's/^cmdstat_evalsha:calls=\([0-9]*\),usec=[0-9]*,usec_per_call=\([0-9.]*\).*/\2 us per call (\1 calls)/p')"
+    sed -n 's/^cmdstat_fcall:calls=\([0-9]*\),usec=[0-9]*,usec_per_call=\([0-9.]*\).*/\2 us per call (\1 calls)/p')"
 done
 
 echo "== acquire wall time on the state file (tmpfs: $(df -T "$wall_state" | awk 'NR == 2 { print $2 }')), $calls calls, $rounds alternating rounds (medians)"

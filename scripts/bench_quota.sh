@@ -63,7 +63,7 @@ echo "== Redis: the script's server CPU per decision with 0, 1 and 4 quotas, aga
 BENCH_REDIS_SOCK=$work/redis/sock
 BENCH_TMP=$work
 load_gcra_script
-sha=$(redis-cli -s "$work/redis/sock" script load "$(cat "$root/src/stores/redis/redis_bucket.lua")")
+read -ra bucket <<<"$(bucket_call "$work/redis/sock" "$root/src/stores/redis/redis_bucket.lua")"
 # Quotas that never hold (limit 10^15), of 1 s, 1 m, 1 h and 1 d, as LIMIT/PERIOD_NS/SLOT_US.
 q_second=1000000000000000/1000000000/15625
 q_minute=1000000000000000/60000000000/937500
@@ -74,7 +74,7 @@ q_day=1000000000000000/86400000000000/1350000000
 reserve() {
   local specs=$1
   shift
-  throughput -s "$work/redis/sock" EVALSHA "$sha" 1 "ratelimit:{quotas$#}" reserve "" 1 \
+  throughput -s "$work/redis/sock" "${bucket[@]}" 1 "ratelimit:{quotas$#}" reserve "" 1 \
     9223372036854775807 "1,bursty,1e9,1,0,3,0,0,${specs:+$specs,}0," bursty 0 1e9 1 "$@"
 }
 none() { reserve ""; }

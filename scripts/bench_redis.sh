@@ -17,7 +17,7 @@
 #   kept        the script's round trip on a kept connection, as a pipe makes it (redis-benchmark,
 #               one client, median) over each transport;
 #   throughput  the script's decisions per second from 8 concurrent clients (redis-benchmark
-#               running EVALSHA) on one key and on 8 keys, and the server's CPU per decision,
+#               running FCALL) on one key and on 8 keys, and the server's CPU per decision,
 #               against a minimal GCRA script (written here) in alternating rounds
 #               (BENCH_ROUNDS, default 5; medians); over TLS on one key;
 #   handshakes  the server's CPU and the wall time per `ratelimit acquire` over TCP and over TLS,
@@ -200,13 +200,13 @@ echo "$pipes_result" >&2
 measure_latency
 
 echo "== decisions per second, 8 clients, against a minimal GCRA script" >&2
-sha=$(redis-cli -s "$TMP/redis/sock" script load "$(cat "$RATELIMIT_ROOT/src/stores/redis/redis_bucket.lua")")
+read -ra bucket <<<"$(bucket_call "$TMP/redis/sock" "$RATELIMIT_ROOT/src/stores/redis/redis_bucket.lua")"
 BENCH_REDIS_SOCK=$TMP/redis/sock
 BENCH_TMP=$TMP
 load_gcra_script
 unix_options=(-s "$TMP/redis/sock")
 tls_options=(-h 127.0.0.1 -p "$tls_port" --tls --cacert "$tls/ca.crt")
-ours() { throughput "$@" EVALSHA "$sha" 1 'ratelimit:{bench__rand_int__}' reserve "" 1 9223372036854775807 "1,bursty,1e9,1,0,3,0,0,0," bursty 0 1e9 1; }
+ours() { throughput "$@" "${bucket[@]}" 1 'ratelimit:{bench__rand_int__}' reserve "" 1 9223372036854775807 "1,bursty,1e9,1,0,3,0,0,0," bursty 0 1e9 1; }
 ROUNDS=${BENCH_ROUNDS:-5}
 # Other work on the machine slows both scripts: the load average before and after, with the figures.
 load_before=$(cut -d' ' -f1-3 /proc/loadavg)
@@ -271,10 +271,10 @@ handshake_result="TCP: $(per_call_medians tcp); TLS with an EC P-256 certificate
 echo "$handshake_result" >&2
 
 echo "== the script's round trip on a kept connection" >&2
-# round_trip [redis-benchmark options]: the median of one client's EVALSHA round trips, in ms.
+# round_trip [redis-benchmark options]: the median of one client's FCALL round trips, in ms.
 round_trip() {
   redis-benchmark -c 1 -n 20000 -q "$@" \
-    EVALSHA "$sha" 1 'ratelimit:{kept}' reserve "" 1 9223372036854775807 "1,bursty,1e9,1,0,3,0,0,0," bursty 0 1e9 1 |
+    "${bucket[@]}" 1 'ratelimit:{kept}' reserve "" 1 9223372036854775807 "1,bursty,1e9,1,0,3,0,0,0," bursty 0 1e9 1 |
     tr '\r' '\n' | grep -oE 'p50=[0-9.]+' | tail -1 | cut -d= -f2
 }
 kept_result="unix socket $(round_trip -s "$TMP/redis/sock") ms, TCP $(round_trip -h 127.0.0.1 -p "$port") ms, TLS $(round_trip "${tls_options[@]}") ms"
@@ -297,7 +297,7 @@ echo "$kept_result" >&2
   echo "  $handshake_result."
   echo "- The script's round trip on a kept connection, as a pipe makes it (one client, median):"
   echo "  $kept_result."
-  echo "- The bucket script's decisions from 8 concurrent clients (redis-benchmark, EVALSHA):"
+  echo "- The bucket script's decisions from 8 concurrent clients (redis-benchmark, FCALL):"
   echo "  $throughput_result."
 } >"$RESULTS/redis.md"
 cat "$RESULTS/redis.md"

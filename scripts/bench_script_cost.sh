@@ -2,7 +2,9 @@
 # The bucket script's server CPU per decision against a minimal GCRA script (redis_bench.sh), for
 # one or more versions of the script on one redis-server of its own: BENCH_ROUNDS alternating
 # rounds (default 9) of 100000 decisions from 8 clients each, the arguments of a real `acquire`
-# (a reserve of one permit at 1e9/s on one key that holds the caller's settings: the common call).
+# (a reserve of one permit at 1e9/s on one key that holds the caller's settings: the common call),
+# each version called as its ratelimit calls it (redis_bench.sh's bucket_call: FCALL of a function
+# library, or EVALSHA of an older script).
 # Prints each round's figures and ratio to the same round's GCRA, then the medians.
 #   scripts/bench_script_cost.sh [NAME=SCRIPT.lua]...   default: now=src/stores/redis/redis_bucket.lua
 #   e.g. scripts/bench_script_cost.sh main=<(git show main:src/stores/redis/redis_bucket.lua) now=src/stores/redis/redis_bucket.lua
@@ -22,8 +24,8 @@ pairs=(gcra gcra_unix)
 names=()
 for given in "$@"; do
   name=${given%%=*}
-  sha=$(redis-cli -s "$work/redis/sock" script load "$(cat "${given#*=}")")
-  eval "run_$name() { throughput -s '$work/redis/sock' EVALSHA $sha 1 'ratelimit:{cost_$name}' \
+  call=$(bucket_call "$work/redis/sock" "${given#*=}")
+  eval "run_$name() { throughput -s '$work/redis/sock' $call 1 'ratelimit:{cost_$name}' \
     reserve '' 1 9223372036854775807 '1,bursty,1e9,1,0,3,0,0,0,' bursty 0 1e9 1; }"
   pairs+=("$name" "run_$name")
   names+=("$name")

@@ -2,8 +2,9 @@
 # The bucket script's cost counted in instructions, which other work on the machine does not
 # change (bench_script_cost.sh times it): for each SCRIPT, a redis-server of its own under
 # callgrind with only it and the minimal GCRA script of redis_bench.sh loaded; the server's
-# instructions per call for 2000 EVALSHA calls of each from one client, after 300 to warm up,
-# with the arguments of a real `acquire` (the common call, as bench_script_cost.sh sends them).
+# instructions per call for 2000 calls of each from one client, after 300 to warm up, with the
+# arguments of a real `acquire` (the common call, as bench_script_cost.sh sends them), each
+# version called as its ratelimit calls it (redis_bench.sh's bucket_call).
 #   scripts/bench_script_instructions.sh [NAME=SCRIPT.lua]...   default: now=src/stores/redis/redis_bucket.lua
 set -euo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -22,13 +23,13 @@ for given in "$@"; do
   BENCH_REDIS_SOCK=$work/sock
   BENCH_TMP=$work
   load_gcra_script
-  sha=$(redis-cli -s "$work/sock" script load "$(cat "${given#*=}")")
+  read -ra bucket <<<"$(bucket_call "$work/sock" "${given#*=}")"
   line="$name:"
   for which in gcra script; do
     if [ "$which" = gcra ]; then
       command=(EVALSHA "$GCRA_SHA" 1 'gcra:{k}' 0.001 1000000)
     else
-      command=(EVALSHA "$sha" 1 'ratelimit:{k}' reserve '' 1 9223372036854775807
+      command=("${bucket[@]}" 1 'ratelimit:{k}' reserve '' 1 9223372036854775807
                '1,bursty,1e9,1,0,3,0,0,0,' bursty 0 1e9 1)
     fi
     redis-benchmark -s "$work/sock" -c 1 -n 300 -q "${command[@]}" >/dev/null

@@ -1,5 +1,5 @@
 # Sourced by the benchmarks that measure the bucket script on a redis-server (bench_redis.sh,
-# bench_quota.sh, bench_agent.sh), after setup.sh: the server they start, and the server's CPU per
+# bench_quota.sh, bench_agent.sh, bench_script_*.sh), after setup.sh: the server they start, and the server's CPU per
 # decision against a minimal GCRA script.
 # $BENCH_REDIS_SOCK is the server's unix socket, $BENCH_TMP a directory of the caller's.
 
@@ -48,6 +48,26 @@ redis.call("SET", KEYS[1], tat, "PX", math.ceil((tat - now) / 1000) + 1)
 return {1, "0"}
 LUA
   GCRA_SHA=$(redis-cli -s "$BENCH_REDIS_SOCK" script load "$(cat "$BENCH_TMP/gcra.lua")")
+}
+
+# bucket_call SOCKET SCRIPT: loads SCRIPT, a version of src/stores/redis/redis_bucket.lua, on the
+# server at the unix SOCKET as that version's ratelimit does, and prints the command that calls
+# it, up to its count of keys: FCALL and the function's name for a function library (the lines
+# before the file as src/stores/redis/redis_script.cpp.in writes them), else EVALSHA and the SHA-1
+# (an older script, for comparisons). SCRIPT is read once: it may be a pipe, as <(git show ...).
+bucket_call() {
+  local text sha
+  text=$(cat "$2" && echo .)
+  text=${text%.}
+  sha=$(printf '%s' "$text" | sha1sum | cut -d' ' -f1)
+  if [[ $text == *redis.register_function* ]]; then
+    redis-cli -s "$1" function load replace \
+      "$(printf '#!lua name=ratelimit_%s\nlocal FUNCTION_NAME = "ratelimit_%s"\n%s' "$sha" "$sha" \
+        "$text")" >/dev/null
+    echo "FCALL ratelimit_$sha"
+  else
+    echo "EVALSHA $(redis-cli -s "$1" script load "$text")"
+  fi
 }
 
 # server_cpu: the server's CPU time so far (user + system), in seconds.

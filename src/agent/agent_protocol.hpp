@@ -16,8 +16,8 @@ inline constexpr std::string_view kSocketName = "agent.sock";
 inline constexpr std::string_view kLockName = "agent.lock";
 // A request of the agent's own, not a store's: what it says of itself.
 inline constexpr std::string_view kStatusRequest = "agent-status";
-// The script is the largest request (EVAL after NOSCRIPT, about 30 kB); anything near this is no
-// client's.
+// The script is the largest request (FUNCTION LOAD of its library, about 90 kB); anything near
+// this is no client's.
 inline constexpr std::uint32_t kMaxFrame = 1 << 20;
 
 inline std::string framed(std::string_view payload) {

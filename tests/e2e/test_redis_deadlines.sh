@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# One deadline per operation on Redis: --redis-timeout bounds connect, AUTH, SELECT, EVALSHA and
-# EVAL together, not each; and --try / --timeout count the wait for the server's answer, as the
+# One deadline per operation on Redis: --redis-timeout bounds connect, AUTH, SELECT, FCALL,
+# FUNCTION LOAD and FCALL again together, not each; and --try / --timeout count the wait for the server's answer, as the
 # state-file store counts the wait for its lock (75, not 69 after --redis-timeout, not a grant
 # after the server came back).
 # Timing: loose bounds, run alone (RESOURCE_LOCK timing).
@@ -20,8 +20,8 @@ expect_within() {
 }
 
 # A server whose every reply comes 200 ms late (a proxy that holds each reply back), with a
-# password, a database and no script cached: AUTH, SELECT, EVALSHA (NOSCRIPT) and EVAL are four
-# round trips, 800 ms in all, each within a --redis-timeout of 300 ms.
+# password, a database and no function loaded: AUTH, SELECT, FCALL (no function), FUNCTION LOAD
+# and FCALL again are five round trips, 1000 ms in all, each within a --redis-timeout of 300 ms.
 start_redis slow --requirepass secret
 python3 -c '
 import socket, sys, threading, time
@@ -55,10 +55,10 @@ REDIS_PIDS+=($proxy)
 until [ -s "$WORK/proxy.port" ]; do sleep 0.01; done
 slow_url=redis://:secret@127.0.0.1:$(cat "$WORK/proxy.port")/1
 shown_url=redis://:***@127.0.0.1:$(cat "$WORK/proxy.port")/1
-redis_cli slow -a secret --no-auth-warning script flush >/dev/null
+redis_cli slow -a secret --no-auth-warning function flush >/dev/null
 expect_within 250 700 69 acquire --redis "$slow_url" --redis-timeout 300ms --rate 10/s --key k
 expect_stderr "ratelimit: Redis at $shown_url: no reply within 300ms"
-# With time for all four it is granted.
+# With time for all five it is granted.
 expect_within 600 3000 0 acquire --redis "$slow_url" --redis-timeout 3s --rate 10/s --key k
 kill "$proxy"
 

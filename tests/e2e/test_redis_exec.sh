@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # exec and acquire over Redis: 4 "hosts" (separate state directories) share one bucket; TCP and
-# unix URLs; passwords; NOSCRIPT; a damaged key; status and reset; bad URLs.
+# unix URLs; passwords; a server without the script's function; a damaged key; status and reset;
+# bad URLs.
 # Timing: loose bounds, run alone (RESOURCE_LOCK timing).
 source "$E2E_LIB"
 source "$(dirname "${BASH_SOURCE[0]}")/redis_server.sh"
@@ -46,14 +47,14 @@ expect_stderr "ratelimit: no bucket 'env' in Redis at unix://$sock"
 expect_status 0 "$RATELIMIT" acquire --rate 1/s --key try
 expect_status 75 "$RATELIMIT" acquire --rate 1/s --key try --try
 
-# The script is loaded again after SCRIPT FLUSH, and books once.
+# The script's library is loaded again after FUNCTION FLUSH, and books once.
 "$RATELIMIT" acquire --rate 2/s --key flush
-redis_cli main script flush >/dev/null
+redis_cli main function flush >/dev/null
 start=$(now_ns)
 "$RATELIMIT" acquire --rate 2/s --key flush
 "$RATELIMIT" acquire --rate 2/s --key flush
 ms=$(ms_since "$start")
-[ "$ms" -ge 900 ] && [ "$ms" -lt 2500 ] || fail "after SCRIPT FLUSH 2 acquires at 2/s took ${ms} ms"
+[ "$ms" -ge 900 ] && [ "$ms" -lt 2500 ] || fail "after FUNCTION FLUSH 2 acquires at 2/s took ${ms} ms"
 
 # A key holding garbage or another type: a fresh bucket, said with -v.
 redis_cli main set 'ratelimit:{junk}' garbage >/dev/null

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # One retry loop per request (RetryPolicy), direct (--no-agent) and through the agent, against a
-# Sentinel master that hangs on writes (CLIENT PAUSE WRITE: each EVALSHA goes out and its reply
+# Sentinel master that hangs on writes (CLIENT PAUSE WRITE: each FCALL goes out and its reply
 # never comes, so it may have run). The tries are counted as the master's new connections (each
 # try finds the master again: one connection, one send).
 # `acquire --timeout 1s` is sent once per try (direct: each try but the last told under -v, "asking

@@ -80,7 +80,7 @@ class RedisRelayTest : public ::testing::Test {
     store.relay_through(RelayClient(agent_, {.url = server_.unix_url()}));
     return store;
   }
-  // The script loaded on the server, so that each request below runs at its first EVALSHA.
+  // The script loaded on the server, so that each request below runs at its first FCALL.
   void load_script() {
     Store(testing::settings_of(server_.unix_url(), kServerTimeout))
         .reserve(request("warm", 1), real_waiter());
@@ -409,7 +409,7 @@ Value direct_command(const RedisServer& server, const std::vector<std::string>& 
 // The calls of the bucket script that `server` ran since its statistics were last reset.
 long long script_calls(const RedisServer& server) {
   const std::string stats = direct_command(server, {"INFO", "commandstats"}).text;
-  constexpr std::string_view kCalls = "cmdstat_evalsha:calls=";
+  constexpr std::string_view kCalls = "cmdstat_fcall:calls=";
   const std::size_t at = stats.find(kCalls);
   return at == std::string::npos ? 0 : std::stoll(stats.substr(at + kCalls.size()));
 }
@@ -427,8 +427,7 @@ std::string request_to_agent(const RedisServer& server, const std::string& redis
 // The request of a call of the bucket script on `key` with `script_arguments` (its ARGV).
 std::string script_request(const RedisServer& server, const std::string& key,
                            const std::vector<std::string>& script_arguments) {
-  std::vector<std::string> call{"EVALSHA", std::string(kRedisBucketScriptSha1), "1",
-                                redis_key(key)};
+  std::vector<std::string> call{"FCALL", std::string(kRedisBucketFunction), "1", redis_key(key)};
   call.insert(call.end(), script_arguments.begin(), script_arguments.end());
   return request_to_agent(server, redis_key(key), call);
 }
@@ -538,8 +537,8 @@ TEST_F(RedisRelayTest, ABatchThatIsNotWholeServesNoRequest) {
   load_script();
   const std::vector<std::string> reserve =
       encode_reserve(request("torn", 1), nanoseconds::max(), 1'000'000);
-  std::vector<std::string> call{"EVALSHA", std::string(kRedisBucketScriptSha1), "1",
-                                redis_key("torn"), std::string(kBatchOperation)};
+  std::vector<std::string> call{"FCALL", std::string(kRedisBucketFunction), "1", redis_key("torn"),
+                                std::string(kBatchOperation)};
   add_to_batch(call, reserve);
   // A second request of 5 arguments, cut after 2.
   call.insert(call.end(), {"5", "status", ""});
@@ -590,15 +589,14 @@ TEST(RedisRelayCluster, AMovedBatchIsAnsweredRequestByRequest) {
     if (direct_command(seed, {"CLUSTER", "KEYSLOT", redis_key(candidate)}).integer >= 8192)
       key = candidate;
   }
-  direct_command(other, {"SCRIPT", "LOAD", std::string(kRedisBucketScript)});
+  direct_command(other, library_load());
   // The requests as a client of the seed node sends them.
   RecordingAgent recorder;
   RelayClient client(std::shared_ptr<AgentLink>(&recorder, [](AgentLink*) {}),
                      {.url = seed.tcp_url()});
   for (int i = 0; i < 3; ++i) {
     Deadline deadline(kServerTimeout, &real_waiter());
-    std::vector<std::string> call{"EVALSHA", std::string(kRedisBucketScriptSha1), "1",
-                                  redis_key(key)};
+    std::vector<std::string> call{"FCALL", std::string(kRedisBucketFunction), "1", redis_key(key)};
     for (std::string& argument : encode_reserve(request(key, 1), nanoseconds::max(), 1'000'000))
       call.push_back(std::move(argument));
     EXPECT_THROW(client.command(redis_key(key), call, deadline), Interrupted);
@@ -613,23 +611,24 @@ TEST(RedisRelayCluster, AMovedBatchIsAnsweredRequestByRequest) {
   EXPECT_EQ(direct_command(other, {"EXISTS", redis_key(key)}).integer, 1);
 }
 
-// A batch that meets a server without the script (SCRIPT FLUSH, a server started again) gives
-// each request NOSCRIPT: each client loads the script with EVAL, as alone, and is booked once.
+// A batch that meets a server without the script's function (FUNCTION FLUSH, a server started
+// again) gives each request "Function not found": each client loads the library, calls the
+// function again alone, and is booked once.
 TEST_F(RedisRelayTest, ABatchWithoutTheScriptLoadsItAndBooksEachRequestOnce) {
   auto recorder = std::make_shared<RecordingAgent>();
   Store client(testing::settings_of(server_.unix_url(), kServerTimeout));
   client.relay_through(RelayClient(recorder, {.url = server_.unix_url()}));
   for (int i = 0; i < 4; ++i) client.reserve(request("noscript", 1), real_waiter());
   ASSERT_EQ(recorder->requests.size(), 4u);
-  direct_command(server_, {"SCRIPT", "FLUSH"});
+  direct_command(server_, {"FUNCTION", "FLUSH"});
   direct_command(server_, {"CONFIG", "RESETSTAT"});
   const std::vector<std::string> answers = agent_->relay.answer(recorder->requests, real_waiter());
   EXPECT_EQ(script_calls(server_), 1);
   EXPECT_EQ(agent_->relay.decisions(), 0u);
   Store relayed_client = relayed();
   for (int i = 0; i < 4; ++i) {
-    EXPECT_TRUE(reply_in(answers[i]).text.starts_with("NOSCRIPT")) << answers[i];
-    // The client's next request (EVAL) goes to the agent alone.
+    EXPECT_TRUE(reply_in(answers[i]).text.starts_with("ERR Function not found")) << answers[i];
+    // The client's next requests (FUNCTION LOAD, FCALL) go to the agent alone.
     agent_->scripted.push_back({.outcome = AgentAnswer::Outcome::answered, .answer = answers[i]});
     const Reservation reservation = relayed_client.reserve(request("noscript", 1), real_waiter());
     EXPECT_TRUE(reservation.granted);

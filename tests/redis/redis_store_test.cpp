@@ -17,6 +17,7 @@
 #include "settings_of.hpp"
 #include "stores/redis/redis_connection.hpp"
 #include "stores/redis/redis_script.hpp"
+#include "stores/redis/redis_script_protocol.hpp"
 #include "stores/redis/redis_url.hpp"
 
 // Against real redis-servers, each test its own; no mock of Redis anywhere.
@@ -229,11 +230,11 @@ TEST_F(RedisStoreTest, ServerClockDecides) {
   EXPECT_LE(second, 500ms);
 }
 
-TEST_F(RedisStoreTest, ScriptIsLoadedAgainAfterScriptFlush) {
+TEST_F(RedisStoreTest, ScriptIsLoadedAgainAfterFunctionFlush) {
   Store redis = store_at(server_.unix_url());
   EXPECT_EQ(redis.reserve_at(request("flushed", bursty(10)), kForever, 0).wait, 0ms);
-  EXPECT_EQ(admin(server_, {"SCRIPT", "FLUSH"}).type, Value::Type::status);
-  // Booked once, not twice: the NOSCRIPT reply means the script did not run.
+  EXPECT_EQ(admin(server_, {"FUNCTION", "FLUSH"}).type, Value::Type::status);
+  // Booked once, not twice: "Function not found" means the script did not run.
   EXPECT_EQ(redis.reserve_at(request("flushed", bursty(10)), kForever, 0).wait, 100ms);
   EXPECT_EQ(redis.reserve_at(request("flushed", bursty(10)), kForever, 0).wait, 200ms);
 }
@@ -684,12 +685,14 @@ TEST_F(RedisStoreTest, KeyWithQuotasExpiresOnceTheirWindowsHavePassed) {
   EXPECT_LE(ttl.integer, 66000 + 2000);
 }
 
-// scripts/bench_redis.sh calls the script itself.
+// scripts/bench_redis.sh loads the library and calls the function itself.
 TEST_F(RedisStoreTest, ReserveAsTheBenchCallsIt) {
+  // The library is named as its function.
+  EXPECT_EQ(admin(server_, library_load()).text, kRedisBucketFunction);
   const Value reply =
       admin(server_,
-            {"EVAL", std::string(kRedisBucketScript), "1", "ratelimit:{short}", "reserve", "", "1",
-             "9223372036854775807", "1,bursty,1e9,1,0,3,0,0,0,", "bursty", "0", "1e9", "1"});
+            {"FCALL", std::string(kRedisBucketFunction), "1", "ratelimit:{short}", "reserve", "",
+             "1", "9223372036854775807", "1,bursty,1e9,1,0,3,0,0,0,", "bursty", "0", "1e9", "1"});
   // Granted at once, and the key holds the caller's rate and schedule: the wait and the booking's
   // span say it all.
   ASSERT_EQ(reply.type, Value::Type::string);

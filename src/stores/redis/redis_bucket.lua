@@ -1,4 +1,9 @@
 -- One shared bucket decided atomically on the Redis server, with the server's clock (TIME).
+-- A Redis function library (Redis 7.0 or later): the build puts two lines before this file that
+-- name the library and FUNCTION_NAME, its one function, after the file's SHA-1
+-- (src/stores/redis/redis_script.cpp.in), and the store loads it where FCALL finds none. KEYS and
+-- ARGV below are FCALL's keys and arguments, which bucket() (at the end) gets as `keys` and
+-- `argv`.
 --
 -- This is src/core/token_bucket.cpp, Quota and QuotaBucket of src/core/quota.cpp, and decide()
 -- and change_rate() of src/stores/bucket_store.cpp, operation for operation and in the same
@@ -122,13 +127,51 @@
 --          arguments, a redis.call() refused) has its error as its reply while the others go on.
 -- Waits are strings of integer nanoseconds: a Lua number in a reply is truncated to an integer.
 --
--- EVAL runs this whole body on every call, and serve() once per request, creating each function
--- and table in it afresh: the bucket is kept in locals rather than tables, and the functions that
--- the common call (a reserve on a key that holds the caller's parameters and schedule) does not
--- need are only created by the calls that do. A request alone is served with ARGV as it came, no
--- table made for it. Each argument costs the server on every call, and so does splitting a text:
+-- FUNCTION LOAD runs this body once: the named functions it defines are made then, not per call.
+-- serve() runs once per request, creating each function and table in it afresh: the bucket is kept
+-- in locals rather than tables, and the functions that the common call (a reserve on a key that
+-- holds the caller's parameters and schedule) does not need are only created by the calls that do
+-- (the tables of the *_functions() below, made per call that asks for them). A request alone is
+-- served with ARGV as it came, no table made for it. A call of a function costs about as much as
+-- a global read (bench_script_instructions.sh: some 400 to 1000 instructions, with its arguments
+-- and results), so the common call's pieces are few. Each argument costs the server on every call, and so does splitting a text:
 -- the caller's parameters and schedule come as one text, compared with the key's at once, and
 -- only those the common call computes with come apart as well.
+
+-- The library functions the script calls, read from the globals once, on the first call
+-- (bucket(), below): FUNCTION LOAD runs this body with no globals at all, and a global read costs
+-- a call about 400 instructions where an upvalue's costs a few (bench_script_instructions.sh).
+-- globals_used() and register() come before the names below hide the globals they read.
+local function globals_used()
+  return math.huge, math.floor, math.ceil, math.min, math.max, math.fmod, string.format,
+         string.sub, string.find, string.match, string.rep, table.concat, tonumber, tostring, type,
+         unpack, select, pcall, cjson, redis
+end
+local function register(name, callback) redis.register_function(name, callback) end
+local huge, floor, ceil, min, max, fmod, format, sub, find, match, rep, concat, tonumber, tostring
+local type, unpack, select, pcall, cjson, redis
+
+-- The constants.
+local NS_PER_S = 1e9
+local REP_LIMIT = 9223372036854775808 -- 2^63; stands for the saturated int64 maximum as well
+local FORMAT_VERSION = "1"
+-- A key expires this long or up to twice as long after the bucket would be full again and its
+-- quotas' slots have all passed: an idle key vanishes. The expiry is set a margin further than it
+-- must be, and noted in the hash (expires, Unix milliseconds), so that a busy key's expiry is
+-- moved about once per margin, not on every call.
+local EXPIRY_MARGIN_MS = 1000
+-- A key that owns settings some caller does not pass (it told one that it follows them: field
+-- `noticed`), or that `ratelimit set --key` changed, is kept this long after its last call, so
+-- that its settings outlive its bucket's idle expiry; its expiry is moved about once per
+-- KEPT_MARGIN_MS.
+local KEPT_MS = 7 * 86400 * 1000
+local KEPT_MARGIN_MS = 3600 * 1000
+-- Beyond this (about 3000 years) a key is kept without expiry.
+local MAX_EXPIRY_MS = 1e14
+-- kQuotaCounts of include/ratelimit/quota.hpp: the slots a quota counts, its window's and two.
+local QUOTA_COUNTS = 66
+-- The most quotas a key keeps, as the state file's record.
+local MOST_QUOTAS = 64
 
 -- Backing off together (include/ratelimit/backoff.hpp and src/core/backoff.cpp, operation for
 -- operation): kBackoffCut, kBackoffConvergence, kBackoffFloor and kBackoffRecovery in
@@ -143,8 +186,6 @@ local function backoff_functions()
   local BACKOFF_CONVERGENCE = (1 + BACKOFF_CUT) / 2
   local BACKOFF_FLOOR = 0.01
   local BACKOFF_RECOVERY_NS = 5e9
-  local format, fmod, floor, min, max = string.format, math.fmod, math.floor, math.min, math.max
-  local huge = math.huge
 
   -- A mark as integer Unix nanoseconds in a text, as nanoseconds after now_s; nil if it is none.
   local function backoff_time_of(text, now_s)
@@ -266,7 +307,6 @@ end
 -- now_s, not negative; slots are counted on Unix microseconds, whole numbers below 2^53 until the
 -- year 2255, so that slot arithmetic is exact (fmod is).
 local function quota_functions()
-  local floor, min, max, fmod, format = math.floor, math.min, math.max, math.fmod, string.format
   -- Quota::slot_of(): whole microseconds, then slots of `slot` microseconds.
   local function quota_slot_at(t, slot, now_s)
     local us = now_s * 1e6 + floor(t / 1000)
@@ -404,7 +444,7 @@ local function quota_functions()
   -- The key's quota_counts, every number with all its digits, its quota_sums: each quota's
   -- sum of counts, joined by blanks, and its quota_passed.
   local function quota_counts_text(states)
-    local counts_format = "[" .. string.rep("%.0f,", 66) .. "%.0f]"
+    local counts_format = "[" .. rep("%.0f,", 66) .. "%.0f]"
     local texts, sums, passed = {}, {}, {}
     for i = 1, #states do
       local state = states[i]
@@ -414,8 +454,8 @@ local function quota_functions()
       sums[i] = format("%.0f", sum)
       passed[i] = format("%.0f:%.0f", state[1], state.passed or 0)
     end
-    return "[" .. table.concat(texts, ",") .. "]", table.concat(sums, " "),
-           table.concat(passed, " ")
+    return "[" .. concat(texts, ",") .. "]", concat(sums, " "),
+           concat(passed, " ")
   end
 
   -- quota_counts_text() after `units` were booked in every quota's newest slot: the key's text
@@ -429,7 +469,7 @@ local function quota_functions()
       from = marks.close[i]
     end
     pieces[#pieces + 1] = text:sub(from)
-    return table.concat(pieces), table.concat(sums, " ")
+    return concat(pieces), concat(sums, " ")
   end
 
   return {slot_at = quota_slot_at, fresh = quota_fresh, earliest = quota_earliest,
@@ -440,10 +480,9 @@ end
 
 -- What the calls that are not the common one read and write of a key's settings, and the object
 -- through which they change its bucket, made only for them, as the table settings_functions()
--- returns (each function a closure that every call making it pays for, hence one table):
+-- returns (each function a closure that every call making it pays for):
 -- `format_version` and `most_quotas` are serve()'s FORMAT_VERSION and MOST_QUOTAS.
 local function settings_functions(format_version, most_quotas)
-  local min, huge = math.min, math.huge
 
   -- Whether `text` is an int64 as std::to_string writes it: the only form compared below.
   local function is_int64_text(text)
@@ -499,7 +538,7 @@ local function settings_functions(format_version, most_quotas)
       end
       rebuilt[i] = limit .. "/" .. period .. "/" .. slot
     end
-    if table.concat(rebuilt, " ") ~= text then return nil end
+    if concat(rebuilt, " ") ~= text then return nil end
     return {limits, periods, slots}
   end
 
@@ -647,183 +686,653 @@ end
 -- the current second, the usual one, is written after it, which costs one conversion less.
 -- `integer_string`: serve()'s.
 local function span_mark_text(t, now_s, now_s_text, integer_string)
-  local ns = math.fmod(t, 1e9)
+  local ns = fmod(t, 1e9)
   if ns < 0 then ns = ns + 1e9 end
-  local s = now_s + math.floor((t - ns) / 1e9 + 0.5)
+  local s = now_s + floor((t - ns) / 1e9 + 0.5)
   -- The int64 maximum, where the core saturates, is 9223372036 s and 854775807 ns.
   if s > 9223372036 or s == 9223372036 and ns > 854775807 then return "9223372036854775807" end
-  if s == now_s and now_s_text then return now_s_text .. string.format("%09d", ns) end
-  if s > 0 then return string.format("%d%09d", s, ns) end
+  if s == now_s and now_s_text then return now_s_text .. format("%09d", ns) end
+  if s > 0 then return format("%d%09d", s, ns) end
   return integer_string(s * 1e9 + ns)
 end
 
 -- reserve_all: several keys decided together, all or nothing (decide_all() of
--- src/stores/multi_key.cpp), with `serve` (below) for each key. KEYS[1..n] the keys (one Cluster
--- slot); ARGV[2] kArgTime as every operation's, one time for the whole call; ARGV[3]
--- kAllArgTimeout as reserve's kArgTimeout (with " quota"), the call's; then for each key the
--- count of its arguments and its reserve or reserve_keeping arguments as it would go alone (from
--- kArgOperation on; their time and timeout are not read). Each key is served twice at most: first
--- asking (its settings applied as reserve applies them, nothing booked: its wait), then, if the
--- call is granted at the latest of the waits, booking as a request made at that moment (with
--- pay_first, the rate's turn moved to it instead), the quotas counting there. Returns {granted
--- 0|1, wait ns (the longest), held_by (the index of the key whose wait it is, 0 when none
--- waited), each key's asking reply, then (granted) each key's booking reply}, each reply as
--- reserve's alone.
-local function reserve_all(serve)
-  local n, timeout = #KEYS, ARGV[3]
-  local refuse_quota_wait = string.sub(timeout, -6) == " quota"
-  if refuse_quota_wait then timeout = string.sub(timeout, 1, -7) end
+-- src/stores/multi_key.cpp), with `serve` (below) for each key, on the call's `keys` and `argv`
+-- (KEYS and ARGV). KEYS[1..n] the keys (one Cluster slot); ARGV[2] kArgTime as every operation's,
+-- one time for the whole call; ARGV[3] kAllArgTimeout as reserve's kArgTimeout (with " quota"),
+-- the call's; then for each key the count of its arguments and its reserve or reserve_keeping
+-- arguments as it would go alone (from kArgOperation on; their time and timeout are not read).
+-- Each key is served twice at most: first asking (its settings applied as reserve applies them,
+-- nothing booked: its wait), then, if the call is granted at the latest of the waits, booking as
+-- a request made at that moment (with pay_first, the rate's turn moved to it instead), the quotas
+-- counting there. Returns {granted 0|1, wait ns (the longest), held_by (the index of the key
+-- whose wait it is, 0 when none waited), each key's asking reply, then (granted) each key's
+-- booking reply}, each reply as reserve's alone.
+local function reserve_all(serve, keys, argv)
+  local n, timeout = #keys, argv[3]
+  local refuse_quota_wait = sub(timeout, -6) == " quota"
+  if refuse_quota_wait then timeout = sub(timeout, 1, -7) end
   timeout = timeout == "9223372036854775807" and 2 ^ 63 or tonumber(timeout)
   local requests, at = {}, 4
   for i = 1, n do
-    local count = tonumber(ARGV[at])
-    if not (timeout and count and count >= 5 and count % 1 == 0 and at + count <= #ARGV) then
+    local count = tonumber(argv[at])
+    if not (timeout and count and count >= 5 and count % 1 == 0 and at + count <= #argv) then
       return redis.error_reply("ERR ratelimit: bad arguments")
     end
-    requests[i] = {unpack(ARGV, at + 1, at + count)}
-    requests[i][2] = ARGV[2]
+    requests[i] = {unpack(argv, at + 1, at + count)}
+    requests[i][2] = argv[2]
     at = at + 1 + count
   end
-  if n < 1 or at ~= #ARGV + 1 then return redis.error_reply("ERR ratelimit: bad arguments") end
-  local call = {asking = true, time = ARGV[2] == "" and redis.call("TIME") or nil}
+  if n < 1 or at ~= #argv + 1 then return redis.error_reply("ERR ratelimit: bad arguments") end
+  local call = {asking = true, time = argv[2] == "" and redis.call("TIME") or nil}
   local reply, longest, held_by, refused = {0, "0", 0}, 0, 0, false
   for i = 1, n do
-    local asked = serve(requests[i], KEYS[i], call)
+    local asked = serve(requests[i], keys[i], call)
     if type(asked) == "table" and asked.err then return asked end
     local wait_text = type(asked) == "table" and asked[2] or asked
-    local wait = tonumber(string.match(wait_text, "^%d+"))
-    local by_quota = string.find(wait_text, " quota", 1, true) ~= nil
+    local wait = tonumber(match(wait_text, "^%d+"))
+    local by_quota = find(wait_text, " quota", 1, true) ~= nil
     if wait >= 2 ^ 63 or (refuse_quota_wait and by_quota and wait > 0) then refused = true end
     if wait > longest then longest, held_by = wait, i end
     reply[3 + i] = asked
   end
-  reply[2], reply[3] = string.format("%.0f", longest), held_by
-  if refused or longest > math.max(timeout, 0) then return reply end
+  reply[2], reply[3] = format("%.0f", longest), held_by
+  if refused or longest > max(timeout, 0) then return reply end
   reply[1] = 1
   call.asking, call.hold = false, longest
   for i = 1, n do
     requests[i][4] = "9223372036854775807"
-    reply[3 + n + i] = serve(requests[i], KEYS[i], call)
+    reply[3 + n + i] = serve(requests[i], keys[i], call)
   end
   return reply
 end
 
--- One request, its arguments in `argv` (the call's ARGV, or one request of a batch): its reply.
-local function serve(argv, call_key, call)
-  -- The constants and library functions are serve()'s own: each local of the script's body that a
-  -- function closes over costs every call (EVAL runs the body afresh) an upvalue made and freed,
-  -- about 16k of the server's 137k instructions per common call when the body held them
-  -- (scripts/bench_script_instructions.sh); serve()'s registers cost nothing.
-  local NS_PER_S = 1e9
+-- status, throttle, give_back and the settings step of a reserve that is not the common call,
+-- made only by their calls (a function made costs every call that makes it), which pass them what
+-- they read of serve()'s.
+local function uncommon_steps()
   -- give_back()'s bound on a duration, as saturated_nanoseconds() of bucket_store.cpp.
   local CENTURY_NS = 100.0 * 365.25 * 86400e9
-  local REP_LIMIT = 9223372036854775808 -- 2^63; stands for the saturated int64 maximum as well
-  local FORMAT_VERSION = "1"
-  -- A key expires this long or up to twice as long after the bucket would be full again and its
-  -- quotas' slots have all passed: an idle key vanishes. The expiry is set a margin further than it
-  -- must be, and noted in the hash (expires, Unix milliseconds), so that a busy key's expiry is
-  -- moved about once per margin, not on every call.
-  local EXPIRY_MARGIN_MS = 1000
-  -- A key that owns settings some caller does not pass (it told one that it follows them: field
-  -- `noticed`), or that `ratelimit set --key` changed, is kept this long after its last call, so
-  -- that its settings outlive its bucket's idle expiry; its expiry is moved about once per
-  -- KEPT_MARGIN_MS.
-  local KEPT_MS = 7 * 86400 * 1000
-  local KEPT_MARGIN_MS = 3600 * 1000
-  -- Beyond this (about 3000 years) a key is kept without expiry.
-  local MAX_EXPIRY_MS = 1e14
-  -- Library functions read once per request (Redis guards its globals, which makes each read cost).
-  local huge, floor, min, max, fmod = math.huge, math.floor, math.min, math.max, math.fmod
-  local format = string.format
-  -- kQuotaCounts of include/ratelimit/quota.hpp: the slots a quota counts, its window's and two.
-  local QUOTA_COUNTS = 66
-  -- The most quotas a key keeps, as the state file's record.
-  local MOST_QUOTAS = 64
 
-  local operation, key, given_time = argv[1], call_key or KEYS[1], argv[2]
+  -- status: kStatusFields of the bucket in force (describe()), with kStatusBackoff and each
+  -- quota's kQuotaFields. `quotas`: the key's, as quota_specs_of() reads them, or nil.
+  local function status(key, bucket, params, timetable, entry_until, backoff, backoff_lib,
+                        quota_lib, quotas, quota_states, now, now_s, integer_string)
+    local backoff_shown = ""
+    if backoff then
+      local in_force
+      bucket.stored, bucket.next_free, in_force =
+        backoff_lib.in_force(backoff, bucket.stored, bucket.next_free, params.rate, now)
+      if in_force ~= params.rate then
+        bucket.stable, bucket.max_permits, bucket.cool_down, bucket.threshold, bucket.slope =
+          bucket.derive(params[1], in_force, params.burst, params.warmup, params.cold)
+        bucket.stored = min(bucket.stored, bucket.max_permits)
+      end
+      backoff_shown = format("%.17g", in_force) .. " " ..
+                      integer_string(max(backoff.paused_until - now, 0)) .. " " ..
+                      format("%.0f", backoff.throttles) .. " " ..
+                      format("%.0f", now - backoff.last_throttle)
+    end
+    bucket:resync()
+    local shown = {params[1], params[2], params[3], params[4], params[5], params[6], params[7],
+                   format("%.17g", bucket.stored),
+                   integer_string(max(bucket.next_free - now, 0)), timetable, entry_until,
+                   redis.call("HGET", key, "notation") or "", backoff_shown}
+    -- Each quota's limit, period, used now and the wait for one more unit.
+    for i = 1, quota_states and #quota_states or 0 do
+      local limit, slot, state = quotas[1][i], quotas[3][i], quota_states[i]
+      local n = #shown
+      shown[n + 1], shown[n + 2] = format("%.0f", limit), quotas[2][i]
+      shown[n + 3] = format("%.0f", quota_lib.used(limit, slot, state, now, now_s))
+      shown[n + 4] = integer_string(quota_lib.earliest(limit, slot, state, 1, now, now_s) - now)
+    end
+    return shown
+  end
+
+  -- throttle: record_throttle_report(), the request sent within a century before the report.
+  -- Returns the back-off, stored permits and next free moment after it, the back-off's text to
+  -- write and the reply (kThrottleFields).
+  local function throttle(backoff_lib, backoff, stored, next_free, rate, sent_before, retry_after,
+                          now, now_s, max_time, integer_string)
+    local new_event, extended
+    backoff, stored, next_free, new_event, extended =
+      backoff_lib.record(backoff, stored, next_free, rate,
+                         now - min(max(sent_before, 0), CENTURY_NS), retry_after, now, now_s,
+                         max_time)
+    return backoff, stored, next_free, backoff_lib.text(backoff, now_s),
+           {new_event and 1 or 0, extended and 1 or 0,
+            integer_string(max(backoff.paused_until - now, 0)),
+            format("%.17g", backoff_lib.rate_in_force(backoff, rate, now))}
+  end
+
+  -- A mark of a span (reserve's integer Unix nanoseconds) as whole seconds and nanoseconds.
+  local function mark_parts(text)
+    if #text <= 15 then
+      local value = tonumber(text)
+      local s = floor(value / 1e9)
+      return s, value - s * 1e9
+    end
+    return tonumber(text:sub(1, -10)), tonumber(text:sub(-9))
+  end
+
+  -- give_back: the reply and the next free moment moved back, or only the reply when it stays
+  -- (0, nil without a bucket, an error for bad arguments).
+  local function give_back(argv, held, bucket, saved_free_s, saved_free_ns, now, now_s,
+                           is_int64_text, whole_ns)
+    local given_back, from_text, until_text = tonumber(argv[3]), argv[4], argv[5]
+    if not (given_back and given_back > 0 and (from_text == nil) == (until_text == nil) and
+            (from_text == nil or is_int64_text(from_text) and is_int64_text(until_text))) then
+      return redis.error_reply("ERR ratelimit: bad arguments")
+    end
+    if not held then return nil end
+    -- The span's bookings must be the last (why: give_back() of bucket_store.cpp).
+    local earliest = -huge
+    if from_text then
+      local until_s, until_ns = mark_parts(until_text)
+      if until_s ~= saved_free_s or until_ns ~= saved_free_ns then return 0 end
+      local from_s, from_ns = mark_parts(from_text)
+      earliest = (from_s - now_s) * 1e9 + from_ns
+    end
+    -- give_back(): back by what the permits cost, as if never booked, but not further than the
+    -- bucket's fill time before now; durations truncated and at most a century.
+    local params, next_free = bucket.params, bucket.next_free
+    local cost = whole_ns(min(given_back * bucket.stable, CENTURY_NS))
+    local fill = params.warmup
+    if params[1] == "bursty" then
+      fill = whole_ns(min(params.burst * 1e9, CENTURY_NS))
+    end
+    local moved_back = max(next_free - cost, now - fill, earliest)
+    if moved_back >= next_free then return 0 end
+    return 1, moved_back
+  end
+
+  -- decide() before a reserve's booking, when it is not the common call: the caller's quotas,
+  -- parameters and schedule against the key's (in `bucket`, changed here, as its quotas by
+  -- `take_wanted_quotas`). `held`: the key holds a bucket (else none, or deleted: nothing saved).
+  -- Returns whether the caller follows the key's settings and is told so, the key's `noticed`
+  -- to write (nil: unchanged), the replaced parameters and timetable (nil: none), the key's
+  -- schedule after it and its new notation (nil: unchanged).
+  local function settle_settings(bucket, held, apply, wanted, wanted_quota_specs, wanted_timetable,
+                                 wanted_entry_until, quota_specs, timetable, entry_until,
+                                 saved_noticed, given_notation, joined_texts, take_wanted_quotas)
+    local followed, tell_followed = false, false
+    local noticed, replaced, replaced_timetable, new_notation
+    local new_quotas = not held
+    -- differs_from_key() of bucket_store.cpp: other parameters (the rate aside under the key's
+    -- timetable), another timetable or other quotas.
+    if held and not apply then
+      local differs = wanted_quota_specs ~= quota_specs or wanted_timetable ~= timetable
+      for i = 1, 7 do
+        if wanted[i] ~= bucket.params[i] and not (i == 2 and timetable ~= "") then
+          differs = true
+        end
+      end
+      if differs then
+        followed = true
+        local told = joined_texts(wanted, wanted_quota_specs, "0", wanted_timetable)
+        if saved_noticed ~= told then tell_followed, noticed = true, told end
+      end
+    end
+    if not held then
+      timetable, entry_until = wanted_timetable, wanted_entry_until
+      bucket:start(wanted)
+    elseif apply and wanted_quota_specs ~= quota_specs then
+      replaced, replaced_timetable = bucket.params, timetable
+      new_quotas = true
+    end
+    if new_quotas then take_wanted_quotas() end
+    -- What was replaced is noted once, before the first change (decide()'s replace()).
+    if apply and wanted_timetable ~= timetable then
+      if not replaced then replaced, replaced_timetable = bucket.params, timetable end
+      bucket:change_params(wanted)
+      timetable, entry_until = wanted_timetable, wanted_entry_until
+    else
+      if timetable ~= "" and wanted_timetable == timetable and
+          bucket.int64_less(entry_until, wanted_entry_until) then
+        entry_until = wanted_entry_until
+        bucket:change_rate(wanted[2])
+      end
+      if apply then
+        local applied = wanted
+        -- Under a timetable the rate is the latest entry's, settled above.
+        local rate = bucket.params[2]
+        if timetable ~= "" and wanted[2] ~= rate then applied = bucket:with_rate(wanted, rate) end
+        if applied ~= bucket.params and not bucket.same_params(applied, bucket.params) then
+          if not replaced then replaced, replaced_timetable = bucket.params, timetable end
+          bucket:change_params(applied)
+        end
+      end
+    end
+    if (apply and replaced) or not held then new_notation = given_notation or "" end
+    -- New settings: the next caller whose own differ is told.
+    if replaced and saved_noticed and saved_noticed ~= "" then noticed = "" end
+    return followed, tell_followed, noticed, replaced, replaced_timetable, timetable, entry_until,
+           new_notation
+  end
+
+  -- The key's bucket read field by field (a key that is not the common call's), after `f`, the
+  -- first HMGET's reply: `key_found` and `problem` ("" when it holds a bucket that can be used, or
+  -- when there is no key), its parameters, schedule, derived values, state (free_s, free_ns and
+  -- expires as read_state() reads them), quotas (quota_specs_of()) and their states, and the
+  -- fields as read: specs (`quotas`), counts (quota_counts) and passed (quota_passed).
+  local function read_key(key, f, now_s, now_s_text, settings, quota_lib, derive, read_state,
+                          format_version)
+    local k = {problem = ""}
+    if f.err then
+      k.problem = "a " .. redis.call("TYPE", key)["ok"] .. ", not a bucket"
+      return k
+    end
+    local p = redis.call("HMGET", key, "v", "shape", "rate", "burst", "warmup", "cold",
+                         "start_full", "pay_first", "timetable", "entry_until", "quotas",
+                         "quota_counts", "quota_passed")
+    if p[1] ~= format_version then
+      if not (p[1] == false and redis.call("EXISTS", key) == 0) then
+        k.problem = "not a bucket of this version"
+      end
+      return k
+    end
+    settings.upgrade_layout(p)
+    k.timetable, k.entry_until = p[9], p[10]
+    local params = settings.params_table(p[2], p[3], p[4], p[5], p[6], p[7], p[8])
+    k.params = params
+    if params and (k.entry_until == "0" or settings.is_int64_text(k.entry_until)) then
+      k.stable, k.max_permits, k.cool_down, k.threshold, k.slope =
+        derive(params[1], params.rate, params.burst, params.warmup, params.cold)
+      k.stored, k.free_s, k.free_ns, k.expires = read_state(f, k.max_permits, now_s, now_s_text)
+    end
+    k.specs, k.counts, k.passed = p[11], p[12], p[13]
+    k.quotas = settings.quota_specs_of(k.specs)
+    if k.stored and k.quotas and #k.quotas[1] > 0 then
+      k.quota_states = quota_lib.states_of(k.counts, #k.quotas[1])
+      if k.quota_states then quota_lib.passed_into(k.quota_states, k.passed) else k.stored = nil end
+    end
+    if k.stored and k.quotas then
+      k.key_found = true
+    else
+      k.problem = "a damaged bucket"
+    end
+    return k
+  end
+
+  return {status = status, throttle = throttle, give_back = give_back,
+          settle_settings = settle_settings, read_key = read_key}
+end
+
+-- The bucket's arithmetic that the common call needs too, made once at load as every function
+-- below.
+
+-- A duration or time in nanoseconds that is not negative, as the core truncates it to int64:
+-- toward zero, NaN as 0, saturating at 2^63.
+local function whole_ns(value)
+  if value ~= value then return 0 end
+  return min(floor(value), 2 ^ 63)
+end
+
+-- A whole number of nanoseconds as std::to_string writes the int64 it stands for.
+local function integer_string(value)
+  if value == 0 then return "0" end
+  if value >= 2 ^ 63 then return "9223372036854775807" end
+  return format("%.0f", value)
+end
+
+-- TokenBucket::derive(): stable interval, max permits, cool-down interval, threshold, slope.
+local function derive(shape, rate, burst, warmup_ns, cold)
+  local stable = 1e9 / rate
+  if shape == "bursty" then
+    if burst == 0 then return stable, 0, stable, 0, 0 end
+    return stable, burst * rate, stable, 0, 0
+  end
+  if warmup_ns == 0 then return stable, 0, stable, 0, 0 end
+  if stable == 0 then return stable, huge, 0, huge, 0 end
+  local cold_interval = stable * cold
+  local threshold = 0.5 * warmup_ns / stable
+  local max_permits = threshold + 2.0 * warmup_ns / (stable + cold_interval)
+  local warmup_permits = max_permits - threshold
+  local slope = 0
+  if warmup_permits > 0 and warmup_permits < huge then
+    slope = (cold_interval - stable) / warmup_permits
+  end
+  return stable, max_permits, warmup_ns / max_permits, threshold, slope
+end
+
+-- The state in `f`, HMGET's reply (stored, free_s, free_ns and expires at 2 to 5), of a bucket
+-- that holds up to max_permits: stored, the next free moment's seconds and nanoseconds, and
+-- expires (0: none noted, in keys written before expiries were, or kept without expiry); nil if
+-- a bucket cannot hold them (NaN or infinite permits or times would keep the key from expiring or
+-- refuse every call). `now_s_text`: TIME's seconds as the server wrote them, or nil. tonumber(),
+-- not arithmetic, though it parses a text twice: a field changed by hand to a text that is no
+-- number makes a damaged bucket, not a script error on every call.
+local function read_state(f, max_permits, now_s, now_s_text)
+  local stored, free_s, free_ns, expires = tonumber(f[2]), f[3], tonumber(f[4]),
+                                           tonumber(f[5] or "0")
+  -- A busy key's next free moment is mostly in the current second, whose text TIME gave.
+  if free_s == now_s_text then free_s = now_s else free_s = tonumber(free_s) end
+  -- x % 1 == 0: whole, once the bounds before it have excluded the infinities. 9223372037: the
+  -- latest next free moment, in Unix seconds (the int64 maximum of nanoseconds).
+  -- Never more than the bucket holds (infinite only where it holds that much); a rescale may
+  -- round a full bucket a little above.
+  if stored and stored >= 0 and free_s and free_s >= 0 and free_s <= 9223372037 and
+      free_s % 1 == 0 and expires and expires >= 0 and expires < huge and free_ns and
+      free_ns >= 0 and free_ns < 1e9 and free_ns % 1 == 0 and
+      stored <= max_permits * (1 + 1e-9) then
+    return stored, free_s, free_ns, expires
+  end
+end
+
+-- The request's time: Unix seconds, nanoseconds after them, and TIME's seconds as the server
+-- wrote them (nil on a `given_time`, kArgTime; else TIME, reserve_all's `call` one for all).
+local function request_time(given_time, call)
+  if given_time ~= "" then
+    local micros = tonumber(given_time)
+    local now_s = floor(micros / 1e6)
+    return now_s, (micros - now_s * 1e6) * 1000, nil
+  end
+  local time = call and call.time or redis.call("TIME")
+  -- Arithmetic reads a number's text once, tonumber() twice (whether it is one, then its value).
+  return time[1] + 0, time[2] * 1000, time[1]
+end
+
+-- reserve's and reserve_keeping's arguments (kArgPermits on, as the header says): true if they are
+-- bad, else false and the permits, the timeout (ns), refuse_quota_wait, the caller's texts, the
+-- shape, pay_first and rate as texts, the burst or the warm-up and cold factor as texts, the
+-- quotas' limits and slot lengths (nil for none) and the notation (nil for none).
+local function reserve_arguments(argv)
+  -- Mostly one permit, not parsed (tonumber() costs).
+  local permits, timeout = argv[3] == "1" and 1 or tonumber(argv[3]), argv[4]
+  -- PermitRequest::refuse_quota_wait: refused when a quota holds the request back past now.
+  local refuse_quota_wait = false
+  if sub(timeout, -6) == " quota" then
+    refuse_quota_wait = true
+    timeout = sub(timeout, 1, -7)
+  end
+  -- No timeout, the int64 maximum, as tonumber() would read it.
+  if timeout == "9223372036854775807" then timeout = 2 ^ 63 else timeout = tonumber(timeout) end
+  local wanted_texts, shape, pay_first, rate = argv[5], argv[6], argv[7], argv[8]
+  local burst, warmup, cold
+  if shape == "bursty" then burst = argv[9] else warmup, cold = argv[9], argv[10] end
+  if not ((burst or cold) and permits and permits > 0 and timeout) then return true end
+  -- The quotas' limits and slot lengths, two arguments each, after the shape's; an odd one out
+  -- after them is the notation.
+  local first = burst and 10 or 11
+  local after_shape = #argv - first + 1
+  local given_notation
+  if after_shape % 2 == 1 then given_notation = argv[#argv] end
+  local count = floor(after_shape / 2)
+  local quota_limits, quota_slots
+  if count > 0 then
+    if not (count <= MOST_QUOTAS) then return true end
+    quota_limits, quota_slots = {}, {}
+    for i = 1, count do
+      local limit, slot = tonumber(argv[first + 2 * i - 2]), tonumber(argv[first + 2 * i - 1])
+      if not (limit and limit >= 1 and slot and slot >= 1) then return true end
+      quota_limits[i], quota_slots[i] = limit, slot
+    end
+  end
+  return false, permits, timeout, refuse_quota_wait, wanted_texts, shape, pay_first, rate, burst,
+         warmup, cold, quota_limits, quota_slots, given_notation
+end
+
+-- TokenBucket::book(): from `stored` permits and the next free moment `next_free` of a bucket of
+-- those derived values (derive()), the stored permits and next free moment after booking
+-- `permits` at `book_at`, and the caller's wait from `now`. Its durations and times are not
+-- negative here, so the core's saturating sums are sums capped at 2^63; `max_time` caps the next
+-- free moment, as in the core.
+local function book(stored, next_free, permits, book_at, now, max_time, shape, pay_first, stable,
+                    max_permits, cool_down, threshold, slope)
+  if book_at > next_free then
+    if max_permits > 0 then
+      stored = min(max_permits, stored + (book_at - next_free) / cool_down)
+    end
+    next_free = book_at
+  end
+  local stored_to_spend = min(permits, stored)
+  local fresh_permits = permits - stored_to_spend
+  -- TokenBucket::stored_permits_wait_ns()
+  local stored_wait = 0
+  if shape ~= "bursty" then
+    local permits_to_take = stored_to_spend
+    local above_threshold = stored - threshold
+    if above_threshold > 0 then
+      local taken_above = min(above_threshold, permits_to_take)
+      local length = (stable + above_threshold * slope) +
+                     (stable + (above_threshold - taken_above) * slope)
+      stored_wait = whole_ns(taken_above * length / 2.0)
+      permits_to_take = permits_to_take - taken_above
+    end
+    stored_wait = min(stored_wait + whole_ns(stable * permits_to_take), 2 ^ 63)
+  end
+  -- Adding 0 saturates nothing: skipped.
+  local cost = whole_ns(fresh_permits * stable)
+  if stored_wait ~= 0 then cost = min(stored_wait + cost, 2 ^ 63) end
+  local go_at = next_free
+  if cost ~= 0 then next_free = min(next_free + cost, 2 ^ 63) end
+  next_free = min(next_free, max_time)
+  stored = stored - stored_to_spend
+  if pay_first == "1" then go_at = next_free end
+  return stored, next_free, max(go_at - now, 0)
+end
+
+-- decide(): granted (1) iff the wait is within the timeout, at the later of the rate's moment
+-- (`wait` after `now`, as book() gives it, from `booked_stored` and `booked_free`) and, with
+-- quotas (QuotaBucket), every quota's; a refusal changes nothing. reserve_all: not `grantable`
+-- books nothing (asking), and `hold_go` books no sooner. The quotas' `marks` decide alone where
+-- the full `states` would decide the same; else the states are read (quota_lib: quota_functions()).
+-- Returns true if the key's quota counts are damaged, else false, then granted, the wait, whether
+-- a quota rather than the rate set it (QuotaBucket::held_by_quota()), the next free moment booked,
+-- the quotas' states and marks after it, and the counts, sums and passed counts to write (nil:
+-- unchanged).
+local function decide(permits, wait, timeout, refuse_quota_wait, grantable, hold_go,
+                      booked_stored, booked_free, stable, max_time, now, now_s, quota_lib,
+                      limits, slots, states, marks, saved_passed)
+  local granted, held_by_quota, counts, sums, passed = 0, false, nil, nil, nil
+  if marks and (hold_go or not quota_lib.marks_allow(marks, permits, now + wait, limits, slots,
+                                                     now_s)) then
+    states = quota_lib.states_of(marks.text, #limits)
+    -- Marks are read only from a text the script wrote, and the states of that text then too:
+    -- only quota_counts and quota_sums_of changed alike by hand fail here.
+    if not states then return true end
+    quota_lib.passed_into(states, saved_passed)
+    marks = nil
+  end
+  if marks then
+    if grantable and wait <= max(timeout, 0) then
+      granted = 1
+      counts, sums = quota_lib.marks_booked(marks, permits)
+    end
+  elseif states then
+    -- QuotaBucket: at the later of the rate's moment and every quota's from there; never for
+    -- more than a quota ever allows.
+    local rate_go = now + wait
+    local go = rate_go
+    for i = 1, #limits do
+      if permits > limits[i] then
+        go = nil
+        break
+      end
+      go = max(go, quota_lib.earliest(limits[i], slots[i], states[i], permits, rate_go, now_s))
+    end
+    if go then wait = max(go - now, 0) else wait = 2 ^ 63 end
+    held_by_quota = not go or go > rate_go
+    if go and hold_go and hold_go > go then go, wait = hold_go, hold_go - now end
+    if grantable and go and wait <= max(timeout, 0) and
+        not (refuse_quota_wait and held_by_quota and wait > 0) then
+      granted = 1
+      -- The rate's turn goes with the request, unless the rate is no limit, which has none.
+      if go > rate_go and stable ~= 0 then
+        booked_free = min(booked_free + (go - rate_go), max_time)
+      end
+      for i = 1, #limits do quota_lib.book(slots[i], states[i], permits, go, now_s, now) end
+      counts, sums, passed = quota_lib.counts_text(states)
+    end
+  elseif grantable and wait <= max(timeout, 0) then
+    granted = 1
+    if hold_go and hold_go > now + wait then
+      if stable ~= 0 then booked_free = min(booked_free + (hold_go - now - wait), max_time) end
+      wait = hold_go - now
+    end
+  end
+  return false, granted, wait, held_by_quota, booked_free, states, marks, counts, sums, passed
+end
+
+-- How long the key is to be kept from now (ms), and the part of it until the bucket is full again
+-- and the expiry's margin: a key expires this long or up to twice as long after the bucket would
+-- be full again (`stored` and `next_free`, of a bucket of those derived values), its quotas'
+-- slots have all passed (their states, or marks) and its back-off has recovered at its configured
+-- rate (`params`'s, or the common call's `rate` text); a `kept` key stays KEPT_MS after its last
+-- call, its expiry moved once per KEPT_MARGIN_MS.
+local function expiry_in_ms(next_free, stored, max_permits, cool_down, now, now_s, quota_states,
+                            quota_marks, quota_slots, backoff, backoff_lib, params, rate, kept)
+  -- Full again once the next free moment has passed and the missing permits have refilled.
+  local refill = (max_permits - stored) * cool_down
+  if refill ~= refill or max_permits == 0 then refill = 0 end
+  local full_in_ms = ceil((max(next_free - now, 0) + refill) / 1e6)
+  -- And the quotas are as new once their slots have all passed.
+  for i = 1, quota_states and #quota_states or quota_marks and #quota_marks.newest or 0 do
+    local newest = quota_marks and quota_marks.newest[i] or quota_states[i][1]
+    local passed_us = (newest + QUOTA_COUNTS) * quota_slots[i] - now_s * 1e6 - now / 1000
+    full_in_ms = max(full_in_ms, ceil(passed_us / 1000))
+  end
+  -- And a key backing off keeps its back-off until it has recovered.
+  if backoff then
+    local configured = params and params.rate or rate + 0
+    full_in_ms = max(full_in_ms, ceil((backoff_lib.recovered_at(backoff, configured) - now) / 1e6))
+  end
+  local margin = EXPIRY_MARGIN_MS
+  if kept then full_in_ms, margin = max(full_in_ms, KEPT_MS), KEPT_MARGIN_MS end
+  return full_in_ms + 2 * margin, full_in_ms, margin
+end
+
+-- What changed since the key was read (everything for a new bucket), in one HSET, and the expiry,
+-- for the calls that do more than the common call's usual HSET: `r` holds serve()'s values of the
+-- same names (the key's after the call, and saved_: as read), and the next free moment's seconds
+-- and nanoseconds (free_s, free_ns) as they are to be written.
+local function write_record(r)
+  -- Room for the usual changes made at once: a table grown by each one costs more.
+  local changes = {"HSET", r.key, nil, nil, nil, nil, nil, nil}
+  local n = 2
+  -- Adds its arguments, field-value pairs, to the HSET.
+  local function change(...)
+    local count = select("#", ...)
+    for i = 1, count do changes[n + i] = (select(i, ...)) end
+    n = n + count
+  end
+  local params, timetable, entry_until, quota_specs = r.params, r.timetable, r.entry_until,
+                                                       r.quota_specs
+  -- The common call keeps the parameters and schedule. A key written afresh holds the fields the
+  -- common call reads first: Redis looks a small hash's fields up from its start.
+  local params_changed, schedule_changed = false, false
+  if not r.common then
+    params_changed = params ~= r.saved_params and
+                     not (r.saved_params and r.bucket.same_params(params, r.saved_params))
+    schedule_changed = timetable ~= (r.saved_timetable or "") or
+                       entry_until ~= (r.saved_entry_until or "0")
+    if params_changed then change("v", FORMAT_VERSION) end
+    local texts = r.joined_texts(params, quota_specs, entry_until, timetable)
+    if texts ~= r.saved_texts then change("texts", texts) end
+  end
+  if r.stored_changed then change("stored", r.stored_value) end
+  if r.free_s_changed then change("free_s", r.free_s) end
+  if r.free_ns ~= r.saved_free_ns then change("free_ns", r.free_ns) end
+  local counts = r.quota_counts
+  if counts and counts ~= (r.saved_quota_counts or "") then
+    change("quota_counts", counts, "quota_sums", r.quota_sums, "quota_sums_of", counts)
+  end
+  if r.quota_passed and r.quota_passed ~= (r.saved_quota_passed or "") then
+    change("quota_passed", r.quota_passed)
+  end
+  if not r.common and quota_specs ~= (r.saved_quota_specs or "") then
+    change("quotas", quota_specs)
+  end
+  if params_changed then
+    change("shape", params[1], "rate", params[2], "burst", params[3], "warmup", params[4], "cold",
+           params[5], "start_full", params[6], "pay_first", params[7])
+  end
+  if schedule_changed then change("timetable", timetable, "entry_until", entry_until) end
+  if r.new_notation then change("notation", r.new_notation) end
+  if r.noticed and r.noticed ~= r.saved_noticed then change("noticed", r.noticed) end
+  if r.new_backoff_text then change("backoff", r.new_backoff_text) end
+  if n == 2 then return end
+  if r.expire_in_ms > MAX_EXPIRY_MS then
+    if r.expires ~= 0 then change("expires", 0) end
+    redis.call(unpack(changes, 1, n))
+    redis.call("PERSIST", r.key)
+    return
+  end
+  if r.move_expiry and r.given_time == "" then change("expires", r.now_ms + r.expire_in_ms) end
+  redis.call(unpack(changes, 1, n))
+  if r.move_expiry then redis.call("PEXPIRE", r.key, r.expire_in_ms) end
+end
+
+-- The settings the caller asks for, off the common call (settings.read_wanted() of
+-- settings_functions()): set_rate's (kArgNewSettings) or a reserve's (kArgTexts, whose parts that
+-- came apart too must be the same). Returns true if they are bad, else false and read_wanted()'s
+-- values (the params table, the quotas' specs, the entry's end, the timetable and the quotas;
+-- the specs "" when there are none asked for).
+local function callers_settings(settings, operation, argv, wanted_texts, shape, pay_first, rate,
+                                burst, warmup, cold, quota_limits, quota_slots)
+  local read, wanted, specs, entry_until, timetable, quotas
+  if operation == "set_rate" and argv[6] then
+    read, wanted, specs, entry_until, timetable, quotas = settings.read_wanted(argv[6])
+    if not read then return true end
+  end
+  if operation == "reserve" or operation == "reserve_keeping" then
+    read, wanted, specs, entry_until, timetable, quotas = settings.read_wanted(wanted_texts)
+    if not (read and shape == wanted[1] and pay_first == wanted[7] and rate == wanted[2] and
+            (burst == wanted[3] or warmup == wanted[4] and cold == wanted[5]) and
+            #quotas[1] == (quota_limits and #quota_limits or 0)) then
+      return true
+    end
+    for i = 1, #quotas[1] do
+      if quotas[1][i] ~= quota_limits[i] or quotas[3][i] ~= quota_slots[i] then return true end
+    end
+  end
+  return false, wanted, specs or "", entry_until, timetable, quotas
+end
+
+-- The common call's bucket (the key's texts and rate are the caller's: its parameters are the
+-- caller's values) from `f`, the first HMGET's reply: stored, free_s, free_ns and expires as
+-- read_state() reads them (stored nil: the key cannot be used, and is read field by field), the
+-- quotas' marks, or their states when the sums are not the counts' (quota_lib:
+-- quota_functions()), and the derived values.
+local function read_common(f, shape, rate, burst, warmup, cold, quota_limits, quota_lib, now_s,
+                           now_s_text)
+  local stable, max_permits, cool_down, threshold, slope
+  -- Arithmetic reads a number's text once, tonumber() twice.
+  if burst then
+    stable, max_permits, cool_down, threshold, slope = derive(shape, rate + 0, burst + 0)
+  else
+    stable, max_permits, cool_down, threshold, slope =
+      derive(shape, rate + 0, nil, warmup + 0, cold + 0)
+  end
+  local stored, free_s, free_ns, expires = read_state(f, max_permits, now_s, now_s_text)
+  -- The key's quotas are the caller's (they are in `texts`): their states are read, or only their
+  -- marks when the sums are the counts'.
+  local marks, states
+  if stored and quota_limits then
+    if f[7] and f[8] and f[9] == f[7] then marks = quota_lib.marks_of(f[7], f[8], #quota_limits) end
+    if not marks then
+      states = quota_lib.states_of(f[7], #quota_limits)
+      if states then quota_lib.passed_into(states, f[11]) else stored = nil end
+    end
+  end
+  return stored, free_s, free_ns, expires, marks, states, stable, max_permits, cool_down,
+         threshold, slope
+end
+
+-- One request on `key`, its arguments in `argv` (the call's ARGV, or one request of a batch): its
+-- reply. `call`: reserve_all's (its time, and whether it asks or books), or nil.
+local function serve(argv, key, call)
+  local operation, given_time = argv[1], argv[2]
   if operation ~= "reserve" and operation ~= "reserve_keeping" and operation ~= "status" and
       operation ~= "set_rate" and operation ~= "give_back" and operation ~= "throttle" then
     return redis.error_reply("ERR ratelimit: unknown operation " .. tostring(operation))
   end
 
-  -- now_s_text: TIME's seconds as the server wrote them (nil on a given time).
-  local now_s, now, now_s_text
-  if given_time ~= "" then
-    local micros = tonumber(given_time)
-    now_s = floor(micros / 1e6)
-    now = (micros - now_s * 1e6) * 1000
-  else
-    local time = call and call.time or redis.call("TIME")
-    now_s_text = time[1]
-    -- Arithmetic reads a number's text once, tonumber() twice (whether it is one, then its value).
-    now_s = now_s_text + 0
-    now = time[2] * 1000
-  end
+  local now_s, now, now_s_text = request_time(given_time, call)
   local now_ms = now_s * 1000 + floor(now / 1e6)
   -- Times below are nanoseconds after now_s; the int64 maximum since the epoch caps them, as in
   -- the core.
   local max_time = (REP_LIMIT - 1) - now_s * NS_PER_S
-
-  -- The functions below, made on every call, are the ones the common call needs, and capture
-  -- nothing (constants written out): a closure costs little to make, each local it captures more.
-
-  -- A duration or time in nanoseconds that is not negative, as the core truncates it to int64:
-  -- toward zero, NaN as 0, saturating at 2^63.
-  local function whole_ns(value)
-    if value ~= value then return 0 end
-    return math.min(math.floor(value), 2 ^ 63)
-  end
-
-  -- A whole number of nanoseconds as std::to_string writes the int64 it stands for.
-  local function integer_string(value)
-    if value == 0 then return "0" end
-    if value >= 2 ^ 63 then return "9223372036854775807" end
-    return string.format("%.0f", value)
-  end
-
-  -- TokenBucket::derive(): stable interval, max permits, cool-down interval, threshold, slope.
-  local function derive(shape, rate, burst, warmup_ns, cold)
-    local stable = 1e9 / rate
-    if shape == "bursty" then
-      if burst == 0 then return stable, 0, stable, 0, 0 end
-      return stable, burst * rate, stable, 0, 0
-    end
-    if warmup_ns == 0 then return stable, 0, stable, 0, 0 end
-    if stable == 0 then return stable, math.huge, 0, math.huge, 0 end
-    local cold_interval = stable * cold
-    local threshold = 0.5 * warmup_ns / stable
-    local max_permits = threshold + 2.0 * warmup_ns / (stable + cold_interval)
-    local warmup_permits = max_permits - threshold
-    local slope = 0
-    if warmup_permits > 0 and warmup_permits < math.huge then
-      slope = (cold_interval - stable) / warmup_permits
-    end
-    return stable, max_permits, warmup_ns / max_permits, threshold, slope
-  end
-
-  -- The state in `f`, HMGET's reply (stored, free_s, free_ns and expires at 2 to 5), of a bucket
-  -- that holds up to max_permits: stored, the next free moment's seconds and nanoseconds, and
-  -- expires (0: none noted, in keys written before expiries were, or kept without expiry); nil if
-  -- a bucket cannot hold them (NaN or infinite permits or times would keep the key from expiring or
-  -- refuse every call). `now_s_text`: TIME's seconds as the server wrote them, or nil. tonumber(),
-  -- not arithmetic, though it parses a text twice: a field changed by hand to a text that is no
-  -- number makes a damaged bucket, not a script error on every call.
-  local function read_state(f, max_permits, now_s, now_s_text)
-    local stored, free_s, free_ns, expires = tonumber(f[2]), f[3], tonumber(f[4]),
-                                             tonumber(f[5] or "0")
-    -- A busy key's next free moment is mostly in the current second, whose text TIME gave.
-    if free_s == now_s_text then free_s = now_s else free_s = tonumber(free_s) end
-    -- x % 1 == 0: whole, once the bounds before it have excluded the infinities. 9223372037: the
-    -- latest next free moment, in Unix seconds (the int64 maximum of nanoseconds).
-    -- Never more than the bucket holds (infinite only where it holds that much); a rescale may
-    -- round a full bucket a little above.
-    if stored and stored >= 0 and free_s and free_s >= 0 and free_s <= 9223372037 and
-        free_s % 1 == 0 and expires and expires >= 0 and expires < math.huge and free_ns and
-        free_ns >= 0 and free_ns < 1e9 and free_ns % 1 == 0 and
-        stored <= max_permits * (1 + 1e-9) then
-      return stored, free_s, free_ns, expires
-    end
-  end
 
   -- reserve's arguments; the parameters' values are read once the key's texts are known, and
   -- checked only when they are not the key's, whose texts were checked before being written.
@@ -838,41 +1347,13 @@ local function serve(argv, call_key, call)
   -- state, as cjson reads the key's quota_counts).
   local quota_limits, quota_slots, quota_states
   -- Or, on the common call until it needs the states, what it reads of them instead
-  -- (quota_marks_of()).
+  -- (quota_functions().marks_of()).
   local quota_marks
   if reserving then
-    -- Mostly one permit, not parsed (tonumber() costs).
-    permits, timeout = argv[3] == "1" and 1 or tonumber(argv[3]), argv[4]
-    if string.sub(timeout, -6) == " quota" then
-      refuse_quota_wait = true
-      timeout = string.sub(timeout, 1, -7)
-    end
-    -- No timeout, the int64 maximum, as tonumber() would read it.
-    if timeout == "9223372036854775807" then timeout = 2 ^ 63 else timeout = tonumber(timeout) end
-    wanted_texts, shape, pay_first, rate = argv[5], argv[6], argv[7], argv[8]
-    if shape == "bursty" then burst = argv[9] else warmup, cold = argv[9], argv[10] end
-    if not ((burst or cold) and permits and permits > 0 and timeout) then
-      return redis.error_reply("ERR ratelimit: bad arguments")
-    end
-    -- The quotas' limits and slot lengths, two arguments each, after the shape's; an odd one out
-    -- after them is the notation.
-    local first = burst and 10 or 11
-    local after_shape = #argv - first + 1
-    if after_shape % 2 == 1 then given_notation = argv[#argv] end
-    local count = floor(after_shape / 2)
-    if count > 0 then
-      if not (count <= MOST_QUOTAS) then
-        return redis.error_reply("ERR ratelimit: bad arguments")
-      end
-      quota_limits, quota_slots = {}, {}
-      for i = 1, count do
-        local limit, slot = tonumber(argv[first + 2 * i - 2]), tonumber(argv[first + 2 * i - 1])
-        if not (limit and limit >= 1 and slot and slot >= 1) then
-          return redis.error_reply("ERR ratelimit: bad arguments")
-        end
-        quota_limits[i], quota_slots[i] = limit, slot
-      end
-    end
+    local bad
+    bad, permits, timeout, refuse_quota_wait, wanted_texts, shape, pay_first, rate, burst, warmup,
+    cold, quota_limits, quota_slots, given_notation = reserve_arguments(argv)
+    if bad then return redis.error_reply("ERR ratelimit: bad arguments") end
   end
 
   -- throttle's report: how long before it the request was sent, and the Retry-After (0: none).
@@ -929,33 +1410,13 @@ local function serve(argv, call_key, call)
   local common = wanted_texts ~= nil and f[1] == wanted_texts and f[6] == rate
   -- Quota's functions (quota_functions()), for the calls on quotas and those that read the key
   -- field by field.
-  local quota_lib, quota_states_of, quota_marks_of, quota_passed_into
-  if quota_limits or not common then
-    quota_lib = quota_functions()
-    quota_states_of, quota_marks_of, quota_passed_into =
-      quota_lib.states_of, quota_lib.marks_of, quota_lib.passed_into
-  end
+  local quota_lib
+  if quota_limits or not common then quota_lib = quota_functions() end
   if common then
-    -- Arithmetic reads a number's text once, tonumber() twice.
-    if burst then
-      stable, max_permits, cool_down, threshold, slope = derive(shape, rate + 0, burst + 0)
-    else
-      stable, max_permits, cool_down, threshold, slope =
-        derive(shape, rate + 0, nil, warmup + 0, cold + 0)
-    end
     local free_s, free_ns, expires
-    stored, free_s, free_ns, expires = read_state(f, max_permits, now_s, now_s_text)
-    -- The key's quotas are the caller's (they are in `texts`): their states are read, or only
-    -- their marks when the sums are the counts'.
-    if stored and quota_limits then
-      if f[7] and f[8] and f[9] == f[7] then
-        quota_marks = quota_marks_of(f[7], f[8], #quota_limits)
-      end
-      if not quota_marks then
-        quota_states = quota_states_of(f[7], #quota_limits)
-        if quota_states then quota_passed_into(quota_states, f[11]) else stored = nil end
-      end
-    end
+    stored, free_s, free_ns, expires, quota_marks, quota_states, stable, max_permits, cool_down,
+    threshold, slope = read_common(f, shape, rate, burst, warmup, cold, quota_limits, quota_lib,
+                                   now_s, now_s_text)
     if stored then
       held = true
       next_free = (free_s - now_s) * NS_PER_S + free_ns
@@ -981,89 +1442,35 @@ local function serve(argv, call_key, call)
     local settings = settings_functions(FORMAT_VERSION, MOST_QUOTAS)
     is_int64_text, params_table, joined_texts =
       settings.is_int64_text, settings.params_table, settings.joined_texts
-    local quota_specs_of, upgrade_layout = settings.quota_specs_of, settings.upgrade_layout
-    local with_bucket_methods = settings.with_bucket_methods
-    local wanted_read
-    if operation == "set_rate" and argv[6] then
-      wanted_read, wanted, wanted_quota_specs, wanted_entry_until, wanted_timetable, wanted_quotas =
-        settings.read_wanted(argv[6])
-      if not wanted_read then return redis.error_reply("ERR ratelimit: bad arguments") end
-    end
-    if reserving then
-      wanted_read, wanted, wanted_quota_specs, wanted_entry_until, wanted_timetable, wanted_quotas =
-        settings.read_wanted(wanted_texts)
-      -- Those that came apart too must be the same.
-      if not (wanted_read and
-              shape == wanted[1] and pay_first == wanted[7] and rate == wanted[2] and
-              (burst == wanted[3] or warmup == wanted[4] and cold == wanted[5]) and
-              #wanted_quotas[1] == (quota_limits and #quota_limits or 0)) then
-        return redis.error_reply("ERR ratelimit: bad arguments")
-      end
-      for i = 1, #wanted_quotas[1] do
-        if wanted_quotas[1][i] ~= quota_limits[i] or wanted_quotas[3][i] ~= quota_slots[i] then
-          return redis.error_reply("ERR ratelimit: bad arguments")
-        end
-      end
-    end
+    local bad
+    bad, wanted, wanted_quota_specs, wanted_entry_until, wanted_timetable, wanted_quotas =
+      callers_settings(settings, operation, argv, wanted_texts, shape, pay_first, rate, burst,
+                       warmup, cold, quota_limits, quota_slots)
+    if bad then return redis.error_reply("ERR ratelimit: bad arguments") end
 
-    if f.err then
-      problem = "a " .. redis.call("TYPE", key)["ok"] .. ", not a bucket"
-    else
-      local p = redis.call("HMGET", key, "v", "shape", "rate", "burst", "warmup", "cold",
-                           "start_full", "pay_first", "timetable", "entry_until", "quotas",
-                           "quota_counts", "quota_passed")
-      if p[1] ~= FORMAT_VERSION then
-        if not (p[1] == false and redis.call("EXISTS", key) == 0) then
-          problem = "not a bucket of this version"
-        end
-      else
-        upgrade_layout(p)
-        timetable, entry_until = p[9], p[10]
-        params = params_table(p[2], p[3], p[4], p[5], p[6], p[7], p[8])
-        local free_s, free_ns, expires
-        if params and (entry_until == "0" or is_int64_text(entry_until)) then
-          stable, max_permits, cool_down, threshold, slope =
-            derive(params[1], params.rate, params.burst, params.warmup, params.cold)
-          stored, free_s, free_ns, expires = read_state(f, max_permits, now_s, now_s_text)
-        else
-          stored = nil
-        end
-        local specs = p[11]
-        key_quotas = quota_specs_of(specs)
-        if stored and key_quotas and #key_quotas[1] > 0 then
-          quota_states = quota_states_of(p[12], #key_quotas[1])
-          if quota_states then quota_passed_into(quota_states, p[13]) else stored = nil end
-        end
-        if stored and key_quotas then
-          held = true
-          next_free = (free_s - now_s) * NS_PER_S + free_ns
-          saved_texts, saved_params, saved_stored = f[1], params, stored
-          saved_free_s, saved_free_ns = free_s, free_ns
-          saved_timetable, saved_entry_until, saved_expires = timetable, entry_until, expires
-          saved_quota_counts, saved_quota_specs, saved_quota_passed = p[12], specs, p[13]
-          quota_specs, quota_limits, quota_slots = specs, key_quotas[1], key_quotas[3]
-          if #quota_limits == 0 then quota_limits, quota_slots, quota_states = nil, nil, nil end
-        else
-          problem = "a damaged bucket"
-        end
-      end
+    local k = uncommon_steps().read_key(key, f, now_s, now_s_text, settings, quota_lib, derive,
+                                        read_state, FORMAT_VERSION)
+    problem, params, timetable, entry_until, stored = k.problem, k.params, k.timetable,
+                                                      k.entry_until, k.stored
+    stable, max_permits, cool_down, threshold, slope = k.stable, k.max_permits, k.cool_down,
+                                                        k.threshold, k.slope
+    key_quotas, quota_states = k.quotas, k.quota_states
+    if problem == "" and k.key_found then
+      held = true
+      next_free = (k.free_s - now_s) * NS_PER_S + k.free_ns
+      saved_texts, saved_params, saved_stored = f[1], params, stored
+      saved_free_s, saved_free_ns = k.free_s, k.free_ns
+      saved_timetable, saved_entry_until, saved_expires = timetable, entry_until, k.expires
+      saved_quota_counts, saved_quota_specs, saved_quota_passed = k.counts, k.specs, k.passed
+      quota_specs, quota_limits, quota_slots = k.specs, key_quotas[1], key_quotas[3]
+      if #quota_limits == 0 then quota_limits, quota_slots, quota_states = nil, nil, nil end
     end
 
-    bucket = with_bucket_methods({now = now, params = params, stored = stored,
-                                  next_free = next_free, stable = stable,
-                                  max_permits = max_permits, cool_down = cool_down,
-                                  threshold = threshold, slope = slope,
-                                  params_table = params_table, derive = derive})
-  end
-
-  local quota_slot_at, quota_fresh, quota_earliest, quota_book, quota_used, quota_counts_text
-  local quota_marks_allow, quota_marks_booked
-  if quota_limits or (wanted_quotas and #wanted_quotas[1] > 0) then
-    quota_slot_at, quota_fresh, quota_earliest =
-      quota_lib.slot_at, quota_lib.fresh, quota_lib.earliest
-    quota_book, quota_used, quota_marks_allow =
-      quota_lib.book, quota_lib.used, quota_lib.marks_allow
-    quota_counts_text, quota_marks_booked = quota_lib.counts_text, quota_lib.marks_booked
+    bucket = settings.with_bucket_methods({now = now, params = params, stored = stored,
+                                           next_free = next_free, stable = stable,
+                                           max_permits = max_permits, cool_down = cool_down,
+                                           threshold = threshold, slope = slope,
+                                           params_table = params_table, derive = derive})
   end
 
   -- Each operation but status changes the bucket and names its reply; the changes are saved below.
@@ -1089,14 +1496,14 @@ local function serve(argv, call_key, call)
             break
           end
         end
-        states[i] = states[i] or quota_fresh(wanted_quotas[3][i], now, now_s)
+        states[i] = states[i] or quota_lib.fresh(wanted_quotas[3][i], now, now_s)
       end
       quota_specs, quota_limits, quota_slots, quota_states =
         wanted_quota_specs, wanted_quotas[1], wanted_quotas[3], states
       if #states == 0 then quota_limits, quota_slots, quota_states = nil, nil, nil end
       quota_counts, quota_sums, quota_passed = "", "", ""
       if quota_states then
-        quota_counts, quota_sums, quota_passed = quota_counts_text(quota_states)
+        quota_counts, quota_sums, quota_passed = quota_lib.counts_text(quota_states)
       end
     end
   end
@@ -1110,62 +1517,17 @@ local function serve(argv, call_key, call)
     -- the replaced parameters and timetable, or nil.
     local replaced, replaced_timetable
     if not common then
-      -- No key, or deleted above: nothing saved.
-      local new_quotas = not held
-      -- differs_from_key() of bucket_store.cpp: other parameters (the rate aside under the key's
-      -- timetable), another timetable or other quotas.
-      if held and not apply then
-        local differs = wanted_quota_specs ~= quota_specs or wanted_timetable ~= timetable
-        for i = 1, 7 do
-          if wanted[i] ~= params[i] and not (i == 2 and timetable ~= "") then differs = true end
-        end
-        if differs then
-          followed = true
-          local told = joined_texts(wanted, wanted_quota_specs, "0", wanted_timetable)
-          if saved_noticed ~= told then tell_followed, noticed = true, told end
-        end
-      end
-      if not held then
-        timetable, entry_until = wanted_timetable, wanted_entry_until
-        bucket:start(wanted)
-      elseif apply and wanted_quota_specs ~= quota_specs then
-        replaced, replaced_timetable = bucket.params, timetable
-        new_quotas = true
-      end
-      if new_quotas then take_wanted_quotas() end
-      -- What was replaced is noted once, before the first change (decide()'s replace()).
-      if apply and wanted_timetable ~= timetable then
-        if not replaced then replaced, replaced_timetable = bucket.params, timetable end
-        bucket:change_params(wanted)
-        timetable, entry_until = wanted_timetable, wanted_entry_until
-      else
-        if timetable ~= "" and wanted_timetable == timetable and
-            bucket.int64_less(entry_until, wanted_entry_until) then
-          entry_until = wanted_entry_until
-          bucket:change_rate(wanted[2])
-        end
-        if apply then
-          local applied = wanted
-          -- Under a timetable the rate is the latest entry's, settled above.
-          local rate = bucket.params[2]
-          if timetable ~= "" and wanted[2] ~= rate then applied = bucket:with_rate(wanted, rate) end
-          if applied ~= bucket.params and not bucket.same_params(applied, bucket.params) then
-            if not replaced then replaced, replaced_timetable = bucket.params, timetable end
-            bucket:change_params(applied)
-          end
-        end
-      end
-      if (apply and replaced) or not held then new_notation = given_notation or "" end
-      -- New settings: the next caller whose own differ is told.
-      if replaced and saved_noticed and saved_noticed ~= "" then noticed = "" end
+      followed, tell_followed, noticed, replaced, replaced_timetable, timetable, entry_until,
+      new_notation = uncommon_steps().settle_settings(
+        bucket, held, apply, wanted, wanted_quota_specs, wanted_timetable, wanted_entry_until,
+        quota_specs, timetable, entry_until, saved_noticed, given_notation, joined_texts,
+        take_wanted_quotas)
       params, stored, next_free = bucket.params, bucket.stored, bucket.next_free
       stable, max_permits, cool_down = bucket.stable, bucket.max_permits, bucket.cool_down
       threshold, slope = bucket.threshold, bucket.slope
       shape, pay_first = params[1], params[7]
     end
-    -- TokenBucket::book(): the state after booking `permits` now, and the caller's wait. Its
-    -- durations and times are not negative here, so the core's saturating sums are sums capped at
-    -- 2^63.
+    -- The state booked from, and the booking's span from its first mark.
     local booked_stored, booked_free, booked_from = stored, next_free, next_free
     -- decide() on bucket_in_force(): the booking starts from the held state at the rate in force
     -- (whose derived values the expiry below then uses too: a slower refill keeps the key longer).
@@ -1186,96 +1548,22 @@ local function serve(argv, call_key, call)
     -- reserve_all's booking (`hold`): as a request made at the call's moment, but with pay_first.
     local book_at = now
     if call and call.hold and pay_first ~= "1" then book_at = now + call.hold end
-    if book_at > booked_free then
-      if max_permits > 0 then
-        booked_stored = min(max_permits, booked_stored + (book_at - booked_free) / cool_down)
-      end
-      booked_free = book_at
-    end
-    local stored_to_spend = min(permits, booked_stored)
-    local fresh_permits = permits - stored_to_spend
-    -- TokenBucket::stored_permits_wait_ns()
-    local stored_wait = 0
-    if shape ~= "bursty" then
-      local permits_to_take = stored_to_spend
-      local above_threshold = booked_stored - threshold
-      if above_threshold > 0 then
-        local taken_above = min(above_threshold, permits_to_take)
-        local length = (stable + above_threshold * slope) +
-                       (stable + (above_threshold - taken_above) * slope)
-        stored_wait = whole_ns(taken_above * length / 2.0)
-        permits_to_take = permits_to_take - taken_above
-      end
-      stored_wait = min(stored_wait + whole_ns(stable * permits_to_take), 2 ^ 63)
-    end
-    -- Adding 0 saturates nothing: skipped.
-    local cost = whole_ns(fresh_permits * stable)
-    if stored_wait ~= 0 then cost = min(stored_wait + cost, 2 ^ 63) end
-    local go_at = booked_free
-    if cost ~= 0 then booked_free = min(booked_free + cost, 2 ^ 63) end
-    booked_free = min(booked_free, max_time)
-    booked_stored = booked_stored - stored_to_spend
-    if pay_first == "1" then go_at = booked_free end
-    local wait = max(go_at - now, 0)
-    -- decide(): granted iff the wait is within the timeout; a refusal changes nothing.
-    local granted = 0
-    -- QuotaBucket::held_by_quota(): whether a quota, not the rate, sets the moment.
-    local held_by_quota = false
-    -- The marks decide alone where the full states would decide the same; else the states are read.
+    local wait
+    booked_stored, booked_free, wait =
+      book(booked_stored, booked_free, permits, book_at, now, max_time, shape, pay_first, stable,
+           max_permits, cool_down, threshold, slope)
     -- reserve_all: `asking` books nothing; `hold` books at least that long after now.
-    local grantable, hold_go = not (call and call.asking), call and call.hold and now + call.hold
-    if quota_marks and (hold_go or not quota_marks_allow(quota_marks, permits, now + wait,
-                                                         quota_limits, quota_slots, now_s)) then
-      quota_states = quota_states_of(quota_marks.text, #quota_limits)
-      -- Marks are read only from a text the script wrote, and the states of that text then too:
-      -- only quota_counts and quota_sums_of changed alike by hand fail here.
-      if not quota_states then return redis.error_reply("ERR ratelimit: damaged quota counts") end
-      quota_passed_into(quota_states, saved_quota_passed)
-      quota_marks = nil
-    end
-    if quota_marks then
-      if grantable and wait <= max(timeout, 0) then
-        granted = 1
-        stored, next_free = booked_stored, booked_free
-        quota_counts, quota_sums = quota_marks_booked(quota_marks, permits)
-      end
-    elseif quota_states then
-      -- QuotaBucket: at the later of the rate's moment and every quota's from there; never for
-      -- more than a quota ever allows.
-      local rate_go = now + wait
-      local go = rate_go
-      for i = 1, #quota_limits do
-        if permits > quota_limits[i] then
-          go = nil
-          break
-        end
-        go = max(go, quota_earliest(quota_limits[i], quota_slots[i], quota_states[i], permits,
-                                    rate_go, now_s))
-      end
-      if go then wait = max(go - now, 0) else wait = 2 ^ 63 end
-      held_by_quota = not go or go > rate_go
-      if go and hold_go and hold_go > go then go, wait = hold_go, hold_go - now end
-      if grantable and go and wait <= max(timeout, 0) and
-          not (refuse_quota_wait and held_by_quota and wait > 0) then
-        granted = 1
-        -- The rate's turn goes with the request, unless the rate is no limit, which has none.
-        if go > rate_go and stable ~= 0 then
-          booked_free = min(booked_free + (go - rate_go), max_time)
-        end
-        stored, next_free = booked_stored, booked_free
-        for i = 1, #quota_limits do
-          quota_book(quota_slots[i], quota_states[i], permits, go, now_s, now)
-        end
-        quota_counts, quota_sums, quota_passed = quota_counts_text(quota_states)
-      end
-    elseif grantable and wait <= max(timeout, 0) then
-      granted = 1
-      if hold_go and hold_go > now + wait then
-        if stable ~= 0 then booked_free = min(booked_free + (hold_go - now - wait), max_time) end
-        wait = hold_go - now
-      end
-      stored, next_free = booked_stored, booked_free
-    end
+    local granted, held_by_quota, bad, counts, sums, passed
+    bad, granted, wait, held_by_quota, booked_free, quota_states, quota_marks, counts, sums,
+    passed = decide(
+      permits, wait, timeout, refuse_quota_wait, not (call and call.asking),
+      call and call.hold and now + call.hold, booked_stored, booked_free, stable, max_time, now,
+      now_s, quota_lib, quota_limits, quota_slots, quota_states, quota_marks, saved_quota_passed)
+    if bad then return redis.error_reply("ERR ratelimit: damaged quota counts") end
+    if granted == 1 then stored, next_free = booked_stored, booked_free end
+    -- A booking writes the counts it changed; else those that take_wanted_quotas() set stay.
+    if counts then quota_counts, quota_sums = counts, sums end
+    if passed then quota_passed = passed end
     local wait_text = integer_string(wait)
     if granted == 1 then
       wait_text = wait_text .. " " ..
@@ -1300,112 +1588,49 @@ local function serve(argv, call_key, call)
   elseif operation == "status" then
     if problem ~= "" then return {"unusable", problem} end
     if not held then return nil end
-    -- describe(): the bucket in force, and the back-off as kStatusBackoff shows it.
-    local backoff_shown = ""
-    if backoff then
-      local in_force
-      bucket.stored, bucket.next_free, in_force =
-        backoff_lib.in_force(backoff, bucket.stored, bucket.next_free, params.rate, now)
-      if in_force ~= params.rate then
-        bucket.stable, bucket.max_permits, bucket.cool_down, bucket.threshold, bucket.slope =
-          derive(params[1], in_force, params.burst, params.warmup, params.cold)
-        bucket.stored = min(bucket.stored, bucket.max_permits)
-      end
-      backoff_shown = format("%.17g", in_force) .. " " ..
-                      integer_string(max(backoff.paused_until - now, 0)) .. " " ..
-                      format("%.0f", backoff.throttles) .. " " ..
-                      format("%.0f", now - backoff.last_throttle)
-    end
-    bucket:resync()
-    local status = {params[1], params[2], params[3], params[4], params[5], params[6], params[7],
-                    format("%.17g", bucket.stored),
-                    integer_string(max(bucket.next_free - now, 0)), timetable, entry_until,
-                    redis.call("HGET", key, "notation") or "", backoff_shown}
-    -- Each quota's limit, period, used now and the wait for one more unit.
-    for i = 1, quota_states and #quota_states or 0 do
-      local limit, slot, state = quota_limits[i], quota_slots[i], quota_states[i]
-      local n = #status
-      status[n + 1], status[n + 2] = format("%.0f", limit), key_quotas[2][i]
-      status[n + 3] = format("%.0f", quota_used(limit, slot, state, now, now_s))
-      status[n + 4] = integer_string(quota_earliest(limit, slot, state, 1, now, now_s) - now)
-    end
-    return status
+    return uncommon_steps().status(key, bucket, params, timetable, entry_until, backoff,
+                                     backoff_lib, quota_lib, key_quotas, quota_states, now, now_s,
+                                     integer_string)
   elseif operation == "throttle" then
     if not held then return nil end
-    -- record_throttle_report(): sent within a century before the report.
-    local new_event, extended
     backoff_lib = backoff_lib or backoff_functions()
-    backoff, stored, next_free, new_event, extended =
-      backoff_lib.record(backoff, stored, next_free, params.rate,
-                     now - min(max(sent_before, 0), CENTURY_NS), retry_after, now, now_s, max_time)
-    new_backoff_text = backoff_lib.text(backoff, now_s)
-    reply = {new_event and 1 or 0, extended and 1 or 0,
-             integer_string(max(backoff.paused_until - now, 0)),
-             format("%.17g", backoff_lib.rate_in_force(backoff, params.rate, now))}
-  elseif operation == "set_rate" and argv[6] then
-    -- All the settings (`ratelimit set --key`), change_settings(); a key without a bucket (or
-    -- with a damaged one) is made with them.
-    if problem ~= "" then
-      redis.call("DEL", key)
-      saved_noticed = nil
-    end
-    if held then bucket:change_params(wanted) else bucket:start(wanted) end
-    take_wanted_quotas()
-    params, stored, next_free = bucket.params, bucket.stored, bucket.next_free
-    max_permits, cool_down = bucket.max_permits, bucket.cool_down
-    timetable, entry_until = wanted_timetable, wanted_entry_until
-    noticed = ""
-    reply = 1
+    backoff, stored, next_free, new_backoff_text, reply =
+      uncommon_steps().throttle(backoff_lib, backoff, stored, next_free, params.rate, sent_before,
+                                  retry_after, now, now_s, max_time, integer_string)
   elseif operation == "set_rate" then
-    if not held then return nil end
-    local new_params = bucket:with_rate(params, argv[3])
-    if not new_params then return redis.error_reply("ERR ratelimit: bad rate") end
-    local new_timetable, new_entry_until = argv[4], argv[5]
-    if not (type(new_timetable) == "string" and is_int64_text(new_entry_until)) then
-      return redis.error_reply("ERR ratelimit: bad arguments")
+    if argv[6] then
+      -- All the settings (`ratelimit set --key`), change_settings(); a key without a bucket (or
+      -- with a damaged one) is made with them.
+      if problem ~= "" then
+        redis.call("DEL", key)
+        saved_noticed = nil
+      end
+      if held then bucket:change_params(wanted) else bucket:start(wanted) end
+      take_wanted_quotas()
+      timetable, entry_until = wanted_timetable, wanted_entry_until
+    else
+      if not held then return nil end
+      local new_params = bucket:with_rate(params, argv[3])
+      if not new_params then return redis.error_reply("ERR ratelimit: bad rate") end
+      local new_timetable, new_entry_until = argv[4], argv[5]
+      if not (type(new_timetable) == "string" and is_int64_text(new_entry_until)) then
+        return redis.error_reply("ERR ratelimit: bad arguments")
+      end
+      bucket:change_params(new_params)
+      timetable, entry_until = new_timetable, new_entry_until
     end
-    bucket:change_params(new_params)
     params, stored, next_free = bucket.params, bucket.stored, bucket.next_free
     max_permits, cool_down = bucket.max_permits, bucket.cool_down
-    timetable, entry_until = new_timetable, new_entry_until
     -- Set by hand: kept (KEPT_MS), and the next caller whose settings differ is told.
     noticed = ""
     reply = 1
   else
-    local given_back, from_text, until_text = tonumber(argv[3]), argv[4], argv[5]
-    if not (given_back and given_back > 0 and (from_text == nil) == (until_text == nil) and
-            (from_text == nil or is_int64_text(from_text) and is_int64_text(until_text))) then
-      return redis.error_reply("ERR ratelimit: bad arguments")
-    end
-    if not held then return nil end
-    -- A mark of a span (reserve's integer Unix nanoseconds) as whole seconds and nanoseconds.
-    local function mark_parts(text)
-      if #text <= 15 then
-        local value = tonumber(text)
-        local s = floor(value / NS_PER_S)
-        return s, value - s * NS_PER_S
-      end
-      return tonumber(text:sub(1, -10)), tonumber(text:sub(-9))
-    end
-    -- The span's bookings must be the last (why: give_back() of bucket_store.cpp).
-    local earliest = -huge
-    if from_text then
-      local until_s, until_ns = mark_parts(until_text)
-      if until_s ~= saved_free_s or until_ns ~= saved_free_ns then return 0 end
-      local from_s, from_ns = mark_parts(from_text)
-      earliest = (from_s - now_s) * NS_PER_S + from_ns
-    end
-    -- give_back(): back by what the permits cost, as if never booked, but not further than the
-    -- bucket's fill time before now; durations truncated and at most a century.
-    local cost = whole_ns(min(given_back * stable, CENTURY_NS))
-    local fill = params.warmup
-    if params[1] == "bursty" then
-      fill = whole_ns(min(params.burst * NS_PER_S, CENTURY_NS))
-    end
-    local moved_back = max(next_free - cost, now - fill, earliest)
-    if moved_back >= next_free then return 0 end
+    local moved_back
+    reply, moved_back =
+      uncommon_steps().give_back(argv, held, bucket, saved_free_s, saved_free_ns, now, now_s,
+                                   is_int64_text, whole_ns)
+    if not moved_back then return reply end
     next_free = moved_back
-    reply = 1
   end
 
   -- What changed since the key was read (everything for a new bucket), in one HSET, and the expiry.
@@ -1418,28 +1643,9 @@ local function serve(argv, call_key, call)
   if common and not (stored_changed or free_s_changed or ns ~= saved_free_ns or quota_counts) then
     return reply
   end
-  -- Full again once the next free moment has passed and the missing permits have refilled.
-  local refill = (max_permits - stored) * cool_down
-  if refill ~= refill or max_permits == 0 then refill = 0 end
-  local full_in_ms = math.ceil((max(next_free - now, 0) + refill) / 1e6)
-  -- And the quotas are as new once their slots have all passed.
-  for i = 1, quota_states and #quota_states or quota_marks and #quota_marks.newest or 0 do
-    local newest = quota_marks and quota_marks.newest[i] or quota_states[i][1]
-    local passed_us = (newest + QUOTA_COUNTS) * quota_slots[i] - now_s * 1e6 - now / 1000
-    full_in_ms = max(full_in_ms, math.ceil(passed_us / 1000))
-  end
-  -- And a key backing off keeps its back-off until it has recovered.
-  if backoff then
-    local configured = params and params.rate or rate + 0
-    local recovered_at = backoff_lib.recovered_at(backoff, configured)
-    full_in_ms = max(full_in_ms, math.ceil((recovered_at - now) / 1e6))
-  end
-  -- A kept key stays KEPT_MS after its last call, its expiry moved once per KEPT_MARGIN_MS.
-  local margin = EXPIRY_MARGIN_MS
-  if noticed or saved_noticed then
-    full_in_ms, margin = max(full_in_ms, KEPT_MS), KEPT_MARGIN_MS
-  end
-  local expire_in_ms = full_in_ms + 2 * margin
+  local expire_in_ms, full_in_ms, margin =
+    expiry_in_ms(next_free, stored, max_permits, cool_down, now, now_s, quota_states, quota_marks,
+                 quota_slots, backoff, backoff_lib, params, rate, noticed or saved_noticed)
   local expires = saved_expires or 0
   -- Moved when the noted expiry is too soon, or further than it would be set now (the server's
   -- clock went back, or the rate went up). On a time the caller gives (tests) it is always moved
@@ -1459,126 +1665,57 @@ local function serve(argv, call_key, call)
     end
     return reply
   end
-  -- Room for the usual changes made at once: a table grown by each one costs more.
-  local changes = {"HSET", key, nil, nil, nil, nil, nil, nil}
-  local n = 2
-  -- The common call keeps the parameters and schedule. A key written afresh holds the fields the
-  -- common call reads first: Redis looks a small hash's fields up from its start.
-  local params_changed, schedule_changed = false, false
-  if not common then
-    params_changed = params ~= saved_params and
-                     not (saved_params and bucket.same_params(params, saved_params))
-    schedule_changed = timetable ~= (saved_timetable or "") or
-                       entry_until ~= (saved_entry_until or "0")
-    if params_changed then
-      changes[3], changes[4] = "v", FORMAT_VERSION
-      n = 4
-    end
-    local texts = joined_texts(params, quota_specs, entry_until, timetable)
-    if texts ~= saved_texts then
-      changes[n + 1], changes[n + 2] = "texts", texts
-      n = n + 2
-    end
-  end
-  if stored_changed then
-    changes[n + 1], changes[n + 2] = "stored", stored_value
-    n = n + 2
-  end
-  if free_s_changed then
-    changes[n + 1], changes[n + 2] = "free_s", s
-    n = n + 2
-  end
-  if ns ~= saved_free_ns then
-    changes[n + 1], changes[n + 2] = "free_ns", ns
-    n = n + 2
-  end
-  if quota_counts and quota_counts ~= (saved_quota_counts or "") then
-    changes[n + 1], changes[n + 2] = "quota_counts", quota_counts
-    changes[n + 3], changes[n + 4] = "quota_sums", quota_sums
-    changes[n + 5], changes[n + 6] = "quota_sums_of", quota_counts
-    n = n + 6
-  end
-  if quota_passed and quota_passed ~= (saved_quota_passed or "") then
-    changes[n + 1], changes[n + 2] = "quota_passed", quota_passed
-    n = n + 2
-  end
-  if not common and quota_specs ~= (saved_quota_specs or "") then
-    changes[n + 1], changes[n + 2] = "quotas", quota_specs
-    n = n + 2
-  end
-  if params_changed then
-    changes[n + 1], changes[n + 2], changes[n + 3], changes[n + 4] =
-      "shape", params[1], "rate", params[2]
-    changes[n + 5], changes[n + 6], changes[n + 7], changes[n + 8] =
-      "burst", params[3], "warmup", params[4]
-    changes[n + 9], changes[n + 10], changes[n + 11], changes[n + 12] =
-      "cold", params[5], "start_full", params[6]
-    changes[n + 13], changes[n + 14] = "pay_first", params[7]
-    n = n + 14
-  end
-  if schedule_changed then
-    changes[n + 1], changes[n + 2] = "timetable", timetable
-    changes[n + 3], changes[n + 4] = "entry_until", entry_until
-    n = n + 4
-  end
-  if new_notation then
-    changes[n + 1], changes[n + 2] = "notation", new_notation
-    n = n + 2
-  end
-  if noticed and noticed ~= saved_noticed then
-    changes[n + 1], changes[n + 2] = "noticed", noticed
-    n = n + 2
-  end
-  if new_backoff_text then
-    changes[n + 1], changes[n + 2] = "backoff", new_backoff_text
-    n = n + 2
-  end
-  if n == 2 then return reply end
-  if expire_in_ms > MAX_EXPIRY_MS then
-    if expires ~= 0 then
-      changes[n + 1], changes[n + 2] = "expires", 0
-      n = n + 2
-    end
-    redis.call(unpack(changes, 1, n))
-    redis.call("PERSIST", key)
-    return reply
-  end
-  if move_expiry and given_time == "" then
-    changes[n + 1], changes[n + 2] = "expires", now_ms + expire_in_ms
-    n = n + 2
-  end
-  redis.call(unpack(changes, 1, n))
-  if move_expiry then redis.call("PEXPIRE", key, expire_in_ms) end
+  write_record({key = key, common = common, bucket = bucket, params = params,
+                saved_params = saved_params, timetable = timetable,
+                saved_timetable = saved_timetable, entry_until = entry_until,
+                saved_entry_until = saved_entry_until, quota_specs = quota_specs,
+                saved_quota_specs = saved_quota_specs, joined_texts = joined_texts,
+                saved_texts = saved_texts, stored_changed = stored_changed,
+                stored_value = stored_value, free_s_changed = free_s_changed, free_s = s,
+                free_ns = ns, saved_free_ns = saved_free_ns, quota_counts = quota_counts,
+                quota_sums = quota_sums, saved_quota_counts = saved_quota_counts,
+                quota_passed = quota_passed, saved_quota_passed = saved_quota_passed,
+                new_notation = new_notation, noticed = noticed, saved_noticed = saved_noticed,
+                new_backoff_text = new_backoff_text, expire_in_ms = expire_in_ms,
+                expires = expires, move_expiry = move_expiry, given_time = given_time,
+                now_ms = now_ms})
   return reply
 end
 
--- A script that writes after TIME must have its effects replicated, not itself: Redis 7, which
--- came with REDIS_VERSION_NUM, replicates nothing else, so only older servers are asked.
-if not redis.REDIS_VERSION_NUM and redis.replicate_commands then redis.replicate_commands() end
+-- The function FCALL calls (registered below): one request, a batch or a reserve_all.
+local function bucket(keys, argv)
+  if not redis then
+    huge, floor, ceil, min, max, fmod, format, sub, find, match, rep, concat, tonumber, tostring,
+    type, unpack, select, pcall, cjson, redis = globals_used()
+  end
+  if argv[1] == "reserve_all" then return reserve_all(serve, keys, argv) end
+  if argv[1] ~= "batch" then return serve(argv, keys[1]) end
+  -- batch: each request in turn, served as if alone; an error is its request's reply, and the
+  -- requests after it go on. All are found first: a batch that is not whole serves none.
+  local requests, at = {}, 2
+  while at <= #argv do
+    local count = tonumber(argv[at])
+    if not (count and count >= 1 and count % 1 == 0 and at + count <= #argv) then
+      return redis.error_reply("ERR ratelimit: bad batch")
+    end
+    requests[#requests + 1] = {unpack(argv, at + 1, at + count)}
+    at = at + 1 + count
+  end
+  local replies = {}
+  for i = 1, #requests do
+    local served, reply = pcall(serve, requests[i], keys[1])
+    -- A redis.call() that failed raised its error reply; anything else raised a text.
+    if not served and type(reply) ~= "table" then
+      reply = redis.error_reply("ERR ratelimit: " .. tostring(reply))
+    end
+    -- Nil (no bucket) as false, which Redis sends as nil too, and which keeps its place in the
+    -- table.
+    if reply == nil then reply = false end
+    replies[i] = reply
+  end
+  return replies
+end
 
-if ARGV[1] == "reserve_all" then return reserve_all(serve) end
-if ARGV[1] ~= "batch" then return serve(ARGV) end
--- batch: each request in turn, served as if alone; an error is its request's reply, and the
--- requests after it go on. All are found first: a batch that is not whole serves none.
-local argv, requests, at = ARGV, {}, 2
-while at <= #argv do
-  local count = tonumber(argv[at])
-  if not (count and count >= 1 and count % 1 == 0 and at + count <= #argv) then
-    return redis.error_reply("ERR ratelimit: bad batch")
-  end
-  requests[#requests + 1] = {unpack(argv, at + 1, at + count)}
-  at = at + 1 + count
-end
-local replies = {}
-for i = 1, #requests do
-  local served, reply = pcall(serve, requests[i])
-  -- A redis.call() that failed raised its error reply; anything else raised a text.
-  if not served and type(reply) ~= "table" then
-    reply = redis.error_reply("ERR ratelimit: " .. tostring(reply))
-  end
-  -- Nil (no bucket) as false, which Redis sends as nil too, and which keeps its place in the
-  -- table.
-  if reply == nil then reply = false end
-  replies[i] = reply
-end
-return replies
+-- FUNCTION_NAME: set by the lines the build puts before this file (src/CMakeLists.txt), the name
+-- with this file's SHA-1, so that each version of ratelimit calls its own.
+register(FUNCTION_NAME, bucket)

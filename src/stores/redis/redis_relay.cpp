@@ -304,7 +304,7 @@ Relay::Request parse_request(std::string_view request) {
   return parsed;
 }
 
-// Where a script call's ARGV starts: after EVALSHA, the SHA-1, the count of keys (1) and the key.
+// Where a script call's ARGV starts: after FCALL, the function, the count of keys (1) and the key.
 constexpr std::size_t kFirstScriptArgument = 4;
 
 // Whether a batch may merge `request` with the others on its key: a call of the bucket script
@@ -313,8 +313,8 @@ constexpr std::size_t kFirstScriptArgument = 4;
 // even of one key: never a batch's part).
 bool mergeable(const Relay::Request& request) {
   const std::vector<std::string>& arguments = request.arguments;
-  return arguments.size() > kFirstScriptArgument && arguments[0] == "EVALSHA" &&
-         arguments[1] == kRedisBucketScriptSha1 && arguments[2] == "1" &&
+  return arguments.size() > kFirstScriptArgument && arguments[0] == "FCALL" &&
+         arguments[1] == kRedisBucketFunction && arguments[2] == "1" &&
          arguments[3] == request.redis_key && arguments[kFirstScriptArgument] != kBatchOperation &&
          arguments[kFirstScriptArgument] != kReserveAllOperation;
 }
@@ -397,9 +397,7 @@ Topology& Relay::deployment(const Request& request) {
 
 std::string Relay::reply_answer(const Request& request, const Value& reply,
                                 const std::vector<std::string>& said) {
-  if ((request.arguments[0] == "EVALSHA" || request.arguments[0] == "EVAL") &&
-      reply.type != Value::Type::error)
-    ++decisions_;
+  if (request.arguments[0] == "FCALL" && reply.type != Value::Type::error) ++decisions_;
   return reply_outcome(said, reply);
 }
 

@@ -106,7 +106,7 @@ class Relay final : public AgentStores {
   void answer_command(const std::vector<Request>& parsed, const std::vector<std::size_t>& requests,
                       Value reply, std::string_view server, io::Waiter& waiter,
                       const std::vector<std::string>& said, std::vector<std::string>& answers);
-  // The answer that carries `reply` back, and `said`; a script's reply (not NOSCRIPT) is a
+  // The answer that carries `reply` back, and `said`; a script's reply (not an error) is a
   // decision served.
   std::string reply_answer(const Request& request, const Value& reply,
                            const std::vector<std::string>& said);

@@ -22,10 +22,11 @@ void RetryPolicy::sending(const std::vector<std::string>& command) {
 
 void RetryPolicy::after_not_run(const NotRun& not_run) {
   // One MOVED (the slot has another master) and then one ASK (it is being migrated), and one
-  // NOSCRIPT (EVAL loads the script): a reply more means the servers disagree, and is the error.
+  // missing function (the store has loaded it): a reply more means the servers disagree, and is
+  // the error.
   bool& met = not_run.reply() == NotRun::Reply::moved ? not_run_.moved
               : not_run.reply() == NotRun::Reply::ask ? not_run_.ask
-                                                      : not_run_.noscript;
+                                                      : not_run_.function_missing;
   const bool after_ask = not_run.reply() == NotRun::Reply::moved && not_run_.ask;
   if (met || after_ask) throw;
   met = true;

@@ -39,12 +39,12 @@ class FailingOver : public StoreUnavailable {
 
 // Thrown by one try whose command did not run, and that is sent again at once, changed: a
 // Cluster's MOVED (to the node it names, which the Topology keeps for the key) or ASK (to the node
-// it names, for this command only), or NOSCRIPT (as EVAL, with the script, which the server then
-// keeps). Its message (the reply, with the server) is what the request fails with once RetryPolicy
-// sends it no more.
+// it names, for this command only), or a function missing (once the store has loaded the
+// script's library there). Its message (the reply, with the server) is what the request fails with
+// once RetryPolicy sends it no more.
 class NotRun : public StoreUnavailable {
  public:
-  enum class Reply { moved, ask, noscript };
+  enum class Reply { moved, ask, function_missing };
   NotRun(Reply reply, const std::string& message) : StoreUnavailable(message), reply_(reply) {}
   Reply reply() const { return reply_; }
 
@@ -82,10 +82,10 @@ inline constexpr std::chrono::milliseconds kLongestRestartPause{250};
 //   of the request;
 // - a failover (FailingOver): tried again after kFailoverPause, until the request's failover
 //   budget (Deadline::failover_budget) ends;
-// - a command that did not run (NotRun: MOVED, ASK, NOSCRIPT): sent again at once within the same
-//   deadline, since it cannot count twice: one MOVED and then one ASK, and one NOSCRIPT, per try
-//   that ran (a failover or a restart opens the count again: a promoted replica may redirect or
-//   lack the script anew); a reply more fails the request;
+// - a command that did not run (NotRun: MOVED, ASK, a function missing): sent again at once
+//   within the same deadline, since it cannot count twice: one MOVED and then one ASK, and one
+//   missing function, per try that ran (a failover or a restart opens the count again: a server
+//   started again may redirect or lack the function anew); a reply more fails the request;
 // - no master named by the sentinels (NoMasterNamed): asked again after kFailoverPause within the
 //   same deadline (the operation's timeout), then the request fails;
 // - either way, never past the request's own deadline (Deadline::refuse_after): a try that comes
@@ -180,7 +180,7 @@ class RetryPolicy {
   struct NotRunMet {
     bool moved = false;
     bool ask = false;
-    bool noscript = false;
+    bool function_missing = false;
   } not_run_;
   std::chrono::milliseconds pause_ = kFirstRestartPause;
   std::exception_ptr last_loss_;

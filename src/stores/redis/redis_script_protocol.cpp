@@ -267,18 +267,24 @@ std::vector<std::string> encode_give_back(std::int64_t permits,
 }
 
 std::vector<std::string> script_call(const std::vector<std::string>& redis_keys,
-                                     const std::vector<std::string>& arguments, bool with_script) {
-  std::vector<std::string> call{with_script ? std::string(kRedisBucketScript)
-                                            : std::string(kRedisBucketScriptSha1)};
-  call.insert(call.begin(), with_script ? "EVAL" : "EVALSHA");
+                                     const std::vector<std::string>& arguments) {
+  std::vector<std::string> call{"FCALL", std::string(kRedisBucketFunction)};
   call.push_back(std::to_string(redis_keys.size()));
   call.insert(call.end(), redis_keys.begin(), redis_keys.end());
   call.insert(call.end(), arguments.begin(), arguments.end());
   return call;
 }
 
+bool function_missing(const Value& reply) {
+  return reply.type == Value::Type::error && reply.text.starts_with("ERR Function not found");
+}
+
+std::vector<std::string> library_load() {
+  return {"FUNCTION", "LOAD", "REPLACE", std::string(kRedisBucketLibrary)};
+}
+
 bool may_send_again(const std::vector<std::string>& command) {
-  if (command.size() < 3 || (command[0] != "EVALSHA" && command[0] != "EVAL")) return true;
+  if (command.size() < 3 || command[0] != "FCALL") return true;
   std::size_t key_count = 0;
   const std::string& count = command[2];
   if (std::from_chars(count.data(), count.data() + count.size(), key_count).ec != std::errc())

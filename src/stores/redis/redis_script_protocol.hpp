@@ -195,11 +195,15 @@ DecodedKeysReservation decode_reservations(const Value& reply,
                                            const std::vector<PermitRequest>& requests,
                                            std::string_view server);
 
-// The call of the bucket script on `redis_keys` (KEYS) with `arguments` (ARGV, an encode_*'s):
-// by its SHA-1 (EVALSHA), or with the script itself (EVAL, after NOSCRIPT). The store sends it,
-// directly or through the agent, which relays it unchanged.
+// The call of the bucket script's function (FCALL) on `redis_keys` (KEYS) with `arguments` (ARGV,
+// an encode_*'s). The store sends it, directly or through the agent, which relays it unchanged.
 std::vector<std::string> script_call(const std::vector<std::string>& redis_keys,
-                                     const std::vector<std::string>& arguments, bool with_script);
+                                     const std::vector<std::string>& arguments);
+// Whether `reply` says that the server has no such function (a server started again without
+// persistence, a new Cluster node): the call did not run, and runs once library_load() has.
+bool function_missing(const Value& reply);
+// FUNCTION LOAD REPLACE of the script's library: what the store sends after function_missing().
+std::vector<std::string> library_load();
 
 // Whether `command` may be sent again when its reply was lost (it may have run): not a call of
 // the script that gives permits back or sets a rate, which would count twice. The one source of
@@ -208,7 +212,7 @@ bool may_send_again(const std::vector<std::string>& command);
 
 // Adds a request's ARGV (as it would go alone) to a batch's, which starts with kBatchOperation.
 void add_to_batch(std::vector<std::string>& batch, std::span<const std::string> request);
-// The replies of a batch of `count` requests, each request's own: a whole-call error (NOSCRIPT,
+// The replies of a batch of `count` requests, each request's own: a whole-call error (no function,
 // BUSY, ...: nothing ran) is each request's reply. Any other reply but a table of `count` throws
 // StoreUnavailable as the decoders above do.
 std::vector<Value> decode_batch(Value reply, std::size_t count, std::string_view server);

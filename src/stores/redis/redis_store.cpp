@@ -53,15 +53,14 @@ Value Store::run_script_on(const std::vector<std::string>& keys, std::vector<std
                            Deadline& deadline) {
   std::vector<std::string> redis_keys;
   for (const std::string& key : keys) redis_keys.push_back(redis_key(key));
-  // After NOSCRIPT, the script itself: EVAL also caches it for the next EVALSHA.
-  const Value reply =
-      send(redis_keys.front(),
-           script_call(redis_keys, arguments, std::exchange(script_missing_, false)), deadline);
-  // NOSCRIPT: the script did not run (a server started again, a replica just promoted, has not
-  // got it), so running it with EVAL cannot book twice: the request's policy sends it again.
-  if (reply.type == Value::Type::error && reply.text.starts_with("NOSCRIPT")) {
-    script_missing_ = true;
-    throw NotRun(NotRun::Reply::noscript, server() + ": " + reply.text);
+  const Value reply = send(redis_keys.front(), script_call(redis_keys, arguments), deadline);
+  // No function: the script did not run (a server started again without persistence, a new
+  // Cluster node), so loading it there and calling it again cannot book twice: the request's
+  // policy sends the call again.
+  if (function_missing(reply)) {
+    const Value loaded = send(redis_keys.front(), library_load(), deadline);
+    if (loaded.type == Value::Type::error) unexpected_reply(loaded);
+    throw NotRun(NotRun::Reply::function_missing, server() + ": " + reply.text);
   }
   // A server started again that is still reading its data: nothing ran, and it will.
   if (reply.type == Value::Type::error && reply.text.starts_with("LOADING"))
@@ -86,7 +85,6 @@ template <typename Attempt>
 auto Store::with_retries(Deadline& deadline, Attempt attempt) {
   RetryPolicy policy(deadline, timeout_, failover_timeout_,
                      RetryPolicy::Waits::restarts_and_failovers, notify_, jitter_);
-  script_missing_ = false;
   RetryPolicy* const outer = std::exchange(retries_, &policy);
   try {
     auto result = policy.run(attempt);
@@ -111,7 +109,8 @@ Value Store::send(const std::string& bucket_key, const std::vector<std::string>&
     }
     if (reply) {
       // Answered after the operation's timeout: the agent followed a failover, as the direct path
-      // does (RetryPolicy), and what follows (EVAL after NOSCRIPT) has a timeout anew.
+      // does (RetryPolicy), and what follows (the call after loading the function) has a timeout
+      // anew.
       if (deadline.passed()) deadline = deadline.renewed(timeout_);
       return std::move(*reply);
     }

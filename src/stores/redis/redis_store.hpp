@@ -92,11 +92,12 @@ class Store final : public BucketStore {
   // Runs `attempt` (one try of an operation, which sends it once) within `deadline`, tried again
   // as the request's one RetryPolicy decides: while the server restarts (refuses or drops
   // connections, answers LOADING: ConnectionLost), through a failover (FailingOver), after a
-  // command that did not run (NotRun: a Cluster's redirect, NOSCRIPT) and while the sentinels name
-  // no master (NoMasterNamed). Whether a command that may have run is sent again, the command
+  // command that did not run (NotRun: a Cluster's redirect, no function) and while the sentinels
+  // name no master (NoMasterNamed). Whether a command that may have run is sent again, the command
   // says (send() tells the policy, as the agent's does). This is the one loop of an operation:
   // what it calls tries once (through the agent, the agent's loop waits for a failover and
-  // follows a redirect, and this one waits for a restart and sends the script after NOSCRIPT).
+  // follows a redirect, and this one waits for a restart and calls the function again once it has
+  // loaded it).
   template <typename Attempt>
   auto with_retries(Deadline& deadline, Attempt attempt);
   // The command sent once: through the agent when there is one, else to the server.
@@ -104,8 +105,8 @@ class Store final : public BucketStore {
              Deadline& deadline);
   // Connected to the node that serves `bucket_key` (the agent's business when it relays).
   void connect(const std::string& bucket_key, Deadline& deadline);
-  // Runs the script by its SHA-1, or with the script itself (EVAL) in the try after one that met
-  // NOSCRIPT, which throws NotRun; as send(). An error reply throws StoreUnavailable; LOADING,
+  // Calls the script's function; where the server has none, loads the library and throws NotRun
+  // (the policy calls it again); as send(). An error reply throws StoreUnavailable; LOADING,
   // ConnectionLost (not sent).
   Value run_script(const std::string& key, std::vector<std::string> arguments, Deadline& deadline);
   // The same over several keys (KEYS[1..n]), sent where the first one is served.
@@ -124,8 +125,6 @@ class Store final : public BucketStore {
   std::optional<RelayClient> relay_;
   // The policy of the operation under way (with_retries), told each command sent.
   RetryPolicy* retries_ = nullptr;
-  // The last try met NOSCRIPT: the next sends the script.
-  bool script_missing_ = false;
 };
 
 // However near a request's deadline, a call waits this long for Redis's answer (connect included)

@@ -20,9 +20,9 @@ constexpr milliseconds kFailoverTimeout{2000};
 
 // Script calls as the store sends them (and the agent relays them).
 const std::vector<std::string> kReserve =
-    script_call({"ratelimit:{k}"}, encode_reserve(PermitRequest{}, milliseconds(0), 0), false);
+    script_call({"ratelimit:{k}"}, encode_reserve(PermitRequest{}, milliseconds(0), 0));
 const std::vector<std::string> kGiveBack =
-    script_call({"ratelimit:{k}"}, encode_give_back(1, std::nullopt, 0), false);
+    script_call({"ratelimit:{k}"}, encode_give_back(1, std::nullopt, 0));
 
 // Each try of these tests is one send: what the policy decides is how many tries a request
 // makes, how long they wait, and what the request ends with.
@@ -134,9 +134,9 @@ TEST_F(RedisRetryPolicyTest, TheAgentLeavesARestartToItsCaller) {
   EXPECT_EQ(retries.tries(), 1);
 }
 
-// A Cluster's redirects and NOSCRIPT: the command did not run, so it is sent again at once within
-// the same deadline, even one that may not be sent twice; one MOVED, then one ASK, and one
-// NOSCRIPT per try that ran; a redirect more fails the request with the reply.
+// A Cluster's redirects and a missing function: the command did not run, so it is sent again at
+// once within the same deadline, even one that may not be sent twice; one MOVED, then one ASK, and
+// one missing function per try that ran; a redirect more fails the request with the reply.
 TEST_F(RedisRetryPolicyTest, WhatDidNotRunIsSentAgainAtOnceWithinTheSameDeadline) {
   Deadline deadline(kTimeout, &waiter_);
   const nanoseconds unavailable_at = deadline.unavailable_at();
@@ -151,7 +151,7 @@ TEST_F(RedisRetryPolicyTest, WhatDidNotRunIsSentAgainAtOnceWithinTheSameDeadline
       case 2:
         throw NotRun(NotRun::Reply::ask, "ASK 1 127.0.0.1:7002");
       case 3:
-        throw NotRun(NotRun::Reply::noscript, "NOSCRIPT No matching script");
+        throw NotRun(NotRun::Reply::function_missing, "ERR Function not found");
       default:
         return 7;
     }
@@ -165,7 +165,7 @@ TEST_F(RedisRetryPolicyTest, WhatDidNotRunIsSentAgainAtOnceWithinTheSameDeadline
        {std::pair{NotRun::Reply::moved, NotRun::Reply::moved},
         std::pair{NotRun::Reply::ask, NotRun::Reply::moved},
         std::pair{NotRun::Reply::ask, NotRun::Reply::ask},
-        std::pair{NotRun::Reply::noscript, NotRun::Reply::noscript}}) {
+        std::pair{NotRun::Reply::function_missing, NotRun::Reply::function_missing}}) {
     Deadline again(kTimeout, &waiter_);
     RetryPolicy bounded = policy(again, true);
     int sent = 0;
@@ -179,8 +179,8 @@ TEST_F(RedisRetryPolicyTest, WhatDidNotRunIsSentAgainAtOnceWithinTheSameDeadline
   }
 }
 
-// A failover ends the try: the next may meet a MOVED (the promoted replica's node) or NOSCRIPT
-// (a replica without the script) anew, and follows it.
+// A failover ends the try: the next may meet a MOVED (the promoted replica's node) or a missing
+// function (a server without the library) anew, and follows it.
 TEST_F(RedisRetryPolicyTest, ATryThatRanOpensTheCountOfRedirectsAgain) {
   Deadline deadline(kTimeout, &waiter_);
   RetryPolicy retries = policy(deadline, true);
@@ -218,9 +218,8 @@ TEST_F(RedisRetryPolicyTest, SentinelsThatNameNoMasterAreAskedWithinTheTimeout) 
 }
 
 // Whether a command that may have run is sent again comes from the command alone: the one the
-// store sends and the agent relays (the same bytes) decide alike, whichever form the script call
-// takes (EVALSHA, or EVAL after NOSCRIPT). A give-back and a rate set are not sent again; every
-// other operation is.
+// store sends and the agent relays (the same bytes) decide alike. A give-back and a rate set are
+// not sent again; every other operation is.
 TEST_F(RedisRetryPolicyTest, TheCommandSaysWhetherItMayBeSentAgain) {
   const std::vector<std::string> key{"ratelimit:{k}"};
   const std::vector<std::string> two_keys{"ratelimit:{k}", "ratelimit:{k}b"};
@@ -243,26 +242,25 @@ TEST_F(RedisRetryPolicyTest, TheCommandSaysWhetherItMayBeSentAgain) {
       {"set_rate", key, encode_set_rate(2.0, KeySchedule{}, 0, std::nullopt), false},
   };
   for (const auto& [name, keys, arguments, again] : operations) {
-    for (const bool with_script : {false, true}) {
-      const std::vector<std::string> command = script_call(keys, arguments, with_script);
-      Deadline deadline(kTimeout, &waiter_);
-      RetryPolicy retries(
-          deadline, kTimeout, kFailoverTimeout, RetryPolicy::Waits::failovers,
-          [](const std::string&) {}, jitter_);
-      retries.sending(command);
-      int tries = 0;
-      try {
-        retries.run([&] {
-          if (++tries == 1) throw failing_over(true);
-          return 7;
-        });
-      } catch (const FailingOver&) {
-      }
-      EXPECT_EQ(retries.tries(), again ? 2 : 1) << name << " by " << command.front();
+    const std::vector<std::string> command = script_call(keys, arguments);
+    Deadline deadline(kTimeout, &waiter_);
+    RetryPolicy retries(
+        deadline, kTimeout, kFailoverTimeout, RetryPolicy::Waits::failovers,
+        [](const std::string&) {}, jitter_);
+    retries.sending(command);
+    int tries = 0;
+    try {
+      retries.run([&] {
+        if (++tries == 1) throw failing_over(true);
+        return 7;
+      });
+    } catch (const FailingOver&) {
     }
+    EXPECT_EQ(retries.tries(), again ? 2 : 1) << name;
   }
-  // Not a script call: DEL twice deletes what DEL once did.
+  // Not a script call: DEL twice deletes what DEL once did, and a library loaded twice is loaded.
   EXPECT_TRUE(may_send_again({"DEL", "ratelimit:{k}"}));
+  EXPECT_TRUE(may_send_again(library_load()));
 }
 
 }  // namespace

@@ -340,14 +340,13 @@ TEST(RedisScriptProtocol, BatchOfRequestsAndItsReplies) {
   EXPECT_EQ(replies[0].integer, 1);
   EXPECT_EQ(replies[1].type, Value::Type::nil);
   EXPECT_EQ(replies[2].text, "5");
-  const Value noscript{.type = Value::Type::error,
-                       .integer = 0,
-                       .text = "NOSCRIPT No matching script",
-                       .elements = {}};
-  const auto refused = decode_batch(noscript, 2, kServer);
+  const Value missing{
+      .type = Value::Type::error, .integer = 0, .text = "ERR Function not found", .elements = {}};
+  EXPECT_TRUE(function_missing(missing));
+  const auto refused = decode_batch(missing, 2, kServer);
   ASSERT_EQ(refused.size(), 2u);
-  EXPECT_EQ(refused[0].text, noscript.text);
-  EXPECT_EQ(refused[1].text, noscript.text);
+  EXPECT_EQ(refused[0].text, missing.text);
+  EXPECT_EQ(refused[1].text, missing.text);
 
   using Result = std::pair<int, std::string>;
   const std::string prefix =
