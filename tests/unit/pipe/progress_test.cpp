@@ -164,8 +164,11 @@ TEST(Summary, TextAndJson) {
 TEST(Summary, SaysWhatTheQuotasCountedAndHowLongTheyHeldThePipe) {
   Result result{Ending::end_of_input, 0, totals_at(2s, 2000), {}};
   result.totals.held_by_quotas = 1500ms;
-  result.quotas = {{.params = {.limit = 1000, .period = 1s}, .used = 900, .next_free_in = 0s},
-                   {.params = {.limit = 50000, .period = 24h}, .used = 2000, .next_free_in = 0s}};
+  result.quotas = {
+      {.key = {},
+       .quota = {.params = {.limit = 1000, .period = 1s}, .used = 900, .next_free_in = 0s}},
+      {.key = {},
+       .quota = {.params = {.limit = 50000, .period = 24h}, .used = 2000, .next_free_in = 0s}}};
   EXPECT_EQ(summary_text(result, kBytes),
             "ratelimit: 2000 bytes in 2.000 s, 1.00 kB/s (rate 1kB/s); held by quotas 1.5s\n"
             "ratelimit: quota 1kB/s: 900 used in the window\n"
@@ -174,6 +177,23 @@ TEST(Summary, SaysWhatTheQuotasCountedAndHowLongTheyHeldThePipe) {
                 .find(R"("quotas":[{"quota":"1kB/s","limit":1000,"period_seconds":1,"used":900},)"
                       R"({"quota":"50kB/d","limit":50000,"period_seconds":86400,"used":2000}],)"
                       R"("held_by_quotas_seconds":1.5})"),
+            std::string::npos)
+      << summary_json(result, kBytes, 0s);
+}
+
+TEST(Summary, NamesTheKeyOfEachQuotaOfAPipeWithSeveralKeys) {
+  Result result{Ending::end_of_input, 0, totals_at(2s, 2000), {}};
+  result.quotas = {
+      {.key = "host:a", .quota = {.params = {.limit = 1000, .period = 1s}, .used = 900}},
+      {.key = "fleet", .quota = {.params = {.limit = 50000, .period = 24h}, .used = 2000}}};
+  EXPECT_EQ(summary_text(result, kBytes),
+            "ratelimit: 2000 bytes in 2.000 s, 1.00 kB/s (rate 1kB/s); held by quotas 0s\n"
+            "ratelimit: quota 1kB/s of key 'host:a': 900 used in the window\n"
+            "ratelimit: quota 50kB/d of key 'fleet': 2000 used in the window");
+  EXPECT_NE(summary_json(result, kBytes, 0s)
+                .find(R"("quotas":[{"quota":"1kB/s","limit":1000,"period_seconds":1,"used":900,)"
+                      R"("key":"host:a"},{"quota":"50kB/d","limit":50000,"period_seconds":86400,)"
+                      R"("used":2000,"key":"fleet"}],)"),
             std::string::npos)
       << summary_json(result, kBytes, 0s);
 }
