@@ -41,10 +41,9 @@ int run_acquire(const PermitOptions& options) {
 
 Command setup_acquire(CLI::App& app) {
   auto options = std::make_shared<PermitOptions>();
-  CLI::App* acquire = app.add_subcommand(
-      "acquire", "Take permits from a bucket shared by every process of a shell loop, then exit 0");
-  add_permit_options(*acquire, *options);
-  acquire->get_option("--key")->description(
+  CLI::App* acquire = add_permit_subcommand(
+      app, "acquire",
+      "Take permits from a bucket shared by every process of a shell loop, then exit 0", *options,
       "Name of the shared bucket (required); repeated, several keys at once (all or nothing), "
       "each with the --rate, --burst, --quota... that follow it");
   acquire->footer(R"(Examples:

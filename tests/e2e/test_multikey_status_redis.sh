@@ -9,3 +9,4 @@ use_agents
 start_redis main
 
 expect_waiting_calls_in_status "$RATELIMIT_STATE_DIR" --redis "unix://$WORK/main/sock" --redis-timeout 5s
+expect_slot_and_pause_waits_in_status "$RATELIMIT_STATE_DIR" --redis "unix://$WORK/main/sock" --redis-timeout 5s
