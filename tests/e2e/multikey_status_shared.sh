@@ -125,8 +125,8 @@ expect_slot_and_pause_waits_in_status() {
   # p:b was throttled before (so calls look for a pause after their turn); the second call waits
   # for its turn (2 s at the halved rate) when a pause of 20 s is reported on p:b.
   local keys=(--key p:a --rate 1/s --key p:b --rate 1/s)
-  expect_status 0 "$RATELIMIT" throttle --key p:b "$@"
   expect_status 0 "$RATELIMIT" acquire "${keys[@]}" "$@"
+  expect_status 0 "$RATELIMIT" throttle --key p:b "$@"
   env --default-signal=INT "$RATELIMIT" acquire "${keys[@]}" "$@" 2>"$WORK/pause.err" &
   pid=$!
   line=$(waiting_call_line $pid "$@")

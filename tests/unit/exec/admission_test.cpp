@@ -196,8 +196,8 @@ TEST_F(Admit, AWaitForASlotOrAPauseOfSeveralKeysIsShownToo) {
   call.max_inflight = 1;
   slots.free_at = clock.now() + 15ms;
   EXPECT_EQ(admit(call).result, AdmissionResult::admitted);
-  // Two looks at the slots (at 0 and 10 ms) with the slot's wait shown; the turn is at once.
-  EXPECT_EQ(shown_during_waits, (std::vector<bool>{true, true}));
+  // Two looks at the slots (at 0 and 10 ms) with the slot's wait shown, then the turn (at once).
+  EXPECT_EQ(shown_during_waits, (std::vector<bool>{true, true, false}));
   ASSERT_EQ(shown.size(), 1u);
   EXPECT_EQ(shown.front().what, control::CallWait::slot);
   EXPECT_EQ(shown.front().keys, (std::vector<std::string>{"api", "all"}));
