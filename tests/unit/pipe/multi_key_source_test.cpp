@@ -162,14 +162,19 @@ class MultiKeyPipe : public ::testing::Test {
   stores::KeySchedule all_schedule{};  // of "all"
 };
 
-// A timetable of 100/s for the first second (its entry ends at Unix second 1000), then 10000/s.
+// A timetable of 100/s until `second_entry` (its entry ends at Unix second 1000), then 10000/s.
 class TwoEntries final : public RateSchedule {
  public:
+  explicit TwoEntries(nanoseconds second_entry) : second_entry_(second_entry) {}
   RatePeriod at(nanoseconds now) override {
-    if (now < 1s) return {.units_per_second = 100, .until = 1s, .entry_until = 1000};
+    if (now < second_entry_)
+      return {.units_per_second = 100, .until = second_entry_, .entry_until = 1000};
     return {.units_per_second = 10000, .entry_until = 2000};
   }
   void follow(std::optional<Timetable>) override {}
+
+ private:
+  nanoseconds second_entry_;
 };
 
 // "all" at 500/s is the slower key: every chunk waits for it, and "host" books the same chunks,
@@ -240,7 +245,7 @@ TEST_F(MultiKeyPipe, APauseOnAnyKeyHoldsThePipe) {
 // 2000 bytes take about a second, not the 19 s of the first entry's 100/s.
 TEST_F(MultiKeyPipe, EachKeyFollowsItsOwnTimetable) {
   all_schedule = {.timetable = "00:00,100 00:01,10000", .entry_until = 1000};
-  TwoEntries all_timetable;
+  TwoEntries all_timetable(io.start() + 1s);
   EngineOptions options = bytes_per_second(10000, 100);
   options.key_schedules = {&all_timetable};
   io.arrive(0s, std::string(2000, 'x'));
