@@ -95,6 +95,21 @@ expect_pipe_follows_each_keys_timetable() {
     fail "300 lines under tt:b's timetable took ${ms} ms, expected about 3000"
 }
 
+# The chunks are sized by the slowest key: under a fast first key (1 MB/s) and a slow second one
+# (10 kB/s), 30 kB go in chunks of 1080 bytes over about 3 s, not in one chunk whose turn is free
+# (Guava's first) at once.
+expect_pipe_chunks_follow_the_slowest_key() {
+  random_file "$WORK/slow.in" 30000
+  local start ms
+  start=$(now_ns)
+  expect_status 0 "$RATELIMIT" --key ck:fast --rate 1MB/s --key ck:slow --rate 10kB/s "$@" \
+    "$WORK/slow.in" -o "$WORK/slow.out"
+  ms=$(ms_since "$start")
+  cmp -s "$WORK/slow.in" "$WORK/slow.out" || fail "the pipe under a slow second key changed its data"
+  [ "$ms" -ge 2400 ] && [ "$ms" -lt 9000 ] ||
+    fail "30 kB under a 10 kB/s second key took ${ms} ms, expected about 2900"
+}
+
 # --stats names every key's quotas, in text and in JSON.
 expect_pipe_stats_name_each_keys_quotas() {
   head -c 1000 /dev/zero >"$WORK/q.in"
