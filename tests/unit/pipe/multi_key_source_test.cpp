@@ -149,7 +149,11 @@ class MultiKeyPipe : public ::testing::Test {
     stores::PermitRequest all = key_at("all", all_rate);
     all.schedule = all_schedule;
     SharedPermitSource source(
-        store, key_at("host", options.bucket.permits_per_second), waiter, {}, {}, {},
+        store, key_at("host", options.bucket.permits_per_second), waiter, {},
+        [this](const std::string& key, const std::string& timetable) {
+          key_timetables.emplace_back(key, timetable);
+        },
+        {},
         [this](const std::string& key, nanoseconds waited) { pauses.emplace_back(key, waited); },
         {all});
     return Engine(options, io, source).run();
@@ -160,6 +164,8 @@ class MultiKeyPipe : public ::testing::Test {
   testing::IoClockWaiter waiter{io};
   std::vector<std::pair<std::string, nanoseconds>> pauses;
   stores::KeySchedule all_schedule{};  // of "all"
+  // Each key whose timetable was found to be another than the one followed, and that timetable.
+  std::vector<std::pair<std::string, std::string>> key_timetables;
 };
 
 // A timetable of 100/s until `second_entry` (its entry ends at Unix second 1000), then 10000/s.
@@ -255,6 +261,19 @@ TEST_F(MultiKeyPipe, EachKeyFollowsItsOwnTimetable) {
   EXPECT_EQ(store.keys.at("all").bucket.params().permits_per_second, 10000);
   EXPECT_EQ(store.keys.at("all").schedule.entry_until, 2000);
   EXPECT_LT(io.writes().back().time, 3s);
+}
+
+// Another user gave "all" a timetable: the pipe is told, to follow it as that key's.
+TEST_F(MultiKeyPipe, AnotherUsersTimetableOnALaterKeyIsTold) {
+  BucketParams params;
+  params.permits_per_second = 1000;
+  store.keys.emplace("all",
+                     KeysStore::Kept{.bucket = TokenBucket(params, io.now()),
+                                     .schedule = {.timetable = "00:00,1000", .entry_until = 1},
+                                     .quotas = {}});
+  run_all_of(std::string(100, 'x'), 50, 1000);
+  EXPECT_EQ(key_timetables,
+            (std::vector<std::pair<std::string, std::string>>{{"all", "00:00,1000"}}));
 }
 
 // "host" at 100000/s, "all" at 1000/s: the default chunk is one write interval (108 ms) of the
