@@ -320,11 +320,16 @@ void add_permit_options(CLI::App& app, PermitOptions& options) {
 }
 
 CLI::App* add_permit_subcommand(CLI::App& app, const std::string& name,
-                                const std::string& description, PermitOptions& options,
-                                const std::string& key_help) {
-  CLI::App* command = app.add_subcommand(name, description);
+                                const std::string& then_what, PermitOptions& options,
+                                const std::string& key_default) {
+  CLI::App* command = app.add_subcommand(
+      name,
+      "Take permits from a bucket shared by every process of a shell loop, then " + then_what);
   add_permit_options(*command, options);
-  command->get_option("--key")->description(key_help);
+  command->get_option("--key")->description(
+      "Name of the shared bucket " + key_default +
+      "; repeated, several keys at once (all or nothing), each with the --rate, --burst, "
+      "--quota... that follow it");
   return command;
 }
 
