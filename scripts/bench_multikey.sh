@@ -59,18 +59,8 @@ refusals() {
   local name=$1 loop pids=()
   shift
   for loop in 1 2 3 4; do
-    (
-      end=$(($(now_ns) + refuse_s * 1000000000))
-      while [ "$(now_ns)" -lt "$end" ]; do
-        status=0
-        "$RATELIMIT" acquire -vv --key "$name:hammer:$loop" --rate 1/s --key "$name:global" --rate 10/s \
-          --try "$@" 2>>"$WORK/$name.hammer.$loop.err" >/dev/null || status=$?
-        echo "$status" >>"$WORK/$name.hammer.status"
-        sleep 0.1
-      done
-      sed -n 's/.* granted between \([0-9]*\)\.\([0-9]\{9\}\) and \([0-9]*\)\.\([0-9]\{9\}\) s.*/\1\2 \3\4/p' \
-        "$WORK/$name.hammer.$loop.err" >"$WORK/$name.hammer.$loop.grants"
-    ) &
+    hammer_loop "$name.hammer.$loop" "$refuse_s" --key "$name:hammer:$loop" --rate 1/s \
+      --key "$name:global" --rate 10/s "$@" &
     pids+=($!)
   done
   for loop in $(seq 16); do
@@ -79,8 +69,8 @@ refusals() {
     pids+=($!)
   done
   wait "${pids[@]}"
-  echo "$name: hammering users refused $(grep -c '^75$' "$WORK/$name.hammer.status") of" \
-    "$(wc -l <"$WORK/$name.hammer.status") calls, granted $(cat "$WORK/$name".hammer.*.grants | wc -l)"
+  echo "$name: hammering users refused $(cat "$WORK/$name".hammer.*.status | grep -c '^75$') of" \
+    "$(cat "$WORK/$name".hammer.*.status | wc -l) calls, granted $(cat "$WORK/$name".hammer.*.grants | wc -l)"
   for loop in 1 2 3 4; do expect_within_bound "$name hammer:$loop" 1 1 "$WORK/$name.hammer.$loop.grants"; done
   expect_within_bound "$name global" 10 10 "$WORK/$name".hammer.*.grants "$WORK/$name".user.*.grants
   python3 -c "print('$name: global %+.2f %% of 10/s' % (($grant_rate / 10 - 1) * 100))"

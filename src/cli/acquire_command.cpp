@@ -41,12 +41,7 @@ int run_acquire(const PermitOptions& options) {
 
 Command setup_acquire(CLI::App& app) {
   auto options = std::make_shared<PermitOptions>();
-  CLI::App* acquire = app.add_subcommand(
-      "acquire", "Take permits from a bucket shared by every process of a shell loop, then exit 0");
-  add_permit_options(*acquire, *options);
-  acquire->get_option("--key")->description(
-      "Name of the shared bucket (required); repeated, several keys at once (all or nothing), "
-      "each with the --rate, --burst, --quota... that follow it");
+  CLI::App* acquire = add_permit_subcommand(app, "acquire", "exit 0", *options, "(required)");
   acquire->footer(R"(Examples:
   ratelimit acquire --rate 100/m --key mail && sendmail "$to" < message
   ratelimit acquire --rate 10/s --permits 5 --key api      take 5 permits at once

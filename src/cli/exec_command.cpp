@@ -130,13 +130,9 @@ int take_command_words(const CLI::App& exec, std::vector<std::string>& command, 
 
 Command setup_exec(CLI::App& app) {
   auto options = std::make_shared<ExecOptions>();
-  CLI::App* exec = app.add_subcommand(
-      "exec", "Take permits from a bucket shared by every process of a shell loop, then run CMD");
-  add_permit_options(*exec, options->permits);
-  exec->get_option("--key")->description(
-      "Name of the shared bucket [default: the command's name, e.g. curl for /usr/bin/curl]; "
-      "repeated, several keys at once (all or nothing), each with the --rate, --burst, --quota... "
-      "that follow it");
+  CLI::App* exec =
+      add_permit_subcommand(app, "exec", "run CMD", options->permits,
+                            "[default: the command's name, e.g. curl for /usr/bin/curl]");
   exec->add_option("--max-inflight", options->max_inflight,
                    "At most this many commands of the key run at once")
       ->check(whole_number_in(1, 256))

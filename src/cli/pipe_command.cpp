@@ -1,8 +1,10 @@
 #include <fmt/core.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <deque>
 #include <filesystem>
 #include <optional>
 #include <string>
@@ -84,10 +86,10 @@ TimeOrAmount parse_chunk(const std::string& text) {
   return chunk;
 }
 
-// Sets the chunk: the user's size, or one interval of the rate in force (the user's or the
-// default).
-void choose_chunk(const PipeOptions& options, pipe::EngineOptions& engine_options,
-                  pipe::FileIo& io) {
+// Sets the chunk: the user's size, or one interval of `slowest_rate` (the lowest rate in force of
+// the keys, or the pipe's own) at the user's interval or the default.
+void choose_chunk(const PipeOptions& options, double slowest_rate,
+                  pipe::EngineOptions& engine_options, pipe::FileIo& io) {
   if (const Amount* units = options.chunk ? std::get_if<Amount>(&options.chunk->value) : nullptr) {
     if (units->units < 1.0 || units->units > 1e9)
       throw UsageError("invalid chunk '" + options.chunk->text + "': must be from 1 to 1G units");
@@ -100,8 +102,7 @@ void choose_chunk(const PipeOptions& options, pipe::EngineOptions& engine_option
     engine_options.default_chunk_limit = kMaxRecordsPerChunk;
     return;
   }
-  const double rate = engine_options.bucket.permits_per_second;
-  const std::int64_t wanted = engine_options.default_chunk(rate, kMaxBytesPerChunk);
+  const std::int64_t wanted = engine_options.default_chunk(slowest_rate, kMaxBytesPerChunk);
   engine_options.default_chunk_limit =
       static_cast<std::int64_t>(io.fit_pipes_to(static_cast<std::size_t>(wanted)));
 }
@@ -154,12 +155,13 @@ stores::PermitRequest request_of(const PipeKey& key) {
   return request;
 }
 
-// `keys.front().bucket.key_schedule` is what the first key is to keep of --rate; `schedule` what
-// the engine follows, which becomes the key's timetable when another user sets one.
+// `keys[i].bucket.key_schedule` is what key i is to keep of --rate; `schedules[i]` what the
+// engine follows for it (the first: engine_options.schedule, the others: key_schedules), which
+// becomes the key's timetable when another user sets one.
 // `store` keeps the keys' buckets; none without --key.
 pipe::Result run_engine(const PipeOptions& options, const pipe::EngineOptions& engine_options,
                         stores::BucketStore* store, const std::vector<PipeKey>& keys,
-                        pipe::TimetableSchedule& schedule, pipe::FileIo& io,
+                        const std::vector<pipe::TimetableSchedule*>& schedules, pipe::FileIo& io,
                         const pipe::Engine::ProgressCallback& draw) {
   // The quotas are said by --stats only: a shared key's are asked of the store.
   const auto run = [&options](pipe::Engine&& engine) {
@@ -170,9 +172,12 @@ pipe::Result run_engine(const PipeOptions& options, const pipe::EngineOptions& e
   if (!store) return run(pipe::Engine(engine_options, io, draw));
   std::vector<stores::PermitRequest> more_keys;
   for (std::size_t i = 1; i < keys.size(); ++i) more_keys.push_back(request_of(keys[i]));
+  const auto key_named = [&keys](const std::string& name) {
+    return std::find_if(keys.begin(), keys.end(),
+                        [&name](const PipeKey& key) { return key.options.key == name; });
+  };
   const auto on_followed = [&](const std::string& name, const stores::KeySettings& key_settings) {
-    const auto key = std::find_if(keys.begin(), keys.end(),
-                                  [&name](const PipeKey& key) { return key.options.key == name; });
+    const auto key = key_named(name);
     if (key == keys.end()) return;
     announce_followed(name, key_settings,
                       {.params = key->bucket.params,
@@ -180,19 +185,20 @@ pipe::Result run_engine(const PipeOptions& options, const pipe::EngineOptions& e
                        .quotas = key->bucket.quotas},
                       key->options.bucket, key->bucket.notation);
   };
-  const auto follow_key = [&](const std::string& text) {
+  const auto follow_key = [&](const std::string& name, const std::string& text) {
+    const auto key = key_named(name);
+    if (key == keys.end()) return;
     std::optional<Timetable> timetable = format::parse_timetable_text(text);
     if (text.empty())
-      fmt::print(stderr, "ratelimit: key '{}' has no timetable now: its rate holds\n", options.key);
+      fmt::print(stderr, "ratelimit: key '{}' has no timetable now: its rate holds\n", name);
     else if (!timetable)
       fmt::print(stderr,
                  "ratelimit: warning: key '{}' has a timetable this version cannot read ('{}'): "
                  "its rate holds\n",
-                 options.key, text);
+                 name, text);
     else
-      fmt::print(stderr, "ratelimit: key '{}' follows timetable '{}' from now on\n", options.key,
-                 text);
-    schedule.follow(std::move(timetable));
+      fmt::print(stderr, "ratelimit: key '{}' follows timetable '{}' from now on\n", name, text);
+    schedules[static_cast<std::size_t>(key - keys.begin())]->follow(std::move(timetable));
   };
   const auto warn = [](const std::string& warning) {
     fmt::print(stderr, "ratelimit: warning: {}\n", warning);
@@ -356,28 +362,31 @@ int run_pipe(const PipeOptions& options) {
       options.key.empty() ? std::vector<KeyOptions>{} : keys_of_call(options);
   const std::unique_ptr<stores::BucketStore> store =
       options.key.empty() ? nullptr : stores::open_store(options.store.stores);
-  // Only the first key's timetable is followed (its entries move the key on): on another key
-  // it would stay at the entry in force when the pipe started.
-  for (std::size_t i = 1; i < key_options.size(); ++i)
-    if (const auto& rate = key_options[i].bucket.rate; rate && rate->value.timetable)
-      throw UsageError(fmt::format(
-          "--rate '{}' of --key '{}': a pipe follows the timetable of its first key only; name "
-          "that key first",
-          rate->text, format::escaped_bytes(key_options[i].key)));
   std::vector<PipeKey> keys;
   for (const KeyOptions& key : key_options)
     keys.push_back(
         {.options = key,
          .bucket = bucket_or_key(key.bucket, key.key, options.store, *store, pipe::counted(unit))});
-  // The first key's bucket is the pipe's: its rate sizes the chunks, its timetable is followed.
+  // The first key's bucket is the pipe's: its rate is the one shown, `set` changes it.
   const ParsedBucket bucket =
       keys.empty() ? bucket_of(options.bucket, pipe::counted(unit)) : keys.front().bucket;
   if (options.stop_at_quota && bucket.quotas.empty() && options.key.empty())
     throw UsageError("--stop-at-quota needs a --quota, or a --key whose users give one");
   const io::LocalTimeZone local_time;
   // Always: `ratelimit set` may send a timetable to a pipe started with one rate.
+  const auto wall_clock = [] { return std::chrono::system_clock::now(); };
   pipe::TimetableSchedule schedule(bucket.timetable, bucket.params.permits_per_second, local_time,
-                                   [] { return std::chrono::system_clock::now(); });
+                                   wall_clock);
+  // Each other key follows its own timetable's entries, and one another user sets on it.
+  std::deque<pipe::TimetableSchedule> other_schedules;
+  std::vector<pipe::TimetableSchedule*> schedules{&schedule};
+  double slowest_rate = bucket.params.permits_per_second;
+  for (std::size_t i = 1; i < keys.size(); ++i) {
+    const ParsedBucket& key_bucket = keys[i].bucket;
+    schedules.push_back(&other_schedules.emplace_back(
+        key_bucket.timetable, key_bucket.params.permits_per_second, local_time, wall_clock));
+    slowest_rate = std::min(slowest_rate, key_bucket.params.permits_per_second);
+  }
   const std::unique_ptr<control::ControlChannel> control =
       open_control(options.store.state_dir, unit);
   pipe::FileIo io(options.files, options.output, control.get());
@@ -385,11 +394,17 @@ int run_pipe(const PipeOptions& options) {
   engine_options.unit = unit;
   engine_options.bucket = bucket.params;
   engine_options.quotas = bucket.quotas;
+  for (std::size_t i = 1; i < keys.size(); ++i) {
+    const std::vector<QuotaParams>& quotas = keys[i].bucket.quotas;
+    engine_options.quotas.insert(engine_options.quotas.end(), quotas.begin(), quotas.end());
+  }
   engine_options.schedule = &schedule;
+  for (pipe::TimetableSchedule& key_schedule : other_schedules)
+    engine_options.key_schedules.push_back(&key_schedule);
   engine_options.progress_wakes = shows_progress(options);
   if (options.timeout) engine_options.longest_wait = options.timeout->value;
   engine_options.stop_at_quota = options.stop_at_quota;
-  choose_chunk(options, engine_options, io);
+  choose_chunk(options, slowest_rate, engine_options, io);
   if (keys.empty()) fit_chunk_to_quotas(options, bucket, engine_options);
   for (const PipeKey& key : keys) fit_chunk_to_quotas(options, key.bucket, engine_options);
   if (!options.key.empty() && engine_options.default_chunk_limit)
@@ -398,7 +413,7 @@ int run_pipe(const PipeOptions& options) {
   const pipe::Engine::ProgressCallback on_progress =
       watch_progress(options, keys, bucket.notation, control.get(), schedule, io, meter);
   const pipe::Result result =
-      run_engine(options, engine_options, store.get(), keys, schedule, io, on_progress);
+      run_engine(options, engine_options, store.get(), keys, schedules, io, on_progress);
   report_end(options, result, bucket.notation, io);
   return exit_code(result);
 }
@@ -439,21 +454,17 @@ Command setup_pipe(CLI::App& app) {
       ->check(read_into(options->chunk, written(parse_chunk), "CHUNK"))
       ->option_text("SIZE|TIME")
       ->group("Pipe");
-  app.add_option("--timeout", CLI::callback_t{},
-                 "Wait at most this long for a turn (e.g. 30s); a longer wait ends the pipe with "
-                 "exit 75, the rest of the input unread")
-      ->check(read_into(options->timeout, written(parse_duration), "DURATION"))
-      ->option_text("DURATION")
+  add_written_option(app, "--timeout", options->timeout, parse_duration, "DURATION",
+                     "Wait at most this long for a turn (e.g. 30s); a longer wait ends the pipe "
+                     "with exit 75, the rest of the input unread")
       ->group("Rate");
   app.add_flag("--stop-at-quota", options->stop_at_quota,
                "End with exit 75, the rest of the input unread, when a quota is spent, instead of "
                "waiting for its window")
       ->group("Rate");
-  app.add_option("-s,--size", CLI::callback_t{},
-                 "What the input holds, for --progress's percentage and ETA on standard input "
-                 "(e.g. 4.7G; lines with -l)")
-      ->check(read_into(options->size, written(parse_size), "SIZE"))
-      ->option_text("SIZE")
+  add_written_option(app, "-s,--size", options->size, parse_size, "SIZE",
+                     "What the input holds, for --progress's percentage and ETA on standard input "
+                     "(e.g. 4.7G; lines with -l)")
       ->group("Output");
   app.add_flag("-p{auto},--progress{auto}", options->progress,
                "Draw a progress line on standard error when it is a terminal (=force: always)")

@@ -319,6 +319,20 @@ void add_permit_options(CLI::App& app, PermitOptions& options) {
       ->group("Shared bucket");
 }
 
+CLI::App* add_permit_subcommand(CLI::App& app, const std::string& name,
+                                const std::string& then_what, PermitOptions& options,
+                                const std::string& key_default) {
+  CLI::App* command = app.add_subcommand(
+      name,
+      "Take permits from a bucket shared by every process of a shell loop, then " + then_what);
+  add_permit_options(*command, options);
+  command->get_option("--key")->description(
+      "Name of the shared bucket " + key_default +
+      "; repeated, several keys at once (all or nothing), each with the --rate, --burst, "
+      "--quota... that follow it");
+  return command;
+}
+
 stores::PermitRequest to_permit_request(const PermitOptions& options, const ParsedBucket& bucket,
                                         std::chrono::nanoseconds now) {
   stores::PermitRequest request;
@@ -346,10 +360,11 @@ stores::PermitRequest to_permit_request(const PermitOptions& options, const Pars
 
 namespace {
 
-// Shows a call's wait for its turn as a status record in the state directory.
+// Shows a call's wait for a slot, its turn or a pause as a status record in the state directory.
 exec::ShowWait status_record_of_call(std::string_view command, const std::string& state_dir) {
   return [command = std::string(command), state_dir](const exec::KeysWait& wait) {
-    control::CallStatus status{.command = command, .held_by = wait.held_by, .until = wait.until};
+    control::CallStatus status{
+        .command = command, .waits_for = wait.what, .held_by = wait.held_by, .until = wait.until};
     for (std::size_t i = 0; i < wait.keys.size(); ++i)
       status.keys.push_back(
           {.key = wait.keys[i],

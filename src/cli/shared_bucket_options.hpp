@@ -86,6 +86,11 @@ struct PermitOptions : KeyGroups {
 };
 
 void add_permit_options(CLI::App& app, PermitOptions& options);
+// The subcommand `name` of `app` that takes permits, with their options, and then does
+// `then_what` ("exit 0"); `key_default` says what --key is when not given.
+CLI::App* add_permit_subcommand(CLI::App& app, const std::string& name,
+                                const std::string& then_what, PermitOptions& options,
+                                const std::string& key_default);
 
 // Every key of the call, first --key first, each with the bucket options that follow it (with
 // one key, as today: all of them). Throws UsageError (64) when several keys are named and bucket

@@ -202,9 +202,30 @@ std::string describe_key_waits(std::string_view what, long pid, const std::strin
   return line;
 }
 
-// How long a waiting call has left to wait, as of now.
-std::chrono::nanoseconds wait_left(const control::CallStatus& call) {
+// How long a waiting call has left to wait, as of now; none when not known (a slot).
+std::optional<std::chrono::nanoseconds> wait_left(const control::CallStatus& call) {
+  if (call.until == std::chrono::nanoseconds::max()) return std::nullopt;
   return std::max(std::chrono::nanoseconds::zero(), call.until - io::monotonic_now());
+}
+
+// A waiting call of several keys: for its turn as describe_key_waits() says it; for a slot
+// "exec 123: waits for a --max-inflight slot of key 'a'; keys 'a', 'all'"; for a pause
+// "acquire 123: waits for the pause of key 'all' (1.5s left); keys 'a', 'all'".
+std::string describe_call(const control::ListedCall& call) {
+  const control::CallStatus& status = call.status;
+  const std::optional<std::chrono::nanoseconds> left = wait_left(status);
+  const std::string left_text = left ? format::human_duration(*left) : std::string();
+  if (status.waits_for == control::CallWait::turn)
+    return describe_key_waits(status.command, call.pid, status.held_by, status.keys, left_text);
+  std::string line = fmt::format(
+      "{} {}: waits for {} of key '{}'", status.command, call.pid,
+      status.waits_for == control::CallWait::slot ? "a --max-inflight slot" : "the pause",
+      format::escaped_bytes(status.held_by));
+  if (left) line += fmt::format(" ({} left)", left_text);
+  for (std::size_t i = 0; i < status.keys.size(); ++i)
+    line +=
+        fmt::format("{} '{}'", i == 0 ? "; keys" : ",", format::escaped_bytes(status.keys[i].key));
+  return line;
 }
 
 void print_text(const std::vector<stores::BucketStatus>& buckets,
@@ -244,11 +265,8 @@ void print_text(const std::vector<stores::BucketStatus>& buckets,
   if (!buckets.empty()) print_table(rows);
   for (const std::string& line : quotas) fmt::print("{}\n", line);
   for (const std::string& line : unusable) fmt::print("{}\n", line);
-  // The calls of several keys waiting for their turn come with the keys.
-  for (const control::ListedCall& call : calls)
-    fmt::print("{}\n", describe_key_waits(call.status.command, call.pid, call.status.held_by,
-                                          call.status.keys,
-                                          format::human_duration(wait_left(call.status))));
+  // The calls of several keys waiting for a slot, their turn or a pause come with the keys.
+  for (const control::ListedCall& call : calls) fmt::print("{}\n", describe_call(call));
   if (pipes.empty()) return;
   if (!buckets.empty() || !calls.empty()) fmt::print("\n");
   std::vector<std::vector<std::string>> pipe_rows = {
@@ -387,11 +405,14 @@ format::Json pipe_json(const control::ListedPipe& pipe) {
 }
 
 format::Json call_json(const control::ListedCall& call) {
-  return {{"pid", call.pid},
-          {"command", call.status.command},
-          {"keys", keys_json(call.status.keys)},
-          {"held_by", format::json_text(call.status.held_by)},
-          {"wait_left_seconds", format::json_number(seconds(wait_left(call.status)), 3)}};
+  const std::optional<std::chrono::nanoseconds> left = wait_left(call.status);
+  return {
+      {"pid", call.pid},
+      {"command", call.status.command},
+      {"waits_for", std::string(control::call_wait_name(call.status.waits_for))},
+      {"keys", keys_json(call.status.keys)},
+      {"held_by", format::json_text(call.status.held_by)},
+      {"wait_left_seconds", left ? format::json_number(seconds(*left), 3) : format::Json(nullptr)}};
 }
 
 // The host agent: null when none runs.

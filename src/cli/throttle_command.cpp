@@ -53,12 +53,10 @@ Command setup_throttle(CLI::App& app) {
       "throttle", "Tell every user of a shared bucket that the service said \"too many\"");
   add_store_options(*throttle, options->store);
   add_key_option(*throttle, options->key)->required();
-  throttle
-      ->add_option("--retry-after", CLI::callback_t{},
-                   "The service's Retry-After: seconds or an HTTP date; nothing on the key is "
-                   "granted until then")
-      ->check(read_into(options->retry_after, written(parse_retry_after), "SECONDS|HTTP-DATE"))
-      ->option_text("SECONDS|HTTP-DATE")
+  add_written_option(*throttle, "--retry-after", options->retry_after, parse_retry_after,
+                     "SECONDS|HTTP-DATE",
+                     "The service's Retry-After: seconds or an HTTP date; nothing on the key is "
+                     "granted until then")
       ->group("Back-off");
   add_max_pause_option(*throttle, options->max_pause);
   throttle->footer(R"help(Examples:

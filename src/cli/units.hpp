@@ -63,4 +63,14 @@ CLI::Validator read_into(Value& value, Parse parse, std::string name) {
       std::move(name));
 }
 
+// An option whose values `parse` reads as written into `value` (read_into()), named `value_name`
+// in --help and in its messages.
+template <typename Value, typename Parse>
+CLI::Option* add_written_option(CLI::App& app, const std::string& name, Value& value, Parse parse,
+                                const std::string& value_name, const std::string& help) {
+  return app.add_option(name, CLI::callback_t{}, help)
+      ->check(read_into(value, written(parse), value_name))
+      ->option_text(value_name);
+}
+
 }  // namespace ratelimit::cli

@@ -3,6 +3,7 @@
 #include <fmt/core.h>
 
 #include <algorithm>
+#include <array>
 #include <charconv>
 
 #include "format/checksum.hpp"
@@ -16,7 +17,7 @@ namespace {
 
 constexpr std::string_view kTimetableTag = "timetable ";
 constexpr std::string_view kStatusTag = "ratelimit-pipe 4";
-constexpr std::string_view kCallStatusTag = "ratelimit-call 1";
+constexpr std::string_view kCallStatusTag = "ratelimit-call 2";
 
 }  // namespace
 
@@ -203,24 +204,44 @@ std::optional<PipeStatus> decode_status(std::string_view record) {
                     .held_by = std::move(held_by)};
 }
 
+namespace {
+
+// By CallWait, in its order.
+constexpr std::array<std::string_view, 3> kCallWaitNames = {"turn", "slot", "pause"};
+
+}  // namespace
+
+std::string_view call_wait_name(CallWait wait) {
+  return kCallWaitNames.at(static_cast<std::size_t>(wait));
+}
+
+std::optional<CallWait> call_wait_named(std::string_view name) {
+  const auto found = std::find(kCallWaitNames.begin(), kCallWaitNames.end(), name);
+  if (found == kCallWaitNames.end()) return std::nullopt;
+  return static_cast<CallWait>(found - kCallWaitNames.begin());
+}
+
 std::string encode_call_status(const CallStatus& status) {
-  return framed(fmt::format(
-      "{} {} {} {} {}", kCallStatusTag, status.command, keys_field(status.keys),
-      status.held_by.empty() ? kNoKey : format::hex_bytes(status.held_by), status.until.count()));
+  return framed(fmt::format("{} {} {} {} {} {}", kCallStatusTag, status.command,
+                            call_wait_name(status.waits_for), keys_field(status.keys),
+                            status.held_by.empty() ? kNoKey : format::hex_bytes(status.held_by),
+                            status.until.count()));
 }
 
 std::optional<CallStatus> decode_call_status(std::string_view record) {
   const std::optional<std::vector<std::string_view>> fields = unframed(record, kCallStatusTag);
-  if (!fields || fields->size() != 4) return std::nullopt;
+  if (!fields || fields->size() != 5) return std::nullopt;
   const std::string_view command = (*fields)[0];
   if (command.empty() ||
       !std::all_of(command.begin(), command.end(), [](char c) { return c >= 'a' && c <= 'z'; }))
     return std::nullopt;
-  std::optional<std::vector<KeyHeld>> keys = keys_of_field((*fields)[1]);
-  std::optional<std::string> held_by = key_of_hex((*fields)[2]);
-  const std::optional<std::int64_t> until = whole_field<std::int64_t>((*fields)[3]);
-  if (!keys || !held_by || !until) return std::nullopt;
+  const std::optional<CallWait> waits_for = call_wait_named((*fields)[1]);
+  std::optional<std::vector<KeyHeld>> keys = keys_of_field((*fields)[2]);
+  std::optional<std::string> held_by = key_of_hex((*fields)[3]);
+  const std::optional<std::int64_t> until = whole_field<std::int64_t>((*fields)[4]);
+  if (!waits_for || !keys || !held_by || !until) return std::nullopt;
   return CallStatus{.command = std::string(command),
+                    .waits_for = *waits_for,
                     .keys = std::move(*keys),
                     .held_by = std::move(*held_by),
                     .until = std::chrono::nanoseconds(*until)};

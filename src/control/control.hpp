@@ -58,20 +58,30 @@ std::string encode_status(const PipeStatus& status);
 std::optional<PipeStatus> decode_status(std::string_view record);
 
 // What a call of exec or acquire with several keys tells `status` while it waits for its turn.
+// What such a call waits for: its turn, a --max-inflight slot of its first key (before its turn),
+// or a pause (back-off) of a key reported after its turn came.
+enum class CallWait { turn, slot, pause };
+// "turn", "slot", "pause", and back (nullopt for any other word).
+std::string_view call_wait_name(CallWait wait);
+std::optional<CallWait> call_wait_named(std::string_view name);
+
 struct CallStatus {
   std::string command;  // "exec" or "acquire"
-  // Every key, in the call's order, with the wait it asked for on its own (held_seconds).
+  CallWait waits_for = CallWait::turn;
+  // Every key, in the call's order, with the wait it asked for on its own (held_seconds; 0 but for
+  // the turn).
   std::vector<KeyHeld> keys{};
-  std::string held_by{};  // the key whose turn the call waits for
+  // The key whose turn, slot or pause the call waits for.
+  std::string held_by{};
   // When the wait ends, on the monotonic clock that every process of the host shares
-  // (io::monotonic_now()).
+  // (io::monotonic_now()); nanoseconds::max() when not known (a slot, without --timeout).
   std::chrono::nanoseconds until{0};
   friend bool operator==(const CallStatus&, const CallStatus&) = default;
 };
-// One line, e.g. "ratelimit-call 1 acquire 61=0,62=59.5 62 81234567890 5d1f2c3a\n" (the command;
-// each key in hex and its own wait in seconds; the holder in hex; the end of the wait in
-// nanoseconds; the FNV-1a hash of what comes before it, as a pipe's status record), and back;
-// nullopt unless it is exactly such a line.
+// One line, e.g. "ratelimit-call 2 acquire turn 61=0,62=59.5 62 81234567890 5d1f2c3a\n" (the
+// command; what it waits for; each key in hex and its own wait in seconds; the holder in hex; the
+// end of the wait in nanoseconds; the FNV-1a hash of what comes before it, as a pipe's status
+// record), and back; nullopt unless it is exactly such a line.
 std::string encode_call_status(const CallStatus& status);
 std::optional<CallStatus> decode_call_status(std::string_view record);
 

@@ -335,7 +335,7 @@ std::vector<ListedCall> list_waiting_calls(const std::string& path) {
     const std::optional<std::string> record = directory.read_regular(name, kMaxCallStatusBytes);
     if (!record) continue;
     std::optional<CallStatus> status = decode_call_status(*record);
-    if (status && status->until + kCallRecordGrace > now)
+    if (status && status->until > now - kCallRecordGrace)
       calls.push_back({*pid, std::move(*status)});
   }
   std::sort(calls.begin(), calls.end(),

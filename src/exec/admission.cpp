@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace ratelimit::exec {
@@ -41,28 +42,36 @@ KeysAnswer ask_store(stores::BucketStore& store, io::Waiter& waiter,
   return answer;
 }
 
+// `wait` shown (request.show_wait) with the call's keys, for as long as what this returns lives;
+// nothing for a call of one key.
+std::shared_ptr<void> show(const AdmissionRequest& request, KeysWait wait) {
+  if (!request.show_wait || request.more_keys.empty()) return nullptr;
+  wait.keys = {request.permits.key};
+  for (const stores::PermitRequest& key : request.more_keys) wait.keys.push_back(key.key);
+  return request.show_wait(wait);
+}
+
 // Waits until `granted_by` for the call's turn, shown meanwhile when a key of several holds it;
 // the stop signal that ended the wait, or 0.
 int wait_for_turn(io::Waiter& waiter, const AdmissionRequest& request, const KeysAnswer& answer,
                   nanoseconds granted_by) {
   std::shared_ptr<void> shown;
-  if (request.show_wait && !answer.held_by.empty() &&
-      answer.reservation.wait > nanoseconds::zero()) {
-    KeysWait wait{.keys = {request.permits.key},
-                  .waits = answer.key_waits,
-                  .held_by = answer.held_by,
-                  .until = granted_by};
-    for (const stores::PermitRequest& key : request.more_keys) wait.keys.push_back(key.key);
-    shown = request.show_wait(wait);
-  }
+  if (!answer.held_by.empty() && answer.reservation.wait > nanoseconds::zero())
+    shown = show(request, {.what = control::CallWait::turn,
+                           .waits = answer.key_waits,
+                           .held_by = answer.held_by,
+                           .until = granted_by});
   return waiter.wait_until(granted_by);
 }
 
-// The longest pause left on any of the request's keys.
-nanoseconds longest_pause_left(stores::BucketStore& store, const AdmissionRequest& request) {
-  nanoseconds longest = store.pause_left(request.permits.key);
+// The longest pause left on any of the request's keys, and the key of it.
+std::pair<nanoseconds, std::string> longest_pause_left(stores::BucketStore& store,
+                                                       const AdmissionRequest& request) {
+  std::pair<nanoseconds, std::string> longest{store.pause_left(request.permits.key),
+                                              request.permits.key};
   for (const stores::PermitRequest& key : request.more_keys)
-    longest = std::max(longest, store.pause_left(key.key));
+    if (const nanoseconds pause = store.pause_left(key.key); pause > longest.first)
+      longest = {pause, key.key};
   return longest;
 }
 
@@ -84,7 +93,12 @@ Admission admit(stores::BucketStore& store, exec::InflightSlots* slots, io::Wait
 
   io::FileDescriptor slot;
   if (request.max_inflight > 0) {
+    std::shared_ptr<void> shown;  // the wait for a slot, once there is one
     while (!(slot = slots->try_take(request.permits.key, request.max_inflight))) {
+      if (!shown)
+        shown = show(
+            request,
+            {.what = control::CallWait::slot, .held_by = request.permits.key, .until = deadline});
       const nanoseconds now = waiter.now();
       if (now >= deadline) return not_admitted(AdmissionResult::refused, 0);
       if (const int signal = waiter.wait_until(std::min(deadline, now + kSlotPollInterval)))
@@ -116,8 +130,9 @@ Admission admit(stores::BucketStore& store, exec::InflightSlots* slots, io::Wait
     // A pause reported while this caller waited for its turn voids the turn (the pause absorbed
     // it): the caller waits the pause out and books again, so that nothing reaches the service
     // during a pause. Only on a key that was ever throttled: others pay no second look.
-    const nanoseconds pause =
-        reservation.backing_off ? longest_pause_left(store, request) : nanoseconds::zero();
+    const auto [pause, paused_key] = reservation.backing_off
+                                         ? longest_pause_left(store, request)
+                                         : std::pair<nanoseconds, std::string>{};
     if (pause <= nanoseconds::zero())
       return told(Admission{.result = AdmissionResult::admitted,
                             .signal = 0,
@@ -128,6 +143,8 @@ Admission admit(stores::BucketStore& store, exec::InflightSlots* slots, io::Wait
                             .paused_for = paused_for});
     const nanoseconds resumed = deadline_after(waiter.now(), pause);
     if (resumed > deadline) return told(not_admitted(AdmissionResult::refused, 0, followed));
+    const std::shared_ptr<void> shown =
+        show(request, {.what = control::CallWait::pause, .held_by = paused_key, .until = resumed});
     if (const int signal = waiter.wait_until(resumed))
       return told(not_admitted(AdmissionResult::interrupted, signal, followed));
     paused_for += pause;

@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "control/control.hpp"
 #include "exec/inflight_slots.hpp"
 #include "io/posix.hpp"
 #include "io/waiter.hpp"
@@ -16,13 +17,17 @@
 // within a limit of commands of the key running at once.
 namespace ratelimit::exec {
 
-// A call of several keys waiting for its turn: which key holds it, and what each key asked.
+// A call of several keys waiting: for what, which key holds it, and what each key asked.
 struct KeysWait {
-  std::vector<std::string> keys;  // the call's, in its order
-  // Each key's own wait (before the others'), in the order of `keys`.
-  std::vector<std::chrono::nanoseconds> waits;
-  std::string held_by;                // the key whose turn the call waits for
-  std::chrono::nanoseconds until{0};  // when the wait ends, on the waiter's timeline
+  control::CallWait what = control::CallWait::turn;
+  std::vector<std::string> keys{};  // the call's, in its order
+  // Each key's own wait for the turn (before the others'), in the order of `keys`; none but for
+  // the turn.
+  std::vector<std::chrono::nanoseconds> waits{};
+  std::string held_by{};  // the key whose turn, slot or pause the call waits for
+  // When the wait ends, on the waiter's timeline; nanoseconds::max(): not known (a slot, without
+  // a deadline).
+  std::chrono::nanoseconds until{0};
 };
 // Shows a wait (e.g. as a status record) for as long as what it returns lives.
 using ShowWait = std::function<std::shared_ptr<void>(const KeysWait&)>;
@@ -35,8 +40,8 @@ struct AdmissionRequest {
   // (BucketStore::reserve_all), with its deadline; the --max-inflight slot is the first key's.
   std::vector<stores::PermitRequest> more_keys{};
   int max_inflight = 0;  // 0: no limit
-  // Called when a call of several keys starts waiting for its turn; what it returns is kept until
-  // the wait ends, however it ends. Unset: the wait is shown nowhere.
+  // Called when a call of several keys starts waiting for a slot, its turn or a pause; what it
+  // returns is kept until that wait ends, however it ends. Unset: the wait is shown nowhere.
   ShowWait show_wait{};
 };
 

@@ -29,11 +29,15 @@ Engine::Engine(const EngineOptions& options, Io& io, PermitSource& source,
 }
 
 void Engine::start() {
-  if (options_.default_chunk_limit)
-    options_.chunk_units =
-        options_.default_chunk(options_.bucket.permits_per_second, *options_.default_chunk_limit);
   totals_.started = totals_.now = io_.now();
   totals_.rate = options_.bucket.permits_per_second;
+  for (std::size_t i = 0; i < options_.key_schedules.size(); ++i) {
+    const RatePeriod& period =
+        key_scheduled_.emplace_back(options_.key_schedules[i]->at(totals_.started));
+    source_.apply_key_timetable_entry(i, period.units_per_second, period.entry_until,
+                                      totals_.started);
+  }
+  size_chunk();
   source_.refuse_turns(options_.longest_wait, options_.stop_at_quota);
   if (on_progress_) next_progress_ = totals_.started + options_.progress_interval;
   if (options_.schedule) {
@@ -436,7 +440,7 @@ Wake Engine::wait(nanoseconds deadline, WaitFor what) {
   rate_changed_ = false;
   while (true) {
     const nanoseconds now = io_.now();
-    if (options_.schedule) follow_schedule(now);
+    follow_schedule(now);
     if (const std::optional<double> rate = source_.rate_set_elsewhere()) note_rate(*rate, now);
     if (rate_changed_ && what != WaitFor::input) return Wake::control;
     if (now >= next_progress_) report_progress(now);
@@ -490,6 +494,15 @@ void Engine::report_progress(nanoseconds now) {
 }
 
 void Engine::follow_schedule(nanoseconds now) {
+  for (std::size_t i = 0; i < options_.key_schedules.size(); ++i) {
+    const RatePeriod period = options_.key_schedules[i]->at(now);
+    const bool moved_on = period.units_per_second != key_scheduled_[i].units_per_second;
+    key_scheduled_[i] = period;
+    if (!moved_on) continue;
+    source_.apply_key_timetable_entry(i, period.units_per_second, period.entry_until, now);
+    size_chunk();
+  }
+  if (!options_.schedule) return;
   const RatePeriod period = options_.schedule->at(now);
   const bool moved_on = period.units_per_second != scheduled_.units_per_second;
   scheduled_ = period;
@@ -516,14 +529,21 @@ void Engine::apply(control::NewRate sent, nanoseconds now) {
 
 void Engine::take_rate_news() {
   if (const std::optional<double> rate = source_.rate_set_elsewhere()) note_rate(*rate, io_.now());
+  // Another key's rate may have changed at that turn too.
+  size_chunk();
+}
+
+void Engine::size_chunk() {
+  if (options_.default_chunk_limit)
+    options_.chunk_units = options_.default_chunk(
+        std::min(totals_.rate, source_.slowest_other_key_rate()), *options_.default_chunk_limit);
 }
 
 void Engine::note_rate(double units_per_second, nanoseconds now) {
   if (units_per_second == totals_.rate) return;
   rate_changed_ = true;
   totals_.rate = units_per_second;
-  if (options_.default_chunk_limit)
-    options_.chunk_units = options_.default_chunk(units_per_second, *options_.default_chunk_limit);
+  size_chunk();
   rate_changes_.push_back({now, units_per_second});
 }
 
@@ -592,7 +612,7 @@ Result Engine::finish(Ending ending, int signal) {
   return result;
 }
 
-std::vector<stores::QuotaStatus> Engine::quota_status() {
+std::vector<KeyQuotaStatus> Engine::quota_status() {
   if (options_.quotas.empty()) return {};
   return source_.quota_status(io_.now());
 }

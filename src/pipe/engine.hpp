@@ -58,6 +58,10 @@ struct EngineOptions {
   // The rate over time (a timetable), followed from the start; also what a timetable sent by
   // `ratelimit set` replaces. None: the bucket's rate throughout, and sent timetables are ignored.
   RateSchedule* schedule = nullptr;
+  // With several keys: the timetables of the keys besides the first, in the source's order
+  // (PermitSource::apply_key_timetable_entry()), each followed as `schedule` is (a key without
+  // one: its rate throughout).
+  std::vector<RateSchedule*> key_schedules;
 
   std::chrono::nanoseconds write_interval() const {
     return chunk_interval.value_or(default_write_interval(unit.counts_bytes()));
@@ -110,8 +114,8 @@ struct Result {
   int signal = 0;
   Totals totals;
   std::vector<RateChange> rate_changes;
-  // The quotas at the end (Engine::quota_status()), for --stats.
-  std::vector<stores::QuotaStatus> quotas{};
+  // The quotas at the end (Engine::quota_status()), for --stats: every key's.
+  std::vector<KeyQuotaStatus> quotas{};
   // With wait_too_long and quota_spent: how far away the turn not waited for was.
   std::chrono::nanoseconds refused_wait{0};
 };
@@ -137,7 +141,7 @@ class Engine {
   Result run();
   // The quotas of the bucket once run() has returned, however it ended: a shared bucket's are
   // asked of its store (--stats asks for them, after a stop signal too).
-  std::vector<stores::QuotaStatus> quota_status();
+  std::vector<KeyQuotaStatus> quota_status();
 
  private:
   struct Span {
@@ -210,8 +214,12 @@ class Engine {
   // that back.
   Written write_due_give_back_rest();
   void report_progress(std::chrono::nanoseconds now);
-  // Applies the schedule's rate when it has moved to another entry since the last look.
+  // Applies the schedule's rate when it has moved to another entry since the last look, and each
+  // other key's (key_schedules) to the source.
   void follow_schedule(std::chrono::nanoseconds now);
+  // The default chunk (default_chunk_limit) at the slowest rate among the keys: a slow key gives
+  // fine chunks.
+  void size_chunk();
   // A rate or timetable from `ratelimit set`.
   void apply(control::NewRate sent, std::chrono::nanoseconds now);
   // A rate that the source learnt of since the last wait (a turn's check books ahead after it):
@@ -237,6 +245,8 @@ class Engine {
   std::chrono::nanoseconds next_progress_ = std::chrono::nanoseconds::max();
   // What the schedule said last; a rate set by hand holds until the schedule moves on.
   RatePeriod scheduled_;
+  // What each of key_schedules said last.
+  std::vector<RatePeriod> key_scheduled_;
   std::vector<RateChange> rate_changes_;
   std::chrono::nanoseconds refused_wait_{0};  // of the turn refused, if one was
   // Under books_before_reading(): units granted and not yet read (records: to their end).

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <utility>
 
 #include "format/timetable_text.hpp"
@@ -45,6 +46,13 @@ void LocalPermitSource::consume(std::int64_t units, nanoseconds requested_at,
   // Booked in the bucket at the time of the request, as Guava's acquire() does before it sleeps,
   // so that the time spent writing is not added to the schedule.
   if (units > 0) bucket_.reserve(units, requested_at, moved_at);
+}
+
+std::vector<KeyQuotaStatus> LocalPermitSource::quota_status(nanoseconds now) {
+  std::vector<KeyQuotaStatus> quotas;
+  for (stores::QuotaStatus& quota : stores::quota_status(bucket_.quotas(), now))
+    quotas.push_back({.key = {}, .quota = std::move(quota)});
+  return quotas;
 }
 
 void LocalPermitSource::restart(nanoseconds now) {
@@ -148,7 +156,7 @@ std::optional<nanoseconds> SharedPermitSource::book(std::int64_t units,
   if (reservation.key_timetable != request_.schedule.timetable) {
     // Its entry is the engine's to find: until then this source moves the key on to none.
     request_.schedule = {.timetable = reservation.key_timetable, .entry_until = 0};
-    if (on_key_timetable_) on_key_timetable_(reservation.key_timetable);
+    if (on_key_timetable_) on_key_timetable_(request_.key, reservation.key_timetable);
   }
   return due;
 }
@@ -204,8 +212,10 @@ void SharedPermitSource::take_up(OtherKey& key, const stores::Reservation& reser
   key.request.notation.clear();
   // The key's own rate and timetable, moved on by its other users: this pipe follows them.
   key.request.params.permits_per_second = reservation.key_permits_per_second;
-  if (reservation.key_timetable != key.request.schedule.timetable)
+  if (reservation.key_timetable != key.request.schedule.timetable) {
     key.request.schedule = {.timetable = reservation.key_timetable, .entry_until = 0};
+    if (on_key_timetable_) on_key_timetable_(key.request.key, reservation.key_timetable);
+  }
 }
 
 void SharedPermitSource::give_back_other_keys(std::int64_t permits) {
@@ -225,7 +235,7 @@ void SharedPermitSource::give_back_other_keys(std::int64_t permits) {
 }
 
 std::int64_t SharedPermitSource::trimmed(std::int64_t booked, double rate_before) {
-  const double rate = request_.params.permits_per_second;
+  const double rate = booking_rate();
   if (rate >= rate_before) return booked;
   const std::int64_t needed = default_chunk_units(rate, largest_booking_, kLeastBookingInterval);
   if (booked <= needed) return booked;
@@ -253,7 +263,7 @@ std::optional<nanoseconds> SharedPermitSource::due_time(std::int64_t units, nano
     credit_due_ = std::max(credit_due_, ahead_due_);
   }
   if (credit_ < units) {
-    const double rate_before = request_.params.permits_per_second;
+    const double rate_before = booking_rate();
     const std::optional<nanoseconds> due = book(units - credit_, waiter_.now());
     if (!due) return std::nullopt;
     if (last_refused_) {
@@ -316,7 +326,7 @@ SharedPermitSource::Look SharedPermitSource::book_ahead() {
   // At least kLeastBookingInterval of the rate at a time: where a chunk is capped at a pipe's
   // capacity the store is asked at most once per interval, not once per chunk (a state-file
   // update is a write and a rename).
-  const double rate_before = request_.params.permits_per_second;
+  const double rate_before = booking_rate();
   std::int64_t booking = std::max(
       units_asked_, default_chunk_units(rate_before, largest_booking_, kLeastBookingInterval));
   if (units_ready_) {
@@ -381,14 +391,23 @@ void SharedPermitSource::finish() {
   }
 }
 
-std::vector<stores::QuotaStatus> SharedPermitSource::quota_status(nanoseconds) {
-  try {
-    std::vector<stores::BucketStatus> buckets = store_.status(request_.key);
-    if (!buckets.empty()) return std::move(buckets.front().quotas);
-  } catch (const std::exception& error) {
-    if (warn_) warn_("key '" + request_.key + "': its quotas are not known: " + error.what());
-  }
-  return {};
+std::vector<KeyQuotaStatus> SharedPermitSource::quota_status(nanoseconds) {
+  std::vector<KeyQuotaStatus> quotas;
+  const auto add = [&](const stores::PermitRequest& request) {
+    if (request.quotas.empty()) return;
+    try {
+      std::vector<stores::BucketStatus> buckets = store_.status(request.key);
+      if (buckets.empty()) return;
+      for (stores::QuotaStatus& quota : buckets.front().quotas)
+        quotas.push_back(
+            {.key = more_keys_.empty() ? std::string() : request.key, .quota = std::move(quota)});
+    } catch (const std::exception& error) {
+      if (warn_) warn_("key '" + request.key + "': its quotas are not known: " + error.what());
+    }
+  };
+  add(request_);
+  for (const OtherKey& key : more_keys_) add(key.request);
+  return quotas;
 }
 
 void SharedPermitSource::set_rate(double units_per_second, nanoseconds now) {
@@ -414,6 +433,24 @@ void SharedPermitSource::apply_timetable_entry(double units_per_second, std::int
   }
   request_.params.permits_per_second = units_per_second;
   request_.schedule.entry_until = entry_until;
+}
+
+void SharedPermitSource::apply_key_timetable_entry(std::size_t other_key, double units_per_second,
+                                                   std::int64_t entry_until, nanoseconds) {
+  stores::PermitRequest& request = more_keys_.at(other_key).request;
+  request.params.permits_per_second = units_per_second;
+  request.schedule.entry_until = entry_until;
+}
+
+double SharedPermitSource::slowest_other_key_rate() const {
+  double slowest = std::numeric_limits<double>::infinity();
+  for (const OtherKey& key : more_keys_)
+    slowest = std::min(slowest, key.request.params.permits_per_second);
+  return slowest;
+}
+
+double SharedPermitSource::booking_rate() const {
+  return std::min(request_.params.permits_per_second, slowest_other_key_rate());
 }
 
 void SharedPermitSource::set_timetable(const Timetable& timetable, double units_per_second,

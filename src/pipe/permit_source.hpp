@@ -4,6 +4,7 @@
 #include <cstdint>
 #include <exception>
 #include <functional>
+#include <limits>
 #include <optional>
 #include <string>
 #include <utility>
@@ -22,6 +23,12 @@ enum class TurnCheck {
   holds,    // the units may move
   paused,   // the key was paused since they were booked: the turn is void, ask for it again
   stopped,  // a stop signal ended the call to the store
+};
+
+// A quota of the pipe's bucket as of now, and the key it is of (with several keys; empty with one).
+struct KeyQuotaStatus {
+  std::string key;
+  stores::QuotaStatus quota;
 };
 
 // Where the pipe engine takes its permits: "N units now: when may they go?", and "the rate is
@@ -53,6 +60,14 @@ class PermitSource {
   // A timetable set by hand, from now on; its entry in force has this rate and end.
   virtual void set_timetable(const Timetable& timetable, double units_per_second,
                              std::int64_t entry_until, std::chrono::nanoseconds now) = 0;
+  // With several keys: the timetable of the other key `other_key` (0 for the second key) moved on
+  // to an entry, as apply_timetable_entry() for the first key.
+  virtual void apply_key_timetable_entry(std::size_t /*other_key*/, double /*units_per_second*/,
+                                         std::int64_t /*entry_until*/,
+                                         std::chrono::nanoseconds /*now*/) {}
+  // With several keys: the lowest rate of the keys besides the first, as the source knows them
+  // now (their timetables' entries and their other users' changes); infinity when none.
+  virtual double slowest_other_key_rate() const { return std::numeric_limits<double>::infinity(); }
   // The run is over, not by a stop signal: nothing more is asked for. Never throws: what is left
   // to tidy up is best effort.
   virtual void finish() = 0;
@@ -71,10 +86,9 @@ class PermitSource {
   // Whether the units of the last due_time() were refused, for refuse_turns(): none was booked,
   // and its time is the turn that would have been theirs.
   virtual bool refused() const { return false; }
-  // The quotas of the bucket as of `now`; none if it has none, or if they cannot be known.
-  virtual std::vector<stores::QuotaStatus> quota_status(std::chrono::nanoseconds /*now*/) {
-    return {};
-  }
+  // The quotas of the bucket (of every key) as of `now`; none if it has none, or if they cannot be
+  // known.
+  virtual std::vector<KeyQuotaStatus> quota_status(std::chrono::nanoseconds /*now*/) { return {}; }
 };
 
 // The pipe's own bucket and quotas: the turn is the later of the bucket's next free time and the
@@ -98,9 +112,7 @@ class LocalPermitSource final : public PermitSource {
   void finish() override {}
   std::optional<double> rate_set_elsewhere() override { return std::nullopt; }
   bool held_by_quota() const override { return held_by_quota_; }
-  std::vector<stores::QuotaStatus> quota_status(std::chrono::nanoseconds now) override {
-    return stores::quota_status(bucket_.quotas(), now);
-  }
+  std::vector<KeyQuotaStatus> quota_status(std::chrono::nanoseconds now) override;
   // A new bucket from `now` on, at the rate in force: for a run whose input had not started. The
   // quotas keep what they counted.
   void restart(std::chrono::nanoseconds now);
@@ -135,13 +147,15 @@ class LocalPermitSource final : public PermitSource {
 // them (BucketStore::reserve_all): its turn is the latest any key gives, booked on every key at
 // once, and a refused turn takes nothing from any key; a pause on any key holds the pipe, and
 // what goes back goes back to every key, each from its own latest bookings. The first key is the
-// pipe's: its rate sizes the chunks, and `set`, a timetable and rate news are its; the others
-// follow what they own.
+// pipe's: `set` and rate news are its; each other key follows its own timetable's entries
+// (apply_key_timetable_entry()) and what its other users set, and a booking is sized by the
+// slowest key.
 class SharedPermitSource final : public PermitSource {
  public:
   using OnFollowed =
       std::function<void(const std::string& key, const stores::KeySettings& key_settings)>;
-  using OnKeyTimetable = std::function<void(const std::string& timetable)>;
+  // `key`'s timetable is another than the one followed (set by another user).
+  using OnKeyTimetable = std::function<void(const std::string& key, const std::string& timetable)>;
   using Warn = std::function<void(const std::string& warning)>;
   // `key`'s pause made this pipe wait `waited` (said once the wait is over).
   using OnPaused = std::function<void(const std::string& key, std::chrono::nanoseconds waited)>;
@@ -163,14 +177,18 @@ class SharedPermitSource final : public PermitSource {
                              std::chrono::nanoseconds now) override;
   void set_timetable(const Timetable& timetable, double units_per_second, std::int64_t entry_until,
                      std::chrono::nanoseconds now) override;
+  void apply_key_timetable_entry(std::size_t other_key, double units_per_second,
+                                 std::int64_t entry_until, std::chrono::nanoseconds now) override;
+  double slowest_other_key_rate() const override;
   void finish() override;
   std::optional<double> rate_set_elsewhere() override { return std::exchange(key_rate_news_, {}); }
   bool held_by_quota() const override { return credit_held_by_quota_; }
   std::string held_by_key() const override { return credit_held_by_key_; }
   void refuse_turns(std::optional<std::chrono::nanoseconds> longest_wait, bool at_quota) override;
   bool refused() const override { return refused_; }
-  // The key's, as the store keeps them; none if it cannot say (a warning then).
-  std::vector<stores::QuotaStatus> quota_status(std::chrono::nanoseconds now) override;
+  // Each key's, as the store keeps them, named by key when there are several; none of a key whose
+  // store cannot say (a warning then).
+  std::vector<KeyQuotaStatus> quota_status(std::chrono::nanoseconds now) override;
 
   // Units booked and not yet moved, the chunk booked ahead included.
   std::int64_t booked_unused() const { return credit_ + ahead_; }
@@ -193,6 +211,8 @@ class SharedPermitSource final : public PermitSource {
   // A booking of the other key `key` granted in a call over several keys, as book() takes up the
   // first key's.
   void take_up(OtherKey& key, const stores::Reservation& reservation);
+  // The rate that sizes a booking: the slowest key's.
+  double booking_rate() const;
   // Gives `permits` back to the other keys, each from its own latest bookings.
   void give_back_other_keys(std::int64_t permits);
   // What a look at the key's pause found; none: no look was made.

@@ -208,9 +208,13 @@ std::string summary_text(const Result& result, const format::Notation& notation)
   for (const auto& [key, held] : totals.held_by_keys)
     line += fmt::format("; held by key '{}' {}", format::escaped_bytes(key),
                         format::human_duration(held));
-  for (const stores::QuotaStatus& quota : result.quotas)
-    line += fmt::format("\nratelimit: quota {}: {} used in the window",
-                        format::written_quota(quota.params, notation), quota.used);
+  for (const KeyQuotaStatus& quota : result.quotas)
+    line += fmt::format("\nratelimit: quota {}{}: {} used in the window",
+                        format::written_quota(quota.quota.params, notation),
+                        quota.key.empty()
+                            ? std::string()
+                            : fmt::format(" of key '{}'", format::escaped_bytes(quota.key)),
+                        quota.quota.used);
   return line;
 }
 
@@ -225,11 +229,15 @@ std::string summary_json(const Result& result, const format::Notation& notation,
     changes.push_back(listed);
   }
   format::Json quotas = format::Json::array();
-  for (const stores::QuotaStatus& quota : result.quotas)
-    quotas.push_back({{"quota", format::written_quota(quota.params, notation)},
-                      {"limit", quota.params.limit},
-                      {"period_seconds", format::json_number(seconds(quota.params.period))},
-                      {"used", quota.used}});
+  for (const KeyQuotaStatus& quota : result.quotas) {
+    format::Json listed = {
+        {"quota", format::written_quota(quota.quota.params, notation)},
+        {"limit", quota.quota.params.limit},
+        {"period_seconds", format::json_number(seconds(quota.quota.params.period))},
+        {"used", quota.quota.used}};
+    if (!quota.key.empty()) listed["key"] = format::escaped_bytes(quota.key);
+    quotas.push_back(listed);
+  }
   const Totals& totals = result.totals;
   format::Json summary = {
       {"unit", format::counted_name(notation.counted)},

@@ -76,6 +76,50 @@ expect_pipe_key_rules() {
     "$RATELIMIT" --key twice --rate 1k --key twice --rate 2k "$@" /dev/null
   expect_error "ratelimit: with several --key, give each key's --rate, --burst, --quota... after its --key, not before the first" \
     "$RATELIMIT" --rate 1k --key first --key second "$@" /dev/null
-  expect_error "ratelimit: --rate '08:00,1k;18:00,2k' of --key 'second': a pipe follows the timetable of its first key only; name that key first" \
-    "$RATELIMIT" --key first --rate 1k --key second --rate '08:00,1k;18:00,2k' "$@" /dev/null
+}
+
+# A later key's timetable is followed: tt:b at 1 line/s until the boundary 3 s away, then
+# 100000/s, under tt:a's 1000/s: 300 lines take about 3 s (a few before the boundary, the rest
+# at tt:a's rate), not the 300 s of tt:b's first entry, and arrive whole.
+expect_pipe_follows_each_keys_timetable() {
+  local TZ before at boundary start ms
+  boundary_in 3
+  seq 300 >"$WORK/tt.in"
+  start=$(now_ns)
+  timeout 30 "$RATELIMIT" -l --key tt:a --rate 1000/s --key tt:b --rate "$before,1/s $at,100000/s" \
+    "$@" "$WORK/tt.in" -o "$WORK/tt.out" 2>"$WORK/tt.err" ||
+    fail "the pipe on tt:a and tt:b's timetable failed: $(cat "$WORK/tt.err")"
+  ms=$(ms_since "$start")
+  cmp -s "$WORK/tt.in" "$WORK/tt.out" || fail "the pipe on tt:a and tt:b changed its data"
+  [ "$ms" -ge 1500 ] && [ "$ms" -lt 9000 ] ||
+    fail "300 lines under tt:b's timetable took ${ms} ms, expected about 3000"
+}
+
+# The chunks are sized by the slowest key: under a fast first key (1 MB/s) and a slow second one
+# (10 kB/s), 30 kB go in chunks of 1080 bytes over about 3 s, not in one chunk whose turn is free
+# (Guava's first) at once.
+expect_pipe_chunks_follow_the_slowest_key() {
+  random_file "$WORK/slow.in" 30000
+  local start ms
+  start=$(now_ns)
+  expect_status 0 "$RATELIMIT" --key ck:fast --rate 1MB/s --key ck:slow --rate 10kB/s "$@" \
+    "$WORK/slow.in" -o "$WORK/slow.out"
+  ms=$(ms_since "$start")
+  cmp -s "$WORK/slow.in" "$WORK/slow.out" || fail "the pipe under a slow second key changed its data"
+  [ "$ms" -ge 2400 ] && [ "$ms" -lt 9000 ] ||
+    fail "30 kB under a 10 kB/s second key took ${ms} ms, expected about 2900"
+}
+
+# --stats names every key's quotas, in text and in JSON.
+expect_pipe_stats_name_each_keys_quotas() {
+  head -c 1000 /dev/zero >"$WORK/q.in"
+  expect_status 0 "$RATELIMIT" --key q:a --rate 1MB/s --quota 1MB/h --key q:b --rate 1MB/s \
+    --quota 2MB/d --stats "$@" "$WORK/q.in" -o /dev/null
+  [ "$(grep '^ratelimit: quota' "$WORK/stderr")" = "ratelimit: quota 1MB/h of key 'q:a': 1000 used in the window
+ratelimit: quota 2MB/d of key 'q:b': 1000 used in the window" ] ||
+    fail "--stats did not name each key's quota: $(cat "$WORK/stderr")"
+  expect_status 0 "$RATELIMIT" --key q:c --rate 1MB/s --key q:d --rate 1MB/s --quota 2MB/d \
+    --stats=json "$@" "$WORK/q.in" -o /dev/null
+  grep -Fq '"quotas":[{"quota":"2MB/d","limit":2000000,"period_seconds":86400,"used":1000,"key":"q:d"}]' \
+    "$WORK/stderr" || fail "--stats=json did not name the key of the quota: $(cat "$WORK/stderr")"
 }

@@ -67,13 +67,30 @@ expect_multikey_rules() {
 # have passed; each grant as "<from_ns> <to_ns>" in $WORK/NAME.grants (appended).
 multikey_loop() {
   local name=$1 end=$(($(now_ns) + $2 * 1000000000))
-  local moment='\([0-9]*\)\.\([0-9]\{9\}\)'
   shift 2
   while [ "$(now_ns)" -lt "$end" ]; do
-    "$RATELIMIT" acquire -vv "$@" 2>&1 >/dev/null |
-      sed -n "s/.* granted between $moment and $moment s on the monotonic clock\$/\1\2 \3\4/p" \
-        >>"$WORK/$name.grants"
+    "$RATELIMIT" acquire -vv "$@" 2>&1 >/dev/null | grant_moments >>"$WORK/$name.grants"
   done
+}
+
+# The grants that `acquire -vv` said on its standard input, as "<from_ns> <to_ns>" lines.
+grant_moments() {
+  local moment='\([0-9]*\)\.\([0-9]\{9\}\)'
+  sed -n "s/.* granted between $moment and $moment s on the monotonic clock\$/\1\2 \3\4/p"
+}
+
+# hammer_loop NAME SECONDS ARGS...: `acquire -vv ARGS --try` every 100 ms for SECONDS, each exit
+# status added to $WORK/NAME.status and each grant to $WORK/NAME.grants.
+hammer_loop() {
+  local name=$1 end=$(($(now_ns) + $2 * 1000000000)) status
+  shift 2
+  while [ "$(now_ns)" -lt "$end" ]; do
+    status=0
+    "$RATELIMIT" acquire -vv "$@" --try 2>>"$WORK/$name.err" >/dev/null || status=$?
+    echo "$status" >>"$WORK/$name.status"
+    sleep 0.1
+  done
+  grant_moments <"$WORK/$name.err" >"$WORK/$name.grants"
 }
 
 # expect_within_bound NAME RATE BURST FILES...: the grants in FILES ("<from_ns> <to_ns>" lines)
@@ -143,18 +160,7 @@ expect_multikey_loops() {
   # the global key, which grants its 10/s to the others and them.
   pids=()
   for loop in 1 2 3 4; do
-    (
-      end=$(($(now_ns) + 5000000000))
-      while [ "$(now_ns)" -lt "$end" ]; do
-        status=0
-        "$RATELIMIT" acquire -vv --key "hammer:$loop" --rate 1/s --key global --rate 10/s --try \
-          "$@" 2>>"$WORK/hammer.$loop.err" >/dev/null || status=$?
-        echo "$status" >>"$WORK/hammer.$loop.status"
-        sleep 0.1
-      done
-      sed -n 's/.* granted between \([0-9]*\)\.\([0-9]\{9\}\) and \([0-9]*\)\.\([0-9]\{9\}\) s.*/\1\2 \3\4/p' \
-        "$WORK/hammer.$loop.err" >"$WORK/hammer.$loop.grants"
-    ) &
+    hammer_loop "hammer.$loop" 5 --key "hammer:$loop" --rate 1/s --key global --rate 10/s "$@" &
     pids+=($!)
   done
   for loop in $(seq 12); do

@@ -10,3 +10,6 @@ store=(--state-dir "$WORK/state")
 expect_pipe_key_rules "${store[@]}"
 expect_pipe_refusal_takes_nothing "${store[@]}"
 expect_pipes_share_a_fleet_key "${store[@]}"
+expect_pipe_stats_name_each_keys_quotas "${store[@]}"
+expect_pipe_chunks_follow_the_slowest_key "${store[@]}"
+expect_pipe_follows_each_keys_timetable "${store[@]}"

@@ -6,3 +6,4 @@ source "$E2E_LIB"
 source "$(dirname "${BASH_SOURCE[0]}")/multikey_status_shared.sh"
 
 expect_waiting_calls_in_status "$WORK/state" --state-dir "$WORK/state"
+expect_slot_and_pause_waits_in_status "$WORK/state" --state-dir "$WORK/state"

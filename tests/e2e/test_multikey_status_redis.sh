@@ -8,3 +8,4 @@ source "$(dirname "${BASH_SOURCE[0]}")/multikey_status_shared.sh"
 start_redis main
 
 expect_waiting_calls_in_status "$RATELIMIT_STATE_DIR" --redis "unix://$WORK/main/sock" --redis-timeout 5s
+expect_slot_and_pause_waits_in_status "$RATELIMIT_STATE_DIR" --redis "unix://$WORK/main/sock" --redis-timeout 5s

@@ -138,9 +138,21 @@ TEST(CallStatusRecord, RoundTripsTheKeysOfAWaitingCall) {
       .held_by = "b",
       .until = 81234567890ns};
   const std::string record = encode_call_status(call);
-  EXPECT_TRUE(record.starts_with("ratelimit-call 1 acquire 61=0,62=59.5 62 81234567890 "))
+  EXPECT_TRUE(record.starts_with("ratelimit-call 2 acquire turn 61=0,62=59.5 62 81234567890 "))
       << record;
   EXPECT_EQ(decode_call_status(record), call);
+  // A wait for a --max-inflight slot with no end known, and for a pause.
+  CallStatus slot = call;
+  slot.waits_for = CallWait::slot;
+  slot.held_by = "a";
+  slot.until = std::chrono::nanoseconds::max();
+  EXPECT_TRUE(
+      encode_call_status(slot).starts_with("ratelimit-call 2 acquire slot 61=0,62=59.5 61 "
+                                           "9223372036854775807 "));
+  EXPECT_EQ(decode_call_status(encode_call_status(slot)), slot);
+  CallStatus pause = call;
+  pause.waits_for = CallWait::pause;
+  EXPECT_EQ(decode_call_status(encode_call_status(pause)), pause);
   for (std::size_t size = 0; size < record.size(); ++size)
     EXPECT_EQ(decode_call_status(record.substr(0, size)), std::nullopt) << size;
   // Not a call's record: a pipe's, one key only, a command that is not a word.
@@ -173,6 +185,16 @@ TEST(WaitingCallRecord, IsListedOnlyWhileTheCallWaits) {
   }
   EXPECT_TRUE(list_waiting_calls(state.string()).empty());
   EXPECT_TRUE(std::filesystem::is_empty(state.path()));
+  {
+    // A wait for a slot with no end known is listed too.
+    CallStatus slot = call;
+    slot.waits_for = CallWait::slot;
+    slot.until = std::chrono::nanoseconds::max();
+    const std::unique_ptr<WaitingCallRecord> record =
+        WaitingCallRecord::create(state.string(), slot);
+    ASSERT_TRUE(record);
+    EXPECT_EQ(list_waiting_calls(state.string()).size(), 1u);
+  }
 
   CallStatus ended = call;
   ended.until = io::monotonic_now() - 2s;

@@ -91,6 +91,21 @@ class FakeSlots final : public exec::InflightSlots {
 
 class Admit : public ::testing::Test {
  protected:
+  // A show_wait that keeps each wait shown in `shown`, and whether one is shown now in
+  // `shown_during_waits` at each wait.
+  ShowWait show_waits() {
+    waiter.on_wait = [this] { shown_during_waits.push_back(!showing.expired()); };
+    return [this](const KeysWait& wait) {
+      shown.push_back(wait);
+      const auto record = std::make_shared<int>(0);
+      showing = record;
+      return std::shared_ptr<void>(record);
+    };
+  }
+  std::vector<KeysWait> shown;
+  std::weak_ptr<void> showing;
+  std::vector<bool> shown_during_waits;
+
   AdmissionRequest request(nanoseconds timeout = nanoseconds::max(), int max_inflight = 0) {
     AdmissionRequest request;
     request.permits.key = "api";
@@ -137,7 +152,16 @@ class PausedWhileWaitingStore final : public stores::BucketStore {
     reservation.backing_off = true;
     return reservation;
   }
-  nanoseconds pause_left(const std::string&) override {
+  // Over several keys: each key answers as the first.
+  stores::KeysReservation reserve_all(const std::vector<stores::PermitRequest>& requests,
+                                      io::Waiter& waiter) override {
+    stores::KeysReservation decision;
+    decision.call = reserve(requests.front(), waiter);
+    decision.keys.assign(requests.size(), decision.call);
+    return decision;
+  }
+  nanoseconds pause_left(const std::string& key) override {
+    if (key != paused_key) return nanoseconds::zero();
     return std::exchange(pause_reported, nanoseconds::zero());
   }
   bool set_rate(const stores::RateChange&) override { return false; }
@@ -149,6 +173,7 @@ class PausedWhileWaitingStore final : public stores::BucketStore {
 
   int reservations = 0;
   nanoseconds pause_reported = 2s;
+  std::string paused_key = "api";  // the key of the pause reported
 };
 
 TEST_F(Admit, APauseReportedWhileWaitingVoidsTheTurn) {
@@ -160,6 +185,40 @@ TEST_F(Admit, APauseReportedWhileWaitingVoidsTheTurn) {
   EXPECT_EQ(paused.reservations, 2);
   EXPECT_EQ(clock.now() - start, 100ms + 2s + 50ms);
   EXPECT_EQ(admission.paused_for, 2s);
+}
+
+// A call of several keys is shown while it waits for a --max-inflight slot of its first key (no end
+// known without a deadline) and while it waits for a pause on a key after its turn, each wait
+// only as long as it lasts.
+TEST_F(Admit, AWaitForASlotOrAPauseOfSeveralKeysIsShownToo) {
+  AdmissionRequest call = call_over_two_keys();
+  call.show_wait = show_waits();
+  call.max_inflight = 1;
+  slots.free_at = clock.now() + 15ms;
+  EXPECT_EQ(admit(call).result, AdmissionResult::admitted);
+  // Two looks at the slots (at 0 and 10 ms) with the slot's wait shown, then the turn (at once).
+  EXPECT_EQ(shown_during_waits, (std::vector<bool>{true, true, false}));
+  ASSERT_EQ(shown.size(), 1u);
+  EXPECT_EQ(shown.front().what, control::CallWait::slot);
+  EXPECT_EQ(shown.front().keys, (std::vector<std::string>{"api", "all"}));
+  EXPECT_EQ(shown.front().held_by, "api");
+  EXPECT_EQ(shown.front().until, nanoseconds::max());
+  EXPECT_TRUE(showing.expired());
+
+  PausedWhileWaitingStore paused;
+  paused.paused_key = "all";
+  shown.clear();
+  shown_during_waits.clear();
+  call.max_inflight = 0;
+  const nanoseconds start = clock.now();
+  EXPECT_EQ(exec::admit(paused, &slots, waiter, call).result, AdmissionResult::admitted);
+  // The turn (nothing held it: no key named), the pause shown, the new turn.
+  EXPECT_EQ(shown_during_waits, (std::vector<bool>{false, true, false}));
+  ASSERT_EQ(shown.size(), 1u);
+  EXPECT_EQ(shown.front().what, control::CallWait::pause);
+  EXPECT_EQ(shown.front().held_by, "all");
+  EXPECT_EQ(shown.front().until, start + 100ms + 2s);
+  EXPECT_TRUE(showing.expired());
 }
 
 TEST_F(Admit, APauseBeyondTheTimeoutRefuses) {
@@ -192,16 +251,7 @@ TEST_F(Admit, SeveralKeysWaitForTheLatestAndSayWhichKey) {
 // ends, a stop signal included.
 TEST_F(Admit, AWaitForSeveralKeysIsShownUntilItEnds) {
   AdmissionRequest call = call_over_two_keys();
-  std::vector<KeysWait> shown;
-  std::weak_ptr<void> showing;
-  call.show_wait = [&](const KeysWait& wait) {
-    shown.push_back(wait);
-    const auto record = std::make_shared<int>(0);
-    showing = record;
-    return std::shared_ptr<void>(record);
-  };
-  std::vector<bool> shown_during_waits;
-  waiter.on_wait = [&] { shown_during_waits.push_back(!showing.expired()); };
+  call.show_wait = show_waits();
   EXPECT_EQ(admit(call).result, AdmissionResult::admitted);
   EXPECT_TRUE(shown.empty());  // no wait: nothing to show
   const nanoseconds asked_at = clock.now();

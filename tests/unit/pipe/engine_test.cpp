@@ -97,11 +97,12 @@ TEST(PipeEngine, CountsTheTimeTheQuotasHoldIt) {
   // 40 at once, 40 a period later and 20 another period later: held two periods.
   EXPECT_GE(result.totals.held_by_quotas, 1900ms);
   EXPECT_LE(result.totals.held_by_quotas, io.elapsed());
-  const std::vector<stores::QuotaStatus> quotas = engine.quota_status();
+  const std::vector<KeyQuotaStatus> quotas = engine.quota_status();
   ASSERT_EQ(quotas.size(), 1u);
-  EXPECT_EQ(quotas[0].params, options.quotas[0]);
-  EXPECT_GE(quotas[0].used, 20);
-  EXPECT_LE(quotas[0].used, 40);
+  EXPECT_EQ(quotas[0].key, "");
+  EXPECT_EQ(quotas[0].quota.params, options.quotas[0]);
+  EXPECT_GE(quotas[0].quota.used, 20);
+  EXPECT_LE(quotas[0].quota.used, 40);
 
   // Held by the rate alone: nothing counted.
   FakePipeIo by_rate;
@@ -111,7 +112,7 @@ TEST(PipeEngine, CountsTheTimeTheQuotasHoldIt) {
   Engine rate_engine(options, by_rate);
   EXPECT_EQ(rate_engine.run().totals.held_by_quotas, 0ns);
   EXPECT_EQ(by_rate.elapsed(), 800ms);
-  EXPECT_EQ(rate_engine.quota_status().at(0).used, 100);
+  EXPECT_EQ(rate_engine.quota_status().at(0).quota.used, 100);
 }
 
 // A quota of 100 an hour and chunks of 6: a 17th chunk would make 102, but the input holds only 4

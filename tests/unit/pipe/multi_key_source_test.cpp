@@ -146,10 +146,16 @@ class MultiKeyPipe : public ::testing::Test {
   }
   // A pipe at 1000/s on "host" that also takes from "all" at `all_rate`.
   Result run(EngineOptions options, double all_rate) {
+    stores::PermitRequest all = key_at("all", all_rate);
+    all.schedule = all_schedule;
     SharedPermitSource source(
-        store, key_at("host", options.bucket.permits_per_second), waiter, {}, {}, {},
+        store, key_at("host", options.bucket.permits_per_second), waiter, {},
+        [this](const std::string& key, const std::string& timetable) {
+          key_timetables.emplace_back(key, timetable);
+        },
+        {},
         [this](const std::string& key, nanoseconds waited) { pauses.emplace_back(key, waited); },
-        {key_at("all", all_rate)});
+        {all});
     return Engine(options, io, source).run();
   }
 
@@ -157,6 +163,24 @@ class MultiKeyPipe : public ::testing::Test {
   KeysStore store{io};
   testing::IoClockWaiter waiter{io};
   std::vector<std::pair<std::string, nanoseconds>> pauses;
+  stores::KeySchedule all_schedule{};  // of "all"
+  // Each key whose timetable was found to be another than the one followed, and that timetable.
+  std::vector<std::pair<std::string, std::string>> key_timetables;
+};
+
+// A timetable of 100/s until `second_entry` (its entry ends at Unix second 1000), then 10000/s.
+class TwoEntries final : public RateSchedule {
+ public:
+  explicit TwoEntries(nanoseconds second_entry) : second_entry_(second_entry) {}
+  RatePeriod at(nanoseconds now) override {
+    if (now < second_entry_)
+      return {.units_per_second = 100, .until = second_entry_, .entry_until = 1000};
+    return {.units_per_second = 10000, .entry_until = 2000};
+  }
+  void follow(std::optional<Timetable>) override {}
+
+ private:
+  nanoseconds second_entry_;
 };
 
 // "all" at 500/s is the slower key: every chunk waits for it, and "host" books the same chunks,
@@ -221,6 +245,48 @@ TEST_F(MultiKeyPipe, APauseOnAnyKeyHoldsThePipe) {
   EXPECT_GE(io.writes().front().time, 2s);
   ASSERT_FALSE(pauses.empty());
   EXPECT_EQ(pauses.front().first, "all");
+}
+
+// "all" follows its own timetable: at its second entry the pipe moves the key on to 10000/s, and
+// 2000 bytes take about a second, not the 19 s of the first entry's 100/s.
+TEST_F(MultiKeyPipe, EachKeyFollowsItsOwnTimetable) {
+  all_schedule = {.timetable = "00:00,100 00:01,10000", .entry_until = 1000};
+  TwoEntries all_timetable(io.start() + 1s);
+  EngineOptions options = bytes_per_second(10000, 100);
+  options.key_schedules = {&all_timetable};
+  io.arrive(0s, std::string(2000, 'x'));
+  io.arrive(0s, "");
+  run(options, 100);
+  EXPECT_EQ(io.output(), std::string(2000, 'x'));
+  EXPECT_EQ(store.keys.at("all").bucket.params().permits_per_second, 10000);
+  EXPECT_EQ(store.keys.at("all").schedule.entry_until, 2000);
+  EXPECT_LT(io.writes().back().time, 3s);
+}
+
+// Another user gave "all" a timetable: the pipe is told, to follow it as that key's.
+TEST_F(MultiKeyPipe, AnotherUsersTimetableOnALaterKeyIsTold) {
+  BucketParams params;
+  params.permits_per_second = 1000;
+  store.keys.emplace("all",
+                     KeysStore::Kept{.bucket = TokenBucket(params, io.now()),
+                                     .schedule = {.timetable = "00:00,1000", .entry_until = 1},
+                                     .quotas = {}});
+  run_all_of(std::string(100, 'x'), 50, 1000);
+  EXPECT_EQ(key_timetables,
+            (std::vector<std::pair<std::string, std::string>>{{"all", "00:00,1000"}}));
+}
+
+// "host" at 100000/s, "all" at 1000/s: the default chunk is one write interval (108 ms) of the
+// slower key's rate, 108 bytes, not 10800 at once.
+TEST_F(MultiKeyPipe, AChunkIsSizedByTheSlowestKey) {
+  io.arrive(0s, std::string(1000, 'x'));
+  io.arrive(0s, "");
+  EngineOptions options = bytes_per_second(100000, 1);
+  options.default_chunk_limit = 1 << 20;
+  run(options, 1000);
+  EXPECT_EQ(io.output(), std::string(1000, 'x'));
+  ASSERT_GT(io.writes().size(), 1U);
+  for (const FakePipeIo::Write& write : io.writes()) EXPECT_LE(write.data.size(), 108U);
 }
 
 }  // namespace

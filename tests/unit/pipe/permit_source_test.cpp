@@ -81,7 +81,7 @@ class SharedEngine : public ::testing::TestWithParam<bool> {
     SharedPermitSource source(
         store, request, waiter,
         [this](const std::string&, const stores::KeySettings&) { ++followed; },
-        [this, &options](const std::string& timetable) {
+        [this, &options](const std::string&, const std::string& timetable) {
           key_timetables.push_back(timetable);
           options.schedule->follow(format::parse_timetable_text(timetable));
         },

@@ -161,21 +161,39 @@ TEST(Summary, TextAndJson) {
             R"("rate_changes":[],"quotas":[],"held_by_quotas_seconds":0})");
 }
 
+// The JSON summary of `result` holds `part`.
+void expect_json_holds(const Result& result, const std::string& part) {
+  const std::string json = summary_json(result, kBytes, 0s);
+  EXPECT_NE(json.find(part), std::string::npos) << json;
+}
+
 TEST(Summary, SaysWhatTheQuotasCountedAndHowLongTheyHeldThePipe) {
   Result result{Ending::end_of_input, 0, totals_at(2s, 2000), {}};
   result.totals.held_by_quotas = 1500ms;
-  result.quotas = {{.params = {.limit = 1000, .period = 1s}, .used = 900, .next_free_in = 0s},
-                   {.params = {.limit = 50000, .period = 24h}, .used = 2000, .next_free_in = 0s}};
+  result.quotas = {
+      {.key = {},
+       .quota = {.params = {.limit = 1000, .period = 1s}, .used = 900, .next_free_in = 0s}},
+      {.key = {},
+       .quota = {.params = {.limit = 50000, .period = 24h}, .used = 2000, .next_free_in = 0s}}};
   EXPECT_EQ(summary_text(result, kBytes),
             "ratelimit: 2000 bytes in 2.000 s, 1.00 kB/s (rate 1kB/s); held by quotas 1.5s\n"
             "ratelimit: quota 1kB/s: 900 used in the window\n"
             "ratelimit: quota 50kB/d: 2000 used in the window");
-  EXPECT_NE(summary_json(result, kBytes, 0s)
-                .find(R"("quotas":[{"quota":"1kB/s","limit":1000,"period_seconds":1,"used":900},)"
-                      R"({"quota":"50kB/d","limit":50000,"period_seconds":86400,"used":2000}],)"
-                      R"("held_by_quotas_seconds":1.5})"),
-            std::string::npos)
-      << summary_json(result, kBytes, 0s);
+  expect_json_holds(result,
+                    R"("quotas":[{"quota":"1kB/s","limit":1000,"period_seconds":1,"used":900},)"
+                    R"({"quota":"50kB/d","limit":50000,"period_seconds":86400,"used":2000}],)"
+                    R"("held_by_quotas_seconds":1.5})");
+  // A pipe with several keys names the key of each quota.
+  result.quotas[0].key = "host:a";
+  result.quotas[1].key = "fleet";
+  EXPECT_TRUE(summary_text(result, kBytes)
+                  .ends_with("\nratelimit: quota 1kB/s of key 'host:a': 900 used in the window\n"
+                             "ratelimit: quota 50kB/d of key 'fleet': 2000 used in the window"))
+      << summary_text(result, kBytes);
+  expect_json_holds(result,
+                    R"("quotas":[{"quota":"1kB/s","limit":1000,"period_seconds":1,"used":900,)"
+                    R"("key":"host:a"},{"quota":"50kB/d","limit":50000,"period_seconds":86400,)"
+                    R"("used":2000,"key":"fleet"}],)");
 }
 
 TEST(Summary, InTheNotationOfTheRate) {
