@@ -27,6 +27,7 @@ END {
   for (i = 1; i <= NR; i++) if (time[i] >= busy_from && time[i] <= busy_to) { share[pipe[i]] += units[i]; busy += units[i] }
   printf "rate=%.0f error=%+.2f%% window=%.3f", steady, (steady / rate - 1) * 100, worst / (rate * 0.1)
   if (writes > 1) printf " turn=%.1fms", 1000 * (write_time[writes] - write_time[1]) / (writes - 1)
-  if (pipes > 1) { printf " busy=%.2fs", busy_to - busy_from; for (p = 0; p < pipes; p++) printf " share_%d=%.1f%%", p, 100 * share[p] / busy }
+  # No shares when one pipe ended before the last began (a loaded machine's late start).
+  if (pipes > 1) { printf " busy=%.2fs", busy_to - busy_from; if (busy > 0) for (p = 0; p < pipes; p++) printf " share_%d=%.1f%%", p, 100 * share[p] / busy }
   printf "\n"
 }
