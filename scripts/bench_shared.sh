@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
 # Pipes sharing one --key:
 #   four pipes  of 0.5, 1, 1.5 and 2 s of the rate on one key at 100 kB/s, 500 kB/s and 1 MB/s
-#               (108 ms chunks, the default), each pipe ending before the next: the sum of their
-#               outputs against the rate, its worst 100 ms window against rate x 0.1 s, and each
-#               pipe's share while all four are busy (ideal 25 %); every output compared with its
+#               (54 ms chunks, the default with --key), each pipe ending before the next: the sum
+#               of their outputs against the rate, its worst 100 ms window against rate x 0.1 s,
+#               and each pipe's share while all four are busy (ideal 25 %); every output compared with its
 #               input; $RUNS runs of each (default 6), on the state file, and on Redis too when
 #               redis-server is installed (a server of its own on a unix socket);
 #   one pipe    --key against the same pipe in-process at 1 MB/s: rate and worst window;
@@ -23,8 +23,8 @@ trap 'rm -rf "$TMP"' EXIT
 export RATELIMIT_STATE_DIR=$TMP/state
 
 # merged_stats RATE TRACE...: the sum of several probes' traces (absolute times, cumulative
-# units) as tests/e2e/merged_traces.awk prints it. A shared pipe writes each 108 ms chunk in 9
-# parts, so a key that lets no turn go idle spaces the writes by 12 ms (108 ms in-process).
+# units) as tests/e2e/merged_traces.awk prints it. A shared pipe writes each 54 ms chunk in 5
+# parts, so a key that lets no turn go idle spaces the writes by 10.8 ms (108 ms in-process).
 merged_stats() {
   local rate=$1
   shift
@@ -138,17 +138,17 @@ echo "head|cat: $head_only s; in-process: $cpu_alone s; --key: $cpu_keyed s (pip
   echo "$(cut -d' ' -f1-3 /proc/loadavg) at the end."
   echo
   echo "Four pipes of 0.5, 1, 1.5 and 2 s of the rate on one key, so that each ends before the next"
-  echo "(108 ms chunks, the default, each written in 9 parts of 12 ms): the sum of the four outputs"
-  echo "against the rate; turn: the mean time from one write to the next, whichever pipe's (12 ms"
-  echo "when the key never idles); window: the worst 100 ms as a multiple of the rate x 0.1 s; shares"
-  echo "while all four were busy, ideal 25 %; each output compared with its input. $RUNS runs per"
-  echo "rate and store."
+  echo "(54 ms chunks, the default with --key, each written in 5 parts of 10.8 ms): the sum of the"
+  echo "four outputs against the rate; turn: the mean time from one write to the next, whichever"
+  echo "pipe's (10.8 ms when the key never idles); window: the worst 100 ms as a multiple of the rate"
+  echo "x 0.1 s; shares while all four were busy, ideal 25 %; each output compared with its input."
+  echo "$RUNS runs per rate and store."
   echo
-  echo "Every pipe's last chunk is short (0.63, 0.26, 0.89 and 0.52 of a chunk) and is booked"
+  echo "Every pipe's last chunk is short (0.26, 0.52, 0.78 and 0.04 of a chunk) and is booked"
   echo "exactly, so that the next booking on the key, another pipe's, follows at once: no turn idles."
   echo "Each part of a chunk goes at its share of the chunk's time after its turn, so that a short"
   echo "chunk and the next pipe's chunk share a 100 ms window only in part: on time a window holds"
-  echo "100 ms of bookings and one part (12 ms, up to 14 ms of a short chunk split in fewer parts)."
+  echo "100 ms of bookings and one part (10.8 ms; a short chunk goes in parts of 12 ms at most)."
   echo
   sed 's/^/    /' <<<"$summary"
   echo
