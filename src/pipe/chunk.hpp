@@ -22,7 +22,7 @@ inline constexpr std::chrono::nanoseconds kRecordWriteInterval = std::chrono::mi
 // A shared pipe's chunk in byte mode (--key, the chunk not given): one booking on the key. The
 // pipes on a key take turns of one booking each, so what each gets while they all run is whole
 // bookings, give or take one: over the second or two that four pipes may share a key, 108 ms
-// bookings (about four per pipe) left shares of 20 to 31 %, 54 ms ones 23 to 27.5 %
+// bookings (about four per pipe) left shares of 19 to 31 %, 54 ms ones 23 to 26.5 %
 // (bench/results/shared.md). Not shorter: a turn is also what a late wake-up (the pipe's or its
 // reader's) can eat into before its data goes out in the next pipe's turn, and 36 ms turns made
 // more 100 ms windows above 1.3 under a CPU hog. A store call per 54 ms per pipe is the price.
