@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
 # Pipes sharing one --key:
 #   four pipes  of 0.5, 1, 1.5 and 2 s of the rate on one key at 100 kB/s, 500 kB/s and 1 MB/s
-#               (108 ms chunks, the default), each pipe ending before the next: the sum of their
-#               outputs against the rate, its worst 100 ms window against rate x 0.1 s, and each
-#               pipe's share while all four are busy (ideal 25 %); every output compared with its
+#               (54 ms chunks, the default with --key), each pipe ending before the next: the sum
+#               of their outputs against the rate, its worst 100 ms window against rate x 0.1 s,
+#               and each pipe's share while all four are busy (ideal 25 %); every output compared with its
 #               input; $RUNS runs of each (default 6), on the state file, and on Redis too when
 #               redis-server is installed (a server of its own on a unix socket);
 #   one pipe    --key against the same pipe in-process at 1 MB/s: rate and worst window;
@@ -16,16 +16,15 @@ source "$(dirname "${BASH_SOURCE[0]}")/redis_bench.sh"
 use_bench_binary
 PROBE=${PROBE:-$(dirname "$RATELIMIT")/../bench/pipe_probe}
 RUNS=${RUNS:-6}
+MERGED_TRACES=$RATELIMIT_ROOT/tests/e2e/merged_traces.awk
 
 TMP=$(mktemp -d)
 trap 'rm -rf "$TMP"' EXIT
 export RATELIMIT_STATE_DIR=$TMP/state
 
 # merged_stats RATE TRACE...: the sum of several probes' traces (absolute times, cumulative
-# units) as "rate=R error=E% window=W turn=T share_I=S%..." (shares over the time all were busy).
-# turn: the mean time from one write to the next, whichever pipe's (reads of one pipe within 5 ms
-# are one write, a chunk that a pipe's capacity split): a shared pipe writes each 108 ms chunk in 9
-# parts, so a key that lets no turn go idle spaces them by 12 ms (108 ms in-process).
+# units) as tests/e2e/merged_traces.awk prints it. A shared pipe writes each 54 ms chunk in 5
+# parts, so a key that lets no turn go idle spaces the writes by 10.8 ms (108 ms in-process).
 merged_stats() {
   local rate=$1
   shift
@@ -33,31 +32,8 @@ merged_stats() {
   for trace in "$@"; do
     awk -v pipe=$index '{ print $1, $2 - previous, pipe; previous = $2 }' "$trace"
     index=$((index + 1))
-  done | sort -n -k1,1 | awk -v rate="$rate" -v pipes=$# '
-    { time[NR] = $1; units[NR] = $2; pipe[NR] = $3; total += $2
-      if (!(($3) in first)) first[$3] = $1
-      if (!(($3) in last) || $1 - last[$3] > 0.005) write_time[++writes] = $1
-      last[$3] = $1 }
-    END {
-      # The first read and the last, a part of a chunk, left out: a chunk of 108 ms counted over the
-      # time to the last read would understate the rate by nearly a chunk.
-      steady = (total - units[1] - units[NR]) / (time[NR - 1] - time[1])
-      start = 0; sum = 0; worst = 0
-      for (i = 1; i <= NR; i++) {
-        sum += units[i]
-        while (time[i] - time[start + 1] >= 0.1) sum -= units[++start]
-        if (sum > worst) worst = sum
-      }
-      busy_from = 0; busy_to = 1e300
-      for (p in first) { if (first[p] > busy_from) busy_from = first[p]; if (last[p] < busy_to) busy_to = last[p] }
-      for (i = 1; i <= NR; i++) if (time[i] >= busy_from && time[i] <= busy_to) { share[pipe[i]] += units[i]; busy += units[i] }
-      printf "rate=%.0f error=%+.2f%% window=%.3f", steady, (steady / rate - 1) * 100, worst / (rate * 0.1)
-      if (writes > 1) printf " turn=%.1fms", 1000 * (write_time[writes] - write_time[1]) / (writes - 1)
-      if (pipes > 1) { printf " busy=%.2fs", busy_to - busy_from; for (p = 0; p < pipes; p++) printf " share_%d=%.1f%%", p, 100 * share[p] / busy }
-      printf "\n"
-    }'
+  done | sort -n -k1,1 | awk -v rate="$rate" -v pipes=$# -f "$MERGED_TRACES"
 }
-
 
 # four_pipes RATE KEY STORE_ARGS...: one run of four pipes on KEY, a new key (a key used before
 # would have stored a burst), timed by probes that read the pipes' outputs directly and copy them
@@ -162,17 +138,17 @@ echo "head|cat: $head_only s; in-process: $cpu_alone s; --key: $cpu_keyed s (pip
   echo "$(cut -d' ' -f1-3 /proc/loadavg) at the end."
   echo
   echo "Four pipes of 0.5, 1, 1.5 and 2 s of the rate on one key, so that each ends before the next"
-  echo "(108 ms chunks, the default, each written in 9 parts of 12 ms): the sum of the four outputs"
-  echo "against the rate; turn: the mean time from one write to the next, whichever pipe's (12 ms"
-  echo "when the key never idles); window: the worst 100 ms as a multiple of the rate x 0.1 s; shares"
-  echo "while all four were busy, ideal 25 %; each output compared with its input. $RUNS runs per"
-  echo "rate and store."
+  echo "(54 ms chunks, the default with --key, each written in 5 parts of 10.8 ms): the sum of the"
+  echo "four outputs against the rate; turn: the mean time from one write to the next, whichever"
+  echo "pipe's (10.8 ms when the key never idles); window: the worst 100 ms as a multiple of the rate"
+  echo "x 0.1 s; shares while all four were busy, ideal 25 %; each output compared with its input."
+  echo "$RUNS runs per rate and store."
   echo
-  echo "Every pipe's last chunk is short (0.63, 0.26, 0.89 and 0.52 of a chunk) and is booked"
+  echo "Every pipe's last chunk is short (0.26, 0.52, 0.78 and 0.04 of a chunk) and is booked"
   echo "exactly, so that the next booking on the key, another pipe's, follows at once: no turn idles."
   echo "Each part of a chunk goes at its share of the chunk's time after its turn, so that a short"
   echo "chunk and the next pipe's chunk share a 100 ms window only in part: on time a window holds"
-  echo "100 ms of bookings and one part (12 ms, up to 14 ms of a short chunk split in fewer parts)."
+  echo "100 ms of bookings and one part (10.8 ms; a short chunk goes in parts of 12 ms at most)."
   echo
   sed 's/^/    /' <<<"$summary"
   echo

@@ -87,7 +87,8 @@ TimeOrAmount parse_chunk(const std::string& text) {
 }
 
 // Sets the chunk: the user's size, or one interval of `slowest_rate` (the lowest rate in force of
-// the keys, or the pipe's own) at the user's interval or the default.
+// the keys, or the pipe's own) at the user's interval or the default (a shared pipe's bookings in
+// byte mode are shorter, for even shares of the key).
 void choose_chunk(const PipeOptions& options, double slowest_rate,
                   pipe::EngineOptions& engine_options, pipe::FileIo& io) {
   if (const Amount* units = options.chunk ? std::get_if<Amount>(&options.chunk->value) : nullptr) {
@@ -98,6 +99,8 @@ void choose_chunk(const PipeOptions& options, double slowest_rate,
   }
   if (options.chunk)
     engine_options.chunk_interval = std::get<std::chrono::nanoseconds>(options.chunk->value);
+  else if (!options.key.empty() && engine_options.unit.counts_bytes())
+    engine_options.chunk_interval = pipe::kSharedByteWriteInterval;
   if (!engine_options.unit.counts_bytes()) {
     engine_options.default_chunk_limit = kMaxRecordsPerChunk;
     return;
@@ -408,7 +411,8 @@ int run_pipe(const PipeOptions& options) {
   if (keys.empty()) fit_chunk_to_quotas(options, bucket, engine_options);
   for (const PipeKey& key : keys) fit_chunk_to_quotas(options, key.bucket, engine_options);
   if (!options.key.empty() && engine_options.default_chunk_limit)
-    engine_options.writes_per_chunk = pipe::kSharedWritesPerChunk;
+    engine_options.writes_per_chunk =
+        pipe::shared_writes_per_chunk(engine_options.write_interval());
   pipe::ProgressMeter meter(bucket.notation, total_units(options, unit, io));
   const pipe::Engine::ProgressCallback on_progress =
       watch_progress(options, keys, bucket.notation, control.get(), schedule, io, meter);

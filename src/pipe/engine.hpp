@@ -37,9 +37,9 @@ struct EngineOptions {
   std::optional<std::int64_t> default_chunk_limit;
   // None: default_write_interval of the unit.
   std::optional<std::chrono::nanoseconds> chunk_interval;
-  // Spliced, each chunk is written in about this many equal parts, each at its share of the
-  // chunk's time after the chunk's turn (a shared pipe's: kSharedWritesPerChunk); a chunk that a
-  // write interval / writes_per_chunk of the rate covers goes whole.
+  // Spliced, each chunk is written in equal parts of at most write interval / writes_per_chunk of
+  // the rate, each at its share of the chunk's time after the chunk's turn (a shared pipe's:
+  // shared_writes_per_chunk()); a chunk that one part covers goes whole.
   int writes_per_chunk = 1;
   // Room for records in record modes and the largest write in byte mode.
   std::size_t buffer_bytes = 256 * 1024;

@@ -68,11 +68,6 @@ void LocalPermitSource::apply_timetable_entry(double units_per_second, std::int6
   stores::change_rate(bucket_.rate(), units_per_second, now);
 }
 
-void LocalPermitSource::set_timetable(const Timetable&, double units_per_second, std::int64_t,
-                                      nanoseconds now) {
-  set_rate(units_per_second, now);
-}
-
 SharedPermitSource::SharedPermitSource(stores::BucketStore& store, stores::PermitRequest request,
                                        io::Waiter& waiter, OnFollowed on_followed,
                                        OnKeyTimetable on_key_timetable, Warn warn,

@@ -57,9 +57,12 @@ class PermitSource {
   // (not converted as a rate set by hand), and its end, `entry_until` (Unix seconds).
   virtual void apply_timetable_entry(double units_per_second, std::int64_t entry_until,
                                      std::chrono::nanoseconds now) = 0;
-  // A timetable set by hand, from now on; its entry in force has this rate and end.
-  virtual void set_timetable(const Timetable& timetable, double units_per_second,
-                             std::int64_t entry_until, std::chrono::nanoseconds now) = 0;
+  // A timetable set by hand, from now on; its entry in force has this rate and end. A source
+  // that no one else follows keeps no timetable: only the rate, as set by hand.
+  virtual void set_timetable(const Timetable& /*timetable*/, double units_per_second,
+                             std::int64_t /*entry_until*/, std::chrono::nanoseconds now) {
+    set_rate(units_per_second, now);
+  }
   // With several keys: the timetable of the other key `other_key` (0 for the second key) moved on
   // to an entry, as apply_timetable_entry() for the first key.
   virtual void apply_key_timetable_entry(std::size_t /*other_key*/, double /*units_per_second*/,
@@ -70,10 +73,10 @@ class PermitSource {
   virtual double slowest_other_key_rate() const { return std::numeric_limits<double>::infinity(); }
   // The run is over, not by a stop signal: nothing more is asked for. Never throws: what is left
   // to tidy up is best effort.
-  virtual void finish() = 0;
+  virtual void finish() {}
   // The rate that permits come at when someone else changed it since the last call (another user
   // of a shared key); none otherwise.
-  virtual std::optional<double> rate_set_elsewhere() = 0;
+  virtual std::optional<double> rate_set_elsewhere() { return std::nullopt; }
   // Whether a quota, not the rate, set the last due_time().
   virtual bool held_by_quota() const { return false; }
   // With several keys, the key whose turn set the last due_time() (the latest of the keys'); empty
@@ -107,10 +110,6 @@ class LocalPermitSource final : public PermitSource {
   void set_rate(double units_per_second, std::chrono::nanoseconds now) override;
   void apply_timetable_entry(double units_per_second, std::int64_t entry_until,
                              std::chrono::nanoseconds now) override;
-  void set_timetable(const Timetable& timetable, double units_per_second, std::int64_t entry_until,
-                     std::chrono::nanoseconds now) override;
-  void finish() override {}
-  std::optional<double> rate_set_elsewhere() override { return std::nullopt; }
   bool held_by_quota() const override { return held_by_quota_; }
   std::vector<KeyQuotaStatus> quota_status(std::chrono::nanoseconds now) override;
   // A new bucket from `now` on, at the rate in force: for a run whose input had not started. The

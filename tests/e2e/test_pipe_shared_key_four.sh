@@ -29,8 +29,8 @@ with open(sys.argv[2], "wb") as out, open(sys.argv[3], "w") as trace:
 }
 
 # four_pipes KEY STORE_ARGS...: one run, each output compared with its input; writes to
-# $WORK/result the error of the sum of the outputs against the rate, in %, and its worst 100 ms
-# window as a multiple of the rate x 0.1 s.
+# $WORK/result what merged_traces.awk says of the outputs: the error of their sum against the rate,
+# their worst 100 ms window as a multiple of the rate x 0.1 s, and each pipe's share.
 four_pipes() {
   local key=$1 i pids=()
   shift
@@ -48,19 +48,8 @@ four_pipes() {
   for i in 0 1 2 3; do
     cmp -s "$WORK/in$i" "$WORK/out$i" || fail "pipe $i on key $key ($*) changed its data"
   done
-  # The first read and the last, a part of a chunk each, are left out of the rate.
-  sort -n "$WORK"/trace{0,1,2,3} | awk '
-    { time[NR] = $1; units[NR] = $2; total += $2 }
-    END {
-      rate = (total - units[1] - units[NR]) / (time[NR - 1] - time[1])
-      start = 0; sum = 0; worst = 0
-      for (i = 1; i <= NR; i++) {
-        sum += units[i]
-        while (time[i] - time[start + 1] >= 0.1) sum -= units[++start]
-        if (sum > worst) worst = sum
-      }
-      printf "%.2f %.3f\n", (rate / 1e6 - 1) * 100, worst / 1e5
-    }' >"$WORK/result"
+  for i in 0 1 2 3; do awk -v pipe=$i '{ print $1, $2, pipe }' "$WORK/trace$i"; done | sort -n -k1,1 |
+    awk -v rate=1000000 -v pipes=4 -f "$(dirname "${BASH_SOURCE[0]}")/merged_traces.awk" >"$WORK/result"
 }
 
 for store in state_file redis; do
@@ -69,8 +58,9 @@ for store in state_file redis; do
   results=""
   for attempt in 1 2 3; do
     four_pipes "four-$store-$attempt" "${store_args[@]}"
-    read -r error window <"$WORK/result"
-    results+=" [error ${error} %, window ${window}]"
+    error=$(grep -o 'error=[^%]*' "$WORK/result" | cut -d= -f2)
+    window=$(grep -o 'window=[^ ]*' "$WORK/result" | cut -d= -f2)
+    results+=" [$(cat "$WORK/result")]"
     awk -v e="$error" -v w="$window" 'BEGIN { exit !(e >= -2 && e <= 2 && w <= 1.3) }' && continue 2
   done
   fail "four pipes on one key ($store) in three attempts:$results (error within 2 %, window at most 1.3 expected)"

@@ -69,6 +69,21 @@ TEST(DefaultChunk, FollowsTheTimeBetweenWrites) {
   EXPECT_EQ(default_chunk_units(20, 4096, 50ms), 1);
 }
 
+// A shared pipe books 54 ms of the rate at a time and writes it in the fewest equal parts of 12 ms
+// or less (5 of 10.8 ms); a chunk that is not a whole number of parts (a pipe's last) goes in parts
+// no longer than that, a chunk of one part or less whole.
+TEST(DefaultChunk, ASharedPipeWritesPartsOf12MsAtMost) {
+  EXPECT_EQ(shared_writes_per_chunk(kSharedByteWriteInterval), 5);
+  EXPECT_EQ(shared_writes_per_chunk(kByteWriteInterval), 9);
+  EXPECT_EQ(shared_writes_per_chunk(kRecordWriteInterval), 1);
+  EXPECT_EQ(chunk_part_units(1e6, 54000, kSharedByteWriteInterval / 5), 10800);
+  EXPECT_EQ(chunk_part_units(1e6, 36000, kSharedWritePart), 12000);
+  EXPECT_EQ(chunk_part_units(1e6, 20000, kSharedWritePart), 10000);
+  EXPECT_EQ(chunk_part_units(1e6, 68000, kSharedWritePart), 11334);
+  EXPECT_EQ(chunk_part_units(1e6, 12000, kSharedWritePart), 12000);
+  EXPECT_EQ(chunk_part_units(1e6, 5000, kSharedWritePart), 5000);
+}
+
 TEST(PipeEngine, WritesChunksAtExactlyTheRate) {
   FakePipeIo io;
   io.arrive(0s, std::string(100, 'x'));
