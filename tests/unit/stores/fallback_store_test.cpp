@@ -270,38 +270,33 @@ TEST(FallbackStore, StatusAndResetFailWhateverThePolicy) {
   EXPECT_EQ(fixture.locals_opened, 0);
 }
 
+// Whether the shared store answers during a run of given_back_after().
+enum class Shared { up, away };
+
+// A run that books `reserved` permits of key api in one request (none if 0) and then gives
+// `given` back, with the shared store up or away all along: what each store got back, as "shared
+// N, local N" ("local -": the run never opened its local store).
+std::string given_back_after(OnUnavailable action, Shared shared, std::int64_t reserved,
+                             std::int64_t given) {
+  Fixture run(action);
+  run.shared->down = shared == Shared::away;
+  if (reserved > 0) run.reserve(reserved);
+  run.give_back(given);
+  return "shared " + std::to_string(run.shared->given_back) + ", local " +
+         (run.local ? std::to_string(run.local->given_back) : "-");
+}
+
 TEST(FallbackStore, PermitsGoBackWhereTheyWereBooked) {
-  Fixture up(OnUnavailable::local);
-  up.reserve(5);
-  up.give_back(5);
-  EXPECT_EQ(up.shared->given_back, 5);
-
-  Fixture local(OnUnavailable::local);
-  local.shared->down = true;
-  local.reserve(6);
-  local.give_back(6);
-  ASSERT_NE(local.local, nullptr);
-  EXPECT_EQ(local.local->given_back, 6);
-
-  Fixture unthrottled(OnUnavailable::allow);
-  unthrottled.shared->down = true;
-  unthrottled.reserve(7);
-  unthrottled.give_back(7);  // nowhere: nothing was booked
-  EXPECT_EQ(unthrottled.shared->given_back, 0);
+  EXPECT_EQ(given_back_after(OnUnavailable::local, Shared::up, 5, 5), "shared 5, local -");
+  EXPECT_EQ(given_back_after(OnUnavailable::local, Shared::away, 6, 6), "shared 0, local 6");
+  // Nowhere: nothing was booked.
+  EXPECT_EQ(given_back_after(OnUnavailable::allow, Shared::away, 7, 7), "shared 0, local -");
 }
 
 TEST(FallbackStore, PermitsThisRunDidNotBookGoToTheSharedStoreUnlessItIsAway) {
   // As set_key_rate_by_hand() gives back a turn booked at an old rate by whoever used the key.
-  Fixture setter(OnUnavailable::local);
-  setter.give_back(9);
-  EXPECT_EQ(setter.shared->given_back, 9);
-
-  Fixture away(OnUnavailable::local);
-  away.shared->down = true;
-  away.reserve(2);
-  away.give_back(9);
-  EXPECT_EQ(away.local->given_back, 2);
-  EXPECT_EQ(away.shared->given_back, 0);
+  EXPECT_EQ(given_back_after(OnUnavailable::local, Shared::up, 0, 9), "shared 9, local -");
+  EXPECT_EQ(given_back_after(OnUnavailable::local, Shared::away, 2, 9), "shared 0, local 2");
 }
 
 TEST(FallbackStore, PermitsBookedAcrossAReturnGoBackToEachStoreItsPart) {
