@@ -134,6 +134,17 @@ struct Fixture {
     }
   }
 
+  // An outage in which the shared store fails as `failing` says (down, script_refused): its first
+  // request and requests 10 ms apart for `duration` after it, each answered by the local bucket;
+  // then the store can answer again. What it was asked meanwhile, as "pings N, calls N".
+  std::string outage(bool ScriptedStore::*failing, std::chrono::milliseconds duration) {
+    shared->*failing = true;
+    EXPECT_EQ(reserve().wait, 30ms);
+    reserve_every_10ms_for(duration, 30ms);
+    shared->*failing = false;
+    return "pings " + std::to_string(shared->pings) + ", calls " + std::to_string(shared->calls);
+  }
+
   testing::FakeClock clock;
   testing::FakeWaiter waiter{clock};
   ScriptedStore* shared;
@@ -182,13 +193,8 @@ TEST(FallbackStore, AllowGrantsAtOnceUntilTheStoreAnswersAgain) {
 
 TEST(FallbackStore, LocalReturnsToTheSharedStoreOnceItAnswers) {
   Fixture fixture(OnUnavailable::local, 1.0, "--on-redis-error=local");
-  fixture.shared->down = true;
-  EXPECT_EQ(fixture.reserve().wait, 30ms);
   // Asked about once a second while it does not answer; the local bucket answers meanwhile.
-  fixture.reserve_every_10ms_for(3500ms, 30ms);
-  EXPECT_EQ(fixture.shared->pings, 3);
-  EXPECT_EQ(fixture.shared->calls, 1);
-  fixture.shared->down = false;
+  EXPECT_EQ(fixture.outage(&ScriptedStore::down, 3500ms), "pings 3, calls 1");
   // Starts the probe that finds it back.
   EXPECT_EQ(fixture.reserve_and_probe_after(500ms).wait, 30ms);
   EXPECT_EQ(fixture.reserve().wait, 7ms);
@@ -227,14 +233,9 @@ TEST(FallbackStore, AProbeThatFindsTheStoreStillDownIsFollowedByAnotherASecondLa
 
 TEST(FallbackStore, AStoreThatAnswersPingButRefusesTheScriptIsNotBack) {
   Fixture fixture(OnUnavailable::local, 1.0, "--on-redis-error=local");
-  fixture.shared->script_refused = true;
-  EXPECT_EQ(fixture.reserve().wait, 30ms);
-  // Each probe answers, and the request after it is refused: still away, nothing said.
-  fixture.reserve_every_10ms_for(4000ms, 30ms);
-  // The first request, and one after each probe but the last (not followed by one yet).
-  EXPECT_EQ(fixture.shared->pings, 4);
-  EXPECT_EQ(fixture.shared->calls, 4);
-  fixture.shared->script_refused = false;
+  // Each probe answers, and the request after it is refused: still away, nothing said. Calls: the
+  // first request, and one after each probe but the last (not followed by one yet).
+  EXPECT_EQ(fixture.outage(&ScriptedStore::script_refused, 4000ms), "pings 4, calls 4");
   fixture.reserve_and_probe_after(1s);
   EXPECT_EQ(fixture.reserve().wait, 7ms);
   EXPECT_EQ(fixture.warnings,
