@@ -35,12 +35,9 @@ Command setup_agent(CLI::App& app) {
       ->add_option("--state-dir", options->state_dir,
                    "Directory of the agent's socket [default: as exec's]")
       ->option_text("DIR");
-  agent
-      ->add_option("--idle", CLI::callback_t{},
-                   "End after this long without a request [default: $RATELIMIT_AGENT_IDLE, 60s]")
-      ->envname("RATELIMIT_AGENT_IDLE")
-      ->check(read_into(options->idle, parse_duration, "DURATION"))
-      ->option_text("DURATION");
+  add_read_option(*agent, "--idle", options->idle, parse_duration, "DURATION",
+                  "End after this long without a request [default: $RATELIMIT_AGENT_IDLE, 60s]")
+      ->envname("RATELIMIT_AGENT_IDLE");
   return {agent, [options] { return run_agent(*options); }};
 }
 

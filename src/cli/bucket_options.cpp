@@ -123,9 +123,7 @@ format::Notation notation_of(const RateValue& rate, format::Counted counted) {
 
 CLI::Option* add_rate_option(CLI::App& app, std::optional<Written<RateValue>>& rate,
                              const std::string& description) {
-  return app.add_option("-r,--rate", CLI::callback_t{}, description)
-      ->check(read_into(rate, written(read_rate), "RATE"))
-      ->option_text("RATE");
+  return add_written_option(app, "-r,--rate", rate, read_rate, "RATE", description);
 }
 
 void add_bucket_options(CLI::App& app, BucketOptions& options, format::Counted counted) {
@@ -137,19 +135,15 @@ void add_bucket_options(CLI::App& app, BucketOptions& options, format::Counted c
            : "Rate: permits per period, e.g. 2/s, 100/m, 1/h, 30/15s, 1.5k, off (no limit); or a "
              "timetable, e.g. \"Mon-Fri-08:00,5/s 20:00,50/s\"")
       ->group("Rate");
-  auto* warmup = app.add_option("--warmup", CLI::callback_t{},
-                                "Start cold and speed up to the rate over this duration "
-                                "(Guava SmoothWarmingUp), e.g. 10s")
-                     ->check(read_into(options.warmup, parse_duration, "DURATION"))
-                     ->option_text("DURATION")
+  auto* warmup = add_read_option(app, "--warmup", options.warmup, parse_duration, "DURATION",
+                                 "Start cold and speed up to the rate over this duration "
+                                 "(Guava SmoothWarmingUp), e.g. 10s")
                      ->group("Rate");
-  app.add_option("--burst", CLI::callback_t{},
-                 data ? "Unused capacity stored for a burst, as time (2s) or units (64k); 0 is "
-                        "strictly smooth [default: 1s]"
-                      : "Unused capacity stored for a burst, as time (2s) or permits (10); 0 is "
-                        "strictly smooth [default: 1s]")
-      ->check(read_into(options.burst, written(parse_time_or_amount), "BURST"))
-      ->option_text("BURST")
+  add_written_option(app, "--burst", options.burst, parse_time_or_amount, "BURST",
+                     data ? "Unused capacity stored for a burst, as time (2s) or units (64k); 0 "
+                            "is strictly smooth [default: 1s]"
+                          : "Unused capacity stored for a burst, as time (2s) or permits (10); 0 "
+                            "is strictly smooth [default: 1s]")
       ->excludes(warmup)
       ->group("Rate");
   app.add_option("--cold-factor", options.cold_factor,
@@ -167,13 +161,11 @@ void add_bucket_options(CLI::App& app, BucketOptions& options, format::Counted c
                "A request waits until its permits exist, leaving no debt to the next [default: "
                "the next request pays, as Guava]")
       ->group("Rate");
-  app.add_option("--quota", CLI::callback_t{},
-                 data ? "At most N units in any window of PERIOD, beside the rate; repeatable, "
-                        "e.g. 50GB/d, 5000/h, 300/10m"
-                      : "At most N permits in any window of PERIOD, beside the rate; repeatable, "
-                        "e.g. 5000/h, 350/10s")
-      ->check(read_into(options.quotas, written(parse_quota), "QUOTA"))
-      ->option_text("N/PERIOD")
+  add_written_option(app, "--quota", options.quotas, parse_quota, "N/PERIOD",
+                     data ? "At most N units in any window of PERIOD, beside the rate; "
+                            "repeatable, e.g. 50GB/d, 5000/h, 300/10m"
+                          : "At most N permits in any window of PERIOD, beside the rate; "
+                            "repeatable, e.g. 5000/h, 350/10s")
       ->allow_extra_args(false)
       ->take_all()
       ->group("Rate");

@@ -444,19 +444,14 @@ Command setup_pipe(CLI::App& app) {
   auto* null = app.add_flag("-0,--null", options->null, "Count NUL-terminated records")
                    ->group("Pipe")
                    ->excludes(lines);
-  app.add_option("--delimiter", CLI::callback_t{},
-                 "Count records ended by this character (or \\n, \\t, \\0)")
-      ->check(read_into(options->delimiter, parse_delimiter, "CHAR"))
-      ->option_text("CHAR")
+  add_read_option(app, "--delimiter", options->delimiter, parse_delimiter, "CHAR",
+                  "Count records ended by this character (or \\n, \\t, \\0)")
       ->excludes(lines)
       ->excludes(null)
       ->group("Pipe");
-  app.add_option(
-         "--chunk", CLI::callback_t{},
-         "Units per write (64k), or the time between writes (10ms) [default: 108ms for bytes, "
-         "10ms for records]")
-      ->check(read_into(options->chunk, written(parse_chunk), "CHUNK"))
-      ->option_text("SIZE|TIME")
+  add_written_option(app, "--chunk", options->chunk, parse_chunk, "SIZE|TIME",
+                     "Units per write (64k), or the time between writes (10ms) [default: 108ms for "
+                     "bytes, 10ms for records]")
       ->group("Pipe");
   add_written_option(app, "--timeout", options->timeout, parse_duration, "DURATION",
                      "Wait at most this long for a turn (e.g. 30s); a longer wait ends the pipe "

@@ -178,9 +178,7 @@ CLI::Option* add_key_option(CLI::App& app, std::string& key) {
     state::validate_key(text);
     return text;
   };
-  return app.add_option("-k,--key", CLI::callback_t{}, "Name of the shared bucket")
-      ->check(read_into(key, checked_key, "NAME"))
-      ->option_text("NAME")
+  return add_read_option(app, "-k,--key", key, checked_key, "NAME", "Name of the shared bucket")
       ->group("Shared bucket");
 }
 
@@ -311,10 +309,8 @@ void add_permit_options(CLI::App& app, PermitOptions& options) {
   auto* try_only = app.add_flag("--try", options.try_only,
                                 "Never wait: exit 75 at once if no permit is free now")
                        ->group("Shared bucket");
-  app.add_option("--timeout", CLI::callback_t{},
-                 "Wait at most this long, else exit 75 without waiting (e.g. 500ms, 10s)")
-      ->check(read_into(options.timeout, parse_duration, "DURATION"))
-      ->option_text("DURATION")
+  add_read_option(app, "--timeout", options.timeout, parse_duration, "DURATION",
+                  "Wait at most this long, else exit 75 without waiting (e.g. 500ms, 10s)")
       ->excludes(try_only)
       ->group("Shared bucket");
 }

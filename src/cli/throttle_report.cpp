@@ -11,10 +11,8 @@
 namespace ratelimit::cli {
 
 void add_max_pause_option(CLI::App& app, std::chrono::nanoseconds& max_pause) {
-  app.add_option("--max-pause", CLI::callback_t{},
-                 "The longest pause one Retry-After may ask for [default: 5m]")
-      ->check(read_into(max_pause, parse_duration, "DURATION"))
-      ->option_text("DURATION")
+  add_read_option(app, "--max-pause", max_pause, parse_duration, "DURATION",
+                  "The longest pause one Retry-After may ask for [default: 5m]")
       ->group("Back-off");
 }
 

@@ -63,14 +63,21 @@ CLI::Validator read_into(Value& value, Parse parse, std::string name) {
       std::move(name));
 }
 
-// An option whose values `parse` reads as written into `value` (read_into()), named `value_name`
-// in --help and in its messages.
+// An option whose values `parse` reads into `value` (read_into()), named `value_name` in --help
+// and in its messages.
+template <typename Value, typename Parse>
+CLI::Option* add_read_option(CLI::App& app, const std::string& name, Value& value, Parse parse,
+                             const std::string& value_name, const std::string& help) {
+  return app.add_option(name, CLI::callback_t{}, help)
+      ->check(read_into(value, parse, value_name))
+      ->option_text(value_name);
+}
+
+// The same, keeping each value as written (written()).
 template <typename Value, typename Parse>
 CLI::Option* add_written_option(CLI::App& app, const std::string& name, Value& value, Parse parse,
                                 const std::string& value_name, const std::string& help) {
-  return app.add_option(name, CLI::callback_t{}, help)
-      ->check(read_into(value, written(parse), value_name))
-      ->option_text(value_name);
+  return add_read_option(app, name, value, written(parse), value_name, help);
 }
 
 }  // namespace ratelimit::cli

@@ -4,6 +4,7 @@
 
 #include <cmath>
 #include <stdexcept>
+#include <vector>
 
 namespace ratelimit {
 namespace {
@@ -23,6 +24,26 @@ struct Key {
   }
   double rate(nanoseconds now) const { return rate_in_force(backoff, kConfigured, now); }
 };
+
+// A 429 reported at `now`, of a request sent at `sent_at` with its Retry-After, and what it must
+// do to the key's pause: whether it makes it longer, and where the pause ends after it.
+struct Report {
+  nanoseconds now;
+  nanoseconds sent_at;
+  nanoseconds retry_after;
+  bool extends_pause;
+  nanoseconds paused_until;
+};
+
+void expect_pauses(Key& key, const std::vector<Report>& reports) {
+  for (const Report& report : reports) {
+    SCOPED_TRACE(::testing::Message() << "the report at " << report.now.count() << " ns, sent at "
+                                      << report.sent_at.count() << " ns");
+    EXPECT_EQ(key.throttle(report.now, report.sent_at, report.retry_after).pause_extended,
+              report.extends_pause);
+    EXPECT_EQ(key.backoff.paused_until, report.paused_until);
+  }
+}
 
 TEST(Backoff, NeverThrottledRunsAtTheConfiguredRate) {
   const Key key;
@@ -121,8 +142,11 @@ TEST(Backoff, NeverBelowTheFloor) {
 TEST(Backoff, RetryAfterPausesTheKeyAndDropsStoredPermits) {
   Key key;
   key.bucket = {.stored_permits = 20.0, .next_free = 5s};
-  EXPECT_TRUE(key.throttle(10s, 9s, 30s).pause_extended);
-  EXPECT_EQ(key.backoff.paused_until, 40s);
+  expect_pauses(key, {{.now = 10s,
+                       .sent_at = 9s,
+                       .retry_after = 30s,
+                       .extends_pause = true,
+                       .paused_until = 40s}});
   EXPECT_EQ(key.bucket.next_free, 40s);
   EXPECT_EQ(key.bucket.stored_permits, 0.0);
 }
@@ -130,22 +154,37 @@ TEST(Backoff, RetryAfterPausesTheKeyAndDropsStoredPermits) {
 TEST(Backoff, PausesDoNotAddUpTheLatestEndHolds) {
   Key key;
   key.throttle(10s, 9s, 30s);
-  // The same event reported by others: their Retry-Afters count from the event, not their report.
-  EXPECT_FALSE(key.throttle(12s, 9s, 30s).pause_extended);
-  EXPECT_EQ(key.backoff.paused_until, 40s);
-  EXPECT_FALSE(key.throttle(13s, 9s, 10s).pause_extended);
-  EXPECT_EQ(key.backoff.paused_until, 40s);
-  // One of them was told to wait longer: the latest end holds.
-  EXPECT_TRUE(key.throttle(14s, 9s, 45s).pause_extended);
-  EXPECT_EQ(key.backoff.paused_until, 55s);
+  expect_pauses(key, {
+                         // The same event reported by others: their Retry-Afters count from the
+                         // event, not their report.
+                         {.now = 12s,
+                          .sent_at = 9s,
+                          .retry_after = 30s,
+                          .extends_pause = false,
+                          .paused_until = 40s},
+                         {.now = 13s,
+                          .sent_at = 9s,
+                          .retry_after = 10s,
+                          .extends_pause = false,
+                          .paused_until = 40s},
+                         // One of them was told to wait longer: the latest end holds.
+                         {.now = 14s,
+                          .sent_at = 9s,
+                          .retry_after = 45s,
+                          .extends_pause = true,
+                          .paused_until = 55s},
+                     });
 }
 
 TEST(Backoff, AStaleReportDoesNotRestartAPauseThatEnded) {
   Key key;
   key.throttle(10s, 9s, 1s);
   // The event's pause ended at 11 s; an old 429 (sent at 9 s) reported at 12 s holds nobody back.
-  EXPECT_FALSE(key.throttle(12s, 9s, 30s).pause_extended);
-  EXPECT_EQ(key.backoff.paused_until, 11s);
+  expect_pauses(key, {{.now = 12s,
+                       .sent_at = 9s,
+                       .retry_after = 30s,
+                       .extends_pause = false,
+                       .paused_until = 11s}});
   EXPECT_FALSE(key.throttle(12s, 9s, 30s).new_event);
 }
 

@@ -252,43 +252,60 @@ TEST(WarmingUp, ZeroWarmUpBehavesAsAStrictlySmoothBucket) {
   EXPECT_EQ(acquire_each(limiter, 3), (Waits{0ms, 100ms, 100ms}));
 }
 
-TEST(TryAcquire, NoWaitAllowed) {
+// One try_acquire on a 5/s bursty limiter: `idle` on the fake clock before it, its permits and
+// timeout, and whether it must be granted.
+struct Try {
+  nanoseconds idle;
+  std::int64_t permits;
+  nanoseconds timeout;
+  bool granted;
+};
+
+// Runs `tries` in order on a new 5/s limiter, checking each; returns the limiter's sleeps.
+Waits sleeps_of_tries(const std::vector<Try>& tries) {
   FakeClock clock;
   auto limiter = RateLimiter::bursty(5.0, clock);
-  EXPECT_TRUE(limiter.try_acquire(1, 0s));
-  EXPECT_FALSE(limiter.try_acquire(1, 0s));
-  EXPECT_FALSE(limiter.try_acquire(1, 0s));
-  clock.advance(100ms);
-  EXPECT_FALSE(limiter.try_acquire(1, 0s));
+  for (std::size_t i = 0; i < tries.size(); ++i) {
+    SCOPED_TRACE(::testing::Message() << "try #" << i);
+    clock.advance(tries[i].idle);
+    EXPECT_EQ(limiter.try_acquire(tries[i].permits, tries[i].timeout), tries[i].granted);
+  }
+  return clock.take_sleeps();
+}
+
+TEST(TryAcquire, NoWaitAllowed) {
+  sleeps_of_tries({
+      {.idle = 0s, .permits = 1, .timeout = 0s, .granted = true},
+      {.idle = 0s, .permits = 1, .timeout = 0s, .granted = false},
+      {.idle = 0s, .permits = 1, .timeout = 0s, .granted = false},
+      {.idle = 100ms, .permits = 1, .timeout = 0s, .granted = false},
+  });
 }
 
 TEST(TryAcquire, SomeWaitAllowed) {
-  FakeClock clock;
-  auto limiter = RateLimiter::bursty(5.0, clock);
-  EXPECT_TRUE(limiter.try_acquire(1, 0s));
-  EXPECT_TRUE(limiter.try_acquire(1, 200ms));  // sleeps the 200 ms it was allowed
-  EXPECT_FALSE(limiter.try_acquire(1, 100ms));
-  clock.advance(100ms);
-  EXPECT_TRUE(limiter.try_acquire(1, 100ms));
-  EXPECT_EQ(clock.take_sleeps(), (Waits{0ms, 200ms, 100ms}));
+  EXPECT_EQ(sleeps_of_tries({
+                {.idle = 0s, .permits = 1, .timeout = 0s, .granted = true},
+                // Sleeps the 200 ms it was allowed.
+                {.idle = 0s, .permits = 1, .timeout = 200ms, .granted = true},
+                {.idle = 0s, .permits = 1, .timeout = 100ms, .granted = false},
+                {.idle = 100ms, .permits = 1, .timeout = 100ms, .granted = true},
+            }),
+            (Waits{0ms, 200ms, 100ms}));
 }
 
 TEST(TryAcquire, MaximalTimeoutDoesNotOverflow) {
-  FakeClock clock;
-  auto limiter = RateLimiter::bursty(5.0, clock);
-  EXPECT_TRUE(limiter.try_acquire(1, 0s));
-  clock.advance(100ms);
-  EXPECT_TRUE(limiter.try_acquire(1, nanoseconds::max()));
+  sleeps_of_tries({
+      {.idle = 0s, .permits = 1, .timeout = 0s, .granted = true},
+      {.idle = 100ms, .permits = 1, .timeout = nanoseconds::max(), .granted = true},
+  });
 }
 
 TEST(TryAcquire, NegativeTimeoutCountsAsZero) {
-  FakeClock clock;
-  auto limiter = RateLimiter::bursty(5.0, clock);
-  EXPECT_TRUE(limiter.try_acquire(5, 0s));
-  clock.advance(900ms);
-  EXPECT_FALSE(limiter.try_acquire(1, nanoseconds::min()));
-  clock.advance(100ms);
-  EXPECT_TRUE(limiter.try_acquire(1, -1s));
+  sleeps_of_tries({
+      {.idle = 0s, .permits = 5, .timeout = 0s, .granted = true},
+      {.idle = 900ms, .permits = 1, .timeout = nanoseconds::min(), .granted = false},
+      {.idle = 100ms, .permits = 1, .timeout = -1s, .granted = true},
+  });
 }
 
 TEST(TryAcquire, FirstPermitIsImmediateOnTheSystemClock) {

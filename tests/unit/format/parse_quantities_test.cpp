@@ -26,6 +26,13 @@ void expect_sizes(std::initializer_list<std::pair<std::string_view, double>> siz
     EXPECT_EQ(parse_size(text).units, units) << "reading '" << text << "'";
 }
 
+// Each text read by `parse` as counting that unit (bytes, bits, or not said).
+template <typename Parse>
+void expect_units(Parse parse, std::initializer_list<std::pair<std::string_view, DataUnit>> units) {
+  for (const auto& [text, unit] : units)
+    EXPECT_EQ(parse(text).unit, unit) << "reading '" << text << "'";
+}
+
 TEST(ParseRate, NumbersPrefixesUnitsPeriodsAndTheSpellingsPeopleType) {
   expect_rates({
       {"5000", 5000.0},
@@ -52,11 +59,13 @@ TEST(ParseRate, NumbersPrefixesUnitsPeriodsAndTheSpellingsPeopleType) {
       {"2bytes/s", 2.0},
       {"16bits", 2.0},
   });
-  EXPECT_EQ(parse_rate("10MiB/s").unit, DataUnit::bytes);
-  EXPECT_EQ(parse_rate("8Mbit/s").unit, DataUnit::bits);
-  EXPECT_EQ(parse_rate("2/s").unit, DataUnit::unspecified);
-  EXPECT_EQ(parse_rate("8Mbps").unit, DataUnit::bits);
-  EXPECT_EQ(parse_rate("5MiBps").unit, DataUnit::bytes);
+  expect_units(parse_rate, {
+                               {"10MiB/s", DataUnit::bytes},
+                               {"8Mbit/s", DataUnit::bits},
+                               {"2/s", DataUnit::unspecified},
+                               {"8Mbps", DataUnit::bits},
+                               {"5MiBps", DataUnit::bytes},
+                           });
   EXPECT_FALSE(parse_rate("1MB").binary_prefix);
   EXPECT_TRUE(parse_rate("1MiB").binary_prefix);
 }
@@ -101,8 +110,7 @@ TEST(ParseSize, CountsWithPrefixes) {
       {"1MB", 1e6},
       {"8Mbit", 1e6},
   });
-  EXPECT_EQ(parse_size("1MB").unit, DataUnit::bytes);
-  EXPECT_EQ(parse_size("64k").unit, DataUnit::unspecified);
+  expect_units(parse_size, {{"1MB", DataUnit::bytes}, {"64k", DataUnit::unspecified}});
   expect_refusals(parse_size,
                   {
                       {"12q",

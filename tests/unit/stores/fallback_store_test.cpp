@@ -134,6 +134,17 @@ struct Fixture {
     }
   }
 
+  // An outage in which the shared store fails as `failing` says (down, script_refused): its first
+  // request and requests 10 ms apart for `duration` after it, each answered by the local bucket;
+  // then the store can answer again. What it was asked meanwhile, as "pings N, calls N".
+  std::string outage(bool ScriptedStore::*failing, std::chrono::milliseconds duration) {
+    shared->*failing = true;
+    EXPECT_EQ(reserve().wait, 30ms);
+    reserve_every_10ms_for(duration, 30ms);
+    shared->*failing = false;
+    return "pings " + std::to_string(shared->pings) + ", calls " + std::to_string(shared->calls);
+  }
+
   testing::FakeClock clock;
   testing::FakeWaiter waiter{clock};
   ScriptedStore* shared;
@@ -182,13 +193,8 @@ TEST(FallbackStore, AllowGrantsAtOnceUntilTheStoreAnswersAgain) {
 
 TEST(FallbackStore, LocalReturnsToTheSharedStoreOnceItAnswers) {
   Fixture fixture(OnUnavailable::local, 1.0, "--on-redis-error=local");
-  fixture.shared->down = true;
-  EXPECT_EQ(fixture.reserve().wait, 30ms);
   // Asked about once a second while it does not answer; the local bucket answers meanwhile.
-  fixture.reserve_every_10ms_for(3500ms, 30ms);
-  EXPECT_EQ(fixture.shared->pings, 3);
-  EXPECT_EQ(fixture.shared->calls, 1);
-  fixture.shared->down = false;
+  EXPECT_EQ(fixture.outage(&ScriptedStore::down, 3500ms), "pings 3, calls 1");
   // Starts the probe that finds it back.
   EXPECT_EQ(fixture.reserve_and_probe_after(500ms).wait, 30ms);
   EXPECT_EQ(fixture.reserve().wait, 7ms);
@@ -227,14 +233,9 @@ TEST(FallbackStore, AProbeThatFindsTheStoreStillDownIsFollowedByAnotherASecondLa
 
 TEST(FallbackStore, AStoreThatAnswersPingButRefusesTheScriptIsNotBack) {
   Fixture fixture(OnUnavailable::local, 1.0, "--on-redis-error=local");
-  fixture.shared->script_refused = true;
-  EXPECT_EQ(fixture.reserve().wait, 30ms);
-  // Each probe answers, and the request after it is refused: still away, nothing said.
-  fixture.reserve_every_10ms_for(4000ms, 30ms);
-  // The first request, and one after each probe but the last (not followed by one yet).
-  EXPECT_EQ(fixture.shared->pings, 4);
-  EXPECT_EQ(fixture.shared->calls, 4);
-  fixture.shared->script_refused = false;
+  // Each probe answers, and the request after it is refused: still away, nothing said. Calls: the
+  // first request, and one after each probe but the last (not followed by one yet).
+  EXPECT_EQ(fixture.outage(&ScriptedStore::script_refused, 4000ms), "pings 4, calls 4");
   fixture.reserve_and_probe_after(1s);
   EXPECT_EQ(fixture.reserve().wait, 7ms);
   EXPECT_EQ(fixture.warnings,
@@ -270,38 +271,33 @@ TEST(FallbackStore, StatusAndResetFailWhateverThePolicy) {
   EXPECT_EQ(fixture.locals_opened, 0);
 }
 
+// Whether the shared store answers during a run of given_back_after().
+enum class Shared { up, away };
+
+// A run that books `reserved` permits of key api in one request (none if 0) and then gives
+// `given` back, with the shared store up or away all along: what each store got back, as "shared
+// N, local N" ("local -": the run never opened its local store).
+std::string given_back_after(OnUnavailable action, Shared shared, std::int64_t reserved,
+                             std::int64_t given) {
+  Fixture run(action);
+  run.shared->down = shared == Shared::away;
+  if (reserved > 0) run.reserve(reserved);
+  run.give_back(given);
+  return "shared " + std::to_string(run.shared->given_back) + ", local " +
+         (run.local ? std::to_string(run.local->given_back) : "-");
+}
+
 TEST(FallbackStore, PermitsGoBackWhereTheyWereBooked) {
-  Fixture up(OnUnavailable::local);
-  up.reserve(5);
-  up.give_back(5);
-  EXPECT_EQ(up.shared->given_back, 5);
-
-  Fixture local(OnUnavailable::local);
-  local.shared->down = true;
-  local.reserve(6);
-  local.give_back(6);
-  ASSERT_NE(local.local, nullptr);
-  EXPECT_EQ(local.local->given_back, 6);
-
-  Fixture unthrottled(OnUnavailable::allow);
-  unthrottled.shared->down = true;
-  unthrottled.reserve(7);
-  unthrottled.give_back(7);  // nowhere: nothing was booked
-  EXPECT_EQ(unthrottled.shared->given_back, 0);
+  EXPECT_EQ(given_back_after(OnUnavailable::local, Shared::up, 5, 5), "shared 5, local -");
+  EXPECT_EQ(given_back_after(OnUnavailable::local, Shared::away, 6, 6), "shared 0, local 6");
+  // Nowhere: nothing was booked.
+  EXPECT_EQ(given_back_after(OnUnavailable::allow, Shared::away, 7, 7), "shared 0, local -");
 }
 
 TEST(FallbackStore, PermitsThisRunDidNotBookGoToTheSharedStoreUnlessItIsAway) {
   // As set_key_rate_by_hand() gives back a turn booked at an old rate by whoever used the key.
-  Fixture setter(OnUnavailable::local);
-  setter.give_back(9);
-  EXPECT_EQ(setter.shared->given_back, 9);
-
-  Fixture away(OnUnavailable::local);
-  away.shared->down = true;
-  away.reserve(2);
-  away.give_back(9);
-  EXPECT_EQ(away.local->given_back, 2);
-  EXPECT_EQ(away.shared->given_back, 0);
+  EXPECT_EQ(given_back_after(OnUnavailable::local, Shared::up, 0, 9), "shared 9, local -");
+  EXPECT_EQ(given_back_after(OnUnavailable::local, Shared::away, 2, 9), "shared 0, local 2");
 }
 
 TEST(FallbackStore, PermitsBookedAcrossAReturnGoBackToEachStoreItsPart) {

@@ -40,6 +40,32 @@ PermitRequest bursty_request() {
   return request;
 }
 
+// The script's reply refusing a request: 0 and "WAIT [quota] [backoff PAUSE]".
+Value refusal(std::string words) { return table({integer(0), text(std::move(words))}); }
+
+// What a decoded reservation says that a reply's words set, as one line to compare.
+std::string said_by(const Reservation& decoded) {
+  std::string line = (decoded.granted ? "granted after " : "refused after ") +
+                     std::to_string(decoded.wait.count()) + " ns";
+  if (decoded.booked != BookingSpan{})
+    line += ", booked " + std::to_string(decoded.booked.from) + "-" +
+            std::to_string(decoded.booked.until);
+  if (decoded.held_by_quota) line += ", held by quota";
+  if (decoded.backing_off) line += ", backing off";
+  if (decoded.paused_for != 0ns)
+    line += ", paused " + std::to_string(decoded.paused_for.count()) + " ns";
+  return line;
+}
+
+// Each reply of a request for key api, and what it must be decoded to (said_by()).
+void expect_decoded(const std::vector<std::pair<Value, std::string>>& replies) {
+  for (std::size_t i = 0; i < replies.size(); ++i) {
+    SCOPED_TRACE(::testing::Message() << "reply #" << i);
+    EXPECT_EQ(said_by(decode_reservation(replies[i].first, bursty_request(), kServer).reservation),
+              replies[i].second);
+  }
+}
+
 // What the command would print and return if `decode` threw.
 std::pair<int, std::string> run_decoding(const std::function<void()>& decode) {
   ::testing::internal::CaptureStderr();
@@ -128,29 +154,17 @@ TEST(RedisScriptProtocol, OtherOperationsAreEncoded) {
 }
 
 TEST(RedisScriptProtocol, ReplyOfAKeyAsRequested) {
-  const PermitRequest request = bursty_request();
-  const Reservation granted = decode_reservation(text("5 10 20"), request, kServer).reservation;
-  EXPECT_TRUE(granted.granted);
-  EXPECT_EQ(granted.wait, 5ns);
-  EXPECT_EQ(granted.booked, (BookingSpan{.from = 10, .until = 20}));
+  const Reservation granted =
+      decode_reservation(text("5 10 20"), bursty_request(), kServer).reservation;
   EXPECT_EQ(granted.key_permits_per_second, 1e9);
   EXPECT_FALSE(granted.replaced_params);
-  const Reservation refused =
-      decode_reservation(table({integer(0), text("700")}), request, kServer).reservation;
-  EXPECT_FALSE(refused.granted);
-  EXPECT_EQ(refused.wait, 700ns);
-  EXPECT_FALSE(granted.held_by_quota);
-  EXPECT_FALSE(refused.held_by_quota);
-  // A wait that a quota set says so.
-  const Reservation held = decode_reservation(text("5 10 20 quota"), request, kServer).reservation;
-  EXPECT_TRUE(held.held_by_quota);
-  EXPECT_EQ(held.wait, 5ns);
-  EXPECT_EQ(held.booked, (BookingSpan{.from = 10, .until = 20}));
-  const Reservation held_refused =
-      decode_reservation(table({integer(0), text("700 quota")}), request, kServer).reservation;
-  EXPECT_TRUE(held_refused.held_by_quota);
-  EXPECT_FALSE(held_refused.granted);
-  EXPECT_EQ(held_refused.wait, 700ns);
+  expect_decoded({
+      {text("5 10 20"), "granted after 5 ns, booked 10-20"},
+      {refusal("700"), "refused after 700 ns"},
+      // A wait that a quota set says so.
+      {text("5 10 20 quota"), "granted after 5 ns, booked 10-20, held by quota"},
+      {refusal("700 quota"), "refused after 700 ns, held by quota"},
+  });
 }
 
 TEST(RedisScriptProtocol, ReplyOfAKeyThatKeptOrReplacedItsParameters) {
@@ -245,20 +259,12 @@ TEST(RedisScriptProtocol, ThrottleIsEncodedAndItsReplyDecoded) {
 }
 
 TEST(RedisScriptProtocol, AWaitOnAKeyThatBacksOffSaysItsPause) {
-  const PermitRequest request = bursty_request();
-  const Reservation granted =
-      decode_reservation(text("5 10 20 quota backoff 3"), request, kServer).reservation;
-  EXPECT_TRUE(granted.granted);
-  EXPECT_TRUE(granted.held_by_quota);
-  EXPECT_TRUE(granted.backing_off);
-  EXPECT_EQ(granted.paused_for, 3ns);
-  EXPECT_EQ(granted.booked, (BookingSpan{.from = 10, .until = 20}));
-  const Reservation refused =
-      decode_reservation(table({integer(0), text("700 backoff 0")}), request, kServer).reservation;
-  EXPECT_FALSE(refused.granted);
-  EXPECT_TRUE(refused.backing_off);
-  EXPECT_EQ(refused.wait, 700ns);
-  EXPECT_FALSE(decode_reservation(text("5 10 20"), request, kServer).reservation.backing_off);
+  expect_decoded({
+      {text("5 10 20 quota backoff 3"),
+       "granted after 5 ns, booked 10-20, held by quota, backing off, paused 3 ns"},
+      {refusal("700 backoff 0"), "refused after 700 ns, backing off"},
+      {text("5 10 20"), "granted after 5 ns, booked 10-20"},
+  });
 }
 
 TEST(RedisScriptProtocol, GiveBackAndSetRateReplies) {
