@@ -72,6 +72,17 @@ expect_stderr "ratelimit: bad Redis URL 'redis://:***@localhost:0': the port mus
 expect_status 64 "$RATELIMIT" exec --redis 'http://cache' --rate 1 --key x -- true
 expect_status 64 "$RATELIMIT" status --redis 'unix://relative.sock'
 
+# A server without functions (as before Redis 7.0): one line saying what it needs, 69, through
+# the agent and without it.
+start_redis old --rename-command FCALL '""'
+needs_functions="the server has no Redis functions (FCALL): ratelimit needs Redis 7.0 or later"
+for agent in "" --no-agent; do
+  expect_status 69 "$RATELIMIT" exec $agent --redis "unix://$WORK/old/sock" --rate 1 --key p \
+    -- touch "$WORK/ran"
+  expect_stderr "ratelimit: Redis at unix://$WORK/old/sock: $needs_functions"
+  [ ! -e "$WORK/ran" ] || fail "the command ran ($agent) although the server has no functions"
+done
+
 # requirepass: the right password works over TCP and unix; a wrong one exits 69 without showing it.
 start_redis locked --requirepass 's3cr:et'
 locked_port=$(cat "$WORK/locked/port")

@@ -188,6 +188,10 @@ std::string explain_refusal(const std::string& error) {
       error.find("Protocol error: unauthenticated") != std::string::npos)
     return "the server needs a password: give it in the URL, as redis://:PASSWORD@host or "
            "unix://:PASSWORD@/path (USER:PASSWORD for an ACL user)";
+  // Before 7.0 a server has no functions, the form the bucket script is loaded in.
+  if (error.starts_with("ERR unknown command 'FCALL'") ||
+      error.starts_with("ERR unknown command 'FUNCTION'"))
+    return "the server has no Redis functions (FCALL): ratelimit needs Redis 7.0 or later";
   return error;
 }
 
