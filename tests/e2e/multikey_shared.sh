@@ -46,9 +46,10 @@ expect_multikey_rules() {
     fail "a key without options or bucket: $(cat "$WORK/stderr")"
   # --max-inflight counts the commands of the first key: a second call whose first key is
   # running its one command is refused, whatever its other keys.
-  "$RATELIMIT" exec --max-inflight 1 --key slot:a --rate 100/s --key slot:b --rate 100/s "$@" -- sleep 2 &
+  "$RATELIMIT" exec --max-inflight 1 --key slot:a --rate 100/s --key slot:b --rate 100/s "$@" -- \
+    sh -c 'touch "$1"; sleep 2' sh "$WORK/slot-a.running" &
   local running=$!
-  sleep 0.5
+  wait_for_file "$WORK/slot-a.running"
   expect_status 75 "$RATELIMIT" exec --max-inflight 1 --key slot:a --rate 100/s --key slot:c --rate 100/s --try "$@" -- true
   expect_status 0 "$RATELIMIT" exec --max-inflight 1 --key slot:c --rate 100/s --key slot:a --rate 100/s --try "$@" -- true
   wait "$running"

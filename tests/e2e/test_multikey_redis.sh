@@ -8,6 +8,7 @@ source "$(dirname "${BASH_SOURCE[0]}")/redis_server.sh"
 source "$(dirname "${BASH_SOURCE[0]}")/multikey_shared.sh"
 start_redis main
 store=(--redis "unix://$WORK/main/sock" --redis-timeout 5s)
+warm_redis "${store[@]}"
 
 expect_multikey_rules "${store[@]}"
 expect_multikey_loops "${store[@]}"

@@ -5,6 +5,7 @@
 source "$E2E_LIB"
 source "$(dirname "${BASH_SOURCE[0]}")/redis_server.sh"
 start_redis main
+warm_redis --redis "unix://$WORK/main/sock"
 largest=9007199254740991
 
 expect_error "ratelimit: --quota: invalid quota '9007199254740992/h': the amount must be at most $largest (2^53 - 1)" \
