@@ -82,14 +82,6 @@ stop_redis() {
   while kill -0 "$pid" 2>/dev/null; do sleep 0.01; done
 }
 
-# warm_redis STORE_OPTIONS...: one call that may wait, on a key of its own ("warm-up"), so that
-# the server has the bucket script loaded (a fresh one has not: FUNCTION LOAD) and the agent runs,
-# connected: a --try after it is given its 50 ms for its round trip alone, where a loaded machine
-# may spend more on that one-time work (which a --try counts too).
-warm_redis() {
-  expect_status 0 "$RATELIMIT" acquire --key warm-up --rate 1000/s "$@"
-}
-
 # redis_cli NAME ARGS...: redis-cli on server NAME's socket.
 redis_cli() {
   local name=$1
