@@ -50,6 +50,7 @@ expect_multikey_rules() {
     fail "a key without options or bucket: $(cat "$WORK/stderr")"
   # --max-inflight counts the commands of the first key: a second call whose first key is
   # running its one command is refused, whatever its other keys.
+  # shellcheck disable=SC2016 # $1 is sh's
   "$RATELIMIT" exec --max-inflight 1 --key slot:a --rate 100/s --key slot:b --rate 100/s "$@" -- \
     sh -c 'touch "$1"; sleep 2' sh "$WORK/slot-a.running" &
   local running=$!
