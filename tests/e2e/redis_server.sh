@@ -98,11 +98,16 @@ make_tls_files() {
 # server certificate (make_tls_files) on a free port, written to $WORK/NAME/tls-port; clients
 # are not asked for certificates.
 start_tls_redis() {
-  local name=$1 dir=$2 tls_port=$((20000 + RANDOM % 40000))
-  shift 2
-  start_redis "$name" --tls-port "$tls_port" --tls-cert-file "$dir/server.crt" \
-    --tls-key-file "$dir/server.key" --tls-ca-cert-file "$dir/ca.crt" --tls-auth-clients no "$@"
-  echo "$tls_port" >"$WORK/$name/tls-port"
+  start_on_a_free_port "redis-server $1" "$1" launch_tls_redis redis_answers "$2" "${@:3}"
+}
+
+# launch_tls_redis DIR PORT TLS_DIR ARGS...: launch_redis, with TLS on a port of its own picked
+# at each launch (written to DIR/tls-port), so that a TLS port found taken is not tried again.
+launch_tls_redis() {
+  local tls_port=$((20000 + RANDOM % 40000))
+  echo "$tls_port" >"$1/tls-port"
+  launch_redis "$1" "$2" --tls-port "$tls_port" --tls-cert-file "$3/server.crt" \
+    --tls-key-file "$3/server.key" --tls-ca-cert-file "$3/ca.crt" --tls-auth-clients no "${@:4}"
 }
 
 # start_tls_main: TLS files in $WORK/tls and a server "main" serving them; sets $tls, $port (its

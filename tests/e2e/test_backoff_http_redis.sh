@@ -26,7 +26,7 @@ run_hosts 15
 stop_service
 expect_few_429s_after_5s
 
-# A single long Retry-After, 2 s into a run: nothing reaches the service from any host until it
+# A single long Retry-After, 2 s into a run: from its report on, no host sends a request until it
 # ends.
 "$RATELIMIT" reset --key api
 start_service 8 8 1 3

@@ -19,7 +19,7 @@ for _ in 1 2 3; do
   expect_status 0 "$RATELIMIT" acquire --key '{crawl}site:a' --rate 1/s --key '{crawl}all' --rate 10/s "${cluster[@]}"
 done
 expect_status 75 "$RATELIMIT" acquire --key '{crawl}site:a' --rate 1/s --key '{crawl}all' --rate 10/s --try "${cluster[@]}"
-expect_status 0 "$RATELIMIT" acquire --key '{crawl}site:b' --rate 1/s --key '{crawl}all' --rate 10/s --try "${cluster[@]}"
+expect_status 0 "$RATELIMIT" acquire --key '{crawl}site:b' --rate 1/s --key '{crawl}all' --rate 10/s --timeout 1s "${cluster[@]}"
 expect_status 64 "$RATELIMIT" acquire --key site:a --rate 1/s --key all --rate 10/s "${cluster[@]}"
 grep -q "^ratelimit: Redis at .*: keys 'site:a', 'all' are on different Cluster slots, and one call decides keys of one slot only: start their names with the same {tag} (e.g. {crawl}site:a and {crawl}all)$" "$WORK/stderr" ||
   fail "keys of two slots: $(cat "$WORK/stderr")"

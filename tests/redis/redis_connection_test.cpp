@@ -94,5 +94,19 @@ TEST(RedisConnection, ClosedWhileIdleIsLostBeforeSending) {
   EXPECT_FALSE(connection.open());
 }
 
+// A call whose request's deadline passed before it was sent is refused (TooLate) without a word to
+// the server, and the connection stays open for the next call: the agent, serving --try callers
+// whose 50 ms passed while they queued on a loaded machine, does not connect again for each.
+TEST(RedisConnection, ACallRefusedBeforeSendingKeepsTheConnection) {
+  RedisServer server;
+  Deadline deadline(kTimeout);
+  Connection connection(parse_url(server.unix_url()), nullptr, deadline);
+  Deadline refused(kTimeout);
+  refused.refuse_after(std::chrono::nanoseconds::zero());
+  EXPECT_THROW(connection.command({"INCR", "k"}, refused), TooLate);
+  EXPECT_TRUE(connection.open());
+  EXPECT_EQ(connection.command({"GET", "k"}, deadline).type, Value::Type::nil);
+}
+
 }  // namespace
 }  // namespace ratelimit::stores::redis

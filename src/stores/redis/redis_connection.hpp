@@ -43,7 +43,8 @@ struct Interrupted {
 };
 
 // Thrown by a call whose request's deadline (Deadline::refuse_after) passed before it got
-// its answer; as for Interrupted, the connection is closed and the command may have run.
+// its answer; as for Interrupted, the connection is closed and the command may have run, unless
+// the deadline had passed before the command was sent (the connection is then kept, as it was).
 struct TooLate {};
 
 // A connection that the server or the network ended (a restart, CLIENT KILL, a proxy's idle
@@ -89,6 +90,9 @@ class Deadline {
   std::chrono::nanoseconds unavailable_at() const { return unavailable_at_; }
   // Whether the timeout has run out (the server is unavailable now).
   bool passed() const { return waiter_->now() >= unavailable_at_; }
+  // Whether the call is refused now (TooLate): its request's deadline has passed, before the
+  // timeout.
+  bool refused() const { return waiter_->now() >= refused_at_ && refused_at_ <= unavailable_at_; }
   // Waits `duration`, or until the timeout runs out, whichever is sooner (Interrupted for a
   // stop signal).
   void pause(std::chrono::nanoseconds duration);

@@ -136,10 +136,8 @@ Deadline Deadline::share(std::chrono::milliseconds timeout) const {
 
 void Deadline::check(std::string_view awaited) {
   if (const int signal = waiter_->wait_until(waiter_->now())) throw Interrupted{signal};
-  const std::chrono::nanoseconds now = waiter_->now();
-  if (now >= refused_at_ && refused_at_ <= unavailable_at_) throw TooLate{};
-  if (now >= unavailable_at_)
-    throw Failure("no " + std::string(awaited) + " within " + describe(timeout_));
+  if (refused()) throw TooLate{};
+  if (passed()) throw Failure("no " + std::string(awaited) + " within " + describe(timeout_));
 }
 
 void Deadline::pause(std::chrono::nanoseconds duration) {
@@ -218,6 +216,10 @@ Value Connection::command(const std::vector<std::string>& arguments, Deadline& d
 std::vector<Value> Connection::pipeline(const std::vector<std::vector<std::string>>& commands,
                                         Deadline& deadline) {
   if (!transport_) throw StoreUnavailable("Redis at " + shown_url_ + ": the connection was lost");
+  // Refused before a byte went out: no reply to wait for, so the connection stays open for the
+  // next call (the agent, serving callers whose --try passed while they queued, would otherwise
+  // connect again for each).
+  if (deadline.refused()) throw TooLate{};
   return closing_on_failure([&] {
     deadline.check("reply");
     if (answered_) check_still_open();
