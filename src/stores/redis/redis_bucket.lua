@@ -1002,19 +1002,6 @@ local function read_key(key, f, now_s, now_s_text)
 end
 
 
--- The request's time: Unix seconds, nanoseconds after them, and TIME's seconds as the server
--- wrote them (nil on a `given_time`, kArgTime; else TIME, reserve_all's `call` one for all).
-local function request_time(given_time, call)
-  if given_time ~= "" then
-    local micros = tonumber(given_time)
-    local now_s = floor(micros / 1e6)
-    return now_s, (micros - now_s * 1e6) * 1000, nil
-  end
-  local time = call and call.time or redis.call("TIME")
-  -- Arithmetic reads a number's text once, tonumber() twice (whether it is one, then its value).
-  return time[1] + 0, time[2] * 1000, time[1]
-end
-
 -- reserve's and reserve_keeping's arguments (kArgPermits on, as the header says): true if they are
 -- bad, else false and the permits, the timeout (ns), refuse_quota_wait, the caller's texts, the
 -- shape, pay_first and rate as texts, the burst or the warm-up and cold factor as texts, the
@@ -1155,34 +1142,6 @@ local function decide(permits, wait, timeout, refuse_quota_wait, grantable, hold
     end
   end
   return false, granted, wait, held_by_quota, booked_free, states, marks, counts, sums, passed
-end
-
--- How long the key is to be kept from now (ms), and the part of it until the bucket is full again
--- and the expiry's margin: a key expires this long or up to twice as long after the bucket would
--- be full again (`stored` and `next_free`, of a bucket of those derived values), its quotas'
--- slots have all passed (their states, or marks) and its back-off has recovered at its configured
--- rate (`params`'s, or the common call's `rate` text); a `kept` key stays KEPT_MS after its last
--- call, its expiry moved once per KEPT_MARGIN_MS.
-local function expiry_in_ms(next_free, stored, max_permits, cool_down, now, now_s, quota_states,
-                            quota_marks, quota_slots, backoff, params, rate, kept)
-  -- Full again once the next free moment has passed and the missing permits have refilled.
-  local refill = (max_permits - stored) * cool_down
-  if refill ~= refill or max_permits == 0 then refill = 0 end
-  local full_in_ms = ceil((max(next_free - now, 0) + refill) / 1e6)
-  -- And the quotas are as new once their slots have all passed.
-  for i = 1, quota_states and #quota_states or quota_marks and #quota_marks.newest or 0 do
-    local newest = quota_marks and quota_marks.newest[i] or quota_states[i][1]
-    local passed_us = (newest + QUOTA_COUNTS) * quota_slots[i] - now_s * 1e6 - now / 1000
-    full_in_ms = max(full_in_ms, ceil(passed_us / 1000))
-  end
-  -- And a key backing off keeps its back-off until it has recovered.
-  if backoff then
-    local configured = params and params.rate or rate + 0
-    full_in_ms = max(full_in_ms, ceil((backoff_lib.recovered_at(backoff, configured) - now) / 1e6))
-  end
-  local margin = EXPIRY_MARGIN_MS
-  if kept then full_in_ms, margin = max(full_in_ms, KEPT_MS), KEPT_MARGIN_MS end
-  return full_in_ms + 2 * margin, full_in_ms, margin
 end
 
 -- What changed since the key was read (everything for a new bucket), in one HSET, and the expiry,
@@ -1402,249 +1361,64 @@ local function kept_reply(granted, wait_text, problem, params, timetable, quota_
   return {granted, wait_text, 0, problem, timetable, params[2]}
 end
 
--- One request on `key`, its arguments in `argv` (the call's ARGV, or one request of a batch): its
--- reply. `call`: reserve_all's (its time, and whether it asks or books), or nil.
-local function serve(argv, key, call)
-  local operation, given_time = argv[1], argv[2]
-  if operation ~= "reserve" and operation ~= "reserve_keeping" and operation ~= "status" and
-      operation ~= "set_rate" and operation ~= "give_back" and operation ~= "throttle" then
-    return redis.error_reply("ERR ratelimit: unknown operation " .. tostring(operation))
+-- A reserve's booking and decision (decide() of bucket_store.cpp) on the bucket held (`stored`,
+-- `next_free` and the derived values, at the rate in force when `backoff`), with the quotas'
+-- limits, slot lengths and states or marks: an error reply, or nil and granted (0|1), the wait's
+-- text (the header's), the reply as the caller's settings are kept (kAsRequestedFields), the bucket's stored permits, next free moment, max permits and
+-- cool-down after it (the expiry's), the quotas' states and marks, and their counts, sums and
+-- passed counts to write (nil: unchanged). `params`: the bucket's, or nil on the common call.
+local function book_request(permits, timeout, refuse_quota_wait, call, now, now_s, now_s_text,
+                            max_time, stored, next_free, shape, pay_first, stable, max_permits,
+                            cool_down, threshold, slope, backoff, params, rate, burst, warmup,
+                            cold, quota_limits, quota_slots, quota_states, quota_marks,
+                            saved_quota_passed)
+  -- The state booked from, and the booking's span from its first mark.
+  local booked_stored, booked_free, paused_for = stored, next_free, nil
+  if backoff then
+    booked_stored, booked_free, paused_for, stable, max_permits, cool_down, threshold, slope =
+      in_force_state(backoff, stored, next_free, now, shape, params, rate, burst, warmup, cold,
+                     stable, max_permits, cool_down, threshold, slope)
   end
-
-  local now_s, now, now_s_text = request_time(given_time, call)
-  local now_ms = now_s * 1000 + floor(now / 1e6)
-  -- Times below are nanoseconds after now_s; the int64 maximum since the epoch caps them, as in
-  -- the core.
-  local max_time = (REP_LIMIT - 1) - now_s * NS_PER_S
-
-  -- reserve's arguments; the parameters' values are read once the key's texts are known, and
-  -- checked only when they are not the key's, whose texts were checked before being written.
-  local apply = operation == "reserve"
-  local reserving = apply or operation == "reserve_keeping"
-  local shape, pay_first, rate, burst, warmup, cold
-  local permits, timeout, wanted_texts, given_notation
-  -- PermitRequest::refuse_quota_wait: refused when a quota holds the request back past now.
-  local refuse_quota_wait = false
-  -- The quotas that decide with the rate, if any: their limits, slot lengths (microseconds) and
-  -- states (each the newest slot, then the QUOTA_COUNTS counts up to it, oldest first: Quota's
-  -- state, as cjson reads the key's quota_counts).
-  local quota_limits, quota_slots, quota_states
-  -- Or, on the common call until it needs the states, what it reads of them instead
-  -- (quota_lib.marks_of()).
-  local quota_marks
-  if reserving then
-    local bad
-    bad, permits, timeout, refuse_quota_wait, wanted_texts, shape, pay_first, rate, burst, warmup,
-    cold, quota_limits, quota_slots, given_notation = reserve_arguments(argv)
-    if bad then return redis.error_reply("ERR ratelimit: bad arguments") end
+  local booked_from = booked_free
+  -- reserve_all's booking (`hold`): as a request made at the call's moment, but with pay_first.
+  local book_at = now
+  if call and call.hold and pay_first ~= "1" then book_at = now + call.hold end
+  local wait
+  booked_stored, booked_free, wait =
+    book(booked_stored, booked_free, permits, book_at, now, max_time, shape, pay_first, stable,
+         max_permits, cool_down, threshold, slope)
+  -- reserve_all: `asking` books nothing; `hold` books at least that long after now.
+  local granted, held_by_quota, bad, counts, sums, passed
+  bad, granted, wait, held_by_quota, booked_free, quota_states, quota_marks, counts, sums,
+  passed = decide(
+    permits, wait, timeout, refuse_quota_wait, not (call and call.asking),
+    call and call.hold and now + call.hold, booked_stored, booked_free, stable, max_time, now,
+    now_s, quota_limits, quota_slots, quota_states, quota_marks, saved_quota_passed)
+  if bad then return redis.error_reply("ERR ratelimit: damaged quota counts") end
+  if granted == 1 then stored, next_free = booked_stored, booked_free end
+  local wait_text = integer_string(wait)
+  if granted == 1 then
+    wait_text = wait_text .. " " .. span_mark_text(booked_from, now_s, now_s_text) .. " " ..
+                span_mark_text(next_free, now_s, now_s_text)
   end
+  if held_by_quota then wait_text = wait_text .. " quota" end
+  if paused_for then wait_text = wait_text .. " backoff " .. paused_for end
+  return nil, granted, wait_text, granted == 1 and wait_text or {0, wait_text}, stored, next_free,
+         max_permits, cool_down, quota_states, quota_marks, counts, sums, passed
+end
 
-  -- throttle's report: how long before it the request was sent, and the Retry-After (0: none).
-  local sent_before, retry_after
-  if operation == "throttle" then
-    sent_before, retry_after = tonumber(argv[3]), tonumber(argv[4])
-    if not (sent_before and retry_after and retry_after >= 0) then
-      return redis.error_reply("ERR ratelimit: bad arguments")
-    end
-  end
-
-  -- The bucket: its parameters (a table as params_table() makes, on the calls that are not the
-  -- common one), TokenBucket's state and derived values, and its schedule.
-  local params, stored, next_free
-  local stable, max_permits, cool_down, threshold, slope
-  local timetable, entry_until
-  -- The record as the key held it (all nil for a new bucket), so that only what changed is written.
-  local saved_texts, saved_params, saved_stored, saved_free_s, saved_free_ns, saved_timetable,
-        saved_entry_until, saved_expires
-  -- The key's quota_counts as read, and its quotas (as `quotas` keeps them; "" for none), and its
-  -- quota_passed.
-  local saved_quota_counts, saved_quota_specs, saved_quota_passed
-
-  -- The bucket the key holds, with its schedule: `held`, else why there is none that can be used
-  -- (`problem`, "" for no key). A key whose `texts` and `rate` are the caller's holds the common
-  -- call's bucket, whose parameters are the caller's values; other keys (and those written before
-  -- `texts` was, or with numbers a bucket cannot hold) are read field by field by the other calls.
-  local held, problem = false, ""
-  local f
-  -- Keys without quotas are read as before quotas were.
-  -- `noticed` last: false when the key is not kept (KEPT_MS).
-  local noticed_at
-  if quota_limits then
-    f = redis.pcall("HMGET", key, "texts", "stored", "free_s", "free_ns", "expires", "rate",
-                    "quota_counts", "quota_sums", "quota_sums_of", "noticed", "quota_passed",
-                    "backoff")
-    noticed_at = 10
-  else
-    f = redis.pcall("HMGET", key, "texts", "stored", "free_s", "free_ns", "expires", "rate",
-                    "noticed", "backoff")
-    noticed_at = 7
-  end
-  -- The key's back-off (nil: never throttled), and its text to write when a throttle changed it.
-  local backoff
-  if not f.err and f[#f] then backoff = backoff_lib.read(f[#f], now_s) end
-  local new_backoff_text
-  -- The key's `noticed` as read, and as written when it changes: the texts of the caller last
-  -- told that it follows the key's settings ("" for none told since `set --key` or a
-  -- replacement).
-  local saved_noticed, noticed = not f.err and f[noticed_at] or nil, nil
-  local common = wanted_texts ~= nil and f[1] == wanted_texts and f[6] == rate
-  if common then
-    local free_s, free_ns, expires
-    stored, free_s, free_ns, expires, quota_marks, quota_states, stable, max_permits, cool_down,
-    threshold, slope = read_common(f, shape, rate, burst, warmup, cold, quota_limits, now_s,
-                                   now_s_text)
-    if stored then
-      held = true
-      next_free = (free_s - now_s) * NS_PER_S + free_ns
-      saved_texts, saved_stored, saved_free_s, saved_free_ns = f[1], stored, free_s, free_ns
-      saved_expires, saved_quota_counts = expires, f[7]
-      if quota_limits then saved_quota_passed = f[11] end
-    else
-      common = false
-    end
-  end
-
-  -- The other calls change the bucket through `bucket` (read_uncommon()), and copy its state back
-  -- into the locals. The common call keeps the key's schedule, which it does not read.
-  local bucket, wanted, wanted_timetable, wanted_entry_until
-  -- Quotas as `quotas` and the caller's texts write them ("" for none), and apart: the caller's
-  -- and the key's, {limits, periods, slots} (periods as the texts write them, in nanoseconds).
-  local wanted_quota_specs, wanted_quotas, key_quotas = "", nil, nil
-  -- The key's quotas after the call, as `quotas` writes them.
-  local quota_specs = ""
-  if not common then
-    local k = read_uncommon(operation, argv, key, f, now, now_s, now_s_text, wanted_texts, shape,
-                            pay_first, rate, burst, warmup, cold, quota_limits, quota_slots)
-    if not k then return redis.error_reply("ERR ratelimit: bad arguments") end
-    bucket, wanted, wanted_quota_specs, wanted_entry_until, wanted_timetable, wanted_quotas =
-      k.bucket, k.wanted, k.wanted_quota_specs, k.wanted_entry_until, k.wanted_timetable,
-      k.wanted_quotas
-    held, problem, params, timetable, entry_until, stored, next_free =
-      k.held, k.problem, k.params, k.timetable, k.entry_until, k.stored, k.next_free
-    stable, max_permits, cool_down, threshold, slope = k.stable, k.max_permits, k.cool_down,
-                                                        k.threshold, k.slope
-    key_quotas, quota_states = k.quotas, k.quota_states
-    if held then
-      saved_texts, saved_params, saved_stored = f[1], params, stored
-      saved_free_s, saved_free_ns = k.free_s, k.free_ns
-      saved_timetable, saved_entry_until, saved_expires = timetable, entry_until, k.expires
-      saved_quota_counts, saved_quota_specs, saved_quota_passed = k.counts, k.specs, k.passed
-      quota_specs, quota_limits, quota_slots = k.specs, key_quotas[1], key_quotas[3]
-      if #quota_limits == 0 then quota_limits, quota_slots, quota_states = nil, nil, nil end
-    end
-  end
-
-  -- Each operation but status changes the bucket and names its reply; the changes are saved below.
-  -- new_notation: the key's notation from now on, when reserve changes it.
-  local reply, new_notation
-  -- The quotas' counts, their sums and passed counts to write ("" for none), when the call changed
-  -- them (the passed counts only when they may have: not when a booking shifted nothing).
-  local quota_counts, quota_sums, quota_passed
-  if reserving then
-    if problem ~= "" then
-      redis.call("DEL", key)
-      -- A fresh bucket, never throttled.
-      saved_noticed, backoff = nil, nil
-    end
-    -- decide() before the booking: the request's quotas, parameters and schedule against the key's;
-    -- the replaced parameters and timetable, or nil. Whether the caller, which keeps the key's
-    -- parameters and asked for other settings, is told that it follows them (the first such
-    -- caller since the key's settings changed or another's were told: notice_followed() of
-    -- bucket_store.cpp).
-    local replaced, replaced_timetable, followed, tell_followed
-    if not common then
-      local new_quotas
-      followed, tell_followed, noticed, replaced, replaced_timetable, timetable, entry_until,
-      new_notation, new_quotas = settle_settings(
-        bucket, held, apply, wanted, wanted_quota_specs, wanted_timetable, wanted_entry_until,
-        quota_specs, timetable, entry_until, saved_noticed, given_notation)
-      if new_quotas then
-        quota_specs, quota_limits, quota_slots, quota_states, quota_counts, quota_sums,
-        quota_passed = take_wanted_quotas(wanted_quota_specs, wanted_quotas, held, key_quotas,
-                                          quota_states, now, now_s)
-      end
-      params, stored, next_free = bucket.params, bucket.stored, bucket.next_free
-      stable, max_permits, cool_down = bucket.stable, bucket.max_permits, bucket.cool_down
-      threshold, slope = bucket.threshold, bucket.slope
-      shape, pay_first = params[1], params[7]
-    end
-    -- The state booked from, and the booking's span from its first mark.
-    local booked_stored, booked_free, paused_for = stored, next_free, nil
-    if backoff then
-      booked_stored, booked_free, paused_for, stable, max_permits, cool_down, threshold, slope =
-        in_force_state(backoff, stored, next_free, now, shape, params, rate, burst, warmup, cold,
-                       stable, max_permits, cool_down, threshold, slope)
-    end
-    local booked_from = booked_free
-    -- reserve_all's booking (`hold`): as a request made at the call's moment, but with pay_first.
-    local book_at = now
-    if call and call.hold and pay_first ~= "1" then book_at = now + call.hold end
-    local wait
-    booked_stored, booked_free, wait =
-      book(booked_stored, booked_free, permits, book_at, now, max_time, shape, pay_first, stable,
-           max_permits, cool_down, threshold, slope)
-    -- reserve_all: `asking` books nothing; `hold` books at least that long after now.
-    local granted, held_by_quota, bad, counts, sums, passed
-    bad, granted, wait, held_by_quota, booked_free, quota_states, quota_marks, counts, sums,
-    passed = decide(
-      permits, wait, timeout, refuse_quota_wait, not (call and call.asking),
-      call and call.hold and now + call.hold, booked_stored, booked_free, stable, max_time, now,
-      now_s, quota_limits, quota_slots, quota_states, quota_marks, saved_quota_passed)
-    if bad then return redis.error_reply("ERR ratelimit: damaged quota counts") end
-    if granted == 1 then stored, next_free = booked_stored, booked_free end
-    -- A booking writes the counts it changed; else those that take_wanted_quotas() set stay.
-    if counts then quota_counts, quota_sums = counts, sums end
-    if passed then quota_passed = passed end
-    local wait_text = integer_string(wait)
-    if granted == 1 then
-      wait_text = wait_text .. " " .. span_mark_text(booked_from, now_s, now_s_text) .. " " ..
-                  span_mark_text(next_free, now_s, now_s_text)
-    end
-    if held_by_quota then wait_text = wait_text .. " quota" end
-    if paused_for then wait_text = wait_text .. " backoff " .. paused_for end
-    if common or not (replaced or followed) and problem == "" and
-        timetable == wanted_timetable and params[2] == rate then
-      if granted == 1 then reply = wait_text else reply = {0, wait_text} end
-    else
-      reply = kept_reply(granted, wait_text, problem, params, timetable, quota_specs, replaced,
-                         replaced_timetable, saved_quota_specs, followed, tell_followed)
-    end
-  elseif operation == "status" then
-    if problem ~= "" then return {"unusable", problem} end
-    if not held then return nil end
-    return status(key, bucket, params, timetable, entry_until, backoff, key_quotas, quota_states,
-                  now, now_s)
-  elseif operation == "throttle" then
-    if not held then return nil end
-    backoff, stored, next_free, new_backoff_text, reply =
-      throttle(backoff, stored, next_free, params.rate, sent_before, retry_after, now, now_s,
-               max_time)
-  elseif operation == "set_rate" then
-    if not (held or argv[6]) then return nil end
-    local failed
-    failed, timetable, entry_until = set_rate(argv, key, held, problem, bucket, wanted,
-                                              wanted_timetable, wanted_entry_until)
-    if failed then return failed end
-    if argv[6] then
-      -- Deleted when damaged: nothing saved.
-      if problem ~= "" then saved_noticed = nil end
-      quota_specs, quota_limits, quota_slots, quota_states, quota_counts, quota_sums,
-      quota_passed = take_wanted_quotas(wanted_quota_specs, wanted_quotas, held, key_quotas,
-                                        quota_states, now, now_s)
-    end
-    params, stored, next_free = bucket.params, bucket.stored, bucket.next_free
-    max_permits, cool_down = bucket.max_permits, bucket.cool_down
-    -- Set by hand: kept (KEPT_MS), and the next caller whose settings differ is told.
-    noticed = ""
-    reply = 1
-  else
-    local moved_back
-    reply, moved_back = give_back(argv, held, bucket, saved_free_s, saved_free_ns, now, now_s)
-    if not moved_back then return reply end
-    next_free = moved_back
-  end
-
-  -- What changed since the key was read (everything for a new bucket), in one HSET, and the expiry.
+-- What changed since the key was read (everything for a new bucket), in one HSET, and the expiry;
+-- returns `reply`. The bucket after the call: `stored`, `next_free`, its derived `max_permits`
+-- and `cool_down`, its quotas' slot lengths, states or marks and the counts, sums and passed
+-- counts to write (nil: unchanged), its back-off; `kept`: the key is kept (KEPT_MS). saved_: as
+-- the key held them (nil for a new bucket). `record`: on the calls that are not the common one,
+-- write_record()'s fields of their own (the parameters, schedule and quotas, and what the key
+-- held of them), or nil.
+local function save(reply, key, common, given_time, now, now_s, now_ms, stored, next_free,
+                    max_permits, cool_down, quota_slots, quota_states, quota_marks, quota_counts,
+                    quota_sums, quota_passed, backoff, params, rate, noticed, saved_noticed,
+                    saved_stored, saved_free_s, saved_free_ns, saved_expires, saved_quota_counts,
+                    saved_quota_passed, record)
   local ns = fmod(next_free, NS_PER_S)
   if ns < 0 then ns = ns + NS_PER_S end
   local s = now_s + floor((next_free - ns) / NS_PER_S + 0.5)
@@ -1654,9 +1428,29 @@ local function serve(argv, key, call)
   if common and not (stored_changed or free_s_changed or ns ~= saved_free_ns or quota_counts) then
     return reply
   end
-  local expire_in_ms, full_in_ms, margin =
-    expiry_in_ms(next_free, stored, max_permits, cool_down, now, now_s, quota_states, quota_marks,
-                 quota_slots, backoff, params, rate, noticed or saved_noticed)
+  -- The key is kept this long from now (ms): a key expires this long or up to twice as long
+  -- (`margin`) after the bucket would be full again (`full_in_ms`), its quotas' slots have all
+  -- passed and its back-off has recovered at its configured rate (`params`'s, or the common
+  -- call's `rate` text); a key kept stays KEPT_MS after its last call, its expiry moved once per
+  -- KEPT_MARGIN_MS. Full again once the next free moment has passed and the missing permits have
+  -- refilled.
+  local refill = (max_permits - stored) * cool_down
+  if refill ~= refill or max_permits == 0 then refill = 0 end
+  local full_in_ms = ceil((max(next_free - now, 0) + refill) / 1e6)
+  -- And the quotas are as new once their slots have all passed.
+  for i = 1, quota_states and #quota_states or quota_marks and #quota_marks.newest or 0 do
+    local newest = quota_marks and quota_marks.newest[i] or quota_states[i][1]
+    local passed_us = (newest + QUOTA_COUNTS) * quota_slots[i] - now_s * 1e6 - now / 1000
+    full_in_ms = max(full_in_ms, ceil(passed_us / 1000))
+  end
+  -- And a key backing off keeps its back-off until it has recovered.
+  if backoff then
+    local configured = params and params.rate or rate + 0
+    full_in_ms = max(full_in_ms, ceil((backoff_lib.recovered_at(backoff, configured) - now) / 1e6))
+  end
+  local margin = EXPIRY_MARGIN_MS
+  if noticed or saved_noticed then full_in_ms, margin = max(full_in_ms, KEPT_MS), KEPT_MARGIN_MS end
+  local expire_in_ms = full_in_ms + 2 * margin
   local expires = saved_expires or 0
   -- Moved when the noted expiry is too soon, or further than it would be set now (the server's
   -- clock went back, or the rate went up). On a time the caller gives (tests) it is always moved
@@ -1676,21 +1470,248 @@ local function serve(argv, key, call)
     end
     return reply
   end
-  write_record({key = key, common = common, bucket = bucket, params = params,
-                saved_params = saved_params, timetable = timetable,
-                saved_timetable = saved_timetable, entry_until = entry_until,
-                saved_entry_until = saved_entry_until, quota_specs = quota_specs,
-                saved_quota_specs = saved_quota_specs,
-                saved_texts = saved_texts, stored_changed = stored_changed,
-                stored_value = stored_value, free_s_changed = free_s_changed, free_s = s,
-                free_ns = ns, saved_free_ns = saved_free_ns, quota_counts = quota_counts,
-                quota_sums = quota_sums, saved_quota_counts = saved_quota_counts,
-                quota_passed = quota_passed, saved_quota_passed = saved_quota_passed,
-                new_notation = new_notation, noticed = noticed, saved_noticed = saved_noticed,
-                new_backoff_text = new_backoff_text, expire_in_ms = expire_in_ms,
-                expires = expires, move_expiry = move_expiry, given_time = given_time,
-                now_ms = now_ms})
+  local r = record or {}
+  r.key, r.common, r.params, r.stored_changed, r.stored_value = key, common, params,
+                                                                stored_changed, stored_value
+  r.free_s_changed, r.free_s, r.free_ns, r.saved_free_ns = free_s_changed, s, ns, saved_free_ns
+  r.quota_counts, r.quota_sums, r.saved_quota_counts = quota_counts, quota_sums, saved_quota_counts
+  r.quota_passed, r.saved_quota_passed = quota_passed, saved_quota_passed
+  r.noticed, r.saved_noticed = noticed, saved_noticed
+  r.expire_in_ms, r.expires, r.move_expiry = expire_in_ms, expires, move_expiry
+  r.given_time, r.now_ms = given_time, now_ms
+  write_record(r)
   return reply
+end
+
+-- A request that is not the common call, after serve() read its arguments (as serve()'s locals of
+-- the same names) and the key's first fields (`f`, the first HMGET's reply, its `backoff` and
+-- `saved_noticed`): the key read field by field, each operation, and what changed saved.
+local function serve_uncommon(argv, key, call, f, backoff, saved_noticed, now, now_s, now_s_text,
+                              now_ms, max_time, permits, timeout, refuse_quota_wait, wanted_texts,
+                              shape, pay_first, rate, burst, warmup, cold, quota_limits,
+                              quota_slots, given_notation, sent_before, retry_after)
+  local operation, given_time = argv[1], argv[2]
+  local apply = operation == "reserve"
+  local k = read_uncommon(operation, argv, key, f, now, now_s, now_s_text, wanted_texts, shape,
+                          pay_first, rate, burst, warmup, cold, quota_limits, quota_slots)
+  if not k then return redis.error_reply("ERR ratelimit: bad arguments") end
+  -- The bucket (changed through `bucket`, its state copied back here) and its schedule; the
+  -- key's quotas apart ({limits, periods, slots}, periods in nanoseconds) and their states.
+  local bucket, held, problem, params, timetable, entry_until, stored, next_free =
+    k.bucket, k.held, k.problem, k.params, k.timetable, k.entry_until, k.stored, k.next_free
+  local stable, max_permits, cool_down, threshold, slope = k.stable, k.max_permits, k.cool_down,
+                                                            k.threshold, k.slope
+  local key_quotas, quota_states, quota_marks = k.quotas, k.quota_states, nil
+  -- The key's quotas after the call, as `quotas` writes them ("" for none).
+  local quota_specs = ""
+  -- The record as the key held it (all nil for a new bucket), so that only what changed is
+  -- written; what only these calls write goes to write_record() in `record`.
+  local record = {bucket = bucket}
+  local saved_stored, saved_free_s, saved_free_ns, saved_expires, saved_quota_counts,
+        saved_quota_passed
+  if held then
+    saved_stored, saved_free_s, saved_free_ns, saved_expires = stored, k.free_s, k.free_ns,
+                                                               k.expires
+    saved_quota_counts, saved_quota_passed = k.counts, k.passed
+    record.saved_texts, record.saved_params, record.saved_timetable = f[1], params, timetable
+    record.saved_entry_until, record.saved_quota_specs = entry_until, k.specs
+    quota_specs, quota_limits, quota_slots = k.specs, key_quotas[1], key_quotas[3]
+    if #quota_limits == 0 then quota_limits, quota_slots, quota_states = nil, nil, nil end
+  end
+
+  -- Each operation but status changes the bucket and names its reply. `noticed`: the key's to
+  -- write (nil: unchanged); new_notation: the key's notation from now on, when reserve changes
+  -- it; new_backoff_text: the key's back-off when throttle changed it. The quotas' counts, their
+  -- sums and passed counts to write ("" for none), when the call changed them (the passed counts
+  -- only when they may have: not when a booking shifted nothing).
+  local reply, noticed, new_notation, new_backoff_text
+  local quota_counts, quota_sums, quota_passed
+  if apply or operation == "reserve_keeping" then
+    if problem ~= "" then
+      redis.call("DEL", key)
+      -- A fresh bucket, never throttled.
+      saved_noticed, backoff = nil, nil
+    end
+    -- decide() before the booking: the request's quotas, parameters and schedule against the
+    -- key's; the replaced parameters and timetable, or nil. Whether the caller, which keeps the
+    -- key's parameters and asked for other settings, is told that it follows them (the first
+    -- such caller since the key's settings changed or another's were told: notice_followed() of
+    -- bucket_store.cpp).
+    local followed, tell_followed, replaced, replaced_timetable, new_quotas
+    followed, tell_followed, noticed, replaced, replaced_timetable, timetable, entry_until,
+    new_notation, new_quotas = settle_settings(
+      bucket, held, apply, k.wanted, k.wanted_quota_specs, k.wanted_timetable,
+      k.wanted_entry_until, quota_specs, timetable, entry_until, saved_noticed, given_notation)
+    if new_quotas then
+      quota_specs, quota_limits, quota_slots, quota_states, quota_counts, quota_sums,
+      quota_passed = take_wanted_quotas(k.wanted_quota_specs, k.wanted_quotas, held, key_quotas,
+                                        quota_states, now, now_s)
+    end
+    params, stored, next_free = bucket.params, bucket.stored, bucket.next_free
+    local bad, granted, wait_text, as_requested, counts, sums, passed
+    bad, granted, wait_text, as_requested, stored, next_free, max_permits, cool_down,
+    quota_states, quota_marks, counts, sums, passed = book_request(
+      permits, timeout, refuse_quota_wait, call, now, now_s, now_s_text, max_time, stored,
+      next_free, params[1], params[7], bucket.stable, bucket.max_permits, bucket.cool_down,
+      bucket.threshold, bucket.slope, backoff, params, rate, burst, warmup, cold, quota_limits,
+      quota_slots, quota_states, quota_marks, saved_quota_passed)
+    if bad then return bad end
+    -- A booking writes the counts it changed; else those that take_wanted_quotas() set stay.
+    if counts then quota_counts, quota_sums = counts, sums end
+    if passed then quota_passed = passed end
+    reply = as_requested
+    if replaced or followed or problem ~= "" or timetable ~= k.wanted_timetable or
+        params[2] ~= rate then
+      reply = kept_reply(granted, wait_text, problem, params, timetable, quota_specs, replaced,
+                         replaced_timetable, record.saved_quota_specs, followed, tell_followed)
+    end
+  elseif operation == "status" then
+    if problem ~= "" then return {"unusable", problem} end
+    if not held then return nil end
+    return status(key, bucket, params, timetable, entry_until, backoff, key_quotas, quota_states,
+                  now, now_s)
+  elseif operation == "throttle" then
+    if not held then return nil end
+    backoff, stored, next_free, new_backoff_text, reply =
+      throttle(backoff, stored, next_free, params.rate, sent_before, retry_after, now, now_s,
+               max_time)
+  elseif operation == "set_rate" then
+    if not (held or argv[6]) then return nil end
+    local failed
+    failed, timetable, entry_until = set_rate(argv, key, held, problem, bucket, k.wanted,
+                                              k.wanted_timetable, k.wanted_entry_until)
+    if failed then return failed end
+    if argv[6] then
+      -- Deleted when damaged: nothing saved.
+      if problem ~= "" then saved_noticed = nil end
+      quota_specs, quota_limits, quota_slots, quota_states, quota_counts, quota_sums,
+      quota_passed = take_wanted_quotas(k.wanted_quota_specs, k.wanted_quotas, held, key_quotas,
+                                        quota_states, now, now_s)
+    end
+    params, stored, next_free = bucket.params, bucket.stored, bucket.next_free
+    max_permits, cool_down = bucket.max_permits, bucket.cool_down
+    -- Set by hand: kept (KEPT_MS), and the next caller whose settings differ is told.
+    noticed = ""
+    reply = 1
+  else
+    local moved_back
+    reply, moved_back = give_back(argv, held, bucket, saved_free_s, saved_free_ns, now, now_s)
+    if not moved_back then return reply end
+    next_free = moved_back
+  end
+  record.timetable, record.entry_until, record.quota_specs = timetable, entry_until, quota_specs
+  record.new_notation, record.new_backoff_text = new_notation, new_backoff_text
+  return save(reply, key, false, given_time, now, now_s, now_ms, stored, next_free, max_permits,
+              cool_down, quota_slots, quota_states, quota_marks, quota_counts, quota_sums,
+              quota_passed, backoff, params, rate, noticed, saved_noticed, saved_stored,
+              saved_free_s, saved_free_ns, saved_expires, saved_quota_counts, saved_quota_passed,
+              record)
+end
+
+-- One request on `key`, its arguments in `argv` (the call's ARGV, or one request of a batch): its
+-- reply. `call`: reserve_all's (its time, and whether it asks or books), or nil. Here the
+-- arguments and the key's first fields are read, and the common call served; serve_uncommon()
+-- serves the others.
+local function serve(argv, key, call)
+  local operation, given_time = argv[1], argv[2]
+  if operation ~= "reserve" and operation ~= "reserve_keeping" and operation ~= "status" and
+      operation ~= "set_rate" and operation ~= "give_back" and operation ~= "throttle" then
+    return redis.error_reply("ERR ratelimit: unknown operation " .. tostring(operation))
+  end
+
+  -- The request's time: Unix seconds, nanoseconds after them, and TIME's seconds as the server
+  -- wrote them (nil on a `given_time`, kArgTime; else TIME, reserve_all's `call` one for all).
+  local now_s, now, now_s_text
+  if given_time ~= "" then
+    local micros = tonumber(given_time)
+    now_s = floor(micros / 1e6)
+    now = (micros - now_s * 1e6) * 1000
+  else
+    local time = call and call.time or redis.call("TIME")
+    -- Arithmetic reads a number's text once, tonumber() twice (whether it is one, then its value).
+    now_s, now, now_s_text = time[1] + 0, time[2] * 1000, time[1]
+  end
+  local now_ms = now_s * 1000 + floor(now / 1e6)
+  -- Times below are nanoseconds after now_s; the int64 maximum since the epoch caps them, as in
+  -- the core.
+  local max_time = (REP_LIMIT - 1) - now_s * NS_PER_S
+
+  -- reserve's arguments; the parameters' values are read once the key's texts are known, and
+  -- checked only when they are not the key's, whose texts were checked before being written.
+  local shape, pay_first, rate, burst, warmup, cold
+  local permits, timeout, wanted_texts, given_notation
+  -- PermitRequest::refuse_quota_wait: refused when a quota holds the request back past now.
+  local refuse_quota_wait = false
+  -- The quotas that decide with the rate, if any: their limits and slot lengths (microseconds).
+  local quota_limits, quota_slots
+  if operation == "reserve" or operation == "reserve_keeping" then
+    local bad
+    bad, permits, timeout, refuse_quota_wait, wanted_texts, shape, pay_first, rate, burst, warmup,
+    cold, quota_limits, quota_slots, given_notation = reserve_arguments(argv)
+    if bad then return redis.error_reply("ERR ratelimit: bad arguments") end
+  end
+
+  -- throttle's report: how long before it the request was sent, and the Retry-After (0: none).
+  local sent_before, retry_after
+  if operation == "throttle" then
+    sent_before, retry_after = tonumber(argv[3]), tonumber(argv[4])
+    if not (sent_before and retry_after and retry_after >= 0) then
+      return redis.error_reply("ERR ratelimit: bad arguments")
+    end
+  end
+
+  -- A key whose `texts` and `rate` are the caller's holds the common call's bucket, whose
+  -- parameters are the caller's values; other keys (and those written before `texts` was, or
+  -- with numbers a bucket cannot hold) are read field by field by the other calls. Keys without
+  -- quotas are read as before quotas were. `noticed` last but one: false when the key is not
+  -- kept (KEPT_MS).
+  local f, noticed_at
+  if quota_limits then
+    f = redis.pcall("HMGET", key, "texts", "stored", "free_s", "free_ns", "expires", "rate",
+                    "quota_counts", "quota_sums", "quota_sums_of", "noticed", "quota_passed",
+                    "backoff")
+    noticed_at = 10
+  else
+    f = redis.pcall("HMGET", key, "texts", "stored", "free_s", "free_ns", "expires", "rate",
+                    "noticed", "backoff")
+    noticed_at = 7
+  end
+  -- The key's back-off (nil: never throttled).
+  local backoff
+  if not f.err and f[#f] then backoff = backoff_lib.read(f[#f], now_s) end
+  -- The key's `noticed` as read: the texts of the caller last told that it follows the key's
+  -- settings ("" for none told since `set --key` or a replacement).
+  local saved_noticed = not f.err and f[noticed_at] or nil
+  if wanted_texts ~= nil and f[1] == wanted_texts and f[6] == rate then
+    -- The bucket as the key holds it (stored, the next free moment's seconds and nanoseconds,
+    -- the expiry noted), the quotas' marks or states (each the newest slot, then the
+    -- QUOTA_COUNTS counts up to it, oldest first: Quota's state, as cjson reads the key's
+    -- quota_counts), and the derived values.
+    local saved_stored, saved_free_s, saved_free_ns, saved_expires, quota_marks, quota_states,
+          stable, max_permits, cool_down, threshold, slope =
+      read_common(f, shape, rate, burst, warmup, cold, quota_limits, now_s, now_s_text)
+    if saved_stored then
+      local saved_quota_passed
+      if quota_limits then saved_quota_passed = f[11] end
+      local bad, granted, wait_text, reply, stored, next_free, quota_counts, quota_sums,
+            quota_passed
+      bad, granted, wait_text, reply, stored, next_free, max_permits, cool_down, quota_states,
+      quota_marks, quota_counts, quota_sums, quota_passed = book_request(
+        permits, timeout, refuse_quota_wait, call, now, now_s, now_s_text, max_time, saved_stored,
+        (saved_free_s - now_s) * NS_PER_S + saved_free_ns, shape, pay_first, stable, max_permits,
+        cool_down, threshold, slope, backoff, nil, rate, burst, warmup, cold, quota_limits,
+        quota_slots, quota_states, quota_marks, saved_quota_passed)
+      if bad then return bad end
+      return save(reply, key, true, given_time, now, now_s, now_ms, stored, next_free,
+                  max_permits, cool_down, quota_slots, quota_states, quota_marks, quota_counts,
+                  quota_sums, quota_passed, backoff, nil, rate, nil, saved_noticed, saved_stored,
+                  saved_free_s, saved_free_ns, saved_expires, f[7], saved_quota_passed, nil)
+    end
+  end
+  return serve_uncommon(argv, key, call, f, backoff, saved_noticed, now, now_s, now_s_text, now_ms,
+                        max_time, permits, timeout, refuse_quota_wait, wanted_texts, shape,
+                        pay_first, rate, burst, warmup, cold, quota_limits, quota_slots,
+                        given_notation, sent_before, retry_after)
 end
 
 -- The function FCALL calls (registered below): one request, a batch or a reserve_all.
