@@ -127,16 +127,16 @@
 --          arguments, a redis.call() refused) has its error as its reply while the others go on.
 -- Waits are strings of integer nanoseconds: a Lua number in a reply is truncated to an integer.
 --
--- FUNCTION LOAD runs this body once: the named functions it defines are made then, not per call.
--- serve() runs once per request, creating each function and table in it afresh: the bucket is kept
--- in locals rather than tables, and the functions that the common call (a reserve on a key that
--- holds the caller's parameters and schedule) does not need are only created by the calls that do
--- (the tables of the *_functions() below, made per call that asks for them). A request alone is
--- served with ARGV as it came, no table made for it. A call of a function costs about as much as
--- a global read (bench_script_instructions.sh: some 400 to 1000 instructions, with its arguments
--- and results), so the common call's pieces are few. Each argument costs the server on every call, and so does splitting a text:
--- the caller's parameters and schedule come as one text, compared with the key's at once, and
--- only those the common call computes with come apart as well.
+-- FUNCTION LOAD runs this body once: every function below, and the tables of functions
+-- (backoff_lib, quota_lib, bucket_methods), are made then, not per call. serve() runs once per
+-- request and serves the common call (a reserve on a key that holds the caller's parameters and
+-- schedule) with its bucket in locals rather than tables; serve_uncommon() serves the other calls.
+-- A request alone is served with ARGV as it came, no table made for it. A call of a function
+-- costs about as much as a global read (bench_script_instructions.sh: some 400 to 1000
+-- instructions, with its arguments and results), so the common call's pieces are few: serve(),
+-- book_request() and save(), and what they call. Each argument costs the server on every call,
+-- and so does splitting a text: the caller's parameters and schedule come as one text, compared
+-- with the key's at once, and only those the common call computes with come apart as well.
 
 -- The library functions the script calls, read from the globals once, on the first call
 -- (bucket(), below): FUNCTION LOAD runs this body with no globals at all, and a global read costs
@@ -239,8 +239,7 @@ end
 -- before the cut, the throttles and the last one's time, joined by blanks, the times as integer
 -- Unix nanoseconds; keys never throttled have none and cost one more HMGET field. Times below
 -- are nanoseconds after now_s, as in serve(); these functions capture nothing of it. They are
--- made only by the calls on a key once throttled and by throttle, which get them as the table
--- backoff_functions() returns: a closure costs every call that makes it.
+-- used by the calls on a key once throttled and by throttle, through the table backoff_lib.
 local BACKOFF_CUT = 0.5
 local BACKOFF_CONVERGENCE = (1 + BACKOFF_CUT) / 2
 local BACKOFF_FLOOR = 0.01
@@ -355,13 +354,13 @@ local function backoff_in_force(b, stored, next_free, configured, now)
   return stored, next_free, backoff_rate_in_force(b, configured, now)
 end
 
-local backoff_lib = {read = backoff_read, text = backoff_text, rate_in_force = backoff_rate_in_force,
-        record = backoff_record, recovered_at = backoff_recovered_at,
-        in_force = backoff_in_force}
+local backoff_lib = {read = backoff_read, text = backoff_text,
+                     rate_in_force = backoff_rate_in_force, record = backoff_record,
+                     recovered_at = backoff_recovered_at, in_force = backoff_in_force}
 
 -- Quota of src/core/quota.cpp on a state table (the newest slot at 1, the counts at 2 to 67, the
--- oldest first), and the quotas' fields of a key, made only for the calls on quotas and those that
--- read a key field by field, as the table quota_functions() returns. Times are nanoseconds after
+-- oldest first), and the quotas' fields of a key, for the calls on quotas and those that read a
+-- key field by field, through the table quota_lib. Times are nanoseconds after
 -- now_s, not negative; slots are counted on Unix microseconds, whole numbers below 2^53 until the
 -- year 2255, so that slot arithmetic is exact (fmod is).
 -- Quota::slot_of(): whole microseconds, then slots of `slot` microseconds.
@@ -530,14 +529,13 @@ local function quota_marks_booked(marks, units)
 end
 
 local quota_lib = {slot_at = quota_slot_at, fresh = quota_fresh, earliest = quota_earliest,
-        book = quota_book, used = quota_used, marks_allow = quota_marks_allow,
-        states_of = quota_states_of, passed_into = quota_passed_into, marks_of = quota_marks_of,
-        counts_text = quota_counts_text, marks_booked = quota_marks_booked}
+                   book = quota_book, used = quota_used, marks_allow = quota_marks_allow,
+                   states_of = quota_states_of, passed_into = quota_passed_into,
+                   marks_of = quota_marks_of, counts_text = quota_counts_text,
+                   marks_booked = quota_marks_booked}
 
--- What the calls that are not the common one read and write of a key's settings, and the object
--- through which they change its bucket, made only for them, as the table settings_functions()
--- returns (each function a closure that every call making it pays for):
--- `format_version` and `most_quotas` are serve()'s FORMAT_VERSION and MOST_QUOTAS.
+-- What the calls that are not the common one read and write of a key's settings, and the methods
+-- through which they change its bucket.
 
 -- Whether `text` is an int64 as std::to_string writes it: the only form compared below.
 local function is_int64_text(text)
@@ -1082,18 +1080,18 @@ local function book(stored, next_free, permits, book_at, now, max_time, shape, p
   return stored, next_free, max(go_at - now, 0)
 end
 
--- decide(): granted (1) iff the wait is within the timeout, at the later of the rate's moment
--- (`wait` after `now`, as book() gives it, from `booked_stored` and `booked_free`) and, with
--- quotas (QuotaBucket), every quota's; a refusal changes nothing. reserve_all: not `grantable`
--- books nothing (asking), and `hold_go` books no sooner. The quotas' `marks` decide alone where
--- the full `states` would decide the same; else the states are read (quota_lib: quota_functions()).
+-- decide() with quotas (QuotaBucket; without, book_request() decides): granted (1) iff the wait
+-- is within the timeout, at the later of the rate's moment (`wait` after `now`, as book() gives
+-- it, the next free moment booked `booked_free`) and every quota's; a refusal changes nothing.
+-- reserve_all: not `grantable` books nothing (asking), and `hold_go` books no sooner. The quotas'
+-- `marks` decide alone where the full `states` would decide the same; else the states are read.
 -- Returns true if the key's quota counts are damaged, else false, then granted, the wait, whether
 -- a quota rather than the rate set it (QuotaBucket::held_by_quota()), the next free moment booked,
 -- the quotas' states and marks after it, and the counts, sums and passed counts to write (nil:
 -- unchanged).
-local function decide(permits, wait, timeout, refuse_quota_wait, grantable, hold_go,
-                      booked_stored, booked_free, stable, max_time, now, now_s, limits, slots,
-                      states, marks, saved_passed)
+local function decide_with_quotas(permits, wait, timeout, refuse_quota_wait, grantable, hold_go,
+                                  booked_free, stable, max_time, now, now_s, limits, slots, states,
+                                  marks, saved_passed)
   local granted, held_by_quota, counts, sums, passed = 0, false, nil, nil, nil
   if marks and (hold_go or not quota_lib.marks_allow(marks, permits, now + wait, limits, slots,
                                                      now_s)) then
@@ -1109,7 +1107,7 @@ local function decide(permits, wait, timeout, refuse_quota_wait, grantable, hold
       granted = 1
       counts, sums = quota_lib.marks_booked(marks, permits)
     end
-  elseif states then
+  else
     -- QuotaBucket: at the later of the rate's moment and every quota's from there; never for
     -- more than a quota ever allows.
     local rate_go = now + wait
@@ -1134,20 +1132,14 @@ local function decide(permits, wait, timeout, refuse_quota_wait, grantable, hold
       for i = 1, #limits do quota_lib.book(slots[i], states[i], permits, go, now_s, now) end
       counts, sums, passed = quota_lib.counts_text(states)
     end
-  elseif grantable and wait <= max(timeout, 0) then
-    granted = 1
-    if hold_go and hold_go > now + wait then
-      if stable ~= 0 then booked_free = min(booked_free + (hold_go - now - wait), max_time) end
-      wait = hold_go - now
-    end
   end
   return false, granted, wait, held_by_quota, booked_free, states, marks, counts, sums, passed
 end
 
 -- What changed since the key was read (everything for a new bucket), in one HSET, and the expiry,
--- for the calls that do more than the common call's usual HSET: `r` holds serve()'s values of the
--- same names (the key's after the call, and saved_: as read), and the next free moment's seconds
--- and nanoseconds (free_s, free_ns) as they are to be written.
+-- for the calls that do more than the common call's usual HSET: `r` holds save()'s and
+-- serve_uncommon()'s values of the same names (the key's after the call, and saved_: as read),
+-- and the next free moment's seconds and nanoseconds (free_s, free_ns) as they are to be written.
 local function write_record(r)
   -- Room for the usual changes made at once: a table grown by each one costs more.
   local changes = {"HSET", r.key, nil, nil, nil, nil, nil, nil}
@@ -1205,8 +1197,7 @@ local function write_record(r)
   if r.move_expiry then redis.call("PEXPIRE", r.key, r.expire_in_ms) end
 end
 
--- The settings the caller asks for, off the common call (read_wanted() of
--- settings_functions()): set_rate's (kArgNewSettings) or a reserve's (kArgTexts, whose parts that
+-- The settings the caller asks for, off the common call (read_wanted()): set_rate's (kArgNewSettings) or a reserve's (kArgTexts, whose parts that
 -- came apart too must be the same). Returns true if they are bad, else false and read_wanted()'s
 -- values (the params table, the quotas' specs, the entry's end, the timetable and the quotas;
 -- the specs "" when there are none asked for).
@@ -1234,8 +1225,7 @@ end
 -- The common call's bucket (the key's texts and rate are the caller's: its parameters are the
 -- caller's values) from `f`, the first HMGET's reply: stored, free_s, free_ns and expires as
 -- read_state() reads them (stored nil: the key cannot be used, and is read field by field), the
--- quotas' marks, or their states when the sums are not the counts' (quota_lib:
--- quota_functions()), and the derived values.
+-- quotas' marks, or their states when the sums are not the counts', and the derived values.
 local function read_common(f, shape, rate, burst, warmup, cold, quota_limits, now_s, now_s_text)
   local stable, max_permits, cool_down, threshold, slope
   -- Arithmetic reads a number's text once, tonumber() twice.
@@ -1388,13 +1378,22 @@ local function book_request(permits, timeout, refuse_quota_wait, call, now, now_
     book(booked_stored, booked_free, permits, book_at, now, max_time, shape, pay_first, stable,
          max_permits, cool_down, threshold, slope)
   -- reserve_all: `asking` books nothing; `hold` books at least that long after now.
-  local granted, held_by_quota, bad, counts, sums, passed
-  bad, granted, wait, held_by_quota, booked_free, quota_states, quota_marks, counts, sums,
-  passed = decide(
-    permits, wait, timeout, refuse_quota_wait, not (call and call.asking),
-    call and call.hold and now + call.hold, booked_stored, booked_free, stable, max_time, now,
-    now_s, quota_limits, quota_slots, quota_states, quota_marks, saved_quota_passed)
-  if bad then return redis.error_reply("ERR ratelimit: damaged quota counts") end
+  local grantable, hold_go = not (call and call.asking), call and call.hold and now + call.hold
+  local granted, held_by_quota, bad, counts, sums, passed = 0, false
+  if quota_marks or quota_states then
+    bad, granted, wait, held_by_quota, booked_free, quota_states, quota_marks, counts, sums,
+    passed = decide_with_quotas(
+      permits, wait, timeout, refuse_quota_wait, grantable, hold_go, booked_free, stable, max_time,
+      now, now_s, quota_limits, quota_slots, quota_states, quota_marks, saved_quota_passed)
+    if bad then return redis.error_reply("ERR ratelimit: damaged quota counts") end
+  elseif grantable and wait <= max(timeout, 0) then
+    -- decide() without quotas: granted iff the wait is within the timeout.
+    granted = 1
+    if hold_go and hold_go > now + wait then
+      if stable ~= 0 then booked_free = min(booked_free + (hold_go - now - wait), max_time) end
+      wait = hold_go - now
+    end
+  end
   if granted == 1 then stored, next_free = booked_stored, booked_free end
   local wait_text = integer_string(wait)
   if granted == 1 then
