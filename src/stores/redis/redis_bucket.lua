@@ -1353,10 +1353,11 @@ end
 
 -- A reserve's booking and decision (decide() of bucket_store.cpp) on the bucket held (`stored`,
 -- `next_free` and the derived values, at the rate in force when `backoff`), with the quotas'
--- limits, slot lengths and states or marks: an error reply, or nil and granted (0|1), the wait's
--- text (the header's), the reply as the caller's settings are kept (kAsRequestedFields), the bucket's stored permits, next free moment, max permits and
--- cool-down after it (the expiry's), the quotas' states and marks, and their counts, sums and
--- passed counts to write (nil: unchanged). `params`: the bucket's, or nil on the common call.
+-- limits, slot lengths and states or marks. Returns an error reply, or nil and granted (0|1), the
+-- wait's text (the header's), the reply when the key holds the caller's rate and timetable
+-- (kAsRequestedFields), the bucket's stored permits, next free moment, max permits and cool-down
+-- after it (the expiry's), the quotas' states and marks, and their counts, sums and passed counts
+-- to write (nil: unchanged). `params`: the bucket's, or nil on the common call.
 local function book_request(permits, timeout, refuse_quota_wait, call, now, now_s, now_s_text,
                             max_time, stored, next_free, shape, pay_first, stable, max_permits,
                             cool_down, threshold, slope, backoff, params, rate, burst, warmup,
@@ -1409,8 +1410,9 @@ end
 -- What changed since the key was read (everything for a new bucket), in one HSET, and the expiry;
 -- returns `reply`. The bucket after the call: `stored`, `next_free`, its derived `max_permits`
 -- and `cool_down`, its quotas' slot lengths, states or marks and the counts, sums and passed
--- counts to write (nil: unchanged), its back-off; `kept`: the key is kept (KEPT_MS). saved_: as
--- the key held them (nil for a new bucket). `record`: on the calls that are not the common one,
+-- counts to write (nil: unchanged), its back-off, and `noticed` to write (nil: unchanged; the key
+-- is kept, KEPT_MS, while it or `saved_noticed` is set). saved_: as the key held them (nil for a
+-- new bucket). `record`: on the calls that are not the common one,
 -- write_record()'s fields of their own (the parameters, schedule and quotas, and what the key
 -- held of them), or nil.
 local function save(reply, key, common, given_time, now, now_s, now_ms, stored, next_free,
