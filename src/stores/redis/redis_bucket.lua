@@ -1500,8 +1500,7 @@ local function serve_uncommon(argv, key, call, f, backoff, saved_noticed, now, n
   -- key's quotas apart ({limits, periods, slots}, periods in nanoseconds) and their states.
   local bucket, held, problem, params, timetable, entry_until, stored, next_free =
     k.bucket, k.held, k.problem, k.params, k.timetable, k.entry_until, k.stored, k.next_free
-  local stable, max_permits, cool_down, threshold, slope = k.stable, k.max_permits, k.cool_down,
-                                                            k.threshold, k.slope
+  local max_permits, cool_down = k.max_permits, k.cool_down
   local key_quotas, quota_states, quota_marks = k.quotas, k.quota_states, nil
   -- The key's quotas after the call, as `quotas` writes them ("" for none).
   local quota_specs = ""
