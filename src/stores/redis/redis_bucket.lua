@@ -798,7 +798,8 @@ local function reserve_all(serve, keys, argv)
 end
 
 -- status, throttle, give_back and the settings step of a reserve that is not the common call,
--- which serve() passes what they need of its request.
+-- which serve_uncommon() passes what they need of its request.
+
 -- give_back()'s bound on a duration, as saturated_nanoseconds() of bucket_store.cpp.
 local CENTURY_NS = 100.0 * 365.25 * 86400e9
 
