@@ -35,14 +35,20 @@ assert quota["next_free_in_seconds"] > 3000, quota' "$WORK/status.json" ||
   ! grep -q quota "$WORK/status" || fail "reset kept the quota: $(cat "$WORK/status")"
 }
 
+quota_windows="$(dirname "${BASH_SOURCE[0]}")/quota_windows.py"
+
 # acquire_in_parallel NAME PROCESSES TIMES ACQUIRE_OPTIONS...: PROCESSES processes, each running
 # `ratelimit acquire -vv ACQUIRE_OPTIONS...` TIMES times in turn; their grants go to
 # $WORK/NAME.grants.* as "<from_ns> <to_ns> <permits>" lines: each grant's moment in the store
-# lies between the two (quota_windows.py within).
+# lies between the two (quota_windows.py within). Meanwhile the distance of the wall clock from
+# the monotonic one is noted in $WORK/NAME.clocks (quota_windows.py clocks).
 acquire_in_parallel() {
-  local name=$1 processes=$2 times=$3 process pids=()
+  local name=$1 processes=$2 times=$3 process pids=() watcher
   local moment='\([0-9]*\)\.\([0-9]\{9\}\)'
   shift 3
+  python3 "$quota_windows" clocks "$WORK/$name.clocks" &
+  watcher=$!
+  until [ -s "$WORK/$name.clocks" ]; do sleep 0.01; done
   for process in $(seq "$processes"); do
     (
       for _ in $(seq "$times"); do "$RATELIMIT" acquire -vv "$@" 2>&1 >/dev/null; done |
@@ -53,21 +59,31 @@ acquire_in_parallel() {
   done
   # Its own: the caller may have a server in the background.
   wait "${pids[@]}"
+  kill "$watcher"
+  wait "$watcher" || true
 }
 
-# expect_quota_kept NAME LIMIT PERIOD_S GRANTS: acquire_in_parallel NAME made GRANTS grants in all,
-# no window of PERIOD_S seconds certainly holds more than LIMIT of them, and the busiest holds at
-# least 90% of LIMIT certainly (the quota does not idle, and the grants' moments are known closely
-# enough for the first check to fail if the quota let more through).
+# expect_quota_kept NAME LIMIT PERIOD_S GRANTS [wall]: acquire_in_parallel NAME made GRANTS grants
+# in all, no window of PERIOD_S seconds certainly holds more than LIMIT of them, and the busiest
+# holds at least 90% of LIMIT certainly (the quota does not idle, and the grants' moments are
+# known closely enough for the first check to fail if the quota let more through). `wall`: the
+# store decides on the wall clock (Redis), and the windows are measured on it.
 expect_quota_kept() {
-  local name=$1 limit=$2 period=$3 grants=$4 total certain possible width
+  local name=$1 limit=$2 period=$3 grants=$4 total certain possible width moved
+  local clock=() on="the monotonic clock"
+  if [ "${5:-}" = wall ]; then clock=(--wall "$WORK/$name.clocks") on="the wall clock"; fi
   total=$(cat "$WORK/$name".grants.* | wc -l)
   [ "$total" -eq "$grants" ] || fail "$name: $total grants, expected $grants"
-  read -r certain possible width < <(python3 "$(dirname "${BASH_SOURCE[0]}")/quota_windows.py" \
-    within "$period" "$WORK/$name".grants.*)
-  echo "$name: $certain grants certainly in the busiest ${period} s window ($possible possibly;" \
-    "grant moments known within $width ms, median), quota $limit"
-  [ "$certain" -le "$limit" ] || fail "$name: $certain grants in one ${period} s window, quota $limit"
+  read -r certain possible width < <(python3 "$quota_windows" within "${clock[@]}" "$period" \
+    "$WORK/$name".grants.*)
+  moved=$(python3 "$quota_windows" moved "$WORK/$name.clocks")
+  echo "$name: $certain grants certainly in the busiest ${period} s window on $on ($possible" \
+    "possibly; grant moments known within $width ms, median), quota $limit; the wall clock" \
+    "moved $moved ms against the monotonic one meanwhile"
+  if [ "$certain" -gt "$limit" ]; then
+    python3 "$quota_windows" within --show "${clock[@]}" "$period" "$WORK/$name".grants.* >/dev/null
+    fail "$name: $certain grants in one ${period} s window, quota $limit"
+  fi
   [ "$certain" -ge $((limit * 9 / 10)) ] ||
     fail "$name: only $certain grants certainly in the busiest ${period} s window: the quota idles"
 }
