@@ -41,16 +41,17 @@ BENCHMARK(BM_ReserveWarmingUp)->Threads(1)->Threads(2)->UseRealTime();
 
 // One decision of a token bucket with 0, 1 or 4 quotas (QuotaBucket::reserve, what a store does
 // under its lock), 1 us apart on a timeline of its own: the quotas never hold, so every slot is
-// looked at as a request that goes at once makes it.
+// looked at as a request that goes at once makes it. Their limit is the largest a quota takes
+// (2^53 - 1, below which counts are exact).
 void BM_QuotaDecision(benchmark::State& state) {
   using std::chrono::nanoseconds;
   ratelimit::BucketParams rate;
   rate.permits_per_second = 1e9;
   std::vector<ratelimit::Quota> quotas;
   for (int i = 0; i < state.range(0); ++i)
-    quotas.emplace_back(
-        ratelimit::QuotaParams{.limit = std::int64_t{1} << 53, .period = std::chrono::hours(1 + i)},
-        nanoseconds::zero());
+    quotas.emplace_back(ratelimit::QuotaParams{.limit = (std::int64_t{1} << 53) - 1,
+                                               .period = std::chrono::hours(1 + i)},
+                        nanoseconds::zero());
   ratelimit::QuotaBucket bucket(ratelimit::TokenBucket(rate, nanoseconds::zero()), quotas);
   nanoseconds now{0};
   for (auto _ : state) {

@@ -2,7 +2,7 @@
 # The bucket script's server CPU per decision against a minimal GCRA script (redis_bench.sh), for
 # one or more versions of the script on one redis-server of its own: BENCH_ROUNDS alternating
 # rounds (default 9) of 100000 decisions from 8 clients each, the arguments of a real `acquire`
-# (a reserve of one permit at 1e9/s on one key that holds the caller's settings: the common call),
+# (redis_bench.sh's ACQUIRE_ARGUMENTS, on one key that holds the caller's settings: the common call),
 # each version called as its ratelimit calls it (redis_bench.sh's bucket_call: FCALL of a function
 # library, or EVALSHA of an older script).
 # Prints each round's figures and ratio to the same round's GCRA, then the medians.
@@ -26,7 +26,7 @@ for given in "$@"; do
   name=${given%%=*}
   call=$(bucket_call "$work/redis/sock" "${given#*=}")
   eval "run_$name() { throughput -s '$work/redis/sock' $call 1 'ratelimit:{cost_$name}' \
-    reserve '' 1 9223372036854775807 '1,bursty,1e9,1,0,3,0,0,0,' bursty 0 1e9 1; }"
+    \"\${ACQUIRE_ARGUMENTS[@]}\"; }"
   pairs+=("$name" "run_$name")
   names+=("$name")
 done

@@ -29,8 +29,7 @@ for given in "$@"; do
     if [ "$which" = gcra ]; then
       command=(EVALSHA "$GCRA_SHA" 1 'gcra:{k}' 0.001 1000000)
     else
-      command=("${bucket[@]}" 1 'ratelimit:{k}' reserve '' 1 9223372036854775807
-               '1,bursty,1e9,1,0,3,0,0,0,' bursty 0 1e9 1)
+      command=("${bucket[@]}" 1 'ratelimit:{k}' "${ACQUIRE_ARGUMENTS[@]}")
     fi
     redis-benchmark -s "$work/sock" -c 1 -n 300 -q "${command[@]}" >/dev/null
     callgrind_control -z "$server" >/dev/null 2>&1

@@ -70,6 +70,12 @@ bucket_call() {
   fi
 }
 
+# The common call's ARGV as `ratelimit acquire --rate 1e9/s --key K` sends it (MONITOR shows it):
+# a reserve of one permit with no timeout that keeps the key's settings, the caller's texts, the
+# parts of them the common call computes with, and the rate's notation. 1e9/s never waits.
+ACQUIRE_ARGUMENTS=(reserve_keeping '' 1 9223372036854775807 '1,bursty,1000000000,1,0,3,0,0,0,'
+                   bursty 0 1000000000 1 'permits si 1 time')
+
 # server_cpu: the server's CPU time so far (user + system), in seconds.
 server_cpu() {
   redis-cli -s "$BENCH_REDIS_SOCK" info cpu | tr -d '\r' |

@@ -685,14 +685,16 @@ TEST_F(RedisStoreTest, KeyWithQuotasExpiresOnceTheirWindowsHavePassed) {
   EXPECT_LE(ttl.integer, 66000 + 2000);
 }
 
-// scripts/bench_redis.sh loads the library and calls the function itself.
+// The benchmarks (scripts/redis_bench.sh) load the library and call the function themselves, with
+// ACQUIRE_ARGUMENTS: what `acquire --rate 1e9/s --key K` sends, a call the script serves as the
+// common one.
 TEST_F(RedisStoreTest, ReserveAsTheBenchCallsIt) {
   // The library is named as its function.
   EXPECT_EQ(admin(server_, library_load()).text, kRedisBucketFunction);
-  const Value reply =
-      admin(server_,
-            {"FCALL", std::string(kRedisBucketFunction), "1", "ratelimit:{short}", "reserve", "",
-             "1", "9223372036854775807", "1,bursty,1e9,1,0,3,0,0,0,", "bursty", "0", "1e9", "1"});
+  const Value reply = admin(server_, {"FCALL", std::string(kRedisBucketFunction), "1",
+                                      "ratelimit:{short}", "reserve_keeping", "", "1",
+                                      "9223372036854775807", "1,bursty,1000000000,1,0,3,0,0,0,",
+                                      "bursty", "0", "1000000000", "1", "permits si 1 time"});
   // Granted at once, and the key holds the caller's rate and schedule: the wait and the booking's
   // span say it all.
   ASSERT_EQ(reply.type, Value::Type::string);
@@ -702,6 +704,7 @@ TEST_F(RedisStoreTest, ReserveAsTheBenchCallsIt) {
   const auto kept = redis.status("short").at(0);
   EXPECT_EQ(kept.params, bursty(1e9));
   EXPECT_EQ(kept.schedule, KeySchedule{});
+  EXPECT_EQ(kept.notation, "permits si 1 time");
 }
 
 TEST(RedisPassword, RightPasswordWrongPasswordAndNone) {
