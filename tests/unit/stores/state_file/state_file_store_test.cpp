@@ -75,6 +75,37 @@ TEST_F(StateFileStoreTest, ProcessesShareOneBucketInArrivalOrder) {
   EXPECT_TRUE(notes_.empty());
 }
 
+// A clock that moves on by `step` before each reading: the store's work between its readings (a
+// save that a busy disk holds) takes that long.
+class BusyClock final : public Clock {
+ public:
+  std::chrono::nanoseconds now() override { return now_ += step; }
+  void sleep_for(std::chrono::nanoseconds d) override { now_ += std::max(d, 0ns); }
+  std::chrono::nanoseconds peek() const { return now_; }
+
+  std::chrono::nanoseconds step{0};
+
+ private:
+  std::chrono::nanoseconds now_{1s};
+};
+
+TEST_F(StateFileStoreTest, TheWaitCountsFromTheAnswerSoASlowSaveDoesNotDelayTheTurn) {
+  BusyClock clock;
+  const auto on_busy_clock = [&] {
+    return Store(state::StateDirectory::open(dir_.string()), clock,
+                 HostId{.machine_id = kMachine, .boot_id = kBoot}, [](const std::string&) {});
+  };
+  auto first = on_busy_clock();
+  auto second = on_busy_clock();
+  const auto booked_at = clock.peek();
+  EXPECT_EQ(first.reserve(request(bursty(10)), waiter_).wait, 0ms);
+  // The next permit's turn is 100 ms after the first: however long the second call takes, its
+  // caller counts the wait from the answer and gets that turn.
+  clock.step = 30ms;
+  const Reservation reservation = second.reserve(request(bursty(10)), waiter_);
+  EXPECT_EQ(clock.peek() + reservation.wait, booked_at + 100ms);
+}
+
 TEST_F(StateFileStoreTest, AThrottleHoldsEveryProcessOfTheKeyUntilThePauseEnds) {
   auto first = process();
   auto second = process();
