@@ -110,7 +110,9 @@ struct UnusedPermits {
 struct Reservation {
   bool granted = false;
   // How long until the permits may be used; when refused, how long that would have been (zero
-  // when the store could not be asked in time).
+  // when the store could not be asked in time). Its caller counts it from the answer: the state
+  // file counts out the time its save took after deciding; Redis's is as of its script's run (the
+  // way back is not known apart from the way there).
   std::chrono::nanoseconds wait{0};
   // The wait is a quota's, not the rate's.
   bool held_by_quota = false;

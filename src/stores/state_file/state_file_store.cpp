@@ -10,6 +10,18 @@
 
 namespace ratelimit::stores::state_file {
 
+namespace {
+
+// The wait as of the answer rather than of the decision: the caller counts it from when the answer
+// came, and the time the record took to save (a write and a rename, which a busy disk can hold
+// for tens of milliseconds) would otherwise push its turn that much past the one booked, into
+// the next user's turn.
+void count_wait_from_answer(Reservation& reservation, std::chrono::nanoseconds since_decided) {
+  reservation.wait = std::max(reservation.wait - since_decided, std::chrono::nanoseconds::zero());
+}
+
+}  // namespace
+
 Store::Store(state::StateDirectory directory, Clock& clock, HostId host, Notify notify)
     : directory_(std::move(directory)),
       clock_(clock),
@@ -90,6 +102,7 @@ Reservation Store::reserve(const PermitRequest& request, io::Waiter& waiter) {
     notice_followed(reservation, request, noticed);
     if (fresh || (request.apply_params && reservation.replaced_params)) notation = request.notation;
     save(*locked.file, bucket, schedule, quotas, notation, noticed, backoff);
+    count_wait_from_answer(reservation, clock_.now() - now);
     return reservation;
   });
 }
@@ -131,6 +144,9 @@ KeysReservation Store::reserve_all(const std::vector<PermitRequest>& requests, i
         key.notation = requests[i].notation;
       save(*files[i], key.bucket, key.schedule, key.quotas, key.notation, key.noticed, key.backoff);
     }
+    const auto saving = clock_.now() - now;
+    count_wait_from_answer(decision.call, saving);
+    for (Reservation& key : decision.keys) count_wait_from_answer(key, saving);
     return decision;
   });
 }

@@ -8,6 +8,7 @@
 #include <filesystem>
 #include <fstream>
 #include <optional>
+#include <utility>
 #include <vector>
 
 #include "fake_clock.hpp"
@@ -73,6 +74,41 @@ TEST_F(StateFileStoreTest, ProcessesShareOneBucketInArrivalOrder) {
   clock_.advance(50ms);
   EXPECT_EQ(second.reserve(request(bursty(10)), waiter_).wait, 250ms);
   EXPECT_TRUE(notes_.empty());
+}
+
+// A clock on which the work after its next reading takes `busy_after_next_reading`: the store's
+// save of the record it decided on, that a busy disk holds.
+class BusyClock final : public Clock {
+ public:
+  std::chrono::nanoseconds now() override {
+    const auto reading = now_;
+    now_ += std::exchange(busy_after_next_reading, 0ns);
+    return reading;
+  }
+  void sleep_for(std::chrono::nanoseconds d) override { now_ += std::max(d, 0ns); }
+  std::chrono::nanoseconds peek() const { return now_; }
+
+  std::chrono::nanoseconds busy_after_next_reading{0};
+
+ private:
+  std::chrono::nanoseconds now_{1s};
+};
+
+TEST_F(StateFileStoreTest, TheWaitCountsFromTheAnswerSoASlowSaveDoesNotDelayTheTurn) {
+  BusyClock clock;
+  const auto on_busy_clock = [&] {
+    return Store(state::StateDirectory::open(dir_.string()), clock,
+                 HostId{.machine_id = kMachine, .boot_id = kBoot}, [](const std::string&) {});
+  };
+  auto first = on_busy_clock();
+  auto second = on_busy_clock();
+  const auto booked_at = clock.peek();
+  EXPECT_EQ(first.reserve(request(bursty(10)), waiter_).wait, 0ms);
+  // The next permit's turn is 100 ms after the first: however long the second call takes, its
+  // caller counts the wait from the answer and gets that turn.
+  clock.busy_after_next_reading = 30ms;
+  const Reservation reservation = second.reserve(request(bursty(10)), waiter_);
+  EXPECT_EQ(clock.peek() + reservation.wait, booked_at + 100ms);
 }
 
 TEST_F(StateFileStoreTest, AThrottleHoldsEveryProcessOfTheKeyUntilThePauseEnds) {
