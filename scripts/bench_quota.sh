@@ -71,13 +71,15 @@ q_second=1000000000000000/1000000000/15625
 q_minute=1000000000000000/60000000000/937500
 q_hour=1000000000000000/3600000000000/56250000
 q_day=1000000000000000/86400000000000/1350000000
-# reserve QUOTA_SPECS [LIMIT SLOT]...: one key's reserve at 1e9/s (never waits), as the client
-# sends it.
+# reserve QUOTA_SPECS [LIMIT SLOT]...: one key's reserve at 1e9/s (never waits), as `acquire`
+# sends it (redis_bench.sh's ACQUIRE_ARGUMENTS) with those quotas: their specs in the caller's
+# texts, their limits and slot lengths before the notation.
 reserve() {
-  local specs=$1
+  local specs=$1 arguments=("${ACQUIRE_ARGUMENTS[@]}")
   shift
-  throughput -s "$work/redis/sock" "${bucket[@]}" 1 "ratelimit:{quotas$#}" reserve "" 1 \
-    9223372036854775807 "1,bursty,1e9,1,0,3,0,0,${specs:+$specs,}0," bursty 0 1e9 1 "$@"
+  arguments[4]="${arguments[4]%0,}${specs:+$specs,}0,"
+  throughput -s "$work/redis/sock" "${bucket[@]}" 1 "ratelimit:{quotas$#}" "${arguments[@]:0:9}" \
+    "$@" "${arguments[9]}"
 }
 none() { reserve ""; }
 one() { reserve "$q_hour" 1000000000000000 56250000; }

@@ -48,7 +48,10 @@ acquire_in_parallel() {
   shift 3
   python3 "$quota_windows" clocks "$WORK/$name.clocks" &
   watcher=$!
-  until [ -s "$WORK/$name.clocks" ]; do sleep 0.01; done
+  until [ -s "$WORK/$name.clocks" ]; do
+    kill -0 "$watcher" 2>/dev/null || fail "the clocks' watcher ended before its first reading"
+    sleep 0.01
+  done
   for process in $(seq "$processes"); do
     (
       for _ in $(seq "$times"); do "$RATELIMIT" acquire -vv "$@" 2>&1 >/dev/null; done |

@@ -11,8 +11,9 @@
                                     and the median of to - from in ms; --show: also the
                                     grants certainly in the busiest window (to stderr);
                                     --wall CLOCKS: the windows on the wall clock (below)
-  quota_windows.py clocks CLOCKS    until SIGTERM, appends every 50 ms how far the wall clock
-                                    is from the monotonic one ("<monotonic_ns> <distance_ns>")
+  quota_windows.py clocks CLOCKS    until SIGTERM or its parent ends, appends every 50 ms how
+                                    far the wall clock is from the monotonic one
+                                    ("<monotonic_ns> <distance_ns>")
   quota_windows.py moved CLOCKS     how far that distance moved over the log, in ms
 
 A store that decides on a wall clock (Redis's TIME) keeps its windows on that clock. The grants'
@@ -21,6 +22,7 @@ machine's resync) does not move: --wall places them on the wall clock, each wide
 distance before and after it where a step lies between two readings.
 """
 import bisect
+import os
 import signal
 import subprocess
 import sys
@@ -105,8 +107,10 @@ def within(window_s, log_paths, show, clocks_path):
 
 def clocks(log_path):
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))
+    # Also ends with the test that started it, should the test end without a SIGTERM.
+    parent = os.getppid()
     with open(log_path, "w", buffering=1) as log:
-        while True:
+        while os.getppid() == parent:
             # The closest of a few readings: a reading interrupted between the clocks is off.
             closest = None
             for _ in range(5):
